@@ -1,0 +1,165 @@
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError } from './errors.js';
+import { SETTINGS, type SettingSpec } from './schema.js';
+
+export interface Config {
+  http: { host: string; port: number };
+  sip: {
+    host: string;
+    port: number;
+    tlsPort: number;
+    wsPort: number;
+    wssPort: number;
+    tlsCert: string;
+    tlsKey: string;
+  };
+  publicHost: string;
+  publicBaseUrl: string;
+  dataDir: string;
+  databaseUrl: string;
+  logLevel: string;
+  rtpengine: { urls: string[]; ngPort: number; interface: string; portMin: number; portMax: number };
+  tts: { voice: string };
+  billing: { initialSeconds: number; incrementSeconds: number };
+  tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };
+  ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
+  webhooks: { timeoutMs: number; allowPrivate: boolean };
+  demo: { numbers: string[] };
+}
+
+type Raw = Record<string, string>;
+
+function parseValue(spec: SettingSpec, raw: string, source: string): unknown {
+  const bad = (expected: string): never => {
+    throw new ConfigError(spec.key, source, raw, expected);
+  };
+  switch (spec.kind) {
+    case 'port':
+    case 'int': {
+      const min = spec.min ?? (spec.kind === 'port' ? 1 : Number.MIN_SAFE_INTEGER);
+      const max = spec.max ?? (spec.kind === 'port' ? 65535 : Number.MAX_SAFE_INTEGER);
+      const what = spec.kind === 'port' ? 'a port number' : 'a whole number';
+      if (!/^-?\d+$/.test(raw.trim())) bad(`${what} from ${min} to ${max}`);
+      const n = Number(raw);
+      if (n < min || n > max) bad(`${what} from ${min} to ${max}`);
+      return n;
+    }
+    case 'bool':
+      if (/^(true|1|yes|on)$/i.test(raw)) return true;
+      if (/^(false|0|no|off)$/i.test(raw)) return false;
+      return bad('true or false');
+    case 'enum':
+      if (!spec.values?.includes(raw)) bad(`one of ${spec.values?.join(', ')}`);
+      return raw;
+    case 'list':
+      return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+    case 'json':
+      try {
+        const v = JSON.parse(raw);
+        if (!Array.isArray(v) || !v.every((e) => e && typeof e === 'object' && 'urls' in e))
+          bad('a JSON array of objects with a urls member');
+        return v;
+      } catch (e) {
+        if (e instanceof ConfigError) throw e;
+        return bad('a JSON array of objects with a urls member');
+      }
+    case 'url-or-empty':
+      if (raw === '') return raw;
+      try {
+        new URL(raw);
+      } catch {
+        bad('an absolute URL or an empty string');
+      }
+      return raw;
+    case 'path':
+    case 'string':
+      return raw;
+  }
+}
+
+function setPath(target: Record<string, any>, key: string, value: unknown): void {
+  const parts = key.split('.');
+  let node = target;
+  for (const p of parts.slice(0, -1)) node = node[p] ??= {};
+  node[parts[parts.length - 1]] = value;
+}
+
+function flatten(obj: unknown, prefix = '', out: Raw = {}): Raw {
+  if (obj && typeof obj === 'object' && !Array.isArray(obj)) {
+    for (const [k, v] of Object.entries(obj)) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+  } else if (prefix) {
+    out[prefix] =
+      Array.isArray(obj) && typeof obj[0] !== 'object'
+        ? obj.join(',')
+        : typeof obj === 'string'
+          ? obj
+          : JSON.stringify(obj);
+  }
+  return out;
+}
+
+/**
+ * Defaults, then an optional JSON file (SIMU_CONFIG, or ./simu.config.json when present), then SIMU_* environment
+ * variables. Every value is checked; the first bad one throws a ConfigError naming the key, value and expected form.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const out: Record<string, any> = {};
+  const filePath = env.SIMU_CONFIG ?? (existsSync(path.join(cwd, 'simu.config.json')) ? 'simu.config.json' : '');
+  let fileValues: Raw = {};
+  if (filePath) {
+    const abs = path.resolve(cwd, filePath);
+    let text: string;
+    try {
+      text = readFileSync(abs, 'utf8');
+    } catch {
+      throw new ConfigError('SIMU_CONFIG', 'environment', filePath, 'a readable JSON file');
+    }
+    try {
+      fileValues = flatten(JSON.parse(text));
+    } catch {
+      throw new ConfigError('SIMU_CONFIG', 'environment', filePath, 'a file holding one JSON object');
+    }
+    const known = new Set<string>(SETTINGS.map((s) => s.key));
+    for (const k of Object.keys(fileValues)) {
+      if (!known.has(k))
+        throw new ConfigError(k, filePath, fileValues[k], 'a known setting (see the README configuration table)');
+    }
+  }
+  for (const spec of SETTINGS as readonly SettingSpec[]) {
+    let raw = spec.default;
+    let source = 'default';
+    if (spec.key in fileValues) {
+      raw = fileValues[spec.key];
+      source = filePath;
+    }
+    if (env[spec.env] !== undefined) {
+      raw = env[spec.env] as string;
+      source = spec.env;
+    }
+    setPath(out, spec.key, parseValue(spec, raw, source));
+  }
+  const cfg = out as Config;
+  cfg.dataDir = path.resolve(cwd, cfg.dataDir);
+  if (cfg.rtpengine.portMin >= cfg.rtpengine.portMax) {
+    throw new ConfigError(
+      'rtpengine.portMin',
+      'SIMU_RTP_PORT_MIN',
+      String(cfg.rtpengine.portMin),
+      'lower than rtpengine.portMax',
+    );
+  }
+  if (!cfg.publicBaseUrl) cfg.publicBaseUrl = `http://${cfg.publicHost}:${cfg.http.port}`;
+  return cfg;
+}
+
+/** The README's configuration table, made from the same list the loader reads. */
+export function configTable(): string {
+  const rows = (SETTINGS as readonly SettingSpec[]).map(
+    (s) => `| \`${s.env}\` | \`${s.key}\` | \`${s.default === '' ? '(empty)' : s.default}\` | ${s.help} |`,
+  );
+  return ['| variable | file key | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
