@@ -1,0 +1,65 @@
+import type { Db } from './db.js';
+import { newId, nowIso, randomToken } from './ids.js';
+import { NotFoundError } from './errors.js';
+
+export interface AccountRow {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended';
+  balance_cents: number;
+  max_concurrent_calls: number;
+  max_cps: number;
+  max_call_seconds: number;
+  signing_secret: string;
+  webhook_voice_inbound: string;
+  webhook_voice_outbound: string;
+  webhook_status: string;
+  fallback_mode: 'message' | 'play' | 'drop';
+  fallback_value: string;
+  recording_retention_days: number | null;
+  created_at: string;
+}
+
+export const newSigningSecret = (): string => `whsec_${randomToken(24)}`;
+
+function normalise(row: any): AccountRow {
+  return { ...row, balance_cents: Number(row.balance_cents) };
+}
+
+export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
+  const row = {
+    id: newId(),
+    name,
+    status: 'active',
+    balance_cents: 0,
+    signing_secret: newSigningSecret(),
+    created_at: nowIso(),
+  };
+  await db('accounts').insert(row);
+  return getAccount(db, row.id);
+}
+
+export async function findAccount(db: Db, id: string): Promise<AccountRow | undefined> {
+  const row = await db('accounts').where({ id }).first();
+  return row ? normalise(row) : undefined;
+}
+
+export async function getAccount(db: Db, id: string): Promise<AccountRow> {
+  const row = await findAccount(db, id);
+  if (!row) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
+  return row;
+}
+
+export async function listAccounts(db: Db): Promise<AccountRow[]> {
+  return (await db('accounts').orderBy('created_at', 'asc')).map(normalise);
+}
+
+export async function updateAccount(
+  db: Db,
+  id: string,
+  patch: Partial<Omit<AccountRow, 'id' | 'created_at'>>,
+): Promise<AccountRow> {
+  const n = await db('accounts').where({ id }).update(patch);
+  if (n === 0) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
+  return getAccount(db, id);
+}

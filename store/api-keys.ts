@@ -1,0 +1,58 @@
+import type { Db } from './db.js';
+import { newId, nowIso, randomToken, sha256Hex } from './ids.js';
+
+export interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  is_active: boolean;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+const normalise = (r: any): ApiKeyRow => ({ ...r, is_active: Boolean(r.is_active) });
+
+/** Keys are `sk_` plus 43 base64url characters (256 bits); only their SHA-256 is stored. */
+export function generateApiKey(): { key: string; prefix: string; hash: string } {
+  const key = `sk_${randomToken(32)}`;
+  return { key, prefix: key.slice(0, 11), hash: sha256Hex(key) };
+}
+
+export async function insertApiKey(db: Db, accountId: string, name: string): Promise<{ row: ApiKeyRow; key: string }> {
+  const { key, prefix, hash } = generateApiKey();
+  const row = {
+    id: newId(),
+    account_id: accountId,
+    name,
+    prefix,
+    key_hash: hash,
+    is_active: true,
+    created_at: nowIso(),
+  };
+  await db('api_keys').insert(row);
+  return { row: normalise(await db('api_keys').where({ id: row.id }).first()), key };
+}
+
+/** Looks a presented key up by its hash (an index lookup on a fixed-length digest: no timing signal on the secret). */
+export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow | undefined> {
+  const row = await db('api_keys').where({ key_hash: hash }).first();
+  return row ? normalise(row) : undefined;
+}
+
+export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {
+  return (await db('api_keys').where({ account_id: accountId }).orderBy('created_at', 'desc')).map(normalise);
+}
+
+export async function revokeApiKey(db: Db, accountId: string, id: string): Promise<boolean> {
+  const n = await db('api_keys')
+    .where({ account_id: accountId, id })
+    .update({ is_active: false, revoked_at: nowIso() });
+  return n > 0;
+}
+
+export async function touchApiKey(db: Db, id: string): Promise<void> {
+  await db('api_keys').where({ id }).update({ last_used_at: nowIso() });
+}

@@ -1,0 +1,14 @@
+import type { Knex } from 'knex';
+import * as m001 from './001-initial.js';
+
+/**
+ * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
+ * Add a new file per change and append it here; never edit one that has shipped.
+ */
+const MIGRATIONS: Array<[string, Knex.Migration]> = [['001-initial', m001]];
+
+export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
+  getMigrations: async () => MIGRATIONS,
+  getMigrationName: (m) => m[0],
+  getMigration: async (m) => m[1],
+};
