@@ -1,0 +1,222 @@
+import { createSocket, type Socket } from 'node:dgram';
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import { bdecode, bencode, type BValue } from './bencode.js';
+import { MediaError } from './errors.js';
+
+/**
+ * A client for rtpengine's ng control protocol: each request is `<cookie> <bencoded dict>` in one UDP datagram
+ * and the answer echoes the cookie. rtpengine caches answers by cookie, so resending the same datagram on a lossy
+ * path is safe (it does not run the command twice); we resend every `retransmitMs` until `timeoutMs`.
+ *
+ * Like mediasoup's channel, the client rejects every pending request when it is closed or told the engine is
+ * gone, so no caller waits forever on a dead engine.
+ */
+export type NgParams = { [key: string]: BValue | undefined };
+export type NgResponse = { result: string; 'error-reason'?: string; warning?: string; [key: string]: unknown };
+
+export interface NgClientOptions {
+  host: string;
+  port: number;
+  /** Whole-request deadline. */
+  timeoutMs?: number;
+  /** Resend interval for a request with no answer yet. */
+  retransmitMs?: number;
+}
+
+interface Pending {
+  command: string;
+  resolve: (r: NgResponse) => void;
+  reject: (e: MediaError) => void;
+  timer: NodeJS.Timeout;
+  resend: NodeJS.Timeout;
+}
+
+export class NgClient {
+  readonly host: string;
+  readonly port: number;
+  readonly #timeoutMs: number;
+  readonly #retransmitMs: number;
+  readonly #pending = new Map<string, Pending>();
+  #socket: Socket | undefined;
+  #closed = false;
+
+  constructor(opts: NgClientOptions) {
+    this.host = opts.host;
+    this.port = opts.port;
+    this.#timeoutMs = opts.timeoutMs ?? 5000;
+    this.#retransmitMs = opts.retransmitMs ?? 1000;
+  }
+
+  /** `host:port` as written in config.rtpengine.urls. */
+  get address(): string {
+    return isIP(this.host) === 6 ? `[${this.host}]:${this.port}` : `${this.host}:${this.port}`;
+  }
+
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  #ensureSocket(): Socket {
+    if (this.#socket) return this.#socket;
+    const socket = createSocket(isIP(this.host) === 6 ? 'udp6' : 'udp4');
+    socket.on('message', (msg) => this.#onMessage(msg));
+    socket.on('error', (err) => this.rejectAll(new MediaError('MEDIA_ENGINE_GONE', `ng socket error: ${err.message}`)));
+    socket.unref();
+    this.#socket = socket;
+    return socket;
+  }
+
+  #onMessage(msg: Buffer): void {
+    const space = msg.indexOf(0x20);
+    if (space <= 0) return;
+    const cookie = msg.toString('ascii', 0, space);
+    const pending = this.#pending.get(cookie);
+    if (!pending) return; // a late answer to a resend we already settled
+    this.#settle(cookie);
+    let decoded: unknown;
+    try {
+      decoded = bdecode(msg.subarray(space + 1));
+    } catch (err) {
+      pending.reject(new MediaError('MEDIA_PROTOCOL', `undecodable ng answer to ${pending.command}`, err));
+      return;
+    }
+    if (typeof decoded !== 'object' || decoded === null || typeof (decoded as NgResponse).result !== 'string') {
+      pending.reject(new MediaError('MEDIA_PROTOCOL', `ng answer to ${pending.command} has no result`));
+      return;
+    }
+    const response = decoded as NgResponse;
+    if (response.result === 'error') {
+      pending.reject(
+        new MediaError('MEDIA_ENGINE_ERROR', `rtpengine ${pending.command}: ${response['error-reason'] ?? 'error'}`),
+      );
+      return;
+    }
+    pending.resolve(response);
+  }
+
+  #settle(cookie: string): void {
+    const pending = this.#pending.get(cookie);
+    if (!pending) return;
+    clearTimeout(pending.timer);
+    clearInterval(pending.resend);
+    this.#pending.delete(cookie);
+  }
+
+  /** Send one ng command and wait for its answer. `result: error` rejects with MEDIA_ENGINE_ERROR. */
+  request(command: string, params: NgParams = {}, timeoutMs = this.#timeoutMs): Promise<NgResponse> {
+    if (this.#closed) return Promise.reject(new MediaError('MEDIA_ENGINE_GONE', 'ng client closed'));
+    const socket = this.#ensureSocket();
+    const cookie = randomBytes(8).toString('hex');
+    const datagram = Buffer.concat([Buffer.from(`${cookie} `), bencode({ ...params, command })]);
+    return new Promise<NgResponse>((resolve, reject) => {
+      const send = (): void => {
+        socket.send(datagram, this.port, this.host, (err) => {
+          if (err && this.#pending.has(cookie)) {
+            this.#settle(cookie);
+            reject(new MediaError('MEDIA_ENGINE_GONE', `ng send failed: ${err.message}`, err));
+          }
+        });
+      };
+      const timer = setTimeout(() => {
+        this.#settle(cookie);
+        reject(
+          new MediaError('MEDIA_TIMEOUT', `rtpengine ${this.address} did not answer ${command} in ${timeoutMs} ms`),
+        );
+      }, timeoutMs);
+      const resend = setInterval(send, this.#retransmitMs);
+      this.#pending.set(cookie, { command, resolve, reject, timer, resend });
+      send();
+    });
+  }
+
+  /** Reject every request in flight (the engine died or was restarted). The client stays usable. */
+  rejectAll(error: MediaError): void {
+    for (const [cookie, pending] of [...this.#pending]) {
+      this.#settle(cookie);
+      pending.reject(error);
+    }
+  }
+
+  /** Safe to call twice. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.rejectAll(new MediaError('MEDIA_ENGINE_GONE', 'ng client closed'));
+    this.#socket?.close();
+    this.#socket = undefined;
+  }
+
+  async ping(timeoutMs?: number): Promise<boolean> {
+    const r = await this.request('ping', {}, timeoutMs);
+    return r.result === 'pong';
+  }
+
+  /** SDP offer; the answer's `sdp` is what to send on to the other side. */
+  offer(
+    params: NgParams & { 'call-id': string; 'from-tag': string; sdp: string },
+  ): Promise<NgResponse & { sdp: string }> {
+    return this.request('offer', params) as Promise<NgResponse & { sdp: string }>;
+  }
+
+  answer(
+    params: NgParams & { 'call-id': string; 'from-tag': string; 'to-tag': string; sdp: string },
+  ): Promise<NgResponse & { sdp: string }> {
+    return this.request('answer', params) as Promise<NgResponse & { sdp: string }>;
+  }
+
+  delete(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('delete', params);
+  }
+
+  query(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('query', params);
+  }
+
+  /** Call ids the engine currently holds. */
+  async list(limit = 10000): Promise<string[]> {
+    const r = await this.request('list', { limit });
+    return Array.isArray(r.calls) ? (r.calls as string[]) : [];
+  }
+
+  /** Inject a file into the call towards `from-tag`'s peer; rtpengine answers with `duration` in ms. */
+  playMedia(params: NgParams & { 'call-id': string; 'from-tag'?: string; file?: string }): Promise<NgResponse> {
+    return this.request('play media', params);
+  }
+
+  stopMedia(params: NgParams & { 'call-id': string; 'from-tag'?: string }): Promise<NgResponse> {
+    return this.request('stop media', params);
+  }
+
+  startRecording(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('start recording', params);
+  }
+
+  stopRecording(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('stop recording', params);
+  }
+
+  blockMedia(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('block media', params);
+  }
+
+  unblockMedia(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('unblock media', params);
+  }
+
+  blockDtmf(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('block DTMF', params);
+  }
+
+  unblockDtmf(params: NgParams & { 'call-id': string }): Promise<NgResponse> {
+    return this.request('unblock DTMF', params);
+  }
+
+  playDtmf(params: NgParams & { 'call-id': string; code: string }): Promise<NgResponse> {
+    return this.request('play DTMF', params);
+  }
+
+  statistics(): Promise<NgResponse> {
+    return this.request('statistics');
+  }
+}
