@@ -1,0 +1,99 @@
+/**
+ * Typed views of the headers every transaction needs: name-addr / addr-spec (From, To, Contact, Route,
+ * Record-Route; RFC 3261 §20.10, §25.1), Via with received/rport (§18.2.1, RFC 3581) and CSeq (§20.16).
+ */
+import { formatParams, isToken, parseParams, quote, skipQuoted, unquote, type Params } from './grammar.js';
+import { formatUri, parseHostPort, parseUri, type Uri } from './uri.js';
+
+export interface NameAddr {
+  displayName?: string; // unquoted
+  uri: Uri;
+  params: Params; // header parameters (tag, expires, q, ...)
+}
+
+/**
+ * Parses `"Name" <uri>;p=v`, `Name <uri>;p=v` or `uri;p=v`. In the addr-spec form, parameters after the URI
+ * belong to the header, and the URI may not carry '?' headers, ',' or ';'-params of its own (§20.10).
+ */
+export function parseNameAddr(value: string): NameAddr | null {
+  const s = value.trim();
+  let displayName: string | undefined;
+  let i = 0;
+  if (s[0] === '"') {
+    const end = skipQuoted(s, 0);
+    if (end < 0) return null;
+    displayName = unquote(s.slice(0, end));
+    i = end;
+    while (s[i] === ' ' || s[i] === '\t') i++;
+    if (s[i] !== '<') return null;
+  }
+  const lt = s.indexOf('<', i);
+  if (lt >= 0) {
+    if (displayName === undefined) {
+      const dn = s.slice(0, lt).trim();
+      if (dn !== '') {
+        // display-name = *(token LWS): each word must be a token
+        if (!dn.split(/[ \t]+/).every(isToken)) return null;
+        displayName = dn;
+      }
+    } else if (lt !== i) return null;
+    const gt = s.indexOf('>', lt);
+    if (gt < 0) return null;
+    // Tolerated: LWS just inside the brackets (RFC 4475 badaspec); a strict reading would reject it.
+    const uri = parseUri(s.slice(lt + 1, gt).trim());
+    const params = parseParams(s.slice(gt + 1));
+    if (!uri || !params) return null;
+    return { displayName, uri, params };
+  }
+  if (displayName !== undefined) return null;
+  const semi = s.indexOf(';');
+  const uriText = (semi < 0 ? s : s.slice(0, semi)).trim();
+  if (/[?,]/.test(uriText)) return null;
+  const uri = parseUri(uriText);
+  const params = parseParams(semi < 0 ? '' : s.slice(semi));
+  if (!uri || !params) return null;
+  return { uri, params };
+}
+
+export function formatNameAddr(na: NameAddr): string {
+  const dn = na.displayName !== undefined ? quote(na.displayName) + ' ' : '';
+  return `${dn}<${formatUri(na.uri)}>${formatParams(na.params)}`;
+}
+
+export interface Via {
+  protocol: string; // SIP/2.0
+  transport: string; // upper case: UDP, TCP, TLS, WS, WSS, SCTP, ...
+  host: string;
+  port?: number;
+  params: Params;
+}
+
+export function parseVia(value: string): Via | null {
+  const m = /^([^\s/]+)[ \t]*\/[ \t]*([^\s/]+)[ \t]*\/[ \t]*([^\s/;]+)[ \t]+([^;]+?)[ \t]*(;.*)?$/s.exec(value.trim());
+  if (!m) return null;
+  const hp = parseHostPort(m[4].replace(/[ \t]+/g, ''));
+  const params = parseParams(m[5] ?? '');
+  if (!hp || !params || !isToken(m[3])) return null;
+  return { protocol: `${m[1]}/${m[2]}`.toUpperCase(), transport: m[3].toUpperCase(), ...hp, params };
+}
+
+export function formatVia(v: Via): string {
+  return `${v.protocol}/${v.transport} ${v.host}${v.port !== undefined ? ':' + v.port : ''}${formatParams(v.params)}`;
+}
+
+export interface CSeq {
+  seq: number;
+  method: string;
+}
+
+/** CSeq numbers must be below 2^31 (§8.1.1.5). */
+export function parseCSeq(value: string): CSeq | null {
+  const m = /^(\d{1,10})[ \t]+(\S+)$/.exec(value.trim());
+  if (!m || !isToken(m[2])) return null;
+  const seq = Number(m[1]);
+  if (seq >= 2 ** 31) return null;
+  return { seq, method: m[2] };
+}
+
+/** The RFC 3261 branch magic cookie (§8.1.1.7); a branch without it is matched the RFC 2543 way (§17.2.3). */
+export const BRANCH_COOKIE = 'z9hG4bK';

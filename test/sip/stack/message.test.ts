@@ -1,0 +1,113 @@
+import { strict as assert } from 'node:assert';
+import {
+  formatUri,
+  parseMessage,
+  parseNameAddr,
+  parseUri,
+  parseVia,
+  SipRequest,
+  StreamFramer,
+  type SipUri,
+} from '../../../sip/stack/message/index.js';
+
+const INVITE =
+  'INVITE sip:bob@example.com;transport=tcp SIP/2.0\r\n' +
+  'v: SIP/2.0/UDP 10.0.0.1:5062;branch=z9hG4bKabc;rport, SIP/2.0/TCP proxy.example.com\r\n' +
+  'f: "Alice \\"A\\"" <sip:alice@example.com>;tag=1\r\n' +
+  't: <sip:bob@example.com>\r\n' +
+  'i: c1@10.0.0.1\r\n' +
+  'CSeq: 1 INVITE\r\n' +
+  'Max-Forwards: 70\r\n' +
+  'm: <sips:alice@[2001:db8::1]:5061;transport=tls?Subject=x>;expires=60\r\n' +
+  'c: application/sdp\r\n' +
+  'l: 4\r\n\r\nv=0\r\n';
+
+describe('SIP messages (RFC 3261 §7, §19, §20, §25)', () => {
+  it('expands compact forms and splits comma-separated Via values (§7.3.1, §7.3.3)', () => {
+    const r = parseMessage(Buffer.from(INVITE));
+    assert.ok(r.ok && r.message instanceof SipRequest);
+    const m = r.message;
+    assert.equal(m.headers.getAll('via').length, 2);
+    assert.equal(m.callId, 'c1@10.0.0.1');
+    assert.equal(m.from?.displayName, 'Alice "A"');
+    assert.equal(m.fromTag, '1');
+    assert.equal(m.body.toString(), 'v=0\r');
+    assert.equal(m.topVia?.params.get('rport'), null);
+    assert.ok(m.topVia?.params.has('rport'));
+  });
+
+  it('parses sips URIs with IPv6 hosts, parameters and headers, and formats them back', () => {
+    const c = parseNameAddr('<sips:alice@[2001:db8::1]:5061;transport=tls?Subject=x>;expires=60')!;
+    const u = c.uri as SipUri;
+    assert.equal(u.host, '[2001:db8::1]');
+    assert.equal(u.port, 5061);
+    assert.equal(u.params.get('transport'), 'tls');
+    assert.equal(u.headers, 'Subject=x');
+    assert.equal(c.params.get('expires'), '60');
+    assert.equal(formatUri(u), 'sips:alice@[2001:db8::1]:5061;transport=tls?Subject=x');
+  });
+
+  it('parses tel URIs (RFC 3966) and keeps unknown schemes opaque', () => {
+    const t = parseUri('tel:+1-201-555-0123;phone-context=example.com');
+    assert.equal(t?.scheme, 'tel');
+    assert.equal(parseUri('urn:service:sos')?.scheme, 'urn');
+    assert.equal(parseUri('sip:'), null);
+    assert.equal(parseUri('sip:a@b c'), null);
+  });
+
+  it('reads received and rport from a Via (RFC 3581 §4)', () => {
+    const v = parseVia('SIP/2.0/UDP 10.0.0.1:5062;branch=z9hG4bKx;received=192.0.2.1;rport=40000')!;
+    assert.equal(v.transport, 'UDP');
+    assert.equal(v.params.get('received'), '192.0.2.1');
+    assert.equal(v.params.get('rport'), '40000');
+  });
+
+  it('round-trips through the serializer with a recomputed Content-Length', () => {
+    const r = parseMessage(Buffer.from(INVITE));
+    assert.ok(r.ok);
+    const again = parseMessage(r.message.toBuffer());
+    assert.ok(again.ok);
+    assert.equal(again.message.toString(), r.message.toString());
+    assert.match(r.message.toString(), /\r\nContent-Length: 4\r\n\r\nv=0\r$/);
+  });
+
+  it('passes a multipart body through untouched', () => {
+    const body = '--b\r\nContent-Type: application/sdp\r\n\r\nv=0\r\n--b--\r\n';
+    const raw = INVITE.replace('c: application/sdp', 'c: multipart/mixed;boundary=b').replace(/l: 4\r\n\r\n.*$/s, '');
+    const r = parseMessage(Buffer.from(raw + `l: ${body.length}\r\n\r\n` + body));
+    assert.ok(r.ok);
+    assert.equal(r.message.text, body);
+    assert.equal(r.message.contentType, 'multipart/mixed');
+  });
+
+  it('refuses a message over the size limit with 513 and too many headers', () => {
+    const big = parseMessage(Buffer.from(INVITE), { maxMessageBytes: 100, maxHeaders: 50 });
+    assert.ok(!big.ok && big.error.status === 513);
+    const many = parseMessage(Buffer.from(INVITE), { maxMessageBytes: 65535, maxHeaders: 5 });
+    assert.ok(!many.ok);
+  });
+});
+
+describe('stream framing (RFC 3261 §18.3)', () => {
+  it('reports need-more until the Content-Length is satisfied, then the whole message', () => {
+    const f = new StreamFramer();
+    const data = Buffer.from(INVITE + INVITE);
+    assert.deepEqual(f.push(data.subarray(0, 50)), []);
+    const events = f.push(data.subarray(50));
+    assert.equal(events.length, 2);
+    assert.equal(events[0].kind, 'message');
+    assert.equal(f.pending, 0);
+  });
+
+  it('answers keep-alive: CRLFCRLF is a ping, CRLF a pong (RFC 5626 §4.4.1)', () => {
+    const f = new StreamFramer();
+    assert.deepEqual(f.push(Buffer.from('\r\n\r\n')), [{ kind: 'ping' }]);
+    assert.deepEqual(f.push(Buffer.from('\r\n')), [{ kind: 'pong' }]);
+  });
+
+  it('reports too-large for a message beyond the limit and bad-framing without Content-Length', () => {
+    assert.deepEqual(new StreamFramer(100).push(Buffer.from(INVITE)), [{ kind: 'too-large' }]);
+    const noCl = 'OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP h\r\n\r\n';
+    assert.deepEqual(new StreamFramer().push(Buffer.from(noCl)), [{ kind: 'bad-framing' }]);
+  });
+});
