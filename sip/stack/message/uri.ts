@@ -45,7 +45,7 @@ export function isValidHost(host: string): boolean {
 /** Parses `host[:port]`; returns null on a bad host or port. */
 export function parseHostPort(s: string): { host: string; port?: number } | null {
   let host: string;
-  let rest = '';
+  let rest: string;
   if (s.startsWith('[')) {
     const end = s.indexOf(']');
     if (end < 0) return null;
