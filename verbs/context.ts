@@ -1,0 +1,97 @@
+/**
+ * What a verb needs from the call it runs on. The calls room implements VerbContext over media (Say, Play,
+ * Record, RecordSession), sip (Dial), fetch.ts (next documents) and events (emit); tests use a fake.
+ *
+ * Every long operation takes an AbortSignal: Interpreter.kill() aborts it and the operation must settle
+ * promptly (resolve or reject, either is fine; the interpreter ignores the outcome of a killed verb).
+ * Time is the context's business too (Pause), so the interpreter has no timers of its own.
+ */
+import type { ActionCallbackExtras, DialCallStatus } from './fetch.js';
+import type { DialRecordMode, DialTarget, PlaySource, VerbDocument } from './types.js';
+
+export interface SayOptions {
+  readonly voice?: string;
+  readonly language?: string;
+  readonly signal: AbortSignal;
+}
+
+/** `asset_missing`: the named asset is absent, inactive or has no playable audio (spec PLAY.0404). */
+export type PlayResult = 'played' | 'asset_missing';
+
+export interface DialOptions {
+  readonly timeout: number;
+  readonly callerId?: string;
+  readonly timeLimit: number;
+  readonly record: DialRecordMode;
+  readonly signal: AbortSignal;
+}
+
+export interface DialResult {
+  readonly status: DialCallStatus;
+  /** Seconds the dialled leg was connected; 0 unless answered. */
+  readonly durationSeconds: number;
+}
+
+export interface RecordOptions {
+  readonly maxLength: number;
+  readonly timeout: number;
+  readonly finishOnKey: string;
+  readonly playBeep: boolean;
+  readonly signal: AbortSignal;
+}
+
+export interface RecordResult {
+  /** Seconds of audio captured; 0 when the caller said nothing. */
+  readonly durationSeconds: number;
+  /** Storage reference of the recording (RecordingPath); absent when nothing was recorded. */
+  readonly path?: string;
+}
+
+export interface SessionRecordingOptions {
+  readonly channels: 'mono' | 'dual';
+  readonly maxLength?: number;
+}
+
+/** The account's fallback policy (spec, "Webhook configuration" and "Fallback"). */
+export interface FallbackPolicy {
+  readonly mode: 'message' | 'play' | 'drop';
+  /** Text for `message`, audio URL for `play`. */
+  readonly value: string;
+}
+
+/** Events the verbs room raises itself; codes from the spec's event catalogue. */
+export type VerbEvent =
+  | {
+      readonly code: 'WH.0400';
+      readonly event: 'webhook.failed';
+      readonly data: {
+        readonly url: string;
+        readonly reason: string;
+        readonly status?: number;
+        readonly fallback: FallbackPolicy['mode'];
+      };
+    }
+  | { readonly code: 'PLAY.0404'; readonly event: 'play.asset_missing'; readonly data: { readonly asset: string } };
+
+export interface VerbContext {
+  say(text: string, options: SayOptions): Promise<void>;
+  play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult>;
+  dial(target: DialTarget, options: DialOptions): Promise<DialResult>;
+  record(options: RecordOptions): Promise<RecordResult>;
+  /** Starts recording both directions for the rest of the call and returns at once. */
+  startSessionRecording(options: SessionRecordingOptions): Promise<void>;
+  pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void>;
+  /** Ends the call (BYE or CANCEL as the call's state needs). */
+  hangup(): Promise<void>;
+  /**
+   * Signed POST of the call-control fields plus `extras` to `url`; resolves with the next document or rejects
+   * with WebhookFetchError. Normally fetchVerbDocument(buildCallControlFields(call, extras)).
+   */
+  fetchDocument(
+    url: string,
+    extras: ActionCallbackExtras,
+    options: { readonly signal: AbortSignal },
+  ): Promise<VerbDocument>;
+  emit(event: VerbEvent): void;
+  readonly fallback: FallbackPolicy;
+}

@@ -1,0 +1,196 @@
+/**
+ * The signed call-control request (spec, "Webhooks sent by the service to the account's server"): POST the
+ * call-control fields as canonical JSON, signed; the reply must be HTTP 200 carrying a valid verb document
+ * within the deadline (10 s by default, spec "Limits"). Anything else is a WebhookFetchError whose `reason`
+ * lets the interpreter run the account's fallback and emit WH.0400.
+ */
+import { canonicalJson } from './canonical-json.js';
+import { VerbDocumentError, WebhookFetchError } from './errors.js';
+import { MAX_DOCUMENT_BYTES, parseVerbDocument } from './parse.js';
+import { signWebhook } from './sign.js';
+import type { VerbDocument } from './types.js';
+
+/** The end-user behind a browser- or mobile-phone originated call (spec: `endUser`). */
+export interface CallControlEndUser {
+  readonly uuid: string;
+  readonly email: string;
+  readonly display_name: string;
+  readonly extension_number: string;
+}
+
+/** What the verbs room needs to know about a call to describe it to the account's server. */
+export interface CallControlCall {
+  readonly sid: string;
+  readonly accountUuid: string;
+  /** Call-control requests only exist for PSTN-facing calls; `internal` calls never reach a webhook. */
+  readonly direction: 'inbound' | 'outbound';
+  readonly from: string;
+  readonly to: string;
+  /** Metadata attached at origination (or set by a verb document); null or absent means none. */
+  readonly customPayload?: unknown;
+  /** Set only when an end-user's phone originated the call. */
+  readonly endUser?: CallControlEndUser | null;
+}
+
+export type DialCallStatus = 'completed' | 'busy' | 'no-answer' | 'failed';
+
+/** Extra fields of action callbacks (spec, "Action callbacks"). Redirect sends none. */
+export interface ActionCallbackExtras {
+  readonly DialCallStatus?: DialCallStatus;
+  readonly DialCallDuration?: number;
+  readonly RecordingDuration?: number;
+  readonly RecordingPath?: string;
+}
+
+export interface CallControlFields extends ActionCallbackExtras {
+  readonly CallSid: string;
+  readonly AccountSid: string;
+  readonly Direction: 'inbound' | 'outbound';
+  readonly From: string;
+  readonly To: string;
+  readonly CallStatus: 'ringing' | 'in-progress';
+  /** JSON-encoded string of the call's custom payload; present only when one is set. */
+  readonly customPayload?: string;
+  readonly endUser?: CallControlEndUser;
+}
+
+/** Exactly the spec's call-control fields for `call`, plus action-callback extras. */
+export function buildCallControlFields(call: CallControlCall, extras: ActionCallbackExtras = {}): CallControlFields {
+  const fields: Record<string, unknown> = {
+    CallSid: call.sid,
+    AccountSid: call.accountUuid,
+    Direction: call.direction,
+    From: call.from,
+    To: call.to,
+    // Spec: `ringing` on inbound (the call is offered to the account's server before answer), `in-progress` on
+    // outbound (verbs are fetched once the far end answered).
+    CallStatus: call.direction === 'inbound' ? 'ringing' : 'in-progress',
+  };
+  if (call.customPayload !== undefined && call.customPayload !== null) {
+    fields.customPayload = canonicalJson(call.customPayload);
+  }
+  if (call.direction === 'outbound' && call.endUser !== undefined && call.endUser !== null) {
+    const { uuid, email, display_name, extension_number } = call.endUser;
+    fields.endUser = { uuid, email, display_name, extension_number };
+  }
+  for (const key of ['DialCallStatus', 'DialCallDuration', 'RecordingDuration', 'RecordingPath'] as const) {
+    if (extras[key] !== undefined) fields[key] = extras[key];
+  }
+  return fields as unknown as CallControlFields;
+}
+
+export interface FetchVerbDocumentOptions {
+  readonly url: string;
+  readonly fields: CallControlFields;
+  /** The account's signing secret. */
+  readonly secret: string;
+  /** Whole-exchange deadline: connect, headers and body. Spec: 10 seconds. */
+  readonly timeoutMs?: number;
+  readonly fetchImpl?: typeof fetch;
+  /** Clock in milliseconds since the epoch, for the X-Voice-Timestamp header. */
+  readonly now?: () => number;
+}
+
+export const CALL_CONTROL_DEADLINE_MS = 10_000;
+
+/** POSTs the signed call-control request and returns the parsed document, or throws WebhookFetchError. */
+export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Promise<VerbDocument> {
+  const { url, fields, secret } = options;
+  const timeoutMs = options.timeoutMs ?? CALL_CONTROL_DEADLINE_MS;
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const now = options.now ?? Date.now;
+
+  const body = canonicalJson(fields);
+  const timestamp = String(Math.floor(now() / 1000));
+  const headers = {
+    'Content-Type': 'application/json',
+    'X-Voice-Timestamp': timestamp,
+    'X-Voice-Signature': signWebhook(secret, url, timestamp, body),
+  };
+
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  let xml: string;
+  try {
+    let response: Response;
+    try {
+      // redirect 'manual': a 3xx is an answer that is not 200, so it triggers the fallback (spec) rather than
+      // sending the signed body somewhere the account did not configure.
+      response = await fetchImpl(url, { method: 'POST', headers, body, redirect: 'manual', signal: deadline.signal });
+    } catch (err) {
+      if (deadline.signal.aborted) {
+        throw new WebhookFetchError('timeout', url, `no reply from ${url} within ${timeoutMs} ms`, { cause: err });
+      }
+      throw new WebhookFetchError('network', url, `request to ${url} failed: ${describe(err)}`, { cause: err });
+    }
+    if (response.status !== 200 || response.type === 'opaqueredirect') {
+      await response.body?.cancel().catch(() => undefined);
+      const status = response.status;
+      throw new WebhookFetchError('http_status', url, `${url} answered HTTP ${status}; expected 200`, { status });
+    }
+    xml = await readBody(response, url, deadline.signal, timeoutMs);
+  } finally {
+    clearTimeout(timer);
+  }
+
+  try {
+    return parseVerbDocument(xml);
+  } catch (err) {
+    if (err instanceof VerbDocumentError) {
+      throw new WebhookFetchError('invalid_document', url, `${url} answered with an ${err.message}`, {
+        status: 200,
+        cause: err,
+      });
+    }
+    throw err;
+  }
+}
+
+/** Reads the reply body as UTF-8, refusing more than MAX_DOCUMENT_BYTES and honouring the deadline. */
+async function readBody(response: Response, url: string, signal: AbortSignal, timeoutMs: number): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_DOCUMENT_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        throw new WebhookFetchError(
+          'invalid_document',
+          url,
+          `${url} answered with more than ${MAX_DOCUMENT_BYTES} bytes`,
+          { status: 200 },
+        );
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof WebhookFetchError) throw err;
+    if (signal.aborted) {
+      throw new WebhookFetchError('timeout', url, `reply from ${url} not complete within ${timeoutMs} ms`, {
+        cause: err,
+      });
+    }
+    throw new WebhookFetchError('network', url, `reading the reply from ${url} failed: ${describe(err)}`, {
+      cause: err,
+    });
+  }
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch (err) {
+    throw new WebhookFetchError('invalid_document', url, `${url} answered with bytes that are not UTF-8`, {
+      status: 200,
+      cause: err,
+    });
+  }
+}
+
+function describe(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code !== undefined) return cause.code;
+  return err instanceof Error ? err.message : String(err);
+}

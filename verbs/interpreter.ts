@@ -1,0 +1,165 @@
+/**
+ * The interpreter loop: run a document's verbs in order through a VerbContext. Kept small on purpose (STYLE.md:
+ * avoid jambonz's 3,000-line call session); every verb's behaviour lives in verbs/verbs/.
+ *
+ * TwiML semantics:
+ * - Redirect, and any verb with an `action` URL, hand control to the fetched document; the verbs after it in
+ *   the current document never run.
+ * - Hangup ends the call; so does reaching the end of a document.
+ * - A failed fetch (WebhookFetchError) emits WH.0400 and runs the account's fallback (spec, "Fallback"):
+ *   message -> speak it and hang up; play -> play it and hang up; drop -> hang up.
+ * - More than `maxRedirects` Redirects in a row with no verb spending call time in between is a loop; the
+ *   call is hung up rather than left spinning on the account's server.
+ * kill() stops the running verb and the loop without hanging up: it is what the call uses when the call is
+ * ending for another reason (caller hung up, API hangup, balance exhausted).
+ */
+import type { VerbContext } from './context.js';
+import { RedirectLimitError, WebhookFetchError } from './errors.js';
+import type { ActionCallbackExtras } from './fetch.js';
+import type { VerbDocument } from './types.js';
+import { VERB_REGISTRY, createVerbTask, type VerbRegistry } from './verbs/registry.js';
+import type { VerbTask } from './verbs/verb-task.js';
+
+export const DEFAULT_MAX_REDIRECTS = 10;
+
+export interface InterpreterOptions {
+  readonly maxRedirects?: number;
+  readonly registry?: VerbRegistry;
+}
+
+export type InterpreterEnd =
+  | { readonly reason: 'hangup' } // a Hangup verb
+  | { readonly reason: 'end_of_document' }
+  | { readonly reason: 'killed' }
+  | { readonly reason: 'fallback'; readonly error: WebhookFetchError }
+  | { readonly reason: 'redirect_limit'; readonly error: RedirectLimitError }
+  | { readonly reason: 'error'; readonly error: unknown }; // a context operation threw
+
+/** Where the interpreter starts: a document already in hand, or a URL to fetch the first one from. */
+export type InterpreterStart = { readonly document: VerbDocument } | { readonly url: string };
+
+export class Interpreter {
+  readonly #ctx: VerbContext;
+  readonly #maxRedirects: number;
+  readonly #registry: VerbRegistry;
+  readonly #abort = new AbortController();
+  #current: VerbTask | undefined;
+  #running = false;
+
+  constructor(ctx: VerbContext, options: InterpreterOptions = {}) {
+    this.#ctx = ctx;
+    this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    this.#registry = options.registry ?? VERB_REGISTRY;
+  }
+
+  get killed(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  /** Runs until the call is hung up, the documents run out, or kill(). Never rejects. */
+  async run(start: InterpreterStart): Promise<InterpreterEnd> {
+    if (this.#running) throw new TypeError('Interpreter.run() called twice');
+    this.#running = true;
+    try {
+      return await this.#loop(start);
+    } catch (error) {
+      if (this.killed) return { reason: 'killed' };
+      await this.#hangupQuietly();
+      return { reason: 'error', error };
+    }
+  }
+
+  /** Stops the running verb (its kill()) and the loop. Safe to call twice, before or after run(). */
+  kill(): void {
+    this.#abort.abort();
+    this.#current?.kill();
+  }
+
+  async #loop(start: InterpreterStart): Promise<InterpreterEnd> {
+    let document: VerbDocument | InterpreterEnd =
+      'document' in start ? start.document : await this.#fetch(start.url, {});
+    let redirectsInARow = 0;
+    for (;;) {
+      if (this.killed) return { reason: 'killed' };
+      if (!('verbs' in document)) return document;
+      let handedOver: { url: string; extras: ActionCallbackExtras } | undefined;
+      for (const verb of document.verbs) {
+        if (this.killed) return { reason: 'killed' };
+        const task = createVerbTask(verb, this.#registry);
+        this.#current = task;
+        let outcome;
+        try {
+          outcome = await task.exec(this.#ctx);
+        } finally {
+          this.#current = undefined;
+        }
+        if (this.killed) return { reason: 'killed' };
+        if (outcome.next === 'hangup') {
+          await this.#ctx.hangup();
+          return { reason: 'hangup' };
+        }
+        if (outcome.next === 'continue') {
+          if (outcome.didWork) redirectsInARow = 0;
+          continue;
+        }
+        if (outcome.via === 'redirect') {
+          redirectsInARow += 1;
+          if (redirectsInARow > this.#maxRedirects) {
+            await this.#ctx.hangup();
+            return { reason: 'redirect_limit', error: new RedirectLimitError(this.#maxRedirects) };
+          }
+        } else {
+          redirectsInARow = 0;
+        }
+        handedOver = { url: outcome.url, extras: outcome.extras };
+        break;
+      }
+      if (handedOver === undefined) {
+        await this.#ctx.hangup();
+        return { reason: 'end_of_document' };
+      }
+      document = await this.#fetch(handedOver.url, handedOver.extras);
+    }
+  }
+
+  /** The next document, or the end reached by running the fallback when the fetch failed. */
+  async #fetch(url: string, extras: ActionCallbackExtras): Promise<VerbDocument | InterpreterEnd> {
+    try {
+      return await this.#ctx.fetchDocument(url, extras, { signal: this.#abort.signal });
+    } catch (error) {
+      if (this.killed) return { reason: 'killed' };
+      if (!(error instanceof WebhookFetchError)) throw error;
+      await this.#runFallback(error);
+      return this.killed ? { reason: 'killed' } : { reason: 'fallback', error };
+    }
+  }
+
+  async #runFallback(error: WebhookFetchError): Promise<void> {
+    const { mode, value } = this.#ctx.fallback;
+    this.#ctx.emit({
+      code: 'WH.0400',
+      event: 'webhook.failed',
+      data: {
+        url: error.url,
+        reason: error.reason,
+        ...(error.status === undefined ? {} : { status: error.status }),
+        fallback: mode,
+      },
+    });
+    const signal = this.#abort.signal;
+    try {
+      if (mode === 'message' && value.trim() !== '') await this.#ctx.say(value, { signal });
+      if (mode === 'play' && value.trim() !== '') await this.#ctx.play({ kind: 'url', url: value }, { signal });
+    } finally {
+      if (!this.killed) await this.#ctx.hangup();
+    }
+  }
+
+  async #hangupQuietly(): Promise<void> {
+    try {
+      await this.#ctx.hangup();
+    } catch {
+      // The call is already in trouble; the error being reported is the first one.
+    }
+  }
+}

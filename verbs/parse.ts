@@ -1,0 +1,360 @@
+/**
+ * parseVerbDocument: bytes of a call-control reply -> a typed VerbDocument, or VerbDocumentError.
+ *
+ * Safety (ARCHITECTURE.md, "verb documents"): a reply comes from a customer's server, so it is untrusted.
+ * - Size is capped before parsing (MAX_DOCUMENT_BYTES).
+ * - Any DOCTYPE is refused before libxml sees the text. A verb document never needs one, and refusing it
+ *   removes external entities (XXE), parameter entities and entity-expansion bombs in one move.
+ * - libxml is still run with entity substitution, DTD loading and network access off, as a second wall.
+ * Then the document is validated against simu-verbs.xsd (loaded once) and the rules XSD 1.0 cannot say are
+ * checked here (see checkPlay, dialTarget, absoluteHttpUrl).
+ */
+import { readFileSync } from 'node:fs';
+import libxmljs from 'libxmljs2';
+import type { Document, Element } from 'libxmljs2';
+import { VerbDocumentError } from './errors.js';
+import {
+  DEFAULTS,
+  MAX_LOOP,
+  VERB_NAMES,
+  type DialRecordMode,
+  type DialTarget,
+  type PlaySource,
+  type Verb,
+  type VerbDocument,
+} from './types.js';
+
+/** Largest verb document accepted, in UTF-8 bytes. TwiML's own limit is 64 KB as well. */
+export const MAX_DOCUMENT_BYTES = 64 * 1024;
+/** Longest Say text, in characters (TwiML's limit for one Say). */
+export const MAX_SAY_CHARS = 4096;
+
+/** Parser options: the libxml flags that would fetch or expand anything are off, explicitly. */
+const SAFE_PARSER_OPTIONS = {
+  noent: false, // XML_PARSE_NOENT off: never substitute entities
+  dtdload: false, // never load an external subset
+  dtdattr: false,
+  dtdvalid: false,
+  nonet: true, // XML_PARSE_NONET: no network access even if something asks
+  xinclude: false,
+  huge: false, // keep libxml's built-in size and depth limits
+  recover: false,
+} as const;
+
+let schema: Document | undefined;
+
+/** The schema, parsed on first use and kept for the life of the process. */
+function verbSchema(): Document {
+  if (schema === undefined) {
+    const text = readFileSync(new URL('./simu-verbs.xsd', import.meta.url), 'utf8');
+    schema = libxmljs.parseXml(text, SAFE_PARSER_OPTIONS);
+  }
+  return schema;
+}
+
+/** What a valid value looks like, appended to libxml's "not a valid value of the local atomic type". */
+const ATTRIBUTE_HINTS: Readonly<Record<string, string>> = {
+  'Say@loop': `an integer from 0 to ${MAX_LOOP} (0 repeats until interrupted)`,
+  'Say@voice': 'a voice name of letters, digits and ._+- (at most 64)',
+  'Say@language': 'a language tag such as en or en-US',
+  'Play@loop': `an integer from 0 to ${MAX_LOOP} (0 repeats until interrupted)`,
+  'Play@asset': 'an asset name of letters, digits and ._- (at most 128)',
+  'Dial@timeout': 'an integer number of seconds from 1 to 600',
+  'Dial@timeLimit': 'an integer number of seconds from 1 to 86400',
+  'Dial@callerId': 'an E.164 number such as +254700000001',
+  'Dial@record':
+    'one of do-not-record, record-from-answer, record-from-ringing, record-from-answer-dual, record-from-ringing-dual',
+  'Dial@method': 'POST (every request Simu sends is a signed JSON POST)',
+  'Record@method': 'POST (every request Simu sends is a signed JSON POST)',
+  'Redirect@method': 'POST (every request Simu sends is a signed JSON POST)',
+  'Record@maxLength': 'an integer number of seconds from 1 to 86400',
+  'Record@timeout': 'an integer number of seconds from 0 to 86400',
+  'Record@finishOnKey': 'up to 12 of the keys 0-9 * #',
+  'Record@playBeep': 'true or false',
+  'RecordSession@channels': 'mono or dual',
+  'RecordSession@maxLength': 'an integer number of seconds from 1 to 86400',
+  'Pause@length': 'an integer number of seconds from 0 to 3600',
+  Number: 'an E.164 number such as +254700000001',
+  Extension: 'an extension number of 1 to 20 digits',
+};
+
+class Problems {
+  readonly list: string[] = [];
+  firstLine: number | undefined;
+  add(line: number | null | undefined, text: string): void {
+    const at = line !== null && line !== undefined && line > 0 ? line : undefined;
+    this.firstLine ??= at;
+    this.list.push(at === undefined ? text : `line ${at}: ${text}`);
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw new VerbDocumentError(this.list, this.firstLine);
+  }
+}
+
+function lineOfOffset(text: string, offset: number): number {
+  let line = 1;
+  for (let i = 0; i < offset; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+/** Turns one libxml schema-validation message into a sentence a customer can act on. */
+function explainValidationMessage(raw: string): string {
+  const message = raw.trim().replace(/\.$/, '');
+  const element = /^Element '([^']+)'/.exec(message)?.[1];
+  const attribute = /attribute '([^']+)'/.exec(message)?.[1];
+  if (/No matching global declaration available for the validation root/.test(message)) {
+    return `${message}: the root element must be <Response> with no namespace`;
+  }
+  if (/This element is not expected/.test(message) && element !== undefined) {
+    if (element === 'Client' || element === 'Sip') {
+      return `${message}: Dial takes <Number> (E.164) or <Extension> (an end-user's extension number)`;
+    }
+    if (!/Expected is/.test(message)) return `${message}: expected one of ${VERB_NAMES.join(', ')}`;
+  }
+  if (/is not a valid value|is not an element of the set|is not accepted by the pattern/.test(message)) {
+    const key = attribute !== undefined && element !== undefined ? `${element}@${attribute}` : (element ?? '');
+    const hint = ATTRIBUTE_HINTS[key];
+    if (hint !== undefined) return `${message}: expected ${hint}`;
+  }
+  return message;
+}
+
+/**
+ * Parses and validates a verb document. Throws VerbDocumentError (code VERB_DOCUMENT_INVALID) naming the line
+ * and the problem; never returns a partially valid document.
+ */
+export function parseVerbDocument(xml: string): VerbDocument {
+  if (typeof xml !== 'string') throw new VerbDocumentError(['the verb document is not text']);
+  const bytes = Buffer.byteLength(xml, 'utf8');
+  if (bytes > MAX_DOCUMENT_BYTES) {
+    throw new VerbDocumentError([`the document is ${bytes} bytes; the limit is ${MAX_DOCUMENT_BYTES}`]);
+  }
+  if (xml.trim() === '') throw new VerbDocumentError(['the document is empty; expected <Response>']);
+  const doctype = /<!DOCTYPE|<!ENTITY/i.exec(xml);
+  if (doctype !== null) {
+    const line = lineOfOffset(xml, doctype.index);
+    throw new VerbDocumentError(
+      [`line ${line}: DOCTYPE and entity declarations are not allowed in a verb document`],
+      line,
+    );
+  }
+
+  let doc: Document;
+  try {
+    doc = libxmljs.parseXml(xml, SAFE_PARSER_OPTIONS);
+  } catch (err) {
+    const e = err as { message?: string; line?: number | null };
+    const p = new Problems();
+    p.add(e.line, `not well-formed XML: ${String(e.message ?? err).trim()}`);
+    p.throwIfAny();
+    throw err; // unreachable: throwIfAny threw
+  }
+  const syntax = new Problems();
+  for (const e of doc.errors) {
+    // level 1 is a warning; 2 and 3 are errors libxml recovered from, which we do not accept.
+    if ((e.level ?? 2) >= 2) syntax.add(e.line, `not well-formed XML: ${e.message.trim()}`);
+  }
+  syntax.throwIfAny();
+
+  if (!doc.validate(verbSchema())) {
+    const p = new Problems();
+    for (const e of doc.validationErrors) p.add(e.line, explainValidationMessage(e.message));
+    if (p.list.length === 0) p.add(undefined, 'the document does not match the verb schema');
+    p.throwIfAny();
+  }
+
+  const root = doc.root();
+  if (root === null) throw new VerbDocumentError(['the document has no root element; expected <Response>']);
+  const problems = new Problems();
+  const verbs: Verb[] = [];
+  for (const node of root.childNodes()) {
+    if (node.type() !== 'element') continue;
+    const verb = toVerb(node as Element, problems);
+    if (verb !== undefined) verbs.push(verb);
+  }
+  problems.throwIfAny();
+  return { verbs };
+}
+
+function attr(el: Element, name: string): string | undefined {
+  return el.attr(name)?.value();
+}
+
+function intAttr(el: Element, name: string, fallback: number): number {
+  const v = attr(el, name);
+  return v === undefined ? fallback : Number.parseInt(v.trim(), 10);
+}
+
+function optIntAttr(el: Element, name: string): number | undefined {
+  const v = attr(el, name);
+  return v === undefined ? undefined : Number.parseInt(v.trim(), 10);
+}
+
+/** xs:boolean allows true, false, 1, 0 (with surrounding whitespace). */
+function boolAttr(el: Element, name: string, fallback: boolean): boolean {
+  const v = attr(el, name)?.trim();
+  return v === undefined ? fallback : v === 'true' || v === '1';
+}
+
+/** Text of the element itself (text and CDATA children), not of its child elements. */
+function ownText(el: Element): string {
+  let text = '';
+  for (const child of el.childNodes()) {
+    const t = child.type() as string;
+    if (t === 'text' || t === 'cdata') text += (child as unknown as { text(): string }).text();
+  }
+  return text.trim();
+}
+
+/** Spec: webhook URLs are where signed POSTs go, so only absolute http and https URLs make sense. */
+function absoluteHttpUrl(value: string, what: string, line: number, problems: Problems): string | undefined {
+  const text = value.trim();
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    problems.add(line, `${what} '${text}' is not an absolute URL; expected http:// or https://`);
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    problems.add(line, `${what} '${text}' uses ${url.protocol.replace(/:$/, '')}; only http and https are allowed`);
+    return undefined;
+  }
+  return text;
+}
+
+function loopOf(el: Element): { loop: number; untilInterrupted: boolean } {
+  const loop = intAttr(el, 'loop', DEFAULTS.Say.loop);
+  return loop === 0 ? { loop: MAX_LOOP, untilInterrupted: true } : { loop, untilInterrupted: false };
+}
+
+function optionalAction(el: Element, line: number, problems: Problems): { action?: string } {
+  const raw = attr(el, 'action');
+  if (raw === undefined) return {};
+  const action = absoluteHttpUrl(raw, `${el.name()} action`, line, problems);
+  return action === undefined ? {} : { action };
+}
+
+function toVerb(el: Element, problems: Problems): Verb | undefined {
+  const line = el.line();
+  const name = el.name();
+  switch (name) {
+    case 'Say': {
+      const text = ownText(el);
+      if (text === '') problems.add(line, 'Say has no text to speak');
+      if (text.length > MAX_SAY_CHARS) {
+        problems.add(line, `Say text is ${text.length} characters; the limit is ${MAX_SAY_CHARS}`);
+      }
+      const voice = attr(el, 'voice')?.trim();
+      const language = attr(el, 'language')?.trim();
+      return {
+        verb: 'Say',
+        line,
+        text,
+        ...(voice === undefined ? {} : { voice }),
+        ...(language === undefined ? {} : { language }),
+        ...loopOf(el),
+      };
+    }
+    case 'Play': {
+      const source = playSource(el, line, problems);
+      return source === undefined ? undefined : { verb: 'Play', line, source, ...loopOf(el) };
+    }
+    case 'Dial': {
+      const target = dialTarget(el, line, problems);
+      const callerId = attr(el, 'callerId')?.trim();
+      if (target === undefined) return undefined;
+      return {
+        verb: 'Dial',
+        line,
+        target,
+        ...optionalAction(el, line, problems),
+        method: 'POST',
+        timeout: intAttr(el, 'timeout', DEFAULTS.Dial.timeout),
+        ...(callerId === undefined ? {} : { callerId }),
+        timeLimit: intAttr(el, 'timeLimit', DEFAULTS.Dial.timeLimit),
+        record: (attr(el, 'record') ?? DEFAULTS.Dial.record) as DialRecordMode,
+      };
+    }
+    case 'Record':
+      return {
+        verb: 'Record',
+        line,
+        ...optionalAction(el, line, problems),
+        method: 'POST',
+        maxLength: intAttr(el, 'maxLength', DEFAULTS.Record.maxLength),
+        timeout: intAttr(el, 'timeout', DEFAULTS.Record.timeout),
+        finishOnKey: attr(el, 'finishOnKey') ?? DEFAULTS.Record.finishOnKey,
+        playBeep: boolAttr(el, 'playBeep', DEFAULTS.Record.playBeep),
+      };
+    case 'RecordSession': {
+      const maxLength = optIntAttr(el, 'maxLength');
+      return {
+        verb: 'RecordSession',
+        line,
+        channels: (attr(el, 'channels') ?? DEFAULTS.RecordSession.channels) as 'mono' | 'dual',
+        ...(maxLength === undefined ? {} : { maxLength }),
+      };
+    }
+    case 'Redirect': {
+      const text = ownText(el);
+      if (text === '') {
+        problems.add(line, 'Redirect has no URL; put the absolute URL as its text');
+        return undefined;
+      }
+      const url = absoluteHttpUrl(text, 'Redirect URL', line, problems);
+      return url === undefined ? undefined : { verb: 'Redirect', line, url, method: 'POST' };
+    }
+    case 'Pause':
+      return { verb: 'Pause', line, length: intAttr(el, 'length', DEFAULTS.Pause.length) };
+    case 'Hangup':
+      return { verb: 'Hangup', line };
+    default:
+      // The schema already refused it; kept so a schema edit cannot silently let a verb through untyped.
+      problems.add(line, `Element '${name}' is not a verb; expected one of ${VERB_NAMES.join(', ')}`);
+      return undefined;
+  }
+}
+
+/** Play takes exactly one of: a URL as its text, or an `asset` attribute naming an account asset. */
+function playSource(el: Element, line: number, problems: Problems): PlaySource | undefined {
+  const text = ownText(el);
+  const asset = attr(el, 'asset')?.trim();
+  if (text !== '' && asset !== undefined) {
+    problems.add(line, 'Play has both a URL and an asset; give exactly one');
+    return undefined;
+  }
+  if (asset !== undefined) return { kind: 'asset', name: asset };
+  if (text === '') {
+    problems.add(line, 'Play needs a URL as its text or an asset attribute');
+    return undefined;
+  }
+  const url = absoluteHttpUrl(text, 'Play URL', line, problems);
+  return url === undefined ? undefined : { kind: 'url', url };
+}
+
+const E164 = /^\+[1-9][0-9]{1,14}$/;
+
+/** Dial takes exactly one target: its own text (an E.164 number), one <Number> or one <Extension>. */
+function dialTarget(el: Element, line: number, problems: Problems): DialTarget | undefined {
+  const text = ownText(el);
+  const children = el.childNodes().filter((n) => n.type() === 'element') as Element[];
+  if (text !== '' && children.length > 0) {
+    problems.add(line, `Dial has both text '${text}' and a <${children[0]!.name()}>; give exactly one target`);
+    return undefined;
+  }
+  const child = children[0];
+  if (child !== undefined) {
+    const value = child.text().trim();
+    return child.name() === 'Number' ? { kind: 'number', number: value } : { kind: 'extension', extension: value };
+  }
+  if (text === '') {
+    problems.add(line, 'Dial has no target; give an E.164 number as text, a <Number> or an <Extension>');
+    return undefined;
+  }
+  if (!E164.test(text)) {
+    problems.add(line, `Dial text '${text}' is not an E.164 number such as +254700000001`);
+    return undefined;
+  }
+  return { kind: 'number', number: text };
+}

@@ -1,0 +1,129 @@
+/**
+ * The parsed verb document: what verbs/parse.ts returns and the interpreter runs. Every default is applied
+ * (see DEFAULTS), numbers are numbers and booleans are booleans, so a verb never re-reads XML.
+ */
+
+/** Largest repeat count for Say/Play. `loop="0"` ("until interrupted", as in TwiML) becomes this count. */
+export const MAX_LOOP = 1000;
+
+/** Defaults of every optional attribute; they mirror the `default=` values in simu-verbs.xsd. */
+export const DEFAULTS = {
+  Say: { loop: 1 },
+  Play: { loop: 1 },
+  Dial: { method: 'POST', timeout: 30, timeLimit: 14400, record: 'do-not-record' },
+  Record: { method: 'POST', maxLength: 3600, timeout: 5, finishOnKey: '1234567890*#', playBeep: true },
+  RecordSession: { channels: 'dual' },
+  Redirect: { method: 'POST' },
+  Pause: { length: 1 },
+} as const;
+
+export type VerbName = 'Say' | 'Play' | 'Dial' | 'Record' | 'RecordSession' | 'Redirect' | 'Pause' | 'Hangup';
+
+export const VERB_NAMES: readonly VerbName[] = [
+  'Say',
+  'Play',
+  'Dial',
+  'Record',
+  'RecordSession',
+  'Redirect',
+  'Pause',
+  'Hangup',
+];
+
+/** Only POST: every request the service sends is a signed JSON POST (spec, "Webhooks sent by the service"). */
+export type WebhookMethod = 'POST';
+
+interface VerbBase {
+  /** 1-based line of the element in the document, for logs and error reports. */
+  readonly line: number;
+}
+
+export interface SayVerb extends VerbBase {
+  readonly verb: 'Say';
+  readonly text: string;
+  readonly voice?: string;
+  readonly language?: string;
+  /** Times to speak, 1..MAX_LOOP. `loop="0"` in the document is MAX_LOOP here. */
+  readonly loop: number;
+  /** True when the document said `loop="0"`: repeat until the verb is interrupted. */
+  readonly untilInterrupted: boolean;
+}
+
+export type PlaySource =
+  { readonly kind: 'url'; readonly url: string } | { readonly kind: 'asset'; readonly name: string };
+
+export interface PlayVerb extends VerbBase {
+  readonly verb: 'Play';
+  readonly source: PlaySource;
+  readonly loop: number;
+  readonly untilInterrupted: boolean;
+}
+
+/** PSTN number in E.164, or an on-net extension of the same account (an end-user's `extension_number`). */
+export type DialTarget =
+  { readonly kind: 'number'; readonly number: string } | { readonly kind: 'extension'; readonly extension: string };
+
+export type DialRecordMode =
+  | 'do-not-record'
+  | 'record-from-answer'
+  | 'record-from-ringing'
+  | 'record-from-answer-dual'
+  | 'record-from-ringing-dual';
+
+export interface DialVerb extends VerbBase {
+  readonly verb: 'Dial';
+  readonly target: DialTarget;
+  readonly action?: string;
+  readonly method: WebhookMethod;
+  /** Seconds to wait for an answer. */
+  readonly timeout: number;
+  /** E.164 caller ID to present; absent means the call's own number. */
+  readonly callerId?: string;
+  /** Longest the bridged leg may last, in seconds. */
+  readonly timeLimit: number;
+  readonly record: DialRecordMode;
+}
+
+export interface RecordVerb extends VerbBase {
+  readonly verb: 'Record';
+  readonly action?: string;
+  readonly method: WebhookMethod;
+  /** Longest recording, seconds. */
+  readonly maxLength: number;
+  /** Seconds of silence that end the recording; 0 disables silence detection. */
+  readonly timeout: number;
+  /** DTMF keys that end the recording; empty means none. */
+  readonly finishOnKey: string;
+  readonly playBeep: boolean;
+}
+
+export interface RecordSessionVerb extends VerbBase {
+  readonly verb: 'RecordSession';
+  /** `dual`: each direction on its own channel; `mono`: both directions mixed. */
+  readonly channels: 'mono' | 'dual';
+  /** Stop after this many seconds; absent means until the call ends. */
+  readonly maxLength?: number;
+}
+
+export interface RedirectVerb extends VerbBase {
+  readonly verb: 'Redirect';
+  readonly url: string;
+  readonly method: WebhookMethod;
+}
+
+export interface PauseVerb extends VerbBase {
+  readonly verb: 'Pause';
+  /** Seconds. */
+  readonly length: number;
+}
+
+export interface HangupVerb extends VerbBase {
+  readonly verb: 'Hangup';
+}
+
+export type Verb =
+  SayVerb | PlayVerb | DialVerb | RecordVerb | RecordSessionVerb | RedirectVerb | PauseVerb | HangupVerb;
+
+export interface VerbDocument {
+  readonly verbs: readonly Verb[];
+}

@@ -1,0 +1,33 @@
+import type { VerbContext } from '../context.js';
+import type { DialVerb } from '../types.js';
+import { CONTINUE_AFTER_WORK, VerbTaskBase, type VerbOutcome } from './verb-task.js';
+
+/**
+ * Dial: call one PSTN number or on-net extension and bridge it. With `action`, the outcome is POSTed there
+ * (DialCallStatus, DialCallDuration; spec "Action callbacks") and the reply replaces the rest of the document,
+ * whatever the outcome; without it the document goes on with the next verb.
+ */
+export class Dial extends VerbTaskBase {
+  readonly name = 'Dial' as const;
+  constructor(readonly verb: DialVerb) {
+    super();
+  }
+
+  async exec(ctx: VerbContext): Promise<VerbOutcome> {
+    const { target, timeout, callerId, timeLimit, record, action } = this.verb;
+    const result = await ctx.dial(target, {
+      timeout,
+      ...(callerId === undefined ? {} : { callerId }),
+      timeLimit,
+      record,
+      signal: this.signal,
+    });
+    if (action === undefined) return CONTINUE_AFTER_WORK;
+    return {
+      next: 'fetch',
+      via: 'action',
+      url: action,
+      extras: { DialCallStatus: result.status, DialCallDuration: result.durationSeconds },
+    };
+  }
+}

@@ -1,0 +1,28 @@
+import type { VerbContext } from '../context.js';
+import type { PlayVerb } from '../types.js';
+import { CONTINUE_AFTER_WORK, CONTINUE_WITHOUT_WORK, VerbTaskBase, type VerbOutcome } from './verb-task.js';
+
+/**
+ * Play: play a URL or an account asset `loop` times. A missing asset emits PLAY.0404 and the call continues
+ * with the next verb (spec, event catalogue).
+ */
+export class Play extends VerbTaskBase {
+  readonly name = 'Play' as const;
+  constructor(readonly verb: PlayVerb) {
+    super();
+  }
+
+  async exec(ctx: VerbContext): Promise<VerbOutcome> {
+    const { source, loop } = this.verb;
+    for (let i = 0; i < loop && !this.killed; i++) {
+      const result = await ctx.play(source, { signal: this.signal });
+      if (result === 'asset_missing') {
+        if (source.kind === 'asset') {
+          ctx.emit({ code: 'PLAY.0404', event: 'play.asset_missing', data: { asset: source.name } });
+        }
+        return i === 0 ? CONTINUE_WITHOUT_WORK : CONTINUE_AFTER_WORK;
+      }
+    }
+    return CONTINUE_AFTER_WORK;
+  }
+}

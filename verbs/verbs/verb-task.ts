@@ -1,0 +1,49 @@
+/**
+ * One running verb. As in jambonz-feature-server's tasks: a class per verb with exec() and kill(); the
+ * interpreter loop only sees this interface and the outcome each exec() returns.
+ */
+import type { VerbContext } from '../context.js';
+import type { ActionCallbackExtras } from '../fetch.js';
+import type { VerbName } from '../types.js';
+
+export type VerbOutcome =
+  /** Go on with the next verb. `didWork`: the verb spent call time (resets the Redirect chain count). */
+  | { readonly next: 'continue'; readonly didWork: boolean }
+  /** End the call now. */
+  | { readonly next: 'hangup' }
+  /** Fetch a new document from `url` and run it instead of the rest of this one (TwiML semantics). */
+  | {
+      readonly next: 'fetch';
+      readonly url: string;
+      readonly extras: ActionCallbackExtras;
+      readonly via: 'redirect' | 'action';
+    };
+
+export interface VerbTask {
+  readonly name: VerbName;
+  exec(ctx: VerbContext): Promise<VerbOutcome>;
+  /** Stops the verb mid-way; safe to call twice and before or after exec(). */
+  kill(): void;
+}
+
+export abstract class VerbTaskBase implements VerbTask {
+  abstract readonly name: VerbName;
+  readonly #abort = new AbortController();
+
+  protected get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get killed(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  abstract exec(ctx: VerbContext): Promise<VerbOutcome>;
+
+  kill(): void {
+    this.#abort.abort();
+  }
+}
+
+export const CONTINUE_AFTER_WORK: VerbOutcome = { next: 'continue', didWork: true };
+export const CONTINUE_WITHOUT_WORK: VerbOutcome = { next: 'continue', didWork: false };
