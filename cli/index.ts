@@ -1,0 +1,2 @@
+export { runCli } from './main.js';
+export { registerCommand, presentAccount } from './commands.js';

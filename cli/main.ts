@@ -1,0 +1,65 @@
+import { loadConfig, ConfigError } from '../config/index.js';
+import { openDb, migrate } from '../store/index.js';
+import { parseArgs, UsageError } from './args.js';
+import { findCommand, COMMAND_NAMES, type Output } from './commands.js';
+
+const USAGE = `usage: simu <command> [options] [--json]
+
+  account create --name N [--balance 100.00]     create an account; prints it and its first API key (once)
+  account list | suspend ID | resume ID
+  account caps ID [--concurrency N] [--cps N] [--max-duration SECONDS]
+  wallet topup ID AMOUNT                         credit the wallet, e.g. 500.00 (KES)
+  numbers add +E164 [--count N] | numbers list   the pool of acquirable numbers
+  trunks add --name N --host H [--port 5060] [--transport udp|tcp|tls] [--username U --password P]
+             [--inbound ADDR[,CIDR...]]          a carrier: where outbound calls go, where inbound come from
+  trunks list | trunks remove NAME
+  rates set KIND AMOUNT [--prefix DIGITS] [--tier T]   KIND: outbound, inbound, internal (per minute),
+                                                 tts (per second), did_setup (once)
+  rates list
+  platform drain | resume | status               stop or restart admitting new calls
+  keys create ID --name N                        another API key for an account
+  config table                                   every setting with its default
+
+Changes take effect in a running switch at once (it reads them from the store).
+Bad input: a message on stderr, exit code 2, nothing written.`;
+
+export async function runCli(argv: string[], io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help') {
+    io.stdout.write(USAGE + '\n');
+    return argv.length === 0 ? 2 : 0;
+  }
+  let db;
+  try {
+    const parsed = parseArgs(argv);
+    const found = findCommand(parsed.positional);
+    if (!found)
+      throw new UsageError(
+        `unknown command "${parsed.positional.slice(0, 2).join(' ')}"; commands: ${COMMAND_NAMES.join(', ')}`,
+      );
+    const json = parsed.flags.get('json') === true;
+    parsed.flags.delete('json');
+    const out: Output = {
+      json,
+      print: (human, machine) => io.stdout.write((json ? JSON.stringify(machine) : human) + '\n'),
+    };
+    const config = loadConfig();
+    db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    await migrate(db);
+    await found.fn(db, { positional: found.rest, flags: parsed.flags }, out);
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof ConfigError) {
+      io.stderr.write(`simu: ${e.message}\n`);
+      return 2;
+    }
+    const err = e as { code?: string; message?: string };
+    if (err?.code && /^[A-Z_]+$/.test(err.code) && err.code !== 'SQLITE_ERROR') {
+      io.stderr.write(`simu: ${err.message} (${err.code})\n`);
+      return 2;
+    }
+    io.stderr.write(`simu: internal error: ${err?.message ?? e}\n`);
+    return 1;
+  } finally {
+    await db?.destroy();
+  }
+}

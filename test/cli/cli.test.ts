@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { runCli } from '../../cli/index.js';
+import { openDb, type Db } from '../../store/index.js';
+
+function capture() {
+  let text = '';
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  });
+  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
+}
+
+async function simu(...argv: string[]) {
+  const out = capture();
+  const err = capture();
+  const code = await runCli(argv, { stdout: out.stream, stderr: err.stream });
+  return { code, stdout: out.text(), stderr: err.text() };
+}
+
+describe('operator CLI', function () {
+  this.timeout(30000);
+  let dataDir: string;
+  let db: Db;
+  const saved = process.env.SIMU_DATA_DIR;
+
+  before(() => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-cli-'));
+    process.env.SIMU_DATA_DIR = dataDir;
+    db = openDb({ databaseUrl: '', dataDir });
+  });
+  after(async () => {
+    await db.destroy();
+    if (saved === undefined) delete process.env.SIMU_DATA_DIR;
+    else process.env.SIMU_DATA_DIR = saved;
+  });
+
+  it('account create --json prints the Account and its first API key, storing only the hash', async () => {
+    const r = await simu('account', 'create', '--name', 'Acme', '--balance', '100.00', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    const { account, api_key } = JSON.parse(r.stdout);
+    assert.deepEqual(Object.keys(account).sort(), ['name', 'status', 'uuid', 'wallet_balance']);
+    assert.equal(account.wallet_balance, '100.00');
+    assert.equal(account.status, 'active');
+    assert.match(api_key, /^sk_/);
+    const keys = await db('api_keys').where({ account_id: account.uuid });
+    assert.equal(keys.length, 1);
+    assert.notEqual(keys[0].key_hash, api_key);
+    const ledger = await db('wallet_transactions').where({ account_id: account.uuid });
+    assert.deepEqual(
+      ledger.map((l) => [l.kind, Number(l.amount_cents), Number(l.balance_before_cents)]),
+      [['topup', 10000, 0]],
+    );
+  });
+
+  it('bad input exits 2 with a message naming what was wrong, and writes nothing', async () => {
+    const before = await db('accounts').count({ n: '*' }).first();
+    for (const [argv, pattern] of [
+      [['account', 'create', '--name', 'X', '--balance', '1.234'], /at most two decimals/],
+      [['account', 'create'], /--name is required/],
+      [['account', 'create', '--name', 'Y', '--colour', 'red'], /unknown option --colour/],
+      [['wallet', 'topup', 'no-such-id', '5.00'], /no account with id no-such-id/],
+      [['numbers', 'add', '0700'], /E164 must look like/],
+      [['trunks', 'add', '--name', 't', '--host', 'h', '--transport', 'sctp'], /--transport must be udp, tcp or tls/],
+      [['rates', 'set', 'premium', '1.00'], /KIND must be one of/],
+      [['frob'], /unknown command/],
+    ] as Array<[string[], RegExp]>) {
+      const r = await simu(...argv);
+      assert.equal(r.code, 2, argv.join(' '));
+      assert.match(r.stderr, pattern, argv.join(' '));
+    }
+    const afterCount = await db('accounts').count({ n: '*' }).first();
+    assert.deepEqual(afterCount, before);
+    assert.equal((await db('trunks')).length, 0);
+  });
+
+  it('tops up, sets caps, adds pool numbers and trunks, sets rates and drains the platform', async () => {
+    const { account } = JSON.parse((await simu('account', 'create', '--name', 'Ops', '--json')).stdout);
+    assert.equal((await simu('wallet', 'topup', account.uuid, '25.50')).code, 0);
+    assert.equal((await db('accounts').where({ id: account.uuid }).first()).balance_cents, 2550);
+    assert.equal((await simu('account', 'caps', account.uuid, '--concurrency', '3', '--cps', '2')).code, 0);
+    const row = await db('accounts').where({ id: account.uuid }).first();
+    assert.equal(row.max_concurrent_calls, 3);
+    assert.equal(row.max_cps, 2);
+    assert.equal((await simu('numbers', 'add', '+254700000500', '--count', '3')).code, 0);
+    assert.deepEqual(
+      (await db('numbers').whereNull('account_id').orderBy('number')).map((n) => n.number),
+      ['+254700000500', '+254700000501', '+254700000502'],
+    );
+    assert.equal((await simu('trunks', 'add', '--name', 'c1', '--host', '127.0.0.1', '--port', '25060')).code, 0);
+    const trunks = JSON.parse((await simu('trunks', 'list', '--json')).stdout);
+    assert.equal(trunks[0].port, 25060);
+    assert.equal((await simu('rates', 'set', 'outbound', '3.00', '--prefix', '254')).code, 0);
+    assert.equal((await simu('platform', 'drain')).code, 0);
+    assert.equal((await db('platform_settings').where({ key: 'draining' }).first()).value, 'true');
+    assert.equal((await simu('account', 'suspend', account.uuid)).code, 0);
+    assert.equal((await db('accounts').where({ id: account.uuid }).first()).status, 'suspended');
+  });
+});
