@@ -1,11 +1,15 @@
 import type { Knex } from 'knex';
 import * as m001 from './001-initial.js';
+import * as m003 from './003-billing.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
  * Add a new file per change and append it here; never edit one that has shipped.
  */
-const MIGRATIONS: Array<[string, Knex.Migration]> = [['001-initial', m001]];
+const MIGRATIONS: Array<[string, Knex.Migration]> = [
+  ['001-initial', m001],
+  ['003-billing', m003],
+];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
   getMigrations: async () => MIGRATIONS,
