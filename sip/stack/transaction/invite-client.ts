@@ -1,0 +1,105 @@
+/**
+ * INVITE client transaction (RFC 3261 §17.1.1, with the Accepted state of RFC 6026 §7.2).
+ */
+import { SipHeaders, SipRequest, type SipResponse } from '../message/index.js';
+import type { SipTransportError } from '../errors.js';
+import {
+  Transaction,
+  TransactionState as S,
+  type ClientTransactionUser,
+  type TransactionContext,
+} from './transaction.js';
+
+export class InviteClientTransaction extends Transaction {
+  protected readonly transitions = {
+    [S.Calling]: [S.Proceeding, S.Accepted, S.Completed, S.Terminated],
+    [S.Proceeding]: [S.Accepted, S.Completed, S.Terminated],
+    [S.Accepted]: [S.Terminated],
+    [S.Completed]: [S.Terminated],
+  };
+  readonly #user: ClientTransactionUser;
+  #ack?: SipRequest;
+
+  constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ClientTransactionUser) {
+    super(id, request, S.Calling, ctx);
+    this.#user = user;
+  }
+
+  /** §17.1.1.2: send the INVITE, start Timer A (unreliable only) and Timer B. */
+  start(): void {
+    this.transmit(this.request);
+    if (!this.reliable) this.#scheduleA(this.t.A);
+    this.startTimer('B', this.t.B, () => {
+      if (this.state === S.Calling || this.state === S.Proceeding) {
+        this.transition(S.Terminated);
+        this.#user.onTimeout();
+      }
+    });
+  }
+
+  #scheduleA(interval: number): void {
+    this.startTimer('A', interval, () => {
+      if (this.state !== S.Calling) return;
+      this.transmit(this.request);
+      this.#scheduleA(interval * 2); // §17.1.1.2: doubled each time, no cap
+    });
+  }
+
+  receiveResponse(res: SipResponse): void {
+    const status = res.status;
+    switch (this.state) {
+      case S.Calling:
+      case S.Proceeding:
+        this.stopTimer('A');
+        if (status < 200) {
+          // §17.1.1.2: a provisional response moves Calling to Proceeding and is passed up.
+          this.transition(S.Proceeding);
+          this.#user.onResponse(res);
+        } else if (status < 300) {
+          // RFC 6026 §7.2: a 2xx moves to Accepted; later 2xx retransmissions are passed up too (Timer M).
+          this.stopTimer('B');
+          this.transition(S.Accepted);
+          this.startTimer('M', this.t.M, () => this.transition(S.Terminated));
+          this.#user.onResponse(res);
+        } else {
+          // §17.1.1.2: a final non-2xx gets an ACK built by the transaction, then Completed and Timer D.
+          this.stopTimer('B');
+          this.transition(S.Completed);
+          this.#ack = buildNon2xxAck(this.request, res);
+          this.transmit(this.#ack);
+          this.startTimer('D', this.t.D, () => this.transition(S.Terminated));
+          this.#user.onResponse(res);
+        }
+        break;
+      case S.Accepted:
+        if (status >= 200 && status < 300) this.#user.onResponse(res);
+        break;
+      case S.Completed:
+        // §17.1.1.2: a retransmitted final response is answered with the same ACK, not passed up.
+        if (status >= 300 && this.#ack) this.transmit(this.#ack);
+        break;
+      default:
+        break;
+    }
+  }
+
+  protected reportTransportError(error: SipTransportError): void {
+    this.#user.onTransportError(error);
+  }
+}
+
+/**
+ * §17.1.1.3: the ACK for a non-2xx has the INVITE's Request-URI, Call-ID, From, CSeq number and top Via
+ * (same branch), the To of the response (with its tag) and the INVITE's Route headers.
+ */
+export function buildNon2xxAck(invite: SipRequest, res: SipResponse): SipRequest {
+  const h = new SipHeaders();
+  h.append('via', invite.headers.get('via') ?? '');
+  for (const r of invite.headers.getAll('route')) h.append('route', r);
+  h.append('max-forwards', '70');
+  h.append('from', invite.headers.get('from') ?? '');
+  h.append('to', res.headers.get('to') ?? '');
+  h.append('call-id', invite.callId);
+  h.append('cseq', `${invite.cseq.seq} ACK`);
+  return new SipRequest('ACK', invite.uri, h);
+}

@@ -1,0 +1,64 @@
+/**
+ * Non-INVITE client transaction (RFC 3261 §17.1.2).
+ */
+import type { SipRequest, SipResponse } from '../message/index.js';
+import type { SipTransportError } from '../errors.js';
+import {
+  Transaction,
+  TransactionState as S,
+  type ClientTransactionUser,
+  type TransactionContext,
+} from './transaction.js';
+
+export class NonInviteClientTransaction extends Transaction {
+  protected readonly transitions = {
+    [S.Trying]: [S.Proceeding, S.Completed, S.Terminated],
+    [S.Proceeding]: [S.Completed, S.Terminated],
+    [S.Completed]: [S.Terminated],
+  };
+  readonly #user: ClientTransactionUser;
+
+  constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ClientTransactionUser) {
+    super(id, request, S.Trying, ctx);
+    this.#user = user;
+  }
+
+  /** §17.1.2.2: send the request, Timer E (unreliable only) and Timer F. */
+  start(): void {
+    this.transmit(this.request);
+    if (!this.reliable) this.#scheduleE(this.t.E);
+    this.startTimer('F', this.t.F, () => {
+      if (this.state === S.Trying || this.state === S.Proceeding) {
+        this.transition(S.Terminated);
+        this.#user.onTimeout();
+      }
+    });
+  }
+
+  #scheduleE(interval: number): void {
+    this.startTimer('E', interval, () => {
+      if (this.state !== S.Trying && this.state !== S.Proceeding) return;
+      this.transmit(this.request);
+      // §17.1.2.2: doubling up to T2 in Trying; always T2 once Proceeding.
+      this.#scheduleE(this.state === S.Proceeding ? this.t.T2 : Math.min(interval * 2, this.t.T2));
+    });
+  }
+
+  receiveResponse(res: SipResponse): void {
+    if (this.state !== S.Trying && this.state !== S.Proceeding) return; // Completed absorbs retransmissions
+    if (res.status < 200) {
+      this.transition(S.Proceeding);
+      this.#user.onResponse(res);
+      return;
+    }
+    this.stopTimer('E');
+    this.stopTimer('F');
+    this.transition(S.Completed);
+    this.startTimer('K', this.t.K, () => this.transition(S.Terminated));
+    this.#user.onResponse(res);
+  }
+
+  protected reportTransportError(error: SipTransportError): void {
+    this.#user.onTransportError(error);
+  }
+}

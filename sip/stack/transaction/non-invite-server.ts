@@ -1,0 +1,54 @@
+/**
+ * Non-INVITE server transaction (RFC 3261 §17.2.2).
+ */
+import type { SipRequest, SipResponse } from '../message/index.js';
+import type { SipTransportError } from '../errors.js';
+import {
+  Transaction,
+  TransactionState as S,
+  type ServerTransactionUser,
+  type TransactionContext,
+} from './transaction.js';
+
+export class NonInviteServerTransaction extends Transaction {
+  protected readonly transitions = {
+    [S.Trying]: [S.Proceeding, S.Completed, S.Terminated],
+    [S.Proceeding]: [S.Completed, S.Terminated],
+    [S.Completed]: [S.Terminated],
+  };
+  readonly #user: ServerTransactionUser;
+  #lastResponse?: SipResponse;
+
+  constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ServerTransactionUser) {
+    super(id, request, S.Trying, ctx);
+    this.#user = user;
+  }
+
+  get lastResponse(): SipResponse | undefined {
+    return this.#lastResponse;
+  }
+
+  respond(res: SipResponse): void {
+    if (this.state !== S.Trying && this.state !== S.Proceeding) return;
+    this.#lastResponse = res;
+    this.transmit(res);
+    if (res.status < 200) {
+      this.transition(S.Proceeding);
+      return;
+    }
+    // §17.2.2: Completed; Timer J absorbs request retransmissions (0 over reliable transports).
+    this.transition(S.Completed);
+    this.startTimer('J', this.t.J, () => this.transition(S.Terminated));
+  }
+
+  /** §17.2.2: a retransmission is absorbed in Trying and answered with the last response afterwards. */
+  receiveRetransmission(): void {
+    if (this.#lastResponse && (this.state === S.Proceeding || this.state === S.Completed)) {
+      this.transmit(this.#lastResponse);
+    }
+  }
+
+  protected reportTransportError(error: SipTransportError): void {
+    this.#user.onTransportError(error);
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * The transaction layer: matches incoming messages to transactions (RFC 3261 §17.1.3, §17.2.3, with RFC 2543
+ * matching for branches without the magic cookie), creates server transactions for new requests, absorbs
+ * retransmissions, and passes everything else up to its user.
+ */
+import type { Clock } from '../clock.js';
+import { BRANCH_COOKIE, formatUri, type SipRequest, type SipResponse } from '../message/index.js';
+import type { SipTransportError } from '../errors.js';
+import { InviteClientTransaction } from './invite-client.js';
+import { InviteServerTransaction } from './invite-server.js';
+import { NonInviteClientTransaction } from './non-invite-client.js';
+import { NonInviteServerTransaction } from './non-invite-server.js';
+import type { TimerSettings } from './timers.js';
+import type { ClientTransactionUser, MessageChannel, ServerTransactionUser, Transaction } from './transaction.js';
+
+export type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
+export type ClientTransaction = InviteClientTransaction | NonInviteClientTransaction;
+
+export interface TransactionLayerUser {
+  /**
+   * A request that starts a new server transaction (`tx` set), or an ACK that no server transaction absorbed
+   * (`tx` null: the ACK for a 2xx, RFC 3261 §17.2.1, which belongs to the dialog).
+   */
+  onRequest(req: SipRequest, tx: ServerTransaction | null): void;
+  /** A response that matched no client transaction (§18.1.2: dropped, but the user may want to see it). */
+  onStrayResponse?(res: SipResponse): void;
+  onServerTransportError?(tx: ServerTransaction, error: SipTransportError): void;
+  /** An accepted INVITE never got its ACK (§13.3.1.4). */
+  onAckTimeout?(tx: InviteServerTransaction): void;
+}
+
+export interface TransactionLayerOptions {
+  clock: Clock;
+  timers: TimerSettings;
+  user: TransactionLayerUser;
+  /** The channel a response to `req` goes back through (§18.2.2). */
+  responseChannel(req: SipRequest): MessageChannel;
+}
+
+function serverKey(req: SipRequest, method: string): string {
+  const via = req.topVia;
+  const branch = via?.params.get('branch') ?? '';
+  if (branch.startsWith(BRANCH_COOKIE)) {
+    // §17.2.3: branch, sent-by and method (ACK matches the INVITE).
+    return `${branch}|${via!.host}:${via!.port ?? ''}|${method}`;
+  }
+  // §17.2.3 (RFC 2543): Request-URI, From tag, Call-ID, CSeq number and top Via; the To tag is left out so the
+  // ACK of a non-2xx (which carries our tag) matches its INVITE.
+  return `2543|${formatUri(req.uri)}|${req.fromTag ?? ''}|${req.callId}|${req.cseq.seq}|${req.headers.get('via')}|${method}`;
+}
+
+function clientKey(branch: string, method: string): string {
+  return `${branch}|${method === 'ACK' ? 'INVITE' : method}`;
+}
+
+export class TransactionLayer {
+  readonly #opts: TransactionLayerOptions;
+  readonly #server = new Map<string, ServerTransaction>();
+  readonly #client = new Map<string, ClientTransaction>();
+  /** INVITE server transactions whose 2xx awaits its ACK, by Call-ID and CSeq number. */
+  readonly #accepted = new Map<string, InviteServerTransaction>();
+
+  constructor(opts: TransactionLayerOptions) {
+    this.#opts = opts;
+  }
+
+  get size(): { server: number; client: number } {
+    return { server: this.#server.size, client: this.#client.size };
+  }
+
+  receiveRequest(req: SipRequest): void {
+    const method = req.method;
+    const key = serverKey(req, method === 'ACK' ? 'INVITE' : method);
+    const existing = this.#server.get(key);
+    if (method === 'ACK') {
+      if (existing instanceof InviteServerTransaction && existing.lastResponse && existing.lastResponse.status >= 300) {
+        existing.receiveAck(); // §17.2.1: the ACK of a non-2xx is absorbed by the transaction
+        return;
+      }
+      const accepted = this.#accepted.get(`${req.callId}|${req.cseq.seq}`);
+      if (accepted) {
+        accepted.receive2xxAck();
+        this.#accepted.delete(`${req.callId}|${req.cseq.seq}`);
+      }
+      this.#opts.user.onRequest(req, null);
+      return;
+    }
+    if (existing) {
+      existing.receiveRetransmission();
+      return;
+    }
+    const tx = this.#createServer(key, req);
+    this.#opts.user.onRequest(req, tx);
+  }
+
+  /** The INVITE server transaction a CANCEL refers to (§9.2): same key, method INVITE. */
+  findInviteFor(cancel: SipRequest): InviteServerTransaction | undefined {
+    const tx = this.#server.get(serverKey(cancel, 'INVITE'));
+    return tx instanceof InviteServerTransaction ? tx : undefined;
+  }
+
+  #createServer(key: string, req: SipRequest): ServerTransaction {
+    const channel = this.#opts.responseChannel(req);
+    const user: ServerTransactionUser = {
+      onTransportError: (e) => this.#opts.user.onServerTransportError?.(tx, e),
+      onAckTimeout: () => this.#opts.user.onAckTimeout?.(tx as InviteServerTransaction),
+    };
+    const ctx = {
+      clock: this.#opts.clock,
+      timers: this.#opts.timers,
+      channel,
+      onTerminated: (t: Transaction) => {
+        if (this.#server.get(key) === t) this.#server.delete(key);
+        const ak = `${req.callId}|${req.cseq.seq}`;
+        if (this.#accepted.get(ak) === t) this.#accepted.delete(ak);
+      },
+    };
+    const tx: ServerTransaction =
+      req.method === 'INVITE'
+        ? new InviteServerTransaction(key, req, ctx, user)
+        : new NonInviteServerTransaction(key, req, ctx, user);
+    this.#server.set(key, tx);
+    return tx;
+  }
+
+  /** Sends a final or provisional response through its server transaction, noting a 2xx that awaits ACK. */
+  respond(tx: ServerTransaction, res: SipResponse): void {
+    tx.respond(res);
+    if (tx instanceof InviteServerTransaction && tx.awaitingAck) {
+      this.#accepted.set(`${tx.request.callId}|${tx.request.cseq.seq}`, tx);
+    }
+  }
+
+  /** Starts a client transaction for `req`, whose top Via already carries a fresh branch. */
+  sendRequest(req: SipRequest, channel: MessageChannel, user: ClientTransactionUser): ClientTransaction {
+    const branch = req.topVia?.params.get('branch') ?? '';
+    const key = clientKey(branch, req.method);
+    const ctx = {
+      clock: this.#opts.clock,
+      timers: this.#opts.timers,
+      channel,
+      onTerminated: (t: Transaction) => {
+        if (this.#client.get(key) === t) this.#client.delete(key);
+      },
+    };
+    const tx =
+      req.method === 'INVITE'
+        ? new InviteClientTransaction(key, req, ctx, user)
+        : new NonInviteClientTransaction(key, req, ctx, user);
+    this.#client.set(key, tx);
+    tx.start();
+    return tx;
+  }
+
+  /** §17.1.3: a response matches by the branch of its top Via and its CSeq method. */
+  receiveResponse(res: SipResponse): void {
+    const branch = res.topVia?.params.get('branch') ?? '';
+    const tx = this.#client.get(clientKey(branch, res.cseq.method));
+    if (tx) tx.receiveResponse(res);
+    else this.#opts.user.onStrayResponse?.(res);
+  }
+
+  close(): void {
+    for (const tx of [...this.#server.values(), ...this.#client.values()]) tx.terminate();
+    this.#server.clear();
+    this.#client.clear();
+    this.#accepted.clear();
+  }
+}
