@@ -30,7 +30,7 @@ export const MAX_DOCUMENT_BYTES = 64 * 1024;
 export const MAX_SAY_CHARS = 4096;
 
 /** Parser options: the libxml flags that would fetch or expand anything are off, explicitly. */
-const SAFE_PARSER_OPTIONS = {
+export const SAFE_PARSER_OPTIONS = {
   noent: false, // XML_PARSE_NOENT off: never substitute entities
   dtdload: false, // never load an external subset
   dtdattr: false,
@@ -111,7 +111,7 @@ function explainValidationMessage(raw: string): string {
     }
     if (!/Expected is/.test(message)) return `${message}: expected one of ${VERB_NAMES.join(', ')}`;
   }
-  if (/is not a valid value|is not an element of the set|is not accepted by the pattern/.test(message)) {
+  if (/is not a valid value|\[facet '/.test(message)) {
     const key = attribute !== undefined && element !== undefined ? `${element}@${attribute}` : (element ?? '');
     const hint = ATTRIBUTE_HINTS[key];
     if (hint !== undefined) return `${message}: expected ${hint}`;
