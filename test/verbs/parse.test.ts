@@ -145,11 +145,11 @@ describe('verbs/parse: valid documents', () => {
 
   it('the XSD defaults and the typed DEFAULTS agree', () => {
     const xsd = readFileSync(new URL('../../verbs/simu-verbs.xsd', import.meta.url), 'utf8');
-    for (const [verb, defaults] of Object.entries(DEFAULTS)) {
+    for (const [verb, defaults] of Object.entries(DEFAULTS) as Array<[string, Record<string, unknown>]>) {
       const block = new RegExp(`<xs:complexType name="${verb}Verb"[\\s\\S]*?</xs:complexType>`).exec(xsd)?.[0];
       assert.ok(block, `no ${verb}Verb type in the XSD`);
       for (const [name, value] of Object.entries(defaults)) {
-        const declared = new RegExp(`name="${name}"[^>]*default="([^"]*)"`).exec(block)?.[1];
+        const declared: string | undefined = new RegExp(`name="${name}"[^>]*default="([^"]*)"`).exec(block)?.[1];
         assert.equal(declared, String(value), `${verb}@${name}`);
       }
     }
