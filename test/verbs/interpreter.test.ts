@@ -1,0 +1,298 @@
+import assert from 'node:assert/strict';
+import {
+  Interpreter,
+  WebhookFetchError,
+  parseVerbDocument,
+  type ActionCallbackExtras,
+  type DialResult,
+  type FallbackPolicy,
+  type PlayResult,
+  type RecordResult,
+  type VerbContext,
+  type VerbDocument,
+  type VerbEvent,
+} from '../../verbs/index.js';
+
+const doc = (body: string): VerbDocument => parseVerbDocument(`<Response>${body}</Response>`);
+
+/** Resolves when `signal` aborts; a stand-in for media that runs until interrupted. */
+function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/** A VerbContext that writes what it is asked to do into `log` and serves documents from a table. */
+class FakeCall implements VerbContext {
+  readonly log: string[] = [];
+  readonly fetches: Array<{ url: string; extras: ActionCallbackExtras }> = [];
+  readonly events: VerbEvent[] = [];
+  readonly signals: AbortSignal[] = [];
+  fallback: FallbackPolicy = { mode: 'drop', value: '' };
+  documents = new Map<string, VerbDocument | WebhookFetchError | ((n: number) => VerbDocument)>();
+  dialResult: DialResult = { status: 'completed', durationSeconds: 61 };
+  recordResult: RecordResult = { durationSeconds: 7, path: 'recordings/acc-1/rec1.wav' };
+  missingAssets = new Set<string>();
+  /** Operations that hang until their signal aborts (to test kill()). */
+  blocking = new Set<string>();
+  /** Called when an operation starts; lets a test act mid-verb. */
+  onStart: (op: string) => void = () => undefined;
+
+  async #op(op: string, signal?: AbortSignal): Promise<void> {
+    this.log.push(op);
+    if (signal !== undefined) this.signals.push(signal);
+    this.onStart(op);
+    const kind = op.split(':')[0]!;
+    if (signal !== undefined && this.blocking.has(kind)) await untilAborted(signal);
+  }
+
+  async say(text: string, o: { signal: AbortSignal }): Promise<void> {
+    await this.#op(`say:${text}`, o.signal);
+  }
+  async play(source: { kind: 'url'; url: string } | { kind: 'asset'; name: string }, o: { signal: AbortSignal }) {
+    const what = source.kind === 'url' ? source.url : `asset ${source.name}`;
+    await this.#op(`play:${what}`, o.signal);
+    return (source.kind === 'asset' && this.missingAssets.has(source.name) ? 'asset_missing' : 'played') as PlayResult;
+  }
+  async dial(
+    target: { kind: 'number'; number: string } | { kind: 'extension'; extension: string },
+    o: { signal: AbortSignal },
+  ) {
+    await this.#op(`dial:${target.kind === 'number' ? target.number : target.extension}`, o.signal);
+    return this.dialResult;
+  }
+  async record(o: { signal: AbortSignal }) {
+    await this.#op('record', o.signal);
+    return this.recordResult;
+  }
+  async startSessionRecording(o: { channels: string }) {
+    await this.#op(`recordsession:${o.channels}`);
+  }
+  async pause(seconds: number, o: { signal: AbortSignal }) {
+    await this.#op(`pause:${seconds}`, o.signal);
+  }
+  async hangup() {
+    await this.#op('hangup');
+  }
+  async fetchDocument(url: string, extras: ActionCallbackExtras, o: { signal: AbortSignal }) {
+    this.fetches.push({ url, extras });
+    await this.#op(`fetch:${url}`, o.signal);
+    const answer = this.documents.get(url);
+    if (answer === undefined) throw new WebhookFetchError('http_status', url, 'HTTP 404', { status: 404 });
+    if (answer instanceof WebhookFetchError) throw answer;
+    return typeof answer === 'function' ? answer(this.fetches.length) : answer;
+  }
+  emit(event: VerbEvent) {
+    this.events.push(event);
+  }
+}
+
+describe('verbs/interpreter', () => {
+  it('runs the verbs in document order, then hangs up at the end of the document', async () => {
+    const call = new FakeCall();
+    const end = await new Interpreter(call).run({
+      document: doc(
+        '<RecordSession/><Say loop="2">Karibu</Say><Play>https://m.example/a.wav</Play><Pause length="3"/>' +
+          '<Dial>+254711000002</Dial><Record/>',
+      ),
+    });
+    assert.deepEqual(end, { reason: 'end_of_document' });
+    assert.deepEqual(call.log, [
+      'recordsession:dual',
+      'say:Karibu',
+      'say:Karibu',
+      'play:https://m.example/a.wav',
+      'pause:3',
+      'dial:+254711000002',
+      'record',
+      'hangup',
+    ]);
+  });
+
+  it('Hangup ends the call; verbs after it never run', async () => {
+    const call = new FakeCall();
+    const end = await new Interpreter(call).run({ document: doc('<Say>a</Say><Hangup/><Say>b</Say>') });
+    assert.deepEqual(end, { reason: 'hangup' });
+    assert.deepEqual(call.log, ['say:a', 'hangup']);
+  });
+
+  it('starting from a URL fetches the first document with no extras', async () => {
+    const call = new FakeCall();
+    call.documents.set('https://app.example/voice', doc('<Say>hi</Say>'));
+    await new Interpreter(call).run({ url: 'https://app.example/voice' });
+    assert.deepEqual(call.fetches, [{ url: 'https://app.example/voice', extras: {} }]);
+    assert.deepEqual(call.log.slice(1), ['say:hi', 'hangup']);
+  });
+
+  it('Redirect replaces the document: base fields only, and the rest of the old document is dropped', async () => {
+    const call = new FakeCall();
+    call.documents.set('https://app.example/b', doc('<Say>from b</Say>'));
+    await new Interpreter(call).run({
+      document: doc('<Say>from a</Say><Redirect>https://app.example/b</Redirect><Say>never</Say>'),
+    });
+    assert.deepEqual(call.fetches, [{ url: 'https://app.example/b', extras: {} }]);
+    assert.deepEqual(call.log, ['say:from a', 'fetch:https://app.example/b', 'say:from b', 'hangup']);
+  });
+
+  it('Dial with action hands control to the action document, with DialCallStatus and DialCallDuration', async () => {
+    const call = new FakeCall();
+    call.dialResult = { status: 'busy', durationSeconds: 0 };
+    call.documents.set('https://app.example/dialed', doc('<Say>after dial</Say>'));
+    await new Interpreter(call).run({
+      document: doc('<Dial action="https://app.example/dialed">+254711000002</Dial><Say>never</Say>'),
+    });
+    assert.deepEqual(call.fetches, [
+      { url: 'https://app.example/dialed', extras: { DialCallStatus: 'busy', DialCallDuration: 0 } },
+    ]);
+    assert.deepEqual(call.log.slice(-2), ['say:after dial', 'hangup']);
+    assert.ok(!call.log.includes('say:never'));
+  });
+
+  it('Dial without action goes on with the next verb', async () => {
+    const call = new FakeCall();
+    await new Interpreter(call).run({ document: doc('<Dial><Extension>1001</Extension></Dial><Say>next</Say>') });
+    assert.deepEqual(call.log, ['dial:1001', 'say:next', 'hangup']);
+  });
+
+  it('Record with action posts RecordingDuration and RecordingPath; with nothing recorded it goes on', async () => {
+    const call = new FakeCall();
+    call.documents.set('https://app.example/rec', doc('<Say>thanks</Say>'));
+    await new Interpreter(call).run({ document: doc('<Record action="https://app.example/rec"/><Say>never</Say>') });
+    assert.deepEqual(call.fetches[0]?.extras, { RecordingDuration: 7, RecordingPath: 'recordings/acc-1/rec1.wav' });
+    assert.deepEqual(call.log.slice(-2), ['say:thanks', 'hangup']);
+
+    const silent = new FakeCall();
+    silent.recordResult = { durationSeconds: 0 };
+    await new Interpreter(silent).run({ document: doc('<Record action="https://app.example/rec"/><Say>next</Say>') });
+    assert.deepEqual(silent.fetches, []);
+    assert.deepEqual(silent.log, ['record', 'say:next', 'hangup']);
+  });
+
+  it('a missing Play asset emits PLAY.0404 and the call continues', async () => {
+    const call = new FakeCall();
+    call.missingAssets.add('gone');
+    await new Interpreter(call).run({ document: doc('<Play asset="gone" loop="5"/><Say>next</Say>') });
+    assert.deepEqual(call.events, [{ code: 'PLAY.0404', event: 'play.asset_missing', data: { asset: 'gone' } }]);
+    assert.deepEqual(call.log, ['play:asset gone', 'say:next', 'hangup']);
+  });
+
+  it('more than maxRedirects Redirects in a row hang up instead of looping', async () => {
+    const call = new FakeCall();
+    for (let i = 0; i < 10; i++) {
+      call.documents.set(`https://app.example/${i}`, doc(`<Redirect>https://app.example/${i + 1}</Redirect>`));
+    }
+    const end = await new Interpreter(call, { maxRedirects: 3 }).run({ url: 'https://app.example/0' });
+    assert.equal(end.reason, 'redirect_limit');
+    // the first fetch is the start, then 3 Redirects are followed and the 4th is refused
+    assert.deepEqual(
+      call.fetches.map((f) => f.url),
+      ['https://app.example/0', 'https://app.example/1', 'https://app.example/2', 'https://app.example/3'],
+    );
+    assert.equal(call.log.at(-1), 'hangup');
+  });
+
+  it('a verb that spends call time between Redirects resets the count (an IVR menu may loop)', async () => {
+    const call = new FakeCall();
+    call.documents.set('https://app.example/menu', (n) =>
+      n < 20 ? doc('<Say>menu</Say><Redirect>https://app.example/menu</Redirect>') : doc('<Hangup/>'),
+    );
+    const end = await new Interpreter(call, { maxRedirects: 3 }).run({ url: 'https://app.example/menu' });
+    assert.deepEqual(end, { reason: 'hangup' });
+    assert.equal(call.fetches.length, 20);
+  });
+
+  it('the default Redirect limit is 10', async () => {
+    const call = new FakeCall();
+    call.documents.set('https://app.example/self', doc('<Redirect>https://app.example/self</Redirect>'));
+    const end = await new Interpreter(call).run({ url: 'https://app.example/self' });
+    assert.equal(end.reason, 'redirect_limit');
+    assert.equal(call.fetches.length, 11);
+  });
+
+  it('kill() mid-verb aborts that verb, runs nothing more and does not hang up', async () => {
+    const call = new FakeCall();
+    call.blocking.add('pause');
+    const interpreter = new Interpreter(call);
+    call.onStart = (op) => {
+      if (op === 'pause:60') setImmediate(() => interpreter.kill());
+    };
+    const end = await interpreter.run({ document: doc('<Say>a</Say><Pause length="60"/><Say>b</Say>') });
+    assert.deepEqual(end, { reason: 'killed' });
+    assert.deepEqual(call.log, ['say:a', 'pause:60']);
+    assert.ok(call.signals.at(-1)?.aborted, 'the paused verb was not told to stop');
+    interpreter.kill(); // twice is fine
+  });
+
+  it('kill() stops a Say loop="0" that would otherwise repeat', async () => {
+    const call = new FakeCall();
+    const interpreter = new Interpreter(call);
+    call.onStart = (op) => {
+      if (op === 'say:menu' && call.log.length === 3) interpreter.kill();
+    };
+    const end = await interpreter.run({ document: doc('<Say loop="0">menu</Say>') });
+    assert.deepEqual(end, { reason: 'killed' });
+    assert.equal(call.log.length, 3);
+  });
+
+  it('kill() while a document is being fetched ends the run without a fallback', async () => {
+    const call = new FakeCall();
+    call.blocking.add('fetch');
+    const interpreter = new Interpreter(call);
+    call.onStart = (op) => {
+      if (op.startsWith('fetch:')) setImmediate(() => interpreter.kill());
+    };
+    const end = await interpreter.run({ document: doc('<Redirect>https://app.example/slow</Redirect>') });
+    assert.deepEqual(end, { reason: 'killed' });
+    assert.deepEqual(call.events, []);
+    assert.ok(!call.log.includes('hangup'));
+  });
+
+  describe('a failed fetch emits WH.0400 and runs the fallback', () => {
+    const failing = new WebhookFetchError('timeout', 'https://app.example/next', 'no reply');
+
+    async function runWith(fallback: FallbackPolicy) {
+      const call = new FakeCall();
+      call.fallback = fallback;
+      call.documents.set('https://app.example/next', failing);
+      const end = await new Interpreter(call).run({
+        document: doc('<Say>a</Say><Redirect>https://app.example/next</Redirect>'),
+      });
+      assert.equal(end.reason, 'fallback');
+      assert.deepEqual(call.events, [
+        {
+          code: 'WH.0400',
+          event: 'webhook.failed',
+          data: { url: 'https://app.example/next', reason: 'timeout', fallback: fallback.mode },
+        },
+      ]);
+      return call.log.slice(2); // after 'say:a' and the fetch
+    }
+
+    it('message: speak the text, then hang up', async () => {
+      assert.deepEqual(await runWith({ mode: 'message', value: 'Sorry, try later' }), [
+        'say:Sorry, try later',
+        'hangup',
+      ]);
+    });
+
+    it('play: play the URL, then hang up', async () => {
+      assert.deepEqual(await runWith({ mode: 'play', value: 'https://m.example/sorry.wav' }), [
+        'play:https://m.example/sorry.wav',
+        'hangup',
+      ]);
+    });
+
+    it('drop: hang up at once', async () => {
+      assert.deepEqual(await runWith({ mode: 'drop', value: '' }), ['hangup']);
+    });
+  });
+
+  it('an operation that throws ends the run with reason error and a hangup', async () => {
+    const call = new FakeCall();
+    call.dial = () => Promise.reject(new Error('rtpengine gone'));
+    const end = await new Interpreter(call).run({ document: doc('<Dial>+254711000002</Dial><Say>x</Say>') });
+    assert.equal(end.reason, 'error');
+    assert.deepEqual(call.log, ['hangup']);
+  });
+});
