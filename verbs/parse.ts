@@ -111,6 +111,10 @@ function explainValidationMessage(raw: string): string {
     }
     if (!/Expected is/.test(message)) return `${message}: expected one of ${VERB_NAMES.join(', ')}`;
   }
+  if (/Element content is not allowed, because the content type is a simple type/.test(message)) {
+    const extra = element === 'Say' ? ' (SSML tags are not supported)' : '';
+    return `${message}: <${element ?? '?'}> takes text only, no child elements${extra}`;
+  }
   if (/is not a valid value|\[facet '/.test(message)) {
     const key = attribute !== undefined && element !== undefined ? `${element}@${attribute}` : (element ?? '');
     const hint = ATTRIBUTE_HINTS[key];
@@ -223,8 +227,8 @@ function absoluteHttpUrl(value: string, what: string, line: number, problems: Pr
   return text;
 }
 
-function loopOf(el: Element): { loop: number; untilInterrupted: boolean } {
-  const loop = intAttr(el, 'loop', DEFAULTS.Say.loop);
+function loopOf(el: Element, fallback: number): { loop: number; untilInterrupted: boolean } {
+  const loop = intAttr(el, 'loop', fallback);
   return loop === 0 ? { loop: MAX_LOOP, untilInterrupted: true } : { loop, untilInterrupted: false };
 }
 
@@ -253,12 +257,12 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
         text,
         ...(voice === undefined ? {} : { voice }),
         ...(language === undefined ? {} : { language }),
-        ...loopOf(el),
+        ...loopOf(el, DEFAULTS.Say.loop),
       };
     }
     case 'Play': {
       const source = playSource(el, line, problems);
-      return source === undefined ? undefined : { verb: 'Play', line, source, ...loopOf(el) };
+      return source === undefined ? undefined : { verb: 'Play', line, source, ...loopOf(el, DEFAULTS.Play.loop) };
     }
     case 'Dial': {
       const target = dialTarget(el, line, problems);
