@@ -199,6 +199,12 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
     ['Play relative URL', '<Response><Play>/a.wav</Play></Response>', 1, /Play URL '\/a.wav' is not an absolute URL/],
     ['Play ftp URL', '<Response><Play>ftp://x.example/a.wav</Play></Response>', 1, /uses ftp; only http and https/],
     ['Play bad asset name', '<Response><Play asset="a b"/></Response>', 1, /attribute 'asset'.*expected an asset name/],
+    [
+      'SSML inside Say',
+      '<Response><Say>hi <break time="1s"/></Say></Response>',
+      1,
+      /<Say> takes text only, no child elements \(SSML tags are not supported\)/,
+    ],
     ['Dial without target', '<Response><Dial/></Response>', 1, /Dial has no target/],
     [
       'Dial text not E.164',
