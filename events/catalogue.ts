@@ -1,0 +1,189 @@
+/**
+ * The one code catalogue of the platform (spec: Events, "Event catalogue"; Errors, "Terminal reason codes").
+ *
+ * Every dotted code string of the project is spelled here and only here. Other rooms refer to codes through the
+ * named constants `EventCodes.*` and `ReasonCodes.*`, so a typo is a compile error rather than a silent new code.
+ */
+
+/** Event codes by the name other rooms use in code. */
+export const EventCodes = {
+  callInitiated: 'CALL.0100',
+  callRinging: 'CALL.0180',
+  callProgress: 'CALL.0183',
+  callAnswered: 'CALL.0200',
+  callCompleted: 'CALL.0300',
+  callFailed: 'CALL.0400',
+  dialAnswered: 'DIAL.0200',
+  dialCompleted: 'DIAL.0300',
+  dialBlocked: 'DIAL.0403',
+  playAssetMissing: 'PLAY.0404',
+  recordingStarted: 'REC.0100',
+  recordingCompleted: 'REC.0300',
+  ttsGenerated: 'TTS.0200',
+  webhookDelivered: 'WH.0200',
+  webhookFailed: 'WH.0400',
+  phoneAuthorized: 'AUTH.0200',
+  phoneRejected: 'AUTH.0401',
+  walletDebited: 'BILL.0300',
+  walletLow: 'BILL.0310',
+  walletInsufficient: 'BILL.0402',
+  walletExhausted: 'BILL.0403',
+  accountSuspended: 'BILL.0407',
+  concurrencyExceeded: 'LIMIT.0429',
+  cpsExceeded: 'LIMIT.0430',
+  noDid: 'END.0403',
+  crossAccount: 'END.0488',
+  calleeOffline: 'END.0410',
+  noOutboundHandler: 'END.0501',
+  platformConcurrent: 'PLATFORM.0001',
+  platformDraining: 'PLATFORM.0503',
+  systemError: 'SYS.0500',
+} as const;
+
+export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
+
+/** Code → event name and the spec's meaning. */
+export const EVENT_CATALOGUE = {
+  'CALL.0100': { event: 'call.initiated', label: 'Leg created, not yet ringing.' },
+  'CALL.0180': { event: 'call.ringing', label: 'Remote party being alerted.' },
+  'CALL.0183': { event: 'call.progress', label: 'Early media before answer.' },
+  'CALL.0200': { event: 'call.answered', label: 'Answered and bridged; billing has started.' },
+  'CALL.0300': { event: 'call.completed', label: 'Ended after connecting; carries reason code, duration, cost.' },
+  'CALL.0400': { event: 'call.failed', label: 'Did not complete; carries reason code.' },
+  'DIAL.0200': { event: 'dial.answered', label: 'A bridged Dial leg was answered.' },
+  'DIAL.0300': { event: 'dial.completed', label: 'A Dial leg ended; carries DialCallStatus and duration.' },
+  'DIAL.0403': { event: 'dial.blocked', label: 'Dial blocked by the outbound destination allowlist.' },
+  'PLAY.0404': { event: 'play.asset_missing', label: 'A Play named an asset that is absent or unplayable.' },
+  'REC.0100': { event: 'recording.started', label: 'Audio capture began.' },
+  'REC.0300': { event: 'recording.completed', label: 'A recording finished and its Recording record exists.' },
+  'TTS.0200': { event: 'tts.generated', label: 'A Say utterance was synthesised.' },
+  'WH.0200': { event: 'webhook.delivered', label: 'A webhook was delivered.' },
+  'WH.0400': { event: 'webhook.failed', label: 'A delivery failed after retries, or a fallback fired.' },
+  'AUTH.0200': { event: 'phone.authorized', label: 'A phone token was validated and accepted.' },
+  'AUTH.0401': { event: 'phone.rejected', label: 'A phone token was expired or revoked.' },
+  'BILL.0300': { event: 'wallet.debited', label: 'A usage charge was posted.' },
+  'BILL.0310': { event: 'wallet.low', label: 'The allowance is nearing its end on active calls.' },
+  'BILL.0402': { event: 'wallet.insufficient', label: 'New call refused before answer: no spendable allowance.' },
+  'BILL.0403': { event: 'wallet.exhausted', label: 'Call terminated mid-call because the allowance ran out.' },
+  'BILL.0407': { event: 'account.suspended', label: 'New call refused: account not active.' },
+  'LIMIT.0429': { event: 'call.concurrency_exceeded', label: 'New call refused: simultaneous-call maximum reached.' },
+  'LIMIT.0430': { event: 'call.cps_exceeded', label: 'New call refused: calls-per-second limit exceeded.' },
+  'END.0403': { event: 'call.no_did', label: 'End-user outbound PSTN call, account owns no active DID.' },
+  'END.0488': { event: 'call.cross_account', label: 'End-user dialled an extension of another account.' },
+  'END.0410': { event: 'call.callee_offline', label: 'End-user dialled an on-net extension not registered.' },
+  'END.0501': { event: 'call.no_outbound_handler', label: 'No outbound voice webhook configured.' },
+  'PLATFORM.0001': { event: 'platform.concurrent', label: 'Platform-wide active-call count (staff stream).' },
+  'PLATFORM.0503': { event: 'platform.draining', label: 'Call refused: the platform is not admitting new calls.' },
+  'SYS.0500': { event: 'system.error', label: 'Internal error handling a call event; carries a traceId.' },
+} as const satisfies Record<EventCode, { event: string; label: string }>;
+
+export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];
+
+/** Terminal reason codes by the name other rooms use in code. */
+export const ReasonCodes = {
+  insufficientBalance: 'BILL.0402',
+  balanceExhausted: 'BILL.0403',
+  accountSuspended: 'BILL.0407',
+  concurrencyCap: 'LIMIT.0429',
+  cpsLimit: 'LIMIT.0430',
+  normalHangup: 'END.0200',
+  unallocatedNumber: 'END.0404',
+  maxDuration: 'END.0408',
+  noAnswer: 'END.0480',
+  busy: 'END.0486',
+  canceled: 'END.0487',
+  watchdogCut: 'END.0503',
+  reconciled: 'END.0504',
+  carrierFailure: 'END.0500',
+  rejected: 'END.0603',
+  noDid: 'END.0403',
+  crossAccount: 'END.0488',
+  extensionOffline: 'END.0410',
+  noOutboundHandler: 'END.0501',
+  platformPaused: 'PLATFORM.0503',
+} as const;
+
+export type ReasonCode = (typeof ReasonCodes)[keyof typeof ReasonCodes];
+
+/** Reason code → outcome label, as stored in a call's `reason_label`. */
+export const REASON_LABELS = {
+  'BILL.0402': 'Insufficient balance',
+  'BILL.0403': 'Balance exhausted mid-call',
+  'BILL.0407': 'Account suspended',
+  'LIMIT.0429': 'Concurrency cap reached',
+  'LIMIT.0430': 'Calls-per-second limit exceeded',
+  'END.0200': 'Normal hangup',
+  'END.0404': 'Unallocated or inactive number',
+  'END.0408': 'Maximum duration reached',
+  'END.0480': 'No answer',
+  'END.0486': 'Busy',
+  'END.0487': 'Canceled before answer',
+  'END.0503': 'Enforcement watchdog cut',
+  'END.0504': 'Reconciled from the switch',
+  'END.0500': 'Carrier or network failure',
+  'END.0603': 'Rejected',
+  'END.0403': 'No DID to originate from',
+  'END.0488': 'Cross-account extension',
+  'END.0410': 'Extension offline',
+  'END.0501': 'No outbound voice webhook',
+  'PLATFORM.0503': 'Platform paused for maintenance',
+} as const satisfies Record<ReasonCode, string>;
+
+export interface CatalogueEntry {
+  code: EventCode;
+  event: EventName;
+  label: string;
+}
+
+export function isEventCode(code: string): code is EventCode {
+  return Object.prototype.hasOwnProperty.call(EVENT_CATALOGUE, code);
+}
+
+export function isReasonCode(code: string): code is ReasonCode {
+  return Object.prototype.hasOwnProperty.call(REASON_LABELS, code);
+}
+
+/** The event name and label of a code. */
+export function eventFor(code: EventCode): CatalogueEntry {
+  const e = EVENT_CATALOGUE[code];
+  return { code, event: e.event, label: e.label };
+}
+
+/** The outcome label of a terminal reason code. */
+export function reasonLabel(code: ReasonCode): string {
+  return REASON_LABELS[code];
+}
+
+/** The codes whose events are about a call and end it; their stream `data` carries reasonCode, duration, cost. */
+export const TERMINAL_CALL_EVENTS: ReadonlySet<EventCode> = new Set<EventCode>([
+  EventCodes.callCompleted,
+  EventCodes.callFailed,
+]);
+
+/**
+ * Final SIP status of the dialled leg → terminal reason code (RFC 3261 §21 classes):
+ * 486 Busy Here and 600 Busy Everywhere → busy; 480 Temporarily Unavailable and 408 Request Timeout → no answer (the far end rang out or
+ * never answered); 487 Request Terminated → canceled; 404 Not Found and 604 Does Not Exist Anywhere → unallocated;
+ * 603 Decline → rejected; any other 5xx → carrier or network failure; a 2xx (a connected call that ended normally)
+ * → normal hangup. Other 4xx/6xx have no dedicated outcome in the spec and count as carrier failure.
+ */
+export function reasonForSipStatus(status: number): ReasonCode {
+  if (status >= 200 && status < 300) return ReasonCodes.normalHangup;
+  switch (status) {
+    case 486:
+    case 600:
+      return ReasonCodes.busy;
+    case 480:
+    case 408:
+      return ReasonCodes.noAnswer;
+    case 487:
+      return ReasonCodes.canceled;
+    case 404:
+    case 604:
+      return ReasonCodes.unallocatedNumber;
+    case 603:
+      return ReasonCodes.rejected;
+    default:
+      return ReasonCodes.carrierFailure;
+  }
+}

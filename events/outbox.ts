@@ -1,0 +1,307 @@
+import type { Db } from '../store/index.js';
+import { roomLogger, type Logger } from '../config/index.js';
+import { EventCodes } from './catalogue.js';
+import { signWebhook } from './signing.js';
+import type { EventPublisher } from './publisher.js';
+
+/**
+ * Retry schedule of status callbacks (the spec leaves it to us: "Retry schedule ... not shown"). Five attempts:
+ * at once, then 1 s, 5 s, 30 s and 120 s after the previous failure. Each entry is the wait before the next
+ * attempt, so the number of attempts is `length + 1`.
+ */
+export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [1_000, 5_000, 30_000, 120_000];
+/** A receiver has this long to answer one attempt (the spec's call-control deadline, reused). */
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 10_000;
+/** Spec, Limits: "Auto-disable threshold: 5 consecutive failed deliveries". */
+export const AUTO_DISABLE_THRESHOLD = 5;
+
+export interface StatusCallbackOutboxOptions {
+  db: Db;
+  /** Records and streams WH.0200 / WH.0400, and kicks this outbox when it enqueues. */
+  publisher: EventPublisher;
+  retryDelaysMs?: readonly number[];
+  attemptTimeoutMs?: number;
+  /** How often the table is polled for due rows besides the kicks (retries come due by time). */
+  pollIntervalMs?: number;
+  /** Attempts in flight at once (different calls; one call's events are always one at a time). */
+  maxInFlight?: number;
+  autoDisableThreshold?: number;
+  now?: () => number;
+  logger?: Logger;
+}
+
+interface OutboxRow {
+  id: string;
+  account_id: string;
+  call_id: string | null;
+  event: string;
+  url: string;
+  body: string;
+  attempts: number;
+  next_attempt_at: string;
+}
+
+type AttemptOutcome = { ok: true; status: number } | { ok: false; error: string };
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * Delivers status callbacks from the durable `event_outbox` table (spec: Events, "Delivery of status callbacks").
+ *
+ * - At least once: a row is claimed by moving its `next_attempt_at` past the attempt's deadline (a lease), so a
+ *   crash mid-attempt leaves it to be retried, by this process after a restart or by another node. The body bytes
+ *   and the `id` in them are those stored at enqueue time, identical on every retry.
+ * - In order per call: a row is not attempted while an earlier row of the same call (smaller event id: ids are
+ *   UUIDv7, see event-id.ts) is still pending, even while that one waits out a back-off.
+ * - Any 2xx is success; anything else (3xx included: redirects are not followed, a moved endpoint must be fixed in
+ *   the configuration, not silently followed with a signature made for the old URL), a timeout or a network error
+ *   is a failed attempt.
+ * - The account's current signing secret is read at each attempt, so a rotation applies to the next attempt.
+ * - Success emits WH.0200 (stream and call_events only, never itself a status callback: see publisher.ts) and
+ *   resets the route's failure counter. Exhausted retries emit WH.0400 and count one failure against the route;
+ *   at `autoDisableThreshold` consecutive ones the route is disabled and a WH.0400 with `routeDisabled: true`
+ *   tells the account. Only the operator re-enables a route; a success elsewhere does not.
+ */
+export class StatusCallbackOutbox {
+  readonly #db: Db;
+  readonly #publisher: EventPublisher;
+  readonly #delays: readonly number[];
+  readonly #attemptTimeoutMs: number;
+  readonly #pollIntervalMs: number;
+  readonly #maxInFlight: number;
+  readonly #threshold: number;
+  readonly #now: () => number;
+  readonly #log: Logger;
+  readonly #inFlight = new Map<string, Promise<void>>();
+  #timer: NodeJS.Timeout | undefined;
+  #ticking = false;
+  #again = false;
+  #started = false;
+  #closed = false;
+
+  constructor(opts: StatusCallbackOutboxOptions) {
+    this.#db = opts.db;
+    this.#publisher = opts.publisher;
+    this.#delays = opts.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+    this.#attemptTimeoutMs = opts.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
+    this.#pollIntervalMs = opts.pollIntervalMs ?? 250;
+    this.#maxInFlight = opts.maxInFlight ?? 16;
+    this.#threshold = opts.autoDisableThreshold ?? AUTO_DISABLE_THRESHOLD;
+    this.#now = opts.now ?? Date.now;
+    this.#log = opts.logger ?? roomLogger('events').child({ part: 'outbox' });
+  }
+
+  get maxAttempts(): number {
+    return this.#delays.length + 1;
+  }
+
+  /** Starts polling; rows left pending by an earlier process are picked up at once. Safe to call twice. */
+  start(): this {
+    if (this.#started || this.#closed) return this;
+    this.#started = true;
+    this.#publisher.attachOutbox(this);
+    this.#schedulePoll(0);
+    return this;
+  }
+
+  /** New work: look at the table now instead of at the next poll. */
+  kick(): void {
+    if (!this.#started || this.#closed) return;
+    void this.#tick();
+  }
+
+  /** Stops polling and waits for attempts in flight (each bounded by the attempt timeout). Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#publisher.attachOutbox(undefined);
+    clearTimeout(this.#timer);
+    await Promise.allSettled([...this.#inFlight.values()]);
+  }
+
+  #schedulePoll(ms: number): void {
+    clearTimeout(this.#timer);
+    if (this.#closed) return;
+    this.#timer = setTimeout(() => {
+      void this.#tick().finally(() => this.#schedulePoll(this.#pollIntervalMs));
+    }, ms);
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#ticking) {
+      this.#again = true;
+      return;
+    }
+    this.#ticking = true;
+    try {
+      do {
+        this.#again = false;
+        await this.#claimDue();
+      } while (this.#again && !this.#closed);
+    } catch (err) {
+      this.#log.error({ err }, 'outbox poll failed');
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  async #claimDue(): Promise<void> {
+    const room = this.#maxInFlight - this.#inFlight.size;
+    if (room <= 0) return;
+    const now = this.#now();
+    const rows: OutboxRow[] = await this.#db('event_outbox as o')
+      .select('o.id', 'o.account_id', 'o.call_id', 'o.event', 'o.url', 'o.body', 'o.attempts', 'o.next_attempt_at')
+      .where('o.state', 'pending')
+      .where('o.next_attempt_at', '<=', iso(now))
+      .whereNotExists(function earlierOfSameCall() {
+        this.select(1)
+          .from('event_outbox as p')
+          .where('p.state', 'pending')
+          .whereRaw('p.call_id = o.call_id')
+          .whereRaw('p.id < o.id');
+      })
+      .orderBy('o.id')
+      .limit(room + this.#inFlight.size);
+    for (const row of rows) {
+      if (this.#inFlight.size >= this.#maxInFlight || this.#closed) break;
+      if (this.#inFlight.has(row.id)) continue;
+      // The lease: only the process whose conditional update wins attempts the row.
+      const lease = iso(now + this.#attemptTimeoutMs + 5_000);
+      const won = await this.#db('event_outbox')
+        .where({ id: row.id, state: 'pending', next_attempt_at: row.next_attempt_at })
+        .update({ next_attempt_at: lease });
+      if (won !== 1) continue;
+      const p = this.#attemptAndRecord({ ...row, attempts: Number(row.attempts) })
+        .catch((err) => this.#log.error({ err, eventId: row.id }, 'recording a delivery attempt failed'))
+        .finally(() => {
+          this.#inFlight.delete(row.id);
+          this.kick();
+        });
+      this.#inFlight.set(row.id, p);
+    }
+  }
+
+  async #attemptAndRecord(row: OutboxRow): Promise<void> {
+    const account = await this.#db('accounts').select('signing_secret').where({ id: row.account_id }).first();
+    const route = await this.#db('webhook_routes').where({ account_id: row.account_id, url: row.url }).first();
+    if (!account || route?.disabled) {
+      // Disabled after this row was queued (or the account is gone): not sent, recorded why.
+      await this.#db('event_outbox')
+        .where({ id: row.id })
+        .update({
+          state: 'failed',
+          last_error: account ? 'route_disabled' : 'account_missing',
+          done_at: iso(this.#now()),
+        });
+      return;
+    }
+    const outcome = await this.#post(row, String(account.signing_secret));
+    const attempts = row.attempts + 1;
+    const now = this.#now();
+    if (outcome.ok) {
+      await this.#db.transaction(async (trx) => {
+        await trx('event_outbox')
+          .where({ id: row.id })
+          .update({ state: 'delivered', attempts, last_error: null, done_at: iso(now) });
+        await trx('webhook_routes')
+          .insert({ account_id: row.account_id, url: row.url, consecutive_failures: 0, updated_at: iso(now) })
+          .onConflict(['account_id', 'url'])
+          .merge({ consecutive_failures: 0, updated_at: iso(now) });
+      });
+      await this.#notify(row, EventCodes.webhookDelivered, { attempts, status: outcome.status });
+      return;
+    }
+    if (attempts < this.maxAttempts) {
+      const wait = this.#delays[attempts - 1]!;
+      await this.#db('event_outbox')
+        .where({ id: row.id })
+        .update({ attempts, last_error: outcome.error, next_attempt_at: iso(now + wait) });
+      this.#log.debug({ eventId: row.id, attempts, error: outcome.error, retryInMs: wait }, 'status callback retry');
+      return;
+    }
+    let disabledNow = false;
+    let failures = 0;
+    await this.#db.transaction(async (trx) => {
+      await trx('event_outbox')
+        .where({ id: row.id })
+        .update({ state: 'failed', attempts, last_error: outcome.error, done_at: iso(now) });
+      await trx('webhook_routes')
+        .insert({ account_id: row.account_id, url: row.url, consecutive_failures: 1, updated_at: iso(now) })
+        .onConflict(['account_id', 'url'])
+        .merge({
+          consecutive_failures: trx.raw('?? + 1', ['webhook_routes.consecutive_failures']),
+          updated_at: iso(now),
+        });
+      const r = await trx('webhook_routes').where({ account_id: row.account_id, url: row.url }).first();
+      failures = Number(r.consecutive_failures);
+      if (failures >= this.#threshold && !r.disabled) {
+        await trx('webhook_routes')
+          .where({ account_id: row.account_id, url: row.url })
+          .update({ disabled: true, disabled_at: iso(now) });
+        disabledNow = true;
+      }
+    });
+    this.#log.warn({ eventId: row.id, url: row.url, attempts, error: outcome.error }, 'status callback failed');
+    await this.#notify(row, EventCodes.webhookFailed, { attempts, lastError: outcome.error });
+    if (disabledNow) {
+      this.#log.warn({ accountId: row.account_id, url: row.url, failures }, 'status route auto-disabled');
+      await this.#notify(row, EventCodes.webhookFailed, {
+        routeDisabled: true,
+        consecutiveFailures: failures,
+      });
+    }
+  }
+
+  async #post(row: OutboxRow, secret: string): Promise<AttemptOutcome> {
+    const body = Buffer.from(row.body, 'utf8');
+    const timestamp = String(Math.floor(this.#now() / 1000));
+    try {
+      const res = await fetch(row.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'Simu-Webhooks/0.1',
+          'x-voice-signature': signWebhook(secret, row.url, timestamp, body),
+          'x-voice-timestamp': timestamp,
+          'x-voice-event': row.event,
+        },
+        body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.#attemptTimeoutMs),
+      });
+      await res.body?.cancel().catch(() => undefined); // the reply body is ignored (spec: "200; body ignored")
+      if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status };
+      return { ok: false, error: `HTTP ${res.status}` };
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string } };
+      const why = e.name === 'TimeoutError' ? 'timeout' : (e.cause?.code ?? e.message);
+      return { ok: false, error: why };
+    }
+  }
+
+  /** WH.0200 / WH.0400 about one delivery, on the stream and in call_events; never a status callback. */
+  async #notify(
+    row: OutboxRow,
+    code: typeof EventCodes.webhookDelivered | typeof EventCodes.webhookFailed,
+    extra: object,
+  ) {
+    let sid: string | undefined;
+    try {
+      sid = (JSON.parse(row.body) as { sid?: string }).sid;
+    } catch {
+      sid = undefined;
+    }
+    try {
+      await this.#publisher.emit({
+        accountId: row.account_id,
+        code,
+        sid,
+        customPayload: null,
+        data: { eventId: row.id, event: row.event, url: row.url, ...extra },
+      });
+    } catch (err) {
+      this.#log.error({ err, eventId: row.id }, 'could not emit the delivery event');
+    }
+  }
+}

@@ -1,0 +1,249 @@
+import type { Db } from '../store/index.js';
+import { roomLogger, type Logger } from '../config/index.js';
+import { EventCodes, TERMINAL_CALL_EVENTS, eventFor, isEventCode, type EventCode } from './catalogue.js';
+import {
+  buildStatusCallbackBody,
+  buildStreamFrame,
+  toCallSnapshot,
+  type CallSnapshot,
+  type StreamFrame,
+} from './envelope.js';
+import { EventBus } from './bus.js';
+import { eventIds } from './event-id.js';
+import { EventPersistError, InvalidEventError } from './errors.js';
+
+export interface EmitInput {
+  /** The owning account; null only for platform-wide events (SYS.0500 outside an account). */
+  accountId: string | null;
+  code: EventCode;
+  /** The call's uuid: the status URL is resolved through its DID, its snapshot loaded when not given. */
+  callId?: string;
+  /** The call's sid; taken from the call row when omitted and `callId` is given. */
+  sid?: string;
+  /** The call's metadata (an object); taken from the call row when omitted and `callId` is given. */
+  customPayload?: Record<string, unknown> | null;
+  /** Code-specific fields of the stream frame. For CALL.0300/0400, reasonCode, duration and cost are filled in
+   * from the call when missing. */
+  data?: Record<string, unknown>;
+  /** The call as it is now; loaded from the calls table by `callId` when omitted. */
+  callSnapshot?: CallSnapshot | Record<string, unknown>;
+  createdAt?: Date;
+}
+
+/** What happened to the status callback of an emitted event. */
+export type DeliveryDisposition =
+  | 'queued' // in the outbox, pending
+  | 'route_disabled' // the status route is auto-disabled: recorded in the outbox as failed, not sent
+  | 'no_route' // no status URL configured
+  | 'not_delivered'; // this kind of event is never a status callback (WH.*, PLATFORM.0001, no account)
+
+export interface EmittedEvent {
+  id: string;
+  frame: StreamFrame;
+  delivery: DeliveryDisposition;
+  url?: string;
+}
+
+/** The outbox as the publisher sees it: told when there is new work. */
+export interface OutboxKick {
+  kick(): void;
+}
+
+/**
+ * Codes never sent as status callbacks. WH.* report on deliveries themselves: sending them through the same
+ * status route would loop (a failing route would generate a WH.0400 to deliver to the failing route, and a
+ * WH.0200 would beget another WH.0200 for ever). They reach the stream and call_events only. PLATFORM.0001 is
+ * staff-only and has no account.
+ */
+const NOT_A_STATUS_CALLBACK: ReadonlySet<EventCode> = new Set<EventCode>([
+  EventCodes.webhookDelivered,
+  EventCodes.webhookFailed,
+  EventCodes.platformConcurrent,
+]);
+
+export const isStatusCallbackCode = (code: EventCode): boolean => !NOT_A_STATUS_CALLBACK.has(code);
+
+/** Cents → "12.34" (spec: money is a string with two decimals at the edge). */
+const centsToString = (cents: number): string => {
+  const sign = cents < 0 ? '-' : '';
+  const a = Math.abs(Math.trunc(cents));
+  return `${sign}${Math.floor(a / 100)}.${String(a % 100).padStart(2, '0')}`;
+};
+
+/**
+ * The one way events enter the system (the calls, billing, verbs and API rooms call `emit`). For each event it:
+ * records it in call_events; enqueues its status callback in the durable outbox, in the same transaction, when
+ * the account has a status URL; then publishes the stream frame on the bus and kicks the outbox.
+ */
+export class EventPublisher {
+  readonly #db: Db;
+  readonly #bus: EventBus;
+  readonly #log: Logger;
+  readonly #now: () => Date;
+  #outbox: OutboxKick | undefined;
+
+  constructor(deps: { db: Db; bus: EventBus; logger?: Logger; now?: () => Date }) {
+    this.#db = deps.db;
+    this.#bus = deps.bus;
+    this.#log = deps.logger ?? roomLogger('events');
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  get bus(): EventBus {
+    return this.#bus;
+  }
+
+  /** The outbox registers itself here so that a new callback is attempted at once rather than at the next poll. */
+  attachOutbox(outbox: OutboxKick | undefined): void {
+    this.#outbox = outbox;
+  }
+
+  async emit(input: EmitInput): Promise<EmittedEvent> {
+    if (!isEventCode(input.code)) throw new InvalidEventError(`unknown event code ${String(input.code)}`);
+    if (input.code === EventCodes.platformConcurrent) {
+      throw new InvalidEventError('PLATFORM.0001 is published with publishPlatformConcurrent');
+    }
+    const { event } = eventFor(input.code);
+    const createdAt = (input.createdAt ?? this.#now()).toISOString();
+    const id = eventIds.next();
+
+    let callRow: Record<string, any> | undefined;
+    const needRow =
+      input.callId !== undefined &&
+      (input.callSnapshot === undefined || input.sid === undefined || input.customPayload === undefined);
+    try {
+      if (needRow) callRow = await this.#db('calls').where({ id: input.callId }).first();
+    } catch (err) {
+      throw new EventPersistError(err);
+    }
+    const snapshot = input.callSnapshot
+      ? toCallSnapshot(input.callSnapshot as Record<string, unknown>)
+      : callRow
+        ? toCallSnapshot(callRow)
+        : null;
+    const sid = input.sid ?? snapshot?.sid ?? undefined;
+    const customPayload = input.customPayload !== undefined ? input.customPayload : parsePayload(callRow);
+
+    let data = input.data ?? {};
+    if (TERMINAL_CALL_EVENTS.has(input.code)) {
+      // Spec, Events: on the stream call.completed and call.failed carry reasonCode, duration and cost.
+      const src = { ...(callRow ?? {}), ...((input.callSnapshot as Record<string, unknown>) ?? {}) };
+      data = {
+        reasonCode: src.reason_code ?? null,
+        duration: src.duration_seconds == null ? null : Number(src.duration_seconds),
+        cost: src.cost_cents == null ? (src.cost ?? null) : centsToString(Number(src.cost_cents)),
+        ...data,
+      };
+    }
+    const frame = buildStreamFrame({ code: input.code, event, sid, customPayload, createdAt, data });
+
+    let delivery: DeliveryDisposition = 'not_delivered';
+    let url: string | undefined;
+    if (input.accountId !== null) {
+      const accountId = input.accountId;
+      try {
+        await this.#db.transaction(async (trx) => {
+          await trx('call_events').insert({
+            id,
+            account_id: accountId,
+            call_id: input.callId ?? null,
+            code: input.code,
+            event,
+            data: JSON.stringify(frame.data ?? {}),
+            created_at: createdAt,
+          });
+          if (!isStatusCallbackCode(input.code)) return;
+          url = await resolveStatusUrl(trx, accountId, callRow?.number_id ?? (await numberIdOf(trx, input)));
+          if (!url) {
+            delivery = 'no_route';
+            return;
+          }
+          const route = await trx('webhook_routes').where({ account_id: accountId, url }).first();
+          const disabled = Boolean(route?.disabled);
+          await trx('event_outbox').insert({
+            id,
+            account_id: accountId,
+            call_id: input.callId ?? null,
+            event,
+            url,
+            body: buildStatusCallbackBody(frame, id, accountId, snapshot),
+            attempts: 0,
+            // An auto-disabled route is not sent to; the row records that the event existed and why it was not
+            // delivered (re-enabling is an operator action, spec: States and transitions).
+            state: disabled ? 'failed' : 'pending',
+            last_error: disabled ? 'route_disabled' : null,
+            next_attempt_at: createdAt,
+            created_at: createdAt,
+            done_at: disabled ? createdAt : null,
+          });
+          delivery = disabled ? 'route_disabled' : 'queued';
+        });
+      } catch (err) {
+        throw new EventPersistError(err);
+      }
+    }
+
+    this.#bus.publish({
+      id,
+      accountId: input.accountId,
+      staffOnly: false,
+      callId: input.callId,
+      frame,
+    });
+    if ((delivery as DeliveryDisposition) === 'queued') this.#outbox?.kick();
+    this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');
+    return { id, frame, delivery, url };
+  }
+
+  /**
+   * PLATFORM.0001 for staff streams: the platform-wide count of active calls. Not recorded and never a status
+   * callback (it belongs to no account). The calls room calls this on each change, or periodically.
+   */
+  publishPlatformConcurrent(activeCalls: number, at: Date = this.#now()): StreamFrame {
+    const code = EventCodes.platformConcurrent;
+    const frame = buildStreamFrame({
+      code,
+      event: eventFor(code).event,
+      createdAt: at.toISOString(),
+      data: { activeCalls },
+    });
+    this.#bus.publish({ id: eventIds.next(), accountId: null, staffOnly: true, frame });
+    return frame;
+  }
+}
+
+function parsePayload(row: Record<string, any> | undefined): Record<string, unknown> | null {
+  const raw = row?.custom_payload;
+  if (raw == null || raw === '') return null;
+  if (typeof raw === 'object') return raw as Record<string, unknown>;
+  try {
+    const v = JSON.parse(String(raw));
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+async function numberIdOf(db: Db, input: EmitInput): Promise<string | null> {
+  if (!input.callId) return null;
+  const r = await db('calls').select('number_id').where({ id: input.callId }).first();
+  return r?.number_id ?? null;
+}
+
+/**
+ * The status route (spec: "URL resolution order", per purpose): the call's DID's own `status` override, else the
+ * account's default `status` URL; an empty string means "not set". A per-number override of another purpose never
+ * counts.
+ */
+export async function resolveStatusUrl(
+  db: Db,
+  accountId: string,
+  numberId: string | null,
+): Promise<string | undefined> {
+  if (numberId) {
+    const n = await db('numbers').select('webhook_status').where({ id: numberId, account_id: accountId }).first();
+    if (n?.webhook_status) return n.webhook_status as string;
+  }
+  const a = await db('accounts').select('webhook_status').where({ id: accountId }).first();
+  return a?.webhook_status ? (a.webhook_status as string) : undefined;
+}

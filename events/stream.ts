@@ -1,0 +1,176 @@
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, WebSocket } from 'ws';
+import { roomLogger, type Logger } from '../config/index.js';
+import type { EventBus, BusEvent } from './bus.js';
+
+/** Who a stream token belongs to (what `consumeStreamToken` in store/stream-tokens.ts returns). */
+export interface StreamPrincipal {
+  accountId: string | null;
+  staff: boolean;
+}
+
+export interface StreamDeps {
+  bus: EventBus;
+  /** Spends a single-use stream token; null when unknown, used or expired. */
+  consumeToken: (token: string) => Promise<StreamPrincipal | null>;
+  /** Path of the stream (spec: `{ws_url}/api/stream`). */
+  path?: string;
+  /** Ping interval; a socket that has not answered the previous ping is terminated. */
+  pingIntervalMs?: number;
+  /** A socket with more than this many bytes queued is too slow and is dropped. */
+  maxBufferedBytes?: number;
+  logger?: Logger;
+}
+
+export interface StreamServer {
+  /** Sockets currently open. */
+  readonly clientCount: number;
+  /** Closes every socket and detaches from the HTTP server and the bus. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+interface StreamClient {
+  ws: WebSocket;
+  principal: StreamPrincipal;
+  alive: boolean;
+}
+
+/** WebSocket close codes (RFC 6455 §7.4.1): 1001 going away on shutdown, 1008 policy violation for slowness. */
+const CLOSE_GOING_AWAY = 1001;
+
+/**
+ * The event stream on the API's own HTTP server (spec: Stream; Authentication 5). Only upgrades whose path is the
+ * stream path are taken; any other upgrade is left untouched for other handlers (e.g. SIP over WebSocket).
+ *
+ * A connection needs `?token=`, a single-use stream token: it is spent before the handshake completes, and a
+ * missing, unknown, used or expired token gets a plain HTTP 401 and no socket. An account token receives that
+ * account's frames; a staff token receives every account's frames plus staff-only ones (PLATFORM.0001).
+ *
+ * Each frame is serialised once and written to every interested socket. A socket whose send queue passes
+ * `maxBufferedBytes` is terminated instead of buffering without bound, so one slow reader never holds up the
+ * rest; a socket that does not answer a ping within one interval is terminated as dead.
+ */
+export function attachStream(server: http.Server, deps: StreamDeps): StreamServer {
+  const path = deps.path ?? '/api/stream';
+  const pingIntervalMs = deps.pingIntervalMs ?? 30_000;
+  const maxBuffered = deps.maxBufferedBytes ?? 1024 * 1024;
+  const log = deps.logger ?? roomLogger('events').child({ part: 'stream' });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 4096, clientTracking: false });
+  const byAccount = new Map<string, Set<StreamClient>>();
+  const staff = new Set<StreamClient>();
+  let open = 0;
+  let closed = false;
+
+  const drop = (c: StreamClient, why: string): void => {
+    log.info({ accountId: c.principal.accountId, staff: c.principal.staff, why }, 'stream socket dropped');
+    c.ws.terminate();
+  };
+
+  const send = (c: StreamClient, text: string): void => {
+    if (c.ws.readyState !== WebSocket.OPEN) return;
+    if (c.ws.bufferedAmount > maxBuffered) return drop(c, 'slow consumer');
+    c.ws.send(text);
+  };
+
+  const onEvent = (e: BusEvent): void => {
+    const targets = !e.staffOnly && e.accountId !== null ? byAccount.get(e.accountId) : undefined;
+    if (!targets?.size && staff.size === 0) return;
+    const text = JSON.stringify(e.frame);
+    if (targets) for (const c of targets) send(c, text);
+    for (const c of staff) send(c, text);
+  };
+  const unobserve = deps.bus.observe(onEvent);
+
+  const register = (ws: WebSocket, principal: StreamPrincipal): void => {
+    const c: StreamClient = { ws, principal, alive: true };
+    const set = principal.staff ? staff : getOrCreate(byAccount, principal.accountId!);
+    set.add(c);
+    open++;
+    ws.on('pong', () => (c.alive = true));
+    ws.on('message', () => undefined); // the stream is one-way; client messages are ignored
+    ws.on('error', (err) => log.debug({ err }, 'stream socket error'));
+    ws.on('close', () => {
+      open--;
+      set.delete(c);
+      if (!principal.staff && set.size === 0) byAccount.delete(principal.accountId!);
+    });
+  };
+
+  const heartbeat = setInterval(() => {
+    for (const set of [staff, ...byAccount.values()]) {
+      for (const c of set) {
+        if (!c.alive) {
+          drop(c, 'no pong');
+          continue;
+        }
+        c.alive = false;
+        c.ws.ping();
+      }
+    }
+  }, pingIntervalMs);
+  heartbeat.unref();
+
+  const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://stream.invalid');
+    } catch {
+      return;
+    }
+    if (url.pathname !== path && url.pathname !== `${path}/`) return; // someone else's upgrade
+    socket.on('error', () => socket.destroy());
+    if (closed) return refuse(socket, 503, 'Service Unavailable');
+    const token = url.searchParams.get('token') ?? '';
+    deps.consumeToken(token).then(
+      (principal) => {
+        if (!principal || (!principal.staff && !principal.accountId)) return refuse(socket, 401, 'Unauthorized');
+        if (closed || socket.destroyed) return refuse(socket, 503, 'Service Unavailable');
+        wss.handleUpgrade(req, socket, head, (ws) => register(ws, principal));
+      },
+      (err) => {
+        log.error({ err }, 'stream token check failed');
+        refuse(socket, 503, 'Service Unavailable');
+      },
+    );
+  };
+  server.on('upgrade', onUpgrade);
+
+  return {
+    get clientCount() {
+      return open;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      server.off('upgrade', onUpgrade);
+      unobserve();
+      clearInterval(heartbeat);
+      const all = [...staff, ...[...byAccount.values()].flatMap((s) => [...s])];
+      await Promise.all(
+        all.map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.ws.readyState === WebSocket.CLOSED) return resolve();
+              c.ws.once('close', () => resolve());
+              c.ws.close(CLOSE_GOING_AWAY, 'server closing');
+              // A peer that never completes the closing handshake is cut after a moment.
+              setTimeout(() => c.ws.terminate(), 1000).unref();
+            }),
+        ),
+      );
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+function refuse(socket: Duplex, status: number, reason: string): void {
+  if (socket.destroyed) return;
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+function getOrCreate<K, V>(m: Map<K, Set<V>>, k: K): Set<V> {
+  let s = m.get(k);
+  if (!s) m.set(k, (s = new Set()));
+  return s;
+}
