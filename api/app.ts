@@ -1,0 +1,107 @@
+import http from 'node:http';
+import Koa from 'koa';
+import { Router } from '@koa/router';
+import { StoreAdmission, type Admission } from '../billing/admission.js';
+import { roomLogger, type Config } from '../config/index.js';
+import type { Db } from '../store/index.js';
+import { apiKeyAuth } from './auth.js';
+import type { CallEngine } from './call-engine.js';
+import { errorMiddleware } from './errors.js';
+import { openApiDocument } from './openapi.js';
+import { RouteTable, type RouteDeps } from './route-table.js';
+import { accountRoutes } from './routes/account.js';
+import { callRoutes } from './routes/calls.js';
+import { numberRoutes } from './routes/numbers.js';
+import { phoneTokenRoutes } from './routes/phone-tokens.js';
+import { recordingRoutes } from './routes/recordings.js';
+import { endUserRoutes } from './routes/users.js';
+
+export interface ApiDeps {
+  db: Db;
+  config: Config;
+  /** Store and media reachability, for GET /api/health. */
+  health: () => Promise<{ store: boolean; media: boolean }>;
+  calls: CallEngine;
+  /** Server secret for signed recording URLs and phone tokens (purpose-specific keys are derived from it). */
+  signUrlSecret: string;
+  /** Defaults to StoreAdmission over `db`. */
+  admission?: Admission;
+}
+
+/**
+ * The REST API as a Koa app: one error middleware, trailing-slash tolerance, public endpoints (health, OpenAPI,
+ * signed recording media), then bearer authentication in front of every other /api route.
+ */
+export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
+  const log = roomLogger('api');
+  const d: RouteDeps = {
+    db: deps.db,
+    config: deps.config,
+    calls: deps.calls,
+    admission: deps.admission ?? new StoreAdmission(deps.db),
+    signUrlSecret: deps.signUrlSecret,
+    health: deps.health,
+    log,
+  };
+  const app = new Koa();
+  app.silent = true; // errors are answered and logged by errorMiddleware
+
+  const publicRouter = new Router();
+  const privateRouter = new Router();
+  const all = new RouteTable(privateRouter);
+  // Route modules register into `all`; the ones marked `auth: false` (signed media) skip the key check below.
+  callRoutes(all, d);
+  numberRoutes(all, d);
+  recordingRoutes(all, d);
+  phoneTokenRoutes(all, d);
+  endUserRoutes(all, d);
+  accountRoutes(all, d);
+
+  publicRouter.get('/api/health', async (ctx) => {
+    let h = { store: false, media: false };
+    try {
+      h = await deps.health();
+    } catch (err) {
+      log.warn({ err }, 'health probe failed');
+    }
+    const ok = h.store && h.media;
+    ctx.status = ok ? 200 : 503;
+    ctx.body = { status: ok ? 'ok' : 'degraded' };
+  });
+  publicRouter.get('/api/openapi.json', async (ctx) => {
+    ctx.body = openApiDocument(all.specs, deps.config.publicBaseUrl);
+  });
+
+  app.use(errorMiddleware(log));
+  // Spec, Endpoints: paths answer with and without the trailing slash.
+  app.use(async (ctx, next) => {
+    if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '') || '/';
+    await next();
+  });
+  app.use(publicRouter.routes());
+  app.use(publicRouter.allowedMethods());
+  const auth = apiKeyAuth(deps.db);
+  const publicPaths = all.specs
+    .filter((s) => s.auth === false)
+    .map((s) => new RegExp(`^${s.path.replace(/:\w+/g, '[^/]+')}$`));
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/api' || ctx.path.startsWith('/api/')) {
+      if (publicPaths.some((re) => re.test(ctx.path))) return next();
+      return auth(ctx, next);
+    }
+    return next();
+  });
+  app.use(privateRouter.routes());
+  app.use(privateRouter.allowedMethods({ throw: true }));
+  return { app, routes: all };
+}
+
+export function createApiServer(deps: ApiDeps): { server: http.Server; app: Koa } {
+  const { app } = createApp(deps);
+  const server = http.createServer(app.callback());
+  // Slow or idle clients must not hold sockets for ever.
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 15_000;
+  server.keepAliveTimeout = 5_000;
+  return { server, app };
+}

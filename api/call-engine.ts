@@ -1,0 +1,53 @@
+import { LIVE_CALL_STATUSES, findCallAnyAccount, nowIso, updateCall, type CallRow, type Db } from '../store/index.js';
+
+/**
+ * The one interface through which the API reaches the call engine (calls/). The API writes the call as
+ * `initiated` after admission, then hands it over; the engine dials in the background and owns the call's
+ * life from there.
+ */
+export interface CallEngine {
+  /** Starts dialling an admitted call already stored as `initiated`. Resolves once dialling is under way. */
+  originate(call: CallRow, opts: { timeoutSeconds: number }): Promise<void>;
+  /** Ends a live call and resolves to the ended record. */
+  hangup(call: CallRow): Promise<CallRow>;
+  /** Whether this process holds the call live (the switch knows it). */
+  isLive(callId: string): boolean;
+}
+
+/**
+ * A unit-test fake, not a call engine: it dials nothing. Originated calls are remembered as live until hung up,
+ * when they end as `failed` with END.0487 (canceled before answer) — they were never answered. The API contract
+ * tests use it because they check the API, not dialling; the e2e tests use the real engine.
+ */
+export class NullCallEngine implements CallEngine {
+  readonly originated: Array<{ call: CallRow; timeoutSeconds: number }> = [];
+  readonly #live = new Set<string>();
+  constructor(private readonly db: Db) {}
+
+  async originate(call: CallRow, opts: { timeoutSeconds: number }): Promise<void> {
+    this.originated.push({ call, timeoutSeconds: opts.timeoutSeconds });
+    this.#live.add(call.id);
+  }
+
+  async hangup(call: CallRow): Promise<CallRow> {
+    this.#live.delete(call.id);
+    const now = nowIso();
+    const ended = await updateCall(
+      this.db,
+      call.id,
+      {
+        status: 'failed',
+        reason_code: 'END.0487',
+        reason_label: 'Canceled before answer',
+        ended_at: now,
+        duration_seconds: call.started_at ? Math.round((Date.parse(now) - Date.parse(call.started_at)) / 1000) : 0,
+      },
+      LIVE_CALL_STATUSES,
+    );
+    return ended ?? ((await findCallAnyAccount(this.db, call.id)) as CallRow);
+  }
+
+  isLive(callId: string): boolean {
+    return this.#live.has(callId);
+  }
+}

@@ -1,0 +1,12 @@
+export { createApiServer, createApp, type ApiDeps } from './app.js';
+export { NullCallEngine, type CallEngine } from './call-engine.js';
+export { ApiError, ValidationError, UnauthorizedError } from './errors.js';
+export {
+  verifyPhoneToken,
+  PhoneTokenRejectedError,
+  type PhoneTokenClaims,
+  type PhoneTokenRejection,
+  turnCredentials,
+  signRecordingUrl,
+} from './signing.js';
+export { openApiDocument } from './openapi.js';

@@ -1,0 +1,171 @@
+import type { Context } from 'koa';
+import {
+  LIVE_CALL_STATUSES,
+  findCall,
+  findCallBySid,
+  findNumberByE164,
+  insertCall,
+  listCalls,
+  nowIso,
+  updateCall,
+  type CallRow,
+} from '../../store/index.js';
+import { authOf } from '../auth.js';
+import { CallTotals } from '../call-totals.js';
+import { ApiError, notFound } from '../errors.js';
+import { withIdempotency } from '../idempotency.js';
+import { callOut } from '../present.js';
+import type { RouteDeps, RouteTable } from '../route-table.js';
+import * as S from '../schemas.js';
+import { parseBody, parseQuery } from '../validation.js';
+
+const toIso = (s: string | undefined): string | undefined => (s ? new Date(s).toISOString() : undefined);
+
+export function callRoutes(t: RouteTable, d: RouteDeps): void {
+  const totals = new CallTotals(d.db);
+
+  t.add(
+    {
+      method: 'get',
+      path: '/api/calls',
+      summary: 'List CDRs of the account, newest first',
+      query: S.CallListQuery,
+      ok: { status: 200, schema: S.CallListOut },
+      errors: [400, 401],
+    },
+    async (ctx) => {
+      const q = parseQuery(ctx, S.CallListQuery);
+      const filter = {
+        accountId: authOf(ctx).account.id,
+        direction: q.direction,
+        status: q.status,
+        search: q.search || undefined,
+        fromIso: toIso(q.from_dt),
+        toIso: toIso(q.to_dt),
+      };
+      const [rows, total] = await Promise.all([listCalls(d.db, filter, q.limit, q.offset), totals.total(filter)]);
+      ctx.body = { calls: rows.map(callOut), total, limit: q.limit, offset: q.offset };
+    },
+  );
+
+  t.add(
+    {
+      method: 'post',
+      path: '/api/calls/originate',
+      summary: 'Place an outbound call (201 with the call as `initiated`)',
+      body: S.OriginateBody,
+      idempotent: true,
+      ok: { status: 201, schema: S.CallOut },
+      errors: [400, 401, 402, 403, 409, 422, 429, 503],
+    },
+    async (ctx) => {
+      const body = await parseBody(ctx, S.OriginateBody);
+      const account = authOf(ctx).account;
+      await withIdempotency(ctx, d.db, account.id, 'calls.originate', body, async () => {
+        const did = await findNumberByE164(d.db, body.from);
+        if (!did || did.account_id !== account.id || !did.is_active)
+          throw new ApiError(
+            422,
+            'FROM_NOT_OWNED',
+            `The field "from" (${body.from}) must be an active number owned by the account.`,
+          );
+        // Admission writes the call inside the account's admission turn, so the concurrency count includes it.
+        const call = await d.admission.admit({ accountId: account.id, to: body.to }, () =>
+          insertCall(d.db, {
+            account_id: account.id,
+            direction: 'outbound',
+            from_number: body.from,
+            to_number: body.to,
+            status: 'initiated',
+            custom_payload: body.customPayload ?? null,
+            webhook_url: body.url,
+            number_id: did.id,
+          }),
+        );
+        try {
+          await d.calls.originate(call, { timeoutSeconds: body.timeout });
+        } catch (err) {
+          // The engine could not even start dialling: the call ends at once (nothing was billed).
+          await updateCall(
+            d.db,
+            call.id,
+            {
+              status: 'failed',
+              reason_code: 'END.0500',
+              reason_label: 'Carrier or network failure',
+              ended_at: nowIso(),
+            },
+            LIVE_CALL_STATUSES,
+          );
+          d.log.error({ err, sid: call.sid }, 'call engine refused an admitted call');
+          throw new ApiError(502, 'CALL_ENGINE_UNAVAILABLE', 'The call could not be started; it was not billed.');
+        }
+        return { status: 201, body: callOut(call) };
+      });
+    },
+  );
+
+  /** Hangup, all three forms (spec: idempotent; an ended call is returned unchanged). */
+  const hangup = async (ctx: Context, sid: string): Promise<void> => {
+    const account = authOf(ctx).account;
+    const call = await findCallBySid(d.db, account.id, sid);
+    if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
+    ctx.body = callOut(await endCall(d, call));
+  };
+  const hangupSpec = {
+    summary: 'End a live call (idempotent)',
+    ok: { status: 200, schema: S.CallOut },
+    errors: [400, 401, 404],
+  };
+  t.add({ method: 'post', path: '/api/calls/hangup', body: S.SidBody, ...hangupSpec }, async (ctx) =>
+    hangup(ctx, (await parseBody(ctx, S.SidBody)).sid),
+  );
+  t.add({ method: 'get', path: '/api/calls/hangup', query: S.SidQuery, ...hangupSpec }, async (ctx) =>
+    hangup(ctx, parseQuery(ctx, S.SidQuery).sid),
+  );
+  t.add({ method: 'get', path: '/api/calls/hangup/:sid', ...hangupSpec }, async (ctx) =>
+    hangup(ctx, String(ctx.params.sid)),
+  );
+
+  t.add(
+    {
+      method: 'get',
+      path: '/api/calls/:uuid',
+      summary: 'One call by uuid',
+      ok: { status: 200, schema: S.CallOut },
+      errors: [401, 404],
+    },
+    async (ctx) => {
+      const call = await findCall(d.db, authOf(ctx).account.id, String(ctx.params.uuid));
+      if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
+      ctx.body = callOut(call);
+    },
+  );
+}
+
+/**
+ * Ends a call for a hangup request. A call the switch holds live is ended by the engine. A record that still
+ * shows live although the switch no longer holds it is closed here as END.0504 (spec, States: "Call record shown
+ * live but the switch has already ended it"), with ended_at the detection time and talk time left as the dialled
+ * leg last reported it.
+ */
+async function endCall(d: RouteDeps, call: CallRow): Promise<CallRow> {
+  if (!LIVE_CALL_STATUSES.includes(call.status)) return call;
+  if (d.calls.isLive(call.id)) return d.calls.hangup(call);
+  const now = nowIso();
+  const ended = await updateCall(
+    d.db,
+    call.id,
+    {
+      status: call.answered_at ? 'completed' : 'failed',
+      reason_code: 'END.0504',
+      reason_label: 'Reconciled from the switch',
+      ended_at: now,
+      duration_seconds: call.started_at
+        ? Math.max(0, Math.round((Date.parse(now) - Date.parse(call.started_at)) / 1000))
+        : 0,
+    },
+    LIVE_CALL_STATUSES,
+  );
+  return ended ?? ((await findCall(d.db, call.account_id, call.id)) as CallRow);
+}

@@ -1,0 +1,220 @@
+import { z } from 'zod';
+
+/**
+ * Every request and response shape of the API, in one place. Routes validate requests with these schemas and
+ * the OpenAPI document (openapi.ts) is generated from them, so the description cannot drift from the code.
+ */
+
+// ---- building blocks ----
+export const E164 = z.string().regex(/^\+[1-9]\d{6,14}$/, 'expected an E.164 number such as +254700000001');
+export const HttpUrl = z
+  .string()
+  .max(2000)
+  .pipe(z.url({ protocol: /^https?$/, error: 'expected an absolute http(s) URL' }));
+/** A webhook URL field: an absolute http(s) URL, or a blank string meaning "none / inherit". */
+export const UrlOrBlank = z.union([z.literal(''), HttpUrl], { error: 'expected an absolute http(s) URL or ""' });
+const Uuid = z.string().min(1, 'expected a uuid').max(64);
+const IsoDateTime = z.iso.datetime({ offset: true, local: true, error: 'expected an ISO-8601 date-time' });
+const Purpose = z.enum(['voice_inbound', 'voice_outbound', 'status']);
+export const PURPOSES = Purpose.options;
+
+const intParam = (min: number, max: number, dflt: number) => {
+  const msg = `expected an integer from ${min} to ${max}`;
+  return z.coerce.number({ error: msg }).int(msg).min(min, msg).max(max, msg).default(dflt);
+};
+/** Spec, Limits: list `limit` 1 to 200, default 50 (also used for recordings and transactions, docs/api.md). */
+export const Limit = intParam(1, 200, 50);
+export const Offset = intParam(0, 1_000_000_000, 0);
+
+// ---- requests ----
+export const CallListQuery = z.object({
+  direction: z.enum(['inbound', 'outbound', 'internal']).optional(),
+  status: z.enum(['initiated', 'ringing', 'answered', 'completed', 'failed']).optional(),
+  search: z.string().max(64).optional(),
+  from_dt: IsoDateTime.optional(),
+  to_dt: IsoDateTime.optional(),
+  limit: Limit,
+  offset: Offset,
+});
+
+export const OriginateBody = z.object({
+  to: E164,
+  from: E164,
+  url: HttpUrl,
+  timeout: z.number().int().min(1).max(600).default(30),
+  customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
+export const SidBody = z.object({ sid: z.string().min(1, 'expected a call sid').max(64) });
+export const SidQuery = SidBody;
+export const UuidBody = z.object({ uuid: Uuid });
+
+export const ConfigureNumberBody = z.object({
+  uuid: Uuid,
+  webhook_urls: z
+    .strictObject({
+      voice_inbound: UrlOrBlank.optional(),
+      voice_outbound: UrlOrBlank.optional(),
+      status: UrlOrBlank.optional(),
+    })
+    .nullable()
+    .optional(),
+  friendly_name: z.string().max(200).nullable().optional(),
+});
+
+export const RecordingListQuery = z.object({ call_uuid: Uuid.optional(), limit: Limit, offset: Offset });
+export const RecordingDownloadBody = z.object({
+  uuid: Uuid,
+  ttl_seconds: z.number().int().min(1).max(86400).default(300),
+});
+
+export const PhoneTokenMintBody = z.object({
+  uuid: Uuid,
+  ttl_seconds: z.number().int().min(60).max(2_592_000).nullable().optional(),
+  max_concurrent: z.number().int().min(1).max(10).nullable().optional(),
+});
+
+export const EndUserCreateBody = z.object({
+  email: z.email('expected an email address').max(320),
+  display_name: z.string().max(200).default(''),
+});
+export const EndUserUpdateBody = z.object({
+  uuid: Uuid,
+  display_name: z.string().max(200).nullable().optional(),
+  is_active: z.boolean().nullable().optional(),
+});
+
+export const WebhooksUpdateBody = z.object({
+  purpose: Purpose.default('voice_inbound'),
+  url: UrlOrBlank.nullable().optional(),
+  fallback_mode: z.enum(['message', 'play', 'drop']).nullable().optional(),
+  fallback_value: z.string().max(2000).optional(),
+});
+
+export const ApiKeyCreateBody = z.object({ name: z.string().min(1, 'expected a non-empty name').max(200) });
+export const TransactionListQuery = z.object({ limit: Limit, offset: Offset });
+export const NoQuery = z.object({});
+
+// ---- responses ----
+const Ts = z.string().describe('ISO-8601');
+const TsOrNull = Ts.nullable();
+const Money = z
+  .string()
+  .regex(/^-?\d+\.\d{2}$/)
+  .describe('KES, two decimals');
+
+export const CallOut = z.object({
+  uuid: z.string(),
+  sid: z.string(),
+  direction: z.enum(['inbound', 'outbound', 'internal']),
+  from_number: z.string(),
+  to_number: z.string(),
+  status: z.enum(['initiated', 'ringing', 'answered', 'completed', 'failed']),
+  reason_code: z.string().describe('empty while the call has no outcome yet'),
+  reason_label: z.string(),
+  duration_seconds: z.number().int().nullable(),
+  talk_seconds: z.number().int().nullable(),
+  cost: Money,
+  tts_seconds: z.number().int(),
+  custom_payload: z.record(z.string(), z.unknown()).nullable().optional(),
+  customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+  started_at: TsOrNull,
+  answered_at: TsOrNull,
+  ended_at: TsOrNull,
+  created_at: Ts,
+});
+export const CallListOut = z.object({
+  calls: z.array(CallOut),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
+export const NumberOut = z.object({
+  uuid: z.string(),
+  number: z.string(),
+  friendly_name: z.string(),
+  webhook_urls: z.record(z.string(), z.string()),
+  webhook_inbound: z.object({ url: z.string(), source: z.enum(['custom', 'default', 'none']) }),
+  is_active: z.boolean(),
+  acquired_at: TsOrNull,
+});
+export const AvailableNumberOut = z.object({ uuid: z.string(), number: z.string() });
+export const RecordingOut = z.object({
+  uuid: z.string(),
+  call_uuid: z.string(),
+  call_sid: z.string(),
+  duration_seconds: z.number().int().nullable(),
+  size_bytes: z.number().int().nullable(),
+  media_format: z.enum(['wav']),
+  storage_backend: z.enum(['local']),
+  expires_at: TsOrNull,
+  created_at: Ts,
+});
+export const RecordingDownloadOut = z.object({ url: z.string(), expires_at: Ts, ttl_seconds: z.number().int() });
+export const AccountOut = z.object({
+  uuid: z.string(),
+  name: z.string(),
+  wallet_balance: Money,
+  status: z.enum(['active', 'suspended']),
+});
+export const WebhookConfigOut = z.object({
+  endpoints: z.record(z.string(), z.string()),
+  fallback_mode: z.enum(['message', 'play', 'drop']),
+  fallback_value: z.string(),
+  numbers: z.array(z.object({ number: z.string(), purpose: Purpose, url: z.string() })),
+});
+export const SigningSecretOut = z.object({ signing_secret: z.string() });
+export const ApiKeyOut = z.object({
+  uuid: z.string(),
+  name: z.string(),
+  prefix: z.string(),
+  is_active: z.boolean(),
+  last_used_at: TsOrNull,
+  created_at: Ts,
+});
+export const ApiKeyCreatedOut = ApiKeyOut.extend({ key: z.string() });
+export const BalanceOut = z.object({ balance: Money, currency: z.literal('KES') });
+export const TransactionOut = z.object({
+  uuid: z.string(),
+  direction: z.enum(['credit', 'debit']),
+  kind: z.enum(['topup', 'did_setup', 'call', 'tts', 'adjustment']),
+  amount: Money,
+  balance_before: Money,
+  created_at: Ts,
+});
+export const EndUserOut = z.object({
+  uuid: z.string(),
+  email: z.string(),
+  display_name: z.string(),
+  extension_number: z.string(),
+  registration_state: z.enum(['registered', 'unregistered']),
+  is_active: z.boolean(),
+  last_registered_at: TsOrNull,
+  created_at: Ts,
+});
+export const PhoneTokenOut = z.object({
+  uuid: z.string(),
+  end_user: z.string(),
+  extension_number: z.string(),
+  max_concurrent: z.number().int(),
+  is_valid: z.boolean(),
+  expires_at: TsOrNull,
+  revoked_at: TsOrNull,
+  created_at: TsOrNull,
+});
+export const IceServerOut = z
+  .object({
+    urls: z.union([z.string(), z.array(z.string())]),
+    username: z.string().optional(),
+    credential: z.string().optional(),
+  })
+  .passthrough();
+export const PhoneTokenMintOut = z.object({
+  token: z.string(),
+  phone_token: PhoneTokenOut,
+  iceServers: z.array(IceServerOut),
+});
+export const StreamTokenOut = z.object({ token: z.string(), ttl_seconds: z.number().int() });
+export const HealthOut = z.object({ status: z.enum(['ok', 'degraded']) });
+export const MessageOut = z.object({ message: z.string() });
+export const ErrorOut = z.object({ detail: z.string(), code: z.string() });

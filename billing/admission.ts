@@ -1,0 +1,126 @@
+import { countLiveCalls, getSetting, findAccount, ratesOfKind, type Db } from '../store/index.js';
+
+/**
+ * Admission control for new calls (spec, Limits and Errors): account status, platform draining, balance,
+ * concurrency cap, calls-per-second cap, checked in that order before a call is placed. A refused call is never
+ * dialled nor billed.
+ */
+export type AdmissionCode = 'BILL.0407' | 'PLATFORM.0503' | 'BILL.0402' | 'LIMIT.0429' | 'LIMIT.0430';
+
+/**
+ * HTTP statuses of refusals. 402 and 429 are the spec's; suspension (403) and draining (503, with Retry-After)
+ * are ours, because the spec leaves them unshown (docs/api.md).
+ */
+const STATUS: Record<AdmissionCode, number> = {
+  'BILL.0407': 403,
+  'PLATFORM.0503': 503,
+  'BILL.0402': 402,
+  'LIMIT.0429': 429,
+  'LIMIT.0430': 429,
+};
+
+export class AdmissionRefusedError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: AdmissionCode,
+    message: string,
+    /** Seconds a client should wait before retrying (draining). */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+    this.name = 'AdmissionRefusedError';
+    this.status = STATUS[code];
+  }
+}
+
+export interface AdmissionRequest {
+  accountId: string;
+  /** Destination, to price the first minute; absent for on-net calls. */
+  to?: string;
+}
+
+export interface Admission {
+  /**
+   * Checks the caps and, when the call is admitted, runs `place` (which writes the call as live) while holding the
+   * account's admission turn, so concurrent requests cannot all see the same free slot. Throws
+   * AdmissionRefusedError on refusal, without running `place`.
+   */
+  admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T>;
+}
+
+export interface Clock {
+  now(): number;
+}
+const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * Admission against the store, for one switch process: the CPS window and the per-account turn are in memory
+ * (several nodes would share them through the store or Redis, see ARCHITECTURE.md "Beyond one box").
+ */
+export class StoreAdmission implements Admission {
+  readonly #db: Db;
+  readonly #clock: Clock;
+  readonly #admittedAt = new Map<string, number[]>();
+  readonly #turns = new Map<string, Promise<unknown>>();
+
+  constructor(db: Db, clock: Clock = systemClock) {
+    this.#db = db;
+    this.#clock = clock;
+  }
+
+  async admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
+    const prev = this.#turns.get(req.accountId) ?? Promise.resolve();
+    const run = prev.catch(() => undefined).then(() => this.#check(req, place));
+    const tail = run.catch(() => undefined);
+    this.#turns.set(req.accountId, tail);
+    void tail.then(() => {
+      if (this.#turns.get(req.accountId) === tail) this.#turns.delete(req.accountId);
+    });
+    return run;
+  }
+
+  async #check<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
+    const account = await findAccount(this.#db, req.accountId);
+    if (!account || account.status !== 'active')
+      throw new AdmissionRefusedError('BILL.0407', 'The account is suspended; new calls are refused.');
+    if ((await getSetting(this.#db, 'draining')) === 'true')
+      throw new AdmissionRefusedError(
+        'PLATFORM.0503',
+        'The platform is paused for maintenance and is not admitting new calls; retry shortly.',
+        30,
+      );
+    const minimum = Math.max(1, await this.#firstMinuteCents(req.to));
+    if (account.balance_cents < minimum)
+      throw new AdmissionRefusedError('BILL.0402', 'The wallet balance is insufficient to place a call.');
+    const live = await countLiveCalls(this.#db, req.accountId);
+    if (live >= account.max_concurrent_calls)
+      throw new AdmissionRefusedError(
+        'LIMIT.0429',
+        `The account already has ${live} live calls, its maximum of simultaneous calls (${account.max_concurrent_calls}).`,
+      );
+    const now = this.#clock.now();
+    const window = (this.#admittedAt.get(req.accountId) ?? []).filter((t) => t > now - 1000);
+    if (window.length >= account.max_cps) {
+      this.#admittedAt.set(req.accountId, window);
+      throw new AdmissionRefusedError(
+        'LIMIT.0430',
+        `The account placed ${window.length} calls in the last second, its calls-per-second limit (${account.max_cps}).`,
+      );
+    }
+    window.push(now);
+    this.#admittedAt.set(req.accountId, window);
+    return place();
+  }
+
+  /** The per-minute outbound rate of the destination (longest matching prefix), 0 when none is set. */
+  async #firstMinuteCents(to?: string): Promise<number> {
+    if (!to) return 0;
+    const digits = to.replace(/^\+/, '');
+    let best: { len: number; cents: number } | undefined;
+    for (const r of await ratesOfKind(this.#db, 'outbound')) {
+      const p = r.prefix.replace(/^\+/, '');
+      if (digits.startsWith(p) && (!best || p.length > best.len)) best = { len: p.length, cents: r.amount_cents };
+    }
+    return best?.cents ?? 0;
+  }
+}

@@ -1,0 +1,206 @@
+import type { Db } from './db.js';
+import { newId, nowIso, newCallSid } from './ids.js';
+
+export type CallDirection = 'inbound' | 'outbound' | 'internal';
+export type CallStatus = 'initiated' | 'ringing' | 'answered' | 'completed' | 'failed';
+export const CALL_DIRECTIONS: readonly CallDirection[] = ['inbound', 'outbound', 'internal'];
+export const CALL_STATUSES: readonly CallStatus[] = ['initiated', 'ringing', 'answered', 'completed', 'failed'];
+/** Statuses of a call that has not ended: they count towards the concurrency cap and can be hung up. */
+export const LIVE_CALL_STATUSES: readonly CallStatus[] = ['initiated', 'ringing', 'answered'];
+
+export interface CallRow {
+  id: string;
+  sid: string;
+  account_id: string;
+  direction: CallDirection;
+  from_number: string;
+  to_number: string;
+  status: CallStatus;
+  reason_code: string | null;
+  reason_label: string | null;
+  duration_seconds: number | null;
+  talk_seconds: number | null;
+  cost_cents: number;
+  tts_seconds: number;
+  custom_payload: string | null;
+  webhook_url: string | null;
+  number_id: string | null;
+  end_user_id: string | null;
+  parent_call_id: string | null;
+  node_id: string | null;
+  started_at: string | null;
+  answered_at: string | null;
+  ended_at: string | null;
+  created_at: string;
+}
+
+export const normaliseCall = (r: any): CallRow => ({
+  ...r,
+  cost_cents: Number(r.cost_cents),
+  tts_seconds: Number(r.tts_seconds),
+  duration_seconds: r.duration_seconds == null ? null : Number(r.duration_seconds),
+  talk_seconds: r.talk_seconds == null ? null : Number(r.talk_seconds),
+});
+
+/**
+ * A per-account counter bumped by every write through this module, so a reader may cache derived figures (the
+ * list total) and know when they went stale in this process. Writers in other processes are bounded by the
+ * cache's own time limit.
+ */
+const generations = new Map<string, number>();
+export const callsGeneration = (accountId: string): number => generations.get(accountId) ?? 0;
+const bump = (accountId: string): void => {
+  generations.set(accountId, callsGeneration(accountId) + 1);
+};
+
+export interface NewCall {
+  account_id: string;
+  direction: CallDirection;
+  from_number: string;
+  to_number: string;
+  status?: CallStatus;
+  reason_code?: string | null;
+  reason_label?: string | null;
+  custom_payload?: unknown;
+  webhook_url?: string | null;
+  number_id?: string | null;
+  end_user_id?: string | null;
+  parent_call_id?: string | null;
+  node_id?: string | null;
+  started_at?: string | null;
+  ended_at?: string | null;
+  created_at?: string;
+}
+
+export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
+  const row = {
+    id: newId(),
+    sid: newCallSid(),
+    account_id: input.account_id,
+    direction: input.direction,
+    from_number: input.from_number,
+    to_number: input.to_number,
+    status: input.status ?? 'initiated',
+    reason_code: input.reason_code ?? null,
+    reason_label: input.reason_label ?? null,
+    duration_seconds: null,
+    talk_seconds: null,
+    cost_cents: 0,
+    tts_seconds: 0,
+    custom_payload: input.custom_payload == null ? null : JSON.stringify(input.custom_payload),
+    webhook_url: input.webhook_url ?? null,
+    number_id: input.number_id ?? null,
+    end_user_id: input.end_user_id ?? null,
+    parent_call_id: input.parent_call_id ?? null,
+    node_id: input.node_id ?? null,
+    started_at: input.started_at ?? null,
+    answered_at: null,
+    ended_at: input.ended_at ?? null,
+    created_at: input.created_at ?? nowIso(),
+  };
+  await db('calls').insert(row);
+  bump(row.account_id);
+  return normaliseCall(row);
+}
+
+export async function findCall(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
+  const r = await db('calls').where({ account_id: accountId, id }).first();
+  return r ? normaliseCall(r) : undefined;
+}
+
+export async function findCallBySid(db: Db, accountId: string, sid: string): Promise<CallRow | undefined> {
+  const r = await db('calls').where({ account_id: accountId, sid }).first();
+  return r ? normaliseCall(r) : undefined;
+}
+
+/** Any account's call by id: for the call engine, never for a customer-facing read. */
+export async function findCallAnyAccount(db: Db, id: string): Promise<CallRow | undefined> {
+  const r = await db('calls').where({ id }).first();
+  return r ? normaliseCall(r) : undefined;
+}
+
+export type CallPatch = Partial<Omit<CallRow, 'id' | 'sid' | 'account_id' | 'created_at'>>;
+
+/**
+ * Updates a call; with `onlyIfStatusIn` the update is conditional (a compare-and-set on the status), so two
+ * writers that both try to end a call cannot both win. Returns the row after the update, or undefined when the
+ * condition did not hold.
+ */
+export async function updateCall(
+  db: Db,
+  id: string,
+  patch: CallPatch,
+  onlyIfStatusIn?: readonly CallStatus[],
+): Promise<CallRow | undefined> {
+  const q = db('calls').where({ id });
+  if (onlyIfStatusIn) q.whereIn('status', onlyIfStatusIn as CallStatus[]);
+  const n = await q.update(patch);
+  const r = await db('calls').where({ id }).first();
+  if (r) bump(r.account_id);
+  return n > 0 && r ? normaliseCall(r) : undefined;
+}
+
+export async function countLiveCalls(db: Db, accountId: string): Promise<number> {
+  const r = await db('calls')
+    .where({ account_id: accountId })
+    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
+    .count({ n: '*' })
+    .first();
+  return Number(r?.n ?? 0);
+}
+
+export interface CallFilter {
+  accountId: string;
+  direction?: CallDirection;
+  status?: CallStatus;
+  /** Substring of from_number or to_number. */
+  search?: string;
+  /** Inclusive bounds on created_at, ISO-8601 UTC. */
+  fromIso?: string;
+  toIso?: string;
+}
+
+const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+function applyFilter(db: Db, f: CallFilter) {
+  const q = db('calls').where('account_id', f.accountId);
+  if (f.direction) q.where('direction', f.direction);
+  if (f.status) q.where('status', f.status);
+  if (f.fromIso) q.where('created_at', '>=', f.fromIso);
+  if (f.toIso) q.where('created_at', '<=', f.toIso);
+  if (f.search) {
+    const pat = `%${escapeLike(f.search)}%`;
+    q.where((w) => {
+      w.whereRaw("from_number like ? escape '\\'", [pat]).orWhereRaw("to_number like ? escape '\\'", [pat]);
+    });
+  }
+  return q;
+}
+
+/**
+ * One page of calls, newest first (ties broken by id so pages never overlap). The page is found on the covering
+ * index first (ids only), then the rows are fetched by primary key: a deep offset then skips index entries, not
+ * whole rows.
+ */
+export async function listCalls(db: Db, f: CallFilter, limit: number, offset: number): Promise<CallRow[]> {
+  const ids = await applyFilter(db, f)
+    .select('id')
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit)
+    .offset(offset);
+  if (ids.length === 0) return [];
+  const rows = await db('calls').whereIn(
+    'id',
+    ids.map((r: { id: string }) => r.id),
+  );
+  const byId = new Map(rows.map((r: any) => [r.id, normaliseCall(r)]));
+  return ids.map((r: { id: string }) => byId.get(r.id)).filter((r): r is CallRow => r !== undefined);
+}
+
+export async function countCalls(db: Db, f: CallFilter): Promise<number> {
+  const r = await applyFilter(db, f).count({ n: '*' }).first();
+  return Number(r?.n ?? 0);
+}

@@ -1,0 +1,108 @@
+import type { Db } from './db.js';
+import { newId, nowIso } from './ids.js';
+import { ConflictError, isUniqueViolation } from './errors.js';
+
+/** Documented values of registration_state. */
+export type RegistrationState = 'registered' | 'unregistered';
+
+export interface EndUserRow {
+  id: string;
+  account_id: string;
+  email: string;
+  display_name: string;
+  extension_number: string;
+  is_active: boolean;
+  registration_state: RegistrationState;
+  last_registered_at: string | null;
+  deleted_at: string | null;
+  created_at: string;
+}
+
+/** Extensions are assigned by the service per account, from this number upwards. */
+export const FIRST_EXTENSION = 1001;
+
+const normalise = (r: any): EndUserRow => ({ ...r, is_active: Boolean(r.is_active) });
+
+export class DuplicateEmailError extends ConflictError {
+  constructor() {
+    super('an end-user with this email already exists in the account', 'END_USER_EMAIL_TAKEN');
+  }
+}
+
+/**
+ * Creates an end-user with the next free extension of the account (highest + 1, from 1001). Two concurrent
+ * creations may pick the same extension; the unique index refuses the second, which then retries.
+ */
+export async function insertEndUser(
+  db: Db,
+  accountId: string,
+  email: string,
+  displayName: string,
+): Promise<EndUserRow> {
+  for (let attempt = 0; ; attempt++) {
+    const existing = await db('end_users').where({ account_id: accountId, email }).first('id');
+    if (existing) throw new DuplicateEmailError();
+    const rows = await db('end_users').where({ account_id: accountId }).select('extension_number');
+    const highest = rows.reduce(
+      (m: number, r: { extension_number: string }) => Math.max(m, Number(r.extension_number) || 0),
+      FIRST_EXTENSION - 1,
+    );
+    const row = {
+      id: newId(),
+      account_id: accountId,
+      email,
+      display_name: displayName,
+      extension_number: String(highest + 1),
+      is_active: true,
+      registration_state: 'unregistered',
+      created_at: nowIso(),
+    };
+    try {
+      await db('end_users').insert(row);
+      return normalise(await db('end_users').where({ id: row.id }).first());
+    } catch (e) {
+      if (!isUniqueViolation(e) || attempt >= 10) throw e;
+    }
+  }
+}
+
+export async function findEndUser(db: Db, accountId: string, id: string): Promise<EndUserRow | undefined> {
+  const r = await db('end_users').where({ account_id: accountId, id }).whereNull('deleted_at').first();
+  return r ? normalise(r) : undefined;
+}
+
+export async function findEndUserAnyAccount(db: Db, id: string): Promise<EndUserRow | undefined> {
+  const r = await db('end_users').where({ id }).whereNull('deleted_at').first();
+  return r ? normalise(r) : undefined;
+}
+
+export async function listEndUsers(db: Db, accountId: string): Promise<EndUserRow[]> {
+  return (
+    await db('end_users').where({ account_id: accountId }).whereNull('deleted_at').orderBy('extension_number')
+  ).map(normalise);
+}
+
+export async function updateEndUser(
+  db: Db,
+  accountId: string,
+  id: string,
+  patch: { display_name?: string; is_active?: boolean },
+): Promise<EndUserRow | undefined> {
+  if (Object.keys(patch).length > 0)
+    await db('end_users').where({ account_id: accountId, id }).whereNull('deleted_at').update(patch);
+  return findEndUser(db, accountId, id);
+}
+
+/**
+ * Deletes an end-user and its phone tokens (so every token stops working at once). The row is removed, not
+ * soft-deleted, so the email can be used again; call records keep the id as history.
+ */
+export async function deleteEndUser(db: Db, accountId: string, id: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const u = await trx('end_users').where({ account_id: accountId, id }).first('id');
+    if (!u) return false;
+    await trx('phone_tokens').where({ account_id: accountId, end_user_id: id }).delete();
+    await trx('end_users').where({ account_id: accountId, id }).delete();
+    return true;
+  });
+}

@@ -1,0 +1,80 @@
+import type { Db } from './db.js';
+import { nowIso } from './ids.js';
+import { isUniqueViolation } from './errors.js';
+
+/** Spec, Limits: a key is remembered for 24 hours from first use. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
+/**
+ * A key left `in_flight` by a process that died mid-request would answer 409 for a day. After this long an
+ * in-flight claim is considered abandoned and may be taken over (requests finish in well under a second).
+ */
+export const IDEMPOTENCY_ABANDONED_MS = 5 * 60 * 1000;
+
+export type IdempotencyClaim =
+  { kind: 'claimed' } | { kind: 'in_flight' } | { kind: 'mismatch' } | { kind: 'replay'; status: number; body: string };
+
+/**
+ * Claims (account, key) for one request. The primary key makes the claim atomic: of concurrent requests with the
+ * same key exactly one inserts; the others read its state.
+ */
+export async function claimIdempotencyKey(
+  db: Db,
+  accountId: string,
+  key: string,
+  scope: string,
+  requestHash: string,
+  now: Date = new Date(),
+): Promise<IdempotencyClaim> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      await db('idempotency_keys').insert({
+        account_id: accountId,
+        key,
+        scope,
+        request_hash: requestHash,
+        state: 'in_flight',
+        status_code: null,
+        response_body: null,
+        created_at: nowIso(now),
+        expires_at: new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS).toISOString(),
+      });
+      return { kind: 'claimed' };
+    } catch (e) {
+      if (!isUniqueViolation(e)) throw e;
+    }
+    const row = await db('idempotency_keys').where({ account_id: accountId, key }).first();
+    if (!row) continue; // freed between our insert and read: try again
+    const abandoned =
+      row.state === 'in_flight' && Date.parse(row.created_at) + IDEMPOTENCY_ABANDONED_MS <= now.getTime();
+    if (row.expires_at <= nowIso(now) || abandoned) {
+      await db('idempotency_keys').where({ account_id: accountId, key, created_at: row.created_at }).delete();
+      continue;
+    }
+    if (row.scope !== scope || row.request_hash !== requestHash) return { kind: 'mismatch' };
+    if (row.state === 'in_flight') return { kind: 'in_flight' };
+    return { kind: 'replay', status: Number(row.status_code), body: String(row.response_body ?? '') };
+  }
+  return { kind: 'in_flight' };
+}
+
+/** Stores the response of a finished request so retries replay it verbatim. */
+export async function completeIdempotencyKey(
+  db: Db,
+  accountId: string,
+  key: string,
+  status: number,
+  body: string,
+): Promise<void> {
+  await db('idempotency_keys')
+    .where({ account_id: accountId, key, state: 'in_flight' })
+    .update({ state: 'done', status_code: status, response_body: body });
+}
+
+/** Frees a claim (the request was refused with 402/429/validation, or failed): a corrected retry may run. */
+export async function releaseIdempotencyKey(db: Db, accountId: string, key: string): Promise<void> {
+  await db('idempotency_keys').where({ account_id: accountId, key, state: 'in_flight' }).delete();
+}
+
+export async function purgeIdempotencyKeys(db: Db, now: Date = new Date()): Promise<number> {
+  return db('idempotency_keys').where('expires_at', '<=', nowIso(now)).delete();
+}

@@ -1,0 +1,46 @@
+import type { Db } from './db.js';
+import { newId, nowIso } from './ids.js';
+
+export interface PhoneTokenRow {
+  id: string;
+  account_id: string;
+  end_user_id: string;
+  extension_number: string;
+  max_concurrent: number;
+  expires_at: string;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+const normalise = (r: any): PhoneTokenRow => ({ ...r, max_concurrent: Number(r.max_concurrent) });
+
+export async function insertPhoneToken(
+  db: Db,
+  input: {
+    account_id: string;
+    end_user_id: string;
+    extension_number: string;
+    max_concurrent: number;
+    expires_at: string;
+  },
+): Promise<PhoneTokenRow> {
+  const row = { id: newId(), ...input, created_at: nowIso() };
+  await db('phone_tokens').insert(row);
+  return normalise({ ...row, revoked_at: null });
+}
+
+export async function findPhoneToken(db: Db, id: string): Promise<PhoneTokenRow | undefined> {
+  const r = await db('phone_tokens').where({ id }).first();
+  return r ? normalise(r) : undefined;
+}
+
+/** Revokes a token of the account; false when the account has no such token. Revoking twice is harmless. */
+export async function revokePhoneToken(db: Db, accountId: string, id: string): Promise<boolean> {
+  const r = await db('phone_tokens').where({ account_id: accountId, id }).first('revoked_at');
+  if (!r) return false;
+  if (!r.revoked_at) await db('phone_tokens').where({ account_id: accountId, id }).update({ revoked_at: nowIso() });
+  return true;
+}
+
+export const phoneTokenIsValid = (t: PhoneTokenRow, now: Date = new Date()): boolean =>
+  !t.revoked_at && t.expires_at > now.toISOString();

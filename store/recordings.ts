@@ -1,0 +1,91 @@
+import type { Db } from './db.js';
+import { newId, nowIso } from './ids.js';
+
+/** Documented values: media_format is `wav` (8 kHz 16-bit PCM); storage_backend is `local` (a file on disk). */
+export type MediaFormat = 'wav';
+export type StorageBackend = 'local';
+
+export interface RecordingRow {
+  id: string;
+  account_id: string;
+  call_id: string;
+  call_sid: string;
+  duration_seconds: number | null;
+  size_bytes: number | null;
+  media_format: MediaFormat;
+  storage_backend: StorageBackend;
+  storage_path: string | null;
+  expires_at: string | null;
+  deleted_at: string | null;
+  media_deleted_at: string | null;
+  created_at: string;
+}
+
+const normalise = (r: any): RecordingRow => ({
+  ...r,
+  size_bytes: r.size_bytes == null ? null : Number(r.size_bytes),
+  duration_seconds: r.duration_seconds == null ? null : Number(r.duration_seconds),
+});
+
+export interface NewRecording {
+  account_id: string;
+  call_id: string;
+  call_sid: string;
+  duration_seconds?: number | null;
+  size_bytes?: number | null;
+  storage_path: string;
+  expires_at?: string | null;
+  created_at?: string;
+}
+
+export async function insertRecording(db: Db, input: NewRecording): Promise<RecordingRow> {
+  const row = {
+    id: newId(),
+    media_format: 'wav',
+    storage_backend: 'local',
+    duration_seconds: null,
+    size_bytes: null,
+    expires_at: null,
+    ...input,
+    created_at: input.created_at ?? nowIso(),
+  };
+  await db('recordings').insert(row);
+  return normalise(await db('recordings').where({ id: row.id }).first());
+}
+
+/** A recording the account can see: its own and not soft-deleted. */
+export async function findRecording(db: Db, accountId: string, id: string): Promise<RecordingRow | undefined> {
+  const r = await db('recordings').where({ account_id: accountId, id }).whereNull('deleted_at').first();
+  return r ? normalise(r) : undefined;
+}
+
+/** By id alone, for the signed media URL (the signature, not an API key, scopes it). */
+export async function findRecordingForMedia(db: Db, id: string): Promise<RecordingRow | undefined> {
+  const r = await db('recordings').where({ id }).whereNull('deleted_at').whereNull('media_deleted_at').first();
+  return r ? normalise(r) : undefined;
+}
+
+export async function listRecordings(
+  db: Db,
+  accountId: string,
+  opts: { callId?: string; limit: number; offset: number },
+): Promise<RecordingRow[]> {
+  const q = db('recordings').where({ account_id: accountId }).whereNull('deleted_at');
+  if (opts.callId) q.where({ call_id: opts.callId });
+  const rows = await q
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(opts.limit)
+    .offset(opts.offset);
+  return rows.map(normalise);
+}
+
+/** Soft delete: the row stays (for audit and the retention sweep), the customer no longer sees it. */
+export async function softDeleteRecording(db: Db, accountId: string, id: string): Promise<boolean> {
+  const n = await db('recordings').where({ account_id: accountId, id }).whereNull('deleted_at').update({
+    deleted_at: nowIso(),
+  });
+  return n > 0;
+}
