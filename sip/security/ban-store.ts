@@ -41,7 +41,7 @@ export function listBans(db: Db, opts: { includeExpired?: boolean; now?: Date } 
 }
 
 /** Lifts the ban on an address; false when there was none. Throws BadAddressError for a non-IP. */
-export function liftBan(db: Db, address: string): Promise<boolean> {
+export async function liftBan(db: Db, address: string): Promise<boolean> {
   return table.liftBan(db, checkedAddress(address));
 }
 
