@@ -9,3 +9,29 @@ export {
   type PostInput,
   type PostResult,
 } from './ledger.js';
+export { BillingCodes, type BillingCode, type BillingEmit, type CutReason } from './codes.js';
+export {
+  RateBook,
+  RateCard,
+  RateNotFoundError,
+  billableSeconds,
+  talkCents,
+  ttsCents,
+  destinationDigits,
+  DEFAULT_INCREMENT,
+  type CallDirection,
+  type BillingIncrement,
+  type RateCallInput,
+  type RateBookOptions,
+} from './rating.js';
+export { settleCall, talkKey, ttsKey, type CallCharge, type CallSettlementResult } from './settlement.js';
+export {
+  CreditMonitor,
+  systemTimers,
+  type MonitorTimers,
+  type CreditMonitorOptions,
+  type CallAnswered,
+  type CallSettlement,
+} from './credit-monitor.js';
+export { EnforcementWatchdog, type EnforcementWatchdogOptions } from './watchdog.js';
+export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';

@@ -1,0 +1,394 @@
+import type { Db } from '../store/index.js';
+import { nowIso } from '../store/index.js';
+import { roomLogger, type Logger } from '../config/index.js';
+import { BillingCodes, type BillingEmit, type CutReason } from './codes.js';
+import { talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
+import { formatMoney } from './money.js';
+import { settleCall, settledCharges } from './settlement.js';
+import { EnforcementWatchdog } from './watchdog.js';
+
+/**
+ * Live credit control (ARCHITECTURE.md, billing; platform-api.md, Events BILL.0310/BILL.0403, reason codes
+ * END.0408 and END.0503).
+ *
+ * Design: consumption is tracked in memory and settled once at the end of each call (one ledger row per call and
+ * kind, see settlement.ts), rather than debited per interval. From answer, every live call of an account draws on
+ * one balance: each tick compares the account's balance (read from the store, refreshed every few seconds) with
+ * what its live calls have committed so far. A call commits its first billing block on answer and then each
+ * increment as it starts (time is billed in advance, in whole increments). When the committed total exceeds the
+ * balance, the increment just started cannot be paid: every live call of the account is cut with BILL.0403, at
+ * most one tick (250 ms) later. Settlement is capped at the balance, so the wallet ends at zero, never below.
+ */
+
+/** Clock and interval timers, injected so tests drive time; `name` lets a test stall one timer. */
+export interface MonitorTimers {
+  now(): number;
+  setInterval(fn: () => void, ms: number, name: string): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+export const systemTimers: MonitorTimers = {
+  now: () => Date.now(),
+  setInterval: (fn, ms) => {
+    const h = setInterval(fn, ms);
+    h.unref();
+    return h;
+  },
+  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
+};
+
+export interface CreditMonitorOptions {
+  db: Db;
+  rates: RateBook;
+  /** Ends a call on the switch; the calls room then reports it with `callEnded`. Must not throw. */
+  cut: (callId: string, reasonCode: CutReason) => void;
+  emit: BillingEmit;
+  /** This process, written on credit rows so a watchdog elsewhere knows whose heartbeat guards a call. */
+  nodeId?: string | null;
+  timers?: MonitorTimers;
+  tickMs?: number;
+  /** BILL.0310 when the account's live calls have less than this many seconds left. */
+  lowBalanceSeconds?: number;
+  /** How often the balance is re-read from the store (top-ups, charges from other processes). */
+  balanceRefreshMs?: number;
+  /** How often live calls' heartbeats are written to `call_credit` (what the reconcile sweep bills up to). */
+  heartbeatPersistMs?: number;
+  /** The watchdog cuts guarded calls with END.0503 when no tick has completed for this long. */
+  watchdogStallMs?: number;
+  watchdogCheckMs?: number;
+  logger?: Logger;
+}
+
+export interface CallAnswered {
+  callId: string;
+  accountId: string;
+  direction: CallDirection;
+  to: string;
+  answeredAt: Date | number | string;
+}
+
+export interface CallSettlement {
+  /** Ledger amounts for this call (talk + tts); what the calls room writes as the CDR's cost. */
+  costCents: number;
+  talkCents: number;
+  ttsCents: number;
+  /** Connected seconds (a started second counts). */
+  talkSeconds: number;
+  ttsSeconds: number;
+}
+
+interface LiveCall {
+  callId: string;
+  accountId: string;
+  answeredAtMs: number;
+  ratePerMinute: number;
+  card: RateCard;
+  maxCallSeconds: number;
+  ttsByTier: Map<string, number>;
+  endedAtMs?: number;
+  cutReason?: CutReason;
+  settlement?: Promise<CallSettlement>;
+}
+
+interface AccountWallet {
+  accountId: string;
+  balanceCents: number;
+  calls: Map<string, LiveCall>;
+  /** Settlements in flight and a counter bumped when one lands: a balance read overlapping either is stale. */
+  settling: number;
+  epoch: number;
+  lowWarned: boolean;
+}
+
+const toMs = (t: Date | number | string): number =>
+  typeof t === 'number' ? t : typeof t === 'string' ? Date.parse(t) : t.getTime();
+
+export class CreditMonitor {
+  readonly #o: Required<Omit<CreditMonitorOptions, 'nodeId' | 'logger'>> & { nodeId: string | null };
+  readonly #log: Logger;
+  readonly #wallets = new Map<string, AccountWallet>();
+  readonly #calls = new Map<string, LiveCall>();
+  /** Settlements of calls no longer tracked, so a repeated callEnded returns the same answer. */
+  readonly #settled = new Map<string, Promise<CallSettlement>>();
+  readonly #background = new Set<Promise<unknown>>();
+  readonly #tickTimer: unknown;
+  readonly #watchdog: EnforcementWatchdog;
+  #lastTickAt: number;
+  #lastRefreshAt: number;
+  #lastPersistAt: number;
+  #closed = false;
+
+  constructor(opts: CreditMonitorOptions) {
+    this.#o = {
+      timers: systemTimers,
+      tickMs: 250,
+      lowBalanceSeconds: 60,
+      balanceRefreshMs: 2000,
+      heartbeatPersistMs: 5000,
+      watchdogStallMs: 3000,
+      watchdogCheckMs: 500,
+      ...opts,
+      nodeId: opts.nodeId ?? null,
+    };
+    this.#log = opts.logger ?? roomLogger('billing');
+    const now = this.#o.timers.now();
+    this.#lastTickAt = this.#lastRefreshAt = this.#lastPersistAt = now;
+    this.#tickTimer = this.#o.timers.setInterval(() => this.tick(), this.#o.tickMs, 'credit-tick');
+    this.#watchdog = new EnforcementWatchdog({
+      timers: this.#o.timers,
+      heartbeat: () => this.#lastTickAt,
+      guarded: () => [...this.#calls.values()].filter((c) => c.endedAtMs === undefined).map((c) => c.callId),
+      cut: (callId) => this.#cut(this.#calls.get(callId), BillingCodes.watchdogCut),
+      stallMs: this.#o.watchdogStallMs,
+      checkMs: this.#o.watchdogCheckMs,
+    });
+  }
+
+  /** From answer the call draws on its account's balance. Throws RateNotFoundError for an unpriced destination. */
+  async callAnswered(a: CallAnswered): Promise<void> {
+    if (this.#closed || this.#calls.has(a.callId)) return;
+    const card = await this.#o.rates.card();
+    const ratePerMinute = card.perMinute(a.direction, a.to);
+    const before = this.#walletOf(a.accountId);
+    const epoch = before.epoch;
+    const acct = await this.#o.db('accounts').where({ id: a.accountId }).first('balance_cents', 'max_call_seconds');
+    if (!acct) throw new Error(`account ${a.accountId} not found`);
+    if (this.#closed || this.#calls.has(a.callId)) return;
+    // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
+    const wallet = this.#walletOf(a.accountId);
+    if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0))
+      wallet.balanceCents = Number(acct.balance_cents);
+    const call: LiveCall = {
+      callId: a.callId,
+      accountId: a.accountId,
+      answeredAtMs: toMs(a.answeredAt),
+      ratePerMinute,
+      card,
+      maxCallSeconds: Number(acct.max_call_seconds),
+      ttsByTier: new Map(),
+    };
+    wallet.calls.set(call.callId, call);
+    this.#calls.set(call.callId, call);
+    try {
+      await this.#o.db('call_credit').insert({
+        call_id: call.callId,
+        account_id: call.accountId,
+        node_id: this.#o.nodeId,
+        rate_cents_per_minute: ratePerMinute,
+        answered_at: nowIso(new Date(call.answeredAtMs)),
+        heartbeat_at: nowIso(new Date(this.#o.timers.now())),
+      });
+    } catch (e) {
+      // The call is still guarded in memory; only the crash-recovery record is missing.
+      this.#log.error({ err: e, callId: call.callId }, 'could not record live credit row');
+    }
+  }
+
+  /** Seconds of speech synthesised on a live call, priced at its tier's rate fixed at answer. */
+  ttsUsed(callId: string, seconds: number, tier = ''): void {
+    const call = this.#calls.get(callId);
+    if (!call || call.endedAtMs !== undefined) {
+      this.#log.warn({ callId }, 'speech reported for a call the monitor does not hold; not billed');
+      return;
+    }
+    call.ttsByTier.set(tier, (call.ttsByTier.get(tier) ?? 0) + Math.max(0, seconds));
+    this.#track(
+      this.#o
+        .db('call_credit')
+        .where({ call_id: callId })
+        .update({ tts_cents: this.#ttsCentsOf(call), tts_seconds: this.#ttsSecondsOf(call) }),
+    );
+  }
+
+  /**
+   * The call ended: settles it exactly once (a repeated or concurrent call returns the same result) and returns
+   * the CDR figures. The calls room writes them on the call row; the ledger is written here.
+   */
+  callEnded(callId: string, endedAt: Date | number | string): Promise<CallSettlement> {
+    const call = this.#calls.get(callId);
+    if (!call) return this.#settled.get(callId) ?? this.#fromLedger(callId);
+    if (call.settlement) return call.settlement;
+    call.endedAtMs = Math.max(call.answeredAtMs, toMs(endedAt));
+    const wallet = this.#walletOf(call.accountId);
+    const talkSeconds = Math.ceil((call.endedAtMs - call.answeredAtMs) / 1000);
+    const rated = {
+      talk: talkCents(call.ratePerMinute, talkSeconds, call.card.increment),
+      tts: this.#ttsCentsOf(call),
+    };
+    wallet.settling++;
+    const p = settleCall(
+      this.#o.db,
+      { accountId: call.accountId, callId, talkCents: rated.talk, ttsCents: rated.tts },
+      this.#o.emit,
+    )
+      .then((s) => {
+        if (s.balanceAfterCents !== undefined) wallet.balanceCents = s.balanceAfterCents;
+        wallet.epoch++;
+        wallet.calls.delete(callId);
+        this.#calls.delete(callId);
+        this.#settled.set(callId, p);
+        if (this.#settled.size > 10000) this.#settled.delete(this.#settled.keys().next().value as string);
+        if (wallet.calls.size === 0 && wallet.settling === 1) this.#wallets.delete(call.accountId);
+        return {
+          costCents: s.costCents,
+          talkCents: s.talkCents,
+          ttsCents: s.ttsCents,
+          talkSeconds,
+          ttsSeconds: this.#ttsSecondsOf(call),
+        };
+      })
+      .catch((e: unknown) => {
+        // Not settled: the call stays counted against the balance and a later callEnded tries again.
+        call.settlement = undefined;
+        throw e;
+      })
+      .finally(() => wallet.settling--);
+    call.settlement = p;
+    this.#track(p.catch(() => undefined));
+    return p;
+  }
+
+  /** One pass over every account with live calls: exhaustion, low balance, maximum duration. */
+  tick(): void {
+    if (this.#closed) return;
+    const now = this.#o.timers.now();
+    for (const wallet of this.#wallets.values()) {
+      let committed = 0;
+      let centsPerSecond = 0;
+      const live: LiveCall[] = [];
+      for (const call of wallet.calls.values()) {
+        committed += this.#committedCents(call, now);
+        if (call.endedAtMs === undefined && !call.cutReason) {
+          live.push(call);
+          centsPerSecond += call.ratePerMinute / 60;
+        }
+      }
+      if (committed > wallet.balanceCents) {
+        // The increment just started cannot be paid: every live call of the account stops (spec BILL.0403).
+        for (const call of live) this.#cut(call, BillingCodes.walletExhausted);
+        continue;
+      }
+      const secondsLeft = centsPerSecond > 0 ? (wallet.balanceCents - committed) / centsPerSecond : Infinity;
+      if (secondsLeft < this.#o.lowBalanceSeconds && live.length > 0) {
+        if (!wallet.lowWarned) {
+          wallet.lowWarned = true;
+          this.#emit(wallet.accountId, BillingCodes.walletLow, {
+            balance: formatMoney(Math.max(0, wallet.balanceCents - committed)),
+            secondsLeft: Math.floor(secondsLeft),
+            liveCalls: live.length,
+          });
+        }
+      } else if (secondsLeft >= this.#o.lowBalanceSeconds) {
+        wallet.lowWarned = false; // topped up: warn again next time
+      }
+      for (const call of live) {
+        if (now - call.answeredAtMs >= call.maxCallSeconds * 1000) this.#cut(call, BillingCodes.maxDuration);
+      }
+    }
+    if (now - this.#lastRefreshAt >= this.#o.balanceRefreshMs) {
+      this.#lastRefreshAt = now;
+      for (const w of this.#wallets.values()) this.#track(this.#refreshBalance(w));
+    }
+    if (now - this.#lastPersistAt >= this.#o.heartbeatPersistMs) {
+      this.#lastPersistAt = now;
+      this.#track(this.#persistHeartbeats(now));
+    }
+    this.#lastTickAt = now;
+  }
+
+  /** Calls this monitor guards (answered, not yet settled). */
+  liveCallIds(): string[] {
+    return [...this.#calls.keys()];
+  }
+
+  /** The balance the monitor works from for an account with live calls (for tests and the portal). */
+  balanceOf(accountId: string): number | undefined {
+    return this.#wallets.get(accountId)?.balanceCents;
+  }
+
+  /** Stops the timers and waits for settlements and store writes in flight. Safe to call twice. */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#o.timers.clearInterval(this.#tickTimer);
+      this.#watchdog.close();
+    }
+    while (this.#background.size) await Promise.allSettled([...this.#background]);
+  }
+
+  #walletOf(accountId: string): AccountWallet {
+    let w = this.#wallets.get(accountId);
+    if (!w) {
+      w = { accountId, balanceCents: 0, calls: new Map(), settling: 0, epoch: 0, lowWarned: false };
+      this.#wallets.set(accountId, w);
+    }
+    return w;
+  }
+
+  #committedCents(call: LiveCall, now: number): number {
+    const end = call.endedAtMs ?? now;
+    const talkSeconds = Math.ceil(Math.max(0, end - call.answeredAtMs) / 1000);
+    return talkCents(call.ratePerMinute, talkSeconds, call.card.increment) + this.#ttsCentsOf(call);
+  }
+
+  #ttsCentsOf(call: LiveCall): number {
+    let cents = 0;
+    for (const [tier, secs] of call.ttsByTier) cents += ttsCents(call.card.ttsPerSecond(tier), secs);
+    return cents;
+  }
+
+  #ttsSecondsOf(call: LiveCall): number {
+    let secs = 0;
+    for (const s of call.ttsByTier.values()) secs += s;
+    return Math.ceil(secs);
+  }
+
+  #cut(call: LiveCall | undefined, reason: CutReason): void {
+    if (!call || call.cutReason || call.endedAtMs !== undefined) return;
+    call.cutReason = reason;
+    this.#log.info({ callId: call.callId, reason }, 'cutting call');
+    if (reason === BillingCodes.walletExhausted) this.#emit(call.accountId, reason, { callId: call.callId });
+    try {
+      this.#o.cut(call.callId, reason);
+    } catch (e) {
+      this.#log.error({ err: e, callId: call.callId }, 'cut callback threw');
+    }
+  }
+
+  #emit(accountId: string, code: Parameters<BillingEmit>[1], data: Record<string, unknown>): void {
+    try {
+      this.#o.emit(accountId, code, data);
+    } catch (e) {
+      this.#log.error({ err: e, code }, 'emit threw');
+    }
+  }
+
+  async #refreshBalance(w: AccountWallet): Promise<void> {
+    if (w.settling) return;
+    const epoch = w.epoch;
+    const row = await this.#o.db('accounts').where({ id: w.accountId }).first('balance_cents');
+    // A settlement that started or landed during the read makes it stale; the next refresh will do.
+    if (row && w.epoch === epoch && w.settling === 0) w.balanceCents = Number(row.balance_cents);
+  }
+
+  async #persistHeartbeats(now: number): Promise<void> {
+    const ids = [...this.#calls.values()].filter((c) => c.endedAtMs === undefined).map((c) => c.callId);
+    for (let i = 0; i < ids.length; i += 500) {
+      await this.#o
+        .db('call_credit')
+        .whereIn('call_id', ids.slice(i, i + 500))
+        .update({ heartbeat_at: nowIso(new Date(now)) });
+    }
+  }
+
+  async #fromLedger(callId: string): Promise<CallSettlement> {
+    const s = await settledCharges(this.#o.db, callId);
+    return { ...s, costCents: s.talkCents + s.ttsCents, talkSeconds: 0, ttsSeconds: 0 };
+  }
+
+  #track(p: PromiseLike<unknown>): void {
+    const q = Promise.resolve(p).catch((e: unknown) => this.#log.error({ err: e }, 'billing store write failed'));
+    this.#background.add(q);
+    void q.finally(() => this.#background.delete(q));
+  }
+}

@@ -1,0 +1,201 @@
+import type { Db } from '../store/index.js';
+import { nowIso } from '../store/index.js';
+import { roomLogger, type Logger } from '../config/index.js';
+import { BillingCodes, type BillingEmit } from './codes.js';
+import { LedgerConflictError } from './ledger.js';
+import { formatMoney } from './money.js';
+import { talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
+import { settleCallInTransaction, emitDebits } from './settlement.js';
+import { systemTimers, type MonitorTimers } from './credit-monitor.js';
+
+/**
+ * The reconcile sweep (platform-api.md, States: "Call record shown live but the switch has already ended it";
+ * reason code END.0504). A call the store shows live (initiated, ringing, answered) that the switch no longer holds
+ * is closed: `ended_at` is the detection time and the reason END.0504.
+ *
+ * What is billed: talk time only if the dialled leg reported answer (`answered_at` set), and only up to the last
+ * heartbeat a live credit monitor wrote for it (`call_credit.heartbeat_at`, at most a few seconds old when the
+ * process died), at the rate fixed at answer, plus speech already priced. Time after that heartbeat nobody can vouch
+ * for is not billed; a call with no credit row (no monitor ever saw it answered) is closed at no charge.
+ *
+ * Exactly once: the row is closed by a conditional update (only while still live) in the same transaction as the
+ * settlement (keys call:<id>:talk / call:<id>:tts), and only the sweep whose update won emits CALL.0300/CALL.0400.
+ * A second sweep, or a sweep racing another node's, finds nothing live and changes nothing.
+ */
+export const LIVE_STATUSES = ['initiated', 'ringing', 'answered'] as const;
+
+export interface ReconcileOptions {
+  db: Db;
+  /** Whether the switch still holds the call (its SIP dialog / media session). */
+  isLive: (callId: string) => boolean | Promise<boolean>;
+  emit: BillingEmit;
+  /** Only rows of this node; null on a one-box deployment (every live row is this process's). */
+  nodeId: string | null;
+  increment?: BillingIncrement;
+  timers?: MonitorTimers;
+  /** Period of the sweep after the start-up pass. */
+  intervalMs?: number;
+  /** A periodic sweep skips rows younger than this (a call being set up may be in the store before the switch). */
+  minAgeMs?: number;
+  logger?: Logger;
+}
+
+export interface ReconciledCall {
+  callId: string;
+  accountId: string;
+  status: 'completed' | 'failed';
+  talkSeconds: number;
+  costCents: number;
+}
+
+const ms = (iso: string | null | undefined): number | undefined => (iso ? Date.parse(iso) : undefined);
+
+/**
+ * Closes one call found live in the store but gone from the switch (also for the hangup path, which detects the
+ * same mismatch). Returns undefined when the row was no longer live (someone else closed it).
+ */
+export async function reconcileCall(
+  db: Db,
+  callId: string,
+  detectedAtMs: number,
+  opts: { emit?: BillingEmit; increment?: BillingIncrement } = {},
+): Promise<ReconciledCall | undefined> {
+  const inc = opts.increment ?? DEFAULT_INCREMENT;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const done = await db.transaction(async (trx) => {
+        const call = await trx('calls').where({ id: callId }).first();
+        if (!call || !(LIVE_STATUSES as readonly string[]).includes(call.status)) return undefined;
+        const answered = !!call.answered_at;
+        const status = answered ? 'completed' : 'failed';
+        const endedAt = nowIso(new Date(detectedAtMs));
+        // Closing first, conditionally, makes this transaction the only one that bills and reports the call.
+        const n = await trx('calls')
+          .where({ id: callId })
+          .whereIn('status', LIVE_STATUSES as unknown as string[])
+          .update({
+            status,
+            reason_code: BillingCodes.reconciled,
+            reason_label: 'Reconciled from the switch',
+            ended_at: endedAt,
+          });
+        if (n === 0) return undefined;
+        const credit = answered ? await trx('call_credit').where({ call_id: callId }).first() : undefined;
+        let talkSeconds = 0;
+        let talk = 0;
+        let tts = 0;
+        if (credit) {
+          const from = ms(call.answered_at) ?? ms(credit.answered_at)!;
+          const until = Math.min(ms(credit.heartbeat_at)!, detectedAtMs);
+          talkSeconds = Math.max(0, Math.ceil((until - from) / 1000));
+          talk = talkCents(Number(credit.rate_cents_per_minute), talkSeconds, inc);
+          tts = Number(credit.tts_cents);
+        }
+        const s = await settleCallInTransaction(trx, {
+          accountId: call.account_id,
+          callId,
+          talkCents: talk,
+          ttsCents: tts,
+        });
+        const started = ms(call.started_at) ?? ms(call.created_at) ?? detectedAtMs;
+        const durationSeconds = Math.max(0, Math.round((detectedAtMs - started) / 1000));
+        await trx('calls')
+          .where({ id: callId })
+          .update({
+            talk_seconds: answered ? talkSeconds : null,
+            cost_cents: s.costCents,
+            duration_seconds: durationSeconds,
+          });
+        return { call, s, status, talkSeconds, durationSeconds, endedAt } as const;
+      });
+      if (!done) return undefined;
+      const { call, s, status, talkSeconds, durationSeconds, endedAt } = done;
+      emitDebits(opts.emit, call.account_id, callId, s);
+      try {
+        opts.emit?.(call.account_id, status === 'completed' ? BillingCodes.callCompleted : BillingCodes.callFailed, {
+          callId,
+          sid: call.sid,
+          reasonCode: BillingCodes.reconciled,
+          duration: durationSeconds,
+          talkSeconds: status === 'completed' ? talkSeconds : null,
+          cost: formatMoney(s.costCents),
+          endedAt,
+        });
+      } catch {
+        // the call is closed and billed; a listener's failure changes nothing
+      }
+      return { callId, accountId: call.account_id, status, talkSeconds, costCents: s.costCents };
+    } catch (e) {
+      if (e instanceof LedgerConflictError && attempt < 5) continue;
+      throw e;
+    }
+  }
+}
+
+export class ReconcileSweep {
+  readonly #o: Required<Omit<ReconcileOptions, 'logger'>>;
+  readonly #log: Logger;
+  #timer: unknown;
+  #running: Promise<ReconciledCall[]> | undefined;
+  #closed = false;
+
+  constructor(opts: ReconcileOptions) {
+    this.#o = {
+      increment: DEFAULT_INCREMENT,
+      timers: systemTimers,
+      intervalMs: 30_000,
+      minAgeMs: 10_000,
+      ...opts,
+    };
+    this.#log = opts.logger ?? roomLogger('billing');
+  }
+
+  /** The start-up pass (every live row of this node is an orphan: nothing can be live yet), then periodic. */
+  async start(): Promise<ReconciledCall[]> {
+    const first = await this.runOnce({ minAgeMs: 0 });
+    if (!this.#closed && this.#timer === undefined) {
+      this.#timer = this.#o.timers.setInterval(
+        () => void this.runOnce().catch((e: unknown) => this.#log.error({ err: e }, 'reconcile sweep failed')),
+        this.#o.intervalMs,
+        'reconcile-sweep',
+      );
+    }
+    return first;
+  }
+
+  /** One sweep; overlapping calls share the one running. */
+  runOnce(opts: { minAgeMs?: number } = {}): Promise<ReconciledCall[]> {
+    this.#running ??= this.#sweep(opts.minAgeMs ?? this.#o.minAgeMs).finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) this.#o.timers.clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running?.catch(() => undefined);
+  }
+
+  async #sweep(minAgeMs: number): Promise<ReconciledCall[]> {
+    const now = this.#o.timers.now();
+    const q = this.#o
+      .db('calls')
+      .whereIn('status', LIVE_STATUSES as unknown as string[])
+      .where('created_at', '<=', nowIso(new Date(now - minAgeMs)))
+      .select('id');
+    if (this.#o.nodeId !== null) q.where({ node_id: this.#o.nodeId });
+    const closed: ReconciledCall[] = [];
+    for (const { id } of await q) {
+      if (await this.#o.isLive(id)) continue;
+      const r = await reconcileCall(this.#o.db, id, this.#o.timers.now(), {
+        emit: this.#o.emit,
+        increment: this.#o.increment,
+      });
+      if (r) {
+        this.#log.warn({ callId: id, status: r.status }, 'closed a call the switch no longer holds (END.0504)');
+        closed.push(r);
+      }
+    }
+    return closed;
+  }
+}

@@ -1,0 +1,133 @@
+import type { Knex } from 'knex';
+import type { Db } from '../store/index.js';
+import { postInTransaction, LedgerConflictError, type LedgerKind, type PostResult } from './ledger.js';
+import { formatMoney } from './money.js';
+import { BillingCodes, type BillingEmit } from './codes.js';
+
+/**
+ * Exactly-once settlement of a call: one ledger row per call and kind, under the settlement keys
+ * `call:<id>:talk` and `call:<id>:tts`. A second settlement (twice, concurrently, or from the reconcile sweep in
+ * another process) finds the key taken and returns the amounts first posted. A debit is capped at the balance
+ * (the time was already consumed), so the wallet stops at zero and never goes negative.
+ */
+export interface CallCharge {
+  accountId: string;
+  callId: string;
+  talkCents: number;
+  ttsCents: number;
+}
+
+export interface PostedCharge {
+  kind: LedgerKind;
+  settlementKey: string;
+  amountCents: number;
+  balanceAfterCents: number;
+  duplicate: boolean;
+}
+
+export interface CallSettlementResult {
+  /** What the ledger holds for this call: the amounts actually posted (after any cap), not the rated ones. */
+  talkCents: number;
+  ttsCents: number;
+  costCents: number;
+  /** Balance after this settlement's last posted row; undefined when nothing was posted. */
+  balanceAfterCents: number | undefined;
+  /** Rows posted by this settlement (not duplicates): the BILL.0300 events to emit. */
+  posted: PostedCharge[];
+}
+
+export const talkKey = (callId: string): string => `call:${callId}:talk`;
+export const ttsKey = (callId: string): string => `call:${callId}:tts`;
+
+async function postOne(
+  trx: Knex.Transaction,
+  accountId: string,
+  callId: string,
+  kind: LedgerKind,
+  key: string,
+  cents: number,
+): Promise<PostedCharge | undefined> {
+  if (cents <= 0) {
+    // Nothing to charge; a zero row would only be noise. A prior row under the key still counts (exactly once).
+    const prior = await trx('wallet_transactions').where({ settlement_key: key }).first();
+    if (!prior) return undefined;
+    const before = Number(prior.balance_before_cents);
+    const amt = Number(prior.amount_cents);
+    return { kind, settlementKey: key, amountCents: amt, balanceAfterCents: before - amt, duplicate: true };
+  }
+  const r: PostResult = await postInTransaction(trx, {
+    accountId,
+    direction: 'debit',
+    kind,
+    amountCents: cents,
+    callId,
+    settlementKey: key,
+    capAtBalance: true,
+  });
+  return {
+    kind,
+    settlementKey: key,
+    amountCents: r.amountCents,
+    balanceAfterCents: r.balanceAfterCents,
+    duplicate: r.duplicate,
+  };
+}
+
+/** Settles inside the caller's transaction (the reconcile sweep closes the call row in the same one). */
+export async function settleCallInTransaction(trx: Knex.Transaction, c: CallCharge): Promise<CallSettlementResult> {
+  const rows = [
+    await postOne(trx, c.accountId, c.callId, 'call', talkKey(c.callId), c.talkCents),
+    await postOne(trx, c.accountId, c.callId, 'tts', ttsKey(c.callId), c.ttsCents),
+  ];
+  // The live credit row has done its job once the call is settled.
+  await trx('call_credit').where({ call_id: c.callId }).delete();
+  const talk = rows[0]?.amountCents ?? 0;
+  const tts = rows[1]?.amountCents ?? 0;
+  const last = rows.filter((r) => r && !r.duplicate).pop() ?? rows.filter(Boolean).pop();
+  return {
+    talkCents: talk,
+    ttsCents: tts,
+    costCents: talk + tts,
+    balanceAfterCents: last?.balanceAfterCents,
+    posted: rows.filter((r): r is PostedCharge => !!r && !r.duplicate),
+  };
+}
+
+/** BILL.0300 (wallet.debited) for each row a settlement posted. */
+export function emitDebits(emit: BillingEmit | undefined, accountId: string, callId: string, s: CallSettlementResult) {
+  if (!emit) return;
+  for (const p of s.posted) {
+    try {
+      emit(accountId, BillingCodes.walletDebited, {
+        callId,
+        kind: p.kind,
+        amount: formatMoney(p.amountCents),
+        balance: formatMoney(p.balanceAfterCents),
+        settlementKey: p.settlementKey,
+      });
+    } catch {
+      // A listener's failure must not undo or repeat a posted charge.
+    }
+  }
+}
+
+/** Settles a call in a transaction of its own, retrying a lost race on the ledger; emits BILL.0300 per row. */
+export async function settleCall(db: Db, c: CallCharge, emit?: BillingEmit): Promise<CallSettlementResult> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const s = await db.transaction((trx) => settleCallInTransaction(trx, c));
+      emitDebits(emit, c.accountId, c.callId, s);
+      return s;
+    } catch (e) {
+      if (e instanceof LedgerConflictError && attempt < 5) continue;
+      throw e;
+    }
+  }
+}
+
+/** What the ledger already holds for a call (for a settlement asked of a process that no longer knows the call). */
+export async function settledCharges(db: Db, callId: string): Promise<{ talkCents: number; ttsCents: number }> {
+  const rows = await db('wallet_transactions').whereIn('settlement_key', [talkKey(callId), ttsKey(callId)]);
+  const sum = (k: string) => rows.filter((r) => r.settlement_key === k).reduce((a, r) => a + Number(r.amount_cents), 0);
+  return { talkCents: sum(talkKey(callId)), ttsCents: sum(ttsKey(callId)) };
+}
