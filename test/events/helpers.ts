@@ -98,7 +98,7 @@ export class Receiver {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       const raw = Buffer.concat(chunks);
-      let json: any = null;
+      let json: any;
       try {
         json = JSON.parse(raw.toString('utf8'));
       } catch {

@@ -1,6 +1,9 @@
+import { pino } from 'pino';
 import type { Db } from '../../store/index.js';
 import { EventBus, EventPublisher, StatusCallbackOutbox, type BusEvent } from '../../events/index.js';
 import type { StatusCallbackOutboxOptions } from '../../events/index.js';
+
+export const quiet = pino({ level: 'silent' });
 
 /** One process's worth of the events room on a database: bus, publisher, started outbox, and every bus event. */
 export function eventsOn(db: Db, outboxOpts: Partial<StatusCallbackOutboxOptions> = {}) {
@@ -14,6 +17,7 @@ export function eventsOn(db: Db, outboxOpts: Partial<StatusCallbackOutboxOptions
     retryDelaysMs: [20, 40, 80, 160, 320, 640],
     attemptTimeoutMs: 1000,
     pollIntervalMs: 20,
+    logger: quiet,
     ...outboxOpts,
   }).start();
   return { bus, publisher, outbox, seen };

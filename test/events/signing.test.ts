@@ -128,7 +128,10 @@ describe('events: webhook signing', () => {
       await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { remaining: '1.00' } });
       await waitFor(() => receiver.delivered().length === 1, 5000, 'delivery after a retry');
       const [first, second] = receiver.requests;
-      const sig = (r: typeof first) => [r!.headers['x-voice-timestamp'] as string, r!.headers['x-voice-signature']];
+      const sig = (r: typeof first) => [
+        String(r!.headers['x-voice-timestamp']),
+        String(r!.headers['x-voice-signature']),
+      ];
       const [ts1, s1] = sig(first);
       const [ts2, s2] = sig(second);
       assert.equal(s1, specSignature('old-secret', url, ts1!, first!.raw));
