@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SecurityGate, knexBanStore, liftBan, listBans } from '../../../sip/security/index.js';
+import type { Db } from '../../../store/index.js';
+import { sqliteDb } from '../../support/db.js';
+import { silentLogger } from './helpers.js';
+import { GatedUdpListener } from './udp-listener.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SCENARIO = path.join(here, 'fixtures', 'options.xml');
+// This room's ports: 20100 the listener, 2010x SIPp's SIP ports, 2015x SIPp's control ports.
+const LISTEN_PORT = 20100;
+
+interface SippRun {
+  child: ChildProcess;
+  exit: Promise<number | null>;
+}
+
+const running = new Set<ChildProcess>();
+
+/** One SIPp OPTIONS client, bounded in calls and time; its exit code is 0 only when every call got its 200. */
+function sipp(opts: {
+  ip: string;
+  port: number;
+  controlPort: number;
+  ua: string;
+  rate: number;
+  calls: number;
+}): SippRun {
+  const args = [
+    `127.0.0.1:${LISTEN_PORT}`,
+    ...['-sf', SCENARIO, '-key', 'ua', opts.ua],
+    ...['-i', opts.ip, '-p', String(opts.port), '-cp', String(opts.controlPort)],
+    ...['-r', String(opts.rate), '-m', String(opts.calls)],
+    ...['-nostdin', '-timeout', '20s'],
+  ];
+  const child = spawn('sipp', args, { stdio: 'ignore' });
+  running.add(child);
+  const exit = new Promise<number | null>((resolve) => {
+    child.on('exit', (code) => {
+      running.delete(child);
+      resolve(code);
+    });
+    child.on('error', () => resolve(-1));
+  });
+  return { child, exit };
+}
+
+const figures = (line: string) => {
+  if (process.env.SIMU_SECURITY_FIGURES) console.log(`      figure: ${line}`);
+};
+
+describe('sip/security: real traffic from SIPp through the gate (UDP on loopback)', function () {
+  this.timeout(60_000);
+  let db: Db;
+  let gate: SecurityGate;
+  let listener: GatedUdpListener;
+
+  before(async () => {
+    db = await sqliteDb.open();
+    gate = new SecurityGate({
+      store: knexBanStore(db),
+      logger: silentLogger,
+      settings: { flood: { maxRequests: 30, windowSeconds: 2, banSeconds: 600 }, pollSeconds: 1, sweepSeconds: 1 },
+    });
+    listener = new GatedUdpListener(gate);
+    await listener.listen(LISTEN_PORT);
+  });
+
+  after(async () => {
+    for (const child of running) child.kill('SIGKILL');
+    await listener?.close();
+    await gate?.close();
+    await db?.destroy();
+  });
+
+  it('a 200/s OPTIONS flood from 127.0.0.1 is banned while a client on 127.0.0.2 keeps getting answers', async () => {
+    const started = Date.now();
+    const flood = sipp({ ip: '127.0.0.1', port: 20101, controlPort: 20151, ua: 'flood-tester', rate: 200, calls: 400 });
+    const good = sipp({ ip: '127.0.0.2', port: 20102, controlPort: 20152, ua: 'Zoiper rv2.10', rate: 10, calls: 40 });
+    const [floodCode, goodCode] = await Promise.all([flood.exit, good.exit]);
+    figures(`flood + good client run took ${Date.now() - started} ms`);
+
+    assert.equal(goodCode, 0, 'every one of the good client’s 40 OPTIONS got its 200');
+    assert.ok((listener.answered.get('127.0.0.2') ?? 0) >= 40);
+    assert.equal(listener.dropped.get('127.0.0.2') ?? 0, 0);
+
+    assert.notEqual(floodCode, 0, 'the flooding client saw its calls fail');
+    const floodAnswered = listener.answered.get('127.0.0.1') ?? 0;
+    const floodDropped = listener.dropped.get('127.0.0.1') ?? 0;
+    figures(`flood source: ${floodAnswered} answered, ${floodDropped} dropped (incl. retransmissions)`);
+    assert.equal(floodAnswered, 30, 'answered up to the limit, then nothing');
+    assert.ok(floodDropped >= 370, `dropped ${floodDropped}`);
+
+    const ban = gate.bans().find((b) => b.address === '127.0.0.1');
+    assert.equal(ban?.reason, 'flood');
+    await gate.flushBanWrites();
+    const rows = await listBans(db);
+    assert.deepEqual(
+      rows.map((r) => [r.address, r.reason]),
+      [['127.0.0.1', 'flood']],
+    );
+  });
+
+  it('a scanner’s OPTIONS (User-Agent friendly-scanner) get no answer and its source is counted and banned', async () => {
+    const scan = sipp({ ip: '127.0.0.3', port: 20103, controlPort: 20153, ua: 'friendly-scanner', rate: 10, calls: 5 });
+    assert.notEqual(await scan.exit, 0);
+    assert.equal(listener.answered.get('127.0.0.3') ?? 0, 0);
+    const counted = gate.scannerSources().find((s) => s.address === '127.0.0.3');
+    assert.ok(counted && counted.count >= 5, JSON.stringify(counted));
+    assert.equal(gate.bans().find((b) => b.address === '127.0.0.3')?.reason, 'scanner');
+  });
+
+  it('lifting the ban in the table (the CLI) lets 127.0.0.1 back in within the poll interval, server running', async () => {
+    assert.equal(await liftBan(db, '127.0.0.1'), true);
+    const t0 = Date.now();
+    while (gate.bans().some((b) => b.address === '127.0.0.1')) {
+      assert.ok(Date.now() - t0 < 5_000, 'the lift was not picked up within 5 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    figures(`lift took effect after ${Date.now() - t0} ms (pollSeconds 1)`);
+    const again = sipp({ ip: '127.0.0.1', port: 20104, controlPort: 20154, ua: 'Zoiper rv2.10', rate: 5, calls: 5 });
+    assert.equal(await again.exit, 0, 'all five OPTIONS answered after the lift');
+  });
+});
