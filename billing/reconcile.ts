@@ -192,7 +192,7 @@ export class ReconcileSweep {
         increment: this.#o.increment,
       });
       if (r) {
-        this.#log.warn({ callId: id, status: r.status }, 'closed a call the switch no longer holds (END.0504)');
+        this.#log.info({ callId: id, status: r.status }, 'closed a call the switch no longer holds (END.0504)');
         closed.push(r);
       }
     }
