@@ -6,6 +6,7 @@
  * promptly (resolve or reject, either is fine; the interpreter ignores the outcome of a killed verb).
  * Time is the context's business too (Pause), so the interpreter has no timers of its own.
  */
+import type { EventCodes } from '../events/index.js';
 import type { ActionCallbackExtras, DialCallStatus } from './fetch.js';
 import type { DialRecordMode, DialTarget, PlaySource, VerbDocument } from './types.js';
 
@@ -62,7 +63,7 @@ export interface FallbackPolicy {
 /** Events the verbs room raises itself; codes from the spec's event catalogue. */
 export type VerbEvent =
   | {
-      readonly code: 'WH.0400';
+      readonly code: typeof EventCodes.webhookFailed;
       readonly event: 'webhook.failed';
       readonly data: {
         readonly url: string;
@@ -71,7 +72,11 @@ export type VerbEvent =
         readonly fallback: FallbackPolicy['mode'];
       };
     }
-  | { readonly code: 'PLAY.0404'; readonly event: 'play.asset_missing'; readonly data: { readonly asset: string } };
+  | {
+      readonly code: typeof EventCodes.playAssetMissing;
+      readonly event: 'play.asset_missing';
+      readonly data: { readonly asset: string };
+    };
 
 export interface VerbContext {
   say(text: string, options: SayOptions): Promise<void>;

@@ -13,6 +13,7 @@
  * kill() stops the running verb and the loop without hanging up: it is what the call uses when the call is
  * ending for another reason (caller hung up, API hangup, balance exhausted).
  */
+import { EventCodes } from '../events/index.js';
 import type { VerbContext } from './context.js';
 import { RedirectLimitError, WebhookFetchError } from './errors.js';
 import type { ActionCallbackExtras } from './fetch.js';
@@ -137,7 +138,7 @@ export class Interpreter {
   async #runFallback(error: WebhookFetchError): Promise<void> {
     const { mode, value } = this.#ctx.fallback;
     this.#ctx.emit({
-      code: 'WH.0400',
+      code: EventCodes.webhookFailed,
       event: 'webhook.failed',
       data: {
         url: error.url,

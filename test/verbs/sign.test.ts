@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
+import * as events from '../../events/index.js';
 import { CanonicalJsonError, canonicalJson, signWebhook } from '../../verbs/index.js';
 
 /**
@@ -38,7 +39,7 @@ describe('verbs/sign: webhook signature', () => {
           assert.equal(signWebhook(secret, url, String(ts), Buffer.from(body, 'utf8')), expected);
         },
       ),
-      { numRuns: 100 },
+      { numRuns: 50 },
     );
   });
 
@@ -57,6 +58,11 @@ describe('verbs/canonical-json', () => {
       canonicalJson({ b: 1, a: { d: [3, { z: true, y: null }], c: 'x y' } }),
       '{"a":{"c":"x y","d":[3,{"y":null,"z":true}]},"b":1}',
     );
+  });
+
+  it('array-index keys sort as strings too, and a __proto__ key is kept', () => {
+    assert.equal(canonicalJson({ a: 1, '10': 2, '9': 3, '': 4 }), '{"":4,"10":2,"9":3,"a":1}');
+    assert.equal(canonicalJson(JSON.parse('{"b":1,"__proto__":{"x":1}}')), '{"__proto__":{"x":1},"b":1}');
   });
 
   it('leaves out undefined properties, turns undefined array items into null, honours toJSON', () => {
@@ -88,5 +94,48 @@ describe('verbs/canonical-json', () => {
     for (const bad of [Number.NaN, Infinity, 10n, cyclic, undefined]) {
       assert.throws(() => canonicalJson(bad), CanonicalJsonError);
     }
+  });
+});
+
+describe('verbs and events produce the same webhook bytes and signatures', () => {
+  // Both rooms sign webhooks (call-control here, status callbacks there); a receiver verifies both with one
+  // routine, so the two must not drift apart.
+  const ordinaryKeys = (value: unknown): boolean =>
+    Array.isArray(value)
+      ? value.every(ordinaryKeys)
+      : value === null || typeof value !== 'object'
+        ? true
+        : Object.entries(value).every(([k, v]) => !/^(0|[1-9][0-9]*)$/.test(k) && k !== '__proto__' && ordinaryKeys(v));
+
+  it('canonicalJson agrees on JSON values with ordinary keys', () => {
+    fc.assert(
+      fc.property(fc.jsonValue().filter(ordinaryKeys), (value) => {
+        assert.equal(canonicalJson(value), events.canonicalJson(value));
+      }),
+      { numRuns: 300 },
+    );
+    const call = { To: '+254711000002', From: '+254700000001', customPayload: '{"note":"Chai ☕ na maandazi"}' };
+    assert.equal(canonicalJson(call), events.canonicalJson(call));
+  });
+
+  // Known failure, in events/signing.ts (not this room): it sorts by re-inserting keys into a new object, and
+  // JavaScript enumerates array-index keys ("0", "42") first whatever the insertion order, and assigning
+  // "__proto__" sets the prototype instead of adding a key. verbs/canonical-json.ts writes the text directly.
+  // Un-skip once events sorts the same way (or imports verbs' canonicalJson).
+  it.skip('canonicalJson agrees on array-index and __proto__ keys (events/signing.ts reorders or drops them)', () => {
+    const indexKeys = { '': 1, '0': 0, a: { '10': 1, '9': 2 } };
+    assert.equal(canonicalJson(indexKeys), '{"":1,"0":0,"a":{"10":1,"9":2}}');
+    assert.equal(events.canonicalJson(indexKeys), canonicalJson(indexKeys));
+    const proto = JSON.parse('{"__proto__":{"x":1}}') as unknown;
+    assert.equal(canonicalJson(proto), '{"__proto__":{"x":1}}');
+    assert.equal(events.canonicalJson(proto), canonicalJson(proto));
+  });
+
+  it('signWebhook agrees', () => {
+    const body = canonicalJson({ CallSid: 'call_1', Greeting: 'Habari, José — 你好 ☎' });
+    assert.equal(
+      signWebhook('s3cret', 'https://a.example/x?y=1&z=2', '1763785200', body),
+      events.signWebhook('s3cret', 'https://a.example/x?y=1&z=2', '1763785200', body),
+    );
   });
 });

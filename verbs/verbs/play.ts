@@ -1,3 +1,4 @@
+import { EventCodes } from '../../events/index.js';
 import type { VerbContext } from '../context.js';
 import type { PlayVerb } from '../types.js';
 import { CONTINUE_AFTER_WORK, CONTINUE_WITHOUT_WORK, VerbTaskBase, type VerbOutcome } from './verb-task.js';
@@ -18,7 +19,7 @@ export class Play extends VerbTaskBase {
       const result = await ctx.play(source, { signal: this.signal });
       if (result === 'asset_missing') {
         if (source.kind === 'asset') {
-          ctx.emit({ code: 'PLAY.0404', event: 'play.asset_missing', data: { asset: source.name } });
+          ctx.emit({ code: EventCodes.playAssetMissing, event: 'play.asset_missing', data: { asset: source.name } });
         }
         return i === 0 ? CONTINUE_WITHOUT_WORK : CONTINUE_AFTER_WORK;
       }
