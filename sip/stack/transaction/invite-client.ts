@@ -30,7 +30,7 @@ export class InviteClientTransaction extends Transaction {
     this.transmit(this.request);
     if (!this.reliable) this.#scheduleA(this.t.A);
     this.startTimer('B', this.t.B, () => {
-      if (this.state === S.Calling || this.state === S.Proceeding) {
+      if (this.state === S.Calling) {
         this.transition(S.Terminated);
         this.#user.onTimeout();
       }
@@ -52,7 +52,9 @@ export class InviteClientTransaction extends Transaction {
       case S.Proceeding:
         this.stopTimer('A');
         if (status < 200) {
-          // §17.1.1.2: a provisional response moves Calling to Proceeding and is passed up.
+          // §17.1.1.2: a provisional response moves Calling to Proceeding and is passed up; Timer B only
+          // guards Calling, so a ringing call waits until answered or canceled by the TU.
+          this.stopTimer('B');
           this.transition(S.Proceeding);
           this.#user.onResponse(res);
         } else if (status < 300) {

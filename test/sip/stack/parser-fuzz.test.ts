@@ -41,18 +41,25 @@ const mutated = fc
     return b;
   });
 
+function timeOne(data: Buffer): number {
+  const t0 = performance.now();
+  const r = parseMessage(data);
+  if (r.ok && r.message.isRequest) validateRequest(r.message);
+  const framer = new StreamFramer(4096);
+  framer.push(data.subarray(0, data.length >> 1));
+  framer.push(data.subarray(data.length >> 1));
+  return performance.now() - t0;
+}
+
 describe('parser under mutated input (fast-check)', () => {
   it('no exception escapes and no input takes over 50 ms, for a bounded 3 s of mutations', () => {
     let slowest = 0;
     fc.assert(
       fc.property(mutated, (data) => {
-        const t0 = performance.now();
-        const r = parseMessage(data);
-        if (r.ok && r.message.isRequest) validateRequest(r.message);
-        const framer = new StreamFramer(4096);
-        framer.push(data.subarray(0, data.length >> 1));
-        framer.push(data.subarray(data.length >> 1));
-        const dt = performance.now() - t0;
+        // An input over budget is timed twice more and judged by its fastest run, so that a GC pause or
+        // another process on this shared 2-core box is not mistaken for a slow parse.
+        let dt = timeOne(data);
+        if (dt >= 50) dt = Math.min(dt, timeOne(data), timeOne(data));
         slowest = Math.max(slowest, dt);
         return dt < 50;
       }),

@@ -1,0 +1,130 @@
+/**
+ * Server-side digest authentication (RFC 3261 §22, RFC 7616, RFC 8760): challenges offer SHA-256 and MD5
+ * (SHA-256 first, RFC 8760 §2.4), qop=auth, nonces signed by us, single use, with a lifetime; a correct digest
+ * over an expired or already-used nonce earns `stale=true` so the client retries without asking its user
+ * (RFC 7616 §3.3).
+ */
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { SipRequest } from '../message/index.js';
+import { digestResponse, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
+
+export interface DigestServerOptions {
+  realm: string;
+  /** Offered in this order (default SHA-256 then MD5). */
+  algorithms?: DigestAlgorithm[];
+  /** How long a nonce may be used, default 30 s. */
+  nonceTtlMs?: number;
+  /** Challenge as a proxy (407, Proxy-Authenticate) instead of 401. */
+  proxy?: boolean;
+  now?: () => number;
+}
+
+export type PasswordLookup = (username: string, realm: string) => string | undefined | Promise<string | undefined>;
+
+export type DigestVerdict =
+  | { ok: true; username: string; algorithm: DigestAlgorithm }
+  | { ok: false; stale: boolean; reason: 'missing' | 'malformed' | 'unknown-user' | 'wrong' | 'stale' };
+
+export class DigestServer {
+  readonly realm: string;
+  readonly #algorithms: DigestAlgorithm[];
+  readonly #ttl: number;
+  readonly #proxy: boolean;
+  readonly #now: () => number;
+  readonly #secret = randomBytes(32);
+  /** Nonces already accepted once, with the time they stop mattering. */
+  readonly #used = new Map<string, number>();
+
+  constructor(opts: DigestServerOptions) {
+    this.realm = opts.realm;
+    this.#algorithms = opts.algorithms ?? ['SHA-256', 'MD5'];
+    this.#ttl = opts.nonceTtlMs ?? 30_000;
+    this.#proxy = opts.proxy ?? false;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** The status to answer with (401 or 407). */
+  get status(): number {
+    return this.#proxy ? 407 : 401;
+  }
+
+  /** Challenge headers to put on the 401/407: one per algorithm. */
+  challenge(opts: { stale?: boolean } = {}): Record<string, string[]> {
+    const nonce = this.#newNonce();
+    const name = this.#proxy ? 'Proxy-Authenticate' : 'WWW-Authenticate';
+    const values = this.#algorithms.map(
+      (a) =>
+        `Digest realm="${this.realm}", nonce="${nonce}", algorithm=${a}, qop="auth"` +
+        (opts.stale ? ', stale=true' : ''),
+    );
+    return { [name]: values };
+  }
+
+  #newNonce(): string {
+    const stamp = this.#now().toString(36) + '.' + randomBytes(6).toString('base64url');
+    return stamp + '.' + this.#sign(stamp);
+  }
+
+  #sign(stamp: string): string {
+    return createHmac('sha256', this.#secret).update(stamp).digest('base64url').slice(0, 22);
+  }
+
+  /** Checks the request's credentials for our realm. */
+  async verify(req: SipRequest, lookup: PasswordLookup): Promise<DigestVerdict> {
+    const headerName = this.#proxy ? 'proxy-authorization' : 'authorization';
+    const creds = req.headers
+      .getAll(headerName)
+      .map(parseAuthHeader)
+      .find((c) => c && c.scheme.toLowerCase() === 'digest' && c.params.get('realm') === this.realm);
+    // An unknown scheme (RFC 4475 regaut01) or another realm counts as no credentials: challenge.
+    if (!creds) return { ok: false, stale: false, reason: 'missing' };
+    const p = creds.params;
+    const algorithm = normalizeAlgorithm(p.get('algorithm'));
+    const username = p.get('username');
+    const nonce = p.get('nonce');
+    const uri = p.get('uri');
+    const response = p.get('response');
+    if (!algorithm || !this.#algorithms.includes(algorithm) || !username || !nonce || !uri || !response) {
+      return { ok: false, stale: false, reason: 'malformed' };
+    }
+    const qop = p.get('qop');
+    if (qop !== 'auth' || !p.get('cnonce') || !p.get('nc')) return { ok: false, stale: false, reason: 'malformed' };
+    const parts = nonce.split('.');
+    if (parts.length !== 3 || !safeEqual(this.#sign(`${parts[0]}.${parts[1]}`), parts[2])) {
+      return { ok: false, stale: false, reason: 'wrong' }; // not our nonce
+    }
+    const password = await lookup(username, this.realm);
+    if (password === undefined) return { ok: false, stale: false, reason: 'unknown-user' };
+    const expected = digestResponse({
+      algorithm,
+      username,
+      realm: this.realm,
+      password,
+      method: req.method,
+      uri,
+      nonce,
+      qop,
+      nc: p.get('nc'),
+      cnonce: p.get('cnonce'),
+    });
+    if (!safeEqual(expected, response.toLowerCase())) return { ok: false, stale: false, reason: 'wrong' };
+    const now = this.#now();
+    const issued = parseInt(parts[0], 36);
+    this.#prune(now);
+    // The digest is right: an expired or replayed nonce is only stale (RFC 7616 §3.3).
+    if (now - issued > this.#ttl || this.#used.has(nonce)) return { ok: false, stale: true, reason: 'stale' };
+    this.#used.set(nonce, issued + this.#ttl);
+    return { ok: true, username, algorithm };
+  }
+
+  #prune(now: number): void {
+    if (this.#used.size < 1024) return;
+    for (const [n, until] of this.#used) if (until < now) this.#used.delete(n);
+  }
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

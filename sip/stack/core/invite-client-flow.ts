@@ -1,0 +1,120 @@
+/**
+ * One INVITE attempt of a UAC (RFC 3261 §13.2): provisional responses passed to the caller, CANCEL when the
+ * caller aborts (§9.1: only once a provisional response has arrived), the ACK for a 2xx and again for each
+ * retransmitted 2xx (§13.2.2.4).
+ */
+import type { Clock } from '../clock.js';
+import { SipCanceledError, SipTimeoutError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { SipHeaders, SipRequest, type SipResponse } from '../message/index.js';
+import type { TimerSettings, TransactionLayer } from '../transaction/index.js';
+import type { Target, TransportLayer } from '../transport/index.js';
+import type { Dialog } from '../dialog/dialog.js';
+
+export interface InviteFlowOptions {
+  onProvisional?: (res: SipResponse) => void;
+  signal?: AbortSignal;
+}
+
+export class InviteClient {
+  /** The caller asked to cancel. */
+  canceled = false;
+  #provisional = false;
+  #cancelSent = false;
+  #settled = false;
+  #ack?: SipRequest;
+  #dialog?: Dialog;
+  #reject?: (e: Error) => void;
+
+  constructor(
+    private readonly layer: TransactionLayer,
+    private readonly transport: TransportLayer,
+    private readonly timers: TimerSettings,
+    private readonly clock: Clock,
+    private readonly invite: SipRequest,
+    private readonly target: Target,
+    private readonly opts: InviteFlowOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Sends the INVITE and resolves with its first final response. */
+  run(): Promise<SipResponse> {
+    const signal = this.opts.signal;
+    if (signal?.aborted) {
+      this.canceled = true;
+      return Promise.reject(new SipCanceledError());
+    }
+    return new Promise<SipResponse>((resolve, reject) => {
+      this.#reject = reject;
+      const onAbort = () => {
+        this.canceled = true;
+        if (this.#provisional) this.#sendCancel();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle = () => {
+        this.#settled = true;
+        signal?.removeEventListener('abort', onAbort);
+      };
+      this.layer.sendRequest(this.invite, this.transport.channelTo(this.target), {
+        onResponse: (res) => {
+          if (res.status < 200) {
+            this.#provisional = true;
+            if (this.canceled) this.#sendCancel();
+            if (res.status > 100) this.opts.onProvisional?.(res);
+            return;
+          }
+          if (this.#settled) {
+            if (res.status < 300 && this.#ack && this.#dialog) this.#dialog.resendAck(this.#ack);
+            return;
+          }
+          settle();
+          resolve(res);
+        },
+        onTimeout: () => {
+          settle();
+          reject(new SipTimeoutError('INVITE timed out'));
+        },
+        onTransportError: (e) => {
+          settle();
+          reject(e);
+        },
+      });
+    });
+  }
+
+  /** Sends the ACK for the 2xx that `run` resolved with, and remembers it for retransmitted 2xx. */
+  acknowledge(dialog: Dialog): void {
+    this.#dialog = dialog;
+    this.#ack = dialog.acknowledge(this.invite.cseq.seq);
+  }
+
+  /**
+   * §9.1: the CANCEL copies the INVITE's Request-URI, Call-ID, From, To, CSeq number, top Via (same branch)
+   * and Route. If no final response follows within 64*T1 the INVITE is given up.
+   */
+  #sendCancel(): void {
+    if (this.#cancelSent) return;
+    this.#cancelSent = true;
+    const inv = this.invite;
+    const h = new SipHeaders();
+    h.append('via', inv.headers.get('via') ?? '');
+    for (const r of inv.headers.getAll('route')) h.append('route', r);
+    h.append('max-forwards', '70');
+    h.append('from', inv.headers.get('from') ?? '');
+    h.append('to', inv.headers.get('to') ?? '');
+    h.append('call-id', inv.callId);
+    h.append('cseq', `${inv.cseq.seq} CANCEL`);
+    const cancel = new SipRequest('CANCEL', inv.uri, h);
+    this.layer.sendRequest(cancel, this.transport.channelTo(this.target), {
+      onResponse: () => {},
+      onTimeout: () => this.logger.debug({ callId: inv.callId }, 'CANCEL timed out'),
+      onTransportError: () => {},
+    });
+    this.clock.setTimeout(() => {
+      if (!this.#settled) {
+        this.#settled = true;
+        this.#reject?.(new SipCanceledError());
+      }
+    }, 64 * this.timers.T1);
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The handle a request handler answers through (`srv`): builds responses per RFC 3261 §8.2.6 with one To tag
+ * for every response of the transaction, copies Record-Route and adds Contact on responses that can create a
+ * dialog (§12.1.1), and aborts `signal` when a CANCEL arrives (§9.2).
+ */
+import { createResponse, type SipRequest, type SipResponse } from '../message/index.js';
+import type { ServerTransaction, TransactionLayer } from '../transaction/index.js';
+import { applyHeaders, type HeaderInit } from '../dialog/dialog.js';
+import { newTag } from './ids.js';
+
+export interface ResponseOptions {
+  headers?: HeaderInit;
+  body?: string | Buffer;
+  /** Content-Type of the body, default application/sdp. */
+  contentType?: string;
+}
+
+const DIALOG_CREATING = new Set(['INVITE', 'SUBSCRIBE', 'REFER', 'NOTIFY']);
+
+export class Responder {
+  readonly request: SipRequest;
+  readonly #tx: ServerTransaction;
+  readonly #layer: TransactionLayer;
+  readonly #contact: string;
+  readonly #abort = new AbortController();
+  #toTag?: string;
+  #final?: SipResponse;
+
+  constructor(request: SipRequest, tx: ServerTransaction, layer: TransactionLayer, contact: string) {
+    this.request = request;
+    this.#tx = tx;
+    this.#layer = layer;
+    this.#contact = contact;
+  }
+
+  /** Our To tag: the one in the request (in-dialog) or one made for this transaction. */
+  get toTag(): string {
+    this.#toTag ??= this.request.toTag ?? newTag();
+    return this.#toTag;
+  }
+
+  /** Aborted when the peer CANCELs this request before a final response. */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get finalResponse(): SipResponse | undefined {
+    return this.#final;
+  }
+
+  get transaction(): ServerTransaction {
+    return this.#tx;
+  }
+
+  /** Sends a response; a second final response is ignored and returns undefined. */
+  send(status: number, reason?: string, opts: ResponseOptions = {}): SipResponse | undefined {
+    if (this.#final) return undefined;
+    const res = createResponse(this.request, status, reason, status > 100 ? this.toTag : undefined);
+    if (status > 100 && status < 300 && DIALOG_CREATING.has(this.request.method) && !this.request.toTag) {
+      for (const rr of this.request.headers.getAll('record-route')) res.headers.append('record-route', rr);
+      res.headers.append('contact', this.#contact);
+    }
+    applyHeaders(res.headers, opts.headers);
+    if (opts.body !== undefined) {
+      res.body = typeof opts.body === 'string' ? Buffer.from(opts.body) : opts.body;
+      if (!res.headers.has('content-type')) res.headers.set('content-type', opts.contentType ?? 'application/sdp');
+    }
+    if (status >= 200) this.#final = res;
+    this.#layer.respond(this.#tx, res);
+    return res;
+  }
+
+  /** Called by the user agent on CANCEL (§9.2). */
+  cancel(): void {
+    if (!this.#final) this.#abort.abort();
+  }
+}

@@ -1,0 +1,430 @@
+/**
+ * The UA core: per-method request handlers, dialogs, and promise-returning UAS/UAC operations in the spirit
+ * of drachtio-srf, over the transaction layer (RFC 3261 §8, §12-§15) and the transport layer (§18).
+ */
+import { systemClock, type Clock } from '../clock.js';
+import { SipCanceledError, SipError, SipResponseError, SipStateError, SipTimeoutError } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import {
+  DEFAULT_LIMITS,
+  formatUri,
+  isSipUri,
+  parseUri,
+  SipHeaders,
+  SipRequest,
+  type ParseLimits,
+  type SipMessage,
+  type SipResponse,
+  type TransportName,
+  type Uri,
+} from '../message/index.js';
+import {
+  DEFAULT_TIMER_SETTINGS,
+  TransactionLayer,
+  type ServerTransaction,
+  type TimerSettings,
+} from '../transaction/index.js';
+import { TransportLayer, type ListenOptions, type Target } from '../transport/index.js';
+import { applyHeaders, Dialog, targetForUri, type DialogHost, type HeaderInit } from '../dialog/dialog.js';
+import { DigestClient, type DigestCredentials } from '../auth/digest-client.js';
+import { DEFAULT_POLICY, validateRequest, type RequestPolicy } from './request-validator.js';
+import { Responder } from './responder.js';
+import { newBranch, newCallId, newTag } from './ids.js';
+import { InviteClient } from './invite-client-flow.js';
+import { createB2BUA, type B2buaLegs, type B2buaOptions } from './b2bua.js';
+
+export interface UserAgentOptions {
+  logger?: Logger;
+  /** Overrides of T1, T2, T4 (ms). */
+  timers?: Partial<TimerSettings>;
+  clock?: Clock;
+  limits?: Partial<ParseLimits>;
+  /** Host for Via and Contact when listening on a wildcard address (default: the bound address, or 127.0.0.1). */
+  advertisedHost?: string;
+  policy?: Partial<RequestPolicy>;
+  /** CRLF keep-alive interval on connections we open (ms, 0 = off). */
+  keepAliveMs?: number;
+  tls?: { rejectUnauthorized?: boolean; ca?: string | Buffer };
+}
+
+export type RequestHandler = (req: SipRequest, srv: Responder) => unknown;
+
+/** Where to send an out-of-dialog request instead of the Request-URI's host: `host:port[;transport=tcp]` or a Target. */
+export type Outbound = string | Target;
+
+export interface RequestOptions {
+  method: string;
+  headers?: HeaderInit;
+  body?: string | Buffer;
+  contentType?: string;
+  /** From header value (name-addr); default `<sip:simu@host>`. */
+  from?: string;
+  to?: string;
+  auth?: DigestCredentials;
+  proxy?: Outbound;
+}
+
+export interface UacOptions {
+  localSdp?: string;
+  headers?: HeaderInit;
+  from?: string;
+  to?: string;
+  auth?: DigestCredentials;
+  proxy?: Outbound;
+  /** Called for each provisional response above 100. */
+  onProvisional?: (res: SipResponse) => void;
+  /** Aborting sends CANCEL (§9.1); the promise then rejects with SipCanceledError. */
+  signal?: AbortSignal;
+}
+
+export interface UasOptions {
+  localSdp?: string;
+  headers?: HeaderInit;
+}
+
+const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE, REGISTER, MESSAGE, NOTIFY, REFER';
+
+export class UserAgent {
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly timers: TimerSettings;
+  readonly #transport: TransportLayer;
+  readonly #tx: TransactionLayer;
+  readonly #handlers = new Map<string, RequestHandler>();
+  readonly #dialogs = new Map<string, Dialog>();
+  readonly #responders = new WeakMap<SipRequest, Responder>();
+  readonly #ackWaiters = new Map<ServerTransaction, { resolve: () => void; reject: (e: SipError) => void }>();
+  readonly #policy: RequestPolicy;
+  readonly #advertised?: string;
+  readonly #host: DialogHost;
+  #closed = false;
+
+  constructor(opts: UserAgentOptions = {}) {
+    this.logger = opts.logger ?? silentLogger;
+    this.clock = opts.clock ?? systemClock;
+    this.timers = { ...DEFAULT_TIMER_SETTINGS, ...opts.timers };
+    this.#policy = { ...DEFAULT_POLICY, ...opts.policy };
+    this.#advertised = opts.advertisedHost;
+    this.#transport = new TransportLayer({
+      logger: this.logger,
+      limits: { ...DEFAULT_LIMITS, ...opts.limits },
+      keepAliveMs: opts.keepAliveMs ?? 0,
+      tlsRejectUnauthorized: opts.tls?.rejectUnauthorized,
+      tlsCa: opts.tls?.ca,
+      onMessage: (m: SipMessage) => (m.isRequest ? this.#tx.receiveRequest(m) : this.#tx.receiveResponse(m)),
+    });
+    this.#tx = new TransactionLayer({
+      clock: this.clock,
+      timers: this.timers,
+      responseChannel: (req) => this.#transport.responseChannel(req),
+      user: {
+        onRequest: (req, tx) => this.#onRequest(req, tx),
+        onAckTimeout: (tx) => this.#ackWaiters.get(tx)?.reject(new SipTimeoutError('no ACK for the 2xx')),
+        onServerTransportError: (_tx, e) => this.logger.warn({ err: e }, 'response not delivered'),
+      },
+    });
+    this.#host = {
+      send: (req, target) => this.#send(req, target),
+      sendAck: (ack, target) => this.sendAck(ack, target),
+      via: (t) => this.via(t),
+      contact: (t) => this.contact(t),
+      forget: (d) => this.#dialogs.delete(d.id),
+    };
+  }
+
+  async listen(opts: ListenOptions): Promise<void> {
+    if (this.#closed) throw new SipStateError('user agent closed');
+    await this.#transport.listen(opts);
+  }
+
+  /** The bound address of a transport, e.g. to learn the port after listening on port 0. */
+  address(transport: TransportName): { host: string; port: number } | undefined {
+    return this.#transport.local(transport);
+  }
+
+  /** Registers the handler for out-of-dialog requests of `method` (one per method; the last one wins). */
+  onRequest(method: string, handler: RequestHandler): this {
+    this.#handlers.set(method.toUpperCase(), handler);
+    return this;
+  }
+
+  get dialogCount(): number {
+    return this.#dialogs.size;
+  }
+
+  #sentBy(transport: TransportName): string {
+    const local = this.#transport.local(transport) ?? this.#transport.local('UDP') ?? { host: '127.0.0.1', port: 5060 };
+    let host = this.#advertised ?? local.host;
+    if (host === '0.0.0.0' || host === '::') host = '127.0.0.1';
+    if (host.includes(':')) host = `[${host}]`;
+    return `${host}:${local.port}`;
+  }
+
+  /** A Via value with a fresh branch; `rport` asks for symmetric responses (RFC 3581). */
+  via(transport: TransportName): string {
+    return `SIP/2.0/${transport} ${this.#sentBy(transport)};branch=${newBranch()};rport`;
+  }
+
+  contact(transport: TransportName): string {
+    const t = transport === 'UDP' ? '' : `;transport=${transport.toLowerCase()}`;
+    return `<sip:${this.#sentBy(transport)}${t}>`;
+  }
+
+  #onRequest(req: SipRequest, tx: ServerTransaction | null): void {
+    if (!tx) return this.#onAck(req);
+    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'));
+    this.#responders.set(req, srv);
+    if (req.method === 'CANCEL') return this.#onCancel(req, srv);
+    const toTag = req.toTag;
+    if (toTag !== undefined) {
+      const dialog = this.#dialogs.get(Dialog.key(req.callId, toTag, req.fromTag ?? ''));
+      // §12.2.2: a request for a dialog we do not know gets 481.
+      if (!dialog) return void srv.send(481);
+      const bad = dialog.checkSequence(req);
+      if (bad) return void srv.send(bad);
+      return dialog.receive(req, srv);
+    }
+    const rejection = validateRequest(req, this.#policy);
+    if (rejection) return void srv.send(rejection.status, undefined, { headers: rejection.headers });
+    const handler = this.#handlers.get(req.method);
+    if (!handler) {
+      // §11.2 answers OPTIONS by default; §8.2.1: a method we do not handle gets 405 with Allow.
+      return void srv.send(req.method === 'OPTIONS' ? 200 : 405, undefined, { headers: { Allow: ALLOW } });
+    }
+    this.#runHandler(handler, req, srv);
+  }
+
+  #runHandler(handler: RequestHandler, req: SipRequest, srv: Responder): void {
+    const fail = (err: unknown) => {
+      this.logger.error({ err, callId: req.callId, method: req.method }, 'request handler failed');
+      const status = err instanceof SipError && err.status >= 300 ? err.status : 500;
+      srv.send(status);
+    };
+    try {
+      const r = handler(req, srv);
+      if (r instanceof Promise) r.catch(fail);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  #onAck(ack: SipRequest): void {
+    const dialog = this.#dialogs.get(Dialog.key(ack.callId, ack.toTag ?? '', ack.fromTag ?? ''));
+    if (!dialog) return; // §17.2.3: an ACK matching nothing is dropped
+    if (ack.body.length > 0 && !dialog.remoteSdp) dialog.remoteSdp = ack.text;
+    for (const [tx, w] of this.#ackWaiters) {
+      if (tx.request.callId === ack.callId && tx.request.cseq.seq === ack.cseq.seq) w.resolve();
+    }
+  }
+
+  /** §9.2: CANCEL gets 481 without a matching INVITE; otherwise 200, and the INVITE gets 487. */
+  #onCancel(cancel: SipRequest, srv: Responder): void {
+    const ist = this.#tx.findInviteFor(cancel);
+    if (!ist) return void srv.send(481);
+    srv.send(200);
+    const inviteSrv = this.#responders.get(ist.request);
+    if (inviteSrv && !inviteSrv.finalResponse) {
+      inviteSrv.cancel(); // the application hears it first (a B2BUA cancels its other leg)
+      inviteSrv.send(487);
+    }
+  }
+
+  /**
+   * Answers an INVITE with 200 and `localSdp` and resolves with the dialog once the ACK arrives
+   * (rejects with SipCanceledError if the caller canceled first, SipTimeoutError if no ACK came).
+   */
+  async createUAS(req: SipRequest, opts: UasOptions = {}): Promise<Dialog> {
+    const srv = this.#responders.get(req);
+    if (!srv || req.method !== 'INVITE') throw new SipStateError('createUAS needs an INVITE received by this agent');
+    if (srv.signal.aborted) throw new SipCanceledError();
+    if (srv.finalResponse) throw new SipStateError('the INVITE has already been answered');
+    const contact = req.contact?.uri;
+    if (!contact) {
+      srv.send(400, 'Missing Contact');
+      throw new SipResponseError(400, 'Missing Contact');
+    }
+    const src = req.source!;
+    const dialog = new Dialog(this.#host, {
+      role: 'uas',
+      callId: req.callId,
+      localTag: srv.toTag,
+      remoteTag: req.fromTag ?? '',
+      localParty: stripTag(req.headers.get('to') ?? ''),
+      remoteParty: stripTag(req.headers.get('from') ?? ''),
+      localSeq: 0,
+      remoteSeq: req.cseq.seq,
+      remoteTarget: contact,
+      routeSet: req.headers.getAll('record-route'), // §12.1.1: in the order received
+      transport: src.transport,
+      flowId: src.transport === 'UDP' ? undefined : src.flowId,
+      localSdp: opts.localSdp,
+      remoteSdp: req.body.length > 0 ? req.text : undefined,
+    });
+    this.#dialogs.set(dialog.id, dialog);
+    const tx = srv.transaction;
+    const acked = new Promise<void>((resolve, reject) => this.#ackWaiters.set(tx, { resolve, reject }));
+    srv.send(200, 'OK', { body: opts.localSdp, headers: opts.headers });
+    try {
+      await acked;
+      return dialog;
+    } catch (err) {
+      // §13.3.1.4: a 2xx that is never ACKed ends the dialog with BYE.
+      void dialog.bye();
+      dialog.terminate('ack-timeout');
+      throw err;
+    } finally {
+      this.#ackWaiters.delete(tx);
+    }
+  }
+
+  /** Places a call; resolves with the confirmed dialog, rejects with a SipError carrying the status. */
+  async createUAC(uri: string | Uri, opts: UacOptions = {}): Promise<Dialog> {
+    const { req, target } = this.#build('INVITE', uri, {
+      method: 'INVITE',
+      headers: opts.headers,
+      body: opts.localSdp,
+      from: opts.from,
+      to: opts.to,
+      proxy: opts.proxy,
+    });
+    const digest = opts.auth ? new DigestClient(opts.auth) : undefined;
+    let invite = req;
+    for (let attempt = 0; ; attempt++) {
+      const flow = new InviteClient(
+        this.#tx,
+        this.#transport,
+        this.timers,
+        this.clock,
+        invite,
+        target,
+        opts,
+        this.logger,
+      );
+      const res = await flow.run();
+      if (res.status < 300) {
+        const dialog = new Dialog(this.#host, {
+          role: 'uac',
+          callId: invite.callId,
+          localTag: invite.fromTag ?? '',
+          remoteTag: res.toTag ?? '',
+          localParty: stripTag(invite.headers.get('from') ?? ''),
+          remoteParty: stripTag(res.headers.get('to') ?? ''),
+          localSeq: invite.cseq.seq,
+          remoteSeq: undefined,
+          remoteTarget: res.contact?.uri ?? invite.uri,
+          routeSet: res.headers.getAll('record-route').reverse(), // §12.1.2: reversed
+          transport: target.transport,
+          localSdp: opts.localSdp,
+          remoteSdp: res.body.length > 0 ? res.text : undefined,
+        });
+        this.#dialogs.set(dialog.id, dialog);
+        flow.acknowledge(dialog);
+        if (flow.canceled) {
+          await dialog.bye();
+          throw new SipCanceledError();
+        }
+        return dialog;
+      }
+      if (flow.canceled && res.status === 487) throw new SipCanceledError();
+      if ((res.status === 401 || res.status === 407) && digest && attempt === 0 && !opts.signal?.aborted) {
+        invite = this.#retryWith(invite);
+        if (digest.authorize(invite, res)) continue;
+      }
+      throw Object.assign(new SipResponseError(res.status, res.reason), { response: res });
+    }
+  }
+
+  /** Bridges the INVITE `req` to `uri`; see b2bua.ts. */
+  createB2BUA(req: SipRequest, uri: string | Uri, opts: B2buaOptions = {}): Promise<B2buaLegs> {
+    const srv = this.#responders.get(req);
+    if (!srv) throw new SipStateError('createB2BUA needs an INVITE received by this agent');
+    return createB2BUA(this, req, srv, uri, opts);
+  }
+
+  /** Sends an out-of-dialog request (OPTIONS, REGISTER, MESSAGE ...) and resolves with its final response. */
+  async request(uri: string | Uri, opts: RequestOptions): Promise<SipResponse> {
+    const method = opts.method.toUpperCase();
+    if (method === 'INVITE' || method === 'ACK' || method === 'CANCEL') {
+      throw new SipStateError(`use createUAC for ${method}`);
+    }
+    const { req, target } = this.#build(method, uri, opts);
+    let res = await this.#send(req, target);
+    if ((res.status === 401 || res.status === 407) && opts.auth) {
+      const retry = this.#retryWith(req);
+      if (new DigestClient(opts.auth).authorize(retry, res)) res = await this.#send(retry, target);
+    }
+    return res;
+  }
+
+  /** §22.2: the retried request has a new branch and the next CSeq. */
+  #retryWith(req: SipRequest): SipRequest {
+    const r = req.clone();
+    r.headers.set('via', this.via(r.topVia?.transport as TransportName));
+    r.headers.set('cseq', `${req.cseq.seq + 1} ${req.method}`);
+    return r;
+  }
+
+  #build(method: string, uriIn: string | Uri, opts: RequestOptions): { req: SipRequest; target: Target } {
+    const uri = typeof uriIn === 'string' ? parseUri(uriIn) : uriIn;
+    if (!uri) throw new SipStateError(`bad Request-URI ${String(uriIn)}`);
+    const target = resolveOutbound(opts.proxy, uri);
+    if (!this.#transport.has(target.transport)) throw new SipStateError(`no ${target.transport} transport listening`);
+    const h = new SipHeaders();
+    h.append('via', this.via(target.transport));
+    h.append('max-forwards', '70');
+    const host = this.#sentBy(target.transport);
+    h.append('from', `${opts.from ?? `<sip:simu@${host}>`};tag=${newTag()}`);
+    h.append('to', opts.to ?? `<${formatUri(uri)}>`);
+    h.append('call-id', newCallId(host.replace(/:\d+$/, '')));
+    h.append('cseq', `1 ${method}`);
+    if (method === 'INVITE' || method === 'REGISTER' || method === 'SUBSCRIBE') {
+      h.append('contact', this.contact(target.transport));
+    }
+    applyHeaders(h, opts.headers);
+    const req = new SipRequest(method, uri, h, opts.body);
+    if (opts.body !== undefined && !h.has('content-type')) h.set('content-type', opts.contentType ?? 'application/sdp');
+    return { req, target };
+  }
+
+  #send(req: SipRequest, target: Target): Promise<SipResponse> {
+    return new Promise((resolve, reject) => {
+      this.#tx.sendRequest(req, this.#transport.channelTo(target), {
+        onResponse: (res) => {
+          if (res.status >= 200) resolve(res);
+        },
+        onTimeout: () => reject(new SipTimeoutError(`${req.method} timed out`)),
+        onTransportError: reject,
+      });
+    });
+  }
+
+  /** §13.2.2.4: an ACK for a 2xx goes straight to the transport. */
+  sendAck(ack: SipRequest, target: Target): void {
+    this.#transport
+      .channelTo(target)
+      .send(ack)
+      .catch((err: unknown) => this.logger.warn({ err, callId: ack.callId }, 'ACK not sent'));
+  }
+
+  /** Closes transports, transactions and dialogs (no BYE is sent). Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const d of [...this.#dialogs.values()]) d.terminate('closed');
+    for (const w of this.#ackWaiters.values()) w.reject(new SipStateError('user agent closed'));
+    this.#tx.close();
+    await this.#transport.close();
+  }
+}
+
+function stripTag(party: string): string {
+  return party.replace(/;\s*tag=[^;]*/i, '');
+}
+
+function resolveOutbound(proxy: Outbound | undefined, uri: Uri): Target {
+  if (proxy === undefined) return targetForUri(uri);
+  if (typeof proxy !== 'string') return proxy;
+  const u = parseUri(proxy.startsWith('sip') ? proxy : `sip:${proxy}`);
+  if (!u || !isSipUri(u)) throw new SipStateError(`bad outbound proxy ${proxy}`);
+  return targetForUri(u);
+}

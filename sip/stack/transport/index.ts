@@ -1,0 +1,2 @@
+export * from './flow.js';
+export * from './transport-layer.js';

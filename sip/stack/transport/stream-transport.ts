@@ -1,0 +1,159 @@
+/**
+ * TCP and TLS (RFC 3261 §18, §26.2): one flow per connection, messages framed by Content-Length with
+ * `StreamFramer`, CRLF keep-alive answered (RFC 5626 §4.4.1), connections reused for responses and for
+ * later requests to the same peer.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import { SipTransportError } from '../errors.js';
+import { StreamFramer } from '../message/index.js';
+import {
+  nextFlowId,
+  type Flow,
+  type ListenAddress,
+  type SecureListenAddress,
+  type Transport,
+  type TransportSink,
+} from './flow.js';
+
+export interface StreamTransportOptions {
+  maxMessageBytes: number;
+  /** Send a CRLFCRLF ping on connections we opened, every this many ms (0: never). */
+  keepAliveMs: number;
+  /** For TLS client connections: verify the peer certificate (default true). */
+  rejectUnauthorized?: boolean;
+  ca?: string | Buffer;
+}
+
+export class StreamTransport implements Transport {
+  readonly name: 'TCP' | 'TLS';
+  readonly #server: net.Server;
+  readonly #sink: TransportSink;
+  readonly #opts: StreamTransportOptions;
+  readonly #byRemote = new Map<string, Flow>();
+  readonly #sockets = new Set<net.Socket>();
+  local: ListenAddress = { host: '', port: 0 };
+
+  private constructor(
+    name: 'TCP' | 'TLS',
+    sink: TransportSink,
+    opts: StreamTransportOptions,
+    secure?: SecureListenAddress,
+  ) {
+    this.name = name;
+    this.#sink = sink;
+    this.#opts = opts;
+    const onSocket = (s: net.Socket) => this.#attach(s, false);
+    this.#server = secure
+      ? tls.createServer({ cert: secure.cert, key: secure.key }, onSocket)
+      : net.createServer(onSocket);
+    this.#server.on('error', () => {});
+  }
+
+  static async listen(
+    name: 'TCP' | 'TLS',
+    addr: ListenAddress | SecureListenAddress,
+    sink: TransportSink,
+    opts: StreamTransportOptions,
+  ): Promise<StreamTransport> {
+    const t = new StreamTransport(name, sink, opts, name === 'TLS' ? (addr as SecureListenAddress) : undefined);
+    await new Promise<void>((resolve, reject) => {
+      t.#server.once('error', reject);
+      t.#server.listen(addr.port, addr.host, () => {
+        t.#server.off('error', reject);
+        resolve();
+      });
+    });
+    const a = t.#server.address() as net.AddressInfo;
+    t.local = { host: a.address, port: a.port };
+    return t;
+  }
+
+  async connect(address: string, port: number): Promise<Flow> {
+    const existing = this.#byRemote.get(`${address}:${port}`);
+    if (existing) return existing;
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      const s =
+        this.name === 'TLS'
+          ? tls.connect({
+              host: address,
+              port,
+              servername: net.isIP(address) ? undefined : address,
+              rejectUnauthorized: this.#opts.rejectUnauthorized ?? true,
+              ca: this.#opts.ca,
+            })
+          : net.connect({ host: address, port });
+      const ready = this.name === 'TLS' ? 'secureConnect' : 'connect';
+      s.once(ready, () => {
+        s.off('error', reject);
+        resolve(s);
+      });
+      s.once('error', (e) => reject(new SipTransportError(`${this.name} connect to ${address}:${port}: ${e.message}`)));
+    });
+    return this.#attach(socket, true);
+  }
+
+  #attach(socket: net.Socket, outbound: boolean): Flow {
+    socket.setNoDelay(true);
+    this.#sockets.add(socket);
+    const remoteAddress = socket.remoteAddress ?? '';
+    const remotePort = socket.remotePort ?? 0;
+    const key = `${remoteAddress}:${remotePort}`;
+    let open = true;
+    const flow: Flow = {
+      id: nextFlowId(this.name),
+      transport: this.name,
+      remoteAddress,
+      remotePort,
+      reliable: true,
+      send: (data) =>
+        new Promise<void>((resolve, reject) => {
+          if (!open || socket.destroyed) {
+            return reject(new SipTransportError(`${this.name} connection ${flow.id} to ${key} is closed`));
+          }
+          socket.write(data, (err) =>
+            err ? reject(new SipTransportError(`${this.name} write to ${key} failed: ${err.message}`)) : resolve(),
+          );
+        }),
+      close: () => socket.destroy(),
+    };
+    this.#byRemote.set(key, flow);
+    const framer = new StreamFramer(this.#opts.maxMessageBytes);
+    const source = {
+      transport: this.name,
+      address: remoteAddress,
+      port: remotePort,
+      flowId: flow.id,
+      localAddress: socket.localAddress,
+      localPort: socket.localPort,
+    };
+    socket.on('data', (chunk: Buffer) => {
+      for (const ev of framer.push(chunk)) {
+        if (ev.kind === 'message') this.#sink.receive(ev.data, source);
+        else if (ev.kind === 'ping')
+          socket.write('\r\n'); // RFC 5626 §4.4.1: pong
+        else if (ev.kind === 'too-large' || ev.kind === 'bad-framing') socket.destroy(); // cannot resynchronise
+      }
+    });
+    let timer: NodeJS.Timeout | undefined;
+    if (outbound && this.#opts.keepAliveMs > 0) {
+      timer = setInterval(() => socket.write('\r\n\r\n'), this.#opts.keepAliveMs);
+      timer.unref();
+    }
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      open = false;
+      if (timer) clearInterval(timer);
+      this.#sockets.delete(socket);
+      if (this.#byRemote.get(key) === flow) this.#byRemote.delete(key);
+      this.#sink.flowClosed(flow);
+    });
+    this.#sink.flowOpened(flow);
+    return flow;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.#sockets) s.destroy();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}

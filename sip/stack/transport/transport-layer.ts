@@ -1,0 +1,186 @@
+/**
+ * The transport layer (RFC 3261 §18): listens on the configured transports, parses what arrives, stamps
+ * `received`/`rport` on requests (§18.2.1, RFC 3581 §4), answers unparseable requests statelessly (400/505),
+ * and gives the transaction layer channels: to a target for requests, back along the request's path for
+ * responses (§18.2.2).
+ */
+import net from 'node:net';
+import { SipTransportError, SipStateError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import {
+  createResponse,
+  parseMessage,
+  SipRequest,
+  type MessageSource,
+  type ParseLimits,
+  type SipMessage,
+  type TransportName,
+} from '../message/index.js';
+import type { MessageChannel } from '../transaction/index.js';
+import type { Flow, ListenAddress, SecureListenAddress, Transport, TransportSink } from './flow.js';
+import { StreamTransport } from './stream-transport.js';
+import { UdpTransport } from './udp-transport.js';
+import { WsTransport } from './ws-transport.js';
+
+export interface ListenOptions {
+  udp?: ListenAddress;
+  tcp?: ListenAddress;
+  tls?: SecureListenAddress;
+  ws?: ListenAddress;
+  wss?: SecureListenAddress;
+}
+
+/** Where to send a request: a transport, a host and port, and optionally a flow to reuse. */
+export interface Target {
+  transport: TransportName;
+  host: string;
+  port: number;
+  flowId?: string;
+}
+
+export interface TransportLayerOptions {
+  logger: Logger;
+  limits: ParseLimits;
+  keepAliveMs: number;
+  tlsRejectUnauthorized?: boolean;
+  tlsCa?: string | Buffer;
+  onMessage(message: SipMessage): void;
+}
+
+export class TransportLayer implements TransportSink {
+  readonly #opts: TransportLayerOptions;
+  readonly #transports = new Map<TransportName, Transport>();
+  readonly #flows = new Map<string, Flow>();
+  #closed = false;
+
+  constructor(opts: TransportLayerOptions) {
+    this.#opts = opts;
+  }
+
+  async listen(opts: ListenOptions): Promise<void> {
+    if (this.#closed) throw new SipStateError('transport layer closed');
+    const o = this.#opts;
+    const stream = {
+      maxMessageBytes: o.limits.maxMessageBytes,
+      keepAliveMs: o.keepAliveMs,
+      rejectUnauthorized: o.tlsRejectUnauthorized,
+      ca: o.tlsCa,
+    };
+    if (opts.udp) this.#transports.set('UDP', await UdpTransport.listen(opts.udp, this));
+    if (opts.tcp) this.#transports.set('TCP', await StreamTransport.listen('TCP', opts.tcp, this, stream));
+    if (opts.tls) this.#transports.set('TLS', await StreamTransport.listen('TLS', opts.tls, this, stream));
+    if (opts.ws) this.#transports.set('WS', await WsTransport.listen('WS', opts.ws, this, o.limits.maxMessageBytes));
+    if (opts.wss)
+      this.#transports.set('WSS', await WsTransport.listen('WSS', opts.wss, this, o.limits.maxMessageBytes));
+  }
+
+  /** The bound address of a transport (for Via and Contact). */
+  local(transport: TransportName): ListenAddress | undefined {
+    return this.#transports.get(transport)?.local;
+  }
+
+  has(transport: TransportName): boolean {
+    return this.#transports.has(transport);
+  }
+
+  flowOpened(flow: Flow): void {
+    this.#flows.set(flow.id, flow);
+  }
+
+  flowClosed(flow: Flow): void {
+    this.#flows.delete(flow.id);
+    this.#opts.logger.debug({ flow: flow.id }, 'flow closed');
+  }
+
+  isFlowOpen(flowId: string): boolean {
+    return this.#flows.has(flowId) || flowId.startsWith('udp:');
+  }
+
+  receive(data: Buffer, source: MessageSource): void {
+    if (this.#closed) return;
+    // A UDP keep-alive (RFC 5626 §4.4.2 uses STUN; bare CRLFs are common) is not a message.
+    if (data.length <= 4 && /^[\r\n]*$/.test(data.toString('latin1'))) return;
+    const result = parseMessage(data, this.#opts.limits);
+    if (!result.ok) {
+      this.#opts.logger.debug({ source, reason: result.error.message }, 'unparseable message');
+      if (result.request) {
+        // §8.2 / §16.3: a malformed request that can still be answered gets a stateless response.
+        result.request.source = source;
+        const res = createResponse(result.request, result.error.status, undefined, 'malformed');
+        this.responseChannel(result.request)
+          .send(res)
+          .catch(() => {});
+      }
+      return;
+    }
+    const msg = result.message;
+    msg.source = source;
+    if (msg instanceof SipRequest) stampReceived(msg, source);
+    this.#opts.onMessage(msg);
+  }
+
+  /** A channel for a request to `target`, reusing a flow when one is named or already open to that peer. */
+  channelTo(target: Target): MessageChannel {
+    const transport = this.#transports.get(target.transport);
+    const reliable = target.transport !== 'UDP';
+    return {
+      reliable,
+      send: async (msg) => {
+        if (!transport) throw new SipTransportError(`no ${target.transport} transport listening`);
+        let flow = target.flowId ? this.#flows.get(target.flowId) : undefined;
+        if (target.flowId && !flow && reliable && target.transport.startsWith('WS')) {
+          throw new SipTransportError(`connection ${target.flowId} is closed`);
+        }
+        flow ??= await transport.connect(target.host, target.port);
+        await flow.send(msg.toBuffer());
+      },
+    };
+  }
+
+  /**
+   * §18.2.2: over a reliable transport the response goes back on the request's connection (and a dead
+   * connection is an error); over UDP to the source address, at the rport if the client asked for it
+   * (RFC 3581 §4), else at the port of the Via sent-by.
+   */
+  responseChannel(req: SipRequest): MessageChannel {
+    const src = req.source;
+    if (!src) throw new SipStateError('response channel for a request without a source');
+    if (src.transport !== 'UDP') {
+      return {
+        reliable: true,
+        send: async (msg) => {
+          const flow = this.#flows.get(src.flowId);
+          if (!flow) throw new SipTransportError(`${src.transport} connection ${src.flowId} is closed`);
+          await flow.send(msg.toBuffer());
+        },
+      };
+    }
+    const via = req.topVia;
+    const port = via?.params.has('rport') ? src.port : (via?.port ?? 5060);
+    return this.channelTo({ transport: 'UDP', host: src.address, port });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#transports.values()].map((t) => t.close()));
+    this.#transports.clear();
+    this.#flows.clear();
+  }
+}
+
+/** §18.2.1 and RFC 3581 §4: note the source address (and port, when rport was asked for) in the top Via. */
+function stampReceived(req: SipRequest, src: MessageSource): void {
+  const raw = req.headers.get('via');
+  const via = req.topVia;
+  if (!raw || !via) return;
+  let extra = '';
+  if (via.host.replace(/^\[|\]$/g, '') !== src.address || !net.isIP(via.host.replace(/^\[|\]$/g, ''))) {
+    if (!via.params.has('received')) extra += `;received=${src.address}`;
+  }
+  let value = raw;
+  if (via.params.has('rport') && via.params.get('rport') === null) {
+    value = value.replace(/;\s*rport(?=\s*(;|$))/i, `;rport=${src.port}`);
+  }
+  if (extra || value !== raw) req.headers.set('via', [value + extra, ...req.headers.getAll('via').slice(1)]);
+}

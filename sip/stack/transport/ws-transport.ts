@@ -1,0 +1,129 @@
+/**
+ * SIP over WebSocket and secure WebSocket (RFC 7118): subprotocol `sip`, one SIP message per frame, so no
+ * Content-Length framing. Flows are the WebSocket connections.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type net from 'node:net';
+import { WebSocket, WebSocketServer } from 'ws';
+import { SipTransportError } from '../errors.js';
+import {
+  nextFlowId,
+  type Flow,
+  type ListenAddress,
+  type SecureListenAddress,
+  type Transport,
+  type TransportSink,
+} from './flow.js';
+
+export class WsTransport implements Transport {
+  readonly name: 'WS' | 'WSS';
+  readonly #http: http.Server | https.Server;
+  readonly #wss: WebSocketServer;
+  readonly #sink: TransportSink;
+  readonly #sockets = new Set<WebSocket>();
+  readonly #byRemote = new Map<string, Flow>();
+  readonly #maxBytes: number;
+  local: ListenAddress = { host: '', port: 0 };
+
+  private constructor(name: 'WS' | 'WSS', sink: TransportSink, maxBytes: number, secure?: SecureListenAddress) {
+    this.name = name;
+    this.#sink = sink;
+    this.#maxBytes = maxBytes;
+    this.#http = secure ? https.createServer({ cert: secure.cert, key: secure.key }) : http.createServer();
+    this.#http.on('error', () => {});
+    this.#wss = new WebSocketServer({
+      server: this.#http,
+      maxPayload: maxBytes,
+      // RFC 7118 §4.1: the `sip` subprotocol is required.
+      handleProtocols: (protocols) => (protocols.has('sip') ? 'sip' : false),
+    });
+    this.#wss.on('connection', (ws, req) => this.#attach(ws, req.socket));
+  }
+
+  static async listen(
+    name: 'WS' | 'WSS',
+    addr: ListenAddress | SecureListenAddress,
+    sink: TransportSink,
+    maxBytes: number,
+  ): Promise<WsTransport> {
+    const t = new WsTransport(name, sink, maxBytes, name === 'WSS' ? (addr as SecureListenAddress) : undefined);
+    await new Promise<void>((resolve, reject) => {
+      t.#http.once('error', reject);
+      t.#http.listen(addr.port, addr.host, () => {
+        t.#http.off('error', reject);
+        resolve();
+      });
+    });
+    const a = t.#http.address() as net.AddressInfo;
+    t.local = { host: a.address, port: a.port };
+    return t;
+  }
+
+  /** Opens a WebSocket to a peer (a WS trunk); a browser client's flow is normally reused instead. */
+  async connect(address: string, port: number): Promise<Flow> {
+    const existing = this.#byRemote.get(`${address}:${port}`);
+    if (existing) return existing;
+    const scheme = this.name === 'WSS' ? 'wss' : 'ws';
+    const ws = new WebSocket(`${scheme}://${address}:${port}`, 'sip', { maxPayload: this.#maxBytes });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', (e) =>
+        reject(new SipTransportError(`${this.name} connect to ${address}:${port}: ${e.message}`)),
+      );
+    });
+    return this.#attach(ws, (ws as unknown as { _socket: net.Socket })._socket, `${address}:${port}`);
+  }
+
+  #attach(ws: WebSocket, socket: net.Socket, remoteKey?: string): Flow {
+    this.#sockets.add(ws);
+    const remoteAddress = socket.remoteAddress ?? '';
+    const remotePort = socket.remotePort ?? 0;
+    const key = remoteKey ?? `${remoteAddress}:${remotePort}`;
+    const flow: Flow = {
+      id: nextFlowId(this.name),
+      transport: this.name,
+      remoteAddress,
+      remotePort,
+      reliable: true,
+      send: (data) =>
+        new Promise<void>((resolve, reject) => {
+          if (ws.readyState !== WebSocket.OPEN) {
+            return reject(new SipTransportError(`${this.name} connection ${flow.id} to ${key} is closed`));
+          }
+          // RFC 7118 §5: text frames for UTF-8 messages.
+          ws.send(data.toString('utf8'), (err) =>
+            err ? reject(new SipTransportError(`${this.name} send failed: ${err.message}`)) : resolve(),
+          );
+        }),
+      close: () => ws.close(),
+    };
+    this.#byRemote.set(key, flow);
+    const source = {
+      transport: this.name,
+      address: remoteAddress,
+      port: remotePort,
+      flowId: flow.id,
+      localAddress: socket.localAddress,
+      localPort: socket.localPort,
+    };
+    ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+      this.#sink.receive(buf, source);
+    });
+    ws.on('error', () => {});
+    ws.on('close', () => {
+      this.#sockets.delete(ws);
+      if (this.#byRemote.get(key) === flow) this.#byRemote.delete(key);
+      this.#sink.flowClosed(flow);
+    });
+    this.#sink.flowOpened(flow);
+    return flow;
+  }
+
+  async close(): Promise<void> {
+    for (const ws of this.#sockets) ws.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+    await new Promise<void>((resolve) => this.#http.close(() => resolve()));
+  }
+}
