@@ -1,0 +1,180 @@
+import { createSocket, type Socket } from 'node:dgram';
+import { decodeG711, rms } from './g711.js';
+import { MediaError } from './errors.js';
+import { parseRtp } from './rtp-packet.js';
+import { plainAudioSdp } from './sdp.js';
+import { writeWav } from './wav.js';
+
+/**
+ * The platform's own end of a leg it answers (an IVR leg). rtpengine anchors the caller and treats this socket
+ * as the other party: our SDP offers only PCMU (plus telephone-event), so rtpengine transcodes whatever the
+ * caller speaks (PCMA, G722, Opus from a browser) to PCMU for us. Prompts go the other way by `play media`
+ * towards the caller, so this endpoint never sends.
+ *
+ * Why a socket we own rather than rtpengine's pcap recording for the Record verb: Record must stop on silence
+ * and at a maximum length while the call is live, which needs the audio as it arrives; a pcap is only
+ * complete when rtpengine closes it. The pcap path is used for RecordSession (both directions of a bridge),
+ * where nothing has to be decided live.
+ */
+export interface RecordOptions {
+  path: string;
+  /** Stop after this much audio. */
+  maxLengthMs: number;
+  /** Stop after this much silence (Twilio's `timeout`); 0 disables. */
+  silenceTimeoutMs: number;
+  /** RMS (linear, full scale 32768) above which a 20 ms frame counts as voice. */
+  voiceThreshold?: number;
+  signal?: AbortSignal;
+}
+
+export interface RecordingResult {
+  path: string;
+  durationSec: number;
+  sizeBytes: number;
+  /** Why it ended: 'silence', 'max-length', 'stopped' (signal or hangup). */
+  reason: 'silence' | 'max-length' | 'stopped';
+}
+
+const RATE = 8000;
+const FRAME = 160; // 20 ms at 8 kHz
+
+interface ActiveRecording {
+  opts: RecordOptions;
+  chunks: Int16Array[];
+  samples: number;
+  lastVoiceSample: number;
+  heardVoice: boolean;
+  startedAt: number;
+  lastVoiceAt: number;
+  finish: (reason: RecordingResult['reason']) => void;
+}
+
+export class IvrEndpoint {
+  readonly address: string;
+  #socket: Socket | undefined;
+  #port = 0;
+  #recording: ActiveRecording | undefined;
+  #lastTimestamp: number | undefined;
+  #packets = 0;
+  readonly #now: () => number;
+
+  constructor(opts: { address: string; now?: () => number }) {
+    this.address = opts.address;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  async open(): Promise<void> {
+    const socket = createSocket(this.address.includes(':') ? 'udp6' : 'udp4');
+    socket.on('message', (msg) => this.#onPacket(msg));
+    socket.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(0, this.address, () => resolve());
+    });
+    this.#socket = socket;
+    this.#port = socket.address().port;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  get packetsReceived(): number {
+    return this.#packets;
+  }
+
+  /** The SDP rtpengine sees as "the other party" of the caller. */
+  sdp(): string {
+    return plainAudioSdp({ address: this.address, port: this.#port, codecs: ['PCMU', 'telephone-event'] });
+  }
+
+  #onPacket(msg: Buffer): void {
+    const rtp = parseRtp(msg);
+    if (!rtp || rtp.payloadType !== 0) return; // PCMU only; events arrive through the DTMF log
+    this.#packets += 1;
+    const rec = this.#recording;
+    if (!rec) return;
+    // Fill gaps (lost packets, DTX) from the RTP timestamp so the recording keeps real time, up to 1 s.
+    if (this.#lastTimestamp !== undefined) {
+      const gap = (rtp.timestamp - this.#lastTimestamp - FRAME) >>> 0;
+      if (gap > 0 && gap <= RATE) this.#append(rec, new Int16Array(gap));
+    }
+    this.#lastTimestamp = rtp.timestamp;
+    this.#append(rec, decodeG711(rtp.payload, 0));
+  }
+
+  #append(rec: ActiveRecording, samples: Int16Array): void {
+    const threshold = rec.opts.voiceThreshold ?? 600;
+    for (let i = 0; i < samples.length; i += FRAME) {
+      if (rms(samples, i, Math.min(samples.length, i + FRAME)) > threshold) {
+        rec.heardVoice = true;
+        rec.lastVoiceSample = rec.samples + Math.min(samples.length, i + FRAME);
+        rec.lastVoiceAt = this.#now();
+      }
+    }
+    rec.chunks.push(samples);
+    rec.samples += samples.length;
+    if (rec.samples >= (rec.opts.maxLengthMs * RATE) / 1000) rec.finish('max-length');
+  }
+
+  /** Record what the caller says. Resolves when the file is written. */
+  record(opts: RecordOptions): Promise<RecordingResult> {
+    if (this.#recording) return Promise.reject(new MediaError('MEDIA_RECORDING_FAILED', 'already recording'));
+    return new Promise<RecordingResult>((resolve, reject) => {
+      let done = false;
+      const startedAt = this.#now();
+      const finish = (reason: RecordingResult['reason']): void => {
+        if (done) return;
+        done = true;
+        clearInterval(watch);
+        opts.signal?.removeEventListener('abort', onAbort);
+        const rec = this.#recording;
+        this.#recording = undefined;
+        this.#lastTimestamp = undefined;
+        if (!rec) return;
+        // On silence, keep 200 ms after the last voiced frame rather than the whole silent tail.
+        const keep = reason === 'silence' ? Math.min(rec.samples, rec.lastVoiceSample + RATE / 5) : rec.samples;
+        const max = Math.floor((opts.maxLengthMs * RATE) / 1000);
+        const all = new Int16Array(Math.min(keep, max));
+        let at = 0;
+        for (const c of rec.chunks) {
+          if (at >= all.length) break;
+          all.set(c.subarray(0, all.length - at), at);
+          at += c.length;
+        }
+        writeWav(opts.path, { sampleRate: RATE, channels: 1, samples: all }).then(
+          ({ sizeBytes, durationSec }) => resolve({ path: opts.path, sizeBytes, durationSec, reason }),
+          (err: Error) => reject(new MediaError('MEDIA_RECORDING_FAILED', err.message, err)),
+        );
+      };
+      const onAbort = (): void => finish('stopped');
+      // Silence and the wall-clock limit are checked on a timer too, since a silent caller may send no packets.
+      const watch = setInterval(() => {
+        const rec = this.#recording;
+        if (!rec) return;
+        const now = this.#now();
+        if (opts.silenceTimeoutMs > 0 && now - rec.lastVoiceAt >= opts.silenceTimeoutMs) finish('silence');
+        else if (now - rec.startedAt >= opts.maxLengthMs + 1000) finish('max-length');
+      }, 50);
+      this.#recording = {
+        opts,
+        chunks: [],
+        samples: 0,
+        lastVoiceSample: 0,
+        heardVoice: false,
+        startedAt,
+        lastVoiceAt: startedAt,
+        finish,
+      };
+      if (opts.signal?.aborted) finish('stopped');
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Ends a recording in progress (keeping what it has) and closes the socket. Safe twice. */
+  close(): void {
+    this.#recording?.finish('stopped');
+    this.#socket?.close();
+    this.#socket = undefined;
+  }
+}

@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import {
+  MediaEngines,
+  MediaError,
+  MediaService,
+  readWav,
+  rtpmaps,
+  type DtmfEvent,
+  type RtpengineSupervisor,
+} from '../../media/index.js';
+import { newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
+import { bestCorrelation, envelope, RtpPeer, tone, toneEnergy } from './rtp-peer.js';
+
+const DTMF_PORT = 45902;
+
+describe('media: MediaService with a real rtpengine and real RTP peers', function () {
+  this.timeout(60_000);
+  let supervisor: RtpengineSupervisor;
+  let media: MediaService;
+  let data: ReturnType<typeof tempDir>;
+  const peers: RtpPeer[] = [];
+  let n = 0;
+  const callId = (): string => `call-${process.pid}-${(n += 1)}`;
+  const peer = async (): Promise<RtpPeer> => {
+    const p = await RtpPeer.open();
+    peers.push(p);
+    return p;
+  };
+
+  before(async () => {
+    data = tempDir('svc');
+    supervisor = newSupervisor(2, data.dir, { dtmfLogPort: DTMF_PORT });
+    await supervisor.start();
+    media = new MediaService({
+      engines: new MediaEngines({ urls: [], local: supervisor }),
+      dataDir: data.dir,
+      logger: quietLogger,
+      engineRecordingDir: supervisor.recordingDir,
+      dtmfPort: DTMF_PORT,
+    });
+    await media.start();
+  });
+
+  after(async () => {
+    for (const p of peers) p.close();
+    await media?.close();
+    await supervisor?.stop();
+    data?.remove();
+  });
+
+  it('a bridge carries audio both ways (A sends 440 Hz as PCMU, B sends 1000 Hz as PCMA)', async () => {
+    const id = callId();
+    const a = await peer();
+    const b = await peer();
+    b.useSdp(await media.offer(id, 'A', a.sdp(['PCMU', 'PCMA', 'telephone-event'])));
+    a.useSdp(await media.answer(id, 'A', 'B', b.sdp(['PCMA', 'telephone-event'])));
+    await Promise.all([a.sendAudio(tone(440, 1), 0), b.sendAudio(tone(1000, 1), 8)]);
+    await new Promise((r) => setTimeout(r, 200));
+    const atB = b.decoded();
+    const atA = a.decoded();
+    assert.ok(b.received.length >= 45, `B got ${b.received.length} packets`);
+    assert.ok(a.received.length >= 45, `A got ${a.received.length} packets`);
+    assert.ok(toneEnergy(atB, 440) > 10 * toneEnergy(atB, 1000), 'B hears 440 Hz');
+    assert.ok(toneEnergy(atA, 1000) > 10 * toneEnergy(atA, 440), 'A hears 1000 Hz');
+    await media.deleteSession(id);
+  });
+
+  it('transcodes when the legs share no codec (A speaks only PCMA, B only PCMU)', async () => {
+    const id = callId();
+    const a = await peer();
+    const b = await peer();
+    const toB = await media.offer(id, 'A', a.sdp(['PCMA']), { toSide: { codecs: ['PCMU'], only: true } });
+    assert.deepEqual([...rtpmaps(toB).values()].includes('PCMU'), true);
+    b.useSdp(toB);
+    a.useSdp(await media.answer(id, 'A', 'B', b.sdp(['PCMU'])));
+    await a.sendAudio(tone(440, 0.6), 8);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(b.received.length >= 20, `B got ${b.received.length}`);
+    assert.ok(
+      b.received.every((p) => p.payloadType === 0),
+      'B receives PCMU',
+    );
+    assert.ok(toneEnergy(b.decoded(), 440) > 500, 'the 440 Hz tone survived transcoding');
+    await media.deleteSession(id);
+  });
+
+  it('offers PCMU, PCMA, G722, Opus and telephone-event through to the other side', async () => {
+    const id = callId();
+    const a = await peer();
+    const toB = await media.offer(id, 'A', a.sdp(['PCMU', 'PCMA', 'G722', 'opus', 'telephone-event']));
+    const names = [...rtpmaps(toB).values()];
+    for (const c of ['PCMU', 'PCMA', 'G722', 'OPUS', 'TELEPHONE-EVENT']) assert.ok(names.includes(c), `${c} in ${toB}`);
+    await media.deleteSession(id);
+  });
+
+  it('a peer played a Say really receives that speech (envelope matches the synthesized file)', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
+    a.sendFrame(new Int16Array(160)); // let rtpengine learn A's address, as a real phone would
+    const text = 'Welcome to Simu. Please leave a message after the tone.';
+    const result = await media.say(id, 'A', text, { language: 'en-US', voice: 'woman' });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(result.completed, true);
+    assert.ok(result.ttsSeconds > 1.5 && result.ttsSeconds < 8, `ttsSeconds ${result.ttsSeconds}`);
+    const synth = await media.tts.synthesize({ text, language: 'en-US', voice: 'woman' });
+    assert.equal(synth.cached, true);
+    const sent = (await readWav(synth.path)).samples;
+    const heard = a.decoded();
+    const heardSeconds = heard.length / 8000;
+    assert.ok(Math.abs(heardSeconds - result.ttsSeconds) < 0.4, `heard ${heardSeconds}s of ${result.ttsSeconds}s`);
+    const env = envelope(heard);
+    const loudFrames = env.filter((v) => v > 500).length;
+    assert.ok(loudFrames > env.length * 0.3, `speech-level frames ${loudFrames}/${env.length}`);
+    const { r } = bestCorrelation(envelope(sent), env, 25);
+    assert.ok(r > 0.8, `envelope correlation ${r}`);
+    await media.deleteSession(id);
+  });
+
+  it('a playback can be cancelled and resolves as not completed', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU'])));
+    const ctl = new AbortController();
+    const started = Date.now();
+    const playing = media.say(id, 'A', 'This is a long sentence that will be cut short by the caller pressing a key.', {
+      signal: ctl.signal,
+    });
+    setTimeout(() => ctl.abort(), 400);
+    const r = await playing;
+    assert.equal(r.completed, false);
+    assert.ok(Date.now() - started < 2000);
+    await media.deleteSession(id);
+  });
+
+  it('a recording captures what the caller said and stops on silence', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
+    const speech = await media.tts.synthesize({ text: 'My account number is four two seven.', language: 'en-GB' });
+    const said = (await readWav(speech.path)).samples;
+    const recording = media.record(id, 'A', { maxLengthSec: 20, silenceTimeoutSec: 1 });
+    await a.sendAudio(said, 0);
+    // Keep sending silence, as phones do, until the recorder gives up on silence.
+    const silence = setInterval(() => a.sendFrame(new Int16Array(160)), 20);
+    const r = await recording.finally(() => clearInterval(silence));
+    assert.equal(r.reason, 'silence');
+    assert.equal(statSync(r.path).size, r.sizeBytes);
+    const rec = (await readWav(r.path)).samples;
+    assert.ok(Math.abs(r.durationSec - speech.seconds) < 0.6, `recorded ${r.durationSec}s of ${speech.seconds}s`);
+    const { r: corr } = bestCorrelation(envelope(said), envelope(rec), 25);
+    assert.ok(corr > 0.8, `envelope correlation ${corr}`);
+    await media.deleteSession(id);
+  });
+
+  it('a recording stops at max length', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU'])));
+    const recording = media.record(id, 'A', { maxLengthSec: 1, silenceTimeoutSec: 5 });
+    await a.sendAudio(tone(300, 1.5), 0);
+    const r = await recording;
+    assert.equal(r.reason, 'max-length');
+    assert.ok(Math.abs(r.durationSec - 1) < 0.05, `duration ${r.durationSec}`);
+    await media.deleteSession(id);
+  });
+
+  it('RecordSession writes both directions of a bridge as a two-channel WAV', async () => {
+    const id = callId();
+    const a = await peer();
+    const b = await peer();
+    b.useSdp(await media.offer(id, 'A', a.sdp(['PCMU'])));
+    a.useSdp(await media.answer(id, 'A', 'B', b.sdp(['PCMU'])));
+    await media.startSessionRecording(id, ['A', 'B']);
+    await Promise.all([a.sendAudio(tone(440, 1), 0), b.sendAudio(tone(1000, 1), 0)]);
+    const { sessionRecording: r } = await media.deleteSession(id);
+    assert.ok(r, 'a session recording was written');
+    const wav = await readWav(r.path);
+    assert.equal(wav.channels, 2);
+    assert.ok(Math.abs(r.durationSec - 1) < 0.2, `duration ${r.durationSec}`);
+    const left = wav.samples.filter((_, i) => i % 2 === 0);
+    const right = wav.samples.filter((_, i) => i % 2 === 1);
+    assert.ok(toneEnergy(left, 440) > 10 * toneEnergy(left, 1000), 'left is A (440 Hz)');
+    assert.ok(toneEnergy(right, 1000) > 10 * toneEnergy(right, 440), 'right is B (1000 Hz)');
+  });
+
+  it('RFC 4733 digits from a leg surface as dtmf events with call id, leg and digit', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
+    const events: DtmfEvent[] = [];
+    media.on('dtmf', (e) => events.push(e));
+    a.sendFrame(new Int16Array(160));
+    await a.sendDigit(5, 100);
+    await a.sendDigit(11, 100);
+    await waitFor(() => events.filter((e) => e.callId === id).length >= 2, 3000, 'two dtmf events');
+    const mine = events.filter((e) => e.callId === id);
+    assert.deepEqual(
+      mine.map((e) => [e.legTag, e.digit]),
+      [
+        ['A', '5'],
+        ['A', '#'],
+      ],
+    );
+    assert.ok((mine[0]?.durationMs ?? 0) >= 60);
+    await media.deleteSession(id);
+  });
+
+  it('1,000 offer/answer/delete cycles leave no call in the engine', async function () {
+    this.timeout(120_000);
+    const a = await peer();
+    const b = await peer();
+    for (let i = 0; i < 1000; i += 1) {
+      const id = `cycle-${i}`;
+      await media.offer(id, 'A', a.sdp());
+      await media.answer(id, 'A', 'B', b.sdp());
+      await media.deleteSession(id);
+    }
+    assert.deepEqual(await supervisor.client.list(), []);
+    assert.equal(media.health().sessions, 0);
+  });
+
+  it('operations on an unknown call are MEDIA_NO_SESSION', async () => {
+    await assert.rejects(
+      media.playFile('nope', 'A', '/tmp/x.wav'),
+      (e: unknown) => e instanceof MediaError && e.code === 'MEDIA_NO_SESSION',
+    );
+  });
+});
