@@ -97,6 +97,11 @@ export interface VerbContext {
     extras: ActionCallbackExtras,
     options: { readonly signal: AbortSignal },
   ): Promise<VerbDocument>;
+  /**
+   * A document carried `<Response customPayload='{...}'>`: attach it to the call, so that events, the call
+   * record and later call-control requests carry it (spec: "For inbound calls the verb document itself sets it").
+   */
+  setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void>;
   emit(event: VerbEvent): void;
   readonly fallback: FallbackPolicy;
 }

@@ -21,8 +21,11 @@ export class VerbDocumentError extends Error {
   }
 }
 
-/** Why a call-control request produced no usable verb document (spec: "Fallback"). */
-export type WebhookFailureReason = 'http_status' | 'timeout' | 'network' | 'invalid_document';
+/**
+ * Why a call-control request produced no usable verb document (spec: "Fallback"). `aborted` is ours: the
+ * caller's signal fired (the call ended), so nobody needs the answer and no fallback should run.
+ */
+export type WebhookFailureReason = 'http_status' | 'timeout' | 'network' | 'invalid_document' | 'aborted';
 
 /**
  * A call-control webhook or action callback failed. The interpreter answers it by running the account's

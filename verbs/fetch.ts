@@ -89,6 +89,8 @@ export interface FetchVerbDocumentOptions {
   readonly fetchImpl?: typeof fetch;
   /** Clock in milliseconds since the epoch, for the X-Voice-Timestamp header. */
   readonly now?: () => number;
+  /** Aborts the request (the call ended); the promise then rejects with reason `aborted`. */
+  readonly signal?: AbortSignal;
 }
 
 export const CALL_CONTROL_DEADLINE_MS = 10_000;
@@ -108,19 +110,25 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
     'X-Voice-Signature': signWebhook(secret, url, timestamp, body),
   };
 
+  const caller = options.signal;
+  if (caller?.aborted === true) throw new WebhookFetchError('aborted', url, `request to ${url} aborted`);
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
+  const signal = caller === undefined ? deadline.signal : AbortSignal.any([deadline.signal, caller]);
+  /** What an abort meant: the caller's signal wins, since then nobody waits for the answer. */
+  const aborted = (what: string, err: unknown): WebhookFetchError =>
+    caller?.aborted === true
+      ? new WebhookFetchError('aborted', url, `request to ${url} aborted`, { cause: err })
+      : new WebhookFetchError('timeout', url, `${what} from ${url} within ${timeoutMs} ms`, { cause: err });
   let xml: string;
   try {
     let response: Response;
     try {
       // redirect 'manual': a 3xx is an answer that is not 200, so it triggers the fallback (spec) rather than
       // sending the signed body somewhere the account did not configure.
-      response = await fetchImpl(url, { method: 'POST', headers, body, redirect: 'manual', signal: deadline.signal });
+      response = await fetchImpl(url, { method: 'POST', headers, body, redirect: 'manual', signal });
     } catch (err) {
-      if (deadline.signal.aborted) {
-        throw new WebhookFetchError('timeout', url, `no reply from ${url} within ${timeoutMs} ms`, { cause: err });
-      }
+      if (signal.aborted) throw aborted('no reply', err);
       throw new WebhookFetchError('network', url, `request to ${url} failed: ${describe(err)}`, { cause: err });
     }
     if (response.status !== 200 || response.type === 'opaqueredirect') {
@@ -128,7 +136,7 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
       const status = response.status;
       throw new WebhookFetchError('http_status', url, `${url} answered HTTP ${status}; expected 200`, { status });
     }
-    xml = await readBody(response, url, deadline.signal, timeoutMs);
+    xml = await readBody(response, url, signal, aborted);
   } finally {
     clearTimeout(timer);
   }
@@ -147,7 +155,12 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
 }
 
 /** Reads the reply body as UTF-8, refusing more than MAX_DOCUMENT_BYTES and honouring the deadline. */
-async function readBody(response: Response, url: string, signal: AbortSignal, timeoutMs: number): Promise<string> {
+async function readBody(
+  response: Response,
+  url: string,
+  signal: AbortSignal,
+  aborted: (what: string, err: unknown) => WebhookFetchError,
+): Promise<string> {
   if (response.body === null) return '';
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -170,11 +183,7 @@ async function readBody(response: Response, url: string, signal: AbortSignal, ti
     }
   } catch (err) {
     if (err instanceof WebhookFetchError) throw err;
-    if (signal.aborted) {
-      throw new WebhookFetchError('timeout', url, `reply from ${url} not complete within ${timeoutMs} ms`, {
-        cause: err,
-      });
-    }
+    if (signal.aborted) throw aborted('no complete reply', err);
     throw new WebhookFetchError('network', url, `reading the reply from ${url} failed: ${describe(err)}`, {
       cause: err,
     });

@@ -83,6 +83,7 @@ export class Interpreter {
     for (;;) {
       if (this.killed) return { reason: 'killed' };
       if (!('verbs' in document)) return document;
+      if (document.customPayload !== undefined) await this.#ctx.setCustomPayload(document.customPayload);
       let handedOver: { url: string; extras: ActionCallbackExtras } | undefined;
       for (const verb of document.verbs) {
         if (this.killed) return { reason: 'killed' };

@@ -74,6 +74,7 @@ const ATTRIBUTE_HINTS: Readonly<Record<string, string>> = {
   'RecordSession@channels': 'mono or dual',
   'RecordSession@maxLength': 'an integer number of seconds from 1 to 86400',
   'Pause@length': 'an integer number of seconds from 0 to 3600',
+  'Response@customPayload': 'a JSON object of at most 8192 characters',
   Number: 'an E.164 number such as +254700000001',
   Extension: 'an extension number of 1 to 20 digits',
 };
@@ -176,8 +177,27 @@ export function parseVerbDocument(xml: string): VerbDocument {
     const verb = toVerb(node as Element, problems);
     if (verb !== undefined) verbs.push(verb);
   }
+  const customPayload = responsePayload(root, problems);
   problems.throwIfAny();
-  return { verbs };
+  return customPayload === undefined ? { verbs } : { verbs, customPayload };
+}
+
+/** The Response's customPayload attribute: JSON text that must be an object (the spec types it as one). */
+function responsePayload(root: Element, problems: Problems): Record<string, unknown> | undefined {
+  const raw = attr(root, 'customPayload');
+  if (raw === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (err) {
+    problems.add(root.line(), `Response customPayload is not valid JSON: ${(err as Error).message}`);
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    problems.add(root.line(), 'Response customPayload must be a JSON object, such as {"ticket":42}');
+    return undefined;
+  }
+  return value as Record<string, unknown>;
 }
 
 function attr(el: Element, name: string): string | undefined {

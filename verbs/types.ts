@@ -126,4 +126,9 @@ export type Verb =
 
 export interface VerbDocument {
   readonly verbs: readonly Verb[];
+  /**
+   * `<Response customPayload='{...}'>`: metadata the document attaches to the call (spec: "For inbound calls
+   * the verb document itself sets it"). A JSON object; absent when the attribute is.
+   */
+  readonly customPayload?: Readonly<Record<string, unknown>>;
 }

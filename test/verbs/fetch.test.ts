@@ -236,6 +236,23 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
     assert.ok(elapsed >= 190 && elapsed < 1000, `took ${elapsed.toFixed(0)} ms`);
   });
 
+  it("the caller's signal aborts the request with reason aborted, not timeout", async () => {
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(), 50);
+    const started = performance.now();
+    await assert.rejects(
+      fetchVerbDocument({
+        url: `${base}/slow`,
+        fields: buildCallControlFields(outbound),
+        secret: SECRET,
+        timeoutMs: 2000,
+        signal: abort.signal,
+      }),
+      (err: unknown) => err instanceof WebhookFetchError && err.reason === 'aborted',
+    );
+    assert.ok(performance.now() - started < 1000);
+  });
+
   it('headers in time but the body never finishes -> timeout', async () => {
     await failure('/slow-body', 'timeout', 200);
   });

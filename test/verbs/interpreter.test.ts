@@ -83,6 +83,9 @@ class FakeCall implements VerbContext {
     if (answer instanceof WebhookFetchError) throw answer;
     return typeof answer === 'function' ? answer(this.fetches.length) : answer;
   }
+  async setCustomPayload(payload: Readonly<Record<string, unknown>>) {
+    await this.#op(`payload:${JSON.stringify(payload)}`);
+  }
   emit(event: VerbEvent) {
     this.events.push(event);
   }
@@ -108,6 +111,16 @@ describe('verbs/interpreter', () => {
       'record',
       'hangup',
     ]);
+  });
+
+  it('a document with customPayload attaches it to the call before its first verb runs', async () => {
+    const call = new FakeCall();
+    call.documents.set(
+      'https://app.example/inbound',
+      parseVerbDocument(`<Response customPayload='{"ticket":42}'><Say>hi</Say></Response>`),
+    );
+    await new Interpreter(call).run({ url: 'https://app.example/inbound' });
+    assert.deepEqual(call.log.slice(1), ['payload:{"ticket":42}', 'say:hi', 'hangup']);
   });
 
   it('Hangup ends the call; verbs after it never run', async () => {

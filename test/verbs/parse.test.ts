@@ -143,6 +143,12 @@ describe('verbs/parse: valid documents', () => {
     );
   });
 
+  it('Response customPayload is parsed into an object', () => {
+    const doc = parseVerbDocument(`<Response customPayload='{"ticket":42,"tags":["vip"]}'><Hangup/></Response>`);
+    assert.deepEqual(doc.customPayload, { ticket: 42, tags: ['vip'] });
+    assert.ok(!('customPayload' in parseVerbDocument('<Response/>')));
+  });
+
   it('the XSD defaults and the typed DEFAULTS agree', () => {
     const xsd = readFileSync(new URL('../../verbs/simu-verbs.xsd', import.meta.url), 'utf8');
     for (const [verb, defaults] of Object.entries(DEFAULTS) as Array<[string, Record<string, unknown>]>) {
@@ -199,6 +205,13 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
     ['Play relative URL', '<Response><Play>/a.wav</Play></Response>', 1, /Play URL '\/a.wav' is not an absolute URL/],
     ['Play ftp URL', '<Response><Play>ftp://x.example/a.wav</Play></Response>', 1, /uses ftp; only http and https/],
     ['Play bad asset name', '<Response><Play asset="a b"/></Response>', 1, /attribute 'asset'.*expected an asset name/],
+    [
+      'customPayload not JSON',
+      `<Response customPayload='{ticket:42}'/>`,
+      1,
+      /Response customPayload is not valid JSON/,
+    ],
+    ['customPayload not an object', `<Response customPayload='[1,2]'/>`, 1, /customPayload must be a JSON object/],
     [
       'SSML inside Say',
       '<Response><Say>hi <break time="1s"/></Say></Response>',
