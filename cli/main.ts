@@ -23,7 +23,11 @@ const USAGE = `usage: simu <command> [options] [--json]
 Changes take effect in a running switch at once (it reads them from the store).
 Bad input: a message on stderr, exit code 2, nothing written.`;
 
-export async function runCli(argv: string[], io = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+interface Sink {
+  write(text: string): unknown;
+}
+
+export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } = process): Promise<number> {
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help') {
     io.stdout.write(USAGE + '\n');
     return argv.length === 0 ? 2 : 0;

@@ -14,7 +14,7 @@ function capture() {
       cb();
     },
   });
-  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
+  return { stream, text: () => text };
 }
 
 async function simu(...argv: string[]) {

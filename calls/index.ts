@@ -1,0 +1,2 @@
+export { SwitchCallEngine, type CallEngineDeps } from './engine.js';
+export { CallLifecycle } from './lifecycle.js';

@@ -1,0 +1,134 @@
+import { EventCodes, reasonLabel, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { updateCall, nowIso, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
+import type { Logger } from '../config/index.js';
+
+/**
+ * The call state machine as the customer sees it (spec: States and transitions):
+ *
+ *   initiated ──► ringing ──► answered ──► completed
+ *       │            │
+ *       └────────────┴──────────────────► failed
+ *
+ * Every move is a compare-and-set on the stored status, so two writers (a BYE and an API hangup, say) cannot
+ * both end a call, and each move emits its event once. `ended` resolves when the call reaches a terminal state.
+ */
+export class CallLifecycle {
+  #row: CallRow;
+  #ended = false;
+  readonly #db: Db;
+  readonly #events: EventPublisher;
+  readonly #log: Logger;
+  #resolveEnded!: (row: CallRow) => void;
+  readonly ended: Promise<CallRow>;
+
+  constructor(deps: { db: Db; events: EventPublisher; log: Logger }, row: CallRow) {
+    this.#db = deps.db;
+    this.#events = deps.events;
+    this.#log = deps.log.child({ call: row.sid });
+    this.#row = row;
+    this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
+  }
+
+  get row(): CallRow {
+    return this.#row;
+  }
+
+  get isEnded(): boolean {
+    return this.#ended;
+  }
+
+  get isAnswered(): boolean {
+    return this.#row.answered_at !== null;
+  }
+
+  /** Emits CALL.0100 for a call written as `initiated` (the API or a flow wrote the row). */
+  async initiated(): Promise<void> {
+    await this.#emit(EventCodes.callInitiated, {});
+  }
+
+  async ringing(): Promise<void> {
+    if (this.#row.status !== 'initiated') return;
+    const row = await updateCall(this.#db, this.#row.id, { status: 'ringing' }, ['initiated']);
+    if (!row) return;
+    this.#row = row;
+    await this.#emit(EventCodes.callRinging, {});
+  }
+
+  async progress(): Promise<void> {
+    await this.#emit(EventCodes.callProgress, {});
+  }
+
+  async answered(at = new Date()): Promise<boolean> {
+    const row = await updateCall(this.#db, this.#row.id, { status: 'answered', answered_at: nowIso(at) }, [
+      'initiated',
+      'ringing',
+    ]);
+    if (!row) return false;
+    this.#row = row;
+    await this.#emit(EventCodes.callAnswered, {});
+    return true;
+  }
+
+  /** Adds synthesised speech seconds to the CDR (billed at settlement). */
+  async addTtsSeconds(seconds: number): Promise<void> {
+    if (seconds <= 0) return;
+    const row = await updateCall(this.#db, this.#row.id, { tts_seconds: this.#row.tts_seconds + seconds });
+    if (row) this.#row = row;
+  }
+
+  /**
+   * Ends the call: `completed` when it had connected, else `failed`; durations from the stored timestamps;
+   * `cost` as settled by billing. Only the first caller wins; later calls return the ended row unchanged.
+   */
+  async end(reason: ReasonCode, opts: { at?: Date; costCents?: number; talkSeconds?: number } = {}): Promise<CallRow> {
+    if (this.#ended) return this.#row;
+    this.#ended = true;
+    const at = opts.at ?? new Date();
+    const started = Date.parse(this.#row.started_at ?? this.#row.created_at);
+    const answered = this.#row.answered_at ? Date.parse(this.#row.answered_at) : null;
+    const status = answered !== null ? 'completed' : 'failed';
+    const duration = Math.max(0, Math.round((at.getTime() - started) / 1000));
+    const talk = opts.talkSeconds ?? (answered !== null ? Math.max(0, Math.ceil((at.getTime() - answered) / 1000)) : 0);
+    const row = await updateCall(
+      this.#db,
+      this.#row.id,
+      {
+        status,
+        reason_code: reason,
+        reason_label: reasonLabel(reason),
+        ended_at: nowIso(at),
+        duration_seconds: duration,
+        talk_seconds: talk,
+        cost_cents: opts.costCents ?? this.#row.cost_cents,
+      },
+      LIVE_CALL_STATUSES,
+    );
+    if (row) {
+      this.#row = row;
+      await this.#emit(status === 'completed' ? EventCodes.callCompleted : EventCodes.callFailed, {});
+    } else {
+      this.#log.info('call was already ended by another writer');
+    }
+    this.#resolveEnded(this.#row);
+    return this.#row;
+  }
+
+  /** Records the cost settled after the end (billing settles once the talk time is known). */
+  async setCost(costCents: number): Promise<void> {
+    const row = await updateCall(this.#db, this.#row.id, { cost_cents: costCents });
+    if (row) this.#row = row;
+  }
+
+  async emit(code: (typeof EventCodes)[keyof typeof EventCodes], data: Record<string, unknown> = {}): Promise<void> {
+    await this.#emit(code, data);
+  }
+
+  async #emit(code: (typeof EventCodes)[keyof typeof EventCodes], data: Record<string, unknown>): Promise<void> {
+    try {
+      await this.#events.emit({ accountId: this.#row.account_id, code, callId: this.#row.id, data });
+    } catch (e) {
+      // An event that cannot be stored must not take the call down with it; it is logged with the call's sid.
+      this.#log.error({ err: e, code }, 'event not recorded');
+    }
+  }
+}

@@ -1,0 +1,118 @@
+import type { Config } from './config/index.js';
+import { roomLogger } from './config/index.js';
+import { openDb, migrate, pingDb, type Db } from './store/index.js';
+import { RtpengineSupervisor, MediaEngines } from './media/index.js';
+import { createApiServer } from './api/index.js';
+import { EventBus, EventPublisher, StatusCallbackOutbox, attachStream } from './events/index.js';
+import { consumeStreamToken } from './store/index.js';
+import { SwitchCallEngine } from './calls/index.js';
+import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
+
+const log = roomLogger('switch');
+
+/**
+ * The composition root: builds each room with what it needs and starts and stops them in order. Everything
+ * here is wiring; behaviour lives in the rooms.
+ */
+export class Switch {
+  #db: Db | undefined;
+  #supervisor: RtpengineSupervisor | undefined;
+  #engines: MediaEngines | undefined;
+  readonly #closers: Array<() => Promise<void>> = [];
+
+  constructor(readonly config: Config) {}
+
+  get db(): Db {
+    if (!this.#db) throw new Error('switch not started');
+    return this.#db;
+  }
+
+  /** Starts every room; resolves to the start-up banner. */
+  async start(): Promise<string> {
+    const { config } = this;
+    const db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    this.#db = db;
+    this.#closers.push(() => db.destroy());
+    await migrate(db);
+    const first = await firstRun(db, config);
+    const secret = loadServerSecret(config.dataDir);
+
+    if (config.rtpengine.urls.length === 0) {
+      this.#supervisor = new RtpengineSupervisor({
+        ngPort: config.rtpengine.ngPort,
+        interface: config.rtpengine.interface,
+        portMin: config.rtpengine.portMin,
+        portMax: config.rtpengine.portMax,
+        dataDir: config.dataDir,
+        logger: roomLogger('media'),
+      });
+      const sup = this.#supervisor;
+      this.#closers.push(() => sup.stop());
+      await sup.start();
+    }
+    this.#engines = new MediaEngines({
+      urls: config.rtpengine.urls,
+      local: this.#supervisor,
+      logger: roomLogger('media'),
+    });
+    await this.#engines.start();
+
+    const bus = new EventBus();
+    const publisher = new EventPublisher({ db, bus, logger: roomLogger('events') });
+    const outbox = new StatusCallbackOutbox({ db, publisher }).start();
+    this.#closers.push(() => outbox.close());
+
+    const calls = new SwitchCallEngine({ db, config, publisher, engines: this.#engines });
+    this.#closers.push(() => calls.close());
+
+    const { server } = createApiServer({
+      db,
+      config,
+      calls,
+      signUrlSecret: secret,
+      health: () => this.health(),
+    });
+    const stream = attachStream(server, {
+      bus,
+      consumeToken: (t) => consumeStreamToken(db, t),
+      logger: roomLogger('events'),
+    });
+    this.#closers.push(() => stream.close());
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.http.port, config.http.host, () => resolve());
+    });
+    this.#closers.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections?.();
+          server.close(() => resolve());
+        }),
+    );
+
+    log.info({ http: config.http.port, sip: config.sip.port }, 'switch started');
+    const lines = [
+      `Simu is running: API ${config.publicBaseUrl}/api/ (health: ${config.publicBaseUrl}/api/health/)`,
+      `  SIP: udp and tcp ${config.sip.host}:${config.sip.port}`,
+      `  media: ${this.#supervisor ? `rtpengine pid ${this.#supervisor.pid} (supervised)` : `external rtpengine ${config.rtpengine.urls.join(', ')}`}`,
+      `  data: ${config.dataDir}${config.databaseUrl ? ` (store: PostgreSQL)` : ' (store: SQLite)'}`,
+    ];
+    if (first) lines.push(firstRunMessage(first, config));
+    return lines.join('\n');
+  }
+
+  /** Store and media reachability, for GET /api/health/. */
+  async health(): Promise<{ store: boolean; media: boolean }> {
+    const store = this.#db ? await pingDb(this.#db) : false;
+    const media = this.#engines ? this.#engines.list().some((e) => e.healthy) : false;
+    return { store, media };
+  }
+
+  /** Stops rooms in reverse order of starting; safe to call twice. */
+  async stop(): Promise<void> {
+    while (this.#closers.length) {
+      const close = this.#closers.pop()!;
+      await close().catch((e) => log.error({ err: e }, 'error while closing'));
+    }
+  }
+}

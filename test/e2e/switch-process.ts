@@ -1,0 +1,58 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+export interface SwitchProcess {
+  proc: ChildProcess;
+  output: () => string;
+  baseUrl: string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts the real switch (`tsx main.ts`, what `npm start` runs after set-up) as a child process with its own data
+ * directory and ports, and resolves once it printed its banner.
+ */
+export async function startSwitch(env: Record<string, string>, timeoutMs = 30000): Promise<SwitchProcess> {
+  const tsx = path.join(ROOT, 'node_modules', '.bin', 'tsx');
+  const proc = spawn(tsx, ['main.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const stop = (signal: NodeJS.Signals = 'SIGTERM') =>
+    new Promise<number | null>((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
+      proc.once('exit', (code) => resolve(code));
+      proc.kill(signal);
+      setTimeout(() => proc.kill('SIGKILL'), 8000).unref();
+    });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`switch did not start in time:\n${out}`)), timeoutMs);
+    const check = () => {
+      if (out.includes('Simu is running')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    proc.stdout!.on('data', check);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`switch exited with ${code}:\n${out}`));
+    });
+  });
+  return { proc, output: () => out, baseUrl: `http://127.0.0.1:${env.SIMU_HTTP_PORT}`, stop };
+}
+
+/** Pids of processes whose command line contains `pattern`. */
+export function pidsMatching(pattern: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-f', pattern]).toString().trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
