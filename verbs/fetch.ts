@@ -203,3 +203,28 @@ function describe(err: unknown): string {
   if (cause?.code !== undefined) return cause.code;
   return err instanceof Error ? err.message : String(err);
 }
+
+export interface CallControlFetcherOptions {
+  /** Read on every request, so a customPayload set by a document is carried by the requests after it. */
+  readonly call: () => CallControlCall;
+  readonly secret: string;
+  readonly timeoutMs?: number;
+  readonly fetchImpl?: typeof fetch;
+  readonly now?: () => number;
+}
+
+/** VerbContext.fetchDocument for a live call: fields built from the call, extras added, signed and fetched. */
+export function callControlFetcher(
+  options: CallControlFetcherOptions,
+): (url: string, extras: ActionCallbackExtras, request: { readonly signal: AbortSignal }) => Promise<VerbDocument> {
+  return (url, extras, request) =>
+    fetchVerbDocument({
+      url,
+      fields: buildCallControlFields(options.call(), extras),
+      secret: options.secret,
+      signal: request.signal,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(options.fetchImpl === undefined ? {} : { fetchImpl: options.fetchImpl }),
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
+}

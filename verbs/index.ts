@@ -5,6 +5,8 @@
 export { parseVerbDocument, MAX_DOCUMENT_BYTES, MAX_SAY_CHARS } from './parse.js';
 export {
   fetchVerbDocument,
+  callControlFetcher,
+  type CallControlFetcherOptions,
   buildCallControlFields,
   CALL_CONTROL_DEADLINE_MS,
   type ActionCallbackExtras,
