@@ -34,9 +34,15 @@ export async function readJsonBody(ctx: Context): Promise<unknown> {
   }
 }
 
-function describe(issue: z.core.$ZodIssue): string {
+function valueAt(root: unknown, p: PropertyKey[]): unknown {
+  let v = root;
+  for (const k of p) v = v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
+  return v;
+}
+
+function describe(issue: z.core.$ZodIssue, input: unknown): string {
   const field = issue.path.length ? issue.path.join('.') : '';
-  if (issue.code === 'invalid_type' && /received undefined/.test(issue.message))
+  if (field && issue.code !== 'unrecognized_keys' && valueAt(input, issue.path) === undefined)
     return `the field "${field}" is required`;
   if (issue.code === 'unrecognized_keys') return `unknown field(s) ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
   return field ? `the field "${field}" is invalid: ${issue.message}` : issue.message;
@@ -47,7 +53,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where:
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const first = r.error.issues[0];
-  throw new ValidationError(`Invalid request ${where}: ${describe(first)}.`);
+  throw new ValidationError(`Invalid request ${where}: ${describe(first, value)}.`);
 }
 
 export async function parseBody<S extends z.ZodType>(ctx: Context, schema: S): Promise<z.output<S>> {

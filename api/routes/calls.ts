@@ -157,7 +157,7 @@ async function endCall(d: RouteDeps, call: CallRow): Promise<CallRow> {
     d.db,
     call.id,
     {
-      status: call.answered_at ? 'completed' : 'failed',
+      status: call.answered_at || call.status === 'answered' ? 'completed' : 'failed',
       reason_code: 'END.0504',
       reason_label: 'Reconciled from the switch',
       ended_at: now,

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001-initial.js';
 import * as m003 from './003-billing.js';
 import * as m002 from './002-security.js';
+import * as m004 from './004-calls-list-indexes.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -11,6 +12,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['001-initial', m001],
   ['003-billing', m003],
   ['002-security', m002],
+  ['004-calls-list-indexes', m004],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
