@@ -1,4 +1,5 @@
 import type { Logger } from '../../config/index.js';
+import { makeRoom } from './bounded-map.js';
 
 export type BanReason = 'flood' | 'auth-failures' | 'scanner' | 'operator';
 
@@ -71,11 +72,7 @@ export class BanList {
   }
 
   ban(key: string, reason: BanReason, now: number, seconds: number): BanRecord {
-    if (!this.#bans.has(key) && this.#bans.size >= this.#maxBans) {
-      const first = this.#bans.keys().next();
-      if (!first.done) this.#bans.delete(first.value);
-      this.evicted++;
-    }
+    if (!this.#bans.has(key)) this.evicted += makeRoom(this.#bans, this.#maxBans);
     const e: Entry = {
       address: key,
       reason,

@@ -1,5 +1,6 @@
 import { roomLogger, type Logger } from '../../config/index.js';
 import { sourceKey, TrustedAddresses } from './address.js';
+import { GenerationalMap, makeRoom } from './bounded-map.js';
 import { BanList, type BanReason, type BanRecord, type BanStore } from './ban-list.js';
 import { systemClock, type SecurityClock } from './clock.js';
 import { RateWindows } from './rate-window.js';
@@ -104,7 +105,7 @@ export class SecurityGate {
   readonly #scanners: ScannerUserAgents;
   readonly #floods: RateWindows;
   readonly #scannerHits: RateWindows | undefined;
-  readonly #scannerCounts = new Map<string, { count: number; last: number }>();
+  readonly #scannerCounts: GenerationalMap<{ count: number; last: number }>;
   readonly #sourceFailures: RateWindows;
   readonly #userFailures: RateWindows;
   readonly #lockedUntil = new Map<string, number>();
@@ -134,6 +135,7 @@ export class SecurityGate {
     this.#trusted = new TrustedAddresses(s.trustedAddresses);
     this.#scanners = new ScannerUserAgents(s.scanners.userAgents);
     const maxKeys = s.limits.maxTrackedSources;
+    this.#scannerCounts = new GenerationalMap(maxKeys);
     this.#floods = new RateWindows({ limit: s.flood.maxRequests, windowMs: s.flood.windowSeconds * 1000, maxKeys });
     // Scanner requests are counted for an hour; `banAfter` of them inside it bans the source.
     this.#scannerHits =
@@ -265,7 +267,7 @@ export class SecurityGate {
 
   /** Scanner requests dropped per source (IPs seen within the last hour), the busiest first. */
   scannerSources(): Array<{ address: string; count: number }> {
-    return [...this.#scannerCounts]
+    return [...this.#scannerCounts.entries()]
       .map(([address, v]) => ({ address, count: v.count }))
       .sort((a, b) => b.count - a.count);
   }
@@ -294,6 +296,7 @@ export class SecurityGate {
         this.#sourceFailures.evicted +
         this.#userFailures.evicted +
         (this.#scannerHits?.evicted ?? 0) +
+        this.#scannerCounts.evicted +
         this.#bans.evicted,
     };
   }
@@ -307,7 +310,7 @@ export class SecurityGate {
     this.#userFailures.sweep(now);
     this.#bans.sweep(now);
     for (const [k, until] of this.#lockedUntil) if (now >= until) this.#lockedUntil.delete(k);
-    for (const [k, v] of this.#scannerCounts) if (now - v.last >= 3_600_000) this.#scannerCounts.delete(k);
+    this.#scannerCounts.deleteWhere((v) => now - v.last >= 3_600_000);
   }
 
   /**
@@ -361,10 +364,8 @@ export class SecurityGate {
   }
 
   #lock(uk: string, now: number): void {
-    if (!this.#lockedUntil.has(uk) && this.#lockedUntil.size >= this.settings.limits.maxTrackedUsers) {
-      const first = this.#lockedUntil.keys().next();
-      if (!first.done) this.#lockedUntil.delete(first.value);
-      this.#stats.evictions++;
+    if (!this.#lockedUntil.has(uk)) {
+      this.#stats.evictions += makeRoom(this.#lockedUntil, this.settings.limits.maxTrackedUsers);
     }
     this.#lockedUntil.set(uk, now + this.settings.auth.lockoutSeconds * 1000);
     this.#stats.userLockouts++;
@@ -377,11 +378,6 @@ export class SecurityGate {
       c.count++;
       c.last = now;
       return;
-    }
-    if (this.#scannerCounts.size >= this.settings.limits.maxTrackedSources) {
-      const first = this.#scannerCounts.keys().next();
-      if (!first.done) this.#scannerCounts.delete(first.value);
-      this.#stats.evictions++;
     }
     this.#scannerCounts.set(key, { count: 1, last: now });
   }

@@ -32,3 +32,4 @@ export {
 export { systemClock, type SecurityClock } from './clock.js';
 export { sourceKey, TrustedAddresses } from './address.js';
 export { SecurityError, SecuritySettingError, BadAddressError } from './errors.js';
+export { checkDigestAuth } from './digest-check.js';

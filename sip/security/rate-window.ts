@@ -1,11 +1,13 @@
+import { GenerationalMap } from './bounded-map.js';
+
 /**
  * Counts events per key in a sliding window: "more than `limit` events within `windowMs`" is decided exactly, as
  * Kamailio's pike decides "too many requests per sampling unit" per source, but without pike's two-slot
  * approximation. Each key keeps the times of its last `limit` events in a ring; when the ring is full and its
  * oldest entry is still inside the window, the new event is the (limit+1)-th and the key is over.
  *
- * Memory is bounded twice: at most `maxKeys` keys (the oldest inserted goes first, so a flood from spoofed random
- * sources cannot grow the map), and `sweep()` forgets keys idle for longer than the window.
+ * Memory is bounded twice: at most `maxKeys` keys (GenerationalMap: the least recently touched go first, so a
+ * flood from spoofed random sources cannot grow the table), and `sweep()` forgets keys idle longer than the window.
  */
 export interface RateWindowOptions {
   limit: number;
@@ -21,16 +23,16 @@ interface Track {
 }
 
 export class RateWindows {
-  readonly #tracks = new Map<string, Track>();
-  #evicted = 0;
+  readonly #tracks: GenerationalMap<Track>;
 
-  constructor(readonly opts: RateWindowOptions) {}
+  constructor(readonly opts: RateWindowOptions) {
+    this.#tracks = new GenerationalMap(opts.maxKeys);
+  }
 
   /** Records one event; true when the key has now passed `limit` events inside the window. */
   hit(key: string, now: number): boolean {
     let t = this.#tracks.get(key);
     if (!t) {
-      if (this.#tracks.size >= this.opts.maxKeys) this.#evictOldest();
       t = { times: [], next: 0, last: now };
       this.#tracks.set(key, t);
     }
@@ -61,14 +63,7 @@ export class RateWindows {
 
   /** Drops keys with no event inside the window; returns how many went. */
   sweep(now: number): number {
-    let removed = 0;
-    for (const [key, t] of this.#tracks) {
-      if (now - t.last >= this.opts.windowMs) {
-        this.#tracks.delete(key);
-        removed++;
-      }
-    }
-    return removed;
+    return this.#tracks.deleteWhere((t) => now - t.last >= this.opts.windowMs);
   }
 
   get size(): number {
@@ -77,14 +72,6 @@ export class RateWindows {
 
   /** Keys pushed out because the map was full (a sign of a spoofed-source flood). */
   get evicted(): number {
-    return this.#evicted;
-  }
-
-  #evictOldest(): void {
-    const first = this.#tracks.keys().next();
-    if (!first.done) {
-      this.#tracks.delete(first.value);
-      this.#evicted++;
-    }
+    return this.#tracks.evicted;
   }
 }
