@@ -85,6 +85,8 @@ interface LiveCall {
   card: RateCard;
   maxCallSeconds: number;
   ttsByTier: Map<string, number>;
+  /** Its call_credit row was written (so a missing row means someone else settled the call). */
+  recorded: boolean;
   endedAtMs?: number;
   cutReason?: CutReason;
   settlement?: Promise<CallSettlement>;
@@ -111,12 +113,14 @@ export class CreditMonitor {
   /** Settlements of calls no longer tracked, so a repeated callEnded returns the same answer. */
   readonly #settled = new Map<string, Promise<CallSettlement>>();
   readonly #background = new Set<Promise<unknown>>();
+  readonly #answering = new Map<string, Promise<void>>();
   readonly #tickTimer: unknown;
   readonly #watchdog: EnforcementWatchdog;
   #lastTickAt: number;
   #lastRefreshAt: number;
   #lastPersistAt: number;
   #closed = false;
+  #persisting = false;
 
   constructor(opts: CreditMonitorOptions) {
     this.#o = {
@@ -145,8 +149,17 @@ export class CreditMonitor {
   }
 
   /** From answer the call draws on its account's balance. Throws RateNotFoundError for an unpriced destination. */
-  async callAnswered(a: CallAnswered): Promise<void> {
-    if (this.#closed || this.#calls.has(a.callId)) return;
+  callAnswered(a: CallAnswered): Promise<void> {
+    if (this.#closed || this.#calls.has(a.callId)) return Promise.resolve();
+    const pending = this.#answering.get(a.callId);
+    if (pending) return pending;
+    // Until the answer is recorded, an end or speech for the call waits for it (see callEnded, ttsUsed).
+    const p = this.#answer(a).finally(() => this.#answering.delete(a.callId));
+    this.#answering.set(a.callId, p);
+    return p;
+  }
+
+  async #answer(a: CallAnswered): Promise<void> {
     const card = await this.#o.rates.card();
     const ratePerMinute = card.perMinute(a.direction, a.to);
     const before = this.#walletOf(a.accountId);
@@ -166,6 +179,7 @@ export class CreditMonitor {
       card,
       maxCallSeconds: Number(acct.max_call_seconds),
       ttsByTier: new Map(),
+      recorded: false,
     };
     wallet.calls.set(call.callId, call);
     this.#calls.set(call.callId, call);
@@ -178,6 +192,7 @@ export class CreditMonitor {
         answered_at: nowIso(new Date(call.answeredAtMs)),
         heartbeat_at: nowIso(new Date(this.#o.timers.now())),
       });
+      call.recorded = true;
     } catch (e) {
       // The call is still guarded in memory; only the crash-recovery record is missing.
       this.#log.error({ err: e, callId: call.callId }, 'could not record live credit row');
@@ -186,6 +201,14 @@ export class CreditMonitor {
 
   /** Seconds of speech synthesised on a live call, priced at its tier's rate fixed at answer. */
   ttsUsed(callId: string, seconds: number, tier = ''): void {
+    const pending = this.#answering.get(callId);
+    if (pending) {
+      void pending.then(
+        () => this.ttsUsed(callId, seconds, tier),
+        () => undefined,
+      );
+      return;
+    }
     const call = this.#calls.get(callId);
     if (!call || call.endedAtMs !== undefined) {
       this.#log.warn({ callId }, 'speech reported for a call the monitor does not hold; not billed');
@@ -205,6 +228,8 @@ export class CreditMonitor {
    * the CDR figures. The calls room writes them on the call row; the ledger is written here.
    */
   callEnded(callId: string, endedAt: Date | number | string): Promise<CallSettlement> {
+    const pending = this.#answering.get(callId);
+    if (pending) return pending.catch(() => undefined).then(() => this.callEnded(callId, endedAt));
     const call = this.#calls.get(callId);
     if (!call) return this.#settled.get(callId) ?? this.#fromLedger(callId);
     if (call.settlement) return call.settlement;
@@ -291,9 +316,27 @@ export class CreditMonitor {
     }
     if (now - this.#lastPersistAt >= this.#o.heartbeatPersistMs) {
       this.#lastPersistAt = now;
-      this.#track(this.#persistHeartbeats(now));
+      // One write at a time: on a connection pool two in flight could land out of order and move it backwards.
+      if (!this.#persisting) {
+        this.#persisting = true;
+        this.#track(this.#persistHeartbeats(now).finally(() => (this.#persisting = false)));
+      }
     }
     this.#lastTickAt = now;
+  }
+
+  /**
+   * Stops tracking a call settled elsewhere (the reconcile sweep closed it, or another process settled it)
+   * without settling it here: it no longer draws on its account's balance.
+   */
+  release(callId: string): void {
+    const call = this.#calls.get(callId);
+    if (!call || call.settlement) return;
+    this.#calls.delete(callId);
+    const wallet = this.#wallets.get(call.accountId);
+    wallet?.calls.delete(callId);
+    if (wallet && wallet.calls.size === 0 && wallet.settling === 0) this.#wallets.delete(call.accountId);
+    this.#log.info({ callId }, 'released a call settled elsewhere');
   }
 
   /** Calls this monitor guards (answered, not yet settled). */
@@ -372,12 +415,20 @@ export class CreditMonitor {
   }
 
   async #persistHeartbeats(now: number): Promise<void> {
-    const ids = [...this.#calls.values()].filter((c) => c.endedAtMs === undefined).map((c) => c.callId);
+    const ids = [...this.#calls.values()].filter((c) => c.endedAtMs === undefined && c.recorded).map((c) => c.callId);
     for (let i = 0; i < ids.length; i += 500) {
-      await this.#o
+      const chunk = ids.slice(i, i + 500);
+      const n = await this.#o
         .db('call_credit')
-        .whereIn('call_id', ids.slice(i, i + 500))
+        .whereIn('call_id', chunk)
         .update({ heartbeat_at: nowIso(new Date(now)) });
+      if (n < chunk.length) {
+        // A recorded credit row is gone only when the call was settled elsewhere (reconcile sweep): let it go.
+        const still = new Set(
+          (await this.#o.db('call_credit').whereIn('call_id', chunk).select('call_id')).map((r) => r.call_id as string),
+        );
+        for (const id of chunk) if (!still.has(id)) this.release(id);
+      }
     }
   }
 

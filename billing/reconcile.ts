@@ -37,6 +37,8 @@ export interface ReconcileOptions {
   intervalMs?: number;
   /** A periodic sweep skips rows younger than this (a call being set up may be in the store before the switch). */
   minAgeMs?: number;
+  /** The local credit monitor, told to stop tracking a call this sweep settled. */
+  monitor?: { release(callId: string): void };
   logger?: Logger;
 }
 
@@ -133,7 +135,7 @@ export async function reconcileCall(
 }
 
 export class ReconcileSweep {
-  readonly #o: Required<Omit<ReconcileOptions, 'logger'>>;
+  readonly #o: Required<Omit<ReconcileOptions, 'logger' | 'monitor'>> & Pick<ReconcileOptions, 'monitor'>;
   readonly #log: Logger;
   #timer: unknown;
   #running: Promise<ReconciledCall[]> | undefined;
@@ -192,6 +194,7 @@ export class ReconcileSweep {
         increment: this.#o.increment,
       });
       if (r) {
+        this.#o.monitor?.release(id);
         this.#log.info({ callId: id, status: r.status }, 'closed a call the switch no longer holds (END.0504)');
         closed.push(r);
       }

@@ -7,10 +7,11 @@ import {
   type CutReason,
   type CallSettlement,
   settleCall,
+  reconcileCall,
 } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS, sqliteDb } from '../support/db.js';
-import { FakeTimers, flush } from './fake-timers.js';
+import { FakeTimers, FAKE_EPOCH, flush, eventually } from './fake-timers.js';
 
 interface Harness {
   timers: FakeTimers;
@@ -50,7 +51,8 @@ async function insertCall(db: Db, accountId: string, to: string): Promise<string
     from_number: '+254700000000',
     to_number: to,
     status: 'answered',
-    created_at: nowIso(),
+    created_at: nowIso(new Date(FAKE_EPOCH)),
+    answered_at: nowIso(new Date(FAKE_EPOCH)),
   });
   return id;
 }
@@ -255,6 +257,9 @@ describe('billing/credit-monitor timing', function () {
   });
   after(async () => db?.destroy());
 
+  const heartbeatOf = async (callId: string) =>
+    Date.parse((await db('call_credit').where({ call_id: callId }).first()).heartbeat_at);
+
   async function richCall(maxCallSeconds = 14_400): Promise<{ acct: string; call: string; t0: number }> {
     const acct = await insertAccount(db, 'Rich');
     await db('accounts').where({ id: acct.id }).update({ max_call_seconds: maxCallSeconds });
@@ -302,12 +307,58 @@ describe('billing/credit-monitor timing', function () {
     assert.ok(h!.cuts[0].at - t0 >= 5000 && h!.cuts[0].at - t0 <= 5250);
   });
 
+  it('an end reported while the answer is still being recorded waits for it, leaving nothing live', async () => {
+    const acct = await insertAccount(db, 'Quick');
+    await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 10_000 });
+    const call = await insertCall(db, acct.id, '+254711000001');
+    h = harness(db, { endOnCut: false });
+    const t0 = h.timers.now();
+    const answering = h.monitor.callAnswered({
+      callId: call,
+      accountId: acct.id,
+      direction: 'outbound',
+      to: '+254711000001',
+      answeredAt: t0,
+    });
+    h.monitor.ttsUsed(call, 2);
+    const s = await h.monitor.callEnded(call, t0 + 1500);
+    await answering;
+    assert.deepEqual([s.talkSeconds, s.costCents], [2, 120]);
+    assert.deepEqual(h.monitor.liveCallIds(), []);
+    assert.equal(await db('call_credit').where({ call_id: call }).first(), undefined);
+  });
+
+  it('a call the reconcile sweep settled elsewhere stops drawing on the balance at the next heartbeat', async () => {
+    const { call, t0 } = await richCall();
+    await run(h!, 6000, 250);
+    assert.ok(
+      await eventually(async () => {
+        const row = await db('call_credit').where({ call_id: call }).first();
+        return Date.parse(row.heartbeat_at) === t0 + 5000;
+      }),
+      'heartbeat written at 5 s',
+    );
+    const closed = await reconcileCall(db, call, h!.timers.now());
+    assert.deepEqual(
+      [closed?.callId, closed?.talkSeconds, closed?.costCents],
+      [call, 5, 120],
+      'billed to the heartbeat',
+    );
+    assert.deepEqual(h!.monitor.liveCallIds(), [call], 'not yet noticed');
+    await run(h!, 4000, 250); // the next heartbeat (10 s) finds the credit row gone
+    assert.ok(await eventually(() => h!.monitor.liveCallIds().length === 0), 'released');
+    const again = await h!.monitor.callEnded(call, h!.timers.now());
+    assert.equal(again.costCents, 120, 'a late end reports what the ledger holds');
+    assert.equal((await db('wallet_transactions').where({ call_id: call })).length, 1);
+  });
+
   it('writes heartbeats for live calls and forgets the credit row once settled; close() clears its timers', async () => {
     const { call, t0 } = await richCall();
-    await run(h!, 12_000, 250);
-    await flush(10);
+    await run(h!, 5000, 250);
+    assert.ok(await eventually(async () => (await heartbeatOf(call)) === t0 + 5000));
+    await run(h!, 7000, 250);
+    assert.ok(await eventually(async () => (await heartbeatOf(call)) === t0 + 10_000));
     const row = await db('call_credit').where({ call_id: call }).first();
-    assert.equal(Date.parse(row.heartbeat_at), t0 + 10_000);
     assert.equal(Number(row.rate_cents_per_minute), 120);
     await h!.monitor.callEnded(call, h!.timers.now());
     assert.equal(await db('call_credit').where({ call_id: call }).first(), undefined);

@@ -5,13 +5,16 @@ import type { MonitorTimers } from '../../billing/index.js';
  * falls due, in time order. `stall(name)` stops one named interval from firing (the monitor's tick, to prove the
  * watchdog), as a hung or crashed tick would.
  */
+/** Where every FakeTimers starts (tests write store rows at this time). */
+export const FAKE_EPOCH = Date.parse('2026-01-01T00:00:00.000Z');
+
 export class FakeTimers implements MonitorTimers {
   #t: number;
   #seq = 0;
   readonly #intervals = new Map<number, { fn: () => void; ms: number; next: number; name: string }>();
   readonly #stalled = new Set<string>();
 
-  constructor(start = Date.parse('2026-01-01T00:00:00.000Z')) {
+  constructor(start = FAKE_EPOCH) {
     this.#t = start;
   }
 
@@ -56,3 +59,13 @@ export class FakeTimers implements MonitorTimers {
 export const flush = async (rounds = 5): Promise<void> => {
   for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
 };
+
+/** Waits (real time, bounded) for store work started by a timer callback to show its effect. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 3000): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return check();
+}

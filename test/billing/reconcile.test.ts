@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { CreditMonitor, RateBook, ReconcileSweep, post, BillingCodes } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS } from '../support/db.js';
-import { FakeTimers, flush } from './fake-timers.js';
+import { FakeTimers, flush, eventually } from './fake-timers.js';
 
 type Status = 'initiated' | 'ringing' | 'answered' | 'completed';
 
@@ -88,10 +88,14 @@ for (const kind of BOTH_DBS) {
         answeredAt: t0,
       });
       crashed.ttsUsed(answered, 3.5); // 4 s x 3 c
-      for (let i = 0; i < 92; i++) {
-        timers.advance(1000);
-        await flush(2);
+      const heartbeat = async () =>
+        Date.parse((await db('call_credit').where({ call_id: answered }).first()).heartbeat_at);
+      for (let k = 1; k <= 18; k++) {
+        timers.advance(5000);
+        assert.ok(await eventually(async () => (await heartbeat()) === t0 + 5000 * k), `heartbeat ${k}`);
       }
+      timers.advance(2000);
+      await flush();
       await crashed.close(); // the store now holds what a crash leaves: live rows, a heartbeat at t0 + 90 s
 
       timers.advance(60_000); // restart a minute later
