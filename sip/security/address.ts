@@ -6,8 +6,10 @@ import { BadAddressError } from './errors.js';
  * `::ffff:a.b.c.d`; those are folded to `a.b.c.d` so one host is one key whichever socket it reached.
  */
 export function sourceKey(address: string): string {
-  if (address.length > 7 && address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
-  return address;
+  if (!address.includes(':')) return address;
+  const a = address.toLowerCase(); // IPv6 hex digits in either case name one address (RFC 5952 §4.3 prefers lower)
+  if (a.length > 7 && a.startsWith('::ffff:') && a.includes('.')) return a.slice(7);
+  return a;
 }
 
 /** Like sourceKey, but refuses anything that is not an IP address (for operator input). */

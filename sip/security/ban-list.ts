@@ -25,6 +25,8 @@ export interface BanStore {
   purgeBefore(before: number): Promise<number>;
 }
 
+const FLUSH_PER_SYNC = 500;
+
 interface Entry extends BanRecord {
   flushedHits: number;
   /** The store holds this ban (its write resolved); 0 while a write is in flight or failed. */
@@ -141,8 +143,12 @@ export class BanList {
 
   async #sync(store: BanStore, now: number, purgeBefore: number | undefined): Promise<void> {
     try {
+      // At most FLUSH_PER_SYNC rows per run, so a poll stays short during a wide attack; the rest go next time.
+      let flushed = 0;
       for (const e of this.#bans.values()) {
+        if (flushed >= FLUSH_PER_SYNC) break;
         if (e.persistedGen && e.hits !== e.flushedHits) {
+          flushed++;
           const hits = e.hits;
           await store.setHits(e.address, hits);
           e.flushedHits = hits;

@@ -50,6 +50,8 @@ export interface SecurityStats {
   inspected: number;
   allowed: number;
   dropped: { banned: number; scanner: number; flood: number };
+  /** Of dropped.banned, those refused by admitSource() before parsing. */
+  droppedBeforeParse: number;
   droppedByMethod: Record<string, number>;
   droppedByTransport: Record<string, number>;
   bansIssued: Record<BanReason, number>;
@@ -116,6 +118,7 @@ export class SecurityGate {
     inspected: 0,
     allowed: 0,
     dropped: { banned: 0, scanner: 0, flood: 0 },
+    droppedBeforeParse: 0,
     droppedByMethod: {} as Record<string, number>,
     droppedByTransport: {} as Record<string, number>,
     bansIssued: { flood: 0, 'auth-failures': 0, scanner: 0, operator: 0 } as Record<BanReason, number>,
@@ -181,6 +184,17 @@ export class SecurityGate {
       return this.#drop('flood', req);
     }
     return this.#allow();
+  }
+
+  /**
+   * The check before parsing: a banned source is dropped before the stack spends anything on its bytes (a UDP
+   * datagram, or a TCP/TLS/WS connection at accept time: close it). `inspect()` follows for what is admitted.
+   */
+  admitSource(source: string): GateDecision {
+    if (this.#bans.size === 0 || !this.#bans.hit(sourceKey(source), this.#clock.now())) return 'allow';
+    this.#stats.dropped.banned++;
+    this.#stats.droppedBeforeParse++;
+    return 'drop';
   }
 
   /** Reports a failed authentication (wrong password, unknown user, bad token: the registrar need not say which). */
@@ -278,6 +292,7 @@ export class SecurityGate {
       inspected: s.inspected,
       allowed: s.allowed,
       dropped: { ...s.dropped },
+      droppedBeforeParse: s.droppedBeforeParse,
       droppedByMethod: { ...s.droppedByMethod },
       droppedByTransport: { ...s.droppedByTransport },
       bansIssued: { ...s.bansIssued },

@@ -129,6 +129,19 @@ describe('sip/security: floods', () => {
     assert.equal(gate.inspect(req('::ffff:192.0.2.13')), 'drop');
   });
 
+  it('admitSource drops a banned source before parsing and lets others through; IPv6 case does not matter', () => {
+    const { gate } = makeGate({ settings: { flood: { maxRequests: 2 } } });
+    assert.equal(gate.admitSource('2001:DB8::7'), 'allow', 'nothing banned yet');
+    for (let i = 0; i < 3; i++) gate.inspect(req('2001:db8::7'));
+    assert.equal(gate.bans()[0].address, '2001:db8::7');
+    assert.equal(gate.admitSource('2001:DB8::7'), 'drop');
+    assert.equal(gate.admitSource('2001:db8::8'), 'allow');
+    const st = gate.stats();
+    assert.equal(st.droppedBeforeParse, 1);
+    assert.equal(st.dropped.banned, 1);
+    assert.equal(gate.bans()[0].hits, 1);
+  });
+
   it('keeps memory bounded under a flood from spoofed random sources, and sweeps idle counters', () => {
     const { gate, clock } = makeGate({ settings: { limits: { maxTrackedSources: 1000 } } });
     for (let i = 0; i < 20_000; i++) gate.inspect(req(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`));
