@@ -1,23 +1,25 @@
+import { EventCodes, ReasonCodes, reasonLabel } from '../events/index.js';
+
 /**
- * The event and reason codes this room emits, in one place. They are the spec's catalogue (platform-api.md,
- * Events and Errors); once `events/catalogue.ts` lands these become re-exports of its constants.
+ * The event and reason codes this room emits, taken from the one catalogue (events/catalogue.ts; spec
+ * platform-api.md, Events and Errors), gathered here so the billing files name them in the room's own words.
  */
 export const BillingCodes = {
   /** wallet.debited: a usage charge was posted after a call or segment settled. */
-  walletDebited: 'BILL.0300',
+  walletDebited: EventCodes.walletDebited,
   /** wallet.low: the live monitor warns the allowance is nearing its end on active calls. */
-  walletLow: 'BILL.0310',
+  walletLow: EventCodes.walletLow,
   /** wallet.exhausted, also the reason code of a call cut because the allowance ran out. */
-  walletExhausted: 'BILL.0403',
+  walletExhausted: EventCodes.walletExhausted,
   /** Reason code: cut at the account's absolute maximum-duration ceiling. */
-  maxDuration: 'END.0408',
+  maxDuration: ReasonCodes.maxDuration,
   /** Reason code: leg cut because the billing monitor was unreachable (watchdog). */
-  watchdogCut: 'END.0503',
+  watchdogCut: ReasonCodes.watchdogCut,
   /** Reason code: the record was closed by the reconcile sweep. */
-  reconciled: 'END.0504',
+  reconciled: ReasonCodes.reconciled,
   /** call.completed / call.failed, emitted by the reconcile sweep for the calls it closes. */
-  callCompleted: 'CALL.0300',
-  callFailed: 'CALL.0400',
+  callCompleted: EventCodes.callCompleted,
+  callFailed: EventCodes.callFailed,
 } as const;
 
 export type BillingCode = (typeof BillingCodes)[keyof typeof BillingCodes];
@@ -28,3 +30,5 @@ export type CutReason =
 
 /** How this room hands events to the events room: (account, code, code-specific data). */
 export type BillingEmit = (accountId: string, code: BillingCode, data: Record<string, unknown>) => void;
+
+export { reasonLabel };

@@ -1,7 +1,7 @@
 import type { Db } from '../store/index.js';
 import { nowIso } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
-import { BillingCodes, type BillingEmit } from './codes.js';
+import { BillingCodes, reasonLabel, type BillingEmit } from './codes.js';
 import { LedgerConflictError } from './ledger.js';
 import { formatMoney } from './money.js';
 import { talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
@@ -78,7 +78,7 @@ export async function reconcileCall(
           .update({
             status,
             reason_code: BillingCodes.reconciled,
-            reason_label: 'Reconciled from the switch',
+            reason_label: reasonLabel(BillingCodes.reconciled),
             ended_at: endedAt,
           });
         if (n === 0) return undefined;

@@ -115,6 +115,7 @@ for (const kind of BOTH_DBS) {
       const a = await row(answered);
       assert.equal(a.status, 'completed');
       assert.equal(a.reason_code, 'END.0504');
+      assert.equal(a.reason_label, 'Reconciled from the switch');
       assert.equal(a.ended_at, nowIso(new Date(detectedAt)), 'ended_at is the detection time');
       assert.equal(a.talk_seconds, 90, 'billed from answer to the last heartbeat');
       assert.equal(Number(a.cost_cents), 120 + 30 * 2 + 12);
