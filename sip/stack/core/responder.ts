@@ -22,7 +22,8 @@ export class Responder {
   readonly #tx: ServerTransaction;
   readonly #layer: TransactionLayer;
   readonly #contact: string;
-  readonly #abort = new AbortController();
+  #abort?: AbortController; // made on first use: most requests are never canceled
+  #canceled = false;
   #toTag?: string;
   #final?: SipResponse;
 
@@ -41,6 +42,10 @@ export class Responder {
 
   /** Aborted when the peer CANCELs this request before a final response. */
   get signal(): AbortSignal {
+    if (!this.#abort) {
+      this.#abort = new AbortController();
+      if (this.#canceled) this.#abort.abort();
+    }
     return this.#abort.signal;
   }
 
@@ -72,6 +77,8 @@ export class Responder {
 
   /** Called by the user agent on CANCEL (§9.2). */
   cancel(): void {
-    if (!this.#final) this.#abort.abort();
+    if (this.#final || this.#canceled) return;
+    this.#canceled = true;
+    this.#abort?.abort();
   }
 }

@@ -29,17 +29,33 @@ abstract class SipMessageBase {
     this.body = body === undefined ? EMPTY : typeof body === 'string' ? Buffer.from(body) : body;
   }
 
+  #memo?: Map<string, unknown>;
+
+  /** Parses a header value once per distinct raw value (the transaction and UA layers read them often). */
+  protected memo<T>(kind: string, raw: string, parse: (s: string) => T): T {
+    const key = kind + '\0' + raw;
+    this.#memo ??= new Map();
+    if (this.#memo.has(key)) return this.#memo.get(key) as T;
+    const v = parse(raw);
+    this.#memo.set(key, v);
+    return v;
+  }
+
   get callId(): string {
     return this.headers.get('call-id') ?? '';
   }
+  /** The CSeq, or null when it is missing or malformed. */
+  get cseqOrNull(): CSeq | null {
+    return this.memo('cseq', this.headers.get('cseq') ?? '', parseCSeq);
+  }
   get cseq(): CSeq {
-    return parseCSeq(this.headers.get('cseq') ?? '') ?? { seq: 0, method: '' };
+    return this.cseqOrNull ?? { seq: 0, method: '' };
   }
   get from(): NameAddr | null {
-    return parseNameAddr(this.headers.get('from') ?? '');
+    return this.memo('na', this.headers.get('from') ?? '', parseNameAddr);
   }
   get to(): NameAddr | null {
-    return parseNameAddr(this.headers.get('to') ?? '');
+    return this.memo('na', this.headers.get('to') ?? '', parseNameAddr);
   }
   get fromTag(): string | undefined {
     return this.from?.params.get('tag') ?? undefined;
@@ -48,11 +64,11 @@ abstract class SipMessageBase {
     return this.to?.params.get('tag') ?? undefined;
   }
   get topVia(): Via | null {
-    return parseVia(this.headers.get('via') ?? '');
+    return this.memo('via', this.headers.get('via') ?? '', parseVia);
   }
   get contact(): NameAddr | null {
     const c = this.headers.get('contact');
-    return c === undefined ? null : parseNameAddr(c);
+    return c === undefined ? null : this.memo('na', c, parseNameAddr);
   }
   get contentType(): string | undefined {
     return this.headers.get('content-type')?.split(';')[0].trim().toLowerCase();

@@ -7,7 +7,7 @@
 import { SipParseError } from '../errors.js';
 import { SipHeaders } from './headers.js';
 import { isToken } from './grammar.js';
-import { parseCSeq, parseNameAddr, parseVia } from './address.js';
+import { parseNameAddr, parseVia } from './address.js';
 import { parseUri, isSipUri } from './uri.js';
 import { SipRequest, SipResponse, type SipMessage } from './message.js';
 
@@ -78,9 +78,9 @@ function parseRequest(line: string, headers: SipHeaders, available: Buffer, badH
   if (!uri) return fail('malformed Request-URI', 400, partial);
   // §19.1.1 table 1: headers are not allowed in a Request-URI (RFC 4475 escruri).
   if (isSipUri(uri) && uri.headers !== undefined) return fail('headers in Request-URI', 400, partial);
-  const err = badHeader ?? checkCommon(headers);
+  const err = badHeader ?? checkCommon(req);
   if (err) return fail(err, 400, partial);
-  const cseq = parseCSeq(headers.get('cseq')!)!;
+  const cseq = req.cseq;
   if (cseq.method !== method) return fail('CSeq method does not match', 400, partial);
   const mf = headers.getAll('max-forwards');
   if (mf.length > 1 || (mf.length === 1 && !(/^\d{1,9}$/.test(mf[0]) && Number(mf[0]) <= 255))) {
@@ -98,24 +98,27 @@ function parseRequest(line: string, headers: SipHeaders, available: Buffer, badH
 function parseResponse(line: string, headers: SipHeaders, available: Buffer, badHeader?: string): ParseResult {
   const m = /^SIP\/2\.0 ([1-6]\d\d)(?: (.*))?$/i.exec(line);
   if (!m) return fail('malformed status line');
-  const err = badHeader ?? checkCommon(headers);
+  const res = new SipResponse(Number(m[1]), m[2] ?? '', headers);
+  const err = badHeader ?? checkCommon(res);
   if (err) return fail(err);
   const body = takeBody(headers, available);
   if (typeof body === 'string') return fail(body);
-  return { ok: true, message: new SipResponse(Number(m[1]), m[2] ?? '', headers, body) };
+  res.body = body;
+  return { ok: true, message: res };
 }
 
-function checkCommon(h: SipHeaders): string | undefined {
+function checkCommon(m: SipMessage): string | undefined {
+  const h = m.headers;
   for (const name of SINGLE) {
     const n = h.count(name);
     if (n !== 1) return n === 0 ? `missing ${name}` : `repeated ${name}`;
   }
   const vias = h.getAll('via');
   if (vias.length === 0) return 'missing via';
-  if (!vias.every((v) => parseVia(v))) return 'malformed Via';
-  if (!parseCSeq(h.get('cseq')!)) return 'malformed CSeq';
-  if (!parseNameAddr(h.get('from')!)) return 'malformed From';
-  if (!parseNameAddr(h.get('to')!)) return 'malformed To';
+  if (!m.topVia || !vias.every((v, i) => i === 0 || parseVia(v))) return 'malformed Via';
+  if (!m.cseqOrNull) return 'malformed CSeq';
+  if (!m.from) return 'malformed From';
+  if (!m.to) return 'malformed To';
   if (h.get('call-id') === '') return 'empty Call-ID';
   return undefined;
 }
