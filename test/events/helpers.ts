@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { openDb, migrate, type Db } from '../../store/index.js';
+import { postgresDb } from '../support/db.js';
 
 /** A migrated SQLite database in a file of its own, re-openable (an outbox restart opens it again). */
 export async function fileDb(): Promise<{ db: Db; dir: string; reopen(): Promise<Db> }> {
@@ -15,6 +16,19 @@ export async function fileDb(): Promise<{ db: Db; dir: string; reopen(): Promise
   };
   return { db: await open(), dir, reopen: open };
 }
+
+/** A fresh PostgreSQL database on the shared test server, re-openable with a new connection pool. */
+export async function pgDb(): Promise<{ db: Db; reopen(): Promise<Db> }> {
+  const db = await postgresDb.open();
+  const c = db.client.config.connection as { user: string; host: string; port: string; database: string };
+  const url = `postgres://${c.user}@${c.host}:${c.port}/${c.database}`;
+  return { db, reopen: async () => openDb({ databaseUrl: url, dataDir: os.tmpdir() }) };
+}
+
+export const STORES = [
+  { name: 'sqlite', open: fileDb },
+  { name: 'postgres', open: pgDb },
+] as const;
 
 export async function seedAccount(db: Db, statusUrl = '', secret = `whsec_${randomUUID()}`): Promise<string> {
   const id = randomUUID();

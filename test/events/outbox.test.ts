@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Db } from '../../store/index.js';
 import { EventCodes, type EmittedEvent } from '../../events/index.js';
-import { Receiver, fileDb, seedAccount, seedCall, sleep, waitFor, type ReceivedRequest } from './helpers.js';
+import { Receiver, STORES, seedAccount, seedCall, sleep, waitFor, type ReceivedRequest } from './helpers.js';
 import { eventsOn } from './setup.js';
 
 /**
@@ -24,6 +24,10 @@ function assertOrderPerCall(requests: ReceivedRequest[], emittedByCall: Map<stri
   }
 }
 
+async function allDelivered(db: Db): Promise<boolean> {
+  return (await db('event_outbox').select('state')).every((r) => r.state === 'delivered');
+}
+
 const CALL_CODES = [
   EventCodes.callInitiated,
   EventCodes.callRinging,
@@ -32,250 +36,254 @@ const CALL_CODES = [
   EventCodes.callCompleted,
 ];
 
-describe('events: status-callback outbox', function () {
-  this.timeout(20000);
-  let receiver: Receiver;
-  const cleanups: Array<() => Promise<void>> = [];
+for (const store of STORES)
+  describe(`events: status-callback outbox on ${store.name}`, function () {
+    this.timeout(20000);
+    let receiver: Receiver;
+    const cleanups: Array<() => Promise<void>> = [];
 
-  beforeEach(async () => {
-    receiver = await new Receiver().start();
-  });
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-    await receiver.close();
-  });
-
-  async function open() {
-    const f = await fileDb();
-    cleanups.push(() => f.db.destroy());
-    return f;
-  }
-  function start(db: Db, opts: Parameters<typeof eventsOn>[1] = {}) {
-    const ev = eventsOn(db, opts);
-    cleanups.push(() => ev.outbox.close());
-    return ev;
-  }
-
-  it('a receiver that is down, then up, gets every event; duplicates carry the same id and bytes; order per call', async () => {
-    const { db } = await open();
-    const ev = start(db);
-    const accountId = await seedAccount(db, receiver.url('/status'));
-    let up = false;
-    receiver.reply = () => (up ? 200 : 503);
-
-    const byCall = new Map<string, string[]>();
-    const emitted: EmittedEvent[] = [];
-    const calls = await Promise.all([1, 2, 3].map(() => seedCall(db, accountId)));
-    for (const code of CALL_CODES) {
-      for (const c of calls) {
-        const e = await ev.publisher.emit({ accountId, code, callId: c.id });
-        emitted.push(e);
-        byCall.set(c.sid, [...(byCall.get(c.sid) ?? []), e.id]);
-      }
-    }
-    emitted.push(await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { remaining: '3.00' } }));
-    assert.ok(emitted.every((e) => e.delivery === 'queued'));
-
-    await sleep(300);
-    assert.ok(receiver.requests.length >= 3, 'attempts were made while the receiver was down');
-    assert.equal(receiver.delivered().length, 0);
-    up = true;
-    await waitFor(() => receiver.delivered().length === emitted.length, 10000, 'every event delivered');
-
-    assert.deepEqual(new Set(receiver.delivered().map((r) => r.json.id)), new Set(emitted.map((e) => e.id)));
-    const bodies = new Map<string, Buffer>();
-    let duplicates = 0;
-    for (const r of receiver.requests) {
-      const prev = bodies.get(r.json.id);
-      if (prev) {
-        duplicates++;
-        assert.deepEqual(r.raw, prev, 'a retry sends the same bytes');
-      } else bodies.set(r.json.id, r.raw);
-    }
-    assert.ok(duplicates > 0, 'there were retries');
-    assertOrderPerCall(receiver.requests, byCall);
-    assert.ok(
-      receiver.requests.every((r) => !String(r.json.event).startsWith('webhook.')),
-      'WH.* never sent',
-    );
-
-    const rows = await db('event_outbox').select('state');
-    assert.ok(rows.every((r) => r.state === 'delivered'));
-    // WH.0200 per delivery: on the bus and in call_events, with the delivered event's id.
-    await waitFor(() => ev.seen.filter((e) => e.frame.code === 'WH.0200').length === emitted.length, 3000, 'WH.0200');
-    const wh = await db('call_events').where({ code: 'WH.0200' });
-    assert.equal(wh.length, emitted.length);
-    assert.deepEqual(new Set(wh.map((r) => JSON.parse(r.data).eventId)), new Set(emitted.map((e) => e.id)));
-  });
-
-  it('an outbox restarted in the middle of retries loses nothing and keeps counting attempts', async () => {
-    const f = await open();
-    const first = eventsOn(f.db, { retryDelaysMs: [50, 100, 200, 400, 800, 1600, 3200] });
-    const accountId = await seedAccount(f.db, receiver.url('/status'));
-    receiver.reply = () => 503;
-    const byCall = new Map<string, string[]>();
-    const ids: string[] = [];
-    for (const _ of [1, 2]) {
-      const c = await seedCall(f.db, accountId);
-      for (const code of CALL_CODES) {
-        const e = await first.publisher.emit({ accountId, code, callId: c.id });
-        ids.push(e.id);
-        byCall.set(c.sid, [...(byCall.get(c.sid) ?? []), e.id]);
-      }
-    }
-    await waitFor(
-      async () => Number((await f.db('event_outbox').max('attempts as m').first())?.m) >= 2,
-      5000,
-      'retries under way',
-    );
-    await first.outbox.close();
-    await f.db.destroy();
-    const before = receiver.requests.length;
-
-    const db2 = await f.reopen();
-    cleanups.push(() => db2.destroy());
-    const attemptsAtRestart = new Map(
-      (await db2('event_outbox').select('id', 'attempts')).map((r) => [r.id as string, Number(r.attempts)]),
-    );
-    assert.ok([...attemptsAtRestart.values()].some((a) => a >= 2));
-    receiver.reply = () => 200;
-    start(db2);
-    await waitFor(() => receiver.delivered().length === ids.length, 10000, 'everything delivered after the restart');
-    assert.ok(receiver.requests.length > before);
-    assert.deepEqual(new Set(receiver.delivered().map((r) => r.json.id)), new Set(ids));
-    assertOrderPerCall(receiver.requests, byCall);
-    for (const r of await db2('event_outbox').select('id', 'attempts', 'state')) {
-      assert.equal(r.state, 'delivered');
-      assert.ok(Number(r.attempts) > attemptsAtRestart.get(r.id)!, 'attempts continue, not reset');
-    }
-  });
-
-  it('5 exhausted deliveries disable the route; a success on another route does not re-enable it', async () => {
-    const { db } = await open();
-    const ev = start(db, { retryDelaysMs: [5, 5] });
-    const routeA = receiver.url('/a');
-    const routeB = receiver.url('/b');
-    const accountId = await seedAccount(db, routeA);
-    receiver.reply = (r) => (r.url === routeA ? 500 : 200);
-
-    for (let i = 0; i < 5; i++) await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i } });
-    await waitFor(
-      async () => (await db('event_outbox').where({ state: 'failed' })).length === 5,
-      8000,
-      'five exhausted deliveries',
-    );
-    assert.equal(receiver.requests.length, 15, '3 attempts each');
-    const route = await db('webhook_routes').where({ account_id: accountId, url: routeA }).first();
-    assert.equal(Number(route.consecutive_failures), 5);
-    assert.ok(route.disabled);
-    await waitFor(() => ev.seen.some((e) => e.frame.data?.routeDisabled === true), 2000, 'the account is told');
-    const notices = ev.seen.filter((e) => e.frame.data?.routeDisabled === true);
-    assert.equal(notices.length, 1);
-    assert.equal(notices[0]!.frame.code, 'WH.0400');
-    assert.equal(notices[0]!.accountId, accountId);
-    assert.equal(ev.seen.filter((e) => e.frame.code === 'WH.0400').length, 6, '5 exhausted + 1 route disabled');
-
-    const sixth = await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i: 6 } });
-    assert.equal(sixth.delivery, 'route_disabled');
-    const row = await db('event_outbox').where({ id: sixth.id }).first();
-    assert.equal(row.state, 'failed');
-    assert.equal(row.last_error, 'route_disabled');
-    await sleep(150);
-    assert.equal(receiver.requests.length, 15, 'nothing sent to a disabled route');
-
-    await db('accounts').where({ id: accountId }).update({ webhook_status: routeB });
-    await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i: 7 } });
-    await waitFor(() => receiver.delivered().length === 1, 3000, 'delivery to route B');
-    assert.equal(receiver.delivered()[0]!.url, routeB);
-    const a = await db('webhook_routes').where({ account_id: accountId, url: routeA }).first();
-    assert.ok(a.disabled, 'A stays disabled');
-    const b = await db('webhook_routes').where({ account_id: accountId, url: routeB }).first();
-    assert.equal(Number(b.consecutive_failures), 0);
-    assert.ok(!b.disabled);
-  });
-
-  it('a single success resets the failure counter', async () => {
-    const { db } = await open();
-    const ev = start(db, { retryDelaysMs: [5] });
-    const accountId = await seedAccount(db, receiver.url('/r'));
-    let failing = true;
-    receiver.reply = () => (failing ? 500 : 200);
-    const burst = async (n: number) => {
-      for (let i = 0; i < n; i++) await ev.publisher.emit({ accountId, code: EventCodes.walletLow });
-      await waitFor(
-        async () => (await db('event_outbox').where({ state: 'pending' })).length === 0,
-        5000,
-        'burst settled',
-      );
-    };
-    await burst(4);
-    failing = false;
-    await burst(1);
-    failing = true;
-    await burst(4);
-    const route = await db('webhook_routes').where({ account_id: accountId }).first();
-    assert.equal(Number(route.consecutive_failures), 4);
-    assert.ok(!route.disabled);
-  });
-
-  it('a 3xx is a failure and is not followed; a receiver that hangs times out and is retried', async () => {
-    const { db } = await open();
-    const ev = start(db, { retryDelaysMs: [10, 10, 10], attemptTimeoutMs: 200 });
-    const url = receiver.url('/x');
-    const accountId = await seedAccount(db, url);
-    const replies: Array<number | 'hang'> = [302, 'hang', 200];
-    receiver.reply = () => replies.shift() ?? 200;
-    const c = await seedCall(db, accountId);
-    const e = await ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: c.id });
-    await waitFor(() => receiver.delivered().length === 1, 5000, 'delivered on the third attempt');
-    assert.deepEqual(
-      receiver.requests.map((r) => [r.url, r.status]),
-      [
-        [url, 302],
-        [url, 0],
-        [url, 200],
-      ],
-      'the redirect target was never requested',
-    );
-    await waitFor(
-      async () => (await db('event_outbox').where({ id: e.id }).first()).state === 'delivered',
-      2000,
-      'row delivered',
-    );
-    const row = await db('event_outbox').where({ id: e.id }).first();
-    assert.equal(Number(row.attempts), 3);
-  });
-
-  it("resolves the status URL: the call's DID override, else the account default, else none", async () => {
-    const { db } = await open();
-    const ev = start(db);
-    const didUrl = receiver.url('/did');
-    const acctUrl = receiver.url('/acct');
-    const accountId = await seedAccount(db, acctUrl);
-    const numberId = 'num-1';
-    await db('numbers').insert({
-      id: numberId,
-      number: '+254711000001',
-      account_id: accountId,
-      is_active: true,
-      webhook_status: didUrl,
-      webhook_voice_inbound: receiver.url('/not-this-one'),
-      created_at: new Date().toISOString(),
+    beforeEach(async () => {
+      receiver = await new Receiver().start();
     });
-    const viaDid = await seedCall(db, accountId, { number_id: numberId });
-    const plain = await seedCall(db, accountId);
-    const a = await ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: viaDid.id });
-    const b = await ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: plain.id });
-    assert.equal(a.url, didUrl);
-    assert.equal(b.url, acctUrl);
-    await waitFor(() => receiver.delivered().length === 2, 3000, 'both delivered');
-    assert.equal(receiver.delivered().find((r) => r.json.id === a.id)!.url, didUrl);
-    assert.equal(receiver.delivered().find((r) => r.json.id === b.id)!.url, acctUrl);
+    afterEach(async () => {
+      for (const c of cleanups.splice(0).reverse()) await c();
+      await receiver.close();
+    });
 
-    const bare = await seedAccount(db, '');
-    const n = await ev.publisher.emit({ accountId: bare, code: EventCodes.walletLow });
-    assert.equal(n.delivery, 'no_route');
-    assert.equal((await db('event_outbox').where({ id: n.id })).length, 0);
-    assert.equal((await db('call_events').where({ id: n.id })).length, 1, 'still recorded');
+    async function open() {
+      const f = await store.open();
+      cleanups.push(() => f.db.destroy());
+      return f;
+    }
+    function start(db: Db, opts: Parameters<typeof eventsOn>[1] = {}) {
+      const ev = eventsOn(db, opts);
+      cleanups.push(() => ev.outbox.close());
+      return ev;
+    }
+
+    it('a receiver that is down, then up, gets every event; duplicates carry the same id and bytes; order per call', async () => {
+      const { db } = await open();
+      const ev = start(db);
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      let up = false;
+      receiver.reply = () => (up ? 200 : 503);
+
+      const byCall = new Map<string, string[]>();
+      const emitted: EmittedEvent[] = [];
+      const calls = await Promise.all([1, 2, 3].map(() => seedCall(db, accountId)));
+      for (const code of CALL_CODES) {
+        for (const c of calls) {
+          const e = await ev.publisher.emit({ accountId, code, callId: c.id });
+          emitted.push(e);
+          byCall.set(c.sid, [...(byCall.get(c.sid) ?? []), e.id]);
+        }
+      }
+      emitted.push(await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { remaining: '3.00' } }));
+      assert.ok(emitted.every((e) => e.delivery === 'queued'));
+
+      await sleep(300);
+      assert.ok(receiver.requests.length >= 3, 'attempts were made while the receiver was down');
+      assert.equal(receiver.delivered().length, 0);
+      up = true;
+      await waitFor(() => receiver.delivered().length === emitted.length, 10000, 'every event delivered');
+
+      assert.deepEqual(new Set(receiver.delivered().map((r) => r.json.id)), new Set(emitted.map((e) => e.id)));
+      const bodies = new Map<string, Buffer>();
+      let duplicates = 0;
+      for (const r of receiver.requests) {
+        const prev = bodies.get(r.json.id);
+        if (prev) {
+          duplicates++;
+          assert.deepEqual(r.raw, prev, 'a retry sends the same bytes');
+        } else bodies.set(r.json.id, r.raw);
+      }
+      assert.ok(duplicates > 0, 'there were retries');
+      assertOrderPerCall(receiver.requests, byCall);
+      assert.ok(
+        receiver.requests.every((r) => !String(r.json.event).startsWith('webhook.')),
+        'WH.* never sent',
+      );
+
+      // The receiver answers before the outbox records the success: wait for the rows.
+      await waitFor(() => allDelivered(db), 3000, 'every row delivered');
+      // WH.0200 per delivery: on the bus and in call_events, with the delivered event's id.
+      await waitFor(() => ev.seen.filter((e) => e.frame.code === 'WH.0200').length === emitted.length, 3000, 'WH.0200');
+      const wh = await db('call_events').where({ code: 'WH.0200' });
+      assert.equal(wh.length, emitted.length);
+      assert.deepEqual(new Set(wh.map((r) => JSON.parse(r.data).eventId)), new Set(emitted.map((e) => e.id)));
+    });
+
+    it('an outbox restarted in the middle of retries loses nothing and keeps counting attempts', async () => {
+      const f = await open();
+      const first = eventsOn(f.db, { retryDelaysMs: [50, 100, 200, 400, 800, 1600, 3200] });
+      const accountId = await seedAccount(f.db, receiver.url('/status'));
+      receiver.reply = () => 503;
+      const byCall = new Map<string, string[]>();
+      const ids: string[] = [];
+      for (const _ of [1, 2]) {
+        const c = await seedCall(f.db, accountId);
+        for (const code of CALL_CODES) {
+          const e = await first.publisher.emit({ accountId, code, callId: c.id });
+          ids.push(e.id);
+          byCall.set(c.sid, [...(byCall.get(c.sid) ?? []), e.id]);
+        }
+      }
+      await waitFor(
+        async () => Number((await f.db('event_outbox').max('attempts as m').first())?.m) >= 2,
+        5000,
+        'retries under way',
+      );
+      await first.outbox.close();
+      await f.db.destroy();
+      const before = receiver.requests.length;
+
+      const db2 = await f.reopen();
+      cleanups.push(() => db2.destroy());
+      const attemptsAtRestart = new Map(
+        (await db2('event_outbox').select('id', 'attempts')).map((r) => [r.id as string, Number(r.attempts)]),
+      );
+      assert.ok([...attemptsAtRestart.values()].some((a) => a >= 2));
+      receiver.reply = () => 200;
+      start(db2);
+      await waitFor(() => receiver.delivered().length === ids.length, 10000, 'everything delivered after the restart');
+      assert.ok(receiver.requests.length > before);
+      assert.deepEqual(new Set(receiver.delivered().map((r) => r.json.id)), new Set(ids));
+      assertOrderPerCall(receiver.requests, byCall);
+      await waitFor(() => allDelivered(db2), 3000, 'every row delivered');
+      for (const r of await db2('event_outbox').select('id', 'attempts', 'state')) {
+        assert.equal(r.state, 'delivered');
+        assert.ok(Number(r.attempts) > attemptsAtRestart.get(r.id)!, 'attempts continue, not reset');
+      }
+    });
+
+    it('5 exhausted deliveries disable the route; a success on another route does not re-enable it', async () => {
+      const { db } = await open();
+      const ev = start(db, { retryDelaysMs: [5, 5] });
+      const routeA = receiver.url('/a');
+      const routeB = receiver.url('/b');
+      const accountId = await seedAccount(db, routeA);
+      receiver.reply = (r) => (r.url === routeA ? 500 : 200);
+
+      for (let i = 0; i < 5; i++) await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i } });
+      await waitFor(
+        async () => (await db('event_outbox').where({ state: 'failed' })).length === 5,
+        8000,
+        'five exhausted deliveries',
+      );
+      assert.equal(receiver.requests.length, 15, '3 attempts each');
+      const route = await db('webhook_routes').where({ account_id: accountId, url: routeA }).first();
+      assert.equal(Number(route.consecutive_failures), 5);
+      assert.ok(route.disabled);
+      await waitFor(() => ev.seen.some((e) => e.frame.data?.routeDisabled === true), 2000, 'the account is told');
+      const notices = ev.seen.filter((e) => e.frame.data?.routeDisabled === true);
+      assert.equal(notices.length, 1);
+      assert.equal(notices[0]!.frame.code, 'WH.0400');
+      assert.equal(notices[0]!.accountId, accountId);
+      assert.equal(ev.seen.filter((e) => e.frame.code === 'WH.0400').length, 6, '5 exhausted + 1 route disabled');
+
+      const sixth = await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i: 6 } });
+      assert.equal(sixth.delivery, 'route_disabled');
+      const row = await db('event_outbox').where({ id: sixth.id }).first();
+      assert.equal(row.state, 'failed');
+      assert.equal(row.last_error, 'route_disabled');
+      await sleep(150);
+      assert.equal(receiver.requests.length, 15, 'nothing sent to a disabled route');
+
+      await db('accounts').where({ id: accountId }).update({ webhook_status: routeB });
+      await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i: 7 } });
+      await waitFor(() => receiver.delivered().length === 1, 3000, 'delivery to route B');
+      assert.equal(receiver.delivered()[0]!.url, routeB);
+      const a = await db('webhook_routes').where({ account_id: accountId, url: routeA }).first();
+      assert.ok(a.disabled, 'A stays disabled');
+      const routeOf = (url: string) => db('webhook_routes').where({ account_id: accountId, url }).first();
+      await waitFor(async () => Boolean(await routeOf(routeB)), 3000, 'the success recorded');
+      const b = await routeOf(routeB);
+      assert.equal(Number(b.consecutive_failures), 0);
+      assert.ok(!b.disabled);
+    });
+
+    it('a single success resets the failure counter', async () => {
+      const { db } = await open();
+      const ev = start(db, { retryDelaysMs: [5] });
+      const accountId = await seedAccount(db, receiver.url('/r'));
+      let failing = true;
+      receiver.reply = () => (failing ? 500 : 200);
+      const burst = async (n: number) => {
+        for (let i = 0; i < n; i++) await ev.publisher.emit({ accountId, code: EventCodes.walletLow });
+        await waitFor(
+          async () => (await db('event_outbox').where({ state: 'pending' })).length === 0,
+          5000,
+          'burst settled',
+        );
+      };
+      await burst(4);
+      failing = false;
+      await burst(1);
+      failing = true;
+      await burst(4);
+      const route = await db('webhook_routes').where({ account_id: accountId }).first();
+      assert.equal(Number(route.consecutive_failures), 4);
+      assert.ok(!route.disabled);
+    });
+
+    it('a 3xx is a failure and is not followed; a receiver that hangs times out and is retried', async () => {
+      const { db } = await open();
+      const ev = start(db, { retryDelaysMs: [10, 10, 10], attemptTimeoutMs: 200 });
+      const url = receiver.url('/x');
+      const accountId = await seedAccount(db, url);
+      const replies: Array<number | 'hang'> = [302, 'hang', 200];
+      receiver.reply = () => replies.shift() ?? 200;
+      const c = await seedCall(db, accountId);
+      const e = await ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: c.id });
+      await waitFor(() => receiver.delivered().length === 1, 5000, 'delivered on the third attempt');
+      assert.deepEqual(
+        receiver.requests.map((r) => [r.url, r.status]),
+        [
+          [url, 302],
+          [url, 0],
+          [url, 200],
+        ],
+        'the redirect target was never requested',
+      );
+      await waitFor(
+        async () => (await db('event_outbox').where({ id: e.id }).first()).state === 'delivered',
+        2000,
+        'row delivered',
+      );
+      const row = await db('event_outbox').where({ id: e.id }).first();
+      assert.equal(Number(row.attempts), 3);
+    });
+
+    it("resolves the status URL: the call's DID override, else the account default, else none", async () => {
+      const { db } = await open();
+      const ev = start(db);
+      const didUrl = receiver.url('/did');
+      const acctUrl = receiver.url('/acct');
+      const accountId = await seedAccount(db, acctUrl);
+      const numberId = 'num-1';
+      await db('numbers').insert({
+        id: numberId,
+        number: '+254711000001',
+        account_id: accountId,
+        is_active: true,
+        webhook_status: didUrl,
+        webhook_voice_inbound: receiver.url('/not-this-one'),
+        created_at: new Date().toISOString(),
+      });
+      const viaDid = await seedCall(db, accountId, { number_id: numberId });
+      const plain = await seedCall(db, accountId);
+      const a = await ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: viaDid.id });
+      const b = await ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: plain.id });
+      assert.equal(a.url, didUrl);
+      assert.equal(b.url, acctUrl);
+      await waitFor(() => receiver.delivered().length === 2, 3000, 'both delivered');
+      assert.equal(receiver.delivered().find((r) => r.json.id === a.id)!.url, didUrl);
+      assert.equal(receiver.delivered().find((r) => r.json.id === b.id)!.url, acctUrl);
+
+      const bare = await seedAccount(db, '');
+      const n = await ev.publisher.emit({ accountId: bare, code: EventCodes.walletLow });
+      assert.equal(n.delivery, 'no_route');
+      assert.equal((await db('event_outbox').where({ id: n.id })).length, 0);
+      assert.equal((await db('call_events').where({ id: n.id })).length, 1, 'still recorded');
+    });
   });
-});
