@@ -57,7 +57,7 @@ export class Interpreter {
     return this.#abort.signal.aborted;
   }
 
-  /** Runs until the call is hung up, the documents run out, or kill(). Never rejects. */
+  /** Runs until the call is hung up, the documents run out, or kill(). Rejects only if called twice. */
   async run(start: InterpreterStart): Promise<InterpreterEnd> {
     if (this.#running) throw new TypeError('Interpreter.run() called twice');
     this.#running = true;

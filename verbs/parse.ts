@@ -7,7 +7,7 @@
  *   removes external entities (XXE), parameter entities and entity-expansion bombs in one move.
  * - libxml is still run with entity substitution, DTD loading and network access off, as a second wall.
  * Then the document is validated against simu-verbs.xsd (loaded once) and the rules XSD 1.0 cannot say are
- * checked here (see checkPlay, dialTarget, absoluteHttpUrl).
+ * checked here (see playSource, dialTarget, absoluteHttpUrl, responsePayload).
  */
 import { readFileSync } from 'node:fs';
 import libxmljs from 'libxmljs2';
