@@ -26,6 +26,8 @@ import { TypedEmitter } from './typed-emitter.js';
  */
 export interface PlaybackOptions {
   signal?: AbortSignal;
+  /** Called when rtpengine has started playing, with the length of the audio. */
+  onStarted?: (durationMs: number) => void;
 }
 
 export interface PlaybackResult {
@@ -95,6 +97,12 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   readonly tts: TtsEngine;
   readonly fetcher: AudioFetcher;
   #recordingSeq = 0;
+  /**
+   * rtpengine 10.5 opens and probes the file before answering `play media`, on its control thread; a burst of
+   * hundreds of starts kept it from answering anything (pings included) for seconds. At most a few starts are
+   * in flight, so other commands interleave.
+   */
+  readonly #playStarts = new Limiter(4);
 
   constructor(opts: MediaServiceOptions) {
     super();
@@ -198,8 +206,11 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     if (opts.signal?.aborted) return { durationMs: 0, completed: false };
     // `play media` plays towards the party named by from-tag (verified with rtpengine 10.5) and answers with
     // the file's duration in ms; 10.5 sends no end-of-playback notice, so the duration is our clock.
-    const r = await s.engine.client.playMedia({ 'call-id': callId, 'from-tag': legTag, file: path });
+    const r = await this.#playStarts.run(() =>
+      s.engine.client.playMedia({ 'call-id': callId, 'from-tag': legTag, file: path }),
+    );
     const durationMs = typeof r.duration === 'number' ? r.duration : 0;
+    opts.onStarted?.(durationMs);
     return new Promise<PlaybackResult>((resolve) => {
       const onAbort = (): void => {
         this.#finishPlayback(s, legTag, false);
@@ -337,6 +348,24 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   async close(): Promise<void> {
     await Promise.all([...this.#sessions.keys()].map((id) => this.deleteSession(id)));
     this.#dtmf.close();
+  }
+}
+
+/** Runs at most `limit` async jobs at once, in arrival order. */
+class Limiter {
+  #running = 0;
+  readonly #queue: Array<() => void> = [];
+  constructor(readonly limit: number) {}
+
+  async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.limit) await new Promise<void>((resolve) => this.#queue.push(resolve));
+    this.#running += 1;
+    try {
+      return await job();
+    } finally {
+      this.#running -= 1;
+      this.#queue.shift()?.();
+    }
   }
 }
 

@@ -181,7 +181,9 @@ export class NgClient {
 
   /** Inject a file into the call towards `from-tag`'s peer; rtpengine answers with `duration` in ms. */
   playMedia(params: NgParams & { 'call-id': string; 'from-tag'?: string; file?: string }): Promise<NgResponse> {
-    return this.request('play media', params);
+    // Opening and probing the file happens before rtpengine answers; under a burst of starts that is slow
+    // (300 at once took over 3 s on 2 cores), so this command gets a longer deadline than the default.
+    return this.request('play media', params, Math.max(this.#timeoutMs, 10_000));
   }
 
   stopMedia(params: NgParams & { 'call-id': string; 'from-tag'?: string }): Promise<NgResponse> {

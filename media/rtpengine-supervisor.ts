@@ -71,7 +71,9 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
       startTimeoutMs: 10_000,
       backoffMinMs: 500,
       backoffMaxMs: 5000,
-      maxMissedPings: 3,
+      // A busy engine answers late (300 `play media` starts kept 10.5 from answering pings for seconds on two
+      // cores), and killing it drops every call, so only ~20 s of silence counts as hung.
+      maxMissedPings: 10,
       ...opts,
     };
     this.#log = opts.logger;
@@ -192,7 +194,7 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
   async #pingOnce(): Promise<void> {
     this.#pingTimer = undefined;
     if (!this.#running) return;
-    const ok = await this.#client.ping(Math.min(1000, this.#opts.pingIntervalMs)).catch(() => false);
+    const ok = await this.#client.ping(Math.min(2000, this.#opts.pingIntervalMs)).catch(() => false);
     if (!this.#running) return;
     if (ok) {
       this.#missed = 0;

@@ -9,7 +9,15 @@
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
-import { MediaEngines, MediaService, audioEndpoint, buildRtp, encodeG711 } from '../../media/index.js';
+import { loadavg } from 'node:os';
+import {
+  MediaEngines,
+  MediaService,
+  audioEndpoint,
+  buildRtp,
+  encodeG711,
+  type PlaybackResult,
+} from '../../media/index.js';
 import { newSupervisor, quietLogger, tempDir } from '../../test/media/helpers.js';
 import { tone } from '../../test/media/rtp-peer.js';
 
@@ -106,7 +114,10 @@ async function main(): Promise<void> {
   const payload = encodeG711(tone(440, 0.02), 0);
   const rows: string[] = [];
   try {
-    console.log(`rtpengine pid ${pid}, ${SECONDS} s per step, 2-core box; loss = 1 - received/sent\n`);
+    console.log(
+      `rtpengine pid ${pid}, ${SECONDS} s per step, 2-core box, load average ${loadavg()[0]?.toFixed(1)} at start`,
+    );
+    console.log('loss = 1 - received/sent; CPU = rtpengine utime+stime over the step, % of one core\n');
     console.log('bridged G.711 calls (A<->B through rtpengine, both directions 50 pps)');
     console.log('calls | pps in engine | engine CPU % of a core | per call % | bench process CPU % | loss %');
     for (const calls of STEPS) {
@@ -141,9 +152,11 @@ async function main(): Promise<void> {
 
     console.log('\nIVR channels (rtpengine plays a TTS prompt to the caller, transcoding WAV to PCMU; the caller');
     console.log('sends speech at 50 pps, recorded by our IvrEndpoint)');
-    console.log('channels | engine CPU % | per channel % | bench CPU % | prompt loss % | caller->recorder loss %');
+    console.log(
+      'channels | engine CPU % | per channel % | bench CPU % | prompt loss % | caller->recorder loss % | all playing after s',
+    );
     const prompt = await media.tts.synthesize({
-      text: 'Thank you for calling. Your call is important to us. Please hold while we connect you. '.repeat(3),
+      text: 'Thank you for calling. Your call is important to us. Please hold while we connect you. '.repeat(2),
     });
     for (const channels of IVR_STEPS) {
       const callers: Leg[] = [];
@@ -161,8 +174,23 @@ async function main(): Promise<void> {
       // Let rtpengine learn each caller's address before the prompt starts.
       for (const a of callers) a.send(payload);
       const recordings = ids.map((id) => media.record(id, 'A', { maxLengthSec: SECONDS + 5, silenceTimeoutSec: 0 }));
-      const playStart = Date.now();
-      const plays = ids.map((id) => media.playFile(id, 'A', prompt.path));
+      let lastStart = 0;
+      // Starts spread over the first second, as arriving calls would be (a burst of hundreds of `play media`
+      // at the same instant measures the engine's file opening, not steady-state media).
+      const plays = ids.map(
+        (id, i) =>
+          new Promise<PlaybackResult>((resolve, reject) =>
+            setTimeout(
+              () => {
+                const onStarted = (): void => {
+                  lastStart = Date.now();
+                };
+                media.playFile(id, 'A', prompt.path, { onStarted }).then(resolve, reject);
+              },
+              (i * 1000) / channels,
+            ),
+          ),
+      );
       const sending = pace(callers, payload, SECONDS);
       const played = await Promise.all(plays);
       await sending;
@@ -171,8 +199,8 @@ async function main(): Promise<void> {
       const enginePct = ((cpuTicks(pid) - cpu0) / TICKS / elapsed) * 100;
       const own = process.cpuUsage(own0);
       const ownPct = ((own.user + own.system) / 1e6 / elapsed) * 100;
-      const playMs = Math.min(played[0]?.durationMs ?? 0, Date.now() - playStart);
-      const expectedPrompt = channels * Math.floor(playMs / 20);
+      // Each caller should get one packet per 20 ms of prompt.
+      const expectedPrompt = played.reduce((sum, p) => sum + Math.floor(p.durationMs / 20), 0);
       const gotPrompt = callers.reduce((s, l) => s + l.received, 0);
       const promptLoss = Math.max(0, (1 - gotPrompt / expectedPrompt) * 100);
       const sent = callers.reduce((s, l) => s + l.sent, 0);
@@ -180,7 +208,7 @@ async function main(): Promise<void> {
       const recLoss = Math.max(0, (1 - atRecorder / sent) * 100);
       await Promise.all(ids.map((id) => media.deleteSession(id)));
       await Promise.all(recordings);
-      const line = `${channels} | ${enginePct.toFixed(1)} | ${(enginePct / channels).toFixed(3)} | ${ownPct.toFixed(1)} | ${promptLoss.toFixed(3)} | ${recLoss.toFixed(3)}`;
+      const line = `${channels} | ${enginePct.toFixed(1)} | ${(enginePct / channels).toFixed(3)} | ${ownPct.toFixed(1)} | ${promptLoss.toFixed(3)} | ${recLoss.toFixed(3)} | ${((lastStart - t0) / 1000).toFixed(1)}`;
       console.log(line);
       rows.push(`ivr ${line}`);
       for (const l of callers) l.socket.close();
