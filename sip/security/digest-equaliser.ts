@@ -82,6 +82,18 @@ export function equaliseAuthFailure(c: DigestCredentials): false {
   return false;
 }
 
+/**
+ * For a registrar on the stack's `DigestServer`: wraps its password lookup so an unknown user (undefined) gets the
+ * dummy secret instead. The server then computes the digest as for any user and answers `wrong`, never
+ * `unknown-user`: the same work, the same verdict. Nothing can authenticate against the dummy (32 random bytes,
+ * per process, never shown). Typed structurally, so this room needs nothing of the stack.
+ */
+export function withDummySecret<A extends unknown[]>(
+  lookup: (...args: A) => string | undefined | Promise<string | undefined>,
+): (...args: A) => Promise<string> {
+  return async (...args: A) => (await lookup(...args)) ?? dummySecret();
+}
+
 let dummy: string | undefined;
 /** A random per-process secret as long as a phone token (`randomToken(32)`): no one can authenticate with it. */
 function dummySecret(): string {

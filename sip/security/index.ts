@@ -25,6 +25,7 @@ export { knexBanStore, listBans, liftBan, addBan, type BanRow } from './ban-stor
 export {
   verifyDigestResponse,
   equaliseAuthFailure,
+  withDummySecret,
   expectedDigestResponse,
   type DigestCredentials,
   type DigestSecret,
