@@ -81,6 +81,11 @@ export type VerbEvent =
 export interface VerbContext {
   say(text: string, options: SayOptions): Promise<void>;
   play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult>;
+  /**
+   * Places the second leg and bridges it; resolves when the dialled leg ends (or never answered). Checks that
+   * belong to the call (callerId is a DID of the account, the outbound allowlist, an extension of the same
+   * account) are the implementation's: a blocked Dial emits DIAL.0403 there and resolves with `failed`.
+   */
   dial(target: DialTarget, options: DialOptions): Promise<DialResult>;
   record(options: RecordOptions): Promise<RecordResult>;
   /** Starts recording both directions for the rest of the call and returns at once. */
