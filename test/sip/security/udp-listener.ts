@@ -10,6 +10,8 @@ export class GatedUdpListener {
   readonly socket = dgram.createSocket('udp4');
   readonly answered = new Map<string, number>();
   readonly dropped = new Map<string, number>();
+  /** Every decision in order (tests send a few hundred requests). */
+  readonly log: Array<{ at: number; source: string; decision: 'allow' | 'drop' }> = [];
 
   constructor(readonly gate: SecurityGate) {
     this.socket.on('message', (msg, rinfo) => this.#onMessage(msg, rinfo));
@@ -29,6 +31,7 @@ export class GatedUdpListener {
   #onMessage(msg: Buffer, rinfo: dgram.RemoteInfo): void {
     // A banned source costs one Map lookup: no parsing at all.
     if (this.gate.admitSource(rinfo.address) === 'drop') {
+      this.log.push({ at: Date.now(), source: rinfo.address, decision: 'drop' });
       this.dropped.set(rinfo.address, (this.dropped.get(rinfo.address) ?? 0) + 1);
       return;
     }
@@ -46,6 +49,7 @@ export class GatedUdpListener {
       method: m[1],
       userAgent: header('User-Agent')[0],
     });
+    this.log.push({ at: Date.now(), source: rinfo.address, decision });
     const tally = decision === 'allow' ? this.answered : this.dropped;
     tally.set(rinfo.address, (tally.get(rinfo.address) ?? 0) + 1);
     if (decision === 'drop' || m[1] === 'ACK') return;
