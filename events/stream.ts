@@ -67,18 +67,20 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
     c.ws.terminate();
   };
 
-  const send = (c: StreamClient, text: string): void => {
+  // The frame is encoded once per event and the same bytes handed to every socket as a text message.
+  const TEXT = { binary: false, compress: false } as const;
+  const send = (c: StreamClient, bytes: Buffer): void => {
     if (c.ws.readyState !== WebSocket.OPEN) return;
     if (c.ws.bufferedAmount > maxBuffered) return drop(c, 'slow consumer');
-    c.ws.send(text);
+    c.ws.send(bytes, TEXT);
   };
 
   const onEvent = (e: BusEvent): void => {
     const targets = !e.staffOnly && e.accountId !== null ? byAccount.get(e.accountId) : undefined;
     if (!targets?.size && staff.size === 0) return;
-    const text = JSON.stringify(e.frame);
-    if (targets) for (const c of targets) send(c, text);
-    for (const c of staff) send(c, text);
+    const bytes = Buffer.from(JSON.stringify(e.frame), 'utf8');
+    if (targets) for (const c of targets) send(c, bytes);
+    for (const c of staff) send(c, bytes);
   };
   const unobserve = deps.bus.observe(onEvent);
 

@@ -156,6 +156,30 @@ for (const store of STORES)
       }
     });
 
+    it('two outboxes on one database (two nodes) deliver each event once, in order per call', async () => {
+      const f = await open();
+      const db2 = await f.reopen();
+      cleanups.push(() => db2.destroy());
+      const one = start(f.db);
+      start(db2);
+      const accountId = await seedAccount(f.db, receiver.url('/status'));
+      const byCall = new Map<string, string[]>();
+      const ids: string[] = [];
+      const calls = await Promise.all([1, 2, 3, 4].map(() => seedCall(f.db, accountId)));
+      for (const code of CALL_CODES) {
+        for (const c of calls) {
+          const e = await one.publisher.emit({ accountId, code, callId: c.id });
+          ids.push(e.id);
+          byCall.set(c.sid, [...(byCall.get(c.sid) ?? []), e.id]);
+        }
+      }
+      await waitFor(() => receiver.delivered().length === ids.length, 10000, 'all delivered');
+      await waitFor(() => allDelivered(f.db), 3000, 'every row delivered');
+      await sleep(100);
+      assert.equal(receiver.requests.length, ids.length, 'no event sent twice while both workers ran');
+      assertOrderPerCall(receiver.requests, byCall);
+    });
+
     it('5 exhausted deliveries disable the route; a success on another route does not re-enable it', async () => {
       const { db } = await open();
       const ev = start(db, { retryDelaysMs: [5, 5] });
