@@ -1,7 +1,9 @@
 import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
 import { openDb, migrate, pingDb, type Db } from './store/index.js';
-import { RtpengineSupervisor, MediaEngines } from './media/index.js';
+import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
+import { SipApplication } from './sip/index.js';
+import { StoreAdmission } from './billing/admission.js';
 import { createApiServer } from './api/index.js';
 import { EventBus, EventPublisher, StatusCallbackOutbox, attachStream } from './events/index.js';
 import { consumeStreamToken } from './store/index.js';
@@ -21,6 +23,9 @@ export class Switch {
   readonly #closers: Array<() => Promise<void>> = [];
 
   constructor(readonly config: Config) {}
+
+  /** The call engine (after start), for tests and the CLI's in-process tools. */
+  calls: SwitchCallEngine | undefined;
 
   get db(): Db {
     if (!this.#db) throw new Error('switch not started');
@@ -62,13 +67,29 @@ export class Switch {
     const outbox = new StatusCallbackOutbox({ db, publisher }).start();
     this.#closers.push(() => outbox.close());
 
-    const calls = new SwitchCallEngine({ db, config, publisher, engines: this.#engines });
+    const media = new MediaService({
+      engines: this.#engines,
+      dataDir: config.dataDir,
+      logger: roomLogger('media'),
+      engineRecordingDir: this.#supervisor?.recordingDir,
+      localMediaAddress: config.rtpengine.interface,
+    });
+    await media.start();
+    this.#closers.push(() => media.close());
+
+    const sip = new SipApplication({ db, config, logger: roomLogger('sip') });
+    const admission = new StoreAdmission(db);
+    const calls = new SwitchCallEngine({ db, config, publisher, media, sip, admission });
+    this.calls = calls;
+    await sip.listen();
+    this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());
 
     const { server } = createApiServer({
       db,
       config,
       calls,
+      admission,
       signUrlSecret: secret,
       health: () => this.health(),
     });

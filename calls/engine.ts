@@ -1,55 +1,116 @@
 import type { Config } from '../config/index.js';
 import { roomLogger } from '../config/index.js';
 import type { CallEngine } from '../api/index.js';
-import type { EventPublisher } from '../events/index.js';
-import { ReasonCodes } from '../events/index.js';
-import type { MediaEngines } from '../media/index.js';
+import type { Admission } from '../billing/admission.js';
+import { ReasonCodes, type EventPublisher } from '../events/index.js';
+import type { MediaService } from '../media/index.js';
+import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
 import { CallLifecycle } from './lifecycle.js';
+import { LiveCall, type CallBilling } from './live-call.js';
+import type { FlowDeps } from './flows/flow-deps.js';
+import { runOriginate } from './flows/originate.js';
+import { runInbound } from './flows/inbound.js';
 
 export interface CallEngineDeps {
   db: Db;
   config: Config;
   publisher: EventPublisher;
-  engines: MediaEngines;
+  media: MediaService;
+  sip: SipApplication;
+  admission: Admission;
+  billing?: CallBilling;
+  /** Days a recording is kept before the retention job deletes its media. */
+  recordingRetentionDays?: number;
 }
 
 /**
- * The switch's call engine: owns every live call of this process. The API hands it admitted calls; the SIP
- * applications hand it inbound and end-user calls.
+ * The switch's call engine: owns every live call of this process. The API hands it admitted calls (originate,
+ * hangup); the SIP edge hands it INVITEs from carriers and end-users.
  */
 export class SwitchCallEngine implements CallEngine {
   readonly #deps: CallEngineDeps;
-  readonly #live = new Map<string, CallLifecycle>();
+  readonly #flow: FlowDeps;
+  readonly #live = new Map<string, LiveCall>();
   readonly #log = roomLogger('calls');
+  #closed = false;
 
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
+    this.#flow = {
+      db: deps.db,
+      config: deps.config,
+      log: this.#log,
+      media: deps.media,
+      sip: deps.sip,
+      events: deps.publisher,
+      admission: deps.admission,
+    };
+    deps.sip.onInvite(async (req, srv, origin) => {
+      if (this.#closed) return void srv.send(503, 'Service Unavailable');
+      if (origin.kind === 'trunk') return runInbound(this.#flow, (row) => this.#track(row), req, srv, origin.trunk);
+      srv.send(501, 'Not Implemented'); // end-user calls: calls/flows/end-user.ts
+    });
   }
 
-  async originate(call: CallRow, _opts: { timeoutSeconds: number }): Promise<void> {
-    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, call);
-    this.#live.set(call.id, life);
-    void life.ended.then(() => this.#live.delete(call.id));
-    await life.initiated();
-    // Dialling through a trunk is wired in with the SIP applications (calls/flows/originate.ts).
-    await life.end(ReasonCodes.carrierFailure);
+  #track(row: CallRow): LiveCall {
+    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
+    const call = new LiveCall(
+      {
+        db: this.#deps.db,
+        media: this.#deps.media,
+        events: this.#deps.publisher,
+        log: this.#log,
+        billing: this.#deps.billing,
+        webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
+        recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
+      },
+      life,
+    );
+    this.#live.set(row.id, call);
+    void life.ended.then(() => this.#live.delete(row.id));
+    return call;
   }
 
-  async hangup(call: CallRow): Promise<CallRow> {
-    const live = this.#live.get(call.id);
-    if (live) return live.end(ReasonCodes.normalHangup);
+  /** Holds a live call by id (billing cuts, tests). */
+  get(callId: string): LiveCall | undefined {
+    return this.#live.get(callId);
+  }
+
+  get liveCount(): number {
+    return this.#live.size;
+  }
+
+  async originate(row: CallRow, opts: { timeoutSeconds: number }): Promise<void> {
+    const call = this.#track(row);
+    await call.life.initiated();
+    void runOriginate(this.#flow, call, opts.timeoutSeconds).catch((e) => {
+      this.#log.error({ err: e, call: row.sid }, 'originate failed');
+      void call.end(ReasonCodes.carrierFailure);
+    });
+  }
+
+  async hangup(row: CallRow): Promise<CallRow> {
+    const live = this.#live.get(row.id);
+    if (live) return live.end(live.life.isAnswered ? ReasonCodes.normalHangup : ReasonCodes.canceled);
     // The store shows the call live but this switch does not hold it: close it as reconciled (spec: END.0504).
-    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, call);
+    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     await life.end(ReasonCodes.reconciled);
-    return (await findCallAnyAccount(this.#deps.db, call.id)) ?? call;
+    return (await findCallAnyAccount(this.#deps.db, row.id)) ?? row;
+  }
+
+  /** Ends a call for billing (BILL.0403, END.0408, END.0503); a call this process does not hold is left alone. */
+  cut(callId: string, reason: (typeof ReasonCodes)[keyof typeof ReasonCodes]): void {
+    void this.#live.get(callId)?.end(reason);
   }
 
   isLive(callId: string): boolean {
     return this.#live.has(callId);
   }
 
+  /** Shutdown: every live call is ended (BYE sent, CDR closed). */
   async close(): Promise<void> {
+    this.#closed = true;
     await Promise.all([...this.#live.values()].map((l) => l.end(ReasonCodes.normalHangup)));
   }
 }

@@ -43,6 +43,10 @@ export class CallLifecycle {
 
   /** Emits CALL.0100 for a call written as `initiated` (the API or a flow wrote the row). */
   async initiated(): Promise<void> {
+    if (!this.#row.started_at) {
+      const row = await updateCall(this.#db, this.#row.id, { started_at: nowIso() });
+      if (row) this.#row = row;
+    }
     await this.#emit(EventCodes.callInitiated, {});
   }
 
@@ -69,10 +73,10 @@ export class CallLifecycle {
     return true;
   }
 
-  /** Adds synthesised speech seconds to the CDR (billed at settlement). */
+  /** Adds synthesised speech to the CDR, in whole seconds rounded up per utterance (spec: an integer). */
   async addTtsSeconds(seconds: number): Promise<void> {
     if (seconds <= 0) return;
-    const row = await updateCall(this.#db, this.#row.id, { tts_seconds: this.#row.tts_seconds + seconds });
+    const row = await updateCall(this.#db, this.#row.id, { tts_seconds: this.#row.tts_seconds + Math.ceil(seconds) });
     if (row) this.#row = row;
   }
 

@@ -1,0 +1,85 @@
+import { AdmissionRefusedError } from '../../billing/admission.js';
+import { ReasonCodes } from '../../events/index.js';
+import type { Responder, SipRequest } from '../../sip/stack/index.js';
+import { findNumberByE164, getAccount, insertCall, nowIso, type CallRow, type TrunkRow } from '../../store/index.js';
+import type { FlowDeps } from './flow-deps.js';
+import { recordRefusedCall, refuseAdmission } from './refusal.js';
+import { CALLER_LEG, type LiveCall } from '../live-call.js';
+
+/** A carrier's Request-URI user part as E.164: carriers send `+2547…`, `2547…` or `tel:`-style digits. */
+export function didFromRequest(req: SipRequest): string {
+  const user = decodeURIComponent((req.uri as { user?: string }).user ?? '').replace(/[^\d+]/g, '');
+  return user.startsWith('+') ? user : `+${user}`;
+}
+
+export function callerFromRequest(req: SipRequest): string {
+  const from = req.headers.get('from') ?? '';
+  const m = /sips?:([^@;>]+)@/.exec(from) ?? /tel:([^;>]+)/.exec(from);
+  return m ? decodeURIComponent(m[1]) : 'anonymous';
+}
+
+/**
+ * Inbound PSTN call: a carrier INVITE to one of an account's DIDs. Unknown or inactive numbers get 404 and
+ * END.0404; admission refusals get their SIP status; otherwise the call rings, is answered by the platform and
+ * runs the verbs of the number's voice_inbound route (per-number override, then account default).
+ */
+export async function runInbound(
+  d: FlowDeps,
+  track: (row: CallRow) => LiveCall,
+  req: SipRequest,
+  srv: Responder,
+  trunk: TrunkRow,
+): Promise<void> {
+  const did = didFromRequest(req);
+  const caller = callerFromRequest(req);
+  const number = await findNumberByE164(d.db, did);
+  if (!number?.account_id || !number.is_active) {
+    srv.send(404, 'Not Found');
+    if (number?.account_id) {
+      const base = {
+        account_id: number.account_id,
+        direction: 'inbound' as const,
+        from_number: caller,
+        to_number: did,
+        number_id: number.id,
+      };
+      await recordRefusedCall(d.db, d.events, base, ReasonCodes.unallocatedNumber);
+    }
+    d.log.info({ did, trunk: trunk.name }, 'inbound call to an unallocated number');
+    return;
+  }
+  const account = await getAccount(d.db, number.account_id);
+  const base = {
+    account_id: account.id,
+    direction: 'inbound' as const,
+    from_number: caller,
+    to_number: did,
+    number_id: number.id,
+  };
+  let row: CallRow;
+  try {
+    row = await d.admission.admit({ accountId: account.id }, () => insertCall(d.db, { ...base, started_at: nowIso() }));
+  } catch (e) {
+    if (e instanceof AdmissionRefusedError) return refuseAdmission(d.db, d.events, srv, base, e);
+    throw e;
+  }
+  const call = track(row);
+  await call.life.initiated();
+  srv.send(180, 'Ringing');
+  await call.life.ringing();
+  srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
+  try {
+    const sdp = await d.media.answerIvr(row.id, CALLER_LEG, req.body.toString());
+    if (call.isEnding) return;
+    const dialog = await d.sip.ua.createUAS(req, { localSdp: sdp });
+    call.attachDialog(dialog);
+    await call.answered();
+  } catch (e) {
+    d.log.warn({ err: e, call: row.sid }, 'inbound call could not be answered');
+    srv.send(500, 'Server Internal Error');
+    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
+    return;
+  }
+  const url = number.webhook_voice_inbound || account.webhook_voice_inbound;
+  await call.runVerbs({ url });
+}

@@ -1,0 +1,268 @@
+import type { Logger } from '../config/index.js';
+import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { MediaError, type MediaService, type RecordingResult } from '../media/index.js';
+import type { Dialog } from '../sip/stack/index.js';
+import { getAccount, updateCall, insertRecording, type CallRow, type Db } from '../store/index.js';
+import {
+  Interpreter,
+  callControlFetcher,
+  type CallControlEndUser,
+  type DialResult,
+  type FallbackPolicy,
+  type InterpreterStart,
+  type PlayResult,
+  type PlaySource,
+  type RecordOptions,
+  type RecordResult,
+  type VerbContext,
+  type VerbDocument,
+  type VerbEvent,
+  type ActionCallbackExtras,
+  type SayOptions,
+  type SessionRecordingOptions,
+} from '../verbs/index.js';
+import type { CallLifecycle } from './lifecycle.js';
+
+/** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
+export const CALLER_LEG = 'A';
+
+/** Billing as a live call sees it (billing/CreditMonitor); absent in set-ups without credit control. */
+export interface CallBilling {
+  callAnswered(a: {
+    callId: string;
+    accountId: string;
+    direction: string;
+    to: string;
+    answeredAt: Date;
+  }): Promise<void>;
+  ttsUsed(callId: string, seconds: number, tier?: string): void;
+  callEnded(callId: string, endedAt: Date): Promise<{ costCents: number; talkSeconds: number }>;
+}
+
+export interface LiveCallDeps {
+  db: Db;
+  media: MediaService;
+  events: EventPublisher;
+  log: Logger;
+  billing?: CallBilling;
+  webhookTimeoutMs: number;
+  recordingRetentionDays: number;
+}
+
+/**
+ * One call the platform itself answers or places (an IVR leg): its SIP dialog, its media session, the verb
+ * interpreter and the CDR. It is the VerbContext the interpreter runs verbs through. Ending is idempotent and
+ * always in this order: stop the verbs, BYE the leg if it is still up, free the media, settle billing, close
+ * the CDR (which emits CALL.0300 or CALL.0400).
+ */
+export class LiveCall implements VerbContext {
+  readonly #d: LiveCallDeps;
+  readonly life: CallLifecycle;
+  #dialog: Dialog | undefined;
+  #interpreter: Interpreter | undefined;
+  #ending: Promise<CallRow> | undefined;
+  #fallback: FallbackPolicy = { mode: 'drop', value: '' };
+  #endUser: CallControlEndUser | null = null;
+  readonly #onEnd: Array<() => void> = [];
+
+  constructor(deps: LiveCallDeps, life: CallLifecycle) {
+    this.#d = deps;
+    this.life = life;
+  }
+
+  get id(): string {
+    return this.life.row.id;
+  }
+
+  get row(): CallRow {
+    return this.life.row;
+  }
+
+  get fallback(): FallbackPolicy {
+    return this.#fallback;
+  }
+
+  /** Something to undo when the call ends before it is up (a pending INVITE to CANCEL). */
+  onEnd(fn: () => void): void {
+    this.#onEnd.push(fn);
+  }
+
+  get isEnding(): boolean {
+    return this.#ending !== undefined;
+  }
+
+  setEndUser(u: CallControlEndUser | null): void {
+    this.#endUser = u;
+  }
+
+  /** The leg is up (2xx sent or received): watch for the far end's BYE. */
+  attachDialog(dialog: Dialog): void {
+    this.#dialog = dialog;
+    dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, { remoteHungUp: true }));
+  }
+
+  /** From answer: credit control starts and the verbs run until the call ends. */
+  async answered(): Promise<void> {
+    const ok = await this.life.answered();
+    if (!ok) return;
+    await this.#d.billing?.callAnswered({
+      callId: this.id,
+      accountId: this.row.account_id,
+      direction: this.row.direction,
+      to: this.row.to_number,
+      answeredAt: new Date(this.row.answered_at!),
+    });
+  }
+
+  /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */
+  async runVerbs(start: InterpreterStart): Promise<void> {
+    const account = await getAccount(this.#d.db, this.row.account_id);
+    this.#fallback = { mode: account.fallback_mode, value: account.fallback_value };
+    this.#interpreter = new Interpreter(this);
+    const end = await this.#interpreter.run(start);
+    if (end.reason === 'error') {
+      reportSystemError(end.error, {
+        publisher: this.#d.events,
+        operation: 'verbs',
+        accountId: this.row.account_id,
+        callId: this.id,
+        sid: this.row.sid,
+      });
+    }
+    await this.end(ReasonCodes.normalHangup);
+  }
+
+  /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown). */
+  end(reason: ReasonCode, opts: { remoteHungUp?: boolean } = {}): Promise<CallRow> {
+    this.#ending ??= this.#end(reason, opts);
+    return this.#ending;
+  }
+
+  async #end(reason: ReasonCode, opts: { remoteHungUp?: boolean }): Promise<CallRow> {
+    this.#interpreter?.kill();
+    for (const fn of this.#onEnd.splice(0)) fn();
+    if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
+    const endedAt = new Date();
+    const media = await this.#d.media.deleteSession(this.id).catch((e) => {
+      this.#d.log.warn({ err: e, call: this.row.sid }, 'media session not deleted');
+      return {} as { sessionRecording?: RecordingResult };
+    });
+    if (media.sessionRecording) await this.#storeRecording(media.sessionRecording).catch(() => undefined);
+    let settled: { costCents: number; talkSeconds: number } | undefined;
+    if (this.life.isAnswered && this.#d.billing) {
+      settled = await this.#d.billing.callEnded(this.id, endedAt).catch((e) => {
+        this.#d.log.error({ err: e, call: this.row.sid }, 'settlement failed; the reconcile sweep retries it');
+        return undefined;
+      });
+    }
+    return this.life.end(reason, { at: endedAt, costCents: settled?.costCents, talkSeconds: settled?.talkSeconds });
+  }
+
+  // ---- VerbContext ----
+
+  async say(text: string, options: SayOptions): Promise<void> {
+    const r = await this.#d.media.say(this.id, CALLER_LEG, text, {
+      voice: options.voice,
+      language: options.language,
+      signal: options.signal,
+    });
+    await this.life.addTtsSeconds(r.ttsSeconds);
+    this.#d.billing?.ttsUsed(this.id, r.ttsSeconds, r.tier);
+    await this.life.emit(EventCodes.ttsGenerated, { seconds: r.ttsSeconds, tier: r.tier });
+  }
+
+  async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
+    if (source.kind === 'asset') return 'asset_missing'; // account assets are not built yet (issue 11)
+    try {
+      await this.#d.media.playUrl(this.id, CALLER_LEG, source.url, { signal: options.signal });
+      return 'played';
+    } catch (e) {
+      if (e instanceof MediaError) {
+        this.#d.log.info({ call: this.row.sid, url: source.url, code: e.code }, 'audio not playable; next verb');
+        return 'asset_missing';
+      }
+      throw e;
+    }
+  }
+
+  async dial(): Promise<DialResult> {
+    // Bridging a second leg to an IVR-anchored caller is not built yet: report it as failed so the document's
+    // action callback (DialCallStatus=failed) and the next verbs still run.
+    await this.life.emit(EventCodes.dialCompleted, { DialCallStatus: 'failed', DialCallDuration: 0 });
+    return { status: 'failed', durationSeconds: 0 };
+  }
+
+  async record(options: RecordOptions): Promise<RecordResult> {
+    await this.life.emit(EventCodes.recordingStarted, {});
+    const r = await this.#d.media.record(this.id, CALLER_LEG, {
+      maxLengthSec: options.maxLength,
+      silenceTimeoutSec: options.timeout,
+      signal: options.signal,
+    });
+    const rec = await this.#storeRecording(r);
+    return { durationSeconds: Math.round(r.durationSec), path: rec.storage_path ?? undefined };
+  }
+
+  async startSessionRecording(_options: SessionRecordingOptions): Promise<void> {
+    // An IVR call has one SIP leg; both directions of it are what Record captures. Bridged calls (Dial) will
+    // start rtpengine's recording here once Dial bridges.
+  }
+
+  pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, seconds * 1000);
+      options.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    });
+  }
+
+  async hangup(): Promise<void> {
+    void this.end(ReasonCodes.normalHangup);
+  }
+
+  async fetchDocument(
+    url: string,
+    extras: ActionCallbackExtras,
+    options: { readonly signal: AbortSignal },
+  ): Promise<VerbDocument> {
+    // The secret is read per request: a rotation takes effect for every later request (spec, Authentication 6).
+    const account = await getAccount(this.#d.db, this.row.account_id);
+    const fetcher = callControlFetcher({
+      call: () => ({
+        sid: this.row.sid,
+        accountUuid: this.row.account_id,
+        direction: this.row.direction === 'inbound' ? 'inbound' : 'outbound',
+        from: this.row.from_number,
+        to: this.row.to_number,
+        customPayload: this.row.custom_payload ? JSON.parse(this.row.custom_payload) : null,
+        endUser: this.#endUser,
+      }),
+      secret: account.signing_secret,
+      timeoutMs: this.#d.webhookTimeoutMs,
+    });
+    return fetcher(url, extras, options);
+  }
+
+  async setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void> {
+    await updateCall(this.#d.db, this.id, { custom_payload: JSON.stringify(payload) });
+  }
+
+  emit(event: VerbEvent): void {
+    void this.life.emit(event.code, { ...event.data });
+  }
+
+  async #storeRecording(r: RecordingResult) {
+    const seconds = Math.round(r.durationSec);
+    const expires = new Date(Date.now() + this.#d.recordingRetentionDays * 86400_000).toISOString();
+    const rec = await insertRecording(this.#d.db, {
+      account_id: this.row.account_id,
+      call_id: this.id,
+      call_sid: this.row.sid,
+      duration_seconds: seconds,
+      size_bytes: r.sizeBytes,
+      storage_path: r.path,
+      expires_at: expires,
+    });
+    await this.life.emit(EventCodes.recordingCompleted, { recordingUuid: rec.id, duration: seconds });
+    return rec;
+  }
+}

@@ -1,0 +1,89 @@
+import type { Config, Logger } from '../config/index.js';
+import type { Db, TrunkRow } from '../store/index.js';
+import { UserAgent, type Responder, type SipRequest, type ListenOptions } from './stack/index.js';
+import { TrunkDirectory } from './trunks.js';
+
+/** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
+export type InviteOrigin = { kind: 'trunk'; trunk: TrunkRow } | { kind: 'end-user'; identity: EndUserIdentity };
+
+export interface EndUserIdentity {
+  accountId: string;
+  endUserId: string;
+  extension: string;
+  tokenId: string;
+  maxConcurrent: number;
+}
+
+export type InviteHandler = (req: SipRequest, srv: Responder, origin: InviteOrigin) => Promise<void>;
+
+/** Authenticates an end-user's request (REGISTER or INVITE); answers the challenge itself when it returns null. */
+export type EndUserAuthenticator = (req: SipRequest, srv: Responder) => Promise<EndUserIdentity | null>;
+
+/**
+ * The switch's SIP edge: one UserAgent on every configured transport, OPTIONS answered, INVITEs classified
+ * (carrier trunk by source address, else an authenticated end-user) and handed to the call engine.
+ */
+export class SipApplication {
+  readonly ua: UserAgent;
+  readonly trunks: TrunkDirectory;
+  #onInvite: InviteHandler | undefined;
+  #authenticate: EndUserAuthenticator | undefined;
+  readonly #log: Logger;
+
+  constructor(private readonly deps: { db: Db; config: Config; logger: Logger }) {
+    this.#log = deps.logger;
+    this.ua = new UserAgent({ logger: deps.logger, advertisedHost: deps.config.publicHost });
+    this.trunks = new TrunkDirectory(deps.db);
+    this.ua.onRequest('OPTIONS', (_req, srv) =>
+      srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER' } }),
+    );
+    this.ua.onRequest('INVITE', (req, srv) => this.#invite(req, srv));
+  }
+
+  /** The call engine's entry for new calls. */
+  onInvite(handler: InviteHandler): void {
+    this.#onInvite = handler;
+  }
+
+  /** The registrar's end-user authentication, used for INVITEs from phones too. */
+  useEndUserAuthentication(auth: EndUserAuthenticator): void {
+    this.#authenticate = auth;
+  }
+
+  async listen(extra: Partial<ListenOptions> = {}): Promise<void> {
+    const { config } = this.deps;
+    await this.ua.listen({
+      udp: { host: config.sip.host, port: config.sip.port },
+      tcp: { host: config.sip.host, port: config.sip.port },
+      ...extra,
+    });
+  }
+
+  async #invite(req: SipRequest, srv: Responder): Promise<void> {
+    if (!this.#onInvite) return void srv.send(503, 'Service Unavailable');
+    const source = req.source?.address ?? '';
+    const trunk = await this.trunks.matchSource(source);
+    let origin: InviteOrigin;
+    if (
+      trunk &&
+      (req.source?.transport === 'UDP' || req.source?.transport === 'TCP' || req.source?.transport === 'TLS')
+    ) {
+      origin = { kind: 'trunk', trunk };
+    } else {
+      if (!this.#authenticate) return void srv.send(403, 'Forbidden');
+      const identity = await this.#authenticate(req, srv);
+      if (!identity) return; // challenged or refused by the authenticator
+      origin = { kind: 'end-user', identity };
+    }
+    try {
+      await this.#onInvite(req, srv, origin);
+    } catch (e) {
+      this.#log.error({ err: e, callId: req.headers.get('call-id') }, 'INVITE handler failed');
+      srv.send(500, 'Server Internal Error');
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.ua.close();
+  }
+}

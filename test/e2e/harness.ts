@@ -1,0 +1,214 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
+import http from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../../config/index.js';
+import { Switch } from '../../switch.js';
+import { insertAccount, insertApiKey, insertTrunk, newId, nowIso, type Db } from '../../store/index.js';
+import { post } from '../../billing/index.js';
+import { decodeG711, rms } from '../../media/g711.js';
+import { parseRtp } from '../../media/rtp-packet.js';
+
+export const SCENARIOS = path.join(import.meta.dirname, 'scenarios');
+
+/** The whole switch in this process, with its own data directory and the given ports. */
+export async function startTestSwitch(ports: {
+  http: number;
+  sip: number;
+  ng: number;
+  rtpMin: number;
+  rtpMax: number;
+}) {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-'));
+  const config: Config = loadConfig(
+    {
+      SIMU_DATA_DIR: dataDir,
+      SIMU_HTTP_HOST: '127.0.0.1',
+      SIMU_HTTP_PORT: String(ports.http),
+      SIMU_SIP_HOST: '127.0.0.1',
+      SIMU_SIP_PORT: String(ports.sip),
+      SIMU_RTPENGINE_NG_PORT: String(ports.ng),
+      SIMU_RTP_PORT_MIN: String(ports.rtpMin),
+      SIMU_RTP_PORT_MAX: String(ports.rtpMax),
+      SIMU_WEBHOOK_TIMEOUT_MS: '3000',
+      SIMU_LOG_LEVEL: process.env.SIMU_LOG_LEVEL ?? 'silent',
+    },
+    dataDir,
+  );
+  const sw = new Switch(config);
+  await sw.start();
+  return { sw, config, db: sw.db, baseUrl: `http://127.0.0.1:${ports.http}` };
+}
+
+export interface TestAccount {
+  id: string;
+  key: string;
+  did: string;
+}
+
+/** An account with money, an API key and one active DID it owns. */
+export async function createAccountWithDid(db: Db, did: string, balanceCents = 100_000): Promise<TestAccount> {
+  const a = await insertAccount(db, `acct ${did}`);
+  const { key } = await insertApiKey(db, a.id, 'test');
+  await post(db, { accountId: a.id, direction: 'credit', kind: 'topup', amountCents: balanceCents });
+  await db('numbers').insert({
+    id: newId(),
+    number: did,
+    account_id: a.id,
+    is_active: true,
+    acquired_at: nowIso(),
+    created_at: nowIso(),
+  });
+  return { id: a.id, key, did };
+}
+
+export async function addCarrier(db: Db, port: number, name = 'carrier') {
+  return insertTrunk(db, {
+    name,
+    host: '127.0.0.1',
+    port,
+    transport: 'udp',
+    username: null,
+    password: null,
+    inbound_addresses: ['127.0.0.1'],
+  });
+}
+
+export interface ReceivedRequest {
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  json: any;
+  at: number;
+}
+
+/** The account's server: answers call-control requests with verb documents and records status callbacks. */
+export class AccountServer {
+  readonly requests: ReceivedRequest[] = [];
+  #server: http.Server;
+  #port = 0;
+  routes = new Map<string, (req: ReceivedRequest) => { status?: number; body: string; delayMs?: number }>();
+
+  constructor() {
+    this.#server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const r: ReceivedRequest = {
+          url: req.url ?? '',
+          headers: req.headers,
+          body,
+          json: safeJson(body),
+          at: Date.now(),
+        };
+        this.requests.push(r);
+        const handler = this.routes.get((req.url ?? '').split('?')[0]);
+        const reply = handler ? handler(r) : { status: 200, body: '' };
+        setTimeout(() => {
+          res.writeHead(reply.status ?? 200, {
+            'content-type': reply.body.startsWith('<') ? 'application/xml' : 'text/plain',
+          });
+          res.end(reply.body);
+        }, reply.delayMs ?? 0);
+      });
+    });
+  }
+
+  async listen(): Promise<this> {
+    await new Promise<void>((r) => this.#server.listen(0, '127.0.0.1', () => r()));
+    this.#port = (this.#server.address() as { port: number }).port;
+    return this;
+  }
+
+  url(p: string): string {
+    return `http://127.0.0.1:${this.#port}${p}`;
+  }
+
+  verbs(p: string, xml: string): void {
+    this.routes.set(p, () => ({ body: xml }));
+  }
+
+  statusEvents(p = '/status'): string[] {
+    return this.requests.filter((r) => r.url === p).map((r) => r.json?.code);
+  }
+
+  async waitFor(pred: () => boolean, timeoutMs = 15000, what = 'condition'): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!pred()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  close(): Promise<void> {
+    this.#server.closeAllConnections();
+    return new Promise((r) => this.#server.close(() => r()));
+  }
+}
+
+function safeJson(s: string): any {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A real RTP receiver: keeps the PCMU audio it is sent, to prove what a peer heard. */
+export class RtpSink {
+  readonly socket = dgram.createSocket('udp4');
+  readonly payloads: Buffer[] = [];
+  packets = 0;
+
+  async bind(port: number): Promise<this> {
+    this.socket.on('message', (msg) => {
+      const p = parseRtp(msg);
+      if (!p) return;
+      this.packets++;
+      if (p.payloadType === 0) this.payloads.push(Buffer.from(p.payload));
+    });
+    await new Promise<void>((r) => this.socket.bind(port, '127.0.0.1', () => r()));
+    return this;
+  }
+
+  /** Seconds of received audio whose 20 ms frames are at speech level (RMS above `threshold`). */
+  speechSeconds(threshold = 300): number {
+    const samples = decodeG711(Buffer.concat(this.payloads), 0);
+    let loud = 0;
+    for (let i = 0; i + 160 <= samples.length; i += 160) if (rms(samples, i, i + 160) > threshold) loud++;
+    return loud * 0.02;
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+export interface SippRun {
+  proc: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+  kill(): void;
+}
+
+/** Runs SIPp with a bounded call count and time; always killed by the caller's `after` hook. */
+export function runSipp(args: string[]): SippRun {
+  const proc = spawn('sipp', [...args, '-nostdin', '-timeout', '60s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return { proc, output: () => out, exited, kill: () => proc.kill('SIGKILL') };
+}
+
+export async function api(baseUrl: string, key: string, method: string, p: string, body?: unknown) {
+  const res = await fetch(`${baseUrl}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: safeJson(text) ?? text };
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import path from 'node:path';
+import {
+  startTestSwitch,
+  createAccountWithDid,
+  addCarrier,
+  AccountServer,
+  RtpSink,
+  runSipp,
+  api,
+  SCENARIOS,
+  type SippRun,
+  type TestAccount,
+} from './harness.js';
+
+/**
+ * Issue 6 "done when": originate → Say → Hangup, with SIPp as the carrier and a real RTP receiver behind it.
+ * Asserts the CDR, the events and what the far end heard.
+ */
+describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
+  this.timeout(60000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  let acct: TestAccount;
+  const server = new AccountServer();
+  const sink = new RtpSink();
+  let sipp: SippRun | undefined;
+
+  before(async () => {
+    ctx = await startTestSwitch({ http: 21180, sip: 21160, ng: 21223, rtpMin: 21400, rtpMax: 21499 });
+    await server.listen();
+    await sink.bind(21700);
+    acct = await createAccountWithDid(ctx.db, '+254711100001');
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_status: server.url('/status') });
+    await addCarrier(ctx.db, 21560);
+  });
+
+  after(async () => {
+    sipp?.kill();
+    sink.close();
+    await server.close();
+    await ctx?.sw.stop();
+  });
+
+  it('dials the carrier, speaks on answer, hangs up, and the CDR and events say so', async () => {
+    server.verbs(
+      '/voice',
+      '<Response><Say>Hello from Simu. This is a test of the speech path.</Say><Hangup/></Response>',
+    );
+    sipp = runSipp([
+      '-sf',
+      path.join(SCENARIOS, 'uas-answer.xml'),
+      '-key',
+      'media_sink',
+      '21700',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21560',
+      '-m',
+      '1',
+    ]);
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+      to: '+254722000001',
+      from: acct.did,
+      url: server.url('/voice'),
+      customPayload: { order: 42 },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const uuid = res.body.uuid;
+    assert.equal(res.body.status, 'initiated');
+
+    await server.waitFor(() => server.statusEvents().includes('CALL.0300'), 30000, 'call.completed');
+    assert.equal(await sipp.exited, 0, sipp.output());
+
+    const call = (await api(ctx.baseUrl, acct.key, 'GET', `/api/calls/${uuid}`)).body;
+    assert.equal(call.status, 'completed');
+    assert.equal(call.reason_code, 'END.0200');
+    assert.equal(call.reason_label, 'Normal hangup');
+    assert.equal(call.direction, 'outbound');
+    assert.ok(call.answered_at && call.ended_at && call.started_at, JSON.stringify(call));
+    assert.ok(call.tts_seconds >= 2, `tts_seconds ${call.tts_seconds}`);
+    assert.ok(call.talk_seconds >= 2, `talk_seconds ${call.talk_seconds}`);
+
+    // The far end heard speech for about as long as the utterance.
+    const heard = sink.speechSeconds();
+    assert.ok(heard >= 1.5, `speech-level audio received: ${heard.toFixed(2)} s`);
+
+    // The call-control request: the spec's fields, signed as the spec says.
+    const control = server.requests.find((r) => r.url === '/voice')!;
+    assert.deepEqual(Object.keys(control.json).sort(), [
+      'AccountSid',
+      'CallSid',
+      'CallStatus',
+      'Direction',
+      'From',
+      'To',
+      'customPayload',
+    ]);
+    assert.equal(control.json.CallStatus, 'in-progress');
+    assert.equal(control.json.Direction, 'outbound');
+    assert.equal(control.json.CallSid, call.sid);
+    assert.equal(control.json.customPayload, '{"order":42}');
+    const secret = (await ctx.db('accounts').where({ id: acct.id }).first()).signing_secret;
+    const ts = control.headers['x-voice-timestamp'] as string;
+    const expected = createHmac('sha256', secret)
+      .update(server.url('/voice') + ts + control.body)
+      .digest('base64');
+    assert.equal(control.headers['x-voice-signature'], expected);
+
+    // Status callbacks in order for the call.
+    const codes = server.statusEvents();
+    for (const c of ['CALL.0100', 'CALL.0180', 'CALL.0200', 'TTS.0200', 'CALL.0300'])
+      assert.ok(codes.includes(c), `${c} in ${codes}`);
+    assert.ok(
+      codes.indexOf('CALL.0100') < codes.indexOf('CALL.0200') &&
+        codes.indexOf('CALL.0200') < codes.indexOf('CALL.0300'),
+    );
+    const completed = server.requests.find((r) => r.json?.code === 'CALL.0300')!.json;
+    assert.equal(completed.data.reason_code, 'END.0200');
+    assert.deepEqual(completed.customPayload, { order: 42 });
+  });
+});
