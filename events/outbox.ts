@@ -119,6 +119,17 @@ export class StatusCallbackOutbox {
     await Promise.allSettled([...this.#inFlight.values()]);
   }
 
+  /**
+   * Housekeeping: deletes rows that reached a final state (delivered or failed) before `before`. Pending rows are
+   * never touched. Returns how many were removed. The operator's retention job calls this (e.g. daily, 7 days).
+   */
+  async purge(before: Date): Promise<number> {
+    return this.#db('event_outbox')
+      .whereIn('state', ['delivered', 'failed'])
+      .where('done_at', '<', before.toISOString())
+      .delete();
+  }
+
   #schedulePoll(ms: number): void {
     clearTimeout(this.#timer);
     if (this.#closed) return;

@@ -278,6 +278,26 @@ for (const store of STORES)
       assert.equal(Number(row.attempts), 3);
     });
 
+    it('purge removes finished rows older than the cut-off and never a pending one', async () => {
+      const { db } = await open();
+      const ev = start(db);
+      const accountId = await seedAccount(db, receiver.url('/p'));
+      receiver.reply = (r) => (r.json.data?.keep ? 503 : 200);
+      const done = await ev.publisher.emit({ accountId, code: EventCodes.walletLow });
+      const pending = await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { keep: true } });
+      await waitFor(
+        async () => (await db('event_outbox').where({ id: done.id }).first()).state === 'delivered',
+        3000,
+        'first delivered',
+      );
+      assert.equal(await ev.outbox.purge(new Date(Date.now() - 60_000)), 0, 'nothing that old');
+      assert.equal(await ev.outbox.purge(new Date(Date.now() + 60_000)), 1);
+      assert.deepEqual(
+        (await db('event_outbox').select('id')).map((r) => r.id),
+        [pending.id],
+      );
+    });
+
     it("resolves the status URL: the call's DID override, else the account default, else none", async () => {
       const { db } = await open();
       const ev = start(db);
