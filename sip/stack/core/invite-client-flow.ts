@@ -6,8 +6,8 @@
 import type { Clock } from '../clock.js';
 import { SipCanceledError, SipTimeoutError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { SipHeaders, SipRequest, type SipResponse } from '../message/index.js';
-import type { TimerSettings, TransactionLayer } from '../transaction/index.js';
+import type { SipRequest, SipResponse } from '../message/index.js';
+import { requestFromInvite, type TimerSettings, type TransactionLayer } from '../transaction/index.js';
 import type { Target, TransportLayer } from '../transport/index.js';
 import type { Dialog } from '../dialog/dialog.js';
 
@@ -96,15 +96,7 @@ export class InviteClient {
     if (this.#cancelSent) return;
     this.#cancelSent = true;
     const inv = this.invite;
-    const h = new SipHeaders();
-    h.append('via', inv.headers.get('via') ?? '');
-    for (const r of inv.headers.getAll('route')) h.append('route', r);
-    h.append('max-forwards', '70');
-    h.append('from', inv.headers.get('from') ?? '');
-    h.append('to', inv.headers.get('to') ?? '');
-    h.append('call-id', inv.callId);
-    h.append('cseq', `${inv.cseq.seq} CANCEL`);
-    const cancel = new SipRequest('CANCEL', inv.uri, h);
+    const cancel = requestFromInvite(inv, 'CANCEL', inv.headers.get('to') ?? '');
     this.layer.sendRequest(cancel, this.transport.channelTo(this.target), {
       onResponse: () => {},
       onTimeout: () => this.logger.debug({ callId: inv.callId }, 'CANCEL timed out'),

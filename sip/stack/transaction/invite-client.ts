@@ -91,17 +91,23 @@ export class InviteClientTransaction extends Transaction {
 }
 
 /**
- * §17.1.1.3: the ACK for a non-2xx has the INVITE's Request-URI, Call-ID, From, CSeq number and top Via
- * (same branch), the To of the response (with its tag) and the INVITE's Route headers.
+ * A request that shares the INVITE's transaction identity: its Request-URI, top Via (same branch), Route,
+ * From, Call-ID and CSeq number, with `method` and the given To. Both the ACK of a non-2xx (§17.1.1.3, To of
+ * the response) and CANCEL (§9.1, To of the INVITE) are built this way.
  */
-export function buildNon2xxAck(invite: SipRequest, res: SipResponse): SipRequest {
+export function requestFromInvite(invite: SipRequest, method: 'ACK' | 'CANCEL', to: string): SipRequest {
   const h = new SipHeaders();
   h.append('via', invite.headers.get('via') ?? '');
   for (const r of invite.headers.getAll('route')) h.append('route', r);
   h.append('max-forwards', '70');
   h.append('from', invite.headers.get('from') ?? '');
-  h.append('to', res.headers.get('to') ?? '');
+  h.append('to', to);
   h.append('call-id', invite.callId);
-  h.append('cseq', `${invite.cseq.seq} ACK`);
-  return new SipRequest('ACK', invite.uri, h);
+  h.append('cseq', `${invite.cseq.seq} ${method}`);
+  return new SipRequest(method, invite.uri, h);
+}
+
+/** §17.1.1.3: the ACK for a non-2xx carries the To of the response (with its tag). */
+export function buildNon2xxAck(invite: SipRequest, res: SipResponse): SipRequest {
+  return requestFromInvite(invite, 'ACK', res.headers.get('to') ?? '');
 }

@@ -49,6 +49,11 @@ function serverKey(req: SipRequest, method: string): string {
   return `2543|${formatUri(req.uri)}|${req.fromTag ?? ''}|${req.callId}|${req.cseq.seq}|${req.headers.get('via')}|${method}`;
 }
 
+/** The key of an accepted INVITE awaiting the ACK of its 2xx: the ACK has a new branch, so match by dialog. */
+function acceptedKey(req: SipRequest): string {
+  return `${req.callId}|${req.cseq.seq}`;
+}
+
 function clientKey(branch: string, method: string): string {
   return `${branch}|${method === 'ACK' ? 'INVITE' : method}`;
 }
@@ -77,10 +82,10 @@ export class TransactionLayer {
         existing.receiveAck(); // §17.2.1: the ACK of a non-2xx is absorbed by the transaction
         return;
       }
-      const accepted = this.#accepted.get(`${req.callId}|${req.cseq.seq}`);
+      const accepted = this.#accepted.get(acceptedKey(req));
       if (accepted) {
         accepted.receive2xxAck();
-        this.#accepted.delete(`${req.callId}|${req.cseq.seq}`);
+        this.#accepted.delete(acceptedKey(req));
       }
       this.#opts.user.onRequest(req, null);
       return;
@@ -111,8 +116,7 @@ export class TransactionLayer {
       channel,
       onTerminated: (t: Transaction) => {
         if (this.#server.get(key) === t) this.#server.delete(key);
-        const ak = `${req.callId}|${req.cseq.seq}`;
-        if (this.#accepted.get(ak) === t) this.#accepted.delete(ak);
+        if (this.#accepted.get(acceptedKey(req)) === t) this.#accepted.delete(acceptedKey(req));
       },
     };
     const tx: ServerTransaction =
@@ -127,7 +131,7 @@ export class TransactionLayer {
   respond(tx: ServerTransaction, res: SipResponse): void {
     tx.respond(res);
     if (tx instanceof InviteServerTransaction && tx.awaitingAck) {
-      this.#accepted.set(`${tx.request.callId}|${tx.request.cseq.seq}`, tx);
+      this.#accepted.set(acceptedKey(tx.request), tx);
     }
   }
 

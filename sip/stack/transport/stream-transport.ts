@@ -8,7 +8,8 @@ import tls from 'node:tls';
 import { SipTransportError } from '../errors.js';
 import { StreamFramer } from '../message/index.js';
 import {
-  nextFlowId,
+  connectionFlow,
+  listenOn,
   type Flow,
   type ListenAddress,
   type SecureListenAddress,
@@ -57,15 +58,7 @@ export class StreamTransport implements Transport {
     opts: StreamTransportOptions,
   ): Promise<StreamTransport> {
     const t = new StreamTransport(name, sink, opts, name === 'TLS' ? (addr as SecureListenAddress) : undefined);
-    await new Promise<void>((resolve, reject) => {
-      t.#server.once('error', reject);
-      t.#server.listen(addr.port, addr.host, () => {
-        t.#server.off('error', reject);
-        resolve();
-      });
-    });
-    const a = t.#server.address() as net.AddressInfo;
-    t.local = { host: a.address, port: a.port };
+    t.local = await listenOn(t.#server, addr);
     return t;
   }
 
@@ -96,37 +89,15 @@ export class StreamTransport implements Transport {
   #attach(socket: net.Socket, outbound: boolean): Flow {
     socket.setNoDelay(true);
     this.#sockets.add(socket);
-    const remoteAddress = socket.remoteAddress ?? '';
-    const remotePort = socket.remotePort ?? 0;
-    const key = `${remoteAddress}:${remotePort}`;
     let open = true;
-    const flow: Flow = {
-      id: nextFlowId(this.name),
-      transport: this.name,
-      remoteAddress,
-      remotePort,
-      reliable: true,
-      send: (data) =>
-        new Promise<void>((resolve, reject) => {
-          if (!open || socket.destroyed) {
-            return reject(new SipTransportError(`${this.name} connection ${flow.id} to ${key} is closed`));
-          }
-          socket.write(data, (err) =>
-            err ? reject(new SipTransportError(`${this.name} write to ${key} failed: ${err.message}`)) : resolve(),
-          );
-        }),
+    const { flow, source } = connectionFlow(this.name, socket, {
+      isOpen: () => open && !socket.destroyed,
+      write: (data, done) => socket.write(data, done),
       close: () => socket.destroy(),
-    };
+    });
+    const key = `${flow.remoteAddress}:${flow.remotePort}`;
     this.#byRemote.set(key, flow);
     const framer = new StreamFramer(this.#opts.maxMessageBytes);
-    const source = {
-      transport: this.name,
-      address: remoteAddress,
-      port: remotePort,
-      flowId: flow.id,
-      localAddress: socket.localAddress,
-      localPort: socket.localPort,
-    };
     socket.on('data', (chunk: Buffer) => {
       for (const ev of framer.push(chunk)) {
         if (ev.kind === 'message') this.#sink.receive(ev.data, source);

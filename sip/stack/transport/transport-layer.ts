@@ -155,8 +155,9 @@ export class TransportLayer implements TransportSink {
         },
       };
     }
+    // An unreadable Via (a malformed request being answered 400) is answered symmetrically, as with rport.
     const via = req.topVia;
-    const port = via?.params.has('rport') ? src.port : (via?.port ?? 5060);
+    const port = !via || via.params.has('rport') ? src.port : (via.port ?? 5060);
     return this.channelTo({ transport: 'UDP', host: src.address, port });
   }
 

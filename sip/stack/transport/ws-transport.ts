@@ -8,7 +8,8 @@ import type net from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { SipTransportError } from '../errors.js';
 import {
-  nextFlowId,
+  connectionFlow,
+  listenOn,
   type Flow,
   type ListenAddress,
   type SecureListenAddress,
@@ -48,15 +49,7 @@ export class WsTransport implements Transport {
     maxBytes: number,
   ): Promise<WsTransport> {
     const t = new WsTransport(name, sink, maxBytes, name === 'WSS' ? (addr as SecureListenAddress) : undefined);
-    await new Promise<void>((resolve, reject) => {
-      t.#http.once('error', reject);
-      t.#http.listen(addr.port, addr.host, () => {
-        t.#http.off('error', reject);
-        resolve();
-      });
-    });
-    const a = t.#http.address() as net.AddressInfo;
-    t.local = { host: a.address, port: a.port };
+    t.local = await listenOn(t.#http, addr);
     return t;
   }
 
@@ -77,36 +70,14 @@ export class WsTransport implements Transport {
 
   #attach(ws: WebSocket, socket: net.Socket, remoteKey?: string): Flow {
     this.#sockets.add(ws);
-    const remoteAddress = socket.remoteAddress ?? '';
-    const remotePort = socket.remotePort ?? 0;
-    const key = remoteKey ?? `${remoteAddress}:${remotePort}`;
-    const flow: Flow = {
-      id: nextFlowId(this.name),
-      transport: this.name,
-      remoteAddress,
-      remotePort,
-      reliable: true,
-      send: (data) =>
-        new Promise<void>((resolve, reject) => {
-          if (ws.readyState !== WebSocket.OPEN) {
-            return reject(new SipTransportError(`${this.name} connection ${flow.id} to ${key} is closed`));
-          }
-          // RFC 7118 §5: text frames for UTF-8 messages.
-          ws.send(data.toString('utf8'), (err) =>
-            err ? reject(new SipTransportError(`${this.name} send failed: ${err.message}`)) : resolve(),
-          );
-        }),
+    const { flow, source } = connectionFlow(this.name, socket, {
+      isOpen: () => ws.readyState === WebSocket.OPEN,
+      // RFC 7118 §5: text frames for UTF-8 messages.
+      write: (data, done) => ws.send(data.toString('utf8'), done),
       close: () => ws.close(),
-    };
+    });
+    const key = remoteKey ?? `${flow.remoteAddress}:${flow.remotePort}`;
     this.#byRemote.set(key, flow);
-    const source = {
-      transport: this.name,
-      address: remoteAddress,
-      port: remotePort,
-      flowId: flow.id,
-      localAddress: socket.localAddress,
-      localPort: socket.localPort,
-    };
     ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
       const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
       this.#sink.receive(buf, source);
