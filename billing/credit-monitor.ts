@@ -314,10 +314,11 @@ export class CreditMonitor {
       this.#lastRefreshAt = now;
       for (const w of this.#wallets.values()) this.#track(this.#refreshBalance(w));
     }
+    // One write at a time: on a connection pool two in flight could land out of order and move it backwards.
+    // While one is in flight the next tick tries again.
     if (now - this.#lastPersistAt >= this.#o.heartbeatPersistMs) {
-      this.#lastPersistAt = now;
-      // One write at a time: on a connection pool two in flight could land out of order and move it backwards.
       if (!this.#persisting) {
+        this.#lastPersistAt = now;
         this.#persisting = true;
         this.#track(this.#persistHeartbeats(now).finally(() => (this.#persisting = false)));
       }
@@ -349,6 +350,11 @@ export class CreditMonitor {
     return this.#wallets.get(accountId)?.balanceCents;
   }
 
+  /** Waits for settlements and store writes in flight (heartbeats, speech, balance reads). */
+  async drain(): Promise<void> {
+    while (this.#background.size) await Promise.allSettled([...this.#background]);
+  }
+
   /** Stops the timers and waits for settlements and store writes in flight. Safe to call twice. */
   async close(): Promise<void> {
     if (!this.#closed) {
@@ -356,7 +362,7 @@ export class CreditMonitor {
       this.#o.timers.clearInterval(this.#tickTimer);
       this.#watchdog.close();
     }
-    while (this.#background.size) await Promise.allSettled([...this.#background]);
+    await this.drain();
   }
 
   #walletOf(accountId: string): AccountWallet {
