@@ -153,7 +153,12 @@ export class EventPublisher {
             created_at: createdAt,
           });
           if (!isStatusCallbackCode(input.code)) return;
-          url = await resolveStatusUrl(trx, accountId, callRow?.number_id ?? (await numberIdOf(trx, input)));
+          const configured = await resolveStatusUrl(
+            trx,
+            accountId,
+            callRow?.number_id ?? (await numberIdOf(trx, input)),
+          );
+          url = configured === undefined ? undefined : wireUrl(configured);
           if (!url) {
             delivery = 'no_route';
             return;
@@ -209,6 +214,20 @@ export class EventPublisher {
     });
     this.#bus.publish({ id: eventIds.next(), accountId: null, staffOnly: true, frame });
     return frame;
+  }
+}
+
+/**
+ * The URL in the form it goes on the wire (WHATWG serialisation: host lower-cased, spaces and non-ASCII
+ * percent-encoded, `/` for an empty path). It is what is stored, requested and signed, so the receiver's
+ * reconstruction of the request URL matches the signed string. A URL that does not parse is kept as given; its
+ * attempts fail and are reported like any other failure.
+ */
+export function wireUrl(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
   }
 }
 

@@ -115,6 +115,17 @@ describe('events: webhook signing', () => {
       assert.equal(r.json.data.to_number, '+254700000002');
     });
 
+    it('a URL configured with a space and non-ASCII is signed in the form it is requested', async () => {
+      const configured = receiver.url('/hooks/statüs?name=a b&tag=café');
+      const accountId = await seedAccount(db, configured, 'k');
+      await ev.publisher.emit({ accountId, code: EventCodes.walletLow });
+      await waitFor(() => receiver.delivered().length === 1, 5000, 'delivery');
+      const r = receiver.requests[0]!;
+      assert.equal(r.url, receiver.url('/hooks/stat%C3%BCs?name=a%20b&tag=caf%C3%A9'));
+      const ts = String(r.headers['x-voice-timestamp']);
+      assert.equal(r.headers['x-voice-signature'], specSignature('k', r.url, ts, r.raw));
+    });
+
     it('a rotated secret signs the very next attempt; the old one no longer verifies', async () => {
       const url = receiver.url('/rot');
       const accountId = await seedAccount(db, url, 'old-secret');
