@@ -1,6 +1,36 @@
 /**
  * The media room: rtpengine (supervised locally or external), speech, playback, recording, DTMF.
  * See media/README.md for the design of IVR legs and recordings.
+ *
+ * How the calls room and verbs use it (all errors are MediaError with a stable `code`):
+ *
+ *   const supervisor = new RtpengineSupervisor({ ngPort, interface, portMin, portMax, dataDir, logger,
+ *                                                dtmfLogPort });            // only when no rtpengine.urls
+ *   await supervisor.start();
+ *   const media = new MediaService({ engines: new MediaEngines({ urls: config.rtpengine.urls, local: supervisor }),
+ *                                    dataDir, logger, engineRecordingDir: supervisor.recordingDir,
+ *                                    dtmfPort: dtmfLogPort });
+ *   await media.start();
+ *
+ *   // B2BUA bridge (Dial): SDP in from one dialog, SDP out for the other.
+ *   const sdpForB = await media.offer(callSid, aTag, sdpFromA, { toSide: { profile: 'rtp' | 'webrtc' } });
+ *   const sdpForA = await media.answer(callSid, aTag, bTag, sdpFromB, { fromSide: { profile } });
+ *   // IVR leg (the platform answers): answer the caller with this SDP, then Say / Play / Record on aTag.
+ *   const sdp = await media.answerIvr(callSid, aTag, sdpFromA, { callerSide: { profile } });
+ *   //   calls the platform places: offerIvr(callSid, bTag) -> SDP for the INVITE; completeIvr(callSid, bTag, sdp)
+ *   //   Dial after IVR: offerFromIvr(callSid, aTag, bTag) -> SDP for B; then answer(callSid, aTag, bTag, sdpFromB)
+ *   const { ttsSeconds, tier, completed } = await media.say(callSid, aTag, text, { voice, language, loop, signal });
+ *   const { durationMs, completed } = await media.playFile(callSid, aTag, path, { signal });   // or playUrl(url)
+ *   media.stopPlayback(callSid, aTag);                                              // barge-in
+ *   const rec = await media.record(callSid, aTag, { maxLengthSec, silenceTimeoutSec, signal }); // {path, durationSec, sizeBytes, reason}
+ *   await media.startSessionRecording(callSid, [aTag, bTag]);  // RecordSession; stopSessionRecording(callSid) -> RecordingResult
+ *   media.on('dtmf', ({ callId, legTag, digit, durationMs }) => ...);
+ *   const { sessionRecording } = await media.deleteSession(callSid);               // at hangup; safe twice
+ *   media.health();                                                                  // { healthy, engines, sessions }
+ *
+ * Error codes a verb maps: MEDIA_FETCH_FAILED / MEDIA_DECODE_FAILED (Play -> PLAY.0404 or fallback),
+ * MEDIA_UNSUPPORTED_VOICE (Say with an unknown voice/language), MEDIA_NO_ENGINE (no healthy rtpengine),
+ * MEDIA_NO_SESSION, MEDIA_TIMEOUT, MEDIA_ENGINE_ERROR, MEDIA_ENGINE_GONE, MEDIA_RECORDING_FAILED.
  */
 export { MediaError, type MediaErrorCode } from './errors.js';
 export { NgClient, type NgClientOptions, type NgParams, type NgResponse } from './ng-client.js';

@@ -78,6 +78,8 @@ interface MediaSession {
   callId: string;
   engine: MediaEngine;
   ivr: Map<string, IvrEndpoint>;
+  /** The SDP each IVR-answered caller offered, for moving the caller on to a bridge (Dial). */
+  callerSdp: Map<string, string>;
   playbacks: Map<string, Playback>;
   /** rtpengine local port per leg tag, learned from `query`, for RecordSession. */
   recording?: { legs: [string, string]; ports: [number, number]; path: string };
@@ -127,7 +129,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   #session(callId: string, create = false): MediaSession {
     let s = this.#sessions.get(callId);
     if (!s && create) {
-      s = { callId, engine: this.#engines.pick(), ivr: new Map(), playbacks: new Map() };
+      s = { callId, engine: this.#engines.pick(), ivr: new Map(), callerSdp: new Map(), playbacks: new Map() };
       this.#sessions.set(callId, s);
     }
     if (!s) throw new MediaError('MEDIA_NO_SESSION', `no media session for call ${callId}`);
@@ -174,8 +176,33 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   /** Answer leg `legTag` with the platform itself (IVR); returns the SDP to answer the caller with. */
   async answerIvr(callId: string, legTag: string, callerSdp: string, opts: { callerSide?: LegMediaOptions } = {}) {
     const endpoint = await this.#openIvr(callId, legTag);
+    this.#session(callId).callerSdp.set(legTag, callerSdp);
     await this.offer(callId, legTag, callerSdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] } });
     return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(), { fromSide: opts.callerSide });
+  }
+
+  /**
+   * Dial from an IVR-answered caller: move `legTag` from our IvrEndpoint to a new leg `toTag`. Returns the SDP
+   * for the INVITE to `toTag`; finish with `answer(callId, legTag, toTag, sdpFromB)`. The caller is not
+   * re-INVITEd: with rtpengine 10.5 the caller's original port keeps relaying to the new leg (tested), so the
+   * SDP `answer` returns for the caller may be ignored.
+   */
+  async offerFromIvr(callId: string, legTag: string, toTag: string, opts: { toSide?: LegMediaOptions } = {}) {
+    const s = this.#session(callId);
+    const callerSdp = s.callerSdp.get(legTag);
+    if (!callerSdp) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
+    this.#finishPlayback(s, legTag, false);
+    const r = await s.engine.client.offer({
+      'call-id': callId,
+      'from-tag': legTag,
+      'to-tag': toTag,
+      sdp: callerSdp,
+      ...profileFlags(opts.toSide, true),
+      replace: ['origin', 'session-connection'],
+    });
+    s.ivr.get(legTag)?.close();
+    s.ivr.delete(legTag);
+    return r.sdp;
   }
 
   /** The platform calls out (IVR as offerer): the SDP to put in the INVITE to `legTag`. */

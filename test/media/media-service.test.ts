@@ -134,6 +134,23 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
     await media.deleteSession(id);
   });
 
+  it('an IVR caller can then be bridged to a new leg (Dial after Say) without re-INVITE, audio both ways', async () => {
+    const id = callId();
+    const a = await peer();
+    const b = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
+    a.sendFrame(new Int16Array(160));
+    await media.playFile(id, 'A', (await media.tts.synthesize({ text: 'Connecting.' })).path);
+    b.useSdp(await media.offerFromIvr(id, 'A', 'B'));
+    await media.answer(id, 'A', 'B', b.sdp(['PCMU'])); // A keeps sending where it always did
+    a.received.length = 0;
+    await Promise.all([a.sendAudio(tone(440, 1), 0), b.sendAudio(tone(1000, 1), 0)]);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(b.received.length >= 45 && toneEnergy(b.decoded(), 440) > 500, `B hears A (${b.received.length})`);
+    assert.ok(a.received.length >= 45 && toneEnergy(a.decoded(), 1000) > 500, `A hears B (${a.received.length})`);
+    await media.deleteSession(id);
+  });
+
   it('a recording captures what the caller said and stops on silence', async () => {
     const id = callId();
     const a = await peer();
