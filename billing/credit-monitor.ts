@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { nowIso } from '../store/index.js';
+import { nowIso, NotFoundError } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, type BillingEmit, type CutReason } from './codes.js';
 import { talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
@@ -165,7 +165,7 @@ export class CreditMonitor {
     const before = this.#walletOf(a.accountId);
     const epoch = before.epoch;
     const acct = await this.#o.db('accounts').where({ id: a.accountId }).first('balance_cents', 'max_call_seconds');
-    if (!acct) throw new Error(`account ${a.accountId} not found`);
+    if (!acct) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
     if (this.#closed || this.#calls.has(a.callId)) return;
     // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
     const wallet = this.#walletOf(a.accountId);
@@ -343,6 +343,20 @@ export class CreditMonitor {
   /** Calls this monitor guards (answered, not yet settled). */
   liveCallIds(): string[] {
     return [...this.#calls.keys()];
+  }
+
+  /**
+   * What an account can still spend now: its balance less what its live calls have committed (their current
+   * increments and speech). Admission can refuse a new call when this is not positive; undefined when the account
+   * has no live call here (then the stored balance is the answer).
+   */
+  spendableOf(accountId: string): number | undefined {
+    const w = this.#wallets.get(accountId);
+    if (!w) return undefined;
+    const now = this.#o.timers.now();
+    let committed = 0;
+    for (const call of w.calls.values()) committed += this.#committedCents(call, now);
+    return Math.max(0, w.balanceCents - committed);
   }
 
   /** The balance the monitor works from for an account with live calls (for tests and the portal). */

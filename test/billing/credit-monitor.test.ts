@@ -115,6 +115,8 @@ for (const kind of BOTH_DBS) {
       // Two calls at 2 c/s each after a 60 s first block (2 x 120 c): 300 c pays through second 75; the 76th
       // second, started at t0 + 75 s, cannot be paid. That instant is when the money runs out.
       const runsOut = t0 + 75_000;
+      h.timers.advance(1);
+      assert.equal(h.monitor.spendableOf(acct.id), 60, 'both first blocks are committed at answer');
       await run(h, 80_000);
       assert.equal(h.cuts.length, 2);
       for (const c of h.cuts) {
