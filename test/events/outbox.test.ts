@@ -63,7 +63,8 @@ for (const store of STORES)
 
     it('a receiver that is down, then up, gets every event; duplicates carry the same id and bytes; order per call', async () => {
       const { db } = await open();
-      const ev = start(db);
+      // ~5 s of retries in all: slack for a loaded CI box, so no event is given up on while the receiver is down.
+      const ev = start(db, { retryDelaysMs: [20, 40, 80, 160, 320, 640, 1280, 2560] });
       const accountId = await seedAccount(db, receiver.url('/status'));
       let up = false;
       receiver.reply = () => (up ? 200 : 503);

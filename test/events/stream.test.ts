@@ -173,7 +173,8 @@ describe('events: WebSocket stream', function () {
     const live = await connect(await tokenFor(a));
     const dead = await connect(await tokenFor(a));
     (dead.ws as any)._socket.pause(); // still connected at TCP level, but never reads the ping nor pongs
-    await sleep(450);
+    await waitFor(() => stream.clientCount === 1, 3000, 'the dead socket terminated');
+    await sleep(350); // a few more ping rounds: the live socket answers them and stays
     assert.equal(stream.clientCount, 1, 'the dead socket is gone, the live one stays');
     assert.equal(live.ws.readyState, WebSocket.OPEN);
   });
