@@ -11,6 +11,8 @@ import { LiveCall, type CallBilling } from './live-call.js';
 import type { FlowDeps } from './flows/flow-deps.js';
 import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
+import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
+import { BridgedCall } from './bridged-call.js';
 
 export interface CallEngineDeps {
   db: Db;
@@ -20,6 +22,8 @@ export interface CallEngineDeps {
   sip: SipApplication;
   admission: Admission;
   billing?: CallBilling;
+  /** Registered end-users' contacts (sip/location.ts); without it end-user calls are refused with 503. */
+  locator?: EndUserLocator;
   /** Days a recording is kept before the retention job deletes its media. */
   recordingRetentionDays?: number;
 }
@@ -31,7 +35,7 @@ export interface CallEngineDeps {
 export class SwitchCallEngine implements CallEngine {
   readonly #deps: CallEngineDeps;
   readonly #flow: FlowDeps;
-  readonly #live = new Map<string, LiveCall>();
+  readonly #live = new Map<string, LiveCall | BridgedCall>();
   readonly #log = roomLogger('calls');
   #closed = false;
 
@@ -49,7 +53,18 @@ export class SwitchCallEngine implements CallEngine {
     deps.sip.onInvite(async (req, srv, origin) => {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
       if (origin.kind === 'trunk') return runInbound(this.#flow, (row) => this.#track(row), req, srv, origin.trunk);
-      srv.send(501, 'Not Implemented'); // end-user calls: calls/flows/end-user.ts
+      if (!deps.locator) return void srv.send(503, 'Service Unavailable');
+      return runEndUserCall(
+        {
+          ...this.#flow,
+          locator: deps.locator,
+          trackIvr: (row) => this.#track(row),
+          trackBridge: (row) => this.#trackBridge(row),
+        },
+        req,
+        srv,
+        origin.identity,
+      );
     });
   }
 
@@ -72,8 +87,16 @@ export class SwitchCallEngine implements CallEngine {
     return call;
   }
 
+  #trackBridge(row: CallRow): BridgedCall {
+    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
+    const call = new BridgedCall({ media: this.#deps.media, log: this.#log, billing: this.#deps.billing }, life);
+    this.#live.set(row.id, call);
+    void life.ended.then(() => this.#live.delete(row.id));
+    return call;
+  }
+
   /** Holds a live call by id (billing cuts, tests). */
-  get(callId: string): LiveCall | undefined {
+  get(callId: string): LiveCall | BridgedCall | undefined {
     return this.#live.get(callId);
   }
 

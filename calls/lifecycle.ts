@@ -84,13 +84,16 @@ export class CallLifecycle {
    * Ends the call: `completed` when it had connected, else `failed`; durations from the stored timestamps;
    * `cost` as settled by billing. Only the first caller wins; later calls return the ended row unchanged.
    */
-  async end(reason: ReasonCode, opts: { at?: Date; costCents?: number; talkSeconds?: number } = {}): Promise<CallRow> {
+  async end(
+    reason: ReasonCode,
+    opts: { at?: Date; costCents?: number; talkSeconds?: number; failed?: boolean } = {},
+  ): Promise<CallRow> {
     if (this.#ended) return this.#row;
     this.#ended = true;
     const at = opts.at ?? new Date();
     const started = Date.parse(this.#row.started_at ?? this.#row.created_at);
     const answered = this.#row.answered_at ? Date.parse(this.#row.answered_at) : null;
-    const status = answered !== null ? 'completed' : 'failed';
+    const status = answered !== null && !opts.failed ? 'completed' : 'failed';
     const duration = Math.max(0, Math.round((at.getTime() - started) / 1000));
     const talk = opts.talkSeconds ?? (answered !== null ? Math.max(0, Math.ceil((at.getTime() - answered) / 1000)) : 0);
     const row = await updateCall(

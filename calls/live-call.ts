@@ -132,13 +132,26 @@ export class LiveCall implements VerbContext {
     await this.end(ReasonCodes.normalHangup);
   }
 
+  /**
+   * Speaks a short notice to an answered leg and ends the call as failed with `reason` (END.0501: an end-user
+   * dialled out and the account has no voice_outbound webhook).
+   */
+  async endWithNotice(text: string, reason: ReasonCode): Promise<CallRow> {
+    try {
+      await this.#d.media.say(this.id, CALLER_LEG, text);
+    } catch (e) {
+      this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');
+    }
+    return this.end(reason, { failed: true });
+  }
+
   /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown). */
-  end(reason: ReasonCode, opts: { remoteHungUp?: boolean } = {}): Promise<CallRow> {
+  end(reason: ReasonCode, opts: { remoteHungUp?: boolean; failed?: boolean } = {}): Promise<CallRow> {
     this.#ending ??= this.#end(reason, opts);
     return this.#ending;
   }
 
-  async #end(reason: ReasonCode, opts: { remoteHungUp?: boolean }): Promise<CallRow> {
+  async #end(reason: ReasonCode, opts: { remoteHungUp?: boolean; failed?: boolean }): Promise<CallRow> {
     this.#interpreter?.kill();
     for (const fn of this.#onEnd.splice(0)) fn();
     if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
@@ -155,7 +168,12 @@ export class LiveCall implements VerbContext {
         return undefined;
       });
     }
-    return this.life.end(reason, { at: endedAt, costCents: settled?.costCents, talkSeconds: settled?.talkSeconds });
+    return this.life.end(reason, {
+      at: endedAt,
+      costCents: settled?.costCents,
+      talkSeconds: settled?.talkSeconds,
+      failed: opts.failed,
+    });
   }
 
   // ---- VerbContext ----

@@ -1,6 +1,7 @@
 import { ReasonCodes, reasonForSipStatus, type ReasonCode } from '../../events/index.js';
 import { SipCanceledError, SipError } from '../../sip/stack/index.js';
 import type { FlowDeps } from './flow-deps.js';
+import { dialLeg } from './dial-leg.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 
 /**
@@ -16,38 +17,28 @@ export async function runOriginate(d: FlowDeps, call: LiveCall, timeoutSeconds: 
     await call.end(ReasonCodes.carrierFailure);
     return;
   }
-  const ring = new AbortController();
-  let noAnswer = false;
-  const timer = setTimeout(() => {
-    noAnswer = true;
-    ring.abort();
-  }, timeoutSeconds * 1000);
-  call.onEnd(() => ring.abort()); // an API hangup while ringing CANCELs the INVITE
+  const cancel = new AbortController();
+  call.onEnd(() => cancel.abort()); // an API hangup while ringing CANCELs the INVITE
   try {
     const offer = await d.media.offerIvr(row.id, CALLER_LEG, { calleeSide: { profile: 'rtp' } });
-    const dialog = await d.sip.ua.createUAC(route.requestUri(row.to_number), {
-      localSdp: offer,
+    const leg = await dialLeg(d, {
+      target: { uri: route.requestUri(row.to_number), proxy: route.outbound, auth: route.auth },
       from: `<sip:${row.from_number}@${d.config.publicHost}>`,
       to: `<sip:${row.to_number}@${route.trunk.host}>`,
-      proxy: route.outbound,
-      auth: route.auth,
-      signal: ring.signal,
-      onProvisional: (res) => {
-        if (res.status === 180 || res.status === 183) void call.life.ringing();
-      },
+      sdp: offer,
+      timeoutSeconds,
+      signal: cancel.signal,
+      onRinging: () => void call.life.ringing(),
     });
-    clearTimeout(timer);
-    if (call.isEnding) {
-      await dialog.bye().catch(() => undefined);
-      return;
-    }
-    await d.media.completeIvr(row.id, CALLER_LEG, dialog.remoteSdp ?? '');
-    call.attachDialog(dialog);
+    if (!leg.ok) return void (await call.end(failureReason(leg.error, leg.noAnswer)));
+    if (call.isEnding) return void (await leg.dialog.bye().catch(() => undefined));
+    await d.media.completeIvr(row.id, CALLER_LEG, leg.dialog.remoteSdp ?? '');
+    call.attachDialog(leg.dialog);
     await call.answered();
     await call.runVerbs({ url: row.webhook_url ?? '' });
   } catch (e) {
-    clearTimeout(timer);
-    await call.end(failureReason(e, noAnswer));
+    d.log.error({ err: e, call: row.sid }, 'originate failed');
+    await call.end(ReasonCodes.carrierFailure);
   }
 }
 

@@ -124,4 +124,62 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     assert.equal(completed.data.reason_code, 'END.0200');
     assert.deepEqual(completed.customPayload, { order: 42 });
   });
+
+  async function originate(to: string, url: string) {
+    const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+      to,
+      from: acct.did,
+      url,
+      timeout: 2,
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.uuid as string;
+  }
+
+  async function waitEnded(uuid: string) {
+    let call: any;
+    const deadline = Date.now() + 20000;
+    while (Date.now() < deadline) {
+      call = (await api(ctx.baseUrl, acct.key, 'GET', `/api/calls/${uuid}`)).body;
+      if (call.status === 'completed' || call.status === 'failed') return call;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`call did not end: ${JSON.stringify(call)}`);
+  }
+
+  it('a busy callee ends the call as failed with END.0486', async () => {
+    sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-busy.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
+    await new Promise((r) => setTimeout(r, 300));
+    const call = await waitEnded(await originate('+254722000002', server.url('/voice')));
+    assert.equal(call.status, 'failed');
+    assert.equal(call.reason_code, 'END.0486');
+    assert.equal(call.answered_at, null);
+    assert.equal(await sipp.exited, 0, sipp.output());
+  });
+
+  it('no answer within the timeout CANCELs the INVITE and ends with END.0480', async () => {
+    sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-ring.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
+    await new Promise((r) => setTimeout(r, 300));
+    const call = await waitEnded(await originate('+254722000003', server.url('/voice')));
+    assert.equal(call.reason_code, 'END.0480');
+    assert.equal(call.status, 'failed');
+    assert.equal(await sipp.exited, 0, sipp.output());
+  });
+
+  it('an API hangup while ringing CANCELs the INVITE and ends with END.0487', async () => {
+    sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-ring.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
+    await new Promise((r) => setTimeout(r, 300));
+    const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+      to: '+254722000004',
+      from: acct.did,
+      url: server.url('/voice'),
+      timeout: 20,
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const hung = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/hangup', { sid: res.body.sid });
+    assert.equal(hung.status, 200);
+    const call = await waitEnded(res.body.uuid);
+    assert.equal(call.reason_code, 'END.0487');
+    assert.equal(await sipp.exited, 0, sipp.output());
+  });
 });

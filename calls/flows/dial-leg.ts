@@ -1,0 +1,67 @@
+import type { LegMediaOptions } from '../../media/index.js';
+import type { Dialog, Outbound, SipRequest, TransportName } from '../../sip/stack/index.js';
+import type { FlowDeps } from './flow-deps.js';
+
+/** WebRTC media for legs that arrive over WebSocket (browser phones), plain RTP otherwise. */
+export function mediaProfileFor(transport: TransportName | undefined): LegMediaOptions {
+  return transport === 'WS' || transport === 'WSS' ? { profile: 'webrtc' } : { profile: 'rtp' };
+}
+
+export interface LegTarget {
+  uri: string;
+  proxy?: Outbound;
+  auth?: { username: string; password: string };
+  transport?: TransportName;
+}
+
+export interface DialLegOptions {
+  target: LegTarget;
+  /** From header of the new leg (the caller ID it presents). */
+  from: string;
+  to?: string;
+  sdp: string;
+  timeoutSeconds: number;
+  signal?: AbortSignal;
+  onRinging?: () => void;
+}
+
+/** The outcome of ringing a second leg; `noAnswer` when our own timeout cancelled it. */
+export type DialLegOutcome = { ok: true; dialog: Dialog } | { ok: false; error: unknown; noAnswer: boolean };
+
+/** INVITEs one leg, ringing at most `timeoutSeconds`; cancelled by `signal` or the timeout. */
+export async function dialLeg(d: FlowDeps, o: DialLegOptions): Promise<DialLegOutcome> {
+  const ring = new AbortController();
+  let noAnswer = false;
+  const timer = setTimeout(() => {
+    noAnswer = true;
+    ring.abort();
+  }, o.timeoutSeconds * 1000);
+  const onAbort = () => ring.abort();
+  o.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const dialog = await d.sip.ua.createUAC(o.target.uri, {
+      localSdp: o.sdp,
+      from: o.from,
+      to: o.to,
+      proxy: o.target.proxy,
+      auth: o.target.auth,
+      signal: ring.signal,
+      onProvisional: (res) => {
+        if (res.status === 180 || res.status === 183) o.onRinging?.();
+      },
+    });
+    return { ok: true, dialog };
+  } catch (error) {
+    return { ok: false, error, noAnswer };
+  } finally {
+    clearTimeout(timer);
+    o.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The number or name in a request's From, for CDRs. */
+export function fromUser(req: SipRequest): string {
+  const from = req.headers.get('from') ?? '';
+  const m = /sips?:([^@;>]+)@/.exec(from) ?? /tel:([^;>]+)/.exec(from);
+  return m ? decodeURIComponent(m[1]) : 'anonymous';
+}

@@ -1,0 +1,243 @@
+import { AdmissionRefusedError } from '../../billing/admission.js';
+import { ReasonCodes, type ReasonCode } from '../../events/index.js';
+import type { EndUserIdentity } from '../../sip/index.js';
+import type { Responder, SipRequest, Target } from '../../sip/stack/index.js';
+import {
+  findEndUserAnyAccount,
+  getAccount,
+  insertCall,
+  listOwnedNumbers,
+  nowIso,
+  type CallRow,
+  type Db,
+  type NewCall,
+} from '../../store/index.js';
+import type { FlowDeps } from './flow-deps.js';
+import { dialLeg, fromUser, mediaProfileFor } from './dial-leg.js';
+import { failureReason } from './originate.js';
+import { recordRefusedCall, refuseAdmission } from './refusal.js';
+import { CALLER_LEG, type LiveCall } from '../live-call.js';
+import type { BridgedCall } from '../bridged-call.js';
+
+/** A registered contact of an end-user, as the location service holds it. */
+export interface ContactBinding {
+  contact: string;
+  target: Target;
+}
+
+/** The location service as the call engine sees it (sip/location.ts). */
+export interface EndUserLocator {
+  lookup(accountId: string, extension: string): ContactBinding[];
+}
+
+export interface EndUserFlowDeps extends FlowDeps {
+  locator: EndUserLocator;
+  trackIvr: (row: CallRow) => LiveCall;
+  trackBridge: (row: CallRow) => BridgedCall;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Service-assigned extensions are short digit strings (1001 upwards); anything else is a PSTN number. */
+const EXTENSION = /^\d{2,6}$/;
+
+/** The account a Request-URI names by its SIP domain (`<account-uuid>` or `<account-uuid>.<anything>`). */
+export function accountOfDomain(host: string | undefined): string | undefined {
+  const label = (host ?? '').split('.')[0];
+  return UUID.test(label) ? label.toLowerCase() : undefined;
+}
+
+export const NO_OUTBOUND_HANDLER_NOTICE = 'This account cannot place outside calls yet. Goodbye.';
+
+/**
+ * A call from an authenticated end-user's phone: to an on-net extension of the same account (`internal`), or to
+ * the PSTN, which always goes through the account's voice_outbound webhook (spec: the service never dials the
+ * PSTN by itself).
+ */
+export async function runEndUserCall(
+  d: EndUserFlowDeps,
+  req: SipRequest,
+  srv: Responder,
+  who: EndUserIdentity,
+): Promise<void> {
+  const uri = req.uri as { user?: string; host?: string };
+  const dialled = decodeURIComponent(uri.user ?? '');
+  const caller = fromUser(req);
+  const domainAccount = accountOfDomain(uri.host);
+  if (EXTENSION.test(dialled)) {
+    const base: NewCall = {
+      account_id: who.accountId,
+      direction: 'internal',
+      from_number: who.extension,
+      to_number: dialled,
+      end_user_id: who.endUserId,
+    };
+    if (domainAccount && domainAccount !== who.accountId.toLowerCase()) {
+      srv.send(403, 'Forbidden');
+      return recordRefusedCall(d.db, d.events, base, ReasonCodes.crossAccount, ReasonCodes.crossAccount);
+    }
+    return runInternal(d, req, srv, who, dialled, base);
+  }
+  const e164 = dialled.startsWith('+') ? dialled : `+${dialled.replace(/\D/g, '')}`;
+  return runToPstn(d, req, srv, who, caller, e164);
+}
+
+async function runInternal(
+  d: EndUserFlowDeps,
+  req: SipRequest,
+  srv: Responder,
+  who: EndUserIdentity,
+  ext: string,
+  base: NewCall,
+) {
+  const callee = await findExtension(d.db, who.accountId, ext);
+  if (!callee) {
+    srv.send(404, 'Not Found');
+    return recordRefusedCall(d.db, d.events, base, ReasonCodes.unallocatedNumber);
+  }
+  const bindings = d.locator.lookup(who.accountId, ext);
+  if (bindings.length === 0) {
+    srv.send(480, 'Temporarily Unavailable');
+    return recordRefusedCall(d.db, d.events, base, ReasonCodes.extensionOffline, ReasonCodes.extensionOffline);
+  }
+  let row: CallRow;
+  try {
+    row = await d.admission.admit({ accountId: who.accountId }, () =>
+      insertCall(d.db, { ...base, started_at: nowIso() }),
+    );
+  } catch (e) {
+    if (e instanceof AdmissionRefusedError) return refuseAdmission(d.db, d.events, srv, base, e);
+    throw e;
+  }
+  const call = d.trackBridge(row);
+  await call.life.initiated();
+  const cancel = new AbortController();
+  call.onEnd(() => cancel.abort());
+  srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
+  const binding = bindings[0];
+  try {
+    const offer = await d.media.offer(row.id, 'A', req.body.toString(), {
+      toSide: mediaProfileFor(binding.target.transport),
+    });
+    const leg = await dialLeg(d, {
+      target: { uri: binding.contact, proxy: binding.target, transport: binding.target.transport },
+      from: `<sip:${who.extension}@${who.accountId}>`,
+      to: `<sip:${ext}@${who.accountId}>`,
+      sdp: offer,
+      timeoutSeconds: 30,
+      signal: cancel.signal,
+      onRinging: () => {
+        srv.send(180, 'Ringing');
+        void call.life.ringing();
+      },
+    });
+    if (!leg.ok) {
+      const reason = call.isEnding ? ReasonCodes.canceled : failureReason(leg.error, leg.noAnswer);
+      srv.send(statusFor(reason), undefined);
+      await call.end(reason);
+      return;
+    }
+    call.attach(leg.dialog);
+    const answer = await d.media.answer(row.id, 'A', 'B', leg.dialog.remoteSdp ?? '', {
+      fromSide: mediaProfileFor(req.source?.transport),
+    });
+    const uas = await d.sip.ua.createUAS(req, { localSdp: answer });
+    call.attach(uas);
+    await call.answered();
+  } catch (e) {
+    d.log.warn({ err: e, call: row.sid }, 'internal call failed');
+    srv.send(500, 'Server Internal Error');
+    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
+  }
+}
+
+async function runToPstn(
+  d: EndUserFlowDeps,
+  req: SipRequest,
+  srv: Responder,
+  who: EndUserIdentity,
+  caller: string,
+  to: string,
+) {
+  const account = await getAccount(d.db, who.accountId);
+  const dids = (await listOwnedNumbers(d.db, account.id)).filter((n) => n.is_active);
+  const did = dids[0];
+  const base: NewCall = {
+    account_id: account.id,
+    direction: 'outbound',
+    from_number: did?.number ?? caller,
+    to_number: to,
+    end_user_id: who.endUserId,
+    number_id: did?.id ?? null,
+  };
+  if (!did) {
+    srv.send(403, 'Forbidden');
+    return recordRefusedCall(d.db, d.events, base, ReasonCodes.noDid, ReasonCodes.noDid);
+  }
+  const url = did.webhook_voice_outbound || account.webhook_voice_outbound;
+  let row: CallRow;
+  try {
+    row = await d.admission.admit({ accountId: account.id, to }, () =>
+      insertCall(d.db, { ...base, webhook_url: url || null, started_at: nowIso() }),
+    );
+  } catch (e) {
+    if (e instanceof AdmissionRefusedError) return refuseAdmission(d.db, d.events, srv, base, e);
+    throw e;
+  }
+  const call = d.trackIvr(row);
+  const endUser = await findEndUserAnyAccount(d.db, who.endUserId);
+  if (endUser) {
+    call.setEndUser({
+      uuid: endUser.id,
+      email: endUser.email,
+      display_name: endUser.display_name,
+      extension_number: endUser.extension_number,
+    });
+  }
+  await call.life.initiated();
+  srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
+  try {
+    const sdp = await d.media.answerIvr(row.id, CALLER_LEG, req.body.toString(), {
+      callerSide: mediaProfileFor(req.source?.transport),
+    });
+    if (call.isEnding) return;
+    const dialog = await d.sip.ua.createUAS(req, { localSdp: sdp });
+    call.attachDialog(dialog);
+    await call.answered();
+  } catch (e) {
+    d.log.warn({ err: e, call: row.sid }, 'end-user call could not be answered');
+    srv.send(500, 'Server Internal Error');
+    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
+    return;
+  }
+  if (!url) {
+    await call.endWithNotice(NO_OUTBOUND_HANDLER_NOTICE, ReasonCodes.noOutboundHandler);
+    return;
+  }
+  await call.runVerbs({ url });
+}
+
+async function findExtension(db: Db, accountId: string, ext: string) {
+  const row = await db('end_users')
+    .where({ account_id: accountId, extension_number: ext, is_active: true })
+    .whereNull('deleted_at')
+    .first();
+  return row ? findEndUserAnyAccount(db, row.id) : undefined;
+}
+
+/** The SIP final status the caller gets when the dialled leg did not connect. */
+function statusFor(reason: ReasonCode): number {
+  switch (reason) {
+    case ReasonCodes.busy:
+      return 486;
+    case ReasonCodes.noAnswer:
+      return 480;
+    case ReasonCodes.canceled:
+      return 487;
+    case ReasonCodes.unallocatedNumber:
+      return 404;
+    case ReasonCodes.rejected:
+      return 603;
+    default:
+      return 502;
+  }
+}
