@@ -53,6 +53,8 @@ export interface CreditMonitorOptions {
   balanceRefreshMs?: number;
   /** How often live calls' heartbeats are written to `call_credit` (what the reconcile sweep bills up to). */
   heartbeatPersistMs?: number;
+  /** A cut call still not reported ended after this long is cut again (a lost BYE, a cut that failed). */
+  recutMs?: number;
   /** The watchdog cuts guarded calls with END.0503 when no tick has completed for this long. */
   watchdogStallMs?: number;
   watchdogCheckMs?: number;
@@ -89,6 +91,7 @@ interface LiveCall {
   recorded: boolean;
   endedAtMs?: number;
   cutReason?: CutReason;
+  cutAtMs?: number;
   settlement?: Promise<CallSettlement>;
 }
 
@@ -129,6 +132,7 @@ export class CreditMonitor {
       lowBalanceSeconds: 60,
       balanceRefreshMs: 2000,
       heartbeatPersistMs: 5000,
+      recutMs: 5000,
       watchdogStallMs: 3000,
       watchdogCheckMs: 500,
       ...opts,
@@ -233,7 +237,8 @@ export class CreditMonitor {
     const call = this.#calls.get(callId);
     if (!call) return this.#settled.get(callId) ?? this.#fromLedger(callId);
     if (call.settlement) return call.settlement;
-    call.endedAtMs = Math.max(call.answeredAtMs, toMs(endedAt));
+    // A retry after a failed settlement keeps the first end time.
+    call.endedAtMs ??= Math.max(call.answeredAtMs, toMs(endedAt));
     const wallet = this.#walletOf(call.accountId);
     const talkSeconds = Math.ceil((call.endedAtMs - call.answeredAtMs) / 1000);
     const rated = {
@@ -283,6 +288,11 @@ export class CreditMonitor {
       const live: LiveCall[] = [];
       for (const call of wallet.calls.values()) {
         committed += this.#committedCents(call, now);
+        if (call.cutReason && call.endedAtMs === undefined && now - call.cutAtMs! >= this.#o.recutMs) {
+          call.cutAtMs = now;
+          this.#log.warn({ callId: call.callId, reason: call.cutReason }, 'cut call still live; cutting again');
+          this.#invokeCut(call.callId, call.cutReason);
+        }
         if (call.endedAtMs === undefined && !call.cutReason) {
           live.push(call);
           centsPerSecond += call.ratePerMinute / 60;
@@ -409,12 +419,17 @@ export class CreditMonitor {
   #cut(call: LiveCall | undefined, reason: CutReason): void {
     if (!call || call.cutReason || call.endedAtMs !== undefined) return;
     call.cutReason = reason;
+    call.cutAtMs = this.#o.timers.now();
     this.#log.info({ callId: call.callId, reason }, 'cutting call');
     if (reason === BillingCodes.walletExhausted) this.#emit(call.accountId, reason, { callId: call.callId });
+    this.#invokeCut(call.callId, reason);
+  }
+
+  #invokeCut(callId: string, reason: CutReason): void {
     try {
-      this.#o.cut(call.callId, reason);
+      this.#o.cut(callId, reason);
     } catch (e) {
-      this.#log.error({ err: e, callId: call.callId }, 'cut callback threw');
+      this.#log.error({ err: e, callId }, 'cut callback threw');
     }
   }
 

@@ -154,6 +154,11 @@ export class RateBook {
         this.#loadedAt = this.#now();
         return this.#card;
       })
+      .catch((e: unknown) => {
+        // A store hiccup during a reload: the last card is better than refusing to rate calls.
+        if (this.#card) return this.#card;
+        throw e;
+      })
       .finally(() => (this.#loading = undefined));
     return this.#loading;
   }

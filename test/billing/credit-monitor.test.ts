@@ -293,7 +293,7 @@ describe('billing/credit-monitor timing', function () {
       [[call, BillingCodes.watchdogCut]],
     );
     assert.ok(h!.cuts[0].at - stalledAt <= 3500, 'cut within the stall limit plus one watchdog check');
-    await run(h!, 5000, 500);
+    await run(h!, 4000, 500);
     assert.equal(h!.cuts.length, 1, 'cut once');
   });
 
@@ -307,6 +307,20 @@ describe('billing/credit-monitor timing', function () {
       [[call, BillingCodes.maxDuration]],
     );
     assert.ok(h!.cuts[0].at - t0 >= 5000 && h!.cuts[0].at - t0 <= 5250);
+  });
+
+  it('cuts again a call still live 5 s after its cut (a lost BYE), and stops once it ends', async () => {
+    const { call } = await richCall(2);
+    await run(h!, 2250, 250);
+    assert.equal(h!.cuts.length, 1);
+    await run(h!, 5000, 250);
+    assert.deepEqual(
+      h!.cuts.map((c) => c.reason),
+      [BillingCodes.maxDuration, BillingCodes.maxDuration],
+    );
+    await h!.monitor.callEnded(call, h!.timers.now());
+    await run(h!, 10_000, 500);
+    assert.equal(h!.cuts.length, 2);
   });
 
   it('an end reported while the answer is still being recorded waits for it, leaving nothing live', async () => {
