@@ -1,29 +1,115 @@
-import { callsGeneration, countCalls, type CallFilter, type Db } from '../store/index.js';
+import {
+  callPositionAt,
+  callsGeneration,
+  countCalls,
+  listCalls,
+  type CallFilter,
+  type CallPosition,
+  type CallRow,
+  type Db,
+} from '../store/index.js';
+
+/** A count that took longer than this is "expensive": it is then refreshed in the background. */
+const EXPENSIVE_MS = 20;
+/** A search matching more calls than this walks the list order instead of the trigram index. */
+const DENSE_SEARCH = 5000;
+/** Anchors are kept every this many rows of a filter's order. */
+export const ANCHOR_STRIDE = 10_000;
+
+interface Entry {
+  total: number;
+  generation: number;
+  at: number;
+  costMs: number;
+}
+
+const filterKey = (f: CallFilter): string =>
+  JSON.stringify([f.accountId, f.direction, f.status, f.search, f.fromIso, f.toIso, f.searchStrategy]);
 
 /**
- * The list envelope's `total` is a count under the filters, which over a million CDRs costs tens of
- * milliseconds per request. Totals are cached per (account, filter) and reused while (a) no call of the account
- * was written through this process since, and (b) the entry is younger than `ttlMs`, which bounds how stale a
- * total can be after writes by other processes (docs/api.md, "total"). Pages themselves are never cached.
+ * The calls list over a million CDRs: the `total` and deep offsets are the costly parts (docs/api.md, "total").
+ *
+ * - Totals are cached per (account, filter). An entry is fresh while no call of the account was written through
+ *   this process (store generation) and it is younger than `ttlMs` (bounding staleness after writes by other
+ *   processes). A stale entry whose count is cheap is recounted at once; one whose count is expensive is served
+ *   while a single background recount runs (stale-while-revalidate), so no request waits on a million-row count
+ *   after the first.
+ * - Deep offsets start from anchors: the list position of every ANCHOR_STRIDE-th row, kept under the same
+ *   freshness rule, so offset 800,050 reads 50 index entries past the 800,000 anchor instead of 800,050.
  */
-export class CallTotals {
-  readonly #entries = new Map<string, { total: number; generation: number; at: number }>();
+export class CallListCache {
+  readonly #totals = new Map<string, Entry>();
+  readonly #pending = new Map<string, Promise<number>>();
+  readonly #anchors = new Map<string, { generation: number; at: number; byOffset: Map<number, CallPosition> }>();
+
   constructor(
     private readonly db: Db,
     private readonly ttlMs = 5000,
     private readonly maxEntries = 10_000,
     private readonly now: () => number = Date.now,
+    private readonly stride = ANCHOR_STRIDE,
   ) {}
 
   async total(f: CallFilter): Promise<number> {
-    const key = JSON.stringify([f.accountId, f.direction, f.status, f.search, f.fromIso, f.toIso]);
+    const key = filterKey(f);
     const generation = callsGeneration(f.accountId);
-    const hit = this.#entries.get(key);
-    const now = this.now();
-    if (hit && hit.generation === generation && now - hit.at < this.ttlMs) return hit.total;
-    const total = await countCalls(this.db, f);
-    if (this.#entries.size >= this.maxEntries) this.#entries.clear();
-    this.#entries.set(key, { total, generation, at: now });
-    return total;
+    const hit = this.#totals.get(key);
+    const fresh = hit && hit.generation === generation && this.now() - hit.at < this.ttlMs;
+    if (hit && fresh) return hit.total;
+    const recount = this.#recount(key, f, generation);
+    if (hit && hit.costMs > EXPENSIVE_MS) {
+      recount.catch(() => undefined);
+      return hit.total;
+    }
+    return recount;
+  }
+
+  #recount(key: string, f: CallFilter, generation: number): Promise<number> {
+    const pendingKey = `${key}#${generation}`;
+    let pending = this.#pending.get(pendingKey);
+    if (!pending) {
+      const started = this.now();
+      pending = countCalls(this.db, f)
+        .then((total) => {
+          if (this.#totals.size >= this.maxEntries) this.#totals.clear();
+          this.#totals.set(key, { total, generation, at: this.now(), costMs: this.now() - started });
+          return total;
+        })
+        .finally(() => this.#pending.delete(pendingKey));
+      this.#pending.set(pendingKey, pending);
+    }
+    return pending;
+  }
+
+  async page(filter: CallFilter, limit: number, offset: number): Promise<CallRow[]> {
+    // A search that matches many calls is found faster by walking the list order than through the index.
+    const f: CallFilter = filter.search
+      ? { ...filter, searchStrategy: (await this.total(filter)) > DENSE_SEARCH ? 'scan' : 'index' }
+      : filter;
+    if (offset < this.stride) return listCalls(this.db, f, limit, offset);
+    const bucket = Math.floor(offset / this.stride) * this.stride;
+    const anchor = await this.#anchor(f, bucket);
+    if (!anchor) return [];
+    return listCalls(this.db, f, limit, offset - bucket, anchor);
+  }
+
+  async #anchor(f: CallFilter, bucket: number): Promise<CallPosition | undefined> {
+    const key = filterKey(f);
+    const generation = callsGeneration(f.accountId);
+    let set = this.#anchors.get(key);
+    if (!set || set.generation !== generation || this.now() - set.at >= this.ttlMs) {
+      if (this.#anchors.size >= this.maxEntries) this.#anchors.clear();
+      set = { generation, at: this.now(), byOffset: new Map() };
+      this.#anchors.set(key, set);
+    }
+    const known = set.byOffset.get(bucket);
+    if (known) return known;
+    // Walk from the nearest known anchor below, so building anchor k costs one stride, not k strides.
+    let base = 0;
+    let from: CallPosition | undefined;
+    for (const [o, p] of set.byOffset) if (o < bucket && o > base) [base, from] = [o, p];
+    const pos = await callPositionAt(this.db, f, bucket - base, from);
+    if (pos) set.byOffset.set(bucket, pos);
+    return pos;
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { isPostgres, type Db } from './db.js';
 import { newId, nowIso, newCallSid } from './ids.js';
 
 export type CallDirection = 'inbound' | 'outbound' | 'internal';
@@ -158,6 +158,18 @@ export interface CallFilter {
   /** Inclusive bounds on created_at, ISO-8601 UTC. */
   fromIso?: string;
   toIso?: string;
+  /**
+   * How `search` is found (SQLite): 'index' drives the query from the trigram index (fast when few calls
+   * match); 'scan' walks the list order and tests each row (fast when most calls match). Default 'index'.
+   */
+  searchStrategy?: 'index' | 'scan';
+}
+
+/** The FTS5 trigram query for a substring: every trigram of it (a pre-filter; LIKE decides). */
+function trigramQuery(s: string): string {
+  const grams = new Set<string>();
+  for (let i = 0; i + 3 <= s.length; i++) grams.add(`"${s.slice(i, i + 3).replace(/"/g, '""')}"`);
+  return [...grams].join(' AND ');
 }
 
 const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
@@ -170,6 +182,10 @@ function applyFilter(db: Db, f: CallFilter) {
   if (f.toIso) q.where('created_at', '<=', f.toIso);
   if (f.search) {
     const pat = `%${escapeLike(f.search)}%`;
+    if (f.search.length >= 3 && f.searchStrategy !== 'scan' && !isPostgres(db))
+      q.whereRaw('calls.rowid in (select rowid from calls_search where calls_search match ?)', [
+        trigramQuery(f.search),
+      ]);
     q.where((w) => {
       w.whereRaw("from_number like ? escape '\\'", [pat]).orWhereRaw("to_number like ? escape '\\'", [pat]);
     });
@@ -177,20 +193,48 @@ function applyFilter(db: Db, f: CallFilter) {
   return q;
 }
 
+/** A row's place in the list order (created_at desc, id desc). */
+export interface CallPosition {
+  created_at: string;
+  id: string;
+}
+
+const NEWEST_FIRST = [
+  { column: 'created_at', order: 'desc' as const },
+  { column: 'id', order: 'desc' as const },
+];
+
+/** Filter, plus "at or after `from` in list order" when a known position is given. */
+function fromPosition(db: Db, f: CallFilter, from?: CallPosition) {
+  const q = applyFilter(db, f);
+  if (from) q.whereRaw('(created_at, id) <= (?, ?)', [from.created_at, from.id]);
+  return q;
+}
+
+/** The position of the row `offset` rows after `from` (or after the newest), or undefined past the end. */
+export async function callPositionAt(
+  db: Db,
+  f: CallFilter,
+  offset: number,
+  from?: CallPosition,
+): Promise<CallPosition | undefined> {
+  const r = await fromPosition(db, f, from).select('created_at', 'id').orderBy(NEWEST_FIRST).limit(1).offset(offset);
+  return r[0] ? { created_at: r[0].created_at, id: r[0].id } : undefined;
+}
+
 /**
- * One page of calls, newest first (ties broken by id so pages never overlap). The page is found on the covering
- * index first (ids only), then the rows are fetched by primary key: a deep offset then skips index entries, not
- * whole rows.
+ * One page of calls, newest first (ties broken by id so pages never overlap). The page's ids are read from a
+ * covering index (migration 004), then the rows are fetched by primary key: a deep offset skips index entries,
+ * not whole rows. With `from`, the offset counts from that known position instead of from the newest call.
  */
-export async function listCalls(db: Db, f: CallFilter, limit: number, offset: number): Promise<CallRow[]> {
-  const ids = await applyFilter(db, f)
-    .select('id')
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(limit)
-    .offset(offset);
+export async function listCalls(
+  db: Db,
+  f: CallFilter,
+  limit: number,
+  offset: number,
+  from?: CallPosition,
+): Promise<CallRow[]> {
+  const ids = await fromPosition(db, f, from).select('id').orderBy(NEWEST_FIRST).limit(limit).offset(offset);
   if (ids.length === 0) return [];
   const rows = await db('calls').whereIn(
     'id',

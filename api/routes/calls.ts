@@ -5,13 +5,12 @@ import {
   findCallBySid,
   findNumberByE164,
   insertCall,
-  listCalls,
   nowIso,
   updateCall,
   type CallRow,
 } from '../../store/index.js';
 import { authOf } from '../auth.js';
-import { CallTotals } from '../call-totals.js';
+import { CallListCache } from '../call-list-cache.js';
 import { ApiError, notFound } from '../errors.js';
 import { withIdempotency } from '../idempotency.js';
 import { callOut } from '../present.js';
@@ -22,7 +21,7 @@ import { parseBody, parseQuery } from '../validation.js';
 const toIso = (s: string | undefined): string | undefined => (s ? new Date(s).toISOString() : undefined);
 
 export function callRoutes(t: RouteTable, d: RouteDeps): void {
-  const totals = new CallTotals(d.db);
+  const cache = new CallListCache(d.db);
 
   t.add(
     {
@@ -43,7 +42,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
         fromIso: toIso(q.from_dt),
         toIso: toIso(q.to_dt),
       };
-      const [rows, total] = await Promise.all([listCalls(d.db, filter, q.limit, q.offset), totals.total(filter)]);
+      const [rows, total] = await Promise.all([cache.page(filter, q.limit, q.offset), cache.total(filter)]);
       ctx.body = { calls: rows.map(callOut), total, limit: q.limit, offset: q.offset };
     },
   );

@@ -94,6 +94,27 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       assert.match(m.body.detail, /"email" is required/);
     });
 
+    it('paths answer with and without the trailing slash', async () => {
+      for (const p of [
+        '/api/calls',
+        '/api/numbers',
+        '/api/numbers/available',
+        '/api/recordings',
+        '/api/users',
+        '/api/account',
+        '/api/account/webhooks',
+        '/api/keys',
+        '/api/wallet/balance',
+        '/api/wallet/transactions',
+      ]) {
+        const a = await h.req('GET', p, { key: t.key });
+        const b = await h.req('GET', `${p}/`, { key: t.key });
+        assert.equal(a.status, 200, p);
+        assert.equal(b.status, 200, `${p}/`);
+      }
+      assert.equal((await h.req('POST', '/api/stream/token/', { key: t.key })).status, 200);
+    });
+
     it('an unknown route is a 404 with the error body', async () => {
       SH.assertError(await h.req('GET', '/api/nothing-here', { key: t.key }), 404, 'ROUTE_NOT_FOUND');
     });
