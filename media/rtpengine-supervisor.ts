@@ -90,6 +90,10 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
     return this.#client;
   }
 
+  get ngPort(): number {
+    return this.#opts.ngPort;
+  }
+
   get healthy(): boolean {
     return this.#healthy;
   }

@@ -111,7 +111,7 @@ async function settle(count: () => number): Promise<void> {
 
 async function main(): Promise<void> {
   const data = tempDir('bench');
-  const supervisor = newSupervisor(50, data.dir, { portMin: 40000, portMax: 44999 });
+  const supervisor = await newSupervisor(data.dir, { ngPort: 22350, portMin: 40000, portMax: 44999 });
   await supervisor.start();
   const pid = supervisor.pid ?? 0;
   const media = new MediaService({

@@ -7,7 +7,7 @@ import { newSupervisor, quietLogger, tempDir } from '../../test/media/helpers.js
 import { RtpPeer } from '../../test/media/rtp-peer.js';
 
 const data = tempDir('probe');
-const supervisor = newSupervisor(51, data.dir, { portMin: 43000, portMax: 44999 });
+const supervisor = await newSupervisor(data.dir, { ngPort: 22351, portMin: 43000, portMax: 44999 });
 await supervisor.start();
 const media = new MediaService({
   engines: new MediaEngines({ urls: [], local: supervisor }),

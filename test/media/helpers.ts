@@ -1,3 +1,4 @@
+import { createSocket } from 'node:dgram';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,10 +7,33 @@ import { RtpengineSupervisor } from '../../media/index.js';
 
 /**
  * Test ports of the media room: ng 22300-22399, rtpengine RTP within 40000-44999, our RTP sockets 45000-45999.
- * Each test file takes its own slot so files can run in one mocha process without colliding.
+ * Free ports are probed so test files, and two runs on this shared box, do not collide.
  */
-export function enginePorts(slot: number): { ngPort: number; portMin: number; portMax: number } {
-  return { ngPort: 22300 + slot, portMin: 40000 + slot * 400, portMax: 40000 + slot * 400 + 399 };
+/** A UDP port in [from, to] that nothing on 127.0.0.1 holds right now (another run of these tests may). */
+export async function freeUdpPort(from: number, to: number): Promise<number> {
+  const span = to - from + 1;
+  const start = Math.floor(Math.random() * span);
+  for (let i = 0; i < span; i += 1) {
+    const port = from + ((start + i) % span);
+    const socket = createSocket('udp4');
+    const free = await new Promise<boolean>((resolve) => {
+      socket.once('error', () => resolve(false));
+      socket.bind(port, '127.0.0.1', () => resolve(true));
+    });
+    socket.close();
+    if (free) return port;
+  }
+  throw new Error(`no free UDP port in ${from}-${to}`);
+}
+
+/**
+ * Ports for one test engine: its ng port is a free one of 22300-22349 (so two test runs on this shared box do
+ * not collide), its RTP range the 400-port block of that slot (rtpengine skips ports already in use).
+ */
+export async function freeEnginePorts(): Promise<{ ngPort: number; portMin: number; portMax: number }> {
+  const ngPort = await freeUdpPort(22300, 22349);
+  const block = (ngPort - 22300) % 12;
+  return { ngPort, portMin: 40000 + block * 400, portMax: 40000 + block * 400 + 399 };
 }
 
 export const quietLogger = pino({ level: process.env.MEDIA_TEST_LOG ?? 'silent' });
@@ -19,13 +43,12 @@ export function tempDir(prefix: string): { dir: string; remove: () => void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-export function newSupervisor(
-  slot: number,
+export async function newSupervisor(
   dataDir: string,
   extra: Partial<ConstructorParameters<typeof RtpengineSupervisor>[0]> = {},
-): RtpengineSupervisor {
+): Promise<RtpengineSupervisor> {
   return new RtpengineSupervisor({
-    ...enginePorts(slot),
+    ...(await freeEnginePorts()),
     interface: '127.0.0.1',
     dataDir,
     logger: quietLogger,

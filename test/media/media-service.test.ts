@@ -9,10 +9,8 @@ import {
   type DtmfEvent,
   type RtpengineSupervisor,
 } from '../../media/index.js';
-import { newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
+import { freeUdpPort, newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
 import { bestCorrelation, envelope, RtpPeer, tone, toneEnergy } from './rtp-peer.js';
-
-const DTMF_PORT = 45902;
 
 describe('media: MediaService with a real rtpengine and real RTP peers', function () {
   this.timeout(60_000);
@@ -30,14 +28,15 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
 
   before(async () => {
     data = tempDir('svc');
-    supervisor = newSupervisor(2, data.dir, { dtmfLogPort: DTMF_PORT });
+    const dtmfPort = await freeUdpPort(45900, 45999);
+    supervisor = await newSupervisor(data.dir, { dtmfLogPort: dtmfPort });
     await supervisor.start();
     media = new MediaService({
       engines: new MediaEngines({ urls: [], local: supervisor }),
       dataDir: data.dir,
       logger: quietLogger,
       engineRecordingDir: supervisor.recordingDir,
-      dtmfPort: DTMF_PORT,
+      dtmfPort,
     });
     await media.start();
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { MediaEngines, MediaError, NgClient, type RtpengineSupervisor } from '../../media/index.js';
-import { enginePorts, newSupervisor, processAlive, tempDir, waitFor } from './helpers.js';
+import { freeUdpPort, newSupervisor, processAlive, tempDir, waitFor } from './helpers.js';
 
 describe('media: rtpengine supervisor (real rtpengine)', function () {
   this.timeout(30_000);
@@ -11,7 +11,7 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
 
   before(async () => {
     data = tempDir('sup');
-    supervisor = newSupervisor(0, data.dir, { pingIntervalMs: 300, backoffMinMs: 200 });
+    supervisor = await newSupervisor(data.dir, { pingIntervalMs: 300, backoffMinMs: 200 });
     await supervisor.start();
   });
 
@@ -64,12 +64,13 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
   it('MediaEngines picks the local engine when no urls are configured, and round-robins external ones', async () => {
     const local = new MediaEngines({ urls: [], local: supervisor });
     assert.equal(local.pick().client, supervisor.client);
-    const ext = new MediaEngines({ urls: [`127.0.0.1:${enginePorts(0).ngPort}`, '127.0.0.1:22398'] });
+    const deadPort = await freeUdpPort(22350, 22399); // nothing answers there
+    const ext = new MediaEngines({ urls: [`127.0.0.1:${supervisor.ngPort}`, `127.0.0.1:${deadPort}`] });
     await ext.start();
     try {
       // The second address has no engine behind it, so it is skipped as unhealthy.
-      assert.equal(ext.pick().address, `127.0.0.1:${enginePorts(0).ngPort}`);
-      assert.equal(ext.pick().address, `127.0.0.1:${enginePorts(0).ngPort}`);
+      assert.equal(ext.pick().address, `127.0.0.1:${supervisor.ngPort}`);
+      assert.equal(ext.pick().address, `127.0.0.1:${supervisor.ngPort}`);
       assert.deepEqual(
         ext.list().map((e) => e.healthy),
         [true, false],
@@ -80,7 +81,8 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
   });
 
   it('a request to an address with no engine times out with MEDIA_TIMEOUT; close rejects pending ones', async () => {
-    const client = new NgClient({ host: '127.0.0.1', port: 22397, timeoutMs: 300, retransmitMs: 100 });
+    const port = await freeUdpPort(22350, 22399);
+    const client = new NgClient({ host: '127.0.0.1', port, timeoutMs: 300, retransmitMs: 100 });
     await assert.rejects(client.ping(), (e: unknown) => e instanceof MediaError && e.code === 'MEDIA_TIMEOUT');
     const pending = client.ping(5000);
     client.close();
@@ -99,7 +101,7 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
   });
 
   it('when our process is killed with SIGKILL, the kernel takes the engine down too (no orphan)', async () => {
-    const host = spawn(process.execPath, ['--import', 'tsx', 'test/media/fixtures/supervised-engine.ts', '1'], {
+    const host = spawn(process.execPath, ['--import', 'tsx', 'test/media/fixtures/supervised-engine.ts'], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {

@@ -47,7 +47,7 @@ describe('media: WebRTC leg bridged to a plain RTP leg (ng level, real rtpengine
 
   before(async () => {
     data = tempDir('webrtc');
-    supervisor = newSupervisor(3, data.dir);
+    supervisor = await newSupervisor(data.dir);
     await supervisor.start();
     media = new MediaService({
       engines: new MediaEngines({ urls: [], local: supervisor }),
