@@ -3,7 +3,7 @@
  * (pinned to core 0) at a fixed rate, then the same SIPp run against SIPp's own uas (the harness ceiling).
  * Prints a table with calls/s, failures, retransmissions, INVITE-to-200 p50/p99 and the parser rate, beside
  * the Kamailio anchor of /work/shared/bench-anchors. Usage:
- *   npx tsx bench/sip/calls.ts [--rate 500] [--duration 60] [--skip-harness]
+ *   npx tsx bench/sip/calls.ts [--rate 1000] [--duration 60] [--skip-harness]
  * Ports 17000-17999. Every process is stopped by its PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -19,7 +19,7 @@ const arg = (name: string, def: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : def;
 };
-const RATE = Number(arg('rate', '500'));
+const RATE = Number(arg('rate', '1000'));
 const DURATION = Number(arg('duration', '60'));
 const KAMAILIO_ANCHOR_CPS = 1500;
 const APP_PORT = 17060;

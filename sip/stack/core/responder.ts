@@ -49,6 +49,11 @@ export class Responder {
     return this.#abort.signal;
   }
 
+  /** True once a CANCEL for this request arrived before the final response. */
+  get canceled(): boolean {
+    return this.#canceled;
+  }
+
   get finalResponse(): SipResponse | undefined {
     return this.#final;
   }

@@ -93,7 +93,8 @@ export class UserAgent {
   readonly #handlers = new Map<string, RequestHandler>();
   readonly #dialogs = new Map<string, Dialog>();
   readonly #responders = new WeakMap<SipRequest, Responder>();
-  readonly #ackWaiters = new Map<ServerTransaction, { resolve: () => void; reject: (e: SipError) => void }>();
+  /** createUAS calls waiting for the ACK of their 2xx, by Call-ID and CSeq number. */
+  readonly #ackWaiters = new Map<string, { resolve: () => void; reject: (e: SipError) => void }>();
   readonly #policy: RequestPolicy;
   readonly #advertised?: string;
   readonly #host: DialogHost;
@@ -119,7 +120,8 @@ export class UserAgent {
       responseChannel: (req) => this.#transport.responseChannel(req),
       user: {
         onRequest: (req, tx) => this.#onRequest(req, tx),
-        onAckTimeout: (tx) => this.#ackWaiters.get(tx)?.reject(new SipTimeoutError('no ACK for the 2xx')),
+        onAckTimeout: (tx) =>
+          this.#ackWaiters.get(ackKey(tx.request))?.reject(new SipTimeoutError('no ACK for the 2xx')),
         onServerTransportError: (_tx, e) => this.logger.warn({ err: e }, 'response not delivered'),
       },
     });
@@ -212,9 +214,7 @@ export class UserAgent {
     const dialog = this.#dialogs.get(Dialog.key(ack.callId, ack.toTag ?? '', ack.fromTag ?? ''));
     if (!dialog) return; // §17.2.3: an ACK matching nothing is dropped
     if (ack.body.length > 0 && !dialog.remoteSdp) dialog.remoteSdp = ack.text;
-    for (const [tx, w] of this.#ackWaiters) {
-      if (tx.request.callId === ack.callId && tx.request.cseq.seq === ack.cseq.seq) w.resolve();
-    }
+    this.#ackWaiters.get(ackKey(ack))?.resolve();
   }
 
   /** §9.2: CANCEL gets 481 without a matching INVITE; otherwise 200, and the INVITE gets 487. */
@@ -236,7 +236,7 @@ export class UserAgent {
   async createUAS(req: SipRequest, opts: UasOptions = {}): Promise<Dialog> {
     const srv = this.#responders.get(req);
     if (!srv || req.method !== 'INVITE') throw new SipStateError('createUAS needs an INVITE received by this agent');
-    if (srv.signal.aborted) throw new SipCanceledError();
+    if (srv.canceled) throw new SipCanceledError();
     if (srv.finalResponse) throw new SipStateError('the INVITE has already been answered');
     const contact = req.contact?.uri;
     if (!contact) {
@@ -261,8 +261,8 @@ export class UserAgent {
       remoteSdp: req.body.length > 0 ? req.text : undefined,
     });
     this.#dialogs.set(dialog.id, dialog);
-    const tx = srv.transaction;
-    const acked = new Promise<void>((resolve, reject) => this.#ackWaiters.set(tx, { resolve, reject }));
+    const key = ackKey(req);
+    const acked = new Promise<void>((resolve, reject) => this.#ackWaiters.set(key, { resolve, reject }));
     srv.send(200, 'OK', { body: opts.localSdp, headers: opts.headers });
     try {
       await acked;
@@ -273,7 +273,7 @@ export class UserAgent {
       dialog.terminate('ack-timeout');
       throw err;
     } finally {
-      this.#ackWaiters.delete(tx);
+      this.#ackWaiters.delete(key);
     }
   }
 
@@ -415,6 +415,10 @@ export class UserAgent {
     this.#tx.close();
     await this.#transport.close();
   }
+}
+
+function ackKey(req: SipRequest): string {
+  return `${req.callId}|${req.cseq.seq}`;
 }
 
 function stripTag(party: string): string {
