@@ -3,8 +3,8 @@ import * as m001 from './001-initial.js';
 import * as m003 from './003-billing.js';
 import * as m002 from './002-security.js';
 import * as m004 from './004-calls-list-indexes.js';
-import * as m005 from './005-billing-committed.js';
 import * as m005 from './005-calls-search.js';
+import * as m006 from './006-billing-committed.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -16,6 +16,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['002-security', m002],
   ['004-calls-list-indexes', m004],
   ['005-calls-search', m005],
+  ['006-billing-committed', m006],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
