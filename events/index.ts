@@ -18,7 +18,9 @@
  *   `callId`, the sid, customPayload and call snapshot are read from the calls table; pass `sid`, `customPayload`
  *   and `callSnapshot` to save that read. CALL.0300/CALL.0400 get `data.reasonCode`, `duration`, `cost` from the
  *   call when not given. Rejects with `EventPersistError` (code EVENT_PERSIST_FAILED) if the store write fails.
- * - `publisher.publishPlatformConcurrent(count)`: PLATFORM.0001 to staff streams (calls room, on each change).
+ * - `new PlatformConcurrencyMonitor({ db, publisher })`: publishes PLATFORM.0001 (live calls platform-wide, from the
+ *   store) to staff streams whenever calls start or end, and every 10 s; `close()` it on shutdown. A caller that
+ *   knows the figure can instead call `publisher.publishPlatformConcurrent(count)`.
  * - `reportSystemError(err, { publisher, operation, accountId?, callId?, sid? })`: logs with a traceId and emits
  *   SYS.0500 carrying it; returns the traceId; never throws.
  * - `mintStaffStreamToken(db)`: a single-use staff stream token for the operator CLI.
@@ -62,6 +64,7 @@ export {
   type StatusCallbackOutboxOptions,
 } from './outbox.js';
 export { attachStream, type StreamDeps, type StreamServer, type StreamPrincipal } from './stream.js';
+export { PlatformConcurrencyMonitor, type PlatformConcurrencyMonitorOptions } from './platform-concurrency.js';
 export { mintStaffStreamToken, STAFF_STREAM_TOKEN_TTL_SECONDS } from './stream-tokens.js';
 export { reportSystemError, newTraceId, type SystemErrorContext } from './system-error.js';
 export { EventIdGenerator } from './event-id.js';

@@ -8,10 +8,11 @@ import {
   EventIdGenerator,
   EventPublisher,
   InvalidEventError,
+  PlatformConcurrencyMonitor,
   reportSystemError,
   type BusEvent,
 } from '../../events/index.js';
-import { fileDb, seedAccount, seedCall } from './helpers.js';
+import { fileDb, seedAccount, seedCall, sleep, waitFor } from './helpers.js';
 import { quiet } from './setup.js';
 
 describe('events: bus, publisher and system errors', () => {
@@ -100,6 +101,37 @@ describe('events: bus, publisher and system errors', () => {
     assert.deepEqual([...ids].sort(), ids);
     assert.equal(new Set(ids).size, ids.length);
     assert.match(ids[0]!, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it('PLATFORM.0001 goes to staff on calls starting and ending, with the live count from the store', async () => {
+    const monitor = new PlatformConcurrencyMonitor({ db, publisher, debounceMs: 10, intervalMs: 1e6, logger: quiet });
+    try {
+      const a = await seedAccount(db);
+      const b = await seedAccount(db);
+      const counts = () => seen.filter((e) => e.frame.code === 'PLATFORM.0001').map((e) => e.frame.data?.activeCalls);
+      const c1 = await seedCall(db, a);
+      await seedCall(db, b, { status: 'answered' });
+      await seedCall(db, b, { status: 'completed' });
+      await publisher.emit({ accountId: a, code: EventCodes.callInitiated, callId: c1.id });
+      await waitFor(() => counts().length === 1, 2000, 'first count');
+      assert.deepEqual(counts(), [2]);
+      assert.ok(seen.filter((e) => e.frame.code === 'PLATFORM.0001').every((e) => e.staffOnly && !e.accountId));
+
+      await publisher.emit({ accountId: a, code: EventCodes.callRinging, callId: c1.id });
+      await sleep(50);
+      assert.deepEqual(counts(), [2], 'ringing does not change the count');
+
+      await db('calls').where({ id: c1.id }).update({ status: 'failed', reason_code: 'END.0486' });
+      await publisher.emit({ accountId: a, code: EventCodes.callFailed, callId: c1.id });
+      await waitFor(() => counts().length === 2, 2000, 'second count');
+      assert.deepEqual(counts(), [2, 1]);
+      await monitor.recount();
+      assert.equal(counts().length, 2, 'unchanged: not republished');
+      await monitor.recount(true);
+      assert.deepEqual(counts(), [2, 1, 1], 'the periodic publish goes out regardless');
+    } finally {
+      monitor.close();
+    }
   });
 
   it('reportSystemError logs a traceId and emits SYS.0500 carrying the same traceId', async () => {
