@@ -6,12 +6,13 @@ import {
   EventBus,
   EventCodes,
   EventPublisher,
+  StatusCallbackOutbox,
   attachStream,
   mintStaffStreamToken,
   type StreamDeps,
   type StreamServer,
 } from '../../events/index.js';
-import { fileDb, seedAccount, seedCall, sleep, waitFor } from './helpers.js';
+import { Receiver, fileDb, seedAccount, seedCall, sleep, waitFor } from './helpers.js';
 import { quiet } from './setup.js';
 
 interface Client {
@@ -139,6 +140,41 @@ describe('events: WebSocket stream', function () {
 
     assert.deepEqual(Object.keys(ringing), ['code', 'event', 'sid', 'createdAt'], 'no payload, no data: omitted');
     assert.deepEqual(Object.keys(low), ['code', 'event', 'createdAt']);
+  });
+
+  it('one event reaches the stream and the status webhook: the webhook adds id, accountId and the snapshot', async () => {
+    await setUp();
+    const receiver = await new Receiver().start();
+    const outbox = new StatusCallbackOutbox({ db, publisher, pollIntervalMs: 20, logger: quiet }).start();
+    try {
+      const a = await seedAccount(db, receiver.url('/status'));
+      const c = await connect(await tokenFor(a));
+      const call = await seedCall(db, a, {
+        status: 'completed',
+        reason_code: 'END.0200',
+        duration_seconds: 61,
+        talk_seconds: 55,
+        cost_cents: 1234,
+      });
+      const e = await publisher.emit({ accountId: a, code: EventCodes.callCompleted, callId: call.id });
+      await waitFor(() => c.frames.length === 1 && receiver.delivered().length === 1, 3000, 'both transports');
+      const frame = c.frames[0];
+      const hook = receiver.delivered()[0]!.json;
+      assert.deepEqual(frame.data, { reasonCode: 'END.0200', duration: 61, cost: '12.34' });
+      assert.equal(hook.id, e.id);
+      assert.equal(hook.accountId, a);
+      for (const k of ['code', 'event', 'sid', 'createdAt'] as const) assert.equal(hook[k], frame[k], k);
+      assert.equal(hook.data.reason_code, 'END.0200', 'the snapshot names it reason_code');
+      assert.equal(hook.data.talk_seconds, 55);
+      assert.equal(hook.data.reasonCode, 'END.0200');
+      assert.equal(receiver.delivered()[0]!.headers['x-voice-event'], 'call.completed');
+      // WH.0200 for that delivery reaches the account's stream too.
+      await waitFor(() => c.frames.some((f) => f.code === 'WH.0200'), 3000, 'WH.0200 on the stream');
+      assert.equal(c.frames.find((f) => f.code === 'WH.0200').data.eventId, e.id);
+    } finally {
+      await outbox.close();
+      await receiver.close();
+    }
   });
 
   it('a slow consumer is dropped while the others keep receiving every frame', async () => {
