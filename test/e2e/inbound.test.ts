@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  startTestSwitch,
+  createAccountWithDid,
+  addCarrier,
+  AccountServer,
+  RtpSink,
+  runSipp,
+  api,
+  SCENARIOS,
+  type SippRun,
+  type TestAccount,
+} from './harness.js';
+
+/** Issue 6 "done when", inbound side: carrier calls to DIDs, fallback, Redirect chain, Record. */
+describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
+  this.timeout(60000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  let acct: TestAccount;
+  const server = new AccountServer();
+  let sink: RtpSink;
+  let sipp: SippRun | undefined;
+  let speech: string;
+  const DID = '+254711200001';
+
+  before(async () => {
+    ctx = await startTestSwitch({ http: 21190, sip: 21165, ng: 21224, rtpMin: 21500, rtpMax: 21599 });
+    await server.listen();
+    acct = await createAccountWithDid(ctx.db, DID);
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_status: server.url('/status') });
+    await addCarrier(ctx.db, 21562);
+    // What the caller says in the Record test: real speech as raw mu-law for SIPp's rtp_stream.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-speech-'));
+    execFileSync('espeak-ng', [
+      '-w',
+      path.join(dir, 's.wav'),
+      'Hello, I am leaving a message for the test of recording.',
+    ]);
+    const ulaw = path.join(dir, 's.ulaw');
+    execFileSync('sox', [path.join(dir, 's.wav'), '-r', '8000', '-c', '1', '-t', 'ul', ulaw]);
+    // SIPp does not expand keywords inside rtp_stream, so the scenario gets the file's path written in.
+    speech = path.join(dir, 'uac-inbound-speaks.xml');
+    writeFileSync(
+      speech,
+      readFileSync(path.join(SCENARIOS, 'uac-inbound-speaks.xml'), 'utf8').replaceAll('[speech]', ulaw),
+    );
+  });
+
+  beforeEach(async () => {
+    sink = await new RtpSink().bind(21710);
+  });
+
+  afterEach(() => {
+    sipp?.kill();
+    sink.close();
+  });
+
+  after(async () => {
+    await server.close();
+    await ctx?.sw.stop();
+  });
+
+  async function setInboundUrl(url: string) {
+    await ctx.db('numbers').where({ number: DID }).update({ webhook_voice_inbound: url });
+  }
+
+  function carrierCalls(scenario = 'uac-inbound.xml', did = DID.slice(1), extra: string[] = []) {
+    return runSipp([
+      '127.0.0.1:21165',
+      '-sf',
+      path.isAbsolute(scenario) ? scenario : path.join(SCENARIOS, scenario),
+      '-key',
+      'media_sink',
+      '21710',
+      '-s',
+      did,
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21562',
+      '-m',
+      '1',
+      ...extra,
+    ]);
+  }
+
+  async function lastCall() {
+    const list = await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1');
+    return list.body.calls[0];
+  }
+
+  it('a call to a DID runs the voice_inbound verbs: the caller hears the Say, the CDR is inbound and completed', async () => {
+    server.verbs('/in', '<Response><Say>Welcome to the inbound test of Simu.</Say><Hangup/></Response>');
+    await setInboundUrl(server.url('/in'));
+    sipp = carrierCalls();
+    assert.equal(await sipp.exited, 0, sipp.output());
+    await server.waitFor(() => server.statusEvents().includes('CALL.0300'), 10000, 'call.completed');
+    const call = await lastCall();
+    assert.equal(call.direction, 'inbound');
+    assert.equal(call.status, 'completed');
+    assert.equal(call.reason_code, 'END.0200');
+    assert.equal(call.to_number, DID);
+    assert.equal(call.from_number, '+254733000009');
+    const control = server.requests.find((r) => r.url === '/in')!.json;
+    assert.equal(control.CallStatus, 'ringing');
+    assert.equal(control.Direction, 'inbound');
+    assert.equal(control.To, DID);
+    assert.ok(sink.speechSeconds() >= 1.5, `heard ${sink.speechSeconds()} s`);
+  });
+
+  it('a call to a number nobody owns gets 404 and is never answered', async () => {
+    sipp = carrierCalls('uac-unknown.xml', '254799999999');
+    assert.equal(await sipp.exited, 0, sipp.output());
+  });
+
+  it('a webhook that fails triggers the fallback message, which the caller hears, and WH.0400', async () => {
+    server.routes.set('/down', () => ({ status: 500, body: 'boom' }));
+    await setInboundUrl(server.url('/down'));
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ fallback_mode: 'message', fallback_value: 'Sorry, we cannot take your call right now.' });
+    sipp = carrierCalls();
+    assert.equal(await sipp.exited, 0, sipp.output());
+    // WH.* events go to the stream and the call's event log, not down the status route (events/index.ts).
+    const events = await ctx.db('call_events').where({ account_id: acct.id, code: 'WH.0400' });
+    assert.ok(events.length >= 1, 'webhook.failed recorded');
+    assert.equal(JSON.parse(events[events.length - 1].data).fallback, 'message');
+    assert.ok(sink.speechSeconds() >= 1, `fallback heard ${sink.speechSeconds()} s`);
+    await ctx.db('accounts').where({ id: acct.id }).update({ fallback_mode: 'drop', fallback_value: '' });
+  });
+
+  it('a Redirect chain is followed to the document that speaks', async () => {
+    server.verbs('/r1', `<Response><Redirect>${server.url('/r2')}</Redirect></Response>`);
+    server.verbs('/r2', `<Response><Redirect>${server.url('/r3')}</Redirect></Response>`);
+    server.verbs('/r3', '<Response><Say>You reached the end of the chain.</Say><Hangup/></Response>');
+    await setInboundUrl(server.url('/r1'));
+    const before = server.requests.length;
+    sipp = carrierCalls();
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const urls = server.requests
+      .slice(before)
+      .map((r) => r.url)
+      .filter((u) => u.startsWith('/r'));
+    assert.deepEqual(urls, ['/r1', '/r2', '/r3']);
+    assert.ok(sink.speechSeconds() >= 1, `heard ${sink.speechSeconds()} s`);
+  });
+
+  it('Record captures what the caller said, calls the action with RecordingDuration and RecordingPath, and the recording downloads', async () => {
+    server.verbs(
+      '/rec',
+      `<Response><Record action="${server.url('/after')}" maxLength="6" timeout="2" playBeep="false"/></Response>`,
+    );
+    server.verbs('/after', '<Response><Hangup/></Response>');
+    await setInboundUrl(server.url('/rec'));
+    sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const after = server.requests.find((r) => r.url === '/after')!.json;
+    assert.ok(after.RecordingDuration >= 2, `RecordingDuration ${after.RecordingDuration}`);
+    assert.ok(after.RecordingPath, 'RecordingPath');
+    await server.waitFor(() => server.statusEvents().includes('REC.0300'), 10000, 'recording.completed');
+    const call = await lastCall();
+    const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
+    assert.equal(recs.body.length, 1);
+    assert.ok(recs.body[0].duration_seconds >= 2);
+    const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
+    assert.equal(dl.status, 200, JSON.stringify(dl.body));
+    const url = dl.body.url as string;
+    const media = await fetch(url);
+    assert.equal(media.status, 200);
+    assert.match(media.headers.get('content-type') ?? '', /audio\/wav/);
+    const wav = Buffer.from(await media.arrayBuffer());
+    assert.equal(wav.subarray(0, 4).toString(), 'RIFF');
+    assert.ok(wav.length > 44 + 8000 * 2, `a WAV of ${wav.length} bytes holds over a second of audio`);
+    // And it is what the caller said, not silence: 20 ms frames at speech level.
+    const samples = new Int16Array(wav.buffer, wav.byteOffset + 44, Math.floor((wav.length - 44) / 2));
+    let loud = 0;
+    for (let i = 0; i + 160 <= samples.length; i += 160) {
+      let sum = 0;
+      for (let j = i; j < i + 160; j++) sum += samples[j] * samples[j];
+      if (Math.sqrt(sum / 160) > 300) loud++;
+    }
+    assert.ok(loud * 0.02 >= 1, `speech in the recording: ${(loud * 0.02).toFixed(2)} s`);
+  });
+});
