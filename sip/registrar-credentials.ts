@@ -1,0 +1,83 @@
+/**
+ * Where the registrar finds the secrets a phone's digest is checked against. A phone uses its phone token (the
+ * JWT string) as its digest password, but the store keeps the token's claims, not the string: the string is
+ * rebuilt by signing the same claims again with the server secret (HS256 is deterministic), exactly as
+ * POST /api/phone-tokens/mint signed them (api/routes/phone-tokens.ts). The only claim not stored is `iat`, taken
+ * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
+ */
+import { signPhoneToken } from '../api/signing.js';
+import type { Db, EndUserRow, PhoneTokenRow } from '../store/index.js';
+
+/** How many of an end-user's most recent tokens a digest is tried against (revoked and expired ones included,
+ * so a phone still using a revoked token is told 403 and AUTH.0401, not challenged for ever). */
+export const TOKENS_TRIED = 10;
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The account of a SIP domain: each account is its own domain, `<account-uuid>` or `<account-uuid>.<anything>`
+ * (the first DNS label is the account uuid). Undefined when the first label is not a uuid.
+ */
+export function accountOfHost(host: string): string | undefined {
+  const label = host.toLowerCase().split('.')[0];
+  return UUID_RE.test(label) ? label : undefined;
+}
+
+/** The digest realm of a domain: its first label (the account uuid), the same for every user of the account. */
+export function realmOfHost(host: string): string {
+  return host.toLowerCase().split('.')[0] || 'simu';
+}
+
+export class PhoneCredentialStore {
+  /** token id -> JWT candidates; tokens are immutable once minted, so this never goes stale. */
+  readonly #candidates = new Map<string, string[]>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly secret: string,
+  ) {}
+
+  /**
+   * The end-user with this extension in this account, enabled or not (the caller refuses a disabled one only
+   * after its credentials proved right, so disabled and unknown users cannot be told apart). One indexed query,
+   * made for unknown accounts too.
+   */
+  async endUser(accountId: string | undefined, extension: string): Promise<EndUserRow | undefined> {
+    const r = await this.db('end_users')
+      .where({ account_id: accountId ?? '', extension_number: extension })
+      .whereNull('deleted_at')
+      .first();
+    return r ? { ...r, is_active: Boolean(r.is_active) } : undefined;
+  }
+
+  /** The end-user's most recent tokens, newest first. */
+  async tokensOf(user: EndUserRow): Promise<PhoneTokenRow[]> {
+    const rows = await this.db('phone_tokens')
+      .where({ account_id: user.account_id, end_user_id: user.id })
+      .orderBy('created_at', 'desc')
+      .limit(TOKENS_TRIED);
+    return rows.map((r: PhoneTokenRow) => ({ ...r, max_concurrent: Number(r.max_concurrent) }));
+  }
+
+  /** The JWT strings the token could be (see the file comment): the likelier first. */
+  async candidates(row: PhoneTokenRow): Promise<string[]> {
+    const cached = this.#candidates.get(row.id);
+    if (cached) return cached;
+    const created = Math.floor(Date.parse(row.created_at) / 1000);
+    const claims = {
+      tokenId: row.id,
+      accountId: row.account_id,
+      endUserId: row.end_user_id,
+      extension: row.extension_number,
+      maxConcurrent: row.max_concurrent,
+      expiresAt: Math.floor(Date.parse(row.expires_at) / 1000),
+    };
+    const out = [
+      await signPhoneToken(this.secret, claims, created),
+      await signPhoneToken(this.secret, claims, created - 1),
+    ];
+    if (this.#candidates.size >= 10_000) this.#candidates.delete(this.#candidates.keys().next().value!);
+    this.#candidates.set(row.id, out);
+    return out;
+  }
+}
