@@ -13,6 +13,7 @@ import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
 import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
 import { BridgedCall } from './bridged-call.js';
+import { runDial } from './flows/dial-verb.js';
 
 export interface CallEngineDeps {
   db: Db;
@@ -78,6 +79,7 @@ export class SwitchCallEngine implements CallEngine {
         log: this.#log,
         billing: this.#deps.billing,
         webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
+        dialer: (c, target, options) => runDial({ ...this.#flow, locator: this.#deps.locator }, c, target, options),
         recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
       },
       life,

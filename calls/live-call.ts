@@ -8,6 +8,8 @@ import {
   callControlFetcher,
   type CallControlEndUser,
   type DialResult,
+  type DialOptions,
+  type DialTarget,
   type FallbackPolicy,
   type InterpreterStart,
   type PlayResult,
@@ -46,6 +48,8 @@ export interface LiveCallDeps {
   log: Logger;
   billing?: CallBilling;
   webhookTimeoutMs: number;
+  /** Runs the Dial verb (calls/flows/dial-verb.ts). */
+  dialer?: (call: LiveCall, target: DialTarget, options: DialOptions) => Promise<DialResult>;
   recordingRetentionDays: number;
 }
 
@@ -203,11 +207,9 @@ export class LiveCall implements VerbContext {
     }
   }
 
-  async dial(): Promise<DialResult> {
-    // Bridging a second leg to an IVR-anchored caller is not built yet: report it as failed so the document's
-    // action callback (DialCallStatus=failed) and the next verbs still run.
-    await this.life.emit(EventCodes.dialCompleted, { DialCallStatus: 'failed', DialCallDuration: 0 });
-    return { status: 'failed', durationSeconds: 0 };
+  async dial(target: DialTarget, options: DialOptions): Promise<DialResult> {
+    if (!this.#d.dialer) return { status: 'failed', durationSeconds: 0 };
+    return this.#d.dialer(this, target, options);
   }
 
   async record(options: RecordOptions): Promise<RecordResult> {

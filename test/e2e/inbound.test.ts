@@ -35,7 +35,8 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
-    await addCarrier(ctx.db, 21562);
+    // The carrier sends from 127.0.0.1 and takes outbound legs (Dial) at 127.0.0.1:21563.
+    await addCarrier(ctx.db, 21563);
     // What the caller says in the Record test: real speech as raw mu-law for SIPp's rtp_stream.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-speech-'));
     execFileSync('espeak-ng', [
@@ -188,5 +189,47 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       if (Math.sqrt(sum / 160) > 300) loud++;
     }
     assert.ok(loud * 0.02 >= 1, `speech in the recording: ${(loud * 0.02).toFixed(2)} s`);
+  });
+
+  it('Dial to a PSTN number bridges the caller to the dialled leg: the callee hears the caller, DIAL.0200 and DIAL.0300', async () => {
+    server.verbs(
+      '/dial',
+      '<Response><Dial timeout="10" timeLimit="4"><Number>+254722000099</Number></Dial></Response>',
+    );
+    await setInboundUrl(server.url('/dial'));
+    const callee = await new RtpSink().bind(21730);
+    const uas = runSipp([
+      '-sf',
+      path.join(SCENARIOS, 'uas-answer.xml'),
+      '-key',
+      'media_sink',
+      '21730',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21563',
+      '-m',
+      '1',
+    ]);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const before = server.requests.length;
+      sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
+      assert.equal(await sipp.exited, 0, sipp.output());
+      assert.equal(await uas.exited, 0, uas.output());
+      await server.waitFor(
+        () => server.requests.slice(before).some((r) => r.json?.code === 'CALL.0300'),
+        10000,
+        'call.completed',
+      );
+      const codes = server.requests.slice(before).map((r) => r.json?.code);
+      assert.ok(codes.includes('DIAL.0200') && codes.includes('DIAL.0300'), codes.join(','));
+      const dialDone = server.requests.slice(before).find((r) => r.json?.code === 'DIAL.0300')!.json;
+      assert.equal(dialDone.data.DialCallStatus, 'completed');
+      assert.ok(callee.speechSeconds() >= 1, `the callee heard the caller for ${callee.speechSeconds()} s`);
+    } finally {
+      uas.kill();
+      callee.close();
+    }
   });
 });

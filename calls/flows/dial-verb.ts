@@ -1,0 +1,96 @@
+import { EventCodes, ReasonCodes } from '../../events/index.js';
+import { SipError } from '../../sip/stack/index.js';
+import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
+import type { FlowDeps } from './flow-deps.js';
+import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
+import type { EndUserLocator } from './end-user.js';
+import { CALLER_LEG, type LiveCall } from '../live-call.js';
+
+export const DIALLED_LEG = 'B';
+
+export interface DialVerbDeps extends FlowDeps {
+  locator?: EndUserLocator;
+}
+
+/**
+ * The Dial verb on an IVR-answered call: ring the target (a PSTN number through the carrier trunk, or an on-net
+ * extension of the same account at its registered contact), and on answer move the caller's media from our IVR
+ * endpoint to the new leg inside rtpengine (media.offerFromIvr keeps the caller's port, so the caller needs no
+ * re-INVITE). Returns when the bridged leg ends; DIAL.0200 on answer, DIAL.0300 at the end.
+ */
+export async function runDial(
+  d: DialVerbDeps,
+  call: LiveCall,
+  target: DialTarget,
+  o: DialOptions,
+): Promise<DialResult> {
+  const row = call.row;
+  const leg = await resolveTarget(d, row.account_id, target);
+  const finish = async (result: DialResult): Promise<DialResult> => {
+    await call.life.emit(EventCodes.dialCompleted, {
+      DialCallStatus: result.status,
+      DialCallDuration: result.durationSeconds,
+    });
+    return result;
+  };
+  if (!leg || !d.media.hasSession(row.id)) return finish({ status: 'failed', durationSeconds: 0 });
+  let sdp: string;
+  try {
+    sdp = await d.media.offerFromIvr(row.id, CALLER_LEG, DIALLED_LEG, { toSide: mediaProfileFor(leg.transport) });
+  } catch (e) {
+    // A call the platform placed (originate) has no caller SDP to move: Dial there is not supported yet.
+    d.log.info({ err: e, call: row.sid }, 'Dial not possible on this call');
+    return finish({ status: 'failed', durationSeconds: 0 });
+  }
+  const presented = o.callerId ?? (row.direction === 'inbound' ? row.from_number : row.from_number);
+  const outcome = await dialLeg(d, {
+    target: leg,
+    from: `<sip:${presented}@${d.config.publicHost}>`,
+    sdp,
+    timeoutSeconds: o.timeout,
+    signal: o.signal,
+  });
+  if (!outcome.ok) {
+    const status = outcome.noAnswer ? 'no-answer' : dialStatusFor(outcome.error);
+    return finish({ status, durationSeconds: 0 });
+  }
+  const dialog = outcome.dialog;
+  await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '', {
+    fromSide: mediaProfileFor(undefined),
+  });
+  await call.life.emit(EventCodes.dialAnswered, {});
+  const answeredAt = Date.now();
+  // Bridged until either side hangs up, the verb is killed (the caller hung up), or timeLimit passes.
+  await new Promise<void>((resolve) => {
+    const limit = setTimeout(done, o.timeLimit * 1000);
+    function done() {
+      clearTimeout(limit);
+      o.signal.removeEventListener('abort', done);
+      resolve();
+    }
+    dialog.once('bye', done);
+    o.signal.addEventListener('abort', done, { once: true });
+    call.onEnd(done);
+  });
+  if (dialog.state !== 'terminated') await dialog.bye().catch(() => undefined);
+  const seconds = Math.round((Date.now() - answeredAt) / 1000);
+  // The caller's media now points at the dialled leg: when that leg ends the call ends too (TwiML's default).
+  void call.end(ReasonCodes.normalHangup);
+  return finish({ status: 'completed', durationSeconds: seconds });
+}
+
+async function resolveTarget(d: DialVerbDeps, accountId: string, target: DialTarget): Promise<LegTarget | undefined> {
+  if (target.kind === 'number') {
+    const route = await d.sip.trunks.outboundRoute();
+    if (!route) return undefined;
+    return { uri: route.requestUri(target.number), proxy: route.outbound, auth: route.auth, transport: 'UDP' };
+  }
+  const [binding] = d.locator?.lookup(accountId, target.extension) ?? [];
+  return binding ? { uri: binding.contact, proxy: binding.target, transport: binding.target.transport } : undefined;
+}
+
+function dialStatusFor(e: unknown): DialResult['status'] {
+  if (e instanceof SipError && (e.status === 486 || e.status === 600)) return 'busy';
+  if (e instanceof SipError && (e.status === 480 || e.status === 408)) return 'no-answer';
+  return 'failed';
+}
