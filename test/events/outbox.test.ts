@@ -204,7 +204,11 @@ for (const store of STORES)
       assert.equal(notices.length, 1);
       assert.equal(notices[0]!.frame.code, 'WH.0400');
       assert.equal(notices[0]!.accountId, accountId);
-      assert.equal(ev.seen.filter((e) => e.frame.code === 'WH.0400').length, 6, '5 exhausted + 1 route disabled');
+      await waitFor(
+        () => ev.seen.filter((e) => e.frame.code === 'WH.0400').length === 6,
+        2000,
+        '5 exhausted + 1 route disabled',
+      );
 
       const sixth = await ev.publisher.emit({ accountId, code: EventCodes.walletLow, data: { i: 6 } });
       assert.equal(sixth.delivery, 'route_disabled');
