@@ -53,6 +53,8 @@ export interface CreditMonitorOptions {
   balanceRefreshMs?: number;
   /** How often live calls' heartbeats are written to `call_credit` (what the reconcile sweep bills up to). */
   heartbeatPersistMs?: number;
+  /** Other nodes' credit rows with a heartbeat older than this are not counted against the balance. */
+  peerStaleMs?: number;
   /** A cut call still not reported ended after this long is cut again (a lost BYE, a cut that failed). */
   recutMs?: number;
   /** The watchdog cuts guarded calls with END.0503 when no tick has completed for this long. */
@@ -136,6 +138,7 @@ export class CreditMonitor {
       watchdogStallMs: 3000,
       watchdogCheckMs: 500,
       ...opts,
+      peerStaleMs: opts.peerStaleMs ?? 3 * (opts.heartbeatPersistMs ?? 5000),
       nodeId: opts.nodeId ?? null,
     };
     this.#log = opts.logger ?? roomLogger('billing');
@@ -170,11 +173,11 @@ export class CreditMonitor {
     const epoch = before.epoch;
     const acct = await this.#o.db('accounts').where({ id: a.accountId }).first('balance_cents', 'max_call_seconds');
     if (!acct) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
+    const available = await this.#available(a.accountId, Number(acct.balance_cents));
     if (this.#closed || this.#calls.has(a.callId)) return;
     // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
     const wallet = this.#walletOf(a.accountId);
-    if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0))
-      wallet.balanceCents = Number(acct.balance_cents);
+    if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0)) wallet.balanceCents = available;
     const call: LiveCall = {
       callId: a.callId,
       accountId: a.accountId,
@@ -445,18 +448,44 @@ export class CreditMonitor {
     if (w.settling) return;
     const epoch = w.epoch;
     const row = await this.#o.db('accounts').where({ id: w.accountId }).first('balance_cents');
+    if (!row) return;
+    const available = await this.#available(w.accountId, Number(row.balance_cents));
     // A settlement that started or landed during the read makes it stale; the next refresh will do.
-    if (row && w.epoch === epoch && w.settling === 0) w.balanceCents = Number(row.balance_cents);
+    if (w.epoch === epoch && w.settling === 0) w.balanceCents = available;
+  }
+
+  /**
+   * The part of an account's balance this node may spend: the balance less what the account's live calls on
+   * other nodes have committed, as their monitors last wrote it (rows with a fresh heartbeat; a dead node's rows
+   * are left to the reconcile sweep). On one box (nodeId null) there are no other nodes.
+   */
+  async #available(accountId: string, balanceCents: number): Promise<number> {
+    if (this.#o.nodeId === null) return balanceCents;
+    const fresh = nowIso(new Date(this.#o.timers.now() - this.#o.peerStaleMs));
+    const row = await this.#o
+      .db('call_credit')
+      .where({ account_id: accountId })
+      .whereNot({ node_id: this.#o.nodeId })
+      .where('heartbeat_at', '>=', fresh)
+      .sum({ s: 'committed_cents' })
+      .first();
+    return balanceCents - Number(row?.s ?? 0);
   }
 
   async #persistHeartbeats(now: number): Promise<void> {
     const ids = [...this.#calls.values()].filter((c) => c.endedAtMs === undefined && c.recorded).map((c) => c.callId);
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
+      // One statement per chunk: the heartbeat and each call's committed cents (for monitors on other nodes).
+      const bindings = chunk.flatMap((id) => [id, this.#committedCents(this.#calls.get(id)!, now)]);
+      const committed = this.#o.db.raw(
+        `CASE call_id ${chunk.map(() => 'WHEN ? THEN CAST(? AS BIGINT)').join(' ')} ELSE committed_cents END`,
+        bindings,
+      );
       const n = await this.#o
         .db('call_credit')
         .whereIn('call_id', chunk)
-        .update({ heartbeat_at: nowIso(new Date(now)) });
+        .update({ heartbeat_at: nowIso(new Date(now)), committed_cents: committed });
       if (n < chunk.length) {
         // A recorded credit row is gone only when the call was settled elsewhere (reconcile sweep): let it go.
         const still = new Set(

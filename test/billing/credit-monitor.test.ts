@@ -11,7 +11,7 @@ import {
 } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS, sqliteDb } from '../support/db.js';
-import { FakeTimers, FAKE_EPOCH, eventually } from './fake-timers.js';
+import { FakeTimers, FAKE_EPOCH, eventually, quietLog } from './fake-timers.js';
 
 interface Harness {
   timers: FakeTimers;
@@ -37,6 +37,7 @@ function harness(db: Db, opts: { endOnCut?: boolean; nodeId?: string } = {}): Ha
       if (opts.endOnCut !== false) ended.set(callId, monitor.callEnded(callId, timers.now()));
     },
     emit: (accountId, code, data) => events.push({ accountId, code, data }),
+    logger: quietLog,
   });
   return { timers, monitor, cuts, events, ended };
 }
@@ -141,6 +142,67 @@ for (const kind of BOTH_DBS) {
       assert.equal(codes.filter((c) => c === BillingCodes.walletExhausted).length, 2);
       assert.equal(codes.filter((c) => c === BillingCodes.walletDebited).length, 2, 'one BILL.0300 per posted charge');
       assert.deepEqual(h.monitor.liveCallIds(), []);
+    });
+
+    it('two nodes sharing the store: live calls of one account on each draw on one balance', async () => {
+      const acct = await insertAccount(db, 'Two nodes');
+      await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 300 });
+      const timers = new FakeTimers();
+      const cuts: Array<{ callId: string; reason: string; at: number }> = [];
+      const ended: Array<Promise<CallSettlement>> = [];
+      const node = (nodeId: string): CreditMonitor => {
+        const m: CreditMonitor = new CreditMonitor({
+          db,
+          rates: new RateBook(db, { now: () => timers.now() }),
+          timers,
+          nodeId,
+          heartbeatPersistMs: 1000,
+          balanceRefreshMs: 1000,
+          cut: (callId, reason) => {
+            cuts.push({ callId, reason, at: timers.now() });
+            ended.push(m.callEnded(callId, timers.now()));
+          },
+          emit: () => undefined,
+          logger: quietLog,
+        });
+        return m;
+      };
+      const [n1, n2] = [node('n1'), node('n2')];
+      try {
+        const [a, b] = [await insertCall(db, acct.id, '+254700000011'), await insertCall(db, acct.id, '+254700000012')];
+        const t0 = timers.now();
+        await n1.callAnswered({
+          callId: a,
+          accountId: acct.id,
+          direction: 'outbound',
+          to: '+254700000011',
+          answeredAt: t0,
+        });
+        await n2.callAnswered({
+          callId: b,
+          accountId: acct.id,
+          direction: 'outbound',
+          to: '+254700000012',
+          answeredAt: t0,
+        });
+        for (let t = 0; t < 90_000; t += 50) {
+          timers.advance(50);
+          await Promise.all([n1.drain(), n2.drain()]);
+        }
+        // Alone, each node would let its call run to 150 s on 300 c. Together the money runs out at 75 s; a node
+        // sees the other's consumption one heartbeat plus one balance refresh late (2 s here).
+        assert.equal(cuts.length, 2);
+        for (const c of cuts) {
+          assert.equal(c.reason, BillingCodes.walletExhausted);
+          const late = c.at - (t0 + 75_000);
+          assert.ok(late > 0 && late <= 2500, `cut ${late} ms after the money ran out`);
+        }
+        const settled = await Promise.all(ended);
+        assert.equal(settled[0].costCents + settled[1].costCents, 300);
+        assert.equal(await assertChained(db, acct.id), 0);
+      } finally {
+        await Promise.all([n1.close(), n2.close()]);
+      }
     });
 
     it('does not cut or warn while the balance covers the calls, and warns once as it nears the end', async () => {

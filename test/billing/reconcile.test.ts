@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { CreditMonitor, RateBook, ReconcileSweep, post, BillingCodes, formatMoney } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS } from '../support/db.js';
-import { FakeTimers } from './fake-timers.js';
+import { FakeTimers, quietLog } from './fake-timers.js';
 
 type Status = 'initiated' | 'ringing' | 'answered' | 'completed';
 
@@ -79,6 +79,7 @@ for (const kind of BOTH_DBS) {
         nodeId: 'n1',
         cut: () => assert.fail('nothing to cut'),
         emit: () => undefined,
+        logger: quietLog,
       });
       await crashed.callAnswered({
         callId: answered,
