@@ -52,5 +52,13 @@ export { readPcapUdp, type PcapUdpPacket } from './pcap-reader.js';
 export { decodeG711, encodeG711, rms } from './g711.js';
 export { parseRtp, buildRtp, type RtpPacket } from './rtp-packet.js';
 export { readWav, writeWav, encodeWav, decodeWav, type PcmAudio } from './wav.js';
-export { audioEndpoint, rtpmaps, sdpAttribute, plainAudioSdp, type AudioCodec, type AudioEndpoint } from './sdp.js';
+export {
+  audioEndpoint,
+  rtpmaps,
+  sdpAttribute,
+  plainAudioSdp,
+  keepCodecs,
+  type AudioCodec,
+  type AudioEndpoint,
+} from './sdp.js';
 export { bencode, bdecode, type BValue } from './bencode.js';

@@ -16,11 +16,9 @@ export type LegProfile = 'rtp' | 'webrtc';
 export interface LegMediaOptions {
   profile?: LegProfile;
   codecs?: AudioCodec[];
-  /** Offer exactly `codecs` to this side (the others are masked: still accepted from the other side). */
+  /** Offer exactly `codecs` to this side; the offerer keeps its own first codec (transcoded if different). */
   only?: boolean;
 }
-
-const ALL: AudioCodec[] = ['PCMU', 'PCMA', 'G722', 'opus', 'telephone-event'];
 
 export function profileFlags(opts: LegMediaOptions = {}, forOffer: boolean): NgParams {
   const profile = opts.profile ?? 'rtp';
@@ -44,7 +42,9 @@ export function profileFlags(opts: LegMediaOptions = {}, forOffer: boolean): NgP
     const codecs = opts.codecs ?? (profile === 'webrtc' ? ['opus', 'PCMU', 'telephone-event'] : undefined);
     if (codecs) {
       const codec: NgParams = { transcode: codecs };
-      if (opts.only) codec.mask = ALL.filter((c) => !codecs.includes(c));
+      // Masked codecs are still accepted from the offerer, who keeps its first choice (a browser's Opus); this
+      // side sees exactly `codecs`, and rtpengine transcodes between the two when they differ.
+      if (opts.only) codec.mask = ['all'];
       params.codec = codec;
     }
   }

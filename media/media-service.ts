@@ -6,6 +6,7 @@ import { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
 import { MediaError } from './errors.js';
 import { IvrEndpoint, type RecordingResult } from './ivr-endpoint.js';
 import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
+import { keepCodecs, type AudioCodec } from './sdp.js';
 import type { MediaEngine, MediaEngines } from './media-engines.js';
 import { findCallPcaps, pcapToStereoWav } from './session-recording.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
@@ -140,13 +141,21 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return this.#sessions.has(callId);
   }
 
-  /** Offer from leg `fromTag`; returns the SDP for the other side, shaped by `toSide`. */
-  async offer(callId: string, fromTag: string, sdp: string, opts: { toSide?: LegMediaOptions } = {}): Promise<string> {
+  /**
+   * Offer from leg `fromTag`; returns the SDP for the other side, shaped by `toSide`. `offererCodecs` limits
+   * what the offerer may use (e.g. ['opus'] keeps a browser on Opus while the far end gets G.711).
+   */
+  async offer(
+    callId: string,
+    fromTag: string,
+    sdp: string,
+    opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[] } = {},
+  ): Promise<string> {
     const s = this.#session(callId, true);
     const r = await s.engine.client.offer({
       'call-id': callId,
       'from-tag': fromTag,
-      sdp,
+      sdp: opts.offererCodecs ? keepCodecs(sdp, [...opts.offererCodecs, 'telephone-event']) : sdp,
       ...profileFlags(opts.toSide, true),
       replace: ['origin', 'session-connection'],
     });

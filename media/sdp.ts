@@ -76,3 +76,30 @@ export function plainAudioSdp(opts: {
   lines.push('a=ptime:20', `a=${opts.direction ?? 'sendrecv'}`);
   return `${lines.join('\r\n')}\r\n`;
 }
+
+/**
+ * Keep only the named codecs in every m= section (by rtpmap name, case-insensitive, plus static 0/8/9 when
+ * named). Used on an offer before rtpengine sees it: rtpengine 10.5 answers an offerer with a codec both sides
+ * share whenever there is one (no transcoding), whatever mask/strip flags say, so to keep a browser on Opus
+ * against a G.711 far end the browser's G.711 has to be gone from its offer.
+ */
+export function keepCodecs(sdp: string, keep: string[]): string {
+  const wanted = new Set(keep.map((k) => k.toLowerCase()));
+  const names = rtpmaps(sdp);
+  const dropped = new Set<string>();
+  for (const [pt, name] of names) if (!wanted.has(name.toLowerCase())) dropped.add(String(pt));
+  const lines = sdp.split(/\r?\n/);
+  const out: string[] = [];
+  for (const line of lines) {
+    const m = /^(m=\S+ \d+(?:\/\d+)? \S+) (.*)$/.exec(line);
+    if (m?.[1] && m[2] !== undefined) {
+      const pts = m[2].split(' ').filter((pt) => !dropped.has(pt));
+      out.push(`${m[1]} ${pts.join(' ')}`);
+      continue;
+    }
+    const attr = /^a=(?:rtpmap|fmtp|rtcp-fb):(\d+)[ ]/.exec(line);
+    if (attr?.[1] && dropped.has(attr[1])) continue;
+    out.push(line);
+  }
+  return out.join('\r\n');
+}
