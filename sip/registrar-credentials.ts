@@ -28,6 +28,16 @@ export function realmOfHost(host: string): string {
   return host.toLowerCase().split('.')[0] || 'simu';
 }
 
+/**
+ * The short form of a phone token as a digest password: its signature segment (after the last dot, 43 characters).
+ * Many phones cap the password field (SIPp 3.6.1 fails with the ~400-character JWT; desk phones often allow under
+ * 100). The signature is an HMAC-SHA256 under the server's key over the token's claims, so it is as unguessable
+ * as the whole token and belongs to that token alone; the rest of the JWT is not secret (it is base64 of claims).
+ */
+export function shortPassword(jwt: string): string {
+  return jwt.slice(jwt.lastIndexOf('.') + 1);
+}
+
 export class PhoneCredentialStore {
   /** token id -> JWT candidates; tokens are immutable once minted, so this never goes stale. */
   readonly #candidates = new Map<string, string[]>();
@@ -72,10 +82,11 @@ export class PhoneCredentialStore {
       maxConcurrent: row.max_concurrent,
       expiresAt: Math.floor(Date.parse(row.expires_at) / 1000),
     };
-    const out = [
+    const jwts = [
       await signPhoneToken(this.secret, claims, created),
       await signPhoneToken(this.secret, claims, created - 1),
     ];
+    const out = [...jwts, ...jwts.map(shortPassword)];
     if (this.#candidates.size >= 10_000) this.#candidates.delete(this.#candidates.keys().next().value!);
     this.#candidates.set(row.id, out);
     return out;

@@ -43,6 +43,12 @@ export interface RegistrarSettings {
   maxExpires: number;
   /** How often expired bindings are swept. */
   sweepMs: number;
+  /**
+   * Digest algorithms offered, one challenge each, most preferred first (RFC 8760 §2.4). Clients that read only
+   * the first challenge (SIPp 3.6, some older phones) need MD5 first; the password is a long random token, so
+   * MD5's weakness against guessing costs nothing here (docs/softphones.md).
+   */
+  digestAlgorithms: Array<'SHA-256' | 'MD5'>;
 }
 
 export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
@@ -50,6 +56,7 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   minExpires: 60,
   maxExpires: 7200,
   sweepMs: 5000,
+  digestAlgorithms: ['SHA-256', 'MD5'],
 };
 
 export interface RegistrarOptions {
@@ -390,7 +397,7 @@ export class Registrar {
       // Bounded: realms come from the request, so a stranger could invent many. An evicted realm's nonces are
       // then 'wrong' and the phone is simply challenged again.
       if (this.#digest.size >= 10_000) this.#digest.delete(this.#digest.keys().next().value!);
-      s = new DigestServer({ realm, proxy, algorithms: ['SHA-256', 'MD5'], now: () => this.#clock.now() });
+      s = new DigestServer({ realm, proxy, algorithms: this.settings.digestAlgorithms, now: () => this.#clock.now() });
       this.#digest.set(key, s);
     }
     return s;

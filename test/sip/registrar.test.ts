@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { ManualClock, UserAgent, type SipResponse } from '../../sip/stack/index.js';
 import { revokePhoneToken, updateEndUser, findEndUser, insertEndUser } from '../../store/index.js';
+import { shortPassword } from '../../sip/registrar-credentials.js';
 import { accountWithPhone, mintPhoneToken, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 
 const SIP_PORT = 22000;
@@ -98,6 +99,11 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     assert.deepEqual(codes(), ['AUTH.0200']);
     const u2 = await findEndUser(fx.db, acct.account.id, acct.user.id);
     assert.equal(u2?.last_registered_at, new Date(clock.now()).toISOString());
+  });
+
+  it('the short form of the token (its signature segment) is accepted as the password as well', async () => {
+    assert.equal((await register({ password: shortPassword(acct.token) })).status, 200);
+    assert.equal((await register({ password: shortPassword(acct.token).slice(1) })).status, 401);
   });
 
   it('the domain may be the bare account uuid (when it is a valid hostname) or <account-uuid>.<anything>', async () => {
