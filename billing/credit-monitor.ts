@@ -6,6 +6,7 @@ import { talkCents, ttsCents, type CallDirection, type RateBook, type RateCard }
 import { formatMoney } from './money.js';
 import { settleCall, settledCharges } from './settlement.js';
 import { EnforcementWatchdog } from './watchdog.js';
+import { systemTimers, type MonitorTimers } from './timers.js';
 
 /**
  * Live credit control (ARCHITECTURE.md, billing; platform-api.md, Events BILL.0310/BILL.0403, reason codes
@@ -19,23 +20,6 @@ import { EnforcementWatchdog } from './watchdog.js';
  * balance, the increment just started cannot be paid: every live call of the account is cut with BILL.0403, at
  * most one tick (250 ms) later. Settlement is capped at the balance, so the wallet ends at zero, never below.
  */
-
-/** Clock and interval timers, injected so tests drive time; `name` lets a test stall one timer. */
-export interface MonitorTimers {
-  now(): number;
-  setInterval(fn: () => void, ms: number, name: string): unknown;
-  clearInterval(handle: unknown): void;
-}
-
-export const systemTimers: MonitorTimers = {
-  now: () => Date.now(),
-  setInterval: (fn, ms) => {
-    const h = setInterval(fn, ms);
-    h.unref();
-    return h;
-  },
-  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
-};
 
 export interface CreditMonitorOptions {
   db: Db;

@@ -25,13 +25,7 @@ export {
   type RateBookOptions,
 } from './rating.js';
 export { settleCall, talkKey, ttsKey, type CallCharge, type CallSettlementResult } from './settlement.js';
-export {
-  CreditMonitor,
-  systemTimers,
-  type MonitorTimers,
-  type CreditMonitorOptions,
-  type CallAnswered,
-  type CallSettlement,
-} from './credit-monitor.js';
+export { systemTimers, type MonitorTimers } from './timers.js';
+export { CreditMonitor, type CreditMonitorOptions, type CallAnswered, type CallSettlement } from './credit-monitor.js';
 export { EnforcementWatchdog, type EnforcementWatchdogOptions } from './watchdog.js';
 export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';

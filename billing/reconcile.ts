@@ -6,7 +6,7 @@ import { LedgerConflictError } from './ledger.js';
 import { formatMoney } from './money.js';
 import { talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
 import { settleCallInTransaction, emitDebits } from './settlement.js';
-import { systemTimers, type MonitorTimers } from './credit-monitor.js';
+import { systemTimers, type MonitorTimers } from './timers.js';
 
 /**
  * The reconcile sweep (platform-api.md, States: "Call record shown live but the switch has already ended it";

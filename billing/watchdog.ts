@@ -1,4 +1,4 @@
-import type { MonitorTimers } from './credit-monitor.js';
+import type { MonitorTimers } from './timers.js';
 
 /**
  * The enforcement watchdog (platform-api.md, reason code END.0503: "leg cut because the billing monitor was
