@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../config/index.js';
 import { AudioFetcher } from './audio-fetch.js';
@@ -9,6 +9,7 @@ import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
 import { keepCodecs, type AudioCodec } from './sdp.js';
 import type { MediaEngine, MediaEngines } from './media-engines.js';
 import { findCallPcaps, pcapToStereoWav } from './session-recording.js';
+import { runTool } from './run-tool.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
 import { TypedEmitter } from './typed-emitter.js';
 
@@ -100,6 +101,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   readonly tts: TtsEngine;
   readonly fetcher: AudioFetcher;
   #recordingSeq = 0;
+  #beep: Promise<string> | undefined;
   /**
    * rtpengine 10.5 opens and probes the file before answering `play media`, on its control thread; a burst of
    * hundreds of starts kept it from answering anything (pings included) for seconds. At most a few starts are
@@ -274,6 +276,33 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
 
   #finishPlayback(s: MediaSession, legTag: string, completed: boolean): void {
     s.playbacks.get(legTag)?.finish(completed);
+  }
+
+  /** The Record verb's beep: 500 ms of 1 kHz, made once with sox under dataDir. */
+  async playBeep(callId: string, legTag: string, opts: PlaybackOptions = {}): Promise<PlaybackResult> {
+    this.#beep ??= (async () => {
+      const path = join(this.#recordingsDir, '..', 'beep-1khz-500ms.wav');
+      if (!existsSync(path)) {
+        await runTool('sox', [
+          '-n',
+          '-r',
+          '8000',
+          '-c',
+          '1',
+          '-b',
+          '16',
+          path,
+          'synth',
+          '0.5',
+          'sine',
+          '1000',
+          'vol',
+          '0.5',
+        ]);
+      }
+      return path;
+    })();
+    return this.playFile(callId, legTag, await this.#beep, opts);
   }
 
   /** Fetch (cached) and play an audio URL; MEDIA_FETCH_FAILED / MEDIA_DECODE_FAILED when it cannot be played. */

@@ -117,6 +117,20 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
     await media.deleteSession(id);
   });
 
+  it('the Record beep reaches the caller as a 1 kHz tone of 500 ms', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU'])));
+    a.sendFrame(new Int16Array(160));
+    const r = await media.playBeep(id, 'A');
+    await new Promise((res) => setTimeout(res, 150));
+    assert.equal(r.completed, true);
+    assert.ok(Math.abs(r.durationMs - 500) < 30, `duration ${r.durationMs}`);
+    const heard = a.decoded();
+    assert.ok(toneEnergy(heard, 1000) > 10 * toneEnergy(heard, 440), 'a 1 kHz tone');
+    await media.deleteSession(id);
+  });
+
   it('a playback can be cancelled and resolves as not completed', async () => {
     const id = callId();
     const a = await peer();
