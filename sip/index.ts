@@ -6,3 +6,12 @@ export {
   type EndUserAuthenticator,
 } from './sip-app.js';
 export { TrunkDirectory, addressMatches, type TrunkRoute } from './trunks.js';
+export {
+  Registrar,
+  DEFAULT_REGISTRAR_SETTINGS,
+  type RegistrarOptions,
+  type RegistrarSettings,
+  type PhoneEventSink,
+} from './registrar.js';
+export { LocationService, CallSlotsExhaustedError, type Binding, type BindingChange } from './location.js';
+export { shortPassword, accountOfHost } from './registrar-credentials.js';

@@ -60,10 +60,13 @@ export class PhoneCredentialStore {
     return r ? { ...r, is_active: Boolean(r.is_active) } : undefined;
   }
 
-  /** The end-user's most recent tokens, newest first. */
-  async tokensOf(user: EndUserRow): Promise<PhoneTokenRow[]> {
+  /**
+   * The end-user's most recent tokens, newest first. Without a user (unknown, or locked out) the same query runs
+   * for no one, so the database work does not tell existing extensions apart.
+   */
+  async tokensOf(user: EndUserRow | undefined): Promise<PhoneTokenRow[]> {
     const rows = await this.db('phone_tokens')
-      .where({ account_id: user.account_id, end_user_id: user.id })
+      .where({ account_id: user?.account_id ?? '', end_user_id: user?.id ?? '' })
       .orderBy('created_at', 'desc')
       .limit(TOKENS_TRIED);
     return rows.map((r: PhoneTokenRow) => ({ ...r, max_concurrent: Number(r.max_concurrent) }));

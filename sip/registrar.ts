@@ -284,7 +284,7 @@ export class Registrar {
     const locked = this.#gate?.isLockedOut(who) ?? false;
     // The same queries for unknown accounts, unknown users and locked users (docs/security.md, no enumeration).
     const user = await this.#credentials.endUser(aor.accountId, aor.extension);
-    const rows = user && !locked ? await this.#credentials.tokensOf(user) : [];
+    const rows = await this.#credentials.tokensOf(locked ? undefined : user);
     const tries: Array<{ row: PhoneTokenRow | undefined; password: string | undefined }> = [];
     for (const row of rows) for (const c of await this.#credentials.candidates(row)) tries.push({ row, password: c });
     if (tries.length === 0) tries.push({ row: undefined, password: undefined }); // the dummy secret: always 'wrong'
