@@ -4,8 +4,9 @@ import { openDb, migrate, pingDb, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
 import { SipApplication } from './sip/index.js';
 import { StoreAdmission } from './billing/admission.js';
+import { CreditMonitor, RateBook, ReconcileSweep, type BillingEmit } from './billing/index.js';
 import { createApiServer } from './api/index.js';
-import { EventBus, EventPublisher, StatusCallbackOutbox, attachStream } from './events/index.js';
+import { EventBus, EventPublisher, StatusCallbackOutbox, attachStream, type EventCode } from './events/index.js';
 import { consumeStreamToken } from './store/index.js';
 import { SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
@@ -79,8 +80,31 @@ export class Switch {
 
     const sip = new SipApplication({ db, config, logger: roomLogger('sip') });
     const admission = new StoreAdmission(db);
-    const calls = new SwitchCallEngine({ db, config, publisher, media, sip, admission });
+    // Billing events carry the call they concern as data.callId; the publisher files them under that call.
+    const billingEmit: BillingEmit = (accountId, code, data) => {
+      const callId = typeof data.callId === 'string' ? data.callId : undefined;
+      publisher
+        .emit({ accountId, code: code as EventCode, callId, data })
+        .catch((e) => log.error({ err: e, code }, 'billing event lost'));
+    };
+    const rates = new RateBook(db, {
+      increment: { initialSeconds: config.billing.initialSeconds, incrementSeconds: config.billing.incrementSeconds },
+    });
+    let engine: SwitchCallEngine | undefined;
+    const monitor = new CreditMonitor({ db, rates, emit: billingEmit, cut: (id, reason) => engine?.cut(id, reason) });
+    const calls = new SwitchCallEngine({ db, config, publisher, media, sip, admission, billing: monitor });
+    engine = calls;
     this.calls = calls;
+    const sweep = new ReconcileSweep({
+      db,
+      isLive: (id) => calls.isLive(id),
+      emit: billingEmit,
+      nodeId: null,
+      monitor,
+    });
+    await sweep.start();
+    this.#closers.push(() => monitor.close());
+    this.#closers.push(() => sweep.close());
     await sip.listen();
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());

@@ -46,13 +46,18 @@ export class BridgedCall {
   async answered(): Promise<void> {
     if (!(await this.life.answered())) return;
     const row = this.life.row;
-    await this.#billing?.callAnswered({
-      callId: row.id,
-      accountId: row.account_id,
-      direction: row.direction,
-      to: row.to_number,
-      answeredAt: new Date(row.answered_at!),
-    });
+    try {
+      await this.#billing?.callAnswered({
+        callId: row.id,
+        accountId: row.account_id,
+        direction: row.direction,
+        to: row.to_number,
+        answeredAt: new Date(row.answered_at!),
+      });
+    } catch (e) {
+      this.#log.error({ err: e, call: row.sid }, 'call could not be rated; cut');
+      await this.end(ReasonCodes.rejected);
+    }
   }
 
   end(reason: ReasonCode, byeFrom?: Dialog): Promise<CallRow> {

@@ -33,7 +33,7 @@ export interface CallBilling {
   callAnswered(a: {
     callId: string;
     accountId: string;
-    direction: string;
+    direction: 'inbound' | 'outbound' | 'internal';
     to: string;
     answeredAt: Date;
   }): Promise<void>;
@@ -109,13 +109,19 @@ export class LiveCall implements VerbContext {
   async answered(): Promise<void> {
     const ok = await this.life.answered();
     if (!ok) return;
-    await this.#d.billing?.callAnswered({
-      callId: this.id,
-      accountId: this.row.account_id,
-      direction: this.row.direction,
-      to: this.row.to_number,
-      answeredAt: new Date(this.row.answered_at!),
-    });
+    try {
+      await this.#d.billing?.callAnswered({
+        callId: this.id,
+        accountId: this.row.account_id,
+        direction: this.row.direction,
+        to: this.row.to_number,
+        answeredAt: new Date(this.row.answered_at!),
+      });
+    } catch (e) {
+      // A call that cannot be rated (no rate covers the destination) is not carried for free: it is cut at once.
+      this.#d.log.error({ err: e, call: this.row.sid }, 'call could not be rated; cut');
+      await this.end(ReasonCodes.rejected);
+    }
   }
 
   /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */

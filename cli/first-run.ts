@@ -1,7 +1,16 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/index.js';
-import { insertAccount, insertApiKey, addPoolNumbers, listAccounts, randomToken, type Db } from '../store/index.js';
+import {
+  insertAccount,
+  insertApiKey,
+  addPoolNumbers,
+  listAccounts,
+  listRates,
+  setRate,
+  randomToken,
+  type Db,
+} from '../store/index.js';
 import { post } from '../billing/index.js';
 
 /**
@@ -16,6 +25,16 @@ export function loadServerSecret(dataDir: string): string {
   writeFileSync(file, secret + '\n', { mode: 0o600 });
   return secret;
 }
+
+/** Starter rates of a new install (KES): a catch-all outbound per minute, inbound and internal per minute, speech per
+ * second, the number setup fee. */
+export const DEMO_RATES: Array<['outbound' | 'inbound' | 'internal' | 'tts' | 'did_setup', number]> = [
+  ['outbound', 300],
+  ['inbound', 100],
+  ['internal', 0],
+  ['tts', 1],
+  ['did_setup', 10000],
+];
 
 export interface FirstRunResult {
   accountId: string;
@@ -42,6 +61,10 @@ export async function firstRun(db: Db, config: Config): Promise<FirstRunResult |
     settlementKey: `demo-topup:${acct.id}`,
   });
   const numbers = await addPoolNumbers(db, config.demo.numbers);
+  if ((await listRates(db)).length === 0) {
+    // Starter rates so the demo can place calls; the operator replaces them with `simu rates set`.
+    for (const [kind, cents] of DEMO_RATES) await setRate(db, kind, cents);
+  }
   return { accountId: acct.id, apiKey: key, numbers };
 }
 

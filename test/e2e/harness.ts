@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../config/index.js';
 import { Switch } from '../../switch.js';
-import { insertAccount, insertApiKey, insertTrunk, newId, nowIso, type Db } from '../../store/index.js';
+import { insertAccount, insertApiKey, insertTrunk, newId, nowIso, setRate, type Db } from '../../store/index.js';
 import { post } from '../../billing/index.js';
 import { decodeG711, rms } from '../../media/g711.js';
 import { parseRtp } from '../../media/rtp-packet.js';
@@ -39,6 +39,10 @@ export async function startTestSwitch(ports: {
   );
   const sw = new Switch(config);
   await sw.start();
+  // Rates for the tests' calls: 1.00 KES a minute anywhere outbound, 0.50 inbound, speech 0.01 a second.
+  await setRate(sw.db, 'outbound', 100);
+  await setRate(sw.db, 'inbound', 50);
+  await setRate(sw.db, 'tts', 1);
   return { sw, config, db: sw.db, baseUrl: `http://127.0.0.1:${ports.http}` };
 }
 

@@ -86,6 +86,12 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     assert.ok(call.tts_seconds >= 2, `tts_seconds ${call.tts_seconds}`);
     assert.ok(call.talk_seconds >= 2, `talk_seconds ${call.talk_seconds}`);
 
+    // Billing: the CDR's cost is what the ledger took for this call, once.
+    const ledger = await ctx.db('wallet_transactions').where({ call_id: uuid });
+    const ledgerCents = ledger.reduce((sum, r) => sum + Number(r.amount_cents), 0);
+    assert.ok(ledgerCents >= 100, `at least the first minute at 1.00: ${ledgerCents}`);
+    assert.equal(call.cost, (ledgerCents / 100).toFixed(2));
+
     // The far end heard speech for about as long as the utterance.
     const heard = sink.speechSeconds();
     assert.ok(heard >= 1.5, `speech-level audio received: ${heard.toFixed(2)} s`);
@@ -114,7 +120,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
 
     // Status callbacks in order for the call.
     const codes = server.statusEvents();
-    for (const c of ['CALL.0100', 'CALL.0180', 'CALL.0200', 'TTS.0200', 'CALL.0300'])
+    for (const c of ['CALL.0100', 'CALL.0180', 'CALL.0200', 'TTS.0200', 'BILL.0300', 'CALL.0300'])
       assert.ok(codes.includes(c), `${c} in ${codes}`);
     assert.ok(
       codes.indexOf('CALL.0100') < codes.indexOf('CALL.0200') &&
