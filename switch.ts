@@ -90,10 +90,13 @@ export class Switch {
     const rates = new RateBook(db, {
       increment: { initialSeconds: config.billing.initialSeconds, incrementSeconds: config.billing.incrementSeconds },
     });
-    let engine: SwitchCallEngine | undefined;
-    const monitor = new CreditMonitor({ db, rates, emit: billingEmit, cut: (id, reason) => engine?.cut(id, reason) });
+    const monitor = new CreditMonitor({
+      db,
+      rates,
+      emit: billingEmit,
+      cut: (id, reason) => this.calls?.cut(id, reason),
+    });
     const calls = new SwitchCallEngine({ db, config, publisher, media, sip, admission, billing: monitor });
-    engine = calls;
     this.calls = calls;
     const sweep = new ReconcileSweep({
       db,
