@@ -27,5 +27,10 @@ export {
 export { settleCall, talkKey, ttsKey, type CallCharge, type CallSettlementResult } from './settlement.js';
 export { systemTimers, type MonitorTimers } from './timers.js';
 export { CreditMonitor, type CreditMonitorOptions, type CallAnswered, type CallSettlement } from './credit-monitor.js';
-export { EnforcementWatchdog, type EnforcementWatchdogOptions } from './watchdog.js';
+export {
+  EnforcementWatchdog,
+  StoreHeartbeatWatchdog,
+  type EnforcementWatchdogOptions,
+  type StoreHeartbeatWatchdogOptions,
+} from './watchdog.js';
 export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';
