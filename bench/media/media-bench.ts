@@ -30,7 +30,7 @@ const TICKS = 100; // USER_HZ on Linux
 
 let nextPort = 45000;
 async function openSocket(): Promise<Socket> {
-  for (;;) {
+  for (let attempt = 0; attempt < 1000; attempt += 1) {
     const port = nextPort;
     nextPort = nextPort >= 45999 ? 45000 : nextPort + 1;
     const s = createSocket({ type: 'udp4', recvBufferSize: 1 << 18 });
@@ -45,6 +45,7 @@ async function openSocket(): Promise<Socket> {
       s.close();
     }
   }
+  throw new Error('no free port left in 45000-45999');
 }
 
 class Leg {
