@@ -6,7 +6,14 @@ import { SipApplication } from './sip/index.js';
 import { StoreAdmission } from './billing/admission.js';
 import { CreditMonitor, RateBook, ReconcileSweep, type BillingEmit } from './billing/index.js';
 import { createApiServer } from './api/index.js';
-import { EventBus, EventPublisher, StatusCallbackOutbox, attachStream, type EventCode } from './events/index.js';
+import {
+  EventBus,
+  EventPublisher,
+  StatusCallbackOutbox,
+  PlatformConcurrencyMonitor,
+  attachStream,
+  type EventCode,
+} from './events/index.js';
 import { consumeStreamToken } from './store/index.js';
 import { SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
@@ -67,6 +74,8 @@ export class Switch {
     const publisher = new EventPublisher({ db, bus, logger: roomLogger('events') });
     const outbox = new StatusCallbackOutbox({ db, publisher }).start();
     this.#closers.push(() => outbox.close());
+    const concurrency = new PlatformConcurrencyMonitor({ db, publisher });
+    this.#closers.push(async () => concurrency.close());
 
     const media = new MediaService({
       engines: this.#engines,

@@ -22,6 +22,8 @@ import {
 } from '../store/index.js';
 import { post, parseMoney, formatMoney, MoneyFormatError, CURRENCY } from '../billing/index.js';
 import { configTable } from '../config/index.js';
+import { listBans, liftBan, addBan } from '../sip/security/index.js';
+import { mintStaffStreamToken } from '../events/index.js';
 import { Flags, UsageError, type ParsedArgs } from './args.js';
 
 export interface Output {
@@ -292,6 +294,43 @@ const commands: Record<string, Command> = {
       key,
     };
     out.print(`key ${row.id} "${row.name}" for account ${a.id} (shown once): ${key}`, shown);
+  },
+
+  async 'bans list'(db, args, out) {
+    const f = new Flags(args);
+    const all = f.bool('all');
+    f.done();
+    const rows = await listBans(db, { includeExpired: all });
+    out.print(
+      rows
+        .map((b) => `${b.address.padEnd(40)} ${b.reason.padEnd(14)} until ${b.expires_at}  dropped ${b.hits}`)
+        .join('\n') || '(no bans in force)',
+      rows,
+    );
+  },
+
+  async 'bans lift'(db, args, out) {
+    new Flags(args).done();
+    const address = args.positional[0];
+    if (!address) throw new UsageError('an address is required');
+    if (!(await liftBan(db, address))) throw new UsageError(`${address} is not banned`);
+    out.print(`ban on ${address} lifted; the running switch lets it in within a few seconds`, { lifted: address });
+  },
+
+  async 'bans add'(db, args, out) {
+    const f = new Flags(args);
+    const seconds = f.int('seconds', { min: 1, max: 365 * 86400 }) ?? 3600;
+    f.done();
+    const address = args.positional[0];
+    if (!address) throw new UsageError('an address is required');
+    const ban = await addBan(db, { address, seconds });
+    out.print(`${ban.address} banned until ${ban.expires_at}`, ban);
+  },
+
+  async 'stream token'(db, args, out) {
+    new Flags(args).done();
+    const minted = await mintStaffStreamToken(db);
+    out.print(`staff stream token (single use, ${minted.ttl_seconds} s): ${minted.token}`, minted);
   },
 
   async 'config table'(_db, args, out) {

@@ -18,6 +18,10 @@ const USAGE = `usage: simu <command> [options] [--json]
   rates list
   platform drain | resume | status               stop or restart admitting new calls
   keys create ID --name N                        another API key for an account
+  bans list [--all] | bans lift ADDR | bans add ADDR [--seconds N]   SIP sources banned for floods,
+                                                 brute force or scanning (docs/security.md)
+  stream token                                   a single-use staff token for {ws}/api/stream (all
+                                                 accounts' events and PLATFORM.0001)
   config table                                   every setting with its default
 
 Changes take effect in a running switch at once (it reads them from the store).
@@ -34,7 +38,7 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
   }
   let db;
   try {
-    const parsed = parseArgs(argv);
+    const parsed = parseArgs(argv, ['json', 'all']);
     const found = findCommand(parsed.positional);
     if (!found)
       throw new UsageError(

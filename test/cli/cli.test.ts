@@ -102,4 +102,26 @@ describe('operator CLI', function () {
     assert.equal((await simu('account', 'suspend', account.uuid)).code, 0);
     assert.equal((await db('accounts').where({ id: account.uuid }).first()).status, 'suspended');
   });
+
+  it('bans: an operator adds, lists and lifts a ban; a bad address exits 2', async () => {
+    assert.equal((await simu('bans', 'add', '203.0.113.9', '--seconds', '60')).code, 0);
+    const listed = JSON.parse((await simu('bans', 'list', '--json')).stdout);
+    assert.deepEqual(
+      listed.map((b: { address: string; reason: string }) => [b.address, b.reason]),
+      [['203.0.113.9', 'operator']],
+    );
+    assert.equal((await simu('bans', 'lift', '203.0.113.9')).code, 0);
+    assert.deepEqual(JSON.parse((await simu('bans', 'list', '--json')).stdout), []);
+    const bad = await simu('bans', 'lift', 'not-an-ip');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /not an IP address/);
+  });
+
+  it('stream token mints a single-use staff token', async () => {
+    const r = JSON.parse((await simu('stream', 'token', '--json')).stdout);
+    assert.match(r.token, /^st_/);
+    const row = await db('stream_tokens').where({ staff: true }).first();
+    assert.ok(row, 'stored as a staff token');
+    assert.notEqual(row.token_hash, r.token);
+  });
 });
