@@ -5,6 +5,7 @@ import { StoreAdmission, type Admission } from '../billing/admission.js';
 import { roomLogger, type Config } from '../config/index.js';
 import type { Db } from '../store/index.js';
 import { apiKeyAuth } from './auth.js';
+import { openReadPool } from './read-pool.js';
 import type { CallEngine } from './call-engine.js';
 import { errorMiddleware } from './errors.js';
 import { openApiDocument } from './openapi.js';
@@ -24,18 +25,22 @@ export interface ApiDeps {
   calls: CallEngine;
   /** Server secret for signed recording URLs and phone tokens (purpose-specific keys are derived from it). */
   signUrlSecret: string;
-  /** Defaults to StoreAdmission over `db`. */
+  /** Defaults to StoreAdmission over `db`. Pass the switch's shared one so API and SIP calls share the caps. */
   admission?: Admission;
+  /** Read connections for hot reads; by default a small read-only pool on SQLite, `db` on PostgreSQL. */
+  readDb?: Db;
 }
 
 /**
  * The REST API as a Koa app: one error middleware, trailing-slash tolerance, public endpoints (health, OpenAPI,
  * signed recording media), then bearer authentication in front of every other /api route.
  */
-export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
+export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close: () => Promise<void> } {
   const log = roomLogger('api');
+  const ownReadPool = deps.readDb ? undefined : openReadPool(deps.db);
   const d: RouteDeps = {
     db: deps.db,
+    readDb: deps.readDb ?? ownReadPool ?? deps.db,
     config: deps.config,
     calls: deps.calls,
     admission: deps.admission ?? new StoreAdmission(deps.db),
@@ -80,7 +85,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   });
   app.use(publicRouter.routes());
   app.use(publicRouter.allowedMethods());
-  const auth = apiKeyAuth(deps.db);
+  const auth = apiKeyAuth(deps.db, d.readDb);
   const publicPaths = all.specs
     .filter((s) => s.auth === false)
     .map((s) => new RegExp(`^${s.path.replace(/:\w+/g, '[^/]+')}$`));
@@ -93,12 +98,13 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable } {
   });
   app.use(privateRouter.routes());
   app.use(privateRouter.allowedMethods({ throw: true }));
-  return { app, routes: all };
+  return { app, routes: all, close: async () => ownReadPool?.destroy() };
 }
 
 export function createApiServer(deps: ApiDeps): { server: http.Server; app: Koa } {
-  const { app } = createApp(deps);
+  const { app, close } = createApp(deps);
   const server = http.createServer(app.callback());
+  server.once('close', () => void close());
   // Slow or idle clients must not hold sockets for ever.
   server.requestTimeout = 30_000;
   server.headersTimeout = 15_000;

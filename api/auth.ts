@@ -16,13 +16,13 @@ const TOUCH_INTERVAL_MS = 60_000;
  * hash (with its account, in one query); the stored digest is then compared with the presented one in constant
  * time. Missing, unknown or revoked keys and keys of a suspended account are all a 401.
  */
-export function apiKeyAuth(db: Db) {
+export function apiKeyAuth(db: Db, readDb: Db = db) {
   const touched = new Map<string, number>();
   return async (ctx: Context, next: Next): Promise<void> => {
     const m = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(ctx.get('authorization'));
     if (!m) throw new UnauthorizedError();
     const presented = sha256Hex(m[1]);
-    const row = await db('api_keys')
+    const row = await readDb('api_keys')
       .join('accounts', 'accounts.id', 'api_keys.account_id')
       .where('api_keys.key_hash', presented)
       .first(

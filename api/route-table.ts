@@ -9,6 +9,9 @@ import type { CallEngine } from './call-engine.js';
 /** What every route module is given. */
 export interface RouteDeps {
   db: Db;
+  /** Read-only connections for hot reads (the same as `db` on PostgreSQL); never for a read that must see a
+   *  write of the same request. */
+  readDb: Db;
   config: Config;
   calls: CallEngine;
   admission: Admission;

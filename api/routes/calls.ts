@@ -21,7 +21,7 @@ import { parseBody, parseQuery } from '../validation.js';
 const toIso = (s: string | undefined): string | undefined => (s ? new Date(s).toISOString() : undefined);
 
 export function callRoutes(t: RouteTable, d: RouteDeps): void {
-  const cache = new CallListCache(d.db);
+  const cache = new CallListCache(d.readDb);
 
   t.add(
     {
@@ -135,7 +135,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401, 404],
     },
     async (ctx) => {
-      const call = await findCall(d.db, authOf(ctx).account.id, String(ctx.params.uuid));
+      const call = await findCall(d.readDb, authOf(ctx).account.id, String(ctx.params.uuid));
       if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
       ctx.body = callOut(call);
     },

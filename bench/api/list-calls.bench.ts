@@ -3,6 +3,7 @@
  *
  *   npx tsx bench/api/list-calls.bench.ts            # 1,000,000 CDRs, 5 s per scenario
  *   BENCH_CALLS=200000 BENCH_SECONDS=3 npx tsx bench/api/list-calls.bench.ts
+ *   BENCH_ONLY='ceiling|auth' BENCH_CLIENTS=1 npx tsx bench/api/list-calls.bench.ts   # some scenarios only
  *
  * The store is built once in $BENCH_DIR (default /tmp/simu-bench-api) and reused by later runs. The load
  * generator runs in a worker thread (plain node:http keep-alive clients) so it does not share the server's event
@@ -129,6 +130,7 @@ async function main(): Promise<void> {
   const port = (server.address() as AddressInfo).port;
   const deep = Array.from({ length: 200 }, () => Math.floor(Math.random() * CALLS * 0.85));
   const scenarios: Array<[string, string[]]> = [
+    ['ceiling: health, no auth, no store', ['/api/health']],
     ['auth only (GET /api/account)', ['/api/account']],
     ['get call by uuid', f.sampleIds.map((id) => `/api/calls/${id}`)],
     ['list, first page', ['/api/calls?limit=50']],
@@ -139,7 +141,9 @@ async function main(): Promise<void> {
     ['list, deep offsets (random, up to 85%)', deep.map((o) => `/api/calls?offset=${o}&limit=50`)],
   ];
   const rows: string[] = [];
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined;
   for (const [name, paths] of scenarios) {
+    if (only && !only.test(name)) continue;
     await run(port, f.key, paths, 1).catch(() => undefined); // warm the page cache and the list cache
     const r = await run(port, f.key, paths);
     const s = r.lat.sort((a, b) => a - b);
