@@ -13,6 +13,15 @@ await ua.listen({ udp: { host: '127.0.0.1', port } });
 ua.onRequest('INVITE', async (req) => {
   await ua.createUAS(req, { localSdp: SDP }).catch(() => undefined);
 });
+if (process.env.STATS) {
+  setInterval(() => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const m = process.memoryUsage();
+    process.stderr.write(
+      `stats ${JSON.stringify({ ...ua.stats(), heapMB: Math.round(m.heapUsed / 1e6), rssMB: Math.round(m.rss / 1e6) })}\n`,
+    );
+  }, 5000).unref();
+}
 process.on('SIGTERM', () => {
   void ua.close().then(() => process.exit(0));
 });

@@ -154,6 +154,12 @@ export class UserAgent {
     return this.#dialogs.size;
   }
 
+  /** Counts for monitoring: live dialogs and transactions. */
+  stats(): { dialogs: number; serverTransactions: number; clientTransactions: number } {
+    const t = this.#tx.size;
+    return { dialogs: this.#dialogs.size, serverTransactions: t.server, clientTransactions: t.client };
+  }
+
   #sentBy(transport: TransportName): string {
     const local = this.#transport.local(transport) ?? this.#transport.local('UDP') ?? { host: '127.0.0.1', port: 5060 };
     let host = this.#advertised ?? local.host;

@@ -19,6 +19,8 @@ export type TransportName = 'UDP' | 'TCP' | 'TLS' | 'WS' | 'WSS';
 
 const EMPTY = Buffer.alloc(0);
 
+type MemoKind = 'cseq' | 'from' | 'to' | 'via' | 'contact';
+
 abstract class SipMessageBase {
   headers: SipHeaders;
   body: Buffer;
@@ -29,16 +31,24 @@ abstract class SipMessageBase {
     this.body = body === undefined ? EMPTY : typeof body === 'string' ? Buffer.from(body) : body;
   }
 
-  #memo?: Map<string, unknown>;
+  #memo?: Partial<Record<MemoKind, [raw: string, value: unknown]>>;
 
   /** Parses a header value once per distinct raw value (the transaction and UA layers read them often). */
-  protected memo<T>(kind: string, raw: string, parse: (s: string) => T): T {
-    const key = kind + '\0' + raw;
-    this.#memo ??= new Map();
-    if (this.#memo.has(key)) return this.#memo.get(key) as T;
+  protected memo<T>(kind: MemoKind, raw: string, parse: (s: string) => T): T {
+    this.#memo ??= {};
+    const hit = this.#memo[kind];
+    if (hit && hit[0] === raw) return hit[1] as T;
     const v = parse(raw);
-    this.#memo.set(key, v);
+    this.#memo[kind] = [raw, v];
     return v;
+  }
+
+  /**
+   * Forgets parsed header views. A transaction that only waits out its timers calls this so that tens of
+   * thousands of idle transactions under load hold bytes, not object graphs; views are re-parsed on demand.
+   */
+  dropParsedViews(): void {
+    this.#memo = undefined;
   }
 
   get callId(): string {
@@ -52,10 +62,10 @@ abstract class SipMessageBase {
     return this.cseqOrNull ?? { seq: 0, method: '' };
   }
   get from(): NameAddr | null {
-    return this.memo('na', this.headers.get('from') ?? '', parseNameAddr);
+    return this.memo('from', this.headers.get('from') ?? '', parseNameAddr);
   }
   get to(): NameAddr | null {
-    return this.memo('na', this.headers.get('to') ?? '', parseNameAddr);
+    return this.memo('to', this.headers.get('to') ?? '', parseNameAddr);
   }
   get fromTag(): string | undefined {
     return this.from?.params.get('tag') ?? undefined;
@@ -68,7 +78,7 @@ abstract class SipMessageBase {
   }
   get contact(): NameAddr | null {
     const c = this.headers.get('contact');
-    return c === undefined ? null : this.memo('na', c, parseNameAddr);
+    return c === undefined ? null : this.memo('contact', c, parseNameAddr);
   }
   get contentType(): string | undefined {
     return this.headers.get('content-type')?.split(';')[0].trim().toLowerCase();

@@ -10,13 +10,15 @@ import {
   type TransactionContext,
 } from './transaction.js';
 
+const ICT_TRANSITIONS = {
+  [S.Calling]: [S.Proceeding, S.Accepted, S.Completed, S.Terminated],
+  [S.Proceeding]: [S.Accepted, S.Completed, S.Terminated],
+  [S.Accepted]: [S.Terminated],
+  [S.Completed]: [S.Terminated],
+} as const;
+
 export class InviteClientTransaction extends Transaction {
-  protected readonly transitions = {
-    [S.Calling]: [S.Proceeding, S.Accepted, S.Completed, S.Terminated],
-    [S.Proceeding]: [S.Accepted, S.Completed, S.Terminated],
-    [S.Accepted]: [S.Terminated],
-    [S.Completed]: [S.Terminated],
-  };
+  protected readonly transitions = ICT_TRANSITIONS;
   readonly #user: ClientTransactionUser;
   #ack?: SipRequest;
 

@@ -15,17 +15,17 @@ import {
 /** §17.2.1: send 100 Trying unless the TU answers within 200 ms. */
 const TRYING_DELAY_MS = 200;
 
+const IST_TRANSITIONS = {
+  [S.Proceeding]: [S.Accepted, S.Completed, S.Terminated],
+  [S.Accepted]: [S.Terminated],
+  [S.Completed]: [S.Confirmed, S.Terminated],
+  [S.Confirmed]: [S.Terminated],
+} as const;
+
 export class InviteServerTransaction extends Transaction {
-  protected readonly transitions = {
-    [S.Proceeding]: [S.Accepted, S.Completed, S.Terminated],
-    [S.Accepted]: [S.Terminated],
-    [S.Completed]: [S.Confirmed, S.Terminated],
-    [S.Confirmed]: [S.Terminated],
-  };
+  protected readonly transitions = IST_TRANSITIONS;
   readonly #user: ServerTransactionUser;
   #lastResponse?: SipResponse;
-  /** Set when a CANCEL for this INVITE has been received (§9.2). */
-  canceled = false;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ServerTransactionUser) {
     super(id, request, S.Proceeding, ctx);
@@ -98,12 +98,20 @@ export class InviteServerTransaction extends Transaction {
     this.stopTimer('H');
     this.transition(S.Confirmed);
     this.startTimer('I', this.t.I, () => this.transition(S.Terminated));
+    this.#quiet();
   }
 
   /** The ACK for our 2xx (a new transaction, matched by dialog): stop retransmitting the 2xx. */
   receive2xxAck(): void {
     this.#awaitingAck = false;
     this.stopTimer('2xx');
+    this.#quiet();
+  }
+
+  /** From here on the transaction only absorbs retransmissions until its timer ends it. */
+  #quiet(): void {
+    this.request.dropParsedViews();
+    this.#lastResponse?.dropParsedViews();
   }
 
   get awaitingAck(): boolean {

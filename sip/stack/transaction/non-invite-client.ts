@@ -10,12 +10,14 @@ import {
   type TransactionContext,
 } from './transaction.js';
 
+const NICT_TRANSITIONS = {
+  [S.Trying]: [S.Proceeding, S.Completed, S.Terminated],
+  [S.Proceeding]: [S.Completed, S.Terminated],
+  [S.Completed]: [S.Terminated],
+} as const;
+
 export class NonInviteClientTransaction extends Transaction {
-  protected readonly transitions = {
-    [S.Trying]: [S.Proceeding, S.Completed, S.Terminated],
-    [S.Proceeding]: [S.Completed, S.Terminated],
-    [S.Completed]: [S.Terminated],
-  };
+  protected readonly transitions = NICT_TRANSITIONS;
   readonly #user: ClientTransactionUser;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ClientTransactionUser) {

@@ -10,12 +10,14 @@ import {
   type TransactionContext,
 } from './transaction.js';
 
+const NIST_TRANSITIONS = {
+  [S.Trying]: [S.Proceeding, S.Completed, S.Terminated],
+  [S.Proceeding]: [S.Completed, S.Terminated],
+  [S.Completed]: [S.Terminated],
+} as const;
+
 export class NonInviteServerTransaction extends Transaction {
-  protected readonly transitions = {
-    [S.Trying]: [S.Proceeding, S.Completed, S.Terminated],
-    [S.Proceeding]: [S.Completed, S.Terminated],
-    [S.Completed]: [S.Terminated],
-  };
+  protected readonly transitions = NIST_TRANSITIONS;
   readonly #user: ServerTransactionUser;
   #lastResponse?: SipResponse;
 
@@ -39,6 +41,9 @@ export class NonInviteServerTransaction extends Transaction {
     // §17.2.2: Completed; Timer J absorbs request retransmissions (0 over reliable transports).
     this.transition(S.Completed);
     this.startTimer('J', this.t.J, () => this.transition(S.Terminated));
+    // Completed only answers retransmissions with the same bytes: drop the parsed views it no longer needs.
+    this.request.dropParsedViews();
+    res.dropParsedViews();
   }
 
   /** §17.2.2: a retransmission is absorbed in Trying and answered with the last response afterwards. */

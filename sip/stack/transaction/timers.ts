@@ -41,6 +41,18 @@ export interface TransactionTimers {
   M: number;
 }
 
+const derived = new WeakMap<TimerSettings, [unreliable: TransactionTimers, reliable: TransactionTimers]>();
+
+/** The derived timers for a settings object, computed once per settings object (transactions share them). */
+export function timersFor(s: TimerSettings, reliable: boolean): TransactionTimers {
+  let pair = derived.get(s);
+  if (!pair) {
+    pair = [deriveTimers(s, false), deriveTimers(s, true)];
+    derived.set(s, pair);
+  }
+  return pair[reliable ? 1 : 0];
+}
+
 export function deriveTimers(s: TimerSettings, reliable: boolean): TransactionTimers {
   const t64 = 64 * s.T1;
   return {

@@ -5,7 +5,7 @@
 import type { Clock, TimerHandle } from '../clock.js';
 import { SipStateError, SipTransportError } from '../errors.js';
 import type { SipMessage, SipRequest, SipResponse } from '../message/index.js';
-import { deriveTimers, type TimerSettings, type TransactionTimers } from './timers.js';
+import { timersFor, type TimerSettings, type TransactionTimers } from './timers.js';
 
 export enum TransactionState {
   Calling = 'calling',
@@ -61,7 +61,7 @@ export abstract class Transaction {
     this.request = request;
     this.#state = initial;
     this.ctx = ctx;
-    this.t = deriveTimers(ctx.timers, ctx.channel.reliable);
+    this.t = timersFor(ctx.timers, ctx.channel.reliable);
   }
 
   get state(): TransactionState {
