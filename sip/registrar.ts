@@ -44,9 +44,11 @@ export interface RegistrarSettings {
   /** How often expired bindings are swept. */
   sweepMs: number;
   /**
-   * Digest algorithms offered, one challenge each, most preferred first (RFC 8760 §2.4). Clients that read only
-   * the first challenge (SIPp 3.6, some older phones) need MD5 first; the password is a long random token, so
-   * MD5's weakness against guessing costs nothing here (docs/softphones.md).
+   * Digest algorithms offered, one challenge each, most preferred first (RFC 8760 §2.4). Default MD5 alone:
+   * baresip 1.0.0 (Debian 12) gives up on the whole challenge when any of it names SHA-256 (tried here: "Register:
+   * Function not implemented" with SHA-256 first or second), and SIPp 3.6 reads only the first challenge. MD5
+   * costs nothing here: the password is a phone token (256-bit HMAC), which no one can guess from a digest.
+   * Offer `['SHA-256', 'MD5']` when every phone in use understands it (docs/softphones.md).
    */
   digestAlgorithms: Array<'SHA-256' | 'MD5'>;
 }
@@ -56,7 +58,7 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   minExpires: 60,
   maxExpires: 7200,
   sweepMs: 5000,
-  digestAlgorithms: ['SHA-256', 'MD5'],
+  digestAlgorithms: ['MD5'],
 };
 
 export interface RegistrarOptions {
