@@ -5,6 +5,7 @@ import * as m002 from './002-security.js';
 import * as m004 from './004-calls-list-indexes.js';
 import * as m005 from './005-calls-search.js';
 import * as m006 from './006-billing-committed.js';
+import * as m008 from './008-assets.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -17,6 +18,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['004-calls-list-indexes', m004],
   ['005-calls-search', m005],
   ['006-billing-committed', m006],
+  ['008-assets', m008],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
