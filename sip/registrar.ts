@@ -99,6 +99,8 @@ export class Registrar {
   #closed = false;
   /** Writes in flight, so close() and tests can wait for them. */
   readonly #pending = new Set<Promise<unknown>>();
+  /** The last registration_state write queued per end-user. */
+  readonly #stateWrites = new Map<string, Promise<void>>();
 
   constructor(opts: RegistrarOptions) {
     this.#db = opts.db;
@@ -149,7 +151,7 @@ export class Registrar {
 
   /** Forgets expired bindings and writes 'unregistered' for end-users left with none. */
   sweep(): void {
-    for (const u of this.location.sweep()) this.#track(this.#setState(u.endUserId, 'unregistered'));
+    for (const u of this.location.sweep()) this.#syncState(u);
   }
 
   /**
@@ -197,7 +199,7 @@ export class Registrar {
     if (contacts.includes('*')) {
       if (contacts.length !== 1 || headerExpires !== 0) return void srv.send(400, 'Bad Request');
       const removed = this.location.removeAll(id.accountId, id.extension);
-      if (removed.length > 0) this.#track(this.#setState(id.endUserId, 'unregistered'));
+      if (removed.length > 0) this.#syncState(id);
       return void this.#ok(srv, id, now);
     }
 
@@ -242,11 +244,8 @@ export class Registrar {
     }
 
     const change = this.location.apply(id.accountId, id.extension, upserts, removals);
-    if (change.current.length > 0) {
-      this.#track(this.#setState(id.endUserId, 'registered', new Date(now).toISOString()));
-    } else if (change.removed.length > 0) {
-      this.#track(this.#setState(id.endUserId, 'unregistered'));
-    }
+    if (change.current.length > 0) this.#syncState(id, new Date(now).toISOString());
+    else if (change.removed.length > 0) this.#syncState(id);
     // AUTH.0200 once per new binding, not on each refresh: a phone refreshing every few minutes would
     // otherwise flood the account's status callbacks (docs/softphones.md).
     if (change.added.length > 0) {
@@ -414,14 +413,32 @@ export class Registrar {
     );
   }
 
-  async #setState(endUserId: string, state: 'registered' | 'unregistered', at?: string): Promise<void> {
-    try {
-      await this.#db('end_users')
-        .where({ id: endUserId })
-        .update(at ? { registration_state: state, last_registered_at: at } : { registration_state: state });
-    } catch (err) {
-      this.#log.warn({ err, endUserId }, 'registration state not written');
-    }
+  /**
+   * Writes the end-user's registration_state as the location service has it when the write runs, one write at a
+   * time per end-user: a sweep's 'unregistered' and a new REGISTER's 'registered' can then never land out of order
+   * (a PostgreSQL pool would otherwise run them on two connections).
+   */
+  #syncState(u: { endUserId: string; accountId: string; extension: string }, registeredAt?: string): void {
+    const previous = this.#stateWrites.get(u.endUserId) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const state = this.location.isRegistered(u.accountId, u.extension) ? 'registered' : 'unregistered';
+      try {
+        await this.#db('end_users')
+          .where({ id: u.endUserId })
+          .update(
+            registeredAt
+              ? { registration_state: state, last_registered_at: registeredAt }
+              : { registration_state: state },
+          );
+      } catch (err) {
+        this.#log.warn({ err, endUserId: u.endUserId }, 'registration state not written');
+      }
+    });
+    this.#stateWrites.set(u.endUserId, next);
+    void next.finally(() => {
+      if (this.#stateWrites.get(u.endUserId) === next) this.#stateWrites.delete(u.endUserId);
+    });
+    this.#track(next);
   }
 
   #track(p: Promise<unknown>): void {

@@ -9,7 +9,7 @@ import { signPhoneToken } from '../../api/signing.js';
 import { insertAccount, insertEndUser, insertPhoneToken, type Db, type EndUserRow } from '../../store/index.js';
 import { SipApplication } from '../../sip/sip-app.js';
 import { Registrar, type RegistrarOptions } from '../../sip/registrar.js';
-import type { Clock } from '../../sip/stack/index.js';
+import type { Clock, ListenOptions } from '../../sip/stack/index.js';
 import { sqliteDb } from '../support/db.js';
 
 export const SECRET = 'registrar-test-secret-0123456789abcdef';
@@ -27,6 +27,8 @@ export async function startRegistrar(opts: {
   clock?: Clock;
   tcp?: boolean;
   extra?: Partial<RegistrarOptions>;
+  /** More transports for the switch (ws, tls...). */
+  listen?: Partial<ListenOptions>;
 }): Promise<RegistrarFixture> {
   const db = await sqliteDb.open();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-reg-'));
@@ -50,7 +52,7 @@ export async function startRegistrar(opts: {
     ...opts.extra,
   });
   await registrar.start();
-  await app.listen();
+  await app.listen(opts.listen);
   return {
     db,
     app,

@@ -12,6 +12,7 @@ import { accountWithPhone, mintPhoneToken, startRegistrar, type RegistrarFixture
 
 const SIP_PORT = 22000;
 const PHONE_PORT = 22010;
+const WS_PORT = 22005;
 const PROXY = `127.0.0.1:${SIP_PORT}`;
 /**
  * The account's SIP domain as phones should write it: `<account-uuid>.<suffix>`. A bare uuid is not a valid RFC
@@ -30,9 +31,18 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     clock.advance(Date.now());
     // SHA-256 offered first here: the stack's own client answers it (the default, MD5 alone, is proven with SIPp
     // and baresip).
-    fx = await startRegistrar({ port: SIP_PORT, clock, extra: { settings: { digestAlgorithms: ['SHA-256', 'MD5'] } } });
+    fx = await startRegistrar({
+      port: SIP_PORT,
+      clock,
+      listen: { ws: { host: '127.0.0.1', port: WS_PORT } },
+      extra: { settings: { digestAlgorithms: ['SHA-256', 'MD5'] } },
+    });
     phone = new UserAgent({ logger: pino({ level: 'silent' }) });
-    await phone.listen({ udp: { host: '127.0.0.1', port: PHONE_PORT }, tcp: { host: '127.0.0.1', port: PHONE_PORT } });
+    await phone.listen({
+      ws: { host: '127.0.0.1', port: PHONE_PORT + 5 },
+      udp: { host: '127.0.0.1', port: PHONE_PORT },
+      tcp: { host: '127.0.0.1', port: PHONE_PORT },
+    });
   });
   after(async () => {
     await phone?.close();
@@ -55,6 +65,7 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     headers?: Record<string, string | string[]>;
     to?: string;
     tcp?: boolean;
+    ws?: boolean;
   }): Promise<SipResponse> {
     const headers: Record<string, string | string[]> = { ...opts.headers };
     if (opts.contact !== undefined) headers.Contact = opts.contact;
@@ -66,7 +77,7 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
       from: opts.to ?? aor(),
       headers,
       auth: opts.password !== undefined ? { username: opts.username ?? '1001', password: opts.password } : undefined,
-      proxy: opts.tcp ? `${PROXY};transport=tcp` : PROXY,
+      proxy: opts.ws ? `127.0.0.1:${WS_PORT};transport=ws` : opts.tcp ? `${PROXY};transport=tcp` : PROXY,
     });
   }
   const codes = () => fx.events.map((e) => e.code);
@@ -236,6 +247,19 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     assert.deepEqual(codes(), ['AUTH.0200']);
   });
 
+  it('Bearer over WebSocket (a browser phone): the binding keeps the WS flow its calls must go back on', async () => {
+    const res = await register({
+      ws: true,
+      contact: '<sip:k3v9x2@df7jal23ls0d.invalid;transport=ws>',
+      headers: { Authorization: `Bearer ${acct.token}` },
+    });
+    assert.equal(res.status, 200);
+    const [b] = fx.registrar.location.lookup(acct.account.id, '1001');
+    assert.equal(b.transport, 'WS');
+    assert.equal(b.contact, 'sip:k3v9x2@df7jal23ls0d.invalid;transport=ws');
+    assert.ok(b.flowId.length > 0);
+  });
+
   it('Bearer: a forged token gets 401 invalid_token; a revoked one 403 and AUTH.0401; another AOR 403', async () => {
     const forged = await register({ headers: { Authorization: `Bearer ${acct.token.slice(0, -3)}abc` } });
     assert.equal(forged.status, 401);
@@ -272,5 +296,30 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
         maxConcurrent: 1,
       },
     });
+  });
+
+  it('an INVITE without credentials gets 407; Bearer INVITEs pass; a revoked token gets 403 and AUTH.0401', async () => {
+    let calls = 0;
+    fx.app.onInvite(async (_req, srv) => {
+      calls++;
+      srv.send(486, 'Busy Here');
+    });
+    const sdp = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+    const invite = (headers?: Record<string, string>) =>
+      phone.createUAC(`sip:1002@${domainOf(acct.account.id)}`, { from: aor(), proxy: PROXY, localSdp: sdp, headers });
+    await assert.rejects(invite(), (e: { status?: number }) => e.status === 407);
+    await assert.rejects(
+      invite({ Authorization: `Bearer ${acct.token}` }),
+      (e: { status?: number }) => e.status === 486,
+    );
+    assert.equal(calls, 1);
+    await revokePhoneToken(fx.db, acct.account.id, acct.tokenId);
+    await assert.rejects(
+      invite({ Authorization: `Bearer ${acct.token}` }),
+      (e: { status?: number }) => e.status === 403,
+    );
+    assert.equal(calls, 1);
+    await fx.registrar.settled();
+    assert.deepEqual(codes(), ['AUTH.0200', 'AUTH.0401']);
   });
 });
