@@ -97,6 +97,7 @@ export async function settleCallInTransaction(trx: Knex.Transaction, c: CallChar
 export function emitDebits(emit: BillingEmit | undefined, accountId: string, callId: string, s: CallSettlementResult) {
   if (!emit) return;
   for (const p of s.posted) {
+    if (p.amountCents === 0) continue; // capped to nothing: the row marks the settlement, no money moved
     try {
       emit(accountId, BillingCodes.walletDebited, {
         callId,
