@@ -39,7 +39,13 @@ export {
   type RtpengineSupervisorOptions,
   type RtpengineSupervisorEvents,
 } from './rtpengine-supervisor.js';
-export { MediaEngines, parseEngineUrl, type MediaEngine } from './media-engines.js';
+export {
+  MediaEngines,
+  parseEngineUrl,
+  LOCAL_ENGINE_ADDRESS,
+  type MediaEngine,
+  type MediaEnginesEvents,
+} from './media-engines.js';
 export { MediaService, type MediaServiceOptions, type MediaServiceEvents, type MediaHealth } from './media-service.js';
 export type { PlaybackOptions, PlaybackResult, SayOptions, LegRecordOptions } from './media-service.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
@@ -62,3 +68,4 @@ export {
   type AudioEndpoint,
 } from './sdp.js';
 export { bencode, bdecode, type BValue } from './bencode.js';
+export { convertToPlaybackWav, sniffAudioFormat, soxReadableFormats, AudioImportError, type AudioFormat, type ImportedAudio } from './asset-import.js';

@@ -2,6 +2,7 @@ import type { Logger } from '../config/index.js';
 import { MediaError } from './errors.js';
 import { NgClient } from './ng-client.js';
 import type { RtpengineSupervisor } from './rtpengine-supervisor.js';
+import { TypedEmitter } from './typed-emitter.js';
 
 /**
  * Which rtpengine a new call goes to. With `config.rtpengine.urls` set we use those external engines, one per
@@ -30,7 +31,12 @@ export function parseEngineUrl(url: string): { host: string; port: number } {
   return { host: m[1], port: Number(m[2]) };
 }
 
-export class MediaEngines {
+/** 'engine-lost': an engine died and took its calls' state with it (the local engine exiting unexpectedly). */
+export type MediaEnginesEvents = { 'engine-lost': [address: string] };
+
+export const LOCAL_ENGINE_ADDRESS = 'local';
+
+export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
   readonly #external: ExternalEngine[];
   readonly #local: RtpengineSupervisor | undefined;
   readonly #log: Logger | undefined;
@@ -39,6 +45,7 @@ export class MediaEngines {
   #pingTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: { urls: string[]; local?: RtpengineSupervisor; logger?: Logger; pingIntervalMs?: number }) {
+    super();
     this.#external = opts.urls
       .filter((u) => u.trim() !== '')
       .map((u) => new ExternalEngine(new NgClient(parseEngineUrl(u))));
@@ -46,6 +53,9 @@ export class MediaEngines {
     if (this.#external.length === 0 && !opts.local) {
       throw new MediaError('MEDIA_NO_ENGINE', 'no rtpengine urls configured and no local supervisor given');
     }
+    this.#local?.on('exit', ({ expected }) => {
+      if (!expected) this.safeEmit('engine-lost', LOCAL_ENGINE_ADDRESS);
+    });
     this.#log = opts.logger;
     this.#pingIntervalMs = opts.pingIntervalMs ?? 2000;
   }
@@ -79,7 +89,7 @@ export class MediaEngines {
   list(): MediaEngine[] {
     if (this.#local) {
       const local = this.#local;
-      return [{ address: `127.0.0.1 (local)`, client: local.client, healthy: local.healthy }];
+      return [{ address: LOCAL_ENGINE_ADDRESS, client: local.client, healthy: local.healthy }];
     }
     return [...this.#external];
   }
@@ -88,7 +98,7 @@ export class MediaEngines {
   pick(): MediaEngine {
     if (this.#local) {
       if (!this.#local.healthy) throw new MediaError('MEDIA_NO_ENGINE', 'local rtpengine is not healthy');
-      return { address: 'local', client: this.#local.client, healthy: true };
+      return { address: LOCAL_ENGINE_ADDRESS, client: this.#local.client, healthy: true };
     }
     for (let i = 0; i < this.#external.length; i += 1) {
       const engine = this.#external[(this.#next + i) % this.#external.length];

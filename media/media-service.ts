@@ -87,7 +87,11 @@ interface MediaSession {
   recording?: { legs: [string, string]; ports: [number, number]; path: string };
 }
 
-export type MediaServiceEvents = { dtmf: [DtmfEvent] };
+/**
+ * 'dtmf': a digit from a leg. 'sessions-lost': the engine holding these calls died (their media is gone; the
+ * calls room should end them). Their sessions are already dropped here.
+ */
+export type MediaServiceEvents = { dtmf: [DtmfEvent]; 'sessions-lost': [callIds: string[]] };
 
 export class MediaService extends TypedEmitter<MediaServiceEvents> {
   readonly #engines: MediaEngines;
@@ -120,6 +124,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     this.tts = opts.tts ?? new EspeakTtsEngine({ cacheDir: join(opts.dataDir, 'tts-cache') });
     this.fetcher = opts.fetcher ?? new AudioFetcher({ cacheDir: join(opts.dataDir, 'audio-cache') });
     this.#dtmfPort = opts.dtmfPort;
+    this.#engines.on('engine-lost', (address) => this.#onEngineLost(address));
     this.#dtmf.on('dtmf', (e) => {
       if (this.#sessions.has(e.callId)) this.safeEmit('dtmf', e);
     });
@@ -397,6 +402,21 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
       this.#log.warn({ callId, err: (err as Error).message }, 'session recording lost');
       return {};
     }
+  }
+
+  #onEngineLost(address: string): void {
+    const lost = [...this.#sessions.values()].filter((s) => s.engine.address === address);
+    for (const s of lost) {
+      this.#sessions.delete(s.callId);
+      for (const p of [...s.playbacks.values()]) p.finish(false);
+      for (const e of s.ivr.values()) e.close();
+    }
+    if (lost.length === 0) return;
+    this.#log.warn({ engine: address, calls: lost.length }, 'rtpengine lost with live calls');
+    this.safeEmit(
+      'sessions-lost',
+      lost.map((s) => s.callId),
+    );
   }
 
   /** RTP packets our IVR endpoint of a leg has received (benches, diagnostics). */

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { MediaEngines, MediaError, NgClient, type RtpengineSupervisor } from '../../media/index.js';
-import { freeUdpPort, newSupervisor, processAlive, tempDir, waitFor } from './helpers.js';
+import {
+  MediaEngines,
+  MediaError,
+  MediaService,
+  NgClient,
+  plainAudioSdp,
+  type RtpengineSupervisor,
+} from '../../media/index.js';
+import { freeUdpPort, newSupervisor, processAlive, quietLogger, tempDir, waitFor } from './helpers.js';
 
 describe('media: rtpengine supervisor (real rtpengine)', function () {
   this.timeout(30_000);
@@ -77,6 +84,28 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
       );
     } finally {
       ext.close();
+    }
+  });
+
+  it('when the engine dies, MediaService reports its calls as lost and drops them', async () => {
+    const data2 = tempDir('lost');
+    const media = new MediaService({
+      engines: new MediaEngines({ urls: [], local: supervisor }),
+      dataDir: data2.dir,
+      logger: quietLogger,
+    });
+    try {
+      const sdp = plainAudioSdp({ address: '127.0.0.1', port: 45998, codecs: ['PCMU'] });
+      await media.offer('lost-1', 'A', sdp);
+      await media.offer('lost-2', 'A', sdp);
+      const lost = new Promise<string[]>((resolve) => media.once('sessions-lost', resolve));
+      process.kill(supervisor.pid ?? 0, 'SIGKILL');
+      assert.deepEqual((await lost).sort(), ['lost-1', 'lost-2']);
+      assert.equal(media.hasSession('lost-1'), false);
+      await waitFor(() => supervisor.healthy, 10_000, 'healthy again');
+    } finally {
+      await media.close();
+      data2.remove();
     }
   });
 
