@@ -68,4 +68,11 @@ export {
   type AudioEndpoint,
 } from './sdp.js';
 export { bencode, bdecode, type BValue } from './bencode.js';
-export { convertToPlaybackWav, sniffAudioFormat, soxReadableFormats, AudioImportError, type AudioFormat, type ImportedAudio } from './asset-import.js';
+export {
+  convertToPlaybackWav,
+  sniffAudioFormat,
+  soxReadableFormats,
+  AudioImportError,
+  type AudioFormat,
+  type ImportedAudio,
+} from './asset-import.js';
