@@ -136,6 +136,7 @@ async function runUac(label: string, target: string): Promise<RunResult> {
 
 async function main(): Promise<void> {
   const rows: RunResult[] = [];
+  const loadBefore = os.loadavg()[0].toFixed(1);
   const app = start(
     'taskset',
     ['-c', '0', process.execPath, '--import', 'tsx', path.join(here, 'answer-app.ts')],
@@ -165,8 +166,10 @@ async function main(): Promise<void> {
   const parser = parserRate();
   const line = (cells: (string | number)[]) => '| ' + cells.map(String).join(' | ') + ' |';
   console.log(
-    `\nSIPp uac -> UAS, ${RATE} calls/s offered for ${DURATION} s, UDP on 127.0.0.1; UAS on core 0, SIPp on core 1\n`,
+    `\nSIPp uac -> UAS, ${RATE} calls/s offered for ${DURATION} s, UDP on 127.0.0.1; UAS core 0, SIPp core 1`,
   );
+  // The box is shared: other work on the same cores shows up as retransmissions and tail latency.
+  console.log(`1-min load average before/after: ${loadBefore}/${os.loadavg()[0].toFixed(1)} (2 cores)\n`);
   console.log(line(['UAS', 'calls/s', 'attempted', 'ok', 'failed %', 'retrans', 'INVITE->200 p50 ms', 'p99 ms']));
   console.log(line(['---', '---', '---', '---', '---', '---', '---', '---']));
   for (const r of rows) {
