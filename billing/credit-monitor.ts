@@ -89,6 +89,8 @@ interface AccountWallet {
   settling: number;
   epoch: number;
   lowWarned: boolean;
+  /** What the account's live calls on other nodes had committed at the last read (0 on one box). */
+  othersCents: number;
 }
 
 const toMs = (t: Date | number | string): number =>
@@ -157,11 +159,14 @@ export class CreditMonitor {
     const epoch = before.epoch;
     const acct = await this.#o.db('accounts').where({ id: a.accountId }).first('balance_cents', 'max_call_seconds');
     if (!acct) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
-    const available = await this.#available(a.accountId, Number(acct.balance_cents));
+    const others = await this.#othersCommitted(a.accountId);
     if (this.#closed || this.#calls.has(a.callId)) return;
     // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
     const wallet = this.#walletOf(a.accountId);
-    if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0)) wallet.balanceCents = available;
+    if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0)) {
+      wallet.balanceCents = Number(acct.balance_cents) - others;
+      wallet.othersCents = others;
+    }
     const call: LiveCall = {
       callId: a.callId,
       accountId: a.accountId,
@@ -239,7 +244,7 @@ export class CreditMonitor {
       this.#o.emit,
     )
       .then((s) => {
-        if (s.balanceAfterCents !== undefined) wallet.balanceCents = s.balanceAfterCents;
+        if (s.balanceAfterCents !== undefined) wallet.balanceCents = s.balanceAfterCents - wallet.othersCents;
         wallet.epoch++;
         wallet.calls.delete(callId);
         this.#calls.delete(callId);
@@ -379,7 +384,7 @@ export class CreditMonitor {
   #walletOf(accountId: string): AccountWallet {
     let w = this.#wallets.get(accountId);
     if (!w) {
-      w = { accountId, balanceCents: 0, calls: new Map(), settling: 0, epoch: 0, lowWarned: false };
+      w = { accountId, balanceCents: 0, calls: new Map(), settling: 0, epoch: 0, lowWarned: false, othersCents: 0 };
       this.#wallets.set(accountId, w);
     }
     return w;
@@ -433,18 +438,21 @@ export class CreditMonitor {
     const epoch = w.epoch;
     const row = await this.#o.db('accounts').where({ id: w.accountId }).first('balance_cents');
     if (!row) return;
-    const available = await this.#available(w.accountId, Number(row.balance_cents));
+    const others = await this.#othersCommitted(w.accountId);
     // A settlement that started or landed during the read makes it stale; the next refresh will do.
-    if (w.epoch === epoch && w.settling === 0) w.balanceCents = available;
+    if (w.epoch === epoch && w.settling === 0) {
+      w.balanceCents = Number(row.balance_cents) - others;
+      w.othersCents = others;
+    }
   }
 
   /**
-   * The part of an account's balance this node may spend: the balance less what the account's live calls on
-   * other nodes have committed, as their monitors last wrote it (rows with a fresh heartbeat; a dead node's rows
+   * What the account's live calls on other nodes have committed, as their monitors last wrote it; this node
+   * may spend the balance less this (rows with a fresh heartbeat; a dead node's rows
    * are left to the reconcile sweep). On one box (nodeId null) there are no other nodes.
    */
-  async #available(accountId: string, balanceCents: number): Promise<number> {
-    if (this.#o.nodeId === null) return balanceCents;
+  async #othersCommitted(accountId: string): Promise<number> {
+    if (this.#o.nodeId === null) return 0;
     const fresh = nowIso(new Date(this.#o.timers.now() - this.#o.peerStaleMs));
     const row = await this.#o
       .db('call_credit')
@@ -453,7 +461,7 @@ export class CreditMonitor {
       .where('heartbeat_at', '>=', fresh)
       .sum({ s: 'committed_cents' })
       .first();
-    return balanceCents - Number(row?.s ?? 0);
+    return Number(row?.s ?? 0);
   }
 
   async #persistHeartbeats(now: number): Promise<void> {
