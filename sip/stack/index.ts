@@ -24,11 +24,17 @@
  *     proxy: '192.0.2.9:5060;transport=tcp', onProvisional: (res) => ..., signal });   // rejects with SipError
  *   const { uas, uac } = await ua.createB2BUA(req, 'sip:carrier@192.0.2.2', { headers });
  *   const res = await ua.request('sip:host', { method: 'OPTIONS' });    // any final response
+ *   ua.address('UDP'); ua.stats();                                      // bound ports; live dialogs/transactions
  *   await ua.close();                                                   // safe twice
  *
  * Errors all extend SipError with a stable `code` and the SIP `status`: SipResponseError (the peer's final
  * status), SipTimeoutError (408), SipTransportError (503), SipCanceledError (487), SipParseError (400/505/513),
  * SipDialogTerminatedError (481), SipStateError (misuse).
+ *
+ * Behaviour worth knowing: the INVITE server transaction sends 100 Trying itself after 200 ms (§17.2.1) and
+ * retransmits a 2xx until its ACK; a request to an unknown dialog gets 481, a lower CSeq 500; unhandled
+ * out-of-dialog methods get 405 (OPTIONS 200); validateRequest's 416/420/415/406/483 come before handlers;
+ * in-dialog re-INVITE/UPDATE/INFO are answered 200 when the application does not listen for them.
  *
  * Lower layers are exported for tests and tools: the parser (`parseMessage`, pure), `StreamFramer`, the four
  * transaction machines with `ManualClock`, and the RFC 8898 bearer helpers.
