@@ -7,6 +7,9 @@ export {
   type PhoneTokenClaims,
   type PhoneTokenRejection,
   turnCredentials,
+  iceServersFor,
+  signPhoneToken,
   signRecordingUrl,
 } from './signing.js';
 export { openApiDocument } from './openapi.js';
+export { callOut, apiKeyOut } from './present.js';
