@@ -131,6 +131,36 @@ describe('SIPp interop', function () {
     assert.equal(r.code, 0, r.stderr);
   });
 
+  it('UDP: stack as UAC under loss at SIPp uas (-lost 10): 5 calls complete through our retransmissions', async () => {
+    const uasPort = SIPP_PORT + 70;
+    const peer = sipp.run(
+      [
+        '-sn',
+        'uas',
+        '-i',
+        '127.0.0.1',
+        '-p',
+        String(uasPort),
+        '-mp',
+        String(uasPort + 500),
+        '-m',
+        '5',
+        '-lost',
+        '10',
+        '-timeout',
+        '45s',
+      ],
+      50000,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    for (let i = 0; i < 5; i++) {
+      const dialog = await ua.createUAC(`sip:service@127.0.0.1:${uasPort}`, { localSdp: SDP_B });
+      await dialog.bye();
+    }
+    const r = await peer.done;
+    assert.equal(r.code, 0, r.stderr);
+  });
+
   it('the dialogs of all these calls are gone afterwards', async () => {
     await waitFor<void>((done) => {
       const check = () => (ua.dialogCount === 0 ? done() : setTimeout(check, 50));
