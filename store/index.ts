@@ -14,3 +14,5 @@ export * from './phone-tokens.js';
 export * from './stream-tokens.js';
 export * from './idempotency-keys.js';
 export * from './wallet-transactions.js';
+export * from './assets.js';
+export * from './recording-retention.js';

@@ -1,0 +1,131 @@
+import { stat } from 'node:fs/promises';
+import type { Db } from './db.js';
+import { ConflictError, isUniqueViolation } from './errors.js';
+import { newId, nowIso } from './ids.js';
+
+/**
+ * Account audio assets (issue 11). The row is the truth about an asset; its audio is one 8 kHz mono 16-bit WAV at
+ * `storage_path` (for the local backend, `<dataDir>/assets/<account>/<uuid>.wav`).
+ */
+export interface AssetRow {
+  id: string;
+  account_id: string;
+  name: string;
+  is_active: boolean;
+  storage_backend: 'local';
+  storage_path: string;
+  duration_seconds: number;
+  size_bytes: number;
+  /** What the upload was before conversion: wav, ogg, flac, mp3, aiff, au. */
+  original_format: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Names as the Play verb accepts them (verbs/parse.ts): letters, digits and `._-`, at most 128. */
+export const ASSET_NAME = /^[A-Za-z0-9._-]{1,128}$/;
+
+const normalise = (r: any): AssetRow => ({
+  ...r,
+  is_active: Boolean(r.is_active),
+  duration_seconds: Number(r.duration_seconds),
+  size_bytes: Number(r.size_bytes),
+});
+
+const nameTaken = (name: string) =>
+  new ConflictError(`an asset named "${name}" already exists in this account`, 'ASSET_NAME_TAKEN');
+
+export interface NewAsset {
+  id?: string;
+  account_id: string;
+  name: string;
+  storage_path: string;
+  duration_seconds: number;
+  size_bytes: number;
+  original_format: string;
+}
+
+export async function insertAsset(db: Db, input: NewAsset): Promise<AssetRow> {
+  const at = nowIso();
+  const row = {
+    id: input.id ?? newId(),
+    ...input,
+    is_active: true,
+    storage_backend: 'local',
+    created_at: at,
+    updated_at: at,
+  };
+  try {
+    await db('assets').insert(row);
+  } catch (e) {
+    if (isUniqueViolation(e)) throw nameTaken(input.name);
+    throw e;
+  }
+  return normalise(await db('assets').where({ id: row.id }).first());
+}
+
+export async function listAssets(
+  db: Db,
+  accountId: string,
+  opts: { limit: number; offset: number } = { limit: 200, offset: 0 },
+): Promise<AssetRow[]> {
+  const rows = await db('assets')
+    .where({ account_id: accountId })
+    .orderBy([
+      { column: 'name', order: 'asc' },
+      { column: 'id', order: 'asc' },
+    ])
+    .limit(opts.limit)
+    .offset(opts.offset);
+  return rows.map(normalise);
+}
+
+export async function findAsset(db: Db, accountId: string, id: string): Promise<AssetRow | undefined> {
+  const r = await db('assets').where({ account_id: accountId, id }).first();
+  return r ? normalise(r) : undefined;
+}
+
+export async function findAssetByName(db: Db, accountId: string, name: string): Promise<AssetRow | undefined> {
+  const r = await db('assets').where({ account_id: accountId, name }).first();
+  return r ? normalise(r) : undefined;
+}
+
+export async function renameAsset(db: Db, accountId: string, id: string, name: string): Promise<AssetRow | undefined> {
+  try {
+    const n = await db('assets').where({ account_id: accountId, id }).update({ name, updated_at: nowIso() });
+    if (n === 0) return undefined;
+  } catch (e) {
+    if (isUniqueViolation(e)) throw nameTaken(name);
+    throw e;
+  }
+  return findAsset(db, accountId, id);
+}
+
+export async function setAssetActive(
+  db: Db,
+  accountId: string,
+  id: string,
+  active: boolean,
+): Promise<AssetRow | undefined> {
+  const n = await db('assets').where({ account_id: accountId, id }).update({ is_active: active, updated_at: nowIso() });
+  return n === 0 ? undefined : findAsset(db, accountId, id);
+}
+
+/** Removes the row and answers it, so the caller can remove the audio; undefined when there was none. */
+export async function deleteAssetRow(db: Db, accountId: string, id: string): Promise<AssetRow | undefined> {
+  const row = await findAsset(db, accountId, id);
+  if (!row) return undefined;
+  await db('assets').where({ account_id: accountId, id }).delete();
+  return row;
+}
+
+/**
+ * The audio file `<Play asset="name">` plays, or undefined when the account has no such asset, it is inactive, or
+ * its file is missing or empty (the Play verb then emits PLAY.0404 and the call goes on).
+ */
+export async function findPlayableAsset(db: Db, accountId: string, name: string): Promise<string | undefined> {
+  const r = await db('assets').where({ account_id: accountId, name }).first();
+  if (!r || !r.is_active || r.storage_backend !== 'local') return undefined;
+  const st = await stat(r.storage_path).catch(() => undefined);
+  return st?.isFile() && st.size > 44 ? (r.storage_path as string) : undefined;
+}
