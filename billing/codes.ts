@@ -28,7 +28,15 @@ export type BillingCode = (typeof BillingCodes)[keyof typeof BillingCodes];
 export type CutReason =
   typeof BillingCodes.walletExhausted | typeof BillingCodes.maxDuration | typeof BillingCodes.watchdogCut;
 
-/** How this room hands events to the events room: (account, code, code-specific data). */
-export type BillingEmit = (accountId: string, code: BillingCode, data: Record<string, unknown>) => void;
+/** The events (not reason codes) this room emits. */
+export type BillingEventCode =
+  | typeof BillingCodes.walletDebited
+  | typeof BillingCodes.walletLow
+  | typeof BillingCodes.walletExhausted
+  | typeof BillingCodes.callCompleted
+  | typeof BillingCodes.callFailed;
+
+/** How this room hands events to the events room: (account, code, code-specific data with `callId`). */
+export type BillingEmit = (accountId: string, code: BillingEventCode, data: Record<string, unknown>) => void;
 
 export { reasonLabel };

@@ -9,7 +9,7 @@ export {
   type PostInput,
   type PostResult,
 } from './ledger.js';
-export { BillingCodes, type BillingCode, type BillingEmit, type CutReason } from './codes.js';
+export { BillingCodes, type BillingCode, type BillingEventCode, type BillingEmit, type CutReason } from './codes.js';
 export {
   RateBook,
   RateCard,
