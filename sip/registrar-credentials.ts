@@ -12,6 +12,9 @@ import type { Db, EndUserRow, PhoneTokenRow } from '../store/index.js';
  * so a phone still using a revoked token is told 403 and AUTH.0401, not challenged for ever). */
 export const TOKENS_TRIED = 10;
 
+/** Passwords a token may be given as: the JWT for two possible `iat`s, and the short form of each. */
+export const CHECKS_PER_TOKEN = 4;
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
