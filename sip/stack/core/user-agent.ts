@@ -45,6 +45,8 @@ export interface UserAgentOptions {
   /** CRLF keep-alive interval on connections we open (ms, 0 = off). */
   keepAliveMs?: number;
   tls?: { rejectUnauthorized?: boolean; ca?: string | Buffer };
+  /** Called for every received request before any processing; false drops it silently (no response). */
+  admitRequest?: (req: SipRequest) => boolean;
 }
 
 export type RequestHandler = (req: SipRequest, srv: Responder) => unknown;
@@ -112,7 +114,12 @@ export class UserAgent {
       keepAliveMs: opts.keepAliveMs ?? 0,
       tlsRejectUnauthorized: opts.tls?.rejectUnauthorized,
       tlsCa: opts.tls?.ca,
-      onMessage: (m: SipMessage) => (m.isRequest ? this.#tx.receiveRequest(m) : this.#tx.receiveResponse(m)),
+      onMessage: (m: SipMessage) => {
+        // The application's edge policy (floods, scanners, bans) sees every request first; a dropped one gets no
+        // answer at all and never reaches the transaction layer.
+        if (m.isRequest && opts.admitRequest && !opts.admitRequest(m)) return;
+        return m.isRequest ? this.#tx.receiveRequest(m) : this.#tx.receiveResponse(m);
+      },
     });
     this.#tx = new TransactionLayer({
       clock: this.clock,

@@ -7,6 +7,7 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { UserAgent } from '../../../sip/stack/index.js';
 import { Agents, rawUdp } from './helpers.js';
 import { MANIFEST } from './rfc4475-manifest.js';
 
@@ -54,6 +55,18 @@ describe('RFC 4475 requests answered over UDP', function () {
     );
     assert.match(reply, /^SIP\/2.0 200 /);
     assert.match(reply, /Via: SIP\/2.0\/UDP client.invalid:9999;rport=\d+;branch=z9hG4bKrp1;received=127.0.0.1\r\n/);
+  });
+
+  it('admitRequest sees every request first; a refused one is dropped without any answer', async () => {
+    const ua = new UserAgent({ admitRequest: (req) => req.callId !== 'refuse-me' });
+    agents.list.push(ua);
+    await ua.listen({ udp: { host: '127.0.0.1', port: 0 } });
+    const options = (callId: string) =>
+      `OPTIONS sip:bob@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:{port};rport;branch=z9hG4bK${callId}\r\n` +
+      `From: <sip:x@127.0.0.1>;tag=1\r\nTo: <sip:bob@127.0.0.1>\r\nCall-ID: ${callId}\r\nCSeq: 1 OPTIONS\r\n` +
+      'Max-Forwards: 70\r\nContent-Length: 0\r\n\r\n';
+    assert.match(await rawUdp(ua.address('UDP')!.port, options('let-me-in')), /^SIP\/2.0 200 /);
+    await assert.rejects(rawUdp(ua.address('UDP')!.port, options('refuse-me'), 400), /no answer/);
   });
 
   it('a 2xx to an INVITE copies the Record-Route and carries our Contact (§12.1.1)', async () => {
