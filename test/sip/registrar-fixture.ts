@@ -27,10 +27,13 @@ export async function startRegistrar(opts: {
   clock?: Clock;
   tcp?: boolean;
   extra?: Partial<RegistrarOptions>;
+  /** Another store and server secret (an API harness's), left open by close(). */
+  db?: Db;
+  secret?: string;
   /** More transports for the switch (ws, tls...). */
   listen?: Partial<ListenOptions>;
 }): Promise<RegistrarFixture> {
-  const db = await sqliteDb.open();
+  const db = opts.db ?? (await sqliteDb.open());
   const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-reg-'));
   const config = loadConfig(
     { SIMU_DATA_DIR: dir, SIMU_SIP_HOST: '127.0.0.1', SIMU_SIP_PORT: String(opts.port), SIMU_LOG_LEVEL: 'silent' },
@@ -45,7 +48,7 @@ export async function startRegistrar(opts: {
   const registrar = new Registrar({
     app,
     db,
-    secret: SECRET,
+    secret: opts.secret ?? SECRET,
     logger,
     events: publisher,
     clock: opts.clock,
@@ -61,7 +64,7 @@ export async function startRegistrar(opts: {
     async close() {
       await registrar.close();
       await app.close();
-      await db.destroy();
+      if (!opts.db) await db.destroy();
     },
   };
 }
