@@ -5,22 +5,31 @@
  */
 import { strict as assert } from 'node:assert';
 import { DigestServer, UserAgent, type Dialog } from '../../../sip/stack/index.js';
-import { clientArgs, SCENARIOS, SippRunner } from './sipp.js';
+import { clientArgs, peerPort, pickPort, SCENARIOS, SippRunner } from './sipp.js';
 import { SDP_B, waitFor } from './helpers.js';
-
-const STACK_PORT = 15100; // UDP and TCP on the same port number
-const SIPP_PORT = 16100;
 
 describe('SIPp interop', function () {
   this.timeout(60000);
   const sipp = new SippRunner();
   let ua: UserAgent;
+  let stackPort = 0;
   let md5: DigestServer;
   const hangups: Dialog[] = [];
 
   before(async () => {
     ua = new UserAgent();
-    await ua.listen({ udp: { host: '127.0.0.1', port: STACK_PORT }, tcp: { host: '127.0.0.1', port: STACK_PORT } });
+    // UDP and TCP on one port number of our range, picked at random so concurrent runs of the suite do not collide.
+    for (let attempt = 0; ; attempt++) {
+      stackPort = await pickPort(15000, 15999);
+      try {
+        await ua.listen({ udp: { host: '127.0.0.1', port: stackPort }, tcp: { host: '127.0.0.1', port: stackPort } });
+        break;
+      } catch (err) {
+        await ua.close();
+        ua = new UserAgent();
+        if (attempt > 5) throw err;
+      }
+    }
     // SIPp 3.6.1 answers only MD5 and only reads the first challenge, so this registrar lists MD5 alone;
     // SHA-256 is proven against our own client helper in user-agent.test.ts.
     md5 = new DigestServer({ realm: 'simu.test', algorithms: ['MD5'] });
@@ -46,30 +55,28 @@ describe('SIPp interop', function () {
     await ua.close();
   });
 
-  const target = `127.0.0.1:${STACK_PORT}`;
+  const target = () => `127.0.0.1:${stackPort}`;
 
-  for (const [i, transport] of (['UDP', 'TCP'] as const).entries()) {
-    const port = SIPP_PORT + i * 20;
-
+  for (const transport of ['UDP', 'TCP'] as const) {
     it(`${transport}: OPTIONS is answered 200`, async () => {
-      const r = await sipp.run([...clientArgs(target, port, transport), '-sf', `${SCENARIOS}/options.xml`]).done;
+      const r = await sipp.run([...(await clientArgs(target(), transport)), '-sf', `${SCENARIOS}/options.xml`]).done;
       assert.equal(r.code, 0, r.stderr);
     });
 
     it(`${transport}: REGISTER is challenged and SIPp's MD5 digest accepted`, async () => {
-      const r = await sipp.run([...clientArgs(target, port + 1, transport), '-sf', `${SCENARIOS}/register-digest.xml`])
+      const r = await sipp.run([...(await clientArgs(target(), transport)), '-sf', `${SCENARIOS}/register-digest.xml`])
         .done;
       assert.equal(r.code, 0, r.stderr);
     });
 
     it(`${transport}: stack as UAS: SIPp's built-in uac calls, gets 180/200, ACKs, hangs up with BYE (3 calls)`, async () => {
-      const r = await sipp.run([...clientArgs(target, port + 2, transport, 3), '-sn', 'uac', '-r', '10']).done;
+      const r = await sipp.run([...(await clientArgs(target(), transport, 3)), '-sn', 'uac', '-r', '10']).done;
       assert.equal(r.code, 0, r.stderr);
     });
 
     it(`${transport}: stack as UAS: CANCEL before answer gets 200 and the INVITE 487`, async () => {
       const r = await sipp.run([
-        ...clientArgs(target, port + 3, transport),
+        ...(await clientArgs(target(), transport)),
         '-sf',
         `${SCENARIOS}/uac-cancel.xml`,
         '-s',
@@ -81,7 +88,7 @@ describe('SIPp interop', function () {
     it(`${transport}: stack as UAS hangs up: the BYE from our side is answered by SIPp`, async () => {
       const before = hangups.length;
       const r = await sipp.run([
-        ...clientArgs(target, port + 4, transport),
+        ...(await clientArgs(target(), transport)),
         '-sf',
         `${SCENARIOS}/uac-remote-bye.xml`,
         '-s',
@@ -92,7 +99,7 @@ describe('SIPp interop', function () {
     });
 
     it(`${transport}: stack as UAC: calls SIPp's built-in uas, gets the answer, hangs up`, async () => {
-      const uasPort = port + 5;
+      const uasPort = await peerPort();
       const peer = sipp.run([
         '-sn',
         'uas',
@@ -125,14 +132,14 @@ describe('SIPp interop', function () {
 
   it('UDP: retransmissions under SIPp simulated loss (-lost 10): 10 calls all complete', async () => {
     const r = await sipp.run(
-      [...clientArgs(target, SIPP_PORT + 60, 'UDP', 10), '-sn', 'uac', '-r', '5', '-lost', '10'],
+      [...(await clientArgs(target(), 'UDP', 10)), '-sn', 'uac', '-r', '5', '-lost', '10'],
       55000,
     ).done;
     assert.equal(r.code, 0, r.stderr);
   });
 
   it('UDP: stack as UAC under loss at SIPp uas (-lost 10): 5 calls complete through our retransmissions', async () => {
-    const uasPort = SIPP_PORT + 70;
+    const uasPort = await peerPort();
     const peer = sipp.run(
       [
         '-sn',

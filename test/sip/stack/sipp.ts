@@ -1,5 +1,7 @@
 /** Runs SIPp as a real peer for interop tests; every process is tracked and killed by PID. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -39,16 +41,43 @@ export class SippRunner {
   }
 }
 
-/** Common client arguments: target, local address, bounded run. */
-export function clientArgs(target: string, localPort: number, transport: 'UDP' | 'TCP', calls = 1): string[] {
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => {
+      const sock = dgram.createSocket('udp4');
+      sock.once('error', () => srv.close(() => resolve(false)));
+      sock.bind(port, '127.0.0.1', () => sock.close(() => srv.close(() => resolve(true))));
+    });
+  });
+}
+
+/**
+ * A port of our range free for both UDP and TCP right now, chosen at random so that two runs of this suite at
+ * once (several engineers run `npm test` on one box) do not fight over fixed numbers.
+ */
+export async function pickPort(lo: number, hi: number): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = lo + Math.floor(Math.random() * (hi - lo + 1));
+    if (await canBind(port)) return port;
+  }
+  throw new Error(`no free port in ${lo}-${hi}`);
+}
+
+/** A free port for a SIPp peer or its media (16000-16999, this room's range for peers). */
+export const peerPort = (): Promise<number> => pickPort(16000, 16999);
+
+/** Common client arguments: target, local signalling and media ports, bounded run. */
+export async function clientArgs(target: string, transport: 'UDP' | 'TCP', calls = 1): Promise<string[]> {
   return [
     target,
     '-i',
     '127.0.0.1',
     '-p',
-    String(localPort),
+    String(await peerPort()),
     '-mp',
-    String(localPort + 500),
+    String(await peerPort()),
     '-m',
     String(calls),
     '-timeout',
