@@ -15,7 +15,7 @@ import {
   type EventCode,
 } from './events/index.js';
 import { consumeStreamToken } from './store/index.js';
-import { SwitchCallEngine } from './calls/index.js';
+import { RecordingRetention, SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
 
 const log = roomLogger('switch');
@@ -105,7 +105,16 @@ export class Switch {
       emit: billingEmit,
       cut: (id, reason) => this.calls?.cut(id, reason),
     });
-    const calls = new SwitchCallEngine({ db, config, publisher, media, sip, admission, billing: monitor });
+    const calls = new SwitchCallEngine({
+      db,
+      config,
+      publisher,
+      media,
+      sip,
+      admission,
+      billing: monitor,
+      recordingRetentionDays: config.recordings.retentionDays,
+    });
     this.calls = calls;
     const sweep = new ReconcileSweep({
       db,
@@ -115,6 +124,9 @@ export class Switch {
       monitor,
     });
     await sweep.start();
+    // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).
+    const retention = new RecordingRetention({ db, dataDir: config.dataDir, log: roomLogger('calls') }).start();
+    this.#closers.push(() => retention.close());
     this.#closers.push(() => monitor.close());
     this.#closers.push(() => sweep.close());
     await sip.listen();

@@ -11,6 +11,7 @@ import { errorMiddleware } from './errors.js';
 import { openApiDocument } from './openapi.js';
 import { RouteTable, type RouteDeps } from './route-table.js';
 import { accountRoutes } from './routes/account.js';
+import { assetRoutes } from './routes/assets.js';
 import { callRoutes } from './routes/calls.js';
 import { numberRoutes } from './routes/numbers.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
@@ -61,6 +62,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   phoneTokenRoutes(all, d);
   endUserRoutes(all, d);
   accountRoutes(all, d);
+  assetRoutes(all, d);
 
   publicRouter.get('/api/health', async (ctx) => {
     let h = { store: false, media: false };

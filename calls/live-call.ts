@@ -2,7 +2,15 @@ import type { Logger } from '../config/index.js';
 import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
 import { MediaError, type MediaService, type RecordingResult } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
-import { getAccount, updateCall, insertRecording, type CallRow, type Db } from '../store/index.js';
+import {
+  getAccount,
+  updateCall,
+  insertRecording,
+  findPlayableAsset,
+  recordingRetentionDaysFor,
+  type CallRow,
+  type Db,
+} from '../store/index.js';
 import {
   Interpreter,
   callControlFetcher,
@@ -200,7 +208,13 @@ export class LiveCall implements VerbContext {
   }
 
   async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
-    if (source.kind === 'asset') return 'asset_missing'; // account assets are not built yet (issue 11)
+    if (source.kind === 'asset') {
+      // Absent, inactive or without audio: PLAY.0404 and the next verb (spec, Play).
+      const file = await findPlayableAsset(this.#d.db, this.row.account_id, source.name);
+      if (!file) return 'asset_missing';
+      await this.#d.media.playFile(this.id, CALLER_LEG, file, { signal: options.signal });
+      return 'played';
+    }
     try {
       await this.#d.media.playUrl(this.id, CALLER_LEG, source.url, { signal: options.signal });
       return 'played';
@@ -278,7 +292,9 @@ export class LiveCall implements VerbContext {
 
   async #storeRecording(r: RecordingResult) {
     const seconds = Math.round(r.durationSec);
-    const expires = new Date(Date.now() + this.#d.recordingRetentionDays * 86400_000).toISOString();
+    // The account's own retention when the operator set one (`simu account retention`), else the platform's.
+    const days = await recordingRetentionDaysFor(this.#d.db, this.row.account_id, this.#d.recordingRetentionDays);
+    const expires = new Date(Date.now() + days * 86400_000).toISOString();
     const rec = await insertRecording(this.#d.db, {
       account_id: this.row.account_id,
       call_id: this.id,

@@ -2,12 +2,14 @@ import { loadConfig, ConfigError } from '../config/index.js';
 import { openDb, migrate } from '../store/index.js';
 import { parseArgs, UsageError } from './args.js';
 import { findCommand, COMMAND_NAMES, type Output } from './commands.js';
+import './assets.js'; // registers `assets ...` and `account retention`
 
 const USAGE = `usage: simu <command> [options] [--json]
 
   account create --name N [--balance 100.00]     create an account; prints it and its first API key (once)
   account list | suspend ID | resume ID
   account caps ID [--concurrency N] [--cps N] [--max-duration SECONDS]
+  account retention ID --days N|default           days new recordings of the account are kept
   wallet topup ID AMOUNT                         credit the wallet, e.g. 500.00 (KES)
   numbers add +E164 [--count N] | numbers list   the pool of acquirable numbers
   trunks add --name N --host H [--port 5060] [--transport udp|tcp|tls] [--username U --password P]
@@ -23,6 +25,8 @@ const USAGE = `usage: simu <command> [options] [--json]
   stream token                                   a single-use staff token for {ws}/api/stream (all
                                                  accounts' events and PLATFORM.0001)
   config table                                   every setting with its default
+  assets list ID | assets upload ID FILE --name N   account audio for <Play asset="N"> (docs/assets.md)
+  assets rename ID ASSET --to N | assets activate|deactivate|delete ID ASSET   (ASSET: uuid or name)
 
 Changes take effect in a running switch at once (it reads them from the store).
 Bad input: a message on stderr, exit code 2, nothing written.`;

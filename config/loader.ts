@@ -25,6 +25,7 @@ export interface Config {
   tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };
   ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
   webhooks: { timeoutMs: number; allowPrivate: boolean };
+  recordings: { retentionDays: number };
   demo: { numbers: string[] };
 }
 

@@ -232,6 +232,15 @@ export const SETTINGS = [
     help: 'Allow webhook URLs on private and loopback addresses.',
   },
   {
+    key: 'recordings.retentionDays',
+    env: 'SIMU_RECORDING_RETENTION_DAYS',
+    kind: 'int',
+    default: '90',
+    min: 1,
+    max: 36500,
+    help: 'Days a recording is kept before its audio is deleted (an account may have its own: simu account retention).',
+  },
+  {
     key: 'demo.numbers',
     env: 'SIMU_DEMO_NUMBERS',
     kind: 'list',

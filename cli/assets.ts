@@ -1,0 +1,128 @@
+import { readFile, stat } from 'node:fs/promises';
+import { AssetLibrary, MAX_ASSET_BYTES } from '../calls/index.js';
+import { loadConfig } from '../config/index.js';
+import { findAccount, updateAccount, type AssetRow, type Db } from '../store/index.js';
+import { Flags, UsageError, type ParsedArgs } from './args.js';
+import { registerCommand, type Output } from './commands.js';
+
+/**
+ * Operator commands for account audio assets and recording retention (issue 11, docs/assets.md). They act on the
+ * store and the data directory directly, so they work whether or not the switch is running.
+ */
+async function accountId(db: Db, id: string | undefined): Promise<string> {
+  if (!id) throw new UsageError('an account id is required');
+  if (!(await findAccount(db, id))) throw new UsageError(`no account with id ${id}`);
+  return id;
+}
+
+const library = (db: Db) => new AssetLibrary({ db, dataDir: loadConfig().dataDir });
+
+const present = (a: AssetRow) => ({
+  uuid: a.id,
+  name: a.name,
+  is_active: a.is_active,
+  duration_seconds: a.duration_seconds,
+  size_bytes: a.size_bytes,
+  original_format: a.original_format,
+  created_at: a.created_at,
+});
+
+const line = (a: AssetRow) =>
+  `${a.id}  ${(a.is_active ? 'active' : 'inactive').padEnd(8)}  ${a.duration_seconds.toFixed(1).padStart(7)} s  ` +
+  `${a.original_format.padEnd(4)}  ${a.name}`;
+
+/** Asset errors carry a code and status; the CLI shows them as usage errors (exit 2). */
+async function asUsage<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    const err = e as { code?: string; status?: number; message?: string };
+    if (typeof err.status === 'number' && err.status < 500) throw new UsageError(`${err.message} (${err.code})`);
+    throw e;
+  }
+}
+
+type Cmd = (db: Db, args: ParsedArgs, out: Output) => Promise<void>;
+
+const assetsList: Cmd = async (db, args, out) => {
+  new Flags(args).done();
+  const id = await accountId(db, args.positional[0]);
+  const rows = await library(db).list(id);
+  out.print(rows.map(line).join('\n') || '(no assets)', rows.map(present));
+};
+
+const assetsUpload: Cmd = async (db, args, out) => {
+  const f = new Flags(args);
+  const name = f.string('name', { required: true })!;
+  f.done();
+  const id = await accountId(db, args.positional[0]);
+  const file = args.positional[1];
+  if (!file) throw new UsageError('a FILE to upload is required');
+  const st = await stat(file).catch(() => undefined);
+  if (!st?.isFile()) throw new UsageError(`cannot read ${file}`);
+  if (st.size > MAX_ASSET_BYTES) throw new UsageError(`${file} is larger than ${MAX_ASSET_BYTES} bytes`);
+  const row = await asUsage(library(db).upload(id, name, await readFile(file)));
+  out.print(
+    `asset ${row.id} "${row.name}" uploaded: ${row.duration_seconds} s, from ${row.original_format}`,
+    present(row),
+  );
+};
+
+const assetsRename: Cmd = async (db, args, out) => {
+  const f = new Flags(args);
+  const to = f.string('to', { required: true })!;
+  f.done();
+  const id = await accountId(db, args.positional[0]);
+  const lib = library(db);
+  const asset = await asUsage(lib.resolve(id, args.positional[1] ?? ''));
+  const row = await asUsage(lib.rename(id, asset.id, to));
+  out.print(`asset ${row.id} renamed "${asset.name}" -> "${row.name}"`, present(row));
+};
+
+const setActive =
+  (active: boolean): Cmd =>
+  async (db, args, out) => {
+    new Flags(args).done();
+    const id = await accountId(db, args.positional[0]);
+    const lib = library(db);
+    const asset = await asUsage(lib.resolve(id, args.positional[1] ?? ''));
+    const row = await lib.setActive(id, asset.id, active);
+    out.print(`asset ${row.id} "${row.name}" ${active ? 'active' : 'inactive (Play answers PLAY.0404)'}`, present(row));
+  };
+
+const assetsDelete: Cmd = async (db, args, out) => {
+  new Flags(args).done();
+  const id = await accountId(db, args.positional[0]);
+  const lib = library(db);
+  const asset = await asUsage(lib.resolve(id, args.positional[1] ?? ''));
+  await lib.delete(id, asset.id);
+  out.print(`asset ${asset.id} "${asset.name}" deleted`, { deleted: asset.id });
+};
+
+/** `account retention ID --days N | --days default`: the account's own recording retention. */
+const accountRetention: Cmd = async (db, args, out) => {
+  const f = new Flags(args);
+  const raw = f.string('days', { required: true })!;
+  f.done();
+  const id = await accountId(db, args.positional[0]);
+  let days: number | null;
+  if (raw === 'default') days = null;
+  else if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 36500) days = Number(raw);
+  else throw new UsageError(`--days must be a whole number from 1 to 36500 or "default", not ${JSON.stringify(raw)}`);
+  const a = await updateAccount(db, id, { recording_retention_days: days });
+  const platform = loadConfig().recordings.retentionDays;
+  out.print(
+    days === null
+      ? `account ${a.id}: recordings kept for the platform default (${platform} days)`
+      : `account ${a.id}: new recordings kept for ${days} days`,
+    { uuid: a.id, recording_retention_days: days, platform_default_days: platform },
+  );
+};
+
+registerCommand('assets list', assetsList);
+registerCommand('assets upload', assetsUpload);
+registerCommand('assets rename', assetsRename);
+registerCommand('assets deactivate', setActive(false));
+registerCommand('assets activate', setActive(true));
+registerCommand('assets delete', assetsDelete);
+registerCommand('account retention', accountRetention);
