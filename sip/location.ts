@@ -61,9 +61,22 @@ export class LocationService {
   /** aor key -> contact -> binding */
   readonly #byAor = new Map<string, Map<string, Binding>>();
   readonly #slots = new Map<string, number>();
+  readonly #isFlowOpen?: (flowId: string) => boolean;
 
-  constructor(opts: { clock?: Clock } = {}) {
+  /**
+   * `isFlowOpen` (optional) tells whether a connection still exists: a binding made over TCP/TLS/WS/WSS whose
+   * connection closed cannot be reached any more (a WebSocket phone's contact host is made up), so lookup leaves
+   * it out until the phone registers again (RFC 5626 §5.3 in spirit: the flow is the route).
+   */
+  constructor(opts: { clock?: Clock; isFlowOpen?: (flowId: string) => boolean } = {}) {
     this.#clock = opts.clock ?? systemClock;
+    this.#isFlowOpen = opts.isFlowOpen;
+  }
+
+  #reachable(b: Binding, now: number): boolean {
+    if (b.expiresAt <= now) return false;
+    if (!this.#isFlowOpen || b.transport === 'UDP' || !b.flowId) return true;
+    return this.#isFlowOpen(b.flowId);
   }
 
   /** The live bindings of an extension of an account, most recently registered first. */
@@ -71,7 +84,7 @@ export class LocationService {
     const now = this.#clock.now();
     const m = this.#byAor.get(aorKey(accountId, extension));
     if (!m) return [];
-    return [...m.values()].filter((b) => b.expiresAt > now).sort((a, b) => b.registeredAt - a.registeredAt);
+    return [...m.values()].filter((b) => this.#reachable(b, now)).sort((a, b) => b.registeredAt - a.registeredAt);
   }
 
   isRegistered(accountId: string, extension: string): boolean {

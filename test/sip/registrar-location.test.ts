@@ -115,4 +115,24 @@ describe('sip/location: bindings and call slots', () => {
     assert.equal(loc.activeCallsFor('t'), 0);
     assert.equal(loc.acquireCallSlot('t', 0), false, 'a token allowing no calls');
   });
+
+  it('with isFlowOpen, a stream binding whose connection closed is not offered; UDP ones always are', () => {
+    const open = new Set(['tcp:1']);
+    const l = new LocationService({ clock, isFlowOpen: (f) => open.has(f) });
+    l.apply(
+      ACC,
+      '1001',
+      [
+        binding(clock, 'sip:tcp@h', 60, { transport: 'TCP', flowId: 'tcp:1' }),
+        binding(clock, 'sip:udp@h', 60, { transport: 'UDP', flowId: 'udp:x' }),
+      ],
+      [],
+    );
+    assert.equal(l.lookup(ACC, '1001').length, 2);
+    open.delete('tcp:1');
+    assert.deepEqual(
+      l.lookup(ACC, '1001').map((b) => b.contact),
+      ['sip:udp@h'],
+    );
+  });
 });
