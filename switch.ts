@@ -3,6 +3,7 @@ import { roomLogger } from './config/index.js';
 import { openDb, migrate, pingDb, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
 import { SipApplication } from './sip/index.js';
+import { SecurityGate, knexBanStore } from './sip/security/index.js';
 import { StoreAdmission } from './billing/admission.js';
 import { CreditMonitor, RateBook, ReconcileSweep, type BillingEmit } from './billing/index.js';
 import { createApiServer } from './api/index.js';
@@ -17,6 +18,7 @@ import {
 import { consumeStreamToken } from './store/index.js';
 import { RecordingRetention, SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
+import { Portal, ensureSipCertificate } from './web/index.js';
 
 const log = roomLogger('switch');
 
@@ -34,6 +36,8 @@ export class Switch {
 
   /** The call engine (after start), for tests and the CLI's in-process tools. */
   calls: SwitchCallEngine | undefined;
+  /** The SIP edge (after start). */
+  sip: SipApplication | undefined;
 
   get db(): Db {
     if (!this.#db) throw new Error('switch not started');
@@ -58,6 +62,7 @@ export class Switch {
         portMax: config.rtpengine.portMax,
         dataDir: config.dataDir,
         logger: roomLogger('media'),
+        dtmfLogPort: config.rtpengine.dtmfPort,
       });
       const sup = this.#supervisor;
       this.#closers.push(() => sup.stop());
@@ -83,11 +88,17 @@ export class Switch {
       logger: roomLogger('media'),
       engineRecordingDir: this.#supervisor?.recordingDir,
       localMediaAddress: config.rtpengine.interface,
+      // rtpengine reports RFC 4733 digits as JSON to this port (local engine only).
+      dtmfPort: this.#supervisor ? config.rtpengine.dtmfPort : undefined,
     });
     await media.start();
     this.#closers.push(() => media.close());
 
-    const sip = new SipApplication({ db, config, logger: roomLogger('sip') });
+    const security = new SecurityGate({
+      store: knexBanStore(db),
+      logger: roomLogger('sip').child({ module: 'security' }),
+    });
+    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security });
     const admission = new StoreAdmission(db);
     // Billing events carry the call they concern as data.callId; the publisher files them under that call.
     const billingEmit: BillingEmit = (accountId, code, data) => {
@@ -116,6 +127,7 @@ export class Switch {
       recordingRetentionDays: config.recordings.retentionDays,
     });
     this.calls = calls;
+    this.sip = sip;
     const sweep = new ReconcileSweep({
       db,
       isLive: (id) => calls.isLive(id),
@@ -129,11 +141,25 @@ export class Switch {
     this.#closers.push(() => retention.close());
     this.#closers.push(() => monitor.close());
     this.#closers.push(() => sweep.close());
-    await sip.listen();
+    // SIP over WebSocket (RFC 7118) for browser phones; 0 disables a transport.
+    const { wsPort, wssPort } = config.sip;
+    await sip.listen({
+      ...(wsPort > 0 && { ws: { host: config.sip.host, port: wsPort } }),
+      ...(wssPort > 0 && {
+        wss: {
+          host: config.sip.host,
+          port: wssPort,
+          ...ensureSipCertificate({ dataDir: config.dataDir, ...pick(config.sip), host: config.publicHost }),
+        },
+      }),
+    });
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());
 
+    const portal = new Portal({ db, secureCookies: config.publicBaseUrl.startsWith('https:') });
+    this.#closers.push(() => portal.close());
     const { server } = createApiServer({
+      before: portal.middleware(),
       db,
       config,
       calls,
@@ -162,7 +188,10 @@ export class Switch {
     log.info({ http: config.http.port, sip: config.sip.port }, 'switch started');
     const lines = [
       `Simu is running: API ${config.publicBaseUrl}/api/ (health: ${config.publicBaseUrl}/api/health/)`,
-      `  SIP: udp and tcp ${config.sip.host}:${config.sip.port}`,
+      `  SIP: udp and tcp ${config.sip.host}:${config.sip.port}` +
+        (config.sip.wsPort > 0 ? `, ws ${config.sip.wsPort}` : '') +
+        (config.sip.wssPort > 0 ? `, wss ${config.sip.wssPort}` : ''),
+      `  portal: ${config.publicBaseUrl}/portal/`,
       `  media: ${this.#supervisor ? `rtpengine pid ${this.#supervisor.pid} (supervised)` : `external rtpengine ${config.rtpengine.urls.join(', ')}`}`,
       `  data: ${config.dataDir}${config.databaseUrl ? ` (store: PostgreSQL)` : ' (store: SQLite)'}`,
     ];
@@ -185,3 +214,5 @@ export class Switch {
     }
   }
 }
+
+const pick = (s: Config['sip']) => ({ cert: s.tlsCert, key: s.tlsKey });

@@ -30,6 +30,8 @@ export interface ApiDeps {
   admission?: Admission;
   /** Read connections for hot reads; by default a small read-only pool on SQLite, `db` on PostgreSQL. */
   readDb?: Db;
+  /** Mounted before bearer authentication: the web portal (web/server.ts), which forwards /portal/proxy/api/*. */
+  before?: Koa.Middleware;
 }
 
 /**
@@ -85,6 +87,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
     if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '') || '/';
     await next();
   });
+  if (deps.before) app.use(deps.before);
   app.use(publicRouter.routes());
   app.use(publicRouter.allowedMethods());
   const auth = apiKeyAuth(deps.db, d.readDb);

@@ -3,6 +3,7 @@ import { openDb, migrate } from '../store/index.js';
 import { parseArgs, UsageError } from './args.js';
 import { findCommand, COMMAND_NAMES, type Output } from './commands.js';
 import './assets.js'; // registers `assets ...` and `account retention`
+import '../web/cli.js'; // registers `portal-user add`
 
 const USAGE = `usage: simu <command> [options] [--json]
 
@@ -27,6 +28,7 @@ const USAGE = `usage: simu <command> [options] [--json]
   config table                                   every setting with its default
   assets list ID | assets upload ID FILE --name N   account audio for <Play asset="N"> (docs/assets.md)
   assets rename ID ASSET --to N | assets activate|deactivate|delete ID ASSET   (ASSET: uuid or name)
+  portal-user add ID --email E --password P      a web portal sign-in; prints the otpauth:// URI (once)
 
 Changes take effect in a running switch at once (it reads them from the store).
 Bad input: a message on stderr, exit code 2, nothing written.`;

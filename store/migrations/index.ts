@@ -5,6 +5,7 @@ import * as m002 from './002-security.js';
 import * as m004 from './004-calls-list-indexes.js';
 import * as m005 from './005-calls-search.js';
 import * as m006 from './006-billing-committed.js';
+import * as m007 from './007-portal.js';
 import * as m008 from './008-assets.js';
 
 /**
@@ -18,6 +19,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['004-calls-list-indexes', m004],
   ['005-calls-search', m005],
   ['006-billing-committed', m006],
+  ['007-portal', m007],
   ['008-assets', m008],
 ];
 

@@ -20,6 +20,9 @@ export async function startTestSwitch(ports: {
   ng: number;
   rtpMin: number;
   rtpMax: number;
+  /** SIP over WebSocket ports; 0 (the default here) leaves those transports off. */
+  ws?: number;
+  wss?: number;
 }) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-'));
   const config: Config = loadConfig(
@@ -29,7 +32,10 @@ export async function startTestSwitch(ports: {
       SIMU_HTTP_PORT: String(ports.http),
       SIMU_SIP_HOST: '127.0.0.1',
       SIMU_SIP_PORT: String(ports.sip),
+      SIMU_SIP_WS_PORT: String(ports.ws ?? 0),
+      SIMU_SIP_WSS_PORT: String(ports.wss ?? 0),
       SIMU_RTPENGINE_NG_PORT: String(ports.ng),
+      SIMU_RTPENGINE_DTMF_PORT: String(ports.ng - 200),
       SIMU_RTP_PORT_MIN: String(ports.rtpMin),
       SIMU_RTP_PORT_MAX: String(ports.rtpMax),
       SIMU_WEBHOOK_TIMEOUT_MS: '3000',
@@ -68,8 +74,9 @@ export async function createAccountWithDid(db: Db, did: string, balanceCents = 1
   return { id: a.id, key, did };
 }
 
-export async function addCarrier(db: Db, port: number, name = 'carrier') {
-  return insertTrunk(db, {
+/** A carrier trunk at 127.0.0.1:port (inbound from 127.0.0.1); the running switch sees it at once. */
+export async function addCarrier(db: Db, port: number, name = 'carrier', sw?: Switch) {
+  const trunk = await insertTrunk(db, {
     name,
     host: '127.0.0.1',
     port,
@@ -78,6 +85,8 @@ export async function addCarrier(db: Db, port: number, name = 'carrier') {
     password: null,
     inbound_addresses: ['127.0.0.1'],
   });
+  sw?.sip?.trunks.invalidate();
+  return trunk;
 }
 
 export interface ReceivedRequest {

@@ -1,0 +1,292 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Context, Middleware, Next } from 'koa';
+import { insertApiKey, revokeApiKey, type Db } from '../store/index.js';
+import { apiKeyOut } from '../api/present.js';
+import { checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } from './users.js';
+
+/**
+ * The account portal on the API's HTTP server: static pages under /portal/, sign-in under /portal/api/, and
+ * /portal/proxy/api/* forwarded to the REST API as the signed-in account.
+ *
+ * Security reasoning (docs/webrtc.md has the operator-facing part):
+ * - Sign-in needs email, password (scrypt) and a fresh TOTP code; a code is spent once (replay refused).
+ * - The session id is a 256-bit random value in an HttpOnly, SameSite=Strict cookie; the browser never sees an
+ *   API key. Each session mints its own API key (named `portal-session`), held only in this process's memory and
+ *   revoked at sign-out or expiry, so the REST API's own authentication, account status checks and rate limits
+ *   apply to portal requests unchanged (no second authorization path to get wrong).
+ * - Proxied state-changing requests must carry `X-Simu-Portal: 1`: a cross-site form cannot set that header and a
+ *   cross-site fetch with it needs a CORS preflight this server never grants (defence in depth next to SameSite).
+ * - POST /api/keys/create is not reachable through the proxy: in the portal a key needs a fresh one-time code
+ *   (spec, Authentication 4), via POST /portal/api/keys/create.
+ */
+export interface PortalDeps {
+  db: Db;
+  /** True when the portal is served over https (the cookie gets `Secure`). */
+  secureCookies?: boolean;
+  now?: () => number;
+  /** Idle session lifetime. */
+  sessionIdleMs?: number;
+}
+
+interface Session {
+  userId: string;
+  accountId: string;
+  email: string;
+  apiKey: string;
+  apiKeyId: string;
+  lastSeen: number;
+}
+
+export const SESSION_COOKIE = 'simu_portal';
+const STATIC_DIR = path.join(import.meta.dirname, 'static');
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+/** Failed sign-ins per email before a lockout, and its length. */
+const MAX_FAILURES = 5;
+const LOCKOUT_MS = 15 * 60_000;
+
+class PortalError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class Portal {
+  readonly #sessions = new Map<string, Session>();
+  readonly #failures = new Map<string, { count: number; until: number }>();
+  readonly #now: () => number;
+  readonly #idleMs: number;
+
+  constructor(private readonly deps: PortalDeps) {
+    this.#now = deps.now ?? Date.now;
+    this.#idleMs = deps.sessionIdleMs ?? 8 * 3600_000;
+  }
+
+  /** Koa middleware; mount it before the API's bearer authentication. */
+  middleware(): Middleware {
+    return async (ctx, next) => {
+      const p = ctx.path;
+      if (p === '/' && ctx.method === 'GET') return ctx.redirect('/portal/');
+      if (p.startsWith('/portal/proxy/api/') || p === '/portal/proxy/api') return this.#proxy(ctx, next);
+      if (p.startsWith('/portal/api/')) {
+        try {
+          return await this.#api(ctx);
+        } catch (e) {
+          if (!(e instanceof PortalError)) throw e;
+          ctx.status = e.status;
+          ctx.body = { detail: e.message, code: e.code };
+          return;
+        }
+      }
+      if (p === '/portal' || p.startsWith('/portal/')) return this.#static(ctx);
+      return next();
+    };
+  }
+
+  /** Revokes every session key (switch shutdown). */
+  async close(): Promise<void> {
+    for (const [sid] of this.#sessions) await this.#end(sid);
+  }
+
+  async #static(ctx: Context): Promise<void> {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
+    let rel = ctx.path.replace(/^\/portal\/?/, '');
+    if (rel === '' || !rel.includes('.')) rel = rel.startsWith('softphone') ? 'softphone.html' : 'index.html';
+    const file = path.normalize(path.join(STATIC_DIR, rel));
+    if (!file.startsWith(STATIC_DIR + path.sep)) return void (ctx.status = 404);
+    try {
+      ctx.body = await readFile(file);
+    } catch {
+      ctx.status = 404;
+      return;
+    }
+    ctx.type = TYPES[path.extname(file)] ?? 'application/octet-stream';
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('X-Frame-Options', 'SAMEORIGIN');
+  }
+
+  #session(ctx: Context): { sid: string; s: Session } | null {
+    const sid = ctx.cookies.get(SESSION_COOKIE);
+    if (!sid) return null;
+    const s = this.#sessions.get(sid);
+    if (!s) return null;
+    if (s.lastSeen + this.#idleMs < this.#now()) {
+      void this.#end(sid);
+      return null;
+    }
+    s.lastSeen = this.#now();
+    return { sid, s };
+  }
+
+  #require(ctx: Context): { sid: string; s: Session } {
+    const got = this.#session(ctx);
+    if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
+    if (ctx.method !== 'GET' && ctx.get('x-simu-portal') !== '1')
+      throw new PortalError(403, 'PORTAL_CSRF', 'Missing the X-Simu-Portal header.');
+    return got;
+  }
+
+  async #end(sid: string): Promise<void> {
+    const s = this.#sessions.get(sid);
+    this.#sessions.delete(sid);
+    if (s) await revokeApiKey(this.deps.db, s.accountId, s.apiKeyId).catch(() => undefined);
+  }
+
+  async #proxy(ctx: Context, next: Next): Promise<void> {
+    let got;
+    try {
+      got = this.#require(ctx);
+    } catch (e) {
+      if (!(e instanceof PortalError)) throw e;
+      ctx.status = e.status;
+      ctx.body = { detail: e.message, code: e.code };
+      return;
+    }
+    const apiPath = ctx.path.slice('/portal/proxy'.length);
+    if (/^\/api\/keys\/create\/?$/.test(apiPath)) {
+      ctx.status = 403;
+      ctx.body = { detail: 'In the portal a key is created with a one-time code.', code: 'PORTAL_TOTP_REQUIRED' };
+      return;
+    }
+    ctx.path = apiPath;
+    ctx.request.headers.authorization = `Bearer ${got.s.apiKey}`;
+    await next();
+  }
+
+  async #api(ctx: Context): Promise<void> {
+    const route = `${ctx.method} ${ctx.path.replace(/\/+$/, '')}`;
+    if (route === 'POST /portal/api/signin') return this.#signIn(ctx);
+    if (route === 'GET /portal/api/me') {
+      const got = this.#session(ctx);
+      if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
+      ctx.body = { email: got.s.email, account: got.s.accountId };
+      return;
+    }
+    const { sid, s } = this.#require(ctx);
+    const db = this.deps.db;
+    if (route === 'POST /portal/api/signout') {
+      await this.#end(sid);
+      ctx.cookies.set(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/', maxAge: 0 });
+      ctx.body = { message: 'signed out' };
+      return;
+    }
+    if (route === 'POST /portal/api/keys/create') {
+      const body = await readJson(ctx);
+      const name = String(body.name ?? '').trim();
+      if (!name || name.length > 100) throw new PortalError(400, 'VALIDATION_ERROR', 'A key needs a name.');
+      if (!(await spendTotp(db, s.userId, String(body.code ?? ''), this.#now())))
+        throw new PortalError(403, 'PORTAL_TOTP_INVALID', 'The one-time code is wrong or already used.');
+      const { row, key } = await insertApiKey(db, s.accountId, name);
+      ctx.status = 201;
+      ctx.body = { ...apiKeyOut(row), key };
+      return;
+    }
+    const ev = /^GET \/portal\/api\/calls\/([0-9a-fA-F-]{36})\/events$/.exec(route);
+    if (ev) {
+      const call = await db('calls').where({ id: ev[1], account_id: s.accountId }).first('id');
+      if (!call) throw new PortalError(404, 'CALL_NOT_FOUND', 'No such call.');
+      const rows = await db('call_events')
+        .where({ account_id: s.accountId, call_id: ev[1] })
+        .orderBy('created_at')
+        .select('code', 'event', 'data', 'created_at');
+      ctx.body = rows.map((r) => ({ code: r.code, event: r.event, data: safeJson(r.data), timestamp: r.created_at }));
+      return;
+    }
+    if (route === 'GET /portal/api/webhook-routes') {
+      const rows = await db('webhook_routes').where({ account_id: s.accountId }).orderBy('url');
+      ctx.body = rows.map((r) => ({
+        url: r.url,
+        disabled: Boolean(r.disabled),
+        disabled_at: r.disabled_at ?? null,
+        consecutive_failures: Number(r.consecutive_failures),
+      }));
+      return;
+    }
+    if (route === 'POST /portal/api/webhook-routes/enable') {
+      const body = await readJson(ctx);
+      const n = await db('webhook_routes')
+        .where({ account_id: s.accountId, url: String(body.url ?? '') })
+        .update({ disabled: false, disabled_at: null, consecutive_failures: 0, updated_at: new Date().toISOString() });
+      if (n !== 1) throw new PortalError(404, 'WEBHOOK_ROUTE_NOT_FOUND', 'No such webhook route.');
+      ctx.body = { message: 'route re-enabled' };
+      return;
+    }
+    throw new PortalError(404, 'NOT_FOUND', 'No such portal endpoint.');
+  }
+
+  async #signIn(ctx: Context): Promise<void> {
+    const body = await readJson(ctx);
+    const email = String(body.email ?? '')
+      .trim()
+      .toLowerCase();
+    const now = this.#now();
+    const f = this.#failures.get(email);
+    if (f && f.count >= MAX_FAILURES && f.until > now)
+      throw new PortalError(429, 'PORTAL_LOCKED', 'Too many failed sign-ins; try again later.');
+    const user = await findPortalUserByEmail(this.deps.db, email);
+    // The scrypt runs whether or not the email exists, so timing does not tell which emails have users.
+    const passOk = await checkPassword(String(body.password ?? ''), user?.password_hash ?? (await dummyPasswordHash()));
+    const ok = !!user && passOk && (await spendTotp(this.deps.db, user.id, String(body.code ?? ''), now));
+    if (!ok || !user) {
+      const count = f && f.until > now ? f.count + 1 : 1;
+      this.#failures.set(email, { count, until: now + LOCKOUT_MS });
+      throw new PortalError(401, 'PORTAL_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
+    }
+    this.#failures.delete(email);
+    const account = await this.deps.db('accounts').where({ id: user.account_id }).first('status');
+    if (account?.status !== 'active') throw new PortalError(403, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended.');
+    const { row, key } = await insertApiKey(this.deps.db, user.account_id, 'portal-session');
+    const sid = randomBytes(32).toString('base64url');
+    this.#sessions.set(sid, {
+      userId: user.id,
+      accountId: user.account_id,
+      email: user.email,
+      apiKey: key,
+      apiKeyId: row.id,
+      lastSeen: now,
+    });
+    ctx.cookies.set(SESSION_COOKIE, sid, {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      secure: this.deps.secureCookies ?? false,
+      overwrite: true,
+    });
+    ctx.body = { email: user.email, account: user.account_id };
+  }
+}
+
+async function readJson(ctx: Context): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of ctx.req) {
+    size += (c as Buffer).length;
+    if (size > 64 * 1024) throw new PortalError(413, 'PAYLOAD_TOO_LARGE', 'Body too large.');
+    chunks.push(c as Buffer);
+  }
+  try {
+    const v = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+    return v && typeof v === 'object' ? v : {};
+  } catch {
+    throw new PortalError(400, 'VALIDATION_ERROR', 'The body is not JSON.');
+  }
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}

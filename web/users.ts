@@ -1,0 +1,117 @@
+import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { newId, nowIso, type Db } from '../store/index.js';
+import { newTotpSecret, verifyTotp } from './totp.js';
+
+export interface PortalUserRow {
+  id: string;
+  account_id: string;
+  email: string;
+  password_hash: string;
+  totp_secret: string;
+  totp_enrolled: boolean;
+  totp_last_step: number;
+  created_at: string;
+}
+
+export class PortalUserError extends Error {
+  constructor(
+    readonly code: 'PORTAL_USER_EXISTS' | 'PORTAL_PASSWORD_WEAK' | 'PORTAL_EMAIL_INVALID',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// scrypt cost: N = 2^15, r = 8, p = 1 (about 32 MiB and tens of ms: the interactive-login figures of RFC 7914
+// section 2 scaled to today's hardware). Stored with the hash so it can be raised later.
+const N = 32768;
+const R = 8;
+const P = 1;
+const KEYLEN = 32;
+
+function scrypt(password: string, salt: Buffer, keylen: number, opts: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scryptCb(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))),
+  );
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt, KEYLEN, { N, r: R, p: P, maxmem: 64 * 1024 * 1024 });
+  return `scrypt$${N}$${R}$${P}$${salt.toString('hex')}$${key.toString('hex')}`;
+}
+
+export async function checkPassword(password: string, stored: string): Promise<boolean> {
+  const [tag, n, r, p, saltHex, keyHex] = stored.split('$');
+  if (tag !== 'scrypt' || !saltHex || !keyHex) return false;
+  const want = Buffer.from(keyHex, 'hex');
+  const got = await scrypt(password, Buffer.from(saltHex, 'hex'), want.length, {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+    maxmem: 64 * 1024 * 1024,
+  });
+  return timingSafeEqual(want, got);
+}
+
+/** A hash of a random password, checked when the email is unknown so both paths cost the same scrypt. */
+let dummyHash: Promise<string> | undefined;
+export const dummyPasswordHash = (): Promise<string> => (dummyHash ??= hashPassword(randomBytes(16).toString('hex')));
+
+const normalise = (row: any): PortalUserRow => ({
+  ...row,
+  totp_enrolled: Boolean(row.totp_enrolled),
+  totp_last_step: Number(row.totp_last_step),
+});
+
+export async function addPortalUser(
+  db: Db,
+  accountId: string,
+  email: string,
+  password: string,
+): Promise<PortalUserRow> {
+  const e = email.trim().toLowerCase();
+  if (!/^[^\s@]+@[^\s@]+$/.test(e)) throw new PortalUserError('PORTAL_EMAIL_INVALID', 'not an email address');
+  if (password.length < 10) throw new PortalUserError('PORTAL_PASSWORD_WEAK', 'the password needs 10 characters');
+  if (await db('portal_users').where({ email: e }).first())
+    throw new PortalUserError('PORTAL_USER_EXISTS', `a portal user with email ${e} exists`);
+  const row = {
+    id: newId(),
+    account_id: accountId,
+    email: e,
+    password_hash: await hashPassword(password),
+    totp_secret: newTotpSecret(),
+    totp_enrolled: false,
+    totp_last_step: 0,
+    created_at: nowIso(),
+  };
+  await db('portal_users').insert(row);
+  return row;
+}
+
+export async function findPortalUserByEmail(db: Db, email: string): Promise<PortalUserRow | undefined> {
+  const row = await db('portal_users').where({ email: email.trim().toLowerCase() }).first();
+  return row ? normalise(row) : undefined;
+}
+
+export async function getPortalUser(db: Db, id: string): Promise<PortalUserRow | undefined> {
+  const row = await db('portal_users').where({ id }).first();
+  return row ? normalise(row) : undefined;
+}
+
+/**
+ * Verifies a one-time code and spends it: the accepted step must be later than the last accepted one (RFC 6238
+ * section 5.2: a verifier must not accept the same OTP twice). The update is conditional so two concurrent
+ * requests with the same code cannot both pass. The first accepted code marks the user enrolled.
+ */
+export async function spendTotp(db: Db, userId: string, code: string, nowMs = Date.now()): Promise<boolean> {
+  const user = await getPortalUser(db, userId);
+  if (!user) return false;
+  const step = verifyTotp(user.totp_secret, code, nowMs);
+  if (step === null || step <= user.totp_last_step) return false;
+  const n = await db('portal_users')
+    .where({ id: userId })
+    .andWhere('totp_last_step', '<', step)
+    .update({ totp_last_step: step, totp_enrolled: true });
+  return n === 1;
+}
