@@ -19,7 +19,7 @@ export interface Config {
   dataDir: string;
   databaseUrl: string;
   logLevel: string;
-  rtpengine: { urls: string[]; ngPort: number; interface: string; portMin: number; portMax: number };
+  rtpengine: { urls: string[]; ngPort: number; dtmfPort: number; interface: string; portMin: number; portMax: number };
   tts: { voice: string };
   billing: { initialSeconds: number; incrementSeconds: number };
   tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };

@@ -128,6 +128,13 @@ export const SETTINGS = [
     help: 'ng control port of the supervised local rtpengine.',
   },
   {
+    key: 'rtpengine.dtmfPort',
+    env: 'SIMU_RTPENGINE_DTMF_PORT',
+    kind: 'port',
+    default: '22223',
+    help: 'UDP port on 127.0.0.1 where the local rtpengine reports RFC 4733 digits (--dtmf-log-dest).',
+  },
+  {
     key: 'rtpengine.interface',
     env: 'SIMU_RTPENGINE_INTERFACE',
     kind: 'string',

@@ -2,6 +2,7 @@ import type { Config, Logger } from '../config/index.js';
 import type { Db, TrunkRow } from '../store/index.js';
 import { UserAgent, type Responder, type SipRequest, type ListenOptions } from './stack/index.js';
 import { TrunkDirectory } from './trunks.js';
+import type { SecurityGate } from './security/index.js';
 
 /** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
 export type InviteOrigin = { kind: 'trunk'; trunk: TrunkRow } | { kind: 'end-user'; identity: EndUserIdentity };
@@ -30,9 +31,25 @@ export class SipApplication {
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
 
-  constructor(private readonly deps: { db: Db; config: Config; logger: Logger }) {
+  #trustedTimer: NodeJS.Timeout | undefined;
+
+  /** With `security`, every request passes the gate first (floods, scanners, bans; docs/security.md). */
+  constructor(private readonly deps: { db: Db; config: Config; logger: Logger; security?: SecurityGate }) {
     this.#log = deps.logger;
-    this.ua = new UserAgent({ logger: deps.logger, advertisedHost: deps.config.publicHost });
+    const gate = deps.security;
+    this.ua = new UserAgent({
+      logger: deps.logger,
+      advertisedHost: deps.config.publicHost,
+      admitRequest: gate
+        ? (req) =>
+            gate.inspect({
+              source: req.source?.address ?? '',
+              transport: req.source?.transport ?? 'UDP',
+              method: req.method,
+              userAgent: req.headers.get('user-agent'),
+            }) === 'allow'
+        : undefined,
+    });
     this.trunks = new TrunkDirectory(deps.db);
     this.ua.onRequest('OPTIONS', (_req, srv) =>
       srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER' } }),
@@ -51,7 +68,16 @@ export class SipApplication {
   }
 
   async listen(extra: Partial<ListenOptions> = {}): Promise<void> {
-    const { config } = this.deps;
+    const { config, security } = this.deps;
+    if (security) {
+      // Bans that survived a restart hold at once; carriers' addresses are exempt from automatic bans and are
+      // re-read so a `simu trunks add` reaches the running gate.
+      await security.syncBans();
+      const refresh = async () => security.setTrustedAddresses(await this.trunks.inboundAddresses());
+      await refresh();
+      this.#trustedTimer = setInterval(() => void refresh().catch(() => undefined), 5000);
+      this.#trustedTimer.unref();
+    }
     await this.ua.listen({
       udp: { host: config.sip.host, port: config.sip.port },
       tcp: { host: config.sip.host, port: config.sip.port },
@@ -84,6 +110,8 @@ export class SipApplication {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#trustedTimer);
     await this.ua.close();
+    await this.deps.security?.close();
   }
 }

@@ -42,6 +42,11 @@ export class TrunkDirectory {
     return undefined;
   }
 
+  /** Every carrier signalling address or range (the security gate exempts them from automatic bans). */
+  async inboundAddresses(): Promise<string[]> {
+    return (await this.#trunks()).flatMap((t) => t.inbound_addresses);
+  }
+
   /** True when the address belongs to a carrier (exempt from flood bans). */
   async isCarrierAddress(address: string): Promise<boolean> {
     return (await this.matchSource(address)) !== undefined;

@@ -27,7 +27,7 @@ await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
 const hook = `http://127.0.0.1:${(server.address() as { port: number }).port}/in`;
 await ctx.db('numbers').where({ number: acct.did }).update({ webhook_voice_inbound: hook });
 await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 1000, max_cps: 1000 });
-await addCarrier(ctx.db, 21961);
+await addCarrier(ctx.db, 21961, 'carrier', ctx.sw);
 
 // The carrier: sends calls in, and refuses the Dial legs coming out (486) once their INVITE is timed.
 const carrier = new UserAgent();

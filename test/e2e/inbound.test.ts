@@ -36,7 +36,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
     // The carrier sends from 127.0.0.1 and takes outbound legs (Dial) at 127.0.0.1:21563.
-    await addCarrier(ctx.db, 21563);
+    await addCarrier(ctx.db, 21563, 'carrier', ctx.sw);
     // What the caller says in the Record test: real speech as raw mu-law for SIPp's rtp_stream.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-speech-'));
     execFileSync('espeak-ng', [

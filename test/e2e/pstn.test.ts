@@ -35,7 +35,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
-    await addCarrier(ctx.db, 21560);
+    await addCarrier(ctx.db, 21560, 'carrier', ctx.sw);
   });
 
   after(async () => {

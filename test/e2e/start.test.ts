@@ -16,6 +16,7 @@ describe('the switch process (npm start)', function () {
     SIMU_SIP_WS_PORT: '21066',
     SIMU_SIP_WSS_PORT: '21067',
     SIMU_RTPENGINE_NG_PORT: '21222',
+    SIMU_RTPENGINE_DTMF_PORT: '21022',
     SIMU_RTP_PORT_MIN: '21300',
     SIMU_RTP_PORT_MAX: '21399',
   };
