@@ -49,6 +49,8 @@ describe('e2e: account assets played to a caller, and recording retention', func
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
     await addCarrier(ctx.db, 21663);
+    // The SIP edge caches the carrier list for 2 s (sip/trunks.ts): let it see the new carrier.
+    await new Promise((r) => setTimeout(r, 2100));
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-assets-'));
     const wav = path.join(dir, 'greeting.wav');
     execFileSync('espeak-ng', [
