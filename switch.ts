@@ -2,10 +2,10 @@ import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
 import { openDb, migrate, pingDb, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
-import { SipApplication } from './sip/index.js';
+import { SipApplication, Registrar } from './sip/index.js';
 import { SecurityGate, knexBanStore } from './sip/security/index.js';
 import { StoreAdmission } from './billing/admission.js';
-import { CreditMonitor, RateBook, ReconcileSweep, type BillingEmit } from './billing/index.js';
+import { CreditMonitor, RateBook, ReconcileSweep, reconcileCall, type BillingEmit } from './billing/index.js';
 import { createApiServer } from './api/index.js';
 import {
   EventBus,
@@ -99,6 +99,17 @@ export class Switch {
       logger: roomLogger('sip').child({ module: 'security' }),
     });
     const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security });
+    // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
+    const registrar = new Registrar({
+      app: sip,
+      db,
+      secret,
+      logger: roomLogger('sip'),
+      events: publisher,
+      gate: security,
+    });
+    await registrar.start();
+    this.#closers.push(async () => registrar.close());
     const admission = new StoreAdmission(db);
     // Billing events carry the call they concern as data.callId; the publisher files them under that call.
     const billingEmit: BillingEmit = (accountId, code, data) => {
@@ -124,7 +135,17 @@ export class Switch {
       sip,
       admission,
       billing: monitor,
+      locator: {
+        lookup: (accountId, ext) =>
+          registrar.location.lookup(accountId, ext).map((b) => ({
+            contact: b.contact,
+            target: { transport: b.transport, host: b.sourceAddress, port: b.sourcePort, flowId: b.flowId },
+          })),
+        acquireCallSlot: (tokenId, max) => registrar.location.acquireCallSlot(tokenId, max),
+        releaseCallSlot: (tokenId) => registrar.location.releaseCallSlot(tokenId),
+      },
       recordingRetentionDays: config.recordings.retentionDays,
+      reconcile: (id) => reconcileCall(db, id, Date.now(), { emit: billingEmit, increment: rates.increment }),
     });
     this.calls = calls;
     this.sip = sip;

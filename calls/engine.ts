@@ -23,6 +23,8 @@ export interface CallEngineDeps {
   sip: SipApplication;
   admission: Admission;
   billing?: CallBilling;
+  /** Closes a call the store shows live that this process does not hold (billing's reconcileCall). */
+  reconcile?: (callId: string) => Promise<unknown>;
   /** Registered end-users' contacts (sip/location.ts); without it end-user calls are refused with 503. */
   locator?: EndUserLocator;
   /** Days a recording is kept before the retention job deletes its media. */
@@ -118,9 +120,13 @@ export class SwitchCallEngine implements CallEngine {
   async hangup(row: CallRow): Promise<CallRow> {
     const live = this.#live.get(row.id);
     if (live) return live.end(live.life.isAnswered ? ReasonCodes.normalHangup : ReasonCodes.canceled);
-    // The store shows the call live but this switch does not hold it: close it as reconciled (spec: END.0504).
-    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
-    await life.end(ReasonCodes.reconciled);
+    // The store shows the call live but this switch does not hold it: close it as reconciled (spec: END.0504),
+    // billed up to the last credit heartbeat, reported once, exactly as the periodic sweep would.
+    if (this.#deps.reconcile) await this.#deps.reconcile(row.id);
+    else
+      await new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row).end(
+        ReasonCodes.reconciled,
+      );
     return (await findCallAnyAccount(this.#deps.db, row.id)) ?? row;
   }
 

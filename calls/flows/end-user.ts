@@ -28,6 +28,9 @@ export interface ContactBinding {
 /** The location service as the call engine sees it (sip/location.ts). */
 export interface EndUserLocator {
   lookup(accountId: string, extension: string): ContactBinding[];
+  /** A phone token's `max_concurrent`: false when the token already has that many calls up. */
+  acquireCallSlot?(tokenId: string, max: number): boolean;
+  releaseCallSlot?(tokenId: string): void;
 }
 
 export interface EndUserFlowDeps extends FlowDeps {
@@ -54,6 +57,29 @@ export const NO_OUTBOUND_HANDLER_NOTICE = 'This account cannot place outside cal
  * PSTN by itself).
  */
 export async function runEndUserCall(
+  d: EndUserFlowDeps,
+  req: SipRequest,
+  srv: Responder,
+  who: EndUserIdentity,
+): Promise<void> {
+  // The phone token's max_concurrent holds across the end-user's calls (spec: Phone token).
+  if (d.locator.acquireCallSlot && !d.locator.acquireCallSlot(who.tokenId, who.maxConcurrent)) {
+    srv.send(486, 'Busy Here');
+    return;
+  }
+  let released = false;
+  const release = () => {
+    if (!released) d.locator.releaseCallSlot?.(who.tokenId);
+    released = true;
+  };
+  try {
+    await routeEndUserCall(d, req, srv, who);
+  } finally {
+    release();
+  }
+}
+
+async function routeEndUserCall(
   d: EndUserFlowDeps,
   req: SipRequest,
   srv: Responder,
@@ -143,6 +169,7 @@ async function runInternal(
     const uas = await d.sip.ua.createUAS(req, { localSdp: answer });
     call.attach(uas);
     await call.answered();
+    await call.life.ended; // the token's call slot is held until the call ends
   } catch (e) {
     d.log.warn({ err: e, call: row.sid }, 'internal call failed');
     srv.send(500, 'Server Internal Error');

@@ -1,5 +1,12 @@
 import { AdmissionRefusedError, type AdmissionCode } from '../../billing/admission.js';
-import { EventCodes, reasonLabel, type EventCode, type EventPublisher, type ReasonCode } from '../../events/index.js';
+import {
+  EventCodes,
+  ReasonCodes,
+  reasonLabel,
+  type EventCode,
+  type EventPublisher,
+  type ReasonCode,
+} from '../../events/index.js';
 import { insertCall, nowIso, type Db, type NewCall } from '../../store/index.js';
 import type { Responder } from '../../sip/stack/index.js';
 
@@ -9,20 +16,20 @@ import type { Responder } from '../../sip/stack/index.js';
  * 503 with Retry-After for the CPS cap and for draining.
  */
 const SIP_REFUSAL: Record<AdmissionCode, { status: number; reason: string; retryAfter?: number }> = {
-  'BILL.0402': { status: 402, reason: 'Payment Required' },
-  'BILL.0407': { status: 403, reason: 'Forbidden' },
-  'LIMIT.0429': { status: 486, reason: 'Busy Here' },
-  'LIMIT.0430': { status: 503, reason: 'Service Unavailable', retryAfter: 1 },
-  'PLATFORM.0503': { status: 503, reason: 'Service Unavailable', retryAfter: 30 },
+  [ReasonCodes.insufficientBalance]: { status: 402, reason: 'Payment Required' },
+  [ReasonCodes.accountSuspended]: { status: 403, reason: 'Forbidden' },
+  [ReasonCodes.concurrencyCap]: { status: 486, reason: 'Busy Here' },
+  [ReasonCodes.cpsLimit]: { status: 503, reason: 'Service Unavailable', retryAfter: 1 },
+  [ReasonCodes.platformPaused]: { status: 503, reason: 'Service Unavailable', retryAfter: 30 },
 };
 
 /** The refusal event of each admission code (spec catalogue: the code is both the event and the reason). */
 const REFUSAL_EVENT: Record<AdmissionCode, EventCode> = {
-  'BILL.0402': EventCodes.walletInsufficient,
-  'BILL.0407': EventCodes.accountSuspended,
-  'LIMIT.0429': EventCodes.concurrencyExceeded,
-  'LIMIT.0430': EventCodes.cpsExceeded,
-  'PLATFORM.0503': EventCodes.platformDraining,
+  [ReasonCodes.insufficientBalance]: EventCodes.walletInsufficient,
+  [ReasonCodes.accountSuspended]: EventCodes.accountSuspended,
+  [ReasonCodes.concurrencyCap]: EventCodes.concurrencyExceeded,
+  [ReasonCodes.cpsLimit]: EventCodes.cpsExceeded,
+  [ReasonCodes.platformPaused]: EventCodes.platformDraining,
 };
 
 /**
