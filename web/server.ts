@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context, Middleware, Next } from 'koa';
+import type { Config } from '../config/index.js';
 import { insertApiKey, revokeApiKey, type Db } from '../store/index.js';
 import { apiKeyOut } from '../api/present.js';
 import { checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } from './users.js';
@@ -23,7 +24,9 @@ import { checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } fr
  */
 export interface PortalDeps {
   db: Db;
-  /** True when the portal is served over https (the cookie gets `Secure`). */
+  /** For the softphone's SIP WebSocket address and, with an https publicBaseUrl, `Secure` cookies. */
+  config?: Config;
+  /** True when the portal is served over https (the cookie gets `Secure`); defaults from config.publicBaseUrl. */
   secureCookies?: boolean;
   now?: () => number;
   /** Idle session lifetime. */
@@ -170,7 +173,7 @@ export class Portal {
     if (route === 'GET /portal/api/me') {
       const got = this.#session(ctx);
       if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
-      ctx.body = { email: got.s.email, account: got.s.accountId };
+      ctx.body = this.#me(got.s);
       return;
     }
     const { sid, s } = this.#require(ctx);
@@ -260,10 +263,23 @@ export class Portal {
       httpOnly: true,
       sameSite: 'strict',
       path: '/',
-      secure: this.deps.secureCookies ?? false,
+      secure: this.deps.secureCookies ?? this.deps.config?.publicBaseUrl.startsWith('https:') ?? false,
       overwrite: true,
     });
-    ctx.body = { email: user.email, account: user.account_id };
+    ctx.body = this.#me(this.#sessions.get(sid)!);
+  }
+
+  /** Who is signed in, and where the softphone registers (WSS preferred: browsers on https pages need it). */
+  #me(s: Session) {
+    const c = this.deps.config;
+    const sip = !c
+      ? null
+      : c.sip.wssPort > 0
+        ? `wss://${c.publicHost}:${c.sip.wssPort}`
+        : c.sip.wsPort > 0
+          ? `ws://${c.publicHost}:${c.sip.wsPort}`
+          : null;
+    return { email: s.email, account: s.accountId, sip_websocket: sip };
   }
 }
 
