@@ -177,7 +177,7 @@ export class Switch {
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());
 
-    const portal = new Portal({ db, secureCookies: config.publicBaseUrl.startsWith('https:') });
+    const portal = new Portal({ db, config });
     this.#closers.push(() => portal.close());
     const { server } = createApiServer({
       before: portal.middleware(),
