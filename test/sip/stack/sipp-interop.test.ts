@@ -5,7 +5,7 @@
  */
 import { strict as assert } from 'node:assert';
 import { DigestServer, UserAgent, type Dialog } from '../../../sip/stack/index.js';
-import { clientArgs, peerPort, pickPort, SCENARIOS, SippRunner } from './sipp.js';
+import { clientArgs, mediaPort, peerPort, pickPort, SCENARIOS, SippRunner } from './sipp.js';
 import { SDP_B, waitFor } from './helpers.js';
 
 describe('SIPp interop', function () {
@@ -108,7 +108,7 @@ describe('SIPp interop', function () {
         '-p',
         String(uasPort),
         '-mp',
-        String(uasPort + 500),
+        String(await mediaPort()),
         '-m',
         '1',
         '-timeout',
@@ -149,7 +149,7 @@ describe('SIPp interop', function () {
         '-p',
         String(uasPort),
         '-mp',
-        String(uasPort + 500),
+        String(await mediaPort()),
         '-m',
         '5',
         '-lost',
@@ -172,6 +172,6 @@ describe('SIPp interop', function () {
     await waitFor<void>((done) => {
       const check = () => (ua.dialogCount === 0 ? done() : setTimeout(check, 50));
       check();
-    }, 5000);
+    }, 10000).catch(() => assert.fail(`dialogs left: ${JSON.stringify(ua.stats())}`));
   });
 });

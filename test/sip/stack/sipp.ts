@@ -65,8 +65,21 @@ export async function pickPort(lo: number, hi: number): Promise<number> {
   throw new Error(`no free port in ${lo}-${hi}`);
 }
 
-/** A free port for a SIPp peer or its media (16000-16999, this room's range for peers). */
-export const peerPort = (): Promise<number> => pickPort(16000, 16999);
+/** A free signalling port for a SIPp peer (16000-16499 of this room's peer range). */
+export const peerPort = (): Promise<number> => pickPort(16000, 16499);
+
+/**
+ * A free media base for SIPp (16500-16999): SIPp binds audio and video RTP and RTCP at base..base+3, so the
+ * base is a multiple of 4 with all four ports free.
+ */
+export async function mediaPort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const base = 16500 + 4 * Math.floor(Math.random() * 125);
+    const free = await Promise.all([0, 1, 2, 3].map((k) => canBind(base + k)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error('no free media ports');
+}
 
 /** Common client arguments: target, local signalling and media ports, bounded run. */
 export async function clientArgs(target: string, transport: 'UDP' | 'TCP', calls = 1): Promise<string[]> {
@@ -77,7 +90,7 @@ export async function clientArgs(target: string, transport: 'UDP' | 'TCP', calls
     '-p',
     String(await peerPort()),
     '-mp',
-    String(await peerPort()),
+    String(await mediaPort()),
     '-m',
     String(calls),
     '-timeout',
