@@ -29,7 +29,7 @@ export const AssetOut = z.object({
   size_bytes: z.number().int(),
   original_format: z.string(),
   media_format: z.enum(['wav']),
-  storage_backend: z.enum(['local']),
+  storage_backend: z.enum(['local', 's3']),
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -14,7 +14,7 @@ import {
   type AssetRow,
   type Db,
 } from '../store/index.js';
-import { LocalMediaStorage } from './media-storage.js';
+import { LocalMediaStorage, type MediaStorage } from './media-storage.js';
 
 /** Largest upload accepted, before conversion (docs/assets.md). */
 export const MAX_ASSET_BYTES = 10 * 1024 * 1024;
@@ -44,11 +44,20 @@ function checkName(name: string): void {
  */
 export class AssetLibrary {
   readonly #db: Db;
-  readonly #storage: LocalMediaStorage;
+  /** The data directory: conversion happens here, and `local` assets stay here. */
+  readonly #local: LocalMediaStorage;
+  /** Where new uploads are kept (local, or s3 from the configuration: mediaStorageFor). */
+  readonly #storage: MediaStorage;
 
-  constructor(opts: { db: Db; dataDir: string }) {
+  constructor(opts: { db: Db; dataDir: string; storage?: MediaStorage }) {
     this.#db = opts.db;
-    this.#storage = new LocalMediaStorage(opts.dataDir);
+    this.#local = new LocalMediaStorage(opts.dataDir);
+    this.#storage = opts.storage ?? this.#local;
+  }
+
+  /** The audio of a stored asset, as Play needs it (store/assets.ts findPlayableAsset). */
+  get audioSource(): MediaStorage {
+    return this.#storage;
   }
 
   async upload(accountId: string, name: string, audio: Buffer): Promise<AssetRow> {
@@ -60,9 +69,11 @@ export class AssetLibrary {
     if (await findAssetByName(this.#db, accountId, name))
       throw new AssetError(409, 'ASSET_NAME_TAKEN', `An asset named "${name}" already exists in this account.`);
     const id = randomUUID();
-    const dest = this.#storage.pathFor(path.join('assets', accountId, `${id}.wav`));
+    const key = `assets/${accountId}/${id}.wav`;
+    const dest = this.#local.pathFor(key);
     await mkdir(path.dirname(dest), { recursive: true });
     const src = `${dest}.upload`;
+    let storagePath: string | undefined;
     try {
       await writeFile(src, audio);
       const converted = await convertToPlaybackWav(src, dest).catch((e: unknown) => {
@@ -70,17 +81,22 @@ export class AssetLibrary {
         if (e.reason === 'unsupported') throw new AssetError(415, 'ASSET_FORMAT_UNSUPPORTED', e.message);
         throw new AssetError(422, 'ASSET_UNDECODABLE', e.message);
       });
+      storagePath = await this.#storage.put(key, dest);
+      if (this.#storage.backend !== 'local') await rm(dest, { force: true }); // the backend caches its own copy
       return await insertAsset(this.#db, {
         id,
         account_id: accountId,
         name,
-        storage_path: dest,
+        storage_backend: this.#storage.backend,
+        storage_path: storagePath,
         duration_seconds: converted.durationSeconds,
         size_bytes: converted.sizeBytes,
         original_format: converted.format,
       });
     } catch (e) {
       await rm(dest, { force: true });
+      if (storagePath && this.#storage.backend !== 'local')
+        await this.#storage.remove(storagePath).catch(() => undefined);
       throw e;
     } finally {
       await rm(src, { force: true });
@@ -116,7 +132,7 @@ export class AssetLibrary {
   async delete(accountId: string, id: string): Promise<AssetRow> {
     const row = await deleteAssetRow(this.#db, accountId, id);
     if (!row) throw notFound();
-    await this.#storage.remove(row.storage_path);
+    await (row.storage_backend === 'local' ? this.#local : this.#storage).remove(row.storage_path);
     return row;
   }
 }

@@ -14,6 +14,7 @@ import { runInbound } from './flows/inbound.js';
 import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
+import { mediaStorageFor, type MediaStorage } from './media-storage.js';
 
 export interface CallEngineDeps {
   db: Db;
@@ -40,10 +41,12 @@ export class SwitchCallEngine implements CallEngine {
   readonly #flow: FlowDeps;
   readonly #live = new Map<string, LiveCall | BridgedCall>();
   readonly #log = roomLogger('calls');
+  readonly #assetStorage: MediaStorage;
   #closed = false;
 
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
+    this.#assetStorage = mediaStorageFor(deps.config);
     this.#flow = {
       db: deps.db,
       config: deps.config,
@@ -83,6 +86,7 @@ export class SwitchCallEngine implements CallEngine {
         webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
         dialer: (c, target, options) => runDial({ ...this.#flow, locator: this.#deps.locator }, c, target, options),
         recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
+        assetStorage: this.#assetStorage,
       },
       life,
     );

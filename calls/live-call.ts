@@ -8,6 +8,7 @@ import {
   insertRecording,
   findPlayableAsset,
   recordingRetentionDaysFor,
+  type AssetAudioSource,
   type CallRow,
   type Db,
 } from '../store/index.js';
@@ -59,6 +60,8 @@ export interface LiveCallDeps {
   /** Runs the Dial verb (calls/flows/dial-verb.ts). */
   dialer?: (call: LiveCall, target: DialTarget, options: DialOptions) => Promise<DialResult>;
   recordingRetentionDays: number;
+  /** Where assets not kept locally are fetched from (s3); local assets need nothing. */
+  assetStorage?: AssetAudioSource;
 }
 
 /**
@@ -210,7 +213,7 @@ export class LiveCall implements VerbContext {
   async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
     if (source.kind === 'asset') {
       // Absent, inactive or without audio: PLAY.0404 and the next verb (spec, Play).
-      const file = await findPlayableAsset(this.#d.db, this.row.account_id, source.name);
+      const file = await findPlayableAsset(this.#d.db, this.row.account_id, source.name, this.#d.assetStorage);
       if (!file) return 'asset_missing';
       await this.#d.media.playFile(this.id, CALLER_LEG, file, { signal: options.signal });
       return 'played';

@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { AssetLibrary, MAX_ASSET_BYTES } from '../calls/index.js';
+import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../calls/index.js';
 import { loadConfig } from '../config/index.js';
 import { findAccount, updateAccount, type AssetRow, type Db } from '../store/index.js';
 import { Flags, UsageError, type ParsedArgs } from './args.js';
@@ -15,7 +15,10 @@ async function accountId(db: Db, id: string | undefined): Promise<string> {
   return id;
 }
 
-const library = (db: Db) => new AssetLibrary({ db, dataDir: loadConfig().dataDir });
+const library = (db: Db) => {
+  const config = loadConfig();
+  return new AssetLibrary({ db, dataDir: config.dataDir, storage: mediaStorageFor(config) });
+};
 
 const present = (a: AssetRow) => ({
   uuid: a.id,

@@ -26,6 +26,14 @@ export interface Config {
   ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
   webhooks: { timeoutMs: number; allowPrivate: boolean };
   recordings: { retentionDays: number };
+  storage: {
+    backend: 'local' | 's3';
+    s3Endpoint: string;
+    s3Bucket: string;
+    s3Region: string;
+    s3AccessKeyId: string;
+    s3SecretAccessKey: string;
+  };
   demo: { numbers: string[] };
 }
 

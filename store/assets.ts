@@ -12,7 +12,7 @@ export interface AssetRow {
   account_id: string;
   name: string;
   is_active: boolean;
-  storage_backend: 'local';
+  storage_backend: 'local' | 's3';
   storage_path: string;
   duration_seconds: number;
   size_bytes: number;
@@ -43,15 +43,16 @@ export interface NewAsset {
   duration_seconds: number;
   size_bytes: number;
   original_format: string;
+  storage_backend?: 'local' | 's3';
 }
 
 export async function insertAsset(db: Db, input: NewAsset): Promise<AssetRow> {
   const at = nowIso();
   const row = {
     id: input.id ?? newId(),
+    storage_backend: 'local',
     ...input,
     is_active: true,
-    storage_backend: 'local',
     created_at: at,
     updated_at: at,
   };
@@ -119,13 +120,30 @@ export async function deleteAssetRow(db: Db, accountId: string, id: string): Pro
   return row;
 }
 
+/** A non-local asset backend, as Play needs it: a local file to play for a stored object (calls/media-storage.ts). */
+export interface AssetAudioSource {
+  readonly backend: string;
+  localPath(storagePath: string): Promise<string | undefined>;
+}
+
 /**
  * The audio file `<Play asset="name">` plays, or undefined when the account has no such asset, it is inactive, or
- * its file is missing or empty (the Play verb then emits PLAY.0404 and the call goes on).
+ * its file is missing or empty (the Play verb then emits PLAY.0404 and the call goes on). An asset kept in another
+ * backend (s3) is fetched to a local cache through `remote`.
  */
-export async function findPlayableAsset(db: Db, accountId: string, name: string): Promise<string | undefined> {
+export async function findPlayableAsset(
+  db: Db,
+  accountId: string,
+  name: string,
+  remote?: AssetAudioSource,
+): Promise<string | undefined> {
   const r = await db('assets').where({ account_id: accountId, name }).first();
-  if (!r || !r.is_active || r.storage_backend !== 'local') return undefined;
-  const st = await stat(r.storage_path).catch(() => undefined);
-  return st?.isFile() && st.size > 44 ? (r.storage_path as string) : undefined;
+  if (!r || !r.is_active) return undefined;
+  let file: string | undefined = r.storage_path;
+  if (r.storage_backend !== 'local') {
+    if (!remote || remote.backend !== r.storage_backend) return undefined;
+    file = await remote.localPath(r.storage_path).catch(() => undefined);
+  }
+  const st = file ? await stat(file).catch(() => undefined) : undefined;
+  return st?.isFile() && st.size > 44 ? file : undefined;
 }

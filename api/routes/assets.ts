@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { AssetLibrary, MAX_ASSET_BYTES } from '../../calls/index.js';
+import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../../calls/index.js';
 import * as A from '../asset-schemas.js';
 import { authOf } from '../auth.js';
 import { ApiError, ValidationError } from '../errors.js';
@@ -66,7 +66,7 @@ async function readUpload(ctx: Context): Promise<{ name: string; audio: Buffer }
 
 /** Account audio assets, played by `<Play asset="name">` (docs/assets.md). */
 export function assetRoutes(t: RouteTable, d: RouteDeps): void {
-  const library = new AssetLibrary({ db: d.db, dataDir: d.config.dataDir });
+  const library = new AssetLibrary({ db: d.db, dataDir: d.config.dataDir, storage: mediaStorageFor(d.config) });
 
   t.add(
     {
