@@ -57,6 +57,14 @@ describe('SIPp interop', function () {
 
   const target = () => `127.0.0.1:${stackPort}`;
 
+  /** SIPp's built-in uas as the callee, on fresh ports of our range. */
+  async function startUas(transport: 'UDP' | 'TCP', calls: number, extra: string[] = []) {
+    const port = await peerPort();
+    const args = ['-sn', 'uas', '-i', '127.0.0.1', '-p', String(port), '-mp', String(await mediaPort())];
+    args.push('-m', String(calls), '-timeout', '45s', ...extra, ...(transport === 'TCP' ? ['-t', 't1'] : []));
+    return { port, peer: sipp.run(args, 50000) };
+  }
+
   for (const transport of ['UDP', 'TCP'] as const) {
     it(`${transport}: OPTIONS is answered 200`, async () => {
       const r = await sipp.run([...(await clientArgs(target(), transport)), '-sf', `${SCENARIOS}/options.xml`]).done;
@@ -99,22 +107,7 @@ describe('SIPp interop', function () {
     });
 
     it(`${transport}: stack as UAC: calls SIPp's built-in uas, gets the answer, hangs up`, async () => {
-      const uasPort = await peerPort();
-      const peer = sipp.run([
-        '-sn',
-        'uas',
-        '-i',
-        '127.0.0.1',
-        '-p',
-        String(uasPort),
-        '-mp',
-        String(await mediaPort()),
-        '-m',
-        '1',
-        '-timeout',
-        '20s',
-        ...(transport === 'TCP' ? ['-t', 't1'] : []),
-      ]);
+      const { port: uasPort, peer } = await startUas(transport, 1);
       await new Promise((r) => setTimeout(r, 300)); // let SIPp bind
       const ringing: number[] = [];
       const suffix = transport === 'TCP' ? ';transport=tcp' : '';
@@ -139,26 +132,7 @@ describe('SIPp interop', function () {
   });
 
   it('UDP: stack as UAC under loss at SIPp uas (-lost 10): 5 calls complete through our retransmissions', async () => {
-    const uasPort = await peerPort();
-    const peer = sipp.run(
-      [
-        '-sn',
-        'uas',
-        '-i',
-        '127.0.0.1',
-        '-p',
-        String(uasPort),
-        '-mp',
-        String(await mediaPort()),
-        '-m',
-        '5',
-        '-lost',
-        '10',
-        '-timeout',
-        '45s',
-      ],
-      50000,
-    );
+    const { port: uasPort, peer } = await startUas('UDP', 5, ['-lost', '10']);
     await new Promise((r) => setTimeout(r, 300));
     for (let i = 0; i < 5; i++) {
       const dialog = await ua.createUAC(`sip:service@127.0.0.1:${uasPort}`, { localSdp: SDP_B });
