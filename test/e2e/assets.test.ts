@@ -3,8 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import S3rver from 's3rver';
 import { RecordingRetention } from '../../calls/index.js';
-import { roomLogger } from '../../config/index.js';
+import { loadConfig, roomLogger } from '../../config/index.js';
+import { setRate } from '../../store/index.js';
+import { Switch } from '../../switch.js';
 import { readWav, rms } from '../../media/index.js';
 import {
   startTestSwitch,
@@ -48,9 +52,7 @@ describe('e2e: account assets played to a caller, and recording retention', func
     ctx = await startTestSwitch({ http: 21280, sip: 21265, ng: 21226, rtpMin: 21800, rtpMax: 21899 });
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
-    await addCarrier(ctx.db, 21663);
-    // The SIP edge caches the carrier list for 2 s (sip/trunks.ts): let it see the new carrier.
-    await new Promise((r) => setTimeout(r, 2100));
+    await addCarrier(ctx.db, 21663, 'carrier', ctx.sw); // the running edge sees it at once
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-assets-'));
     const wav = path.join(dir, 'greeting.wav');
     execFileSync('espeak-ng', [
@@ -207,5 +209,120 @@ describe('e2e: account assets played to a caller, and recording retention', func
     assert.equal((await media.json()).code, 'RECORDING_NOT_FOUND');
     const again = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: rec.uuid });
     assert.equal(again.status, 404);
+  });
+});
+
+/** The same switch set-up as the harness's startTestSwitch, with the asset backend set to an s3rver bucket. */
+async function startSwitchWithS3(endpoint: string) {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-s3-'));
+  const config = loadConfig(
+    {
+      SIMU_DATA_DIR: dataDir,
+      SIMU_HTTP_HOST: '127.0.0.1',
+      SIMU_HTTP_PORT: '21280',
+      SIMU_SIP_HOST: '127.0.0.1',
+      SIMU_SIP_PORT: '21265',
+      SIMU_SIP_WS_PORT: '0',
+      SIMU_SIP_WSS_PORT: '0',
+      SIMU_SIP_TLS_PORT: '0',
+      SIMU_RTPENGINE_NG_PORT: '21226',
+      SIMU_RTPENGINE_DTMF_PORT: '21919',
+      SIMU_RTP_PORT_MIN: '21800',
+      SIMU_RTP_PORT_MAX: '21899',
+      SIMU_WEBHOOK_TIMEOUT_MS: '3000',
+      SIMU_LOG_LEVEL: process.env.SIMU_LOG_LEVEL ?? 'silent',
+      SIMU_STORAGE_BACKEND: 's3',
+      SIMU_S3_ENDPOINT: endpoint,
+      SIMU_S3_BUCKET: 'simu-e2e',
+      SIMU_S3_ACCESS_KEY_ID: 'S3RVER',
+      SIMU_S3_SECRET_ACCESS_KEY: 'S3RVER',
+    },
+    dataDir,
+  );
+  const sw = new Switch(config);
+  await sw.start();
+  await setRate(sw.db, 'inbound', 50);
+  return { sw, config, db: sw.db, baseUrl: 'http://127.0.0.1:21280' };
+}
+
+describe('e2e: an asset kept in an S3-compatible bucket is played to a caller', function () {
+  this.timeout(60000);
+  let s3: S3rver;
+  let s3Dir: string;
+  let ctx: Awaited<ReturnType<typeof startSwitchWithS3>>;
+  let acct: TestAccount;
+  const server = new AccountServer();
+  let sink: RtpSink | undefined;
+  let sipp: SippRun | undefined;
+  const DID = '+254711280002';
+
+  before(async () => {
+    s3Dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-s3rver-'));
+    s3 = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: s3Dir,
+      configureBuckets: [{ name: 'simu-e2e', configs: [] }],
+    });
+    const addr: AddressInfo = await s3.run();
+    ctx = await startSwitchWithS3(`http://127.0.0.1:${addr.port}`);
+    await server.listen();
+    acct = await createAccountWithDid(ctx.db, DID);
+    await addCarrier(ctx.db, 21663, 'carrier', ctx.sw);
+  });
+
+  after(async () => {
+    sipp?.kill();
+    sink?.close();
+    await server.close();
+    await ctx?.sw.stop();
+    await s3?.close();
+    rmSync(s3Dir, { recursive: true, force: true });
+  });
+
+  it('uploaded through the API into the bucket, fetched on a cold cache, heard by the caller', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-s3-src-'));
+    const wav = path.join(dir, 'g.wav');
+    execFileSync('espeak-ng', ['-w', wav, 'This greeting was kept in a bucket and fetched for this call.']);
+    const up = await fetch(`${ctx.baseUrl}/api/assets/upload?name=bucket-greeting`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'audio/wav' },
+      body: new Uint8Array(readFileSync(wav)),
+    });
+    const asset = await up.json();
+    assert.equal(up.status, 201, JSON.stringify(asset));
+    assert.equal(asset.storage_backend, 's3');
+    const cache = path.join(ctx.config.dataDir, 's3-cache');
+    const speech = speechSecondsOf((await readWav(path.join(cache, 'assets', acct.id, `${asset.uuid}.wav`))).samples);
+    rmSync(cache, { recursive: true, force: true }); // Play must GET the object from the bucket
+    rmSync(dir, { recursive: true, force: true });
+
+    server.verbs('/s3', '<Response><Play asset="bucket-greeting"/><Hangup/></Response>');
+    await ctx
+      .db('numbers')
+      .where({ number: DID })
+      .update({ webhook_voice_inbound: server.url('/s3') });
+    sink = await new RtpSink().bind(21911);
+    sipp = runSipp([
+      '127.0.0.1:21265',
+      '-sf',
+      path.join(SCENARIOS, 'uac-inbound.xml'),
+      '-key',
+      'media_sink',
+      '21911',
+      '-s',
+      DID.slice(1),
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21662',
+      '-m',
+      '1',
+    ]);
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const heard = sink.speechSeconds();
+    assert.ok(heard >= speech * 0.75, `heard ${heard} s of the asset's ${speech} s of speech`);
+    assert.ok(existsSync(path.join(cache, 'assets', acct.id, `${asset.uuid}.wav`)), 'the cache was refilled');
   });
 });
