@@ -73,7 +73,7 @@ export async function runEndUserCall(
     released = true;
   };
   try {
-    await routeEndUserCall(d, req, srv, who);
+    await routeEndUserCall(d, req, srv, who, release);
   } finally {
     release();
   }
@@ -84,6 +84,7 @@ async function routeEndUserCall(
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,
+  release: () => void,
 ): Promise<void> {
   const uri = req.uri as { user?: string; host?: string };
   const dialled = decodeURIComponent(uri.user ?? '');
@@ -98,13 +99,15 @@ async function routeEndUserCall(
       end_user_id: who.endUserId,
     };
     if (domainAccount && domainAccount !== who.accountId.toLowerCase()) {
+      // The CDR is written before the phone hears the answer, so a client reading it at once finds it.
+      await recordRefusedCall(d.db, d.events, base, ReasonCodes.crossAccount, ReasonCodes.crossAccount);
       srv.send(403, 'Forbidden');
-      return recordRefusedCall(d.db, d.events, base, ReasonCodes.crossAccount, ReasonCodes.crossAccount);
+      return;
     }
-    return runInternal(d, req, srv, who, dialled, base);
+    return runInternal(d, req, srv, who, dialled, base, release);
   }
   const e164 = dialled.startsWith('+') ? dialled : `+${dialled.replace(/\D/g, '')}`;
-  return runToPstn(d, req, srv, who, caller, e164);
+  return runToPstn(d, req, srv, who, caller, e164, release);
 }
 
 async function runInternal(
@@ -114,16 +117,22 @@ async function runInternal(
   who: EndUserIdentity,
   ext: string,
   base: NewCall,
+  release: () => void,
 ) {
+  const domain = (req.uri as { host?: string }).host ?? d.config.publicHost;
   const callee = await findExtension(d.db, who.accountId, ext);
   if (!callee) {
+    // The CDR is written before the phone hears the answer, so a client reading it at once finds it.
+    await recordRefusedCall(d.db, d.events, base, ReasonCodes.unallocatedNumber);
     srv.send(404, 'Not Found');
-    return recordRefusedCall(d.db, d.events, base, ReasonCodes.unallocatedNumber);
+    return;
   }
   const bindings = d.locator.lookup(who.accountId, ext);
   if (bindings.length === 0) {
+    // The CDR is written before the phone hears the answer, so a client reading it at once finds it.
+    await recordRefusedCall(d.db, d.events, base, ReasonCodes.extensionOffline, ReasonCodes.extensionOffline);
     srv.send(480, 'Temporarily Unavailable');
-    return recordRefusedCall(d.db, d.events, base, ReasonCodes.extensionOffline, ReasonCodes.extensionOffline);
+    return;
   }
   let row: CallRow;
   try {
@@ -135,6 +144,7 @@ async function runInternal(
     throw e;
   }
   const call = d.trackBridge(row);
+  call.onEnd(release); // the token's slot frees as the call starts ending, before the BYEs go out
   await call.life.initiated();
   const cancel = new AbortController();
   call.onEnd(() => cancel.abort());
@@ -146,8 +156,9 @@ async function runInternal(
     });
     const leg = await dialLeg(d, {
       target: { uri: binding.contact, proxy: binding.target, transport: binding.target.transport },
-      from: `<sip:${who.extension}@${who.accountId}>`,
-      to: `<sip:${ext}@${who.accountId}>`,
+      // The account's SIP domain as the caller wrote it (a bare uuid is not always a valid host: RFC 3261 §25).
+      from: `<sip:${who.extension}@${domain}>`,
+      to: `<sip:${ext}@${domain}>`,
       sdp: offer,
       timeoutSeconds: 30,
       signal: cancel.signal,
@@ -184,6 +195,7 @@ async function runToPstn(
   who: EndUserIdentity,
   caller: string,
   to: string,
+  release: () => void,
 ) {
   const account = await getAccount(d.db, who.accountId);
   const dids = (await listOwnedNumbers(d.db, account.id)).filter((n) => n.is_active);
@@ -197,8 +209,10 @@ async function runToPstn(
     number_id: did?.id ?? null,
   };
   if (!did) {
+    // The CDR is written before the phone hears the answer, so a client reading it at once finds it.
+    await recordRefusedCall(d.db, d.events, base, ReasonCodes.noDid, ReasonCodes.noDid);
     srv.send(403, 'Forbidden');
-    return recordRefusedCall(d.db, d.events, base, ReasonCodes.noDid, ReasonCodes.noDid);
+    return;
   }
   const url = did.webhook_voice_outbound || account.webhook_voice_outbound;
   let row: CallRow;
@@ -211,6 +225,7 @@ async function runToPstn(
     throw e;
   }
   const call = d.trackIvr(row);
+  call.onEnd(release);
   const endUser = await findEndUserAnyAccount(d.db, who.endUserId);
   if (endUser) {
     call.setEndUser({

@@ -65,6 +65,6 @@ export async function refuseAdmission(
   e: AdmissionRefusedError,
 ): Promise<void> {
   const sip = SIP_REFUSAL[e.code];
-  srv.send(sip.status, sip.reason, sip.retryAfter ? { headers: { 'Retry-After': String(sip.retryAfter) } } : {});
   await recordRefusedCall(db, events, call, e.code as ReasonCode, REFUSAL_EVENT[e.code]);
+  srv.send(sip.status, sip.reason, sip.retryAfter ? { headers: { 'Retry-After': String(sip.retryAfter) } } : {});
 }

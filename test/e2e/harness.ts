@@ -75,7 +75,7 @@ export async function createAccountWithDid(db: Db, did: string, balanceCents = 1
 }
 
 /** A carrier trunk at 127.0.0.1:port (inbound from 127.0.0.1); the running switch sees it at once. */
-export async function addCarrier(db: Db, port: number, name = 'carrier', sw?: Switch) {
+export async function addCarrier(db: Db, port: number, name = 'carrier', sw?: Switch, inbound = ['127.0.0.1']) {
   const trunk = await insertTrunk(db, {
     name,
     host: '127.0.0.1',
@@ -83,7 +83,7 @@ export async function addCarrier(db: Db, port: number, name = 'carrier', sw?: Sw
     transport: 'udp',
     username: null,
     password: null,
-    inbound_addresses: ['127.0.0.1'],
+    inbound_addresses: inbound,
   });
   sw?.sip?.trunks.invalidate();
   return trunk;

@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { SipError } from '../../sip/stack/index.js';
+import {
+  startTestSwitch,
+  createAccountWithDid,
+  addCarrier,
+  AccountServer,
+  RtpSink,
+  runSipp,
+  api,
+  SCENARIOS,
+  type TestAccount,
+} from './harness.js';
+import { TestPhone, speechUlaw } from './phone.js';
+
+/**
+ * Issue 6 "done when", end-user side: softphones (our own stack as the phone, Bearer phone tokens) calling each
+ * other and out through the account's voice_outbound webhook, and the refusals with their reason codes.
+ */
+describe('e2e: end-user phones', function () {
+  this.timeout(60000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  let acct: TestAccount;
+  let other: TestAccount;
+  const server = new AccountServer();
+  const phones: TestPhone[] = [];
+  let speech: Buffer;
+  const SIP = 21465;
+
+  before(async () => {
+    ctx = await startTestSwitch({ http: 21480, sip: SIP, ng: 21225, rtpMin: 21600, rtpMax: 21699 });
+    await server.listen();
+    acct = await createAccountWithDid(ctx.db, '+254711300001');
+    other = await createAccountWithDid(ctx.db, '+254711300002');
+    await ctx
+      .db('accounts')
+      .whereIn('id', [acct.id, other.id])
+      .update({ webhook_status: server.url('/status') });
+    // Phones send from 127.0.0.1 too, so the carrier's own calls would come from 127.0.0.2: it only takes Dial legs.
+    await addCarrier(ctx.db, 21563, 'carrier', ctx.sw, ['127.0.0.2']);
+    speech = speechUlaw('This is the caller speaking through the switch.');
+  });
+
+  after(async () => {
+    for (const p of phones) await p.close();
+    await server.close();
+    await ctx?.sw.stop();
+  });
+
+  /** An end-user created and given a phone token through the REST API, with a started phone. */
+  async function phone(account: TestAccount, n: number): Promise<TestPhone> {
+    const user = await api(ctx.baseUrl, account.key, 'POST', '/api/users/create', {
+      email: `u${n}-${account.id}@example.com`,
+    });
+    assert.equal(user.status, 201, JSON.stringify(user.body));
+    const minted = await api(ctx.baseUrl, account.key, 'POST', '/api/phone-tokens/mint', {
+      uuid: user.body.uuid,
+      ttl_seconds: 600,
+    });
+    assert.equal(minted.status, 200, JSON.stringify(minted.body));
+    const p = await new TestPhone(
+      user.body.extension_number,
+      minted.body.token,
+      account.id,
+      21470 + n,
+      21740 + n,
+      SIP,
+    ).start();
+    phones.push(p);
+    return p;
+  }
+
+  /** The account's newest call once it has ended (the phone may see the BYE before the CDR is closed). */
+  async function lastCall(account: TestAccount) {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const call = (await api(ctx.baseUrl, account.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+      if (call?.ended_at || Date.now() > deadline) return call;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async function failsWith(p: Promise<unknown>, status: number) {
+    await assert.rejects(p, (e: unknown) => e instanceof SipError && e.status === status);
+  }
+
+  it('extension to extension: registered phones are bridged through rtpengine and the callee hears the caller', async () => {
+    const a = await phone(acct, 1);
+    const b = await phone(acct, 2);
+    assert.equal(await a.register(), 200);
+    assert.equal(await b.register(), 200);
+    const users = (await api(ctx.baseUrl, acct.key, 'GET', '/api/users/')).body;
+    assert.ok(users.every((u: { registration_state: string }) => u.registration_state === 'registered'));
+    const answered = b.answerNext();
+    await a.call(b.ext);
+    await answered;
+    await a.speak(speech);
+    await new Promise((r) => setTimeout(r, 300));
+    await a.dialog!.bye();
+    await server.waitFor(() => server.statusEvents().includes('CALL.0300'), 10000, 'call.completed');
+    const call = await lastCall(acct);
+    assert.equal(call.direction, 'internal');
+    assert.equal(call.status, 'completed');
+    assert.equal(call.reason_code, 'END.0200');
+    assert.equal(call.from_number, a.ext);
+    assert.equal(call.to_number, b.ext);
+    assert.ok(b.sink.speechSeconds() >= 1, `callee heard ${b.sink.speechSeconds()} s`);
+  });
+
+  it('a callee that is not registered: 480 and END.0410', async () => {
+    const a = phones[0];
+    const c = await phone(acct, 3); // exists, never registers
+    await failsWith(a.call(c.ext), 480);
+    const call = await lastCall(acct);
+    assert.equal(call.reason_code, 'END.0410');
+    assert.equal(call.status, 'failed');
+  });
+
+  it("another account's extension: 403 and END.0488", async () => {
+    const a = phones[0];
+    await failsWith(
+      a.ua.createUAC(`sip:1001@${other.id}.sip.test`, {
+        localSdp: a.sdp,
+        from: `<sip:${a.ext}@${a.domain}>`,
+        proxy: a.proxy,
+        headers: { Authorization: `Bearer ${a.token}` },
+      }),
+      403,
+    );
+    const call = await lastCall(acct);
+    assert.equal(call.reason_code, 'END.0488');
+  });
+
+  it('a PSTN number with no voice_outbound webhook: a short notice is heard and the call ends with END.0501', async () => {
+    const a = phones[0];
+    const dialog = await a.call('+254722000055');
+    await new Promise<void>((resolve) => dialog.once('bye', () => resolve()));
+    const call = await lastCall(acct);
+    assert.equal(call.reason_code, 'END.0501');
+    assert.equal(call.status, 'failed');
+    assert.ok(a.sink.speechSeconds() >= 1, `notice heard ${a.sink.speechSeconds()} s`);
+  });
+
+  it('a PSTN number through voice_outbound: the webhook gets endUser, Dial reaches the carrier, the callee hears the phone', async () => {
+    server.verbs('/out', '<Response><Dial timeout="10" timeLimit="3"><Number>+254722000077</Number></Dial></Response>');
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_voice_outbound: server.url('/out') });
+    const callee = await new RtpSink().bind(21760);
+    const uas = runSipp([
+      '-sf',
+      path.join(SCENARIOS, 'uas-answer.xml'),
+      '-key',
+      'media_sink',
+      '21760',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21563',
+      '-m',
+      '1',
+    ]);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const a = phones[0];
+      const dialog = await a.call('254722000077');
+      const ended = new Promise<void>((resolve) => dialog.once('bye', () => resolve()));
+      await a.speak(speech.subarray(0, 8000 * 2));
+      await ended;
+      assert.equal(await uas.exited, 0, uas.output());
+      const control = server.requests.find((r) => r.url === '/out')!.json;
+      assert.equal(control.Direction, 'outbound');
+      assert.equal(control.From, acct.did);
+      assert.equal(control.To, '+254722000077');
+      assert.equal(control.endUser.extension_number, a.ext);
+      assert.deepEqual(Object.keys(control.endUser).sort(), ['display_name', 'email', 'extension_number', 'uuid']);
+      assert.ok(callee.speechSeconds() >= 0.5, `the PSTN callee heard ${callee.speechSeconds()} s`);
+    } finally {
+      uas.kill();
+      callee.close();
+    }
+  });
+
+  it('an account without an active DID: 403 and END.0403', async () => {
+    const p = await phone(other, 4);
+    await ctx.db('numbers').where({ account_id: other.id }).update({ is_active: false });
+    await failsWith(p.call('+254722000088'), 403);
+    const call = await lastCall(other);
+    assert.equal(call.reason_code, 'END.0403');
+  });
+
+  it('a revoked phone token is refused at once', async () => {
+    const p = phones[1];
+    const tokens = await ctx.db('phone_tokens').where({ extension_number: p.ext });
+    for (const t of tokens) {
+      const r = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/revoke', { uuid: t.id });
+      assert.equal(r.status, 200);
+    }
+    assert.equal(await p.register(), 403);
+    await failsWith(p.call(phones[0].ext), 403);
+  });
+});

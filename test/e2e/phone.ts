@@ -1,0 +1,114 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { UserAgent, type Dialog } from '../../sip/stack/index.js';
+import { audioEndpoint, buildRtp, plainAudioSdp } from '../../media/index.js';
+import { RtpSink } from './harness.js';
+
+/** Real speech as raw mu-law, made with espeak-ng and sox. */
+export function speechUlaw(text: string): Buffer {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-phone-'));
+  execFileSync('espeak-ng', ['-w', path.join(dir, 's.wav'), text]);
+  execFileSync('sox', [path.join(dir, 's.wav'), '-r', '8000', '-c', '1', '-t', 'ul', path.join(dir, 's.ul')]);
+  return readFileSync(path.join(dir, 's.ul'));
+}
+
+/**
+ * A softphone built on our own SIP stack: registers with a phone token (Bearer, RFC 8898), places and answers
+ * calls, and has a real RTP socket that keeps what it hears and can speak a mu-law clip.
+ */
+export class TestPhone {
+  readonly ua = new UserAgent();
+  readonly sink = new RtpSink();
+  dialog: Dialog | undefined;
+  readonly domain: string;
+
+  constructor(
+    readonly ext: string,
+    readonly token: string,
+    accountId: string,
+    readonly sipPort: number,
+    readonly mediaPort: number,
+    readonly switchPort: number,
+  ) {
+    this.domain = `${accountId}.sip.test`;
+  }
+
+  get proxy(): string {
+    return `127.0.0.1:${this.switchPort}`;
+  }
+
+  get sdp(): string {
+    return plainAudioSdp({ address: '127.0.0.1', port: this.mediaPort, codecs: ['PCMU'] });
+  }
+
+  async start(): Promise<this> {
+    await this.ua.listen({ udp: { host: '127.0.0.1', port: this.sipPort } });
+    await this.sink.bind(this.mediaPort);
+    return this;
+  }
+
+  async register(): Promise<number> {
+    const aor = `<sip:${this.ext}@${this.domain}>`;
+    const res = await this.ua.request(`sip:${this.domain}`, {
+      method: 'REGISTER',
+      from: aor,
+      to: aor,
+      proxy: this.proxy,
+      headers: {
+        Authorization: `Bearer ${this.token}`,
+        Contact: `<sip:${this.ext}@127.0.0.1:${this.sipPort}>`,
+        Expires: '300',
+      },
+    });
+    return res.status;
+  }
+
+  /** Answers the next INVITE after a short ring. */
+  answerNext(ringMs = 200): Promise<Dialog> {
+    return new Promise((resolve) => {
+      this.ua.onRequest('INVITE', async (req, srv) => {
+        if (process.env.DEBUG_PHONE) console.error('PHONE got INVITE', this.ext);
+        srv.send(180, 'Ringing');
+        await new Promise((r) => setTimeout(r, ringMs));
+        this.dialog = await this.ua.createUAS(req, { localSdp: this.sdp });
+        resolve(this.dialog);
+      });
+    });
+  }
+
+  call(target: string): Promise<Dialog> {
+    return this.ua
+      .createUAC(`sip:${target}@${this.domain}`, {
+        localSdp: this.sdp,
+        from: `<sip:${this.ext}@${this.domain}>`,
+        proxy: this.proxy,
+        headers: { Authorization: `Bearer ${this.token}` },
+      })
+      .then((d) => (this.dialog = d));
+  }
+
+  /** Sends a mu-law clip as 20 ms PCMU packets to the far end of the current dialog. */
+  async speak(ulaw: Buffer): Promise<void> {
+    const far = audioEndpoint(this.dialog?.remoteSdp ?? '');
+    if (!far) throw new Error('no remote media address');
+    const ssrc = 0x5150;
+    for (let i = 0, seq = 0; i + 160 <= ulaw.length; i += 160, seq++) {
+      const pkt = buildRtp({
+        payloadType: 0,
+        sequence: seq,
+        timestamp: seq * 160,
+        ssrc,
+        payload: ulaw.subarray(i, i + 160),
+      });
+      this.sink.socket.send(pkt, far.port, far.address);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.sink.close();
+    await this.ua.close();
+  }
+}
