@@ -89,10 +89,14 @@ export class StoreAdmission implements Admission {
         'The platform is paused for maintenance and is not admitting new calls; retry shortly.',
         30,
       );
+    // Every live call of the account holds its first block (billing pays it on answer), so the balance must cover
+    // one more first minute at this destination's rate on top of the calls already up: concurrent placements
+    // cannot all be admitted against the same money. (The live calls are held at this call's rate: an
+    // approximation that errs towards admitting fewer when rates differ a lot.)
     const minimum = Math.max(1, await this.#firstMinuteCents(req.to));
-    if (account.balance_cents < minimum)
-      throw new AdmissionRefusedError('BILL.0402', 'The wallet balance is insufficient to place a call.');
     const live = await countLiveCalls(this.#db, req.accountId);
+    if (account.balance_cents < minimum * (live + 1))
+      throw new AdmissionRefusedError('BILL.0402', 'The wallet balance is insufficient to place a call.');
     if (live >= account.max_concurrent_calls)
       throw new AdmissionRefusedError(
         'LIMIT.0429',
