@@ -52,7 +52,7 @@ function form(el) {
 function act(target, fn) {
   const out = target.querySelector?.('.error') ?? $('.error', page);
   return async (ev) => {
-    ev?.preventDefault?.();
+    if (ev?.type === 'submit') ev.preventDefault(); // a page-wide click handler must not block forms
     if (out) out.textContent = '';
     try {
       await fn(ev);

@@ -74,7 +74,9 @@ export class Softphone extends EventTarget {
     this.domain = `${claims.acc}.simu.invalid`;
     this.aor = `sip:${this.extension}@${this.domain}`;
     this.viaHost = `${rand(12)}.invalid`;
-    this.contact = `<sip:${this.extension}@${this.viaHost};transport=ws>`;
+    // RFC 7118 section 5.2 names only `transport=ws`; the switch's stack matches the parameter against the flow's
+    // transport (WS or WSS) to route in-dialog requests back over this connection, so a WSS phone says `wss`.
+    this.contact = `<sip:${this.extension}@${this.viaHost};transport=${server.startsWith('wss:') ? 'wss' : 'ws'}>`;
     this.registration = 'unregistered';
     this.calls = new Map();
     this.pending = new Map(); // branch -> { resolve, onProvisional }
@@ -153,6 +155,7 @@ export class Softphone extends EventTarget {
     for (const [k, v] of Object.entries(headers)) for (const one of [].concat(v)) lines.push(`${k}: ${one}`);
     if (body) lines.push('Content-Type: application/sdp');
     lines.push(`Content-Length: ${new TextEncoder().encode(body).length}`);
+    if (globalThis.SIMU_SIP_DEBUG) console.log('sip >', lines[0]);
     this.ws.send(lines.join('\r\n') + '\r\n\r\n' + body);
     if (method === 'ACK') return Promise.resolve(null);
     return new Promise((resolve, reject) => {
@@ -185,6 +188,7 @@ export class Softphone extends EventTarget {
 
   #receive(text) {
     if (!text.trim()) return; // keep-alive
+    if (globalThis.SIMU_SIP_DEBUG) console.log('sip <', text.split('\r\n')[0]);
     const msg = parseSip(text);
     if (msg.status) {
       const branch = /branch=([^;,\s]+)/.exec(h1(msg, 'via'))?.[1];
