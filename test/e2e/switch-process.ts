@@ -15,8 +15,8 @@ export interface SwitchProcess {
  * directory and ports, and resolves once it printed its banner.
  */
 export async function startSwitch(env: Record<string, string>, timeoutMs = 30000): Promise<SwitchProcess> {
-  const tsx = path.join(ROOT, 'node_modules', '.bin', 'tsx');
-  const proc = spawn(tsx, ['main.ts'], {
+  // One process (node with tsx's loader), not the tsx wrapper: a SIGKILL must hit the switch itself.
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
