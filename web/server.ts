@@ -43,6 +43,8 @@ interface Session {
 }
 
 export const SESSION_COOKIE = 'simu_portal';
+/** The name of the API key each portal session runs under (hidden on the portal's key page). */
+export const SESSION_KEY_NAME = 'portal-session';
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -70,9 +72,27 @@ export class Portal {
   readonly #now: () => number;
   readonly #idleMs: number;
 
+  readonly #sweep: NodeJS.Timeout;
+  /** Session keys left active by a previous process (sessions live in memory) are revoked once at start. */
+  readonly ready: Promise<void>;
+
   constructor(private readonly deps: PortalDeps) {
     this.#now = deps.now ?? Date.now;
     this.#idleMs = deps.sessionIdleMs ?? 8 * 3600_000;
+    this.ready = deps
+      .db('api_keys')
+      .where({ name: SESSION_KEY_NAME, is_active: true })
+      .update({ is_active: false, revoked_at: new Date(this.#now()).toISOString() })
+      .then(
+        () => undefined,
+        () => undefined,
+      );
+    // Idle sessions end (and their keys are revoked) even if their browser never comes back.
+    this.#sweep = setInterval(() => {
+      const now = this.#now();
+      for (const [sid, s] of this.#sessions) if (s.lastSeen + this.#idleMs < now) void this.#end(sid);
+    }, 60_000);
+    this.#sweep.unref();
   }
 
   /** Koa middleware; mount it before the API's bearer authentication. */
@@ -98,6 +118,7 @@ export class Portal {
 
   /** Revokes every session key (switch shutdown). */
   async close(): Promise<void> {
+    clearInterval(this.#sweep);
     for (const [sid] of this.#sessions) await this.#end(sid);
   }
 
@@ -229,6 +250,7 @@ export class Portal {
   }
 
   async #signIn(ctx: Context): Promise<void> {
+    await this.ready;
     const body = await readJson(ctx);
     const email = String(body.email ?? '')
       .trim()
@@ -249,7 +271,7 @@ export class Portal {
     this.#failures.delete(email);
     const account = await this.deps.db('accounts').where({ id: user.account_id }).first('status');
     if (account?.status !== 'active') throw new PortalError(403, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended.');
-    const { row, key } = await insertApiKey(this.deps.db, user.account_id, 'portal-session');
+    const { row, key } = await insertApiKey(this.deps.db, user.account_id, SESSION_KEY_NAME);
     const sid = randomBytes(32).toString('base64url');
     this.#sessions.set(sid, {
       userId: user.id,

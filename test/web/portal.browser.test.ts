@@ -241,6 +241,56 @@ describe('web: portal and softphone in headless Chromium', function () {
     await shot('call-detail');
   });
 
+  it('answers an incoming call: a second softphone (the embeddable page) calls extension 1001', async () => {
+    const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: 'caller@example.com' });
+    assert.equal(user.status, 201);
+    const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', { uuid: user.body.uuid });
+    // The first phone stopped when the portal left the end-users page; start it again there.
+    await page.goto(`${base}/portal/#/users`);
+    await page.click('button[data-mint]');
+    await page.waitForFunction(() => document.querySelector('[data-reg]')?.textContent === 'registered', null, {
+      timeout: 15_000,
+    });
+    const caller = await page.context().newPage();
+    try {
+      const frag = new URLSearchParams({
+        token: minted.body.token,
+        server: `wss://127.0.0.1:${PORTS.wss}`,
+        ice: JSON.stringify(minted.body.iceServers),
+      });
+      await caller.goto(`${base}/portal/softphone#${frag}`);
+      await caller.waitForFunction(() => document.querySelector('[data-reg]')?.textContent === 'registered');
+      await page.bringToFront();
+      await caller.evaluate(() => (window as any).simuPhone.phone.call('1001'));
+      await page.waitForSelector('[data-answer]:not([hidden])', { timeout: 15_000 });
+      await page.click('[data-answer]');
+      await page.waitForFunction(() => document.querySelector('[data-call]')?.textContent === 'connected');
+      await caller.waitForFunction(() => document.querySelector('[data-call]')?.textContent === 'connected', null, {
+        timeout: 10_000,
+      });
+      await shot('softphone-incoming');
+      // The caller's fake microphone (a beep) crosses the switch to the answering page.
+      await page
+        .waitForFunction(() => (window as any).simuPhone.peak() > 0.02, null, { timeout: 8_000 })
+        .catch(() => undefined);
+      const peak = await page.evaluate(() => (window as any).simuPhone.peak() as number);
+      console.log(`      incoming call: caller's audio peak RMS level at the answering page: ${peak.toFixed(4)}`);
+      assert.ok(peak > 0.01, `no audio from the caller (peak RMS ${peak})`);
+      await caller.click('[data-hangup]');
+      // The switch's BYE to the answering browser does not arrive yet (see the skipped test below): hang up here.
+      await page.click('[data-hangup]');
+      await page.waitForFunction(() => /ended/.test(document.querySelector('[data-call]')?.textContent ?? ''));
+    } finally {
+      await caller.close();
+    }
+  });
+
+  // Known failure (switch side, sip/stack dialogs): for a call the switch places to a browser phone, in-dialog
+  // requests (the ACK of our 200 and the BYE) are sent by resolving the phone's Contact host
+  // (`<random>.invalid`, RFC 7118 section 5.2) instead of over the WebSocket flow the INVITE went out on, so they
+  // fail with ENOTFOUND ("ACK not sent" in the switch log) and the answering page never hears the hangup.
+  it.skip('an answered incoming call ends in the page when the caller hangs up (switch BYE over the WS flow)');
+
   it('the dashboard (open in a second tab during the call) showed the live events', async () => {
     assert.ok(dash, 'the dashboard tab was not opened');
     const text = (await dash.textContent('#events'))!;
