@@ -41,6 +41,7 @@ describe('web: portal and softphone in headless Chromium', function () {
   let page: Page;
   let dash: Page | undefined;
   let secret: string;
+  let signInAt = 0;
   const hook = new AccountServer();
   const email = 'owner@example.com';
   const password = 'correct horse battery';
@@ -125,7 +126,8 @@ describe('web: portal and softphone in headless Chromium', function () {
     await page.click('#signin-form button');
     await page.waitForFunction(() => document.querySelector('#signin-error')?.textContent !== '');
     assert.match((await page.textContent('#signin-error'))!, /wrong/);
-    await page.fill('input[name=code]', totp(secret, Date.now()));
+    signInAt = Date.now();
+    await page.fill('input[name=code]', totp(secret, signInAt));
     await page.click('#signin-form button');
     await page.waitForSelector('#events', { state: 'visible' });
     assert.equal(await page.textContent('#me'), email);
@@ -137,13 +139,13 @@ describe('web: portal and softphone in headless Chromium', function () {
     await page.goto(`${base}/portal/#/keys`);
     await page.waitForSelector('#new-key');
     await page.fill('#new-key input[name=name]', 'reporting');
-    await page.fill('#new-key input[name=code]', totp(secret, Date.now()));
+    await page.fill('#new-key input[name=code]', totp(secret, signInAt));
     await page.click('#new-key button');
     await page.waitForFunction(() =>
       /already used|wrong/.test(document.querySelector('#new-key .error')?.textContent ?? ''),
     );
-    // The next step is inside the ±1 window and later than the one spent at sign-in.
-    await page.fill('#new-key input[name=code]', totp(secret, Date.now() + 30_000));
+    // The step after the sign-in's is later than the one spent and (under a minute on) inside the ±1 window.
+    await page.fill('#new-key input[name=code]', totp(secret, signInAt + 30_000));
     await page.click('#new-key button');
     const key = (await (await page.waitForSelector('#key-secret')).textContent())!.trim();
     await shot('api-keys');
@@ -234,6 +236,14 @@ describe('web: portal and softphone in headless Chromium', function () {
     await page.goto(`${base}/portal/#/calls`);
     await page.waitForSelector('#list table');
     assert.match((await page.textContent('#list'))!, /\+254722555000/);
+    // The filters reach the API: no failed calls, one completed call to that number.
+    await page.selectOption('#filters select[name=status]', 'failed');
+    await page.click('#filters button');
+    await page.waitForFunction(() => /^0 calls/.test(document.querySelector('#list p')?.textContent ?? ''));
+    await page.selectOption('#filters select[name=status]', 'completed');
+    await page.fill('#filters input[name=search]', '2555000');
+    await page.click('#filters button');
+    await page.waitForFunction(() => /^1 calls/.test(document.querySelector('#list p')?.textContent ?? ''));
     await shot('calls');
     await page.click('#list table a');
     await page.waitForSelector('#call-events');
@@ -337,5 +347,19 @@ describe('web: portal and softphone in headless Chromium', function () {
     assert.equal(after.length, 0);
     const status = await page.evaluate(async () => (await fetch('/portal/proxy/api/account')).status);
     assert.equal(status, 401);
+    // Five failures lock the email for a while (also for emails without a user: no enumeration by lockout).
+    const codes = await page.evaluate(async () => {
+      const out: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await fetch('/portal/api/signin', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ email: 'nobody@example.com', password: 'wrong password', code: '000000' }),
+        });
+        out.push(r.status);
+      }
+      return out;
+    });
+    assert.deepEqual(codes, [401, 401, 401, 401, 401, 429]);
   });
 });
