@@ -265,6 +265,9 @@ export class Portal {
     const ok = !!user && passOk && (await spendTotp(this.deps.db, user.id, String(body.code ?? ''), now));
     if (!ok || !user) {
       const count = f && f.until > now ? f.count + 1 : 1;
+      // Bounded memory under a spray of invented emails: expired entries go first.
+      if (this.#failures.size > 10_000)
+        for (const [k, v] of this.#failures) if (v.until <= now) this.#failures.delete(k);
       this.#failures.set(email, { count, until: now + LOCKOUT_MS });
       throw new PortalError(401, 'PORTAL_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
     }

@@ -54,7 +54,8 @@ describe('web: portal and softphone in headless Chromium', function () {
     await addPoolNumbers(ctx.db, ['+254711900002', '+254711900003']);
     hook.verbs(
       '/outbound',
-      '<Response><Say>Hello from the Simu switch, this is a test of the browser phone.</Say><Pause length="2"/><Hangup/></Response>',
+      '<Response><Say>Hello from the Simu switch, this is a test of the browser phone.</Say>' +
+        '<Record maxLength="2" timeout="5" playBeep="false"/><Hangup/></Response>',
     );
     const r = await api(ctx.baseUrl, acct.key, 'POST', '/api/account/webhooks', {
       purpose: 'voice_outbound',
@@ -245,10 +246,30 @@ describe('web: portal and softphone in headless Chromium', function () {
     await page.click('#filters button');
     await page.waitForFunction(() => /^1 calls/.test(document.querySelector('#list p')?.textContent ?? ''));
     await shot('calls');
+    // The Record verb took two seconds of the page's fake microphone; wait until the recording is stored.
+    const deadline = Date.now() + 10_000;
+    while ((await api(ctx.baseUrl, acct.key, 'GET', '/api/recordings')).body.length === 0) {
+      assert.ok(Date.now() < deadline, 'no recording stored');
+      await new Promise((r) => setTimeout(r, 200));
+    }
     await page.click('#list table a');
     await page.waitForSelector('#call-events');
+    await page.click('#recs button');
+    const duration = await page.waitForFunction(
+      () => {
+        const a = document.querySelector('#recs audio') as HTMLAudioElement | null;
+        return a && a.readyState >= 1 && Number.isFinite(a.duration) && a.duration > 0 ? a.duration : null;
+      },
+      null,
+      { timeout: 10_000 },
+    );
+    const seconds = (await duration.jsonValue()) as number;
+    assert.ok(seconds > 1 && seconds < 4, `recording plays ${seconds} s`);
     assert.match((await page.textContent('#call-events'))!, /call\.(completed|answered)/);
     await shot('call-detail');
+    await page.goto(`${base}/portal/#/recordings`);
+    await page.waitForSelector('#rec-table td');
+    await shot('recordings');
   });
 
   it('answers an incoming call: a second softphone (the embeddable page) calls extension 1001', async () => {

@@ -211,10 +211,12 @@ async function callDetail(uuid) {
   for (const r of recs) $('#recs').append(recordingPlayer(r));
 }
 
-function recordingPlayer(r) {
+function recordingPlayer(r, compact = false) {
   const div = document.createElement('div');
   div.className = 'row';
-  div.innerHTML = `<span class="mono">${esc(r.uuid)}</span> <span>${esc(r.duration_seconds ?? '?')} s</span> <button class="secondary">Play</button>`;
+  div.innerHTML = compact
+    ? '<button class="secondary">Play</button>'
+    : `<span class="mono">${esc(r.uuid)}</span> <span>${esc(r.duration_seconds ?? '?')} s</span> <button class="secondary">Play</button>`;
   div.querySelector('button').addEventListener('click', async () => {
     const d = await api('/recordings/download', { method: 'POST', body: { uuid: r.uuid } });
     const audio = document.createElement('audio');
@@ -295,7 +297,8 @@ async function recordings() {
     tr.innerHTML = `<td>${esc(when(r.created_at))}</td><td><a href="#/call/${esc(r.call_uuid)}">${esc(r.call_sid)}</a></td>
       <td>${esc(r.duration_seconds ?? '')}</td><td>${esc(r.size_bytes ?? '')}</td><td></td>`;
     const cell = tr.lastElementChild;
-    cell.append(recordingPlayer(r));
+    cell.className = 'row';
+    cell.append(recordingPlayer(r, true));
     const del = document.createElement('button');
     del.className = 'danger';
     del.textContent = 'Delete';
