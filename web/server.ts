@@ -138,6 +138,13 @@ export class Portal {
     ctx.set('Cache-Control', 'no-cache');
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('X-Frame-Options', 'SAMEORIGIN');
+    // Only our own scripts and styles run; WebSockets to the event stream and the SIP WS/WSS ports (another port,
+    // so not 'self'); recordings are same-origin signed URLs.
+    ctx.set(
+      'Content-Security-Policy',
+      "default-src 'self'; connect-src 'self' ws: wss:; media-src 'self' blob:; img-src 'self' data:; " +
+        "object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'self'",
+    );
   }
 
   #session(ctx: Context): { sid: string; s: Session } | null {
