@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { addPoolNumbers } from '../../store/index.js';
@@ -23,7 +24,11 @@ function childChromiums(): number[] {
   return out;
 }
 
-const SHOTS = path.join(import.meta.dirname, '../../docs/screenshots');
+// SIMU_SCREENSHOTS=1 refreshes docs/screenshots/; otherwise they go to a temporary directory (a test run must
+// not rewrite tracked files).
+const SHOTS = process.env.SIMU_SCREENSHOTS
+  ? path.join(import.meta.dirname, '../../docs/screenshots')
+  : mkdtempSync(path.join(os.tmpdir(), 'simu-web-shots-'));
 const PORTS = { http: 21380, sip: 21365, ws: 21366, wss: 21367, ng: 21227, rtpMin: 22200, rtpMax: 22299 };
 
 /**
@@ -106,6 +111,7 @@ describe('web: portal and softphone in headless Chromium', function () {
     }
     await hook.close();
     await ctx?.sw.stop();
+    if (!process.env.SIMU_SCREENSHOTS) rmSync(SHOTS, { recursive: true, force: true });
   });
 
   afterEach(async function () {
