@@ -337,7 +337,7 @@ describe('web: portal and softphone in headless Chromium', function () {
     await dash.close();
   });
 
-  it('re-enables an auto-disabled status webhook route', async () => {
+  it('re-enables an auto-disabled status webhook route and rotates the signing secret', async () => {
     const url = hook.url('/status-dead');
     await ctx.db('webhook_routes').insert({
       account_id: acct.id,
@@ -354,6 +354,17 @@ describe('web: portal and softphone in headless Chromium', function () {
     const row = await ctx.db('webhook_routes').where({ account_id: acct.id, url }).first();
     assert.equal(Boolean(row.disabled), false);
     assert.equal(Number(row.consecutive_failures), 0);
+    // The signing secret: shown on request, rotated after a confirmation, and the API agrees.
+    await page.click('#show-secret');
+    await page.waitForFunction(() => !/•/.test(document.querySelector('#secret')?.textContent ?? '•'));
+    const before = (await page.textContent('#secret'))!;
+    page.once('dialog', (d) => void d.accept());
+    await page.click('#rotate');
+    await page.waitForFunction((old) => document.querySelector('#secret')?.textContent !== old, before);
+    const rotated = (await page.textContent('#secret'))!;
+    const r = await api(ctx.baseUrl, acct.key, 'GET', '/api/account/webhooks/secret');
+    assert.equal(r.body.signing_secret, rotated);
+    assert.notEqual(rotated, before);
   });
 
   it('refuses proxied writes without the portal header, and signing out revokes the session key', async () => {
