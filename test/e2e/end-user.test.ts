@@ -38,7 +38,7 @@ describe('e2e: end-user phones', function () {
       .whereIn('id', [acct.id, other.id])
       .update({ webhook_status: server.url('/status') });
     // Phones send from 127.0.0.1 too, so the carrier's own calls would come from 127.0.0.2: it only takes Dial legs.
-    await addCarrier(ctx.db, 21563, 'carrier', ctx.sw, ['127.0.0.2']);
+    await addCarrier(ctx.db, 21567, 'carrier', ctx.sw, ['127.0.0.2']);
     speech = speechUlaw('This is the caller speaking through the switch.');
   });
 
@@ -158,7 +158,7 @@ describe('e2e: end-user phones', function () {
       '-i',
       '127.0.0.1',
       '-p',
-      '21563',
+      '21567',
       '-m',
       '1',
     ]);
@@ -180,6 +180,52 @@ describe('e2e: end-user phones', function () {
     } finally {
       uas.kill();
       callee.close();
+    }
+  });
+
+  it('an inbound DID call Dials an extension: the registered phone rings, answers, and the caller hears it', async () => {
+    const b = phones[1];
+    assert.equal(await b.register(), 200);
+    server.verbs(
+      '/to-ext',
+      `<Response><Dial timeout="10" timeLimit="4"><Extension>${b.ext}</Extension></Dial></Response>`,
+    );
+    await ctx
+      .db('numbers')
+      .where({ number: acct.did })
+      .update({ webhook_voice_inbound: server.url('/to-ext') });
+    const caller = await new RtpSink().bind(21780);
+    const answered = b.answerNext();
+    // The carrier sends from 127.0.0.2 (its trunk's inbound address); its media stays on 127.0.0.1.
+    const sipp = runSipp([
+      '127.0.0.1:' + SIP,
+      '-sf',
+      path.join(SCENARIOS, 'uac-inbound.xml'),
+      '-key',
+      'media_sink',
+      '21780',
+      '-s',
+      acct.did.slice(1),
+      '-i',
+      '127.0.0.2',
+      '-mi',
+      '127.0.0.1',
+      '-p',
+      '21564',
+      '-m',
+      '1',
+    ]);
+    try {
+      await answered;
+      await b.speak(speech.subarray(0, 8000 * 2));
+      assert.equal(await sipp.exited, 0, sipp.output());
+      assert.ok(caller.speechSeconds() >= 0.5, `the PSTN caller heard the phone for ${caller.speechSeconds()} s`);
+      const call = await lastCall(acct);
+      assert.equal(call.direction, 'inbound');
+      assert.equal(call.reason_code, 'END.0200');
+    } finally {
+      sipp.kill();
+      caller.close();
     }
   });
 
