@@ -34,6 +34,7 @@ export interface Config {
     s3AccessKeyId: string;
     s3SecretAccessKey: string;
   };
+  api: { rateLimitPerSecond: number; rateLimitBurst: number };
   demo: { numbers: string[] };
 }
 
