@@ -327,6 +327,9 @@ export class UserAgent {
           remoteTarget: res.contact?.uri ?? invite.uri,
           routeSet: res.headers.getAll('record-route').reverse(), // §12.1.2: reversed
           transport: target.transport,
+          // In-dialog requests (ACK, BYE) reuse the connection the 2xx came on: a WebSocket phone's Contact host
+          // cannot be resolved or connected to (RFC 7118 §5).
+          flowId: target.transport === 'UDP' ? undefined : (res.source?.flowId ?? target.flowId),
           localSdp: opts.localSdp,
           remoteSdp: res.body.length > 0 ? res.text : undefined,
         });

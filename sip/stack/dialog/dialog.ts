@@ -255,7 +255,9 @@ export function applyHeaders(h: SipHeaders, init: HeaderInit | undefined): void 
 /** The transport, host and port a URI resolves to (RFC 3263 §4 without DNS: transport param, sips, defaults). */
 export function targetForUri(uri: Uri, fallback: TransportName = 'UDP', flowId?: string): Target {
   if (!isSipUri(uri)) return { transport: fallback, host: formatUri(uri), port: 5060, flowId };
-  const param = uri.params.get('transport')?.toUpperCase();
+  let param = uri.params.get('transport')?.toUpperCase();
+  // RFC 7118 §5: `transport=ws` names WebSocket, secure or not; on a WSS flow it means that flow.
+  if (param === 'WS' && fallback === 'WSS') param = 'WSS';
   const transport = (
     param && ['UDP', 'TCP', 'TLS', 'WS', 'WSS'].includes(param) ? param : uri.scheme === 'sips' ? 'TLS' : fallback
   ) as TransportName;
