@@ -34,3 +34,4 @@ export {
   type StoreHeartbeatWatchdogOptions,
 } from './watchdog.js';
 export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';
+export { checkDestination, type DestinationVerdict } from './destinations.js';

@@ -21,6 +21,9 @@ const USAGE = `usage: simu <command> [options] [--json]
   rates list
   platform drain | resume | status               stop or restart admitting new calls
   keys create ID --name N                        another API key for an account
+  destinations allow ID PREFIX | destinations block PREFIX     toll-fraud controls: an account with allow
+  destinations remove allow|block PREFIX [--account ID]        rules reaches only those prefixes; block
+  destinations list [--account ID]                             prefixes are refused for every account
   bans list [--all] | bans lift ADDR | bans add ADDR [--seconds N]   SIP sources banned for floods,
                                                  brute force or scanning (docs/security.md)
   stream token                                   a single-use staff token for {ws}/api/stream (all

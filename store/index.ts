@@ -16,3 +16,4 @@ export * from './idempotency-keys.js';
 export * from './wallet-transactions.js';
 export * from './assets.js';
 export * from './recording-retention.js';
+export * from './destination-rules.js';

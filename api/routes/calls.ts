@@ -1,3 +1,4 @@
+import { checkDestination } from '../../billing/destinations.js';
 import type { Context } from 'koa';
 import {
   LIVE_CALL_STATUSES,
@@ -67,6 +68,17 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
             422,
             'FROM_NOT_OWNED',
             `The field "from" (${body.from}) must be an active number owned by the account.`,
+          );
+        // Toll-fraud control (docs/security.md): a destination outside the account's allowlist or under a platform
+        // block prefix is refused before anything is written, dialled or billed.
+        const verdict = await checkDestination(d.db, account.id, body.to);
+        if (!verdict.allowed)
+          throw new ApiError(
+            403,
+            'DESTINATION_BLOCKED',
+            verdict.reason === 'blocked'
+              ? `The field "to" (${body.to}) is in a range the platform blocks (prefix +${verdict.prefix}).`
+              : `The field "to" (${body.to}) is outside the destinations this account may call.`,
           );
         // Admission writes the call inside the account's admission turn, so the concurrency count includes it.
         const call = await d.admission.admit({ accountId: account.id, to: body.to }, () =>

@@ -1,5 +1,6 @@
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
+import { checkDestination } from '../../billing/index.js';
 import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
@@ -25,7 +26,6 @@ export async function runDial(
   o: DialOptions,
 ): Promise<DialResult> {
   const row = call.row;
-  const leg = await resolveTarget(d, row.account_id, target);
   const finish = async (result: DialResult): Promise<DialResult> => {
     await call.life.emit(EventCodes.dialCompleted, {
       DialCallStatus: result.status,
@@ -33,6 +33,16 @@ export async function runDial(
     });
     return result;
   };
+  if (target.kind === 'number') {
+    // Toll-fraud control: a destination outside the allowlist (or platform-blocked) is never dialled; DIAL.0403,
+    // the action callback gets DialCallStatus=failed and the parent call goes on with the next verb.
+    const verdict = await checkDestination(d.db, row.account_id, target.number);
+    if (!verdict.allowed) {
+      await call.life.emit(EventCodes.dialBlocked, { to: target.number, reason: verdict.reason });
+      return { status: 'failed', durationSeconds: 0 };
+    }
+  }
+  const leg = await resolveTarget(d, row.account_id, target);
   if (!leg || !d.media.hasSession(row.id)) return finish({ status: 'failed', durationSeconds: 0 });
   let sdp: string;
   try {

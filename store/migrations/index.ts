@@ -7,6 +7,7 @@ import * as m005 from './005-calls-search.js';
 import * as m006 from './006-billing-committed.js';
 import * as m007 from './007-portal.js';
 import * as m008 from './008-assets.js';
+import * as m009 from './009-destinations.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -21,6 +22,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['006-billing-committed', m006],
   ['007-portal', m007],
   ['008-assets', m008],
+  ['009-destinations', m009],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -232,4 +232,34 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       callee.close();
     }
   });
+
+  it('a Dial outside the allowlist is not dialled: DIAL.0403, the action gets DialCallStatus=failed, the call goes on', async () => {
+    await ctx
+      .db('destination_rules')
+      .insert({
+        id: crypto.randomUUID(),
+        account_id: acct.id,
+        kind: 'allow',
+        prefix: '2547',
+        created_at: new Date().toISOString(),
+      });
+    server.verbs(
+      '/blocked',
+      `<Response><Dial action="${server.url('/after-dial')}"><Number>+882100000001</Number></Dial></Response>`,
+    );
+    server.verbs(
+      '/after-dial',
+      '<Response><Say>The number you dialled cannot be reached from this account.</Say><Hangup/></Response>',
+    );
+    await setInboundUrl(server.url('/blocked'));
+    sipp = carrierCalls();
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const after = server.requests.find((r) => r.url === '/after-dial')!.json;
+    assert.equal(after.DialCallStatus, 'failed');
+    assert.equal(after.DialCallDuration, 0);
+    const blocked = await ctx.db('call_events').where({ account_id: acct.id, code: 'DIAL.0403' });
+    assert.equal(blocked.length, 1);
+    assert.ok(sink.speechSeconds() >= 1, `the call went on and was heard: ${sink.speechSeconds()} s`);
+    await ctx.db('destination_rules').where({ account_id: acct.id }).delete();
+  });
 });

@@ -188,4 +188,29 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     assert.equal(call.reason_code, 'END.0487');
     assert.equal(await sipp.exited, 0, sipp.output());
   });
+
+  it('an originate to a platform-blocked range is refused before dialling: 403, no call, no charge', async () => {
+    await ctx
+      .db('destination_rules')
+      .insert({
+        id: crypto.randomUUID(),
+        account_id: null,
+        kind: 'block',
+        prefix: '2549',
+        created_at: new Date().toISOString(),
+      });
+    const before = (await ctx.db('calls').where({ account_id: acct.id })).length;
+    const ledgerBefore = (await ctx.db('wallet_transactions').where({ account_id: acct.id })).length;
+    const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+      to: '+254900000001',
+      from: acct.did,
+      url: server.url('/voice'),
+    });
+    assert.equal(res.status, 403);
+    assert.equal(res.body.code, 'DESTINATION_BLOCKED');
+    assert.match(res.body.detail, /blocks \(prefix \+2549\)/);
+    assert.equal((await ctx.db('calls').where({ account_id: acct.id })).length, before);
+    assert.equal((await ctx.db('wallet_transactions').where({ account_id: acct.id })).length, ledgerBefore);
+    await ctx.db('destination_rules').whereNull('account_id').delete();
+  });
 });

@@ -1,0 +1,53 @@
+import type { Db } from './db.js';
+import { newId, nowIso } from './ids.js';
+import { isUniqueViolation } from './errors.js';
+
+export type DestinationRuleKind = 'allow' | 'block';
+
+export interface DestinationRuleRow {
+  id: string;
+  account_id: string | null;
+  kind: DestinationRuleKind;
+  prefix: string;
+  created_at: string;
+}
+
+/** Adds a rule; an identical rule already there is kept (returns false). */
+export async function addDestinationRule(
+  db: Db,
+  accountId: string | null,
+  kind: DestinationRuleKind,
+  prefix: string,
+): Promise<boolean> {
+  // The unique index does not catch platform rules (NULL account ids are distinct in SQL), so look first.
+  const q = db('destination_rules').where({ kind, prefix });
+  if (accountId === null) q.whereNull('account_id');
+  else q.where({ account_id: accountId });
+  if (await q.first()) return false;
+  try {
+    await db('destination_rules').insert({ id: newId(), account_id: accountId, kind, prefix, created_at: nowIso() });
+    return true;
+  } catch (e) {
+    if (isUniqueViolation(e)) return false;
+    throw e;
+  }
+}
+
+export async function removeDestinationRule(
+  db: Db,
+  accountId: string | null,
+  kind: DestinationRuleKind,
+  prefix: string,
+): Promise<boolean> {
+  const q = db('destination_rules').where({ kind, prefix });
+  if (accountId === null) q.whereNull('account_id');
+  else q.where({ account_id: accountId });
+  return (await q.delete()) > 0;
+}
+
+/** The platform's rules and, when given, one account's: everything a destination check needs. */
+export async function listDestinationRules(db: Db, accountId?: string): Promise<DestinationRuleRow[]> {
+  const q = db('destination_rules').orderBy(['kind', 'prefix']);
+  if (accountId) q.where((w) => w.whereNull('account_id').orWhere({ account_id: accountId }));
+  return q;
+}
