@@ -4,11 +4,13 @@ import { Router } from '@koa/router';
 import { StoreAdmission, type Admission } from '../billing/admission.js';
 import { roomLogger, type Config } from '../config/index.js';
 import type { Db } from '../store/index.js';
-import { apiKeyAuth } from './auth.js';
+import { apiKeyAuth, authOf } from './auth.js';
 import { openReadPool } from './read-pool.js';
 import type { CallEngine } from './call-engine.js';
 import { errorMiddleware } from './errors.js';
+import { redactingLogger } from './log-redaction.js';
 import { openApiDocument } from './openapi.js';
+import { rateLimitByKey, RequestRateLimiter } from './rate-limit.js';
 import { RouteTable, type RouteDeps } from './route-table.js';
 import { accountRoutes } from './routes/account.js';
 import { assetRoutes } from './routes/assets.js';
@@ -17,6 +19,7 @@ import { numberRoutes } from './routes/numbers.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
 import { endUserRoutes } from './routes/users.js';
+import { securityHeaders } from './security-headers.js';
 
 export interface ApiDeps {
   db: Db;
@@ -32,14 +35,17 @@ export interface ApiDeps {
   readDb?: Db;
   /** Mounted before bearer authentication: the web portal (web/server.ts), which forwards /portal/proxy/api/*. */
   before?: Koa.Middleware;
+  /** Per-API-key request rate limit; defaults to one built from config.api (tests pass one with a fake clock). */
+  rateLimiter?: RequestRateLimiter;
 }
 
 /**
- * The REST API as a Koa app: one error middleware, trailing-slash tolerance, public endpoints (health, OpenAPI,
- * signed recording media), then bearer authentication in front of every other /api route.
+ * The REST API as a Koa app: security headers, one error middleware, trailing-slash tolerance, public endpoints
+ * (health, OpenAPI, signed recording media), then bearer authentication and the per-key rate limit in front of
+ * every other /api route.
  */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close: () => Promise<void> } {
-  const log = roomLogger('api');
+  const log = redactingLogger(roomLogger('api'));
   const ownReadPool = deps.readDb ? undefined : openReadPool(deps.db);
   const d: RouteDeps = {
     db: deps.db,
@@ -81,6 +87,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
     ctx.body = openApiDocument(all.specs, deps.config.publicBaseUrl);
   });
 
+  app.use(securityHeaders());
   app.use(errorMiddleware(log));
   // Spec, Endpoints: paths answer with and without the trailing slash.
   app.use(async (ctx, next) => {
@@ -91,13 +98,20 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   app.use(publicRouter.routes());
   app.use(publicRouter.allowedMethods());
   const auth = apiKeyAuth(deps.db, d.readDb);
+  const limiter =
+    deps.rateLimiter ??
+    new RequestRateLimiter({
+      ratePerSecond: deps.config.api.rateLimitPerSecond,
+      burst: deps.config.api.rateLimitBurst,
+    });
+  const limit = rateLimitByKey(limiter, (ctx) => authOf(ctx)?.apiKeyId);
   const publicPaths = all.specs
     .filter((s) => s.auth === false)
     .map((s) => new RegExp(`^${s.path.replace(/:\w+/g, '[^/]+')}$`));
   app.use(async (ctx, next) => {
     if (ctx.path === '/api' || ctx.path.startsWith('/api/')) {
       if (publicPaths.some((re) => re.test(ctx.path))) return next();
-      return auth(ctx, next);
+      return auth(ctx, () => limit(ctx, next));
     }
     return next();
   });

@@ -37,7 +37,16 @@ export class ApiHarness {
     setLogLevel('silent');
     h.db = await kind.open();
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-api-'));
-    h.config = loadConfig({ SIMU_DATA_DIR: dataDir, SIMU_LOG_LEVEL: 'silent' }, dataDir);
+    // Races and contract tests burst hundreds of requests on one key; test/api/abuse.test.ts tests the limit itself.
+    h.config = loadConfig(
+      {
+        SIMU_DATA_DIR: dataDir,
+        SIMU_LOG_LEVEL: 'silent',
+        SIMU_API_RATE_PER_SECOND: '100000',
+        SIMU_API_RATE_BURST: '100000',
+      },
+      dataDir,
+    );
     h.engine = new NullCallEngine(h.db);
     const { server } = createApiServer({
       db: h.db,

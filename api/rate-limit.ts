@@ -1,0 +1,114 @@
+import type { Context, Next } from 'koa';
+import { ApiError } from './errors.js';
+
+/** Over the per-key request rate (distinct from LIMIT.0429 / LIMIT.0430, which are call caps). */
+export class RateLimitedError extends ApiError {
+  constructor(readonly retryAfterSeconds: number) {
+    super(429, 'RATE_LIMITED', `Too many requests for this API key; retry in ${retryAfterSeconds} s.`, {
+      'Retry-After': String(retryAfterSeconds),
+    });
+    this.name = 'RateLimitedError';
+  }
+}
+
+export interface RequestRateLimiterOptions {
+  /** Sustained requests per second per key (the refill rate). */
+  ratePerSecond: number;
+  /** Bucket size: how many requests a key may make at once. */
+  burst: number;
+  /** Milliseconds clock; injected by tests. */
+  now?: () => number;
+  /** Most buckets kept; beyond it idle (full) buckets are dropped, then the least recently used. */
+  maxBuckets?: number;
+}
+
+export type Admit = { ok: true } | { ok: false; retryAfterSeconds: number };
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/**
+ * A token bucket per key: `burst` tokens, refilled continuously at `ratePerSecond`; each request takes one.
+ * A bucket that has refilled to full holds no information (a fresh bucket is the same), so idle buckets are
+ * dropped and memory stays bounded by the number of keys active within one refill period.
+ */
+export class RequestRateLimiter {
+  readonly #rate: number;
+  readonly #burst: number;
+  readonly #now: () => number;
+  readonly #max: number;
+  readonly #buckets = new Map<string, Bucket>();
+  #lastSweep: number;
+
+  constructor(o: RequestRateLimiterOptions) {
+    if (!(o.ratePerSecond > 0) || !(o.burst >= 1)) throw new RangeError('rate must be > 0 and burst >= 1');
+    this.#rate = o.ratePerSecond / 1000;
+    this.#burst = o.burst;
+    this.#now = o.now ?? Date.now;
+    this.#max = o.maxBuckets ?? 100_000;
+    this.#lastSweep = this.#now();
+  }
+
+  /** Buckets currently held (for tests of the bound). */
+  get size(): number {
+    return this.#buckets.size;
+  }
+
+  /** Takes one token for `key`, or says how long until one is available. */
+  take(key: string): Admit {
+    const now = this.#now();
+    this.#maybeSweep(now);
+    const b = this.#buckets.get(key);
+    let tokens = this.#burst;
+    if (b) {
+      tokens = Math.min(this.#burst, b.tokens + Math.max(0, now - b.at) * this.#rate);
+      this.#buckets.delete(key); // re-inserted below: Map order is then least recently used first
+    }
+    if (tokens < 1) {
+      this.#buckets.set(key, { tokens, at: now });
+      // Retry-After is whole seconds (RFC 9110, 10.2.3), rounded up and never 0.
+      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / this.#rate / 1000)) };
+    }
+    this.#buckets.set(key, { tokens: tokens - 1, at: now });
+    if (this.#buckets.size > this.#max) this.#sweep(now, true);
+    return { ok: true };
+  }
+
+  #maybeSweep(now: number): void {
+    // Sweep about once per full-refill period; each sweep is O(buckets), so this is amortised O(1) per request.
+    if (now - this.#lastSweep >= Math.max(1000, this.#burst / this.#rate)) this.#sweep(now, false);
+  }
+
+  #sweep(now: number, overflow: boolean): void {
+    this.#lastSweep = now;
+    for (const [k, b] of this.#buckets)
+      if (b.tokens + Math.max(0, now - b.at) * this.#rate >= this.#burst) this.#buckets.delete(k);
+    if (!overflow) return;
+    // Still too many active keys: forget the least recently used (they get a fresh burst: bounded over exact).
+    for (const k of this.#buckets.keys()) {
+      if (this.#buckets.size <= this.#max) break;
+      this.#buckets.delete(k);
+    }
+  }
+}
+
+/**
+ * Koa middleware placed right after API-key authentication. Call placement (originate, hangup) is exempt: it is
+ * governed by the account's concurrency and CPS caps (spec, Limits), whose 429s carry LIMIT.0429 / LIMIT.0430.
+ */
+export function rateLimitByKey(limiter: RequestRateLimiter, keyOf: (ctx: Context) => string | undefined) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const key = keyOf(ctx);
+    if (key !== undefined && !isCallPlacement(ctx.path)) {
+      const r = limiter.take(key);
+      if (!r.ok) throw new RateLimitedError(r.retryAfterSeconds);
+    }
+    await next();
+  };
+}
+
+const CALL_PLACEMENT = /^\/api\/calls\/(?:originate|hangup(?:\/[^/]+)?)$/;
+
+export const isCallPlacement = (path: string): boolean => CALL_PLACEMENT.test(path);
