@@ -13,3 +13,6 @@ export {
 } from './signing.js';
 export { openApiDocument } from './openapi.js';
 export { callOut, apiKeyOut } from './present.js';
+export { RequestRateLimiter, RateLimitedError, type RequestRateLimiterOptions } from './rate-limit.js';
+export { securityHeaders } from './security-headers.js';
+export { redactingLogger, scrubSecrets } from './log-redaction.js';

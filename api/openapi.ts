@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ErrorOut } from './schemas.js';
+import { isCallPlacement } from './rate-limit.js';
 import type { RouteSpec } from './route-table.js';
 
 const json = (schema: z.ZodType, io: 'input' | 'output') =>
@@ -62,6 +63,12 @@ export function openApiDocument(specs: RouteSpec[], serverUrl: string): Record<s
     for (const status of s.errors ?? [])
       responses[String(status)] = {
         description: STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: strip(json(ErrorOut, 'output')) } },
+      };
+    // Every authenticated route but call placement is under the per-key request rate limit (api/rate-limit.ts).
+    if (s.auth !== false && !isCallPlacement(s.path) && !responses['429'])
+      responses['429'] = {
+        description: 'Per-key request rate limit (RATE_LIMITED), with Retry-After in seconds',
         content: { 'application/json': { schema: strip(json(ErrorOut, 'output')) } },
       };
     const op: Record<string, unknown> = {

@@ -109,6 +109,14 @@ describe('api abuse: per-key rate limit', function () {
     assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429]);
   });
 
+  it('the OpenAPI document lists the 429 on limited routes and not on call placement', async () => {
+    const doc = (await h.req('GET', '/api/openapi.json')).body;
+    assert.match(doc.paths['/api/account/'].get.responses['429'].description, /RATE_LIMITED/);
+    assert.match(doc.paths['/api/calls/originate'].post.responses['429'].description, /LIMIT\.0430/);
+    assert.doesNotMatch(JSON.stringify(doc.paths['/api/calls/hangup'] ?? {}), /RATE_LIMITED/);
+    assert.equal(doc.paths['/api/health/'].get.responses['429'], undefined);
+  });
+
   it('Retry-After grows with the wait and is never 0', () => {
     let now = 0;
     const slow = new RequestRateLimiter({ ratePerSecond: 0.1, burst: 1, now: () => now });
