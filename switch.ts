@@ -107,6 +107,7 @@ export class Switch {
       logger: roomLogger('sip'),
       events: publisher,
       gate: security,
+      settings: { requireEncryption: config.sip.requireEncryption },
     });
     await registrar.start();
     this.#closers.push(async () => registrar.close());
@@ -163,16 +164,14 @@ export class Switch {
     this.#closers.push(() => monitor.close());
     this.#closers.push(() => sweep.close());
     // SIP over WebSocket (RFC 7118) for browser phones; 0 disables a transport.
-    const { wsPort, wssPort } = config.sip;
+    // and SIP over TLS (RFC 3261 §26.3.1) for phones that want encrypted signalling and SRTP (SDES) media.
+    const { wsPort, wssPort, tlsPort } = config.sip;
+    const certificate = () =>
+      ensureSipCertificate({ dataDir: config.dataDir, ...pick(config.sip), host: config.publicHost });
     await sip.listen({
       ...(wsPort > 0 && { ws: { host: config.sip.host, port: wsPort } }),
-      ...(wssPort > 0 && {
-        wss: {
-          host: config.sip.host,
-          port: wssPort,
-          ...ensureSipCertificate({ dataDir: config.dataDir, ...pick(config.sip), host: config.publicHost }),
-        },
-      }),
+      ...(wssPort > 0 && { wss: { host: config.sip.host, port: wssPort, ...certificate() } }),
+      ...(tlsPort > 0 && { tls: { host: config.sip.host, port: tlsPort, ...certificate() } }),
     });
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());

@@ -13,6 +13,7 @@ export interface Config {
     wssPort: number;
     tlsCert: string;
     tlsKey: string;
+    requireEncryption: boolean;
   };
   publicHost: string;
   publicBaseUrl: string;

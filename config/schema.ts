@@ -78,6 +78,13 @@ export const SETTINGS = [
     help: 'PEM private key matching sip.tlsCert.',
   },
   {
+    key: 'sip.requireEncryption',
+    env: 'SIMU_SIP_REQUIRE_ENCRYPTION',
+    kind: 'bool',
+    default: 'false',
+    help: 'Refuse end-user phones that register or call over UDP, TCP or WS (only TLS with SRTP, or WSS with DTLS-SRTP).',
+  },
+  {
     key: 'publicHost',
     env: 'SIMU_PUBLIC_HOST',
     kind: 'string',

@@ -11,7 +11,8 @@ import type { AudioCodec } from './sdp.js';
  * `codecs` asks rtpengine to offer these codecs to this side even when the other side lacks them (rtpengine
  * transcodes); the other side's own codecs stay offered unless `only` is set.
  */
-export type LegProfile = 'rtp' | 'webrtc';
+/** rtp: plain RTP/AVP; srtp: RTP/SAVP with SDES keys (RFC 4568) for phones on TLS; webrtc: DTLS-SRTP with ICE. */
+export type LegProfile = 'rtp' | 'srtp' | 'webrtc';
 
 export interface LegMediaOptions {
   profile?: LegProfile;
@@ -31,13 +32,20 @@ export function profileFlags(opts: LegMediaOptions = {}, forOffer: boolean): NgP
           SDES: ['off'],
           flags: ['generate-mid'],
         }
-      : {
-          'transport-protocol': 'RTP/AVP',
-          ICE: 'remove',
-          'rtcp-mux': ['demux'],
-          DTLS: 'off',
-          SDES: ['off'],
-        };
+      : profile === 'srtp'
+        ? {
+            'transport-protocol': 'RTP/SAVP',
+            ICE: 'remove',
+            'rtcp-mux': ['demux'],
+            DTLS: 'off',
+          }
+        : {
+            'transport-protocol': 'RTP/AVP',
+            ICE: 'remove',
+            'rtcp-mux': ['demux'],
+            DTLS: 'off',
+            SDES: ['off'],
+          };
   if (forOffer) {
     const codecs = opts.codecs ?? (profile === 'webrtc' ? ['opus', 'PCMU', 'telephone-event'] : undefined);
     if (codecs) {

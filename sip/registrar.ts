@@ -51,6 +51,8 @@ export interface RegistrarSettings {
    * Offer `['SHA-256', 'MD5']` when every phone in use understands it (docs/softphones.md).
    */
   digestAlgorithms: Array<'SHA-256' | 'MD5'>;
+  /** Refuse phones on unencrypted transports (UDP, TCP, WS) with 403: signalling must be TLS or WSS. */
+  requireEncryption: boolean;
 }
 
 export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
@@ -59,7 +61,10 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   maxExpires: 7200,
   sweepMs: 5000,
   digestAlgorithms: ['MD5'],
+  requireEncryption: false,
 };
+
+const ENCRYPTED = new Set(['TLS', 'WSS']);
 
 export interface RegistrarOptions {
   app: SipApplication;
@@ -273,6 +278,11 @@ export class Registrar {
   // ---- authentication, shared by REGISTER and INVITE ----
 
   async #authenticate(req: SipRequest, srv: Responder, aor: Aor | undefined, proxy: boolean): Promise<AuthOutcome> {
+    if (this.settings.requireEncryption && !ENCRYPTED.has(req.source?.transport ?? '')) {
+      // sip.requireEncryption: signalling (and so the SDES keys in the SDP) must not cross the network in clear.
+      srv.send(403, 'Forbidden', { headers: { Warning: '399 simu "encryption required: use TLS or WSS"' } });
+      return { ok: false };
+    }
     const bearer = bearerOf(req, proxy);
     if (bearer !== undefined) return this.#bearer(req, srv, bearer, aor, proxy);
     const digest = this.#digestServer(aor?.realm ?? 'simu', proxy);

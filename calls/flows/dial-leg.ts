@@ -2,9 +2,14 @@ import type { LegMediaOptions } from '../../media/index.js';
 import type { Dialog, Outbound, SipRequest, TransportName } from '../../sip/stack/index.js';
 import type { FlowDeps } from './flow-deps.js';
 
-/** WebRTC media for legs that arrive over WebSocket (browser phones), plain RTP otherwise. */
+/**
+ * The media a leg gets from its signalling transport: WebRTC (DTLS-SRTP) for WebSocket phones, SRTP with SDES
+ * keys for phones on TLS (the keys travel in the encrypted SDP), plain RTP otherwise (carriers, UDP/TCP phones).
+ */
 export function mediaProfileFor(transport: TransportName | undefined): LegMediaOptions {
-  return transport === 'WS' || transport === 'WSS' ? { profile: 'webrtc' } : { profile: 'rtp' };
+  if (transport === 'WS' || transport === 'WSS') return { profile: 'webrtc' };
+  if (transport === 'TLS') return { profile: 'srtp' };
+  return { profile: 'rtp' };
 }
 
 export interface LegTarget {

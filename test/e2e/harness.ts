@@ -23,6 +23,10 @@ export async function startTestSwitch(ports: {
   /** SIP over WebSocket ports; 0 (the default here) leaves those transports off. */
   ws?: number;
   wss?: number;
+  /** SIP over TLS; 0 (the default here) leaves it off. */
+  tls?: number;
+  /** Extra settings (SIMU_* variables). */
+  env?: Record<string, string>;
 }) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-'));
   const config: Config = loadConfig(
@@ -34,12 +38,17 @@ export async function startTestSwitch(ports: {
       SIMU_SIP_PORT: String(ports.sip),
       SIMU_SIP_WS_PORT: String(ports.ws ?? 0),
       SIMU_SIP_WSS_PORT: String(ports.wss ?? 0),
+      SIMU_SIP_TLS_PORT: String(ports.tls ?? 0),
       SIMU_RTPENGINE_NG_PORT: String(ports.ng),
       SIMU_RTPENGINE_DTMF_PORT: String(ports.ng - 200),
       SIMU_RTP_PORT_MIN: String(ports.rtpMin),
       SIMU_RTP_PORT_MAX: String(ports.rtpMax),
       SIMU_WEBHOOK_TIMEOUT_MS: '3000',
       SIMU_LOG_LEVEL: process.env.SIMU_LOG_LEVEL ?? 'silent',
+      // The e2e tests poll the API; they are not about the per-key rate limit (test/api/abuse.test.ts is).
+      SIMU_API_RATE_PER_SECOND: '100000',
+      SIMU_API_RATE_BURST: '100000',
+      ...ports.env,
     },
     dataDir,
   );

@@ -234,15 +234,13 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
   });
 
   it('a Dial outside the allowlist is not dialled: DIAL.0403, the action gets DialCallStatus=failed, the call goes on', async () => {
-    await ctx
-      .db('destination_rules')
-      .insert({
-        id: crypto.randomUUID(),
-        account_id: acct.id,
-        kind: 'allow',
-        prefix: '2547',
-        created_at: new Date().toISOString(),
-      });
+    await ctx.db('destination_rules').insert({
+      id: crypto.randomUUID(),
+      account_id: acct.id,
+      kind: 'allow',
+      prefix: '2547',
+      created_at: new Date().toISOString(),
+    });
     server.verbs(
       '/blocked',
       `<Response><Dial action="${server.url('/after-dial')}"><Number>+882100000001</Number></Dial></Response>`,

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { UserAgent, type Dialog } from '../../sip/stack/index.js';
 import { audioEndpoint, buildRtp, plainAudioSdp } from '../../media/index.js';
 import { RtpSink } from './harness.js';
+import { ensureSipCertificate } from '../../web/index.js';
 
 /** Real speech as raw mu-law, made with espeak-ng and sox. */
 export function speechUlaw(text: string): Buffer {
@@ -19,7 +20,9 @@ export function speechUlaw(text: string): Buffer {
  * calls, and has a real RTP socket that keeps what it hears and can speak a mu-law clip.
  */
 export class TestPhone {
-  readonly ua = new UserAgent();
+  readonly ua: UserAgent;
+  /** 'tls': signalling over TLS (self-signed switch certificate accepted) and SRTP media offered with SDES keys. */
+  transport: 'udp' | 'tls' = 'udp';
   readonly sink = new RtpSink();
   dialog: Dialog | undefined;
   readonly domain: string;
@@ -31,20 +34,34 @@ export class TestPhone {
     readonly sipPort: number,
     readonly mediaPort: number,
     readonly switchPort: number,
+    transport: 'udp' | 'tls' = 'udp',
   ) {
     this.domain = `${accountId}.sip.test`;
+    this.transport = transport;
+    this.ua = new UserAgent(transport === 'tls' ? { tls: { rejectUnauthorized: false } } : {});
   }
 
   get proxy(): string {
-    return `127.0.0.1:${this.switchPort}`;
+    return `127.0.0.1:${this.switchPort}${this.transport === 'tls' ? ';transport=tls' : ''}`;
   }
 
   get sdp(): string {
-    return plainAudioSdp({ address: '127.0.0.1', port: this.mediaPort, codecs: ['PCMU'] });
+    const plain = plainAudioSdp({ address: '127.0.0.1', port: this.mediaPort, codecs: ['PCMU'] });
+    if (this.transport === 'udp') return plain;
+    // RFC 4568 SDES: a 30-byte master key and salt, base64, offered on RTP/SAVP.
+    const key = Buffer.alloc(30, 7).toString('base64');
+    return plain.replace('RTP/AVP', 'RTP/SAVP').trimEnd() + `\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${key}\r\n`;
   }
 
   async start(): Promise<this> {
-    await this.ua.listen({ udp: { host: '127.0.0.1', port: this.sipPort } });
+    if (this.transport === 'udp') await this.ua.listen({ udp: { host: '127.0.0.1', port: this.sipPort } });
+    else {
+      // The stack sends TLS only with a TLS transport of its own; the switch still reaches the phone over the
+      // connection it registered on.
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-phone-tls-'));
+      const cert = ensureSipCertificate({ dataDir: dir, cert: '', key: '', host: '127.0.0.1' });
+      await this.ua.listen({ tls: { host: '127.0.0.1', port: this.sipPort, ...cert } });
+    }
     await this.sink.bind(this.mediaPort);
     return this;
   }
@@ -58,7 +75,7 @@ export class TestPhone {
       proxy: this.proxy,
       headers: {
         Authorization: `Bearer ${this.token}`,
-        Contact: `<sip:${this.ext}@127.0.0.1:${this.sipPort}>`,
+        Contact: `<sip:${this.ext}@127.0.0.1:${this.sipPort}${this.transport === 'tls' ? ';transport=tls' : ''}>`,
         Expires: '300',
       },
     });

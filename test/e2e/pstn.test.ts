@@ -190,15 +190,13 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('an originate to a platform-blocked range is refused before dialling: 403, no call, no charge', async () => {
-    await ctx
-      .db('destination_rules')
-      .insert({
-        id: crypto.randomUUID(),
-        account_id: null,
-        kind: 'block',
-        prefix: '2549',
-        created_at: new Date().toISOString(),
-      });
+    await ctx.db('destination_rules').insert({
+      id: crypto.randomUUID(),
+      account_id: null,
+      kind: 'block',
+      prefix: '2549',
+      created_at: new Date().toISOString(),
+    });
     const before = (await ctx.db('calls').where({ account_id: acct.id })).length;
     const ledgerBefore = (await ctx.db('wallet_transactions').where({ account_id: acct.id })).length;
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
