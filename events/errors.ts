@@ -23,3 +23,12 @@ export class InvalidEventError extends EventsError {
     super('EVENT_INVALID', message);
   }
 }
+
+/** A value that has no canonical JSON form (a bigint, a function, a non-finite number, a cycle). */
+export class CanonicalJsonError extends TypeError {
+  readonly code = 'CANONICAL_JSON_UNSUPPORTED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CanonicalJsonError';
+  }
+}

@@ -13,6 +13,12 @@ export interface DestinationRuleRow {
 }
 
 /** Adds a rule; an identical rule already there is kept (returns false). */
+/** The query for one rule: a platform rule has no account (`account_id IS NULL`, not `= NULL`). */
+function oneRule(db: Db, accountId: string | null, kind: DestinationRuleKind, prefix: string) {
+  const q = db('destination_rules').where({ kind, prefix });
+  return accountId === null ? q.whereNull('account_id') : q.where({ account_id: accountId });
+}
+
 export async function addDestinationRule(
   db: Db,
   accountId: string | null,
@@ -20,10 +26,7 @@ export async function addDestinationRule(
   prefix: string,
 ): Promise<boolean> {
   // The unique index does not catch platform rules (NULL account ids are distinct in SQL), so look first.
-  const q = db('destination_rules').where({ kind, prefix });
-  if (accountId === null) q.whereNull('account_id');
-  else q.where({ account_id: accountId });
-  if (await q.first()) return false;
+  if (await oneRule(db, accountId, kind, prefix).first()) return false;
   try {
     await db('destination_rules').insert({ id: newId(), account_id: accountId, kind, prefix, created_at: nowIso() });
     return true;
@@ -39,10 +42,7 @@ export async function removeDestinationRule(
   kind: DestinationRuleKind,
   prefix: string,
 ): Promise<boolean> {
-  const q = db('destination_rules').where({ kind, prefix });
-  if (accountId === null) q.whereNull('account_id');
-  else q.where({ account_id: accountId });
-  return (await q.delete()) > 0;
+  return (await oneRule(db, accountId, kind, prefix).delete()) > 0;
 }
 
 /** The platform's rules and, when given, one account's: everything a destination check needs. */

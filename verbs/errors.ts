@@ -1,3 +1,4 @@
+export { CanonicalJsonError } from '../events/errors.js';
 /**
  * Errors that leave the verbs room. Each has a stable `code` (STYLE.md rule 3); callers switch on `code` or
  * on `reason`, never on the message text.
@@ -49,15 +50,6 @@ export class WebhookFetchError extends Error {
     this.reason = reason;
     this.url = url;
     this.status = options?.status;
-  }
-}
-
-/** A value that has no canonical JSON form (a bigint, a function, a non-finite number, a cycle). */
-export class CanonicalJsonError extends TypeError {
-  readonly code = 'CANONICAL_JSON_UNSUPPORTED';
-  constructor(message: string) {
-    super(message);
-    this.name = 'CanonicalJsonError';
   }
 }
 

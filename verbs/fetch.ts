@@ -4,10 +4,9 @@
  * within the deadline (10 s by default, spec "Limits"). Anything else is a WebhookFetchError whose `reason`
  * lets the interpreter run the account's fallback and emit WH.0400.
  */
-import { canonicalJson } from './canonical-json.js';
 import { VerbDocumentError, WebhookFetchError } from './errors.js';
 import { MAX_DOCUMENT_BYTES, parseVerbDocument } from './parse.js';
-import { signWebhook } from './sign.js';
+import { canonicalJson, signWebhook } from '../events/index.js';
 import type { VerbDocument } from './types.js';
 
 /** The end-user behind a browser- or mobile-phone originated call (spec: `endUser`). */

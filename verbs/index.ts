@@ -37,8 +37,7 @@ export {
   type DialCallStatus,
   type FetchVerbDocumentOptions,
 } from './fetch.js';
-export { signWebhook } from './sign.js';
-export { canonicalJson } from './canonical-json.js';
+export { signWebhook, canonicalJson } from '../events/index.js';
 export {
   VerbDocumentError,
   WebhookFetchError,
