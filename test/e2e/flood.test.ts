@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startTestSwitch, runSipp } from './harness.js';
+
+const OPTIONS = path.resolve(import.meta.dirname, '..', 'sip', 'security', 'fixtures', 'options.xml');
+
+/**
+ * Issue 10 "done when", on the real switch: a source flooding the SIP port is banned while the switch keeps
+ * answering another source and stays healthy; the event-loop delay during the flood is reported.
+ */
+describe('e2e: a SIP flood against the switch', function () {
+  this.timeout(60000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+
+  before(async () => {
+    ctx = await startTestSwitch({ http: 21880, sip: 21865, ng: 21231, rtpMin: 22600, rtpMax: 22699 });
+  });
+
+  after(async () => {
+    await ctx?.sw.stop();
+  });
+
+  it('bans the flooding address, keeps answering the other one, and health stays ok', async () => {
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    const flood = runSipp([
+      '127.0.0.1:21865',
+      '-sf',
+      OPTIONS,
+      '-key',
+      'ua',
+      'flood-tester',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21866',
+      '-cp',
+      '21867',
+      '-r',
+      '200',
+      '-m',
+      '600',
+      '-timeout',
+      '20s',
+    ]);
+    await new Promise((r) => setTimeout(r, 500));
+    const good = runSipp([
+      '127.0.0.1:21865',
+      '-sf',
+      OPTIONS,
+      '-key',
+      'ua',
+      'Zoiper rv2.10',
+      '-i',
+      '127.0.0.2',
+      '-p',
+      '21868',
+      '-cp',
+      '21869',
+      '-r',
+      '5',
+      '-m',
+      '15',
+      '-timeout',
+      '20s',
+    ]);
+    const healths: number[] = [];
+    const probe = setInterval(() => {
+      void fetch(`${ctx.baseUrl}/api/health/`).then((r) => healths.push(r.status));
+    }, 250);
+    try {
+      assert.equal(await good.exited, 0, `the well-behaved source got every answer:\n${good.output()}`);
+      assert.notEqual(await flood.exited, 0, 'the flooding source stopped getting answers');
+    } finally {
+      clearInterval(probe);
+      flood.kill();
+      good.kill();
+      loop.disable();
+    }
+    const bans = await ctx.db('ip_bans').where({ address: '127.0.0.1' });
+    assert.equal(bans.length, 1, 'the flooding address is in the ban table (visible to `simu bans list`)');
+    assert.equal(bans[0].reason, 'flood');
+    assert.ok(healths.length > 5 && healths.every((s) => s === 200), `health during the flood: ${healths.join(',')}`);
+    const p99 = loop.percentile(99) / 1e6;
+    console.log(
+      `      event-loop delay during the flood: p50 ${(loop.percentile(50) / 1e6).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+    );
+    assert.ok(p99 < 1000, `the switch's event loop kept turning (p99 ${p99.toFixed(1)} ms)`);
+  });
+});
