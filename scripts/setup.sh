@@ -34,6 +34,10 @@ if [ -n "$missing" ]; then
   fi
 fi
 
+# One set-up at a time: a second `npm start` or `npm test` waits here instead of racing `npm ci`.
+exec 9>.simu-setup.lock
+flock 9
+
 stamp=node_modules/.simu-lock-stamp
 want=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
