@@ -1,4 +1,5 @@
 import { LIVE_CALL_STATUSES, findCallAnyAccount, nowIso, updateCall, type CallRow, type Db } from '../store/index.js';
+import { ReasonCodes } from '../events/index.js';
 
 /**
  * The one interface through which the API reaches the call engine (calls/). The API writes the call as
@@ -37,7 +38,7 @@ export class NullCallEngine implements CallEngine {
       call.id,
       {
         status: 'failed',
-        reason_code: 'END.0487',
+        reason_code: ReasonCodes.canceled,
         reason_label: 'Canceled before answer',
         ended_at: now,
         duration_seconds: call.started_at ? Math.round((Date.parse(now) - Date.parse(call.started_at)) / 1000) : 0,

@@ -1,4 +1,5 @@
 import { InsufficientFundsError, LedgerConflictError, formatMoney, postInTransaction } from '../billing/index.js';
+import { ReasonCodes } from '../events/index.js';
 import { normaliseNumber, nowIso, ratesOfKind, type Db, type NumberRow } from '../store/index.js';
 import { ApiError, notFound } from './errors.js';
 
@@ -37,7 +38,7 @@ export async function acquireNumber(db: Db, accountId: string, numberId: string)
             if (e instanceof InsufficientFundsError)
               throw new ApiError(
                 402,
-                'BILL.0402',
+                ReasonCodes.insufficientBalance,
                 `The wallet balance (${formatMoney(e.balanceCents)} KES) does not cover the setup fee (${formatMoney(fee)} KES).`,
               );
             throw e;

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { EventCodes } from '../events/index.js';
 import { SignJWT, jwtVerify } from 'jose';
 import { findEndUserAnyAccount, findPhoneToken, phoneTokenIsValid, type Db } from '../store/index.js';
 
@@ -91,7 +92,7 @@ export async function signPhoneToken(secret: string, c: PhoneTokenClaims, issued
 export type PhoneTokenRejection = 'malformed' | 'expired' | 'revoked' | 'unknown' | 'end_user_inactive';
 
 export class PhoneTokenRejectedError extends Error {
-  readonly code = 'AUTH.0401';
+  readonly code = EventCodes.phoneRejected;
   readonly status = 401;
   constructor(readonly reason: PhoneTokenRejection) {
     super(`phone token rejected: ${reason}`);

@@ -1,22 +1,28 @@
 import { countLiveCalls, getSetting, findAccount, ratesOfKind, type Db } from '../store/index.js';
+import { ReasonCodes } from '../events/index.js';
 
 /**
  * Admission control for new calls (spec, Limits and Errors): account status, platform draining, balance,
  * concurrency cap, calls-per-second cap, checked in that order before a call is placed. A refused call is never
  * dialled nor billed.
  */
-export type AdmissionCode = 'BILL.0407' | 'PLATFORM.0503' | 'BILL.0402' | 'LIMIT.0429' | 'LIMIT.0430';
+export type AdmissionCode =
+  | typeof ReasonCodes.accountSuspended
+  | typeof ReasonCodes.platformPaused
+  | typeof ReasonCodes.insufficientBalance
+  | typeof ReasonCodes.concurrencyCap
+  | typeof ReasonCodes.cpsLimit;
 
 /**
  * HTTP statuses of refusals. 402 and 429 are the spec's; suspension (403) and draining (503, with Retry-After)
  * are ours, because the spec leaves them unshown (docs/api.md).
  */
 const STATUS: Record<AdmissionCode, number> = {
-  'BILL.0407': 403,
-  'PLATFORM.0503': 503,
-  'BILL.0402': 402,
-  'LIMIT.0429': 429,
-  'LIMIT.0430': 429,
+  [ReasonCodes.accountSuspended]: 403,
+  [ReasonCodes.platformPaused]: 503,
+  [ReasonCodes.insufficientBalance]: 402,
+  [ReasonCodes.concurrencyCap]: 429,
+  [ReasonCodes.cpsLimit]: 429,
 };
 
 export class AdmissionRefusedError extends Error {
@@ -82,10 +88,10 @@ export class StoreAdmission implements Admission {
   async #check<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
     const account = await findAccount(this.#db, req.accountId);
     if (!account || account.status !== 'active')
-      throw new AdmissionRefusedError('BILL.0407', 'The account is suspended; new calls are refused.');
+      throw new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');
     if ((await getSetting(this.#db, 'draining')) === 'true')
       throw new AdmissionRefusedError(
-        'PLATFORM.0503',
+        ReasonCodes.platformPaused,
         'The platform is paused for maintenance and is not admitting new calls; retry shortly.',
         30,
       );
@@ -96,10 +102,13 @@ export class StoreAdmission implements Admission {
     const minimum = Math.max(1, await this.#firstMinuteCents(req.to));
     const live = await countLiveCalls(this.#db, req.accountId);
     if (account.balance_cents < minimum * (live + 1))
-      throw new AdmissionRefusedError('BILL.0402', 'The wallet balance is insufficient to place a call.');
+      throw new AdmissionRefusedError(
+        ReasonCodes.insufficientBalance,
+        'The wallet balance is insufficient to place a call.',
+      );
     if (live >= account.max_concurrent_calls)
       throw new AdmissionRefusedError(
-        'LIMIT.0429',
+        ReasonCodes.concurrencyCap,
         `The account already has ${live} live calls, its maximum of simultaneous calls (${account.max_concurrent_calls}).`,
       );
     const now = this.#clock.now();
@@ -107,7 +116,7 @@ export class StoreAdmission implements Admission {
     if (window.length >= account.max_cps) {
       this.#admittedAt.set(req.accountId, window);
       throw new AdmissionRefusedError(
-        'LIMIT.0430',
+        ReasonCodes.cpsLimit,
         `The account placed ${window.length} calls in the last second, its calls-per-second limit (${account.max_cps}).`,
       );
     }

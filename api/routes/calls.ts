@@ -1,4 +1,5 @@
 import { checkDestination } from '../../billing/destinations.js';
+import { ReasonCodes } from '../../events/index.js';
 import type { Context } from 'koa';
 import {
   LIVE_CALL_STATUSES,
@@ -102,7 +103,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
             call.id,
             {
               status: 'failed',
-              reason_code: 'END.0500',
+              reason_code: ReasonCodes.carrierFailure,
               reason_label: 'Carrier or network failure',
               ended_at: nowIso(),
             },
@@ -169,7 +170,7 @@ async function endCall(d: RouteDeps, call: CallRow): Promise<CallRow> {
     call.id,
     {
       status: call.answered_at || call.status === 'answered' ? 'completed' : 'failed',
-      reason_code: 'END.0504',
+      reason_code: ReasonCodes.reconciled,
       reason_label: 'Reconciled from the switch',
       ended_at: now,
       duration_seconds: call.started_at
