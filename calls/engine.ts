@@ -5,7 +5,7 @@ import type { Admission } from '../billing/admission.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import type { MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
-import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
+import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
 import { CallLifecycle } from './lifecycle.js';
 import { LiveCall, type CallBilling } from './live-call.js';
 import type { FlowDeps } from './flows/flow-deps.js';
@@ -14,6 +14,7 @@ import { runInbound } from './flows/inbound.js';
 import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
+import { ChildLeg } from './child-leg.js';
 import { mediaStorageFor, type MediaStorage } from './media-storage.js';
 
 export interface CallEngineDeps {
@@ -40,6 +41,8 @@ export class SwitchCallEngine implements CallEngine {
   readonly #deps: CallEngineDeps;
   readonly #flow: FlowDeps;
   readonly #live = new Map<string, LiveCall | BridgedCall>();
+  /** Dial legs by their own call id -> the call that dialled them (a billing cut of a leg ends its parent). */
+  readonly #children = new Map<string, LiveCall>();
   readonly #log = roomLogger('calls');
   readonly #assetStorage: MediaStorage;
   #closed = false;
@@ -84,7 +87,17 @@ export class SwitchCallEngine implements CallEngine {
         log: this.#log,
         billing: this.#deps.billing,
         webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
-        dialer: (c, target, options) => runDial({ ...this.#flow, locator: this.#deps.locator }, c, target, options),
+        dialer: (c, target, options) =>
+          runDial(
+            {
+              ...this.#flow,
+              locator: this.#deps.locator,
+              openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
+            },
+            c,
+            target,
+            options,
+          ),
         recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
         assetStorage: this.#assetStorage,
       },
@@ -101,6 +114,21 @@ export class SwitchCallEngine implements CallEngine {
     this.#live.set(row.id, call);
     void life.ended.then(() => this.#live.delete(row.id));
     return call;
+  }
+
+  async #openChildLeg(parent: LiveCall, from: string, to: string): Promise<ChildLeg> {
+    const row = await insertCall(this.#deps.db, {
+      account_id: parent.row.account_id,
+      direction: 'outbound',
+      from_number: from,
+      to_number: to,
+      parent_call_id: parent.id,
+      started_at: nowIso(),
+    });
+    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
+    this.#children.set(row.id, parent);
+    void life.ended.then(() => this.#children.delete(row.id));
+    return new ChildLeg(life, this.#deps.billing);
   }
 
   /** Holds a live call by id (billing cuts, tests). */
@@ -136,11 +164,11 @@ export class SwitchCallEngine implements CallEngine {
 
   /** Ends a call for billing (BILL.0403, END.0408, END.0503); a call this process does not hold is left alone. */
   cut(callId: string, reason: (typeof ReasonCodes)[keyof typeof ReasonCodes]): void {
-    void this.#live.get(callId)?.end(reason);
+    void (this.#live.get(callId) ?? this.#children.get(callId))?.end(reason);
   }
 
   isLive(callId: string): boolean {
-    return this.#live.has(callId);
+    return this.#live.has(callId) || this.#children.has(callId);
   }
 
   /** Shutdown: every live call is ended (BYE sent, CDR closed). */

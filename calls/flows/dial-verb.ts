@@ -6,11 +6,15 @@ import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
 import type { EndUserLocator } from './end-user.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
+import type { ChildLeg } from '../child-leg.js';
+import { failureReason } from './originate.js';
 
 export const DIALLED_LEG = 'B';
 
 export interface DialVerbDeps extends FlowDeps {
   locator?: EndUserLocator;
+  /** Opens the CDR and billing of a PSTN leg this call dials (calls/child-leg.ts). */
+  openChildLeg?: (parent: LiveCall, from: string, to: string) => Promise<ChildLeg>;
 }
 
 /**
@@ -53,16 +57,26 @@ export async function runDial(
     return finish({ status: 'failed', durationSeconds: 0 });
   }
   const presented = o.callerId ?? (row.direction === 'inbound' ? row.from_number : row.from_number);
+  const child = target.kind === 'number' ? await d.openChildLeg?.(call, presented, target.number) : undefined;
+  await child?.life.initiated();
   const outcome = await dialLeg(d, {
     target: leg,
     from: `<sip:${presented}@${d.config.publicHost}>`,
     sdp,
     timeoutSeconds: o.timeout,
     signal: o.signal,
+    onRinging: () => void child?.life.ringing(),
   });
   if (!outcome.ok) {
+    await child?.end(failureReason(outcome.error, outcome.noAnswer));
     const status = outcome.noAnswer ? 'no-answer' : dialStatusFor(outcome.error);
     return finish({ status, durationSeconds: 0 });
+  }
+  if (child && !(await child.answered())) {
+    // The dialled destination cannot be rated: it is not carried for free.
+    await outcome.dialog.bye().catch(() => undefined);
+    await child.end(ReasonCodes.rejected);
+    return finish({ status: 'failed', durationSeconds: 0 });
   }
   const dialog = outcome.dialog;
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '', {
@@ -83,6 +97,7 @@ export async function runDial(
     call.onEnd(done);
   });
   if (dialog.state !== 'terminated') await dialog.bye().catch(() => undefined);
+  await child?.end(ReasonCodes.normalHangup);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);
   // The caller's media now points at the dialled leg: when that leg ends the call ends too (TwiML's default).
   void call.end(ReasonCodes.normalHangup);

@@ -227,6 +227,18 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       const dialDone = server.requests.slice(before).find((r) => r.json?.code === 'DIAL.0300')!.json;
       assert.equal(dialDone.data.DialCallStatus, 'completed');
       assert.ok(callee.speechSeconds() >= 1, `the callee heard the caller for ${callee.speechSeconds()} s`);
+      // The dialled PSTN leg has a CDR of its own, billed at the outbound rate, not carried at the inbound one.
+      const parent = await ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
+      const leg = await ctx.db('calls').where({ parent_call_id: parent.id }).first();
+      assert.equal(leg.direction, 'outbound');
+      assert.equal(leg.to_number, '+254722000099');
+      assert.equal(leg.status, 'completed');
+      const charged = (await ctx.db('wallet_transactions').where({ call_id: leg.id })).reduce(
+        (sum: number, r: { amount_cents: number }) => sum + Number(r.amount_cents),
+        0,
+      );
+      assert.ok(charged >= 100, `the leg paid at least its first outbound minute: ${charged}`);
+      assert.equal(Number(leg.cost_cents), charged);
     } finally {
       uas.kill();
       callee.close();
