@@ -1,29 +1,10 @@
 import assert from 'node:assert/strict';
+import { simu } from '../support/cli.js';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { runCli } from '../../cli/index.js';
 import { findPlayableAsset, openDb, type Db } from '../../store/index.js';
 import { makeSpeechFiles } from './fixtures.js';
-
-function capture() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      text += chunk.toString();
-      cb();
-    },
-  });
-  return { stream, text: () => text };
-}
-
-async function simu(...argv: string[]) {
-  const out = capture();
-  const err = capture();
-  const code = await runCli(argv, { stdout: out.stream, stderr: err.stream });
-  return { code, stdout: out.text(), stderr: err.text() };
-}
 
 /** Issue 11: the operator's `simu assets ...` and `simu account retention` on a real store and data directory. */
 describe('operator CLI: assets and recording retention', function () {

@@ -1,28 +1,9 @@
 import assert from 'node:assert/strict';
+import { simu } from '../support/cli.js';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { runCli } from '../../cli/index.js';
 import { openDb, type Db } from '../../store/index.js';
-
-function capture() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      text += chunk.toString();
-      cb();
-    },
-  });
-  return { stream, text: () => text };
-}
-
-async function simu(...argv: string[]) {
-  const out = capture();
-  const err = capture();
-  const code = await runCli(argv, { stdout: out.stream, stderr: err.stream });
-  return { code, stdout: out.text(), stderr: err.text() };
-}
 
 describe('operator CLI', function () {
   this.timeout(30000);
