@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 mode=start
 [ "${1:-}" = "--test" ] && mode=test
 
-runtime_pkgs="rtpengine-daemon espeak-ng sox libsox-fmt-mp3"
-test_pkgs="sip-tester postgresql baresip-core chromium tcpdump iproute2"
+runtime_pkgs="rtpengine-daemon espeak-ng sox libsox-fmt-mp3 openssl"
+test_pkgs="sip-tester postgresql baresip-core chromium tcpdump iproute2 procps"
 pkgs="$runtime_pkgs"
 [ "$mode" = test ] && pkgs="$pkgs $test_pkgs"
 
