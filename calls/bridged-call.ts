@@ -18,6 +18,7 @@ export class BridgedCall {
   readonly #dialogs: Dialog[] = [];
   readonly #onEnd: Array<() => void> = [];
   #ending: Promise<CallRow> | undefined;
+  #answering: Promise<void> = Promise.resolve();
 
   constructor(deps: { media: MediaService; log: Logger; billing?: CallBilling }, life: CallLifecycle) {
     this.life = life;
@@ -43,8 +44,14 @@ export class BridgedCall {
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, dialog));
   }
 
-  async answered(): Promise<void> {
-    if (!(await this.life.answered())) return;
+  /** From answer: credit control starts (an end that races it waits for it: see #end). */
+  answered(): Promise<void> {
+    this.#answering = this.#answered();
+    return this.#answering;
+  }
+
+  async #answered(): Promise<void> {
+    if (!(await this.life.answered()) || this.isEnding) return;
     const row = this.life.row;
     try {
       await this.#billing?.callAnswered({
@@ -56,7 +63,7 @@ export class BridgedCall {
       });
     } catch (e) {
       this.#log.error({ err: e, call: row.sid }, 'call could not be rated; cut');
-      await this.end(ReasonCodes.rejected);
+      void this.end(ReasonCodes.rejected); // not awaited: the end waits for this answer to finish
     }
   }
 
@@ -68,6 +75,7 @@ export class BridgedCall {
   async #end(reason: ReasonCode, byeFrom?: Dialog): Promise<CallRow> {
     for (const fn of this.#onEnd.splice(0)) fn();
     await Promise.all(this.#dialogs.filter((d) => d !== byeFrom).map((d) => d.bye().catch(() => undefined)));
+    await this.#answering.catch(() => undefined);
     const endedAt = new Date();
     await this.#media.deleteSession(this.id).catch((e) => this.#log.warn({ err: e }, 'media session not deleted'));
     let settled: { costCents: number; talkSeconds: number } | undefined;

@@ -15,6 +15,8 @@ import type { Logger } from '../config/index.js';
 export class CallLifecycle {
   #row: CallRow;
   #ended = false;
+  #answeredAt: string | null;
+  #answering: Promise<unknown> = Promise.resolve();
   readonly #db: Db;
   readonly #events: EventPublisher;
   readonly #log: Logger;
@@ -26,6 +28,7 @@ export class CallLifecycle {
     this.#events = deps.events;
     this.#log = deps.log.child({ call: row.sid });
     this.#row = row;
+    this.#answeredAt = row.answered_at;
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
   }
 
@@ -37,8 +40,9 @@ export class CallLifecycle {
     return this.#ended;
   }
 
+  /** Known in memory the moment the answer is seen, before its store write lands (an end may race that write). */
   get isAnswered(): boolean {
-    return this.#row.answered_at !== null;
+    return this.#answeredAt !== null;
   }
 
   /** Emits CALL.0100 for a call written as `initiated` (the API or a flow wrote the row). */
@@ -62,15 +66,22 @@ export class CallLifecycle {
     await this.#emit(EventCodes.callProgress, {});
   }
 
-  async answered(at = new Date()): Promise<boolean> {
-    const row = await updateCall(this.#db, this.#row.id, { status: 'answered', answered_at: nowIso(at) }, [
-      'initiated',
-      'ringing',
-    ]);
-    if (!row) return false;
-    this.#row = row;
-    await this.#emit(EventCodes.callAnswered, {});
-    return true;
+  answered(at = new Date()): Promise<boolean> {
+    if (this.#ended || this.#answeredAt !== null) return Promise.resolve(false);
+    const answeredAt = nowIso(at);
+    this.#answeredAt = answeredAt;
+    const write = (async () => {
+      const row = await updateCall(this.#db, this.#row.id, { status: 'answered', answered_at: answeredAt }, [
+        'initiated',
+        'ringing',
+      ]);
+      if (!row) return false;
+      this.#row = row;
+      await this.#emit(EventCodes.callAnswered, {});
+      return true;
+    })();
+    this.#answering = write.catch(() => false);
+    return write;
   }
 
   /** Adds synthesised speech to the CDR, in whole seconds rounded up per utterance (spec: an integer). */
@@ -90,9 +101,10 @@ export class CallLifecycle {
   ): Promise<CallRow> {
     if (this.#ended) return this.#row;
     this.#ended = true;
+    await this.#answering; // the answer's own write lands first, so the end's compare-and-set sees `answered`
     const at = opts.at ?? new Date();
     const started = Date.parse(this.#row.started_at ?? this.#row.created_at);
-    const answered = this.#row.answered_at ? Date.parse(this.#row.answered_at) : null;
+    const answered = this.#answeredAt ? Date.parse(this.#answeredAt) : null;
     const status = answered !== null && !opts.failed ? 'completed' : 'failed';
     const duration = Math.max(0, Math.round((at.getTime() - started) / 1000));
     const talk = opts.talkSeconds ?? (answered !== null ? Math.max(0, Math.ceil((at.getTime() - answered) / 1000)) : 0);
@@ -101,6 +113,7 @@ export class CallLifecycle {
       this.#row.id,
       {
         status,
+        answered_at: this.#answeredAt,
         reason_code: reason,
         reason_label: reasonLabel(reason),
         ended_at: nowIso(at),

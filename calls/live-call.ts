@@ -79,6 +79,7 @@ export class LiveCall implements VerbContext {
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
   #endUser: CallControlEndUser | null = null;
   readonly #onEnd: Array<() => void> = [];
+  #answering: Promise<void> = Promise.resolve();
 
   constructor(deps: LiveCallDeps, life: CallLifecycle) {
     this.#d = deps;
@@ -117,9 +118,15 @@ export class LiveCall implements VerbContext {
   }
 
   /** From answer: credit control starts and the verbs run until the call ends. */
-  async answered(): Promise<void> {
+  /** From answer: credit control starts (an end that races it waits for it: see #end). */
+  answered(): Promise<void> {
+    this.#answering = this.#answered();
+    return this.#answering;
+  }
+
+  async #answered(): Promise<void> {
     const ok = await this.life.answered();
-    if (!ok) return;
+    if (!ok || this.isEnding) return;
     try {
       await this.#d.billing?.callAnswered({
         callId: this.id,
@@ -131,7 +138,7 @@ export class LiveCall implements VerbContext {
     } catch (e) {
       // A call that cannot be rated (no rate covers the destination) is not carried for free: it is cut at once.
       this.#d.log.error({ err: e, call: this.row.sid }, 'call could not be rated; cut');
-      await this.end(ReasonCodes.rejected);
+      void this.end(ReasonCodes.rejected); // not awaited: the end waits for this answer to finish
     }
   }
 
@@ -176,6 +183,7 @@ export class LiveCall implements VerbContext {
     this.#interpreter?.kill();
     for (const fn of this.#onEnd.splice(0)) fn();
     if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
+    await this.#answering.catch(() => undefined);
     const endedAt = new Date();
     const media = await this.#d.media.deleteSession(this.id).catch((e) => {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'media session not deleted');
