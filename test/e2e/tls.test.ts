@@ -92,7 +92,7 @@ describe('e2e: TLS phones with SRTP, encryption required', function () {
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(call.direction, 'internal');
-    assert.equal(call.status, "completed", JSON.stringify(call));
+    assert.equal(call.status, 'completed', JSON.stringify(call));
   });
 
   it('an INVITE over UDP is refused too', async () => {
