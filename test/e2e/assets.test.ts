@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +19,8 @@ import {
   runSipp,
   api,
   SCENARIOS,
+  speakingCarrierScenario,
+  ulawOf,
   type SippRun,
   type TestAccount,
 } from './harness.js';
@@ -75,13 +77,7 @@ describe('e2e: account assets played to a caller, and recording retention', func
     assetSpeech = speechSecondsOf((await readWav(stored)).samples);
     assert.ok(assetSpeech > 1.5, `the asset holds ${assetSpeech} s of speech`);
     // The caller of the Record test speaks real speech (raw mu-law for SIPp's rtp_stream).
-    const ulaw = path.join(dir, 's.ulaw');
-    execFileSync('sox', [wav, '-r', '8000', '-c', '1', '-t', 'ul', ulaw]);
-    speaks = path.join(dir, 'uac-inbound-speaks.xml');
-    writeFileSync(
-      speaks,
-      readFileSync(path.join(SCENARIOS, 'uac-inbound-speaks.xml'), 'utf8').replaceAll('[speech]', ulaw),
-    );
+    speaks = speakingCarrierScenario(ulawOf(wav));
   });
 
   beforeEach(async () => {

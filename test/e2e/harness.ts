@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../config/index.js';
@@ -233,4 +234,32 @@ export async function api(baseUrl: string, key: string, method: string, p: strin
   });
   const text = await res.text();
   return { status: res.status, body: safeJson(text) ?? text };
+}
+
+/** Real speech as a raw mu-law file (espeak-ng, then sox), for SIPp's rtp_stream or a TestPhone to speak. */
+export function speechUlawFile(text: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-speech-'));
+  const wav = path.join(dir, 's.wav');
+  execFileSync('espeak-ng', ['-w', wav, text]);
+  return ulawOf(wav);
+}
+
+/** A WAV converted to raw 8 kHz mu-law beside it. */
+export function ulawOf(wav: string): string {
+  const ulaw = wav.replace(/\.wav$/, '') + '.ulaw';
+  execFileSync('sox', [wav, '-r', '8000', '-c', '1', '-t', 'ul', ulaw]);
+  return ulaw;
+}
+
+/**
+ * The carrier scenario whose caller speaks `ulaw` once answered (scenarios/uac-inbound-speaks.xml). SIPp does not
+ * expand keywords inside rtp_stream, so the file's path is written into a copy of the scenario.
+ */
+export function speakingCarrierScenario(ulaw: string): string {
+  const file = path.join(path.dirname(ulaw), 'uac-inbound-speaks.xml');
+  writeFileSync(
+    file,
+    readFileSync(path.join(SCENARIOS, 'uac-inbound-speaks.xml'), 'utf8').replaceAll('[speech]', ulaw),
+  );
+  return file;
 }

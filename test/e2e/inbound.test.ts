@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import {
   startTestSwitch,
@@ -12,6 +9,8 @@ import {
   runSipp,
   api,
   SCENARIOS,
+  speakingCarrierScenario,
+  speechUlawFile,
   type SippRun,
   type TestAccount,
 } from './harness.js';
@@ -38,20 +37,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     // The carrier sends from 127.0.0.1 and takes outbound legs (Dial) at 127.0.0.1:21563.
     await addCarrier(ctx.db, 21563, 'carrier', ctx.sw);
     // What the caller says in the Record test: real speech as raw mu-law for SIPp's rtp_stream.
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-speech-'));
-    execFileSync('espeak-ng', [
-      '-w',
-      path.join(dir, 's.wav'),
-      'Hello, I am leaving a message for the test of recording.',
-    ]);
-    const ulaw = path.join(dir, 's.ulaw');
-    execFileSync('sox', [path.join(dir, 's.wav'), '-r', '8000', '-c', '1', '-t', 'ul', ulaw]);
-    // SIPp does not expand keywords inside rtp_stream, so the scenario gets the file's path written in.
-    speech = path.join(dir, 'uac-inbound-speaks.xml');
-    writeFileSync(
-      speech,
-      readFileSync(path.join(SCENARIOS, 'uac-inbound-speaks.xml'), 'utf8').replaceAll('[speech]', ulaw),
-    );
+    speech = speakingCarrierScenario(speechUlawFile('Hello, I am leaving a message for the test of recording.'));
   });
 
   beforeEach(async () => {

@@ -1,18 +1,14 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { UserAgent, type Dialog } from '../../sip/stack/index.js';
 import { audioEndpoint, buildRtp, plainAudioSdp } from '../../media/index.js';
-import { RtpSink } from './harness.js';
+import { RtpSink, speechUlawFile } from './harness.js';
 import { ensureSipCertificate } from '../../web/index.js';
 
 /** Real speech as raw mu-law, made with espeak-ng and sox. */
 export function speechUlaw(text: string): Buffer {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-phone-'));
-  execFileSync('espeak-ng', ['-w', path.join(dir, 's.wav'), text]);
-  execFileSync('sox', [path.join(dir, 's.wav'), '-r', '8000', '-c', '1', '-t', 'ul', path.join(dir, 's.ul')]);
-  return readFileSync(path.join(dir, 's.ul'));
+  return readFileSync(speechUlawFile(text));
 }
 
 /**
