@@ -101,13 +101,19 @@ export async function stopPostgres(): Promise<void> {
   const { proc, dir } = server;
   server = undefined;
   starting = undefined;
-  await new Promise<void>((resolve) => {
-    proc.once('exit', () => resolve());
-    proc.kill('SIGINT');
-    setTimeout(() => {
-      proc.kill('SIGKILL');
-      resolve();
-    }, 5000).unref();
-  });
-  rmSync(dir, { recursive: true, force: true });
+  // As root the child is `runuser`, which can exit before the postmaster has finished: pg_ctl waits for the
+  // server itself to be gone (fast shutdown), so the data directory is no longer written when it is removed.
+  try {
+    const [cmd, ...args] = asPostgres(pgBin('pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w', '-t', '20']);
+    execFileSync(cmd, args, { stdio: 'ignore' });
+  } catch {
+    proc.kill('SIGKILL');
+  }
+  if (proc.exitCode === null && proc.signalCode === null) {
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      setTimeout(resolve, 5000).unref();
+    });
+  }
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 }
