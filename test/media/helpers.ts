@@ -1,5 +1,5 @@
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -71,4 +71,23 @@ export async function waitFor(cond: () => boolean, timeoutMs: number, what: stri
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** The state letter of each thread of `pid` (/proc/<pid>/task/<tid>/stat), e.g. 'T' for stopped. */
+export function threadStates(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).map((tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const end = stat.lastIndexOf(')');
+      return `${stat.slice(end + 2, end + 3)}:${stat.slice(stat.indexOf('(') + 1, end)}`;
+    });
+  } catch {
+    return [];
+  }
+}
+
+/** True once every thread of `pid` is stopped. */
+export function processStopped(pid: number): boolean {
+  const states = threadStates(pid);
+  return states.length > 0 && states.every((s) => s.startsWith('T'));
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import {
   MediaEngines,
   MediaError,
@@ -9,7 +10,7 @@ import {
   plainAudioSdp,
   type RtpengineSupervisor,
 } from '../../media/index.js';
-import { freeUdpPort, newSupervisor, processAlive, quietLogger, tempDir, waitFor } from './helpers.js';
+import { freeUdpPort, newSupervisor, processAlive, processStopped, quietLogger, threadStates, tempDir, waitFor } from './helpers.js';
 
 describe('media: rtpengine supervisor (real rtpengine)', function () {
   this.timeout(30_000);
@@ -61,6 +62,10 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
     const pid = supervisor.pid;
     assert.ok(pid);
     process.kill(pid, 'SIGSTOP'); // the engine stops answering but is still alive
+    // kill() returns before every thread has stopped; on a loaded VM one once answered the request below.
+    await waitFor(() => processStopped(pid), 3000, 'the engine to stop').catch((e: Error) => {
+      throw new Error(`${e.message}: ${threadStates(pid).join(', ') || 'no such process'}`);
+    });
     const pending = supervisor.client.request('ping', {}, 10_000);
     await new Promise((r) => setTimeout(r, 100));
     process.kill(pid, 'SIGKILL');
@@ -135,9 +140,10 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
     });
     try {
       const [pid, dir] = await new Promise<[number, string]>((resolve, reject) => {
-        host.stdout.once('data', (d: Buffer) => {
-          const [p, dataDir] = d.toString().trim().split(' ');
-          resolve([Number(p), dataDir ?? '']);
+        // The fixture prints "<pid> <dir>"; with MEDIA_TEST_LOG set, log lines share its stdout.
+        createInterface({ input: host.stdout }).on('line', (line) => {
+          const m = /^(\d+) (\S+)$/.exec(line);
+          if (m) resolve([Number(m[1]), m[2]]);
         });
         host.once('exit', () => reject(new Error('fixture exited early')));
       });

@@ -161,6 +161,17 @@ export class UserAgent {
     return this.#dialogs.size;
   }
 
+  /** The live dialogs, for diagnosis: ID, role, state and age in ms. */
+  dialogs(): Array<{ id: string; role: 'uac' | 'uas'; state: string; ageMs: number }> {
+    const now = this.clock.now();
+    return [...this.#dialogs.values()].map((d) => ({
+      id: d.id,
+      role: d.role,
+      state: d.state,
+      ageMs: now - d.createdAt,
+    }));
+  }
+
   /** Counts for monitoring: live dialogs and transactions. */
   stats(): { dialogs: number; serverTransactions: number; clientTransactions: number } {
     const t = this.#tx.size;
@@ -272,6 +283,7 @@ export class UserAgent {
       flowId: src.transport === 'UDP' ? undefined : src.flowId,
       localSdp: opts.localSdp,
       remoteSdp: req.body.length > 0 ? req.text : undefined,
+      createdAt: this.clock.now(),
     });
     this.#dialogs.set(dialog.id, dialog);
     const key = ackKey(req);
@@ -332,6 +344,7 @@ export class UserAgent {
           flowId: target.transport === 'UDP' ? undefined : (res.source?.flowId ?? target.flowId),
           localSdp: opts.localSdp,
           remoteSdp: res.body.length > 0 ? res.text : undefined,
+          createdAt: this.clock.now(),
         });
         this.#dialogs.set(dialog.id, dialog);
         flow.acknowledge(dialog);

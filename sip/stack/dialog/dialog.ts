@@ -57,6 +57,7 @@ export interface DialogInit {
   flowId?: string;
   localSdp?: string;
   remoteSdp?: string;
+  createdAt?: number;
 }
 
 export type DialogState = 'early' | 'confirmed' | 'terminated';
@@ -76,6 +77,8 @@ export class Dialog extends TypedEmitter<DialogEvents> {
   readonly #remoteParty: string;
   readonly transport: TransportName;
   readonly flowId?: string;
+  /** When the dialog was made, on the host's clock (ms). */
+  readonly createdAt: number;
   localSdp?: string;
   remoteSdp?: string;
 
@@ -94,6 +97,7 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     this.#routeSet = init.routeSet;
     this.transport = init.transport;
     this.flowId = init.flowId;
+    this.createdAt = init.createdAt ?? Date.now();
     this.localSdp = init.localSdp;
     this.remoteSdp = init.remoteSdp;
   }

@@ -61,7 +61,8 @@ describe('SIPp interop', function () {
   async function startUas(transport: 'UDP' | 'TCP', calls: number, extra: string[] = []) {
     const port = await peerPort();
     const args = ['-sn', 'uas', '-i', '127.0.0.1', '-p', String(port), '-mp', String(await mediaPort())];
-    args.push('-m', String(calls), '-timeout', '45s', ...extra, ...(transport === 'TCP' ? ['-t', 't1'] : []));
+    if (calls > 0) args.push('-m', String(calls));
+    args.push('-timeout', '45s', ...extra, ...(transport === 'TCP' ? ['-t', 't1'] : []));
     return { port, peer: sipp.run(args, 50000) };
   }
 
@@ -125,27 +126,34 @@ describe('SIPp interop', function () {
 
   it('UDP: retransmissions under SIPp simulated loss (-lost 10): 10 calls all complete', async () => {
     const r = await sipp.run(
-      [...(await clientArgs(target(), 'UDP', 10)), '-sn', 'uac', '-r', '5', '-lost', '10'],
+      [...(await clientArgs(target(), 'UDP', 10)), '-sf', `${SCENARIOS}/uac-txn.xml`, '-r', '5', '-lost', '10'],
       55000,
     ).done;
     assert.equal(r.code, 0, r.stderr);
   });
 
   it('UDP: stack as UAC under loss at SIPp uas (-lost 10): 5 calls complete through our retransmissions', async () => {
-    const { port: uasPort, peer } = await startUas('UDP', 5, ['-lost', '10']);
+    // No -m: under loss SIPp's own call count drifts from ours (once in eight runs it stopped before our last
+    // INVITE, which then timed out), so it runs until our calls are done and is killed.
+    const { port: uasPort, peer } = await startUas('UDP', 0, ['-lost', '10']);
     await new Promise((r) => setTimeout(r, 300));
-    for (let i = 0; i < 5; i++) {
-      const dialog = await ua.createUAC(`sip:service@127.0.0.1:${uasPort}`, { localSdp: SDP_B });
-      await dialog.bye();
+    try {
+      for (let i = 0; i < 5; i++) {
+        const dialog = await ua.createUAC(`sip:service@127.0.0.1:${uasPort}`, { localSdp: SDP_B });
+        assert.equal(dialog.state, 'confirmed');
+        assert.match(dialog.remoteSdp ?? '', /^v=0/);
+        // The BYE is retransmitted under loss too; the dialog is gone at once, its transaction finishes alone.
+        void dialog.bye();
+      }
+    } finally {
+      if (peer.pid) process.kill(peer.pid, 'SIGKILL');
     }
-    const r = await peer.done;
-    assert.equal(r.code, 0, r.stderr);
   });
 
   it('the dialogs of all these calls are gone afterwards', async () => {
     await waitFor<void>((done) => {
       const check = () => (ua.dialogCount === 0 ? done() : setTimeout(check, 50));
       check();
-    }, 10000).catch(() => assert.fail(`dialogs left: ${JSON.stringify(ua.stats())}`));
+    }, 10000).catch(() => assert.fail(`dialogs left: ${JSON.stringify({ ...ua.stats(), live: ua.dialogs() })}`));
   });
 });
