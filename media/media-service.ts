@@ -80,8 +80,13 @@ interface MediaSession {
   callId: string;
   engine: MediaEngine;
   ivr: Map<string, IvrEndpoint>;
-  /** The SDP each IVR-answered caller offered, for moving the caller on to a bridge (Dial). */
-  callerSdp: Map<string, string>;
+  /**
+   * Per leg the platform answers or places: the SDP that leg sent and the media profile of its side, for moving
+   * it on to a bridge (Dial) and back.
+   */
+  callerSdp: Map<string, { sdp: string; side?: LegMediaOptions }>;
+  /** The profile asked for a leg the platform calls (offerIvr), until its answer arrives (completeIvr). */
+  calleeSide: Map<string, LegMediaOptions | undefined>;
   playbacks: Map<string, Playback>;
   /** rtpengine local port per leg tag, learned from `query`, for RecordSession. */
   recording?: { legs: [string, string]; ports: [number, number]; path: string };
@@ -137,7 +142,14 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   #session(callId: string, create = false): MediaSession {
     let s = this.#sessions.get(callId);
     if (!s && create) {
-      s = { callId, engine: this.#engines.pick(), ivr: new Map(), callerSdp: new Map(), playbacks: new Map() };
+      s = {
+        callId,
+        engine: this.#engines.pick(),
+        ivr: new Map(),
+        callerSdp: new Map(),
+        calleeSide: new Map(),
+        playbacks: new Map(),
+      };
       this.#sessions.set(callId, s);
     }
     if (!s) throw new MediaError('MEDIA_NO_SESSION', `no media session for call ${callId}`);
@@ -192,7 +204,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   /** Answer leg `legTag` with the platform itself (IVR); returns the SDP to answer the caller with. */
   async answerIvr(callId: string, legTag: string, callerSdp: string, opts: { callerSide?: LegMediaOptions } = {}) {
     const endpoint = await this.#openIvr(callId, legTag);
-    this.#session(callId).callerSdp.set(legTag, callerSdp);
+    this.#session(callId).callerSdp.set(legTag, { sdp: callerSdp, side: opts.callerSide });
     await this.offer(callId, legTag, callerSdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] } });
     return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(), { fromSide: opts.callerSide });
   }
@@ -205,14 +217,14 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
    */
   async offerFromIvr(callId: string, legTag: string, toTag: string, opts: { toSide?: LegMediaOptions } = {}) {
     const s = this.#session(callId);
-    const callerSdp = s.callerSdp.get(legTag);
-    if (!callerSdp) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
+    const caller = s.callerSdp.get(legTag);
+    if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
     this.#finishPlayback(s, legTag, false);
     const r = await s.engine.client.offer({
       'call-id': callId,
       'from-tag': legTag,
       'to-tag': toTag,
-      sdp: callerSdp,
+      sdp: caller.sdp,
       ...profileFlags(opts.toSide, true),
       replace: ['origin', 'session-connection'],
     });
@@ -221,14 +233,40 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return r.sdp;
   }
 
+  /**
+   * The bridge of a Dial is over: move `legTag` from the dialled leg back to a fresh IvrEndpoint, so the verbs
+   * after the Dial (or its action document) play to the caller and Record hears it. Like offerFromIvr it is a
+   * re-offer of the caller's own SDP inside rtpengine, now towards the IVR tag; the caller keeps its port and
+   * needs no re-INVITE.
+   */
+  async returnToIvr(callId: string, legTag: string): Promise<void> {
+    const s = this.#session(callId);
+    const caller = s.callerSdp.get(legTag);
+    if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
+    const endpoint = await this.#openIvr(callId, legTag);
+    await s.engine.client.offer({
+      'call-id': callId,
+      'from-tag': legTag,
+      'to-tag': ivrTag(legTag),
+      sdp: caller.sdp,
+      ...profileFlags({ profile: 'rtp', codecs: ['PCMU'] }, true),
+      replace: ['origin', 'session-connection'],
+    });
+    await this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(), { fromSide: caller.side });
+  }
+
   /** The platform calls out (IVR as offerer): the SDP to put in the INVITE to `legTag`. */
   async offerIvr(callId: string, legTag: string, opts: { calleeSide?: LegMediaOptions } = {}): Promise<string> {
     const endpoint = await this.#openIvr(callId, legTag);
+    this.#session(callId).calleeSide.set(legTag, opts.calleeSide);
     return this.offer(callId, ivrTag(legTag), endpoint.sdp(), { toSide: opts.calleeSide });
   }
 
   /** The callee's answer to `offerIvr`. */
   async completeIvr(callId: string, legTag: string, calleeSdp: string): Promise<void> {
+    // Kept like an inbound caller's offer: a Dial on this call re-offers it towards the dialled leg.
+    const s = this.#session(callId);
+    s.callerSdp.set(legTag, { sdp: calleeSdp, side: s.calleeSide.get(legTag) });
     await this.answer(callId, ivrTag(legTag), legTag, calleeSdp, { fromSide: { profile: 'rtp' } });
   }
 

@@ -164,6 +164,40 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
     await media.deleteSession(id);
   });
 
+  for (const how of ['answered (inbound)', 'placed (originate)'] as const) {
+    it(`a bridged ${how} IVR leg goes back to the IVR when the dialled leg ends: it hears prompts, Record hears it`, async () => {
+      const id = callId();
+      const a = await peer();
+      const b = await peer();
+      if (how === 'answered (inbound)') {
+        a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
+      } else {
+        a.useSdp(await media.offerIvr(id, 'A'));
+        await media.completeIvr(id, 'A', a.sdp(['PCMU']));
+      }
+      a.sendFrame(new Int16Array(160));
+      b.useSdp(await media.offerFromIvr(id, 'A', 'B'));
+      await media.answer(id, 'A', 'B', b.sdp(['PCMU']));
+      await a.sendAudio(tone(440, 0.6), 0);
+      await new Promise((r) => setTimeout(r, 150));
+      assert.ok(toneEnergy(b.decoded(), 440) > 500, `B hears A while bridged (${b.received.length})`);
+      // The dialled party hangs up (its socket stays open here, to show nothing more is sent to it).
+      await media.returnToIvr(id, 'A');
+      const beforeIvr = media.ivrPacketsReceived(id, 'A');
+      const heardByB = b.received.length;
+      await a.sendAudio(tone(440, 0.5), 0);
+      await new Promise((r) => setTimeout(r, 150));
+      assert.ok(media.ivrPacketsReceived(id, 'A') - beforeIvr >= 20, 'our IVR endpoint receives A again');
+      assert.equal(b.received.length, heardByB, 'A is no longer sent to the ended leg');
+      a.received.length = 0;
+      const played = await media.playFile(id, 'A', (await media.tts.synthesize({ text: 'Welcome back.' })).path);
+      assert.equal(played.completed, true);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(a.received.length >= 0.8 * (played.durationMs / 20), `A hears the prompt (${a.received.length})`);
+      await media.deleteSession(id);
+    });
+  }
+
   it('a recording captures what the caller said and stops on silence', async () => {
     const id = callId();
     const a = await peer();
