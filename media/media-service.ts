@@ -181,7 +181,10 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return r.sdp;
   }
 
-  /** Answer from leg `toTag` to the offer of `fromTag`; returns the SDP for the offerer, shaped by `fromSide`. */
+  /**
+   * Answer from leg `toTag` to the offer of `fromTag`; returns the SDP for the offerer, shaped by `fromSide`
+   * (by default, for a leg the platform answered or placed, the profile that leg was set up with).
+   */
   async answer(
     callId: string,
     fromTag: string,
@@ -195,7 +198,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
       'from-tag': fromTag,
       'to-tag': toTag,
       sdp,
-      ...profileFlags(opts.fromSide, false),
+      ...profileFlags(opts.fromSide ?? s.callerSdp.get(fromTag)?.side, false),
       replace: ['origin', 'session-connection'],
     });
     return r.sdp;

@@ -18,10 +18,12 @@ export interface DialVerbDeps extends FlowDeps {
 }
 
 /**
- * The Dial verb on an IVR-answered call: ring the target (a PSTN number through the carrier trunk, or an on-net
- * extension of the same account at its registered contact), and on answer move the caller's media from our IVR
- * endpoint to the new leg inside rtpengine (media.offerFromIvr keeps the caller's port, so the caller needs no
- * re-INVITE). Returns when the bridged leg ends; DIAL.0200 on answer, DIAL.0300 at the end.
+ * The Dial verb on a call the platform answered (inbound, end-user) or placed (originate): ring the target (a PSTN
+ * number through the carrier trunk, or an on-net extension of the same account at its registered contact), and on
+ * answer move the caller's media from our IVR endpoint to the new leg inside rtpengine (media.offerFromIvr keeps
+ * the caller's port, so the caller needs no re-INVITE). When the dialled leg hangs up or timeLimit passes, the
+ * caller is moved back to the IVR (media.returnToIvr) and the verbs go on: the Dial's action document, or the
+ * next verb (TwiML's rule). DIAL.0200 on answer, DIAL.0300 at the end.
  */
 export async function runDial(
   d: DialVerbDeps,
@@ -52,8 +54,7 @@ export async function runDial(
   try {
     sdp = await d.media.offerFromIvr(row.id, CALLER_LEG, DIALLED_LEG, { toSide: mediaProfileFor(leg.transport) });
   } catch (e) {
-    // A call the platform placed (originate) has no caller SDP to move: Dial there is not supported yet.
-    d.log.info({ err: e, call: row.sid }, 'Dial not possible on this call');
+    d.log.warn({ err: e, call: row.sid }, 'Dial: the caller media could not be offered to a new leg');
     return finish({ status: 'failed', durationSeconds: 0 });
   }
   const presented = o.callerId ?? (row.direction === 'inbound' ? row.from_number : row.from_number);
@@ -70,18 +71,19 @@ export async function runDial(
   if (!outcome.ok) {
     await child?.end(failureReason(outcome.error, outcome.noAnswer));
     const status = outcome.noAnswer ? 'no-answer' : dialStatusFor(outcome.error);
+    await backToIvr(d, call);
     return finish({ status, durationSeconds: 0 });
   }
   if (child && !(await child.answered())) {
     // The dialled destination cannot be rated: it is not carried for free.
     await outcome.dialog.bye().catch(() => undefined);
     await child.end(ReasonCodes.rejected);
+    await backToIvr(d, call);
     return finish({ status: 'failed', durationSeconds: 0 });
   }
   const dialog = outcome.dialog;
-  await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '', {
-    fromSide: mediaProfileFor(undefined),
-  });
+  // The caller's side keeps the profile it was answered or placed with (a browser stays on WebRTC).
+  await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
   await call.life.emit(EventCodes.dialAnswered, {});
   const answeredAt = Date.now();
   // Bridged until either side hangs up, the verb is killed (the caller hung up), or timeLimit passes.
@@ -99,9 +101,22 @@ export async function runDial(
   if (dialog.state !== 'terminated') await dialog.bye().catch(() => undefined);
   await child?.end(ReasonCodes.normalHangup);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);
-  // The caller's media now points at the dialled leg: when that leg ends the call ends too (TwiML's default).
-  void call.end(ReasonCodes.normalHangup);
+  await backToIvr(d, call);
   return finish({ status: 'completed', durationSeconds: seconds });
+}
+
+/**
+ * The caller is still up after the Dial: point its media back at the IVR so the next verbs are heard. A caller
+ * that hung up (or a call being ended) needs nothing; a caller whose media cannot be moved back is hung up.
+ */
+async function backToIvr(d: DialVerbDeps, call: LiveCall): Promise<void> {
+  if (call.isEnding || !d.media.hasSession(call.id)) return;
+  try {
+    await d.media.returnToIvr(call.id, CALLER_LEG);
+  } catch (e) {
+    d.log.warn({ err: e, call: call.row.sid }, 'Dial: the caller could not be moved back to the IVR; hanging up');
+    void call.end(ReasonCodes.normalHangup);
+  }
 }
 
 async function resolveTarget(d: DialVerbDeps, accountId: string, target: DialTarget): Promise<LegTarget | undefined> {

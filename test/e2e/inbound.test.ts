@@ -231,6 +231,70 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     }
   });
 
+  it('when the dialled party hangs up, the Dial action gets completed and its duration, and the caller hears the next document', async () => {
+    server.verbs(
+      '/dial-then',
+      `<Response><Dial action="${server.url('/after-bridge')}" timeout="10"><Number>+254722000098</Number></Dial>` +
+        '<Say>This verb is replaced by the action document.</Say></Response>',
+    );
+    server.verbs(
+      '/after-bridge',
+      '<Response><Say>The other party has left the call. Thank you for calling.</Say><Hangup/></Response>',
+    );
+    await setInboundUrl(server.url('/dial-then'));
+    const callee = await new RtpSink().bind(21731);
+    const uas = runSipp([
+      '-sf',
+      path.join(SCENARIOS, 'uas-answer-hangup.xml'),
+      '-key',
+      'media_sink',
+      '21731',
+      '-d',
+      '2500',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21563',
+      '-m',
+      '1',
+    ]);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const before = server.requests.length;
+      // A silent caller: rtpengine then sends the caller's audio to the address in its SDP (our sink) rather than
+      // latching on to the port a speaking SIPp sends from (the test above proves the bridge carries speech).
+      sipp = carrierCalls();
+      await server.waitFor(
+        () => server.requests.slice(before).some((r) => r.url === '/after-bridge'),
+        20000,
+        'the Dial action request',
+      );
+      sink.payloads.length = 0; // from here on, what the caller hears is the action document
+      assert.equal(await uas.exited, 0, uas.output());
+      assert.equal(await sipp.exited, 0, sipp.output());
+      const after = server.requests.slice(before).find((r) => r.url === '/after-bridge')!.json;
+      assert.equal(after.DialCallStatus, 'completed');
+      assert.ok(
+        after.DialCallDuration >= 2 && after.DialCallDuration <= 4,
+        `DialCallDuration ${after.DialCallDuration}`,
+      );
+      assert.ok(sink.speechSeconds() >= 1.5, `the caller heard the action's Say for ${sink.speechSeconds()} s`);
+      await server.waitFor(
+        () => server.requests.slice(before).some((r) => r.json?.code === 'CALL.0300'),
+        10000,
+        'call.completed',
+      );
+      const parent = await ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
+      assert.equal(parent.status, 'completed');
+      const leg = await ctx.db('calls').where({ parent_call_id: parent.id }).first();
+      assert.equal(leg.status, 'completed');
+      assert.ok(Number(parent.duration_seconds) > Number(leg.duration_seconds), 'the caller stayed on after the leg');
+    } finally {
+      uas.kill();
+      callee.close();
+    }
+  });
+
   it('a Dial outside the allowlist is not dialled: DIAL.0403, the action gets DialCallStatus=failed, the call goes on', async () => {
     await ctx.db('destination_rules').insert({
       id: crypto.randomUUID(),

@@ -153,6 +153,45 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     throw new Error(`call did not end: ${JSON.stringify(call)}`);
   }
 
+  it('Dial on an originated call bridges a second PSTN leg, then the action document plays to the first (click-to-call)', async () => {
+    server.verbs(
+      '/click',
+      `<Response><Dial action="${server.url('/click-after')}" timeLimit="2"><Number>+254722000011</Number></Dial></Response>`,
+    );
+    server.verbs('/click-after', '<Response><Say>Your call has ended. Goodbye from Simu.</Say><Hangup/></Response>');
+    // One SIPp carrier answers both legs: the one the API places and the one the Dial places.
+    sipp = runSipp([
+      '-sf',
+      path.join(SCENARIOS, 'uas-answer.xml'),
+      '-key',
+      'media_sink',
+      '21700',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21560',
+      '-m',
+      '2',
+    ]);
+    await new Promise((r) => setTimeout(r, 300));
+    const before = server.requests.length;
+    const uuid = await originate('+254722000010', server.url('/click'));
+    await server.waitFor(() => server.requests.slice(before).some((r) => r.url === '/click-after'), 20000, 'action');
+    sink.payloads.length = 0; // neither SIPp leg sends audio: what arrives now is the action's Say to the first leg
+    const call = await waitEnded(uuid);
+    assert.equal(await sipp.exited, 0, sipp.output());
+    assert.equal(call.status, 'completed');
+    const after = server.requests.slice(before).find((r) => r.url === '/click-after')!.json;
+    assert.equal(after.DialCallStatus, 'completed');
+    assert.ok(after.DialCallDuration >= 1 && after.DialCallDuration <= 3, `DialCallDuration ${after.DialCallDuration}`);
+    const codes = server.requests.slice(before).map((r) => r.json?.code);
+    assert.ok(codes.includes('DIAL.0200') && codes.includes('DIAL.0300'), codes.join(','));
+    assert.ok(sink.speechSeconds() >= 1.5, `the first leg heard the action's Say for ${sink.speechSeconds()} s`);
+    const leg = await ctx.db('calls').where({ parent_call_id: uuid }).first();
+    assert.equal(leg.to_number, '+254722000011');
+    assert.equal(leg.status, 'completed');
+  });
+
   it('a busy callee ends the call as failed with END.0486', async () => {
     sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-busy.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
     await new Promise((r) => setTimeout(r, 300));
