@@ -61,22 +61,13 @@ export class LocationService {
   /** aor key -> contact -> binding */
   readonly #byAor = new Map<string, Map<string, Binding>>();
   readonly #slots = new Map<string, number>();
-  readonly #isFlowOpen?: (flowId: string) => boolean;
 
-  /**
-   * `isFlowOpen` (optional) tells whether a connection still exists: a binding made over TCP/TLS/WS/WSS whose
-   * connection closed cannot be reached any more (a WebSocket phone's contact host is made up), so lookup leaves
-   * it out until the phone registers again (RFC 5626 §5.3 in spirit: the flow is the route).
-   */
-  constructor(opts: { clock?: Clock; isFlowOpen?: (flowId: string) => boolean } = {}) {
+  constructor(opts: { clock?: Clock } = {}) {
     this.#clock = opts.clock ?? systemClock;
-    this.#isFlowOpen = opts.isFlowOpen;
   }
 
   #reachable(b: Binding, now: number): boolean {
-    if (b.expiresAt <= now) return false;
-    if (!this.#isFlowOpen || b.transport === 'UDP' || !b.flowId) return true;
-    return this.#isFlowOpen(b.flowId);
+    return b.expiresAt > now;
   }
 
   /** The live bindings of an extension of an account, most recently registered first. */
@@ -158,6 +149,29 @@ export class LocationService {
       if (m.size === 0) {
         this.#byAor.delete(key);
         if (last) emptied.push({ accountId: last.accountId, extension: last.extension, endUserId: last.endUserId });
+      }
+    }
+    return emptied;
+  }
+
+  /**
+   * A connection closed: the bindings registered over it cannot be reached any more (a WebSocket phone's contact
+   * host is made up; RFC 5626 §5.3: the flow is the route), so they go at once rather than at expiry. Returns the
+   * end-users left with no binding, like sweep().
+   */
+  dropFlow(flowId: string): Array<{ accountId: string; extension: string; endUserId: string }> {
+    const emptied: Array<{ accountId: string; extension: string; endUserId: string }> = [];
+    for (const [key, m] of this.#byAor) {
+      let last: Binding | undefined;
+      for (const [contact, b] of m) {
+        if (b.flowId === flowId && b.transport !== 'UDP') {
+          m.delete(contact);
+          last = b;
+        }
+      }
+      if (m.size === 0 && last) {
+        this.#byAor.delete(key);
+        emptied.push({ accountId: last.accountId, extension: last.extension, endUserId: last.endUserId });
       }
     }
     return emptied;

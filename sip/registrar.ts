@@ -119,6 +119,9 @@ export class Registrar {
     this.#credentials = new PhoneCredentialStore(opts.db, opts.secret);
     this.#gate?.setRegistrationLookup(this.location);
     opts.app.ua.onRequest('REGISTER', (req, srv) => this.#register(req, srv));
+    opts.app.ua.onFlowClosed((flowId) => {
+      if (!this.#closed) for (const u of this.location.dropFlow(flowId)) this.#syncState(u);
+    });
     opts.app.useEndUserAuthentication((req, srv) => this.authenticateEndUser(req, srv));
   }
 

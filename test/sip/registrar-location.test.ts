@@ -116,23 +116,29 @@ describe('sip/location: bindings and call slots', () => {
     assert.equal(loc.acquireCallSlot('t', 0), false, 'a token allowing no calls');
   });
 
-  it('with isFlowOpen, a stream binding whose connection closed is not offered; UDP ones always are', () => {
-    const open = new Set(['tcp:1']);
-    const l = new LocationService({ clock, isFlowOpen: (f) => open.has(f) });
+  it('dropFlow removes the stream bindings of a closed connection and reports end-users left with none', () => {
+    const l = new LocationService({ clock });
+    l.apply(ACC, '1001', [binding(clock, 'sip:tcp@h', 60, { transport: 'TCP', flowId: 'tcp:1' })], []);
     l.apply(
       ACC,
-      '1001',
+      '1002',
       [
-        binding(clock, 'sip:tcp@h', 60, { transport: 'TCP', flowId: 'tcp:1' }),
+        binding(clock, 'sip:ws@h', 60, { transport: 'WS', flowId: 'ws:7' }),
         binding(clock, 'sip:udp@h', 60, { transport: 'UDP', flowId: 'udp:x' }),
       ],
       [],
     );
-    assert.equal(l.lookup(ACC, '1001').length, 2);
-    open.delete('tcp:1');
     assert.deepEqual(
-      l.lookup(ACC, '1001').map((b) => b.contact),
+      l.dropFlow('tcp:1').map((u) => u.extension),
+      ['1001'],
+    );
+    assert.equal(l.isRegistered(ACC, '1001'), false);
+    assert.deepEqual(l.dropFlow('ws:7'), [], '1002 still has its UDP binding');
+    assert.deepEqual(
+      l.lookup(ACC, '1002').map((b) => b.contact),
       ['sip:udp@h'],
     );
+    assert.deepEqual(l.dropFlow('udp:x'), [], 'UDP has no connection to lose');
+    assert.equal(l.size, 1);
   });
 });

@@ -260,6 +260,33 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     assert.ok(b.flowId.length > 0);
   });
 
+  it('a browser phone that closes its WebSocket is unregistered at once, not at expiry', async () => {
+    const browser = new UserAgent({ logger: pino({ level: 'silent' }) });
+    await browser.listen({ ws: { host: '127.0.0.1', port: 0 } });
+    try {
+      const res = await browser.request(`sip:${domainOf(acct.account.id)}`, {
+        method: 'REGISTER',
+        to: aor(),
+        from: aor(),
+        headers: { Contact: '<sip:tab1@tab1.invalid;transport=ws>', Authorization: `Bearer ${acct.token}` },
+        proxy: `127.0.0.1:${WS_PORT};transport=ws`,
+      });
+      assert.equal(res.status, 200);
+      await fx.registrar.settled();
+      assert.equal((await findEndUser(fx.db, acct.account.id, acct.user.id))?.registration_state, 'registered');
+    } finally {
+      await browser.close(); // the tab is closed
+    }
+    for (let i = 0; i < 100 && fx.registrar.location.isRegistered(acct.account.id, '1001'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(fx.registrar.location.isRegistered(acct.account.id, '1001'), false);
+    const contact = 'sip:tab1@tab1.invalid;transport=ws';
+    assert.equal(fx.registrar.location.get(acct.account.id, '1001', contact), undefined, 'the binding itself is gone');
+    await fx.registrar.settled();
+    assert.equal((await findEndUser(fx.db, acct.account.id, acct.user.id))?.registration_state, 'unregistered');
+  });
+
   it('Bearer: a forged token gets 401 invalid_token; a revoked one 403 and AUTH.0401; another AOR 403', async () => {
     const forged = await register({ headers: { Authorization: `Bearer ${acct.token.slice(0, -3)}abc` } });
     assert.equal(forged.status, 401);

@@ -100,6 +100,7 @@ export class UserAgent {
   readonly #policy: RequestPolicy;
   readonly #advertised?: string;
   readonly #host: DialogHost;
+  readonly #flowClosedListeners: Array<(flowId: string) => void> = [];
   #closed = false;
 
   constructor(opts: UserAgentOptions = {}) {
@@ -114,6 +115,9 @@ export class UserAgent {
       keepAliveMs: opts.keepAliveMs ?? 0,
       tlsRejectUnauthorized: opts.tls?.rejectUnauthorized,
       tlsCa: opts.tls?.ca,
+      onFlowClosed: (flowId) => {
+        for (const fn of this.#flowClosedListeners) fn(flowId);
+      },
       onMessage: (m: SipMessage) => {
         // The application's edge policy (floods, scanners, bans) sees every request first; a dropped one gets no
         // answer at all and never reaches the transaction layer.
@@ -154,6 +158,12 @@ export class UserAgent {
   /** Registers the handler for out-of-dialog requests of `method` (one per method; the last one wins). */
   onRequest(method: string, handler: RequestHandler): this {
     this.#handlers.set(method.toUpperCase(), handler);
+    return this;
+  }
+
+  /** Calls `fn` with the id of each connection (TCP, TLS, WS, WSS) that closes, e.g. to drop its registrations. */
+  onFlowClosed(fn: (flowId: string) => void): this {
+    this.#flowClosedListeners.push(fn);
     return this;
   }
 

@@ -28,6 +28,8 @@ export interface ListenOptions {
   tls?: SecureListenAddress;
   ws?: ListenAddress;
   wss?: SecureListenAddress;
+  /** WebSocket ping interval; a peer that misses a pong is dropped and its flow closed (default 30 s). */
+  wsPingMs?: number;
 }
 
 /** Where to send a request: a transport, a host and port, and optionally a flow to reuse. */
@@ -45,6 +47,8 @@ export interface TransportLayerOptions {
   tlsRejectUnauthorized?: boolean;
   tlsCa?: string | Buffer;
   onMessage(message: SipMessage): void;
+  /** A connection (TCP, TLS, WS, WSS) closed, whoever closed it. */
+  onFlowClosed?(flowId: string): void;
 }
 
 export class TransportLayer implements TransportSink {
@@ -69,9 +73,9 @@ export class TransportLayer implements TransportSink {
     if (opts.udp) this.#transports.set('UDP', await UdpTransport.listen(opts.udp, this));
     if (opts.tcp) this.#transports.set('TCP', await StreamTransport.listen('TCP', opts.tcp, this, stream));
     if (opts.tls) this.#transports.set('TLS', await StreamTransport.listen('TLS', opts.tls, this, stream));
-    if (opts.ws) this.#transports.set('WS', await WsTransport.listen('WS', opts.ws, this, o.limits.maxMessageBytes));
-    if (opts.wss)
-      this.#transports.set('WSS', await WsTransport.listen('WSS', opts.wss, this, o.limits.maxMessageBytes));
+    const ws = { maxBytes: o.limits.maxMessageBytes, pingMs: opts.wsPingMs ?? 30_000 };
+    if (opts.ws) this.#transports.set('WS', await WsTransport.listen('WS', opts.ws, this, ws));
+    if (opts.wss) this.#transports.set('WSS', await WsTransport.listen('WSS', opts.wss, this, ws));
   }
 
   /** The bound address of a transport (for Via and Contact). */
@@ -90,6 +94,7 @@ export class TransportLayer implements TransportSink {
   flowClosed(flow: Flow): void {
     this.#flows.delete(flow.id);
     this.#opts.logger.debug({ flow: flow.id }, 'flow closed');
+    if (!this.#closed) this.#opts.onFlowClosed?.(flow.id);
   }
 
   isFlowOpen(flowId: string): boolean {

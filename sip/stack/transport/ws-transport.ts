@@ -1,6 +1,8 @@
 /**
  * SIP over WebSocket and secure WebSocket (RFC 7118): subprotocol `sip`, one SIP message per frame, so no
- * Content-Length framing. Flows are the WebSocket connections.
+ * Content-Length framing. Flows are the WebSocket connections. Every `pingMs` each connection is pinged; one
+ * that has not answered the previous ping is terminated, so a browser that vanished (lost network, suspended
+ * laptop) closes its flow within two intervals and its registrations go with it.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -17,6 +19,11 @@ import {
   type TransportSink,
 } from './flow.js';
 
+export interface WsOptions {
+  maxBytes: number;
+  pingMs: number;
+}
+
 export class WsTransport implements Transport {
   readonly name: 'WS' | 'WSS';
   readonly #http: http.Server | https.Server;
@@ -25,12 +32,18 @@ export class WsTransport implements Transport {
   readonly #sockets = new Set<WebSocket>();
   readonly #byRemote = new Map<string, Flow>();
   readonly #maxBytes: number;
+  /** Sockets that answered (or had no) ping since the last round. */
+  readonly #alive = new WeakSet<WebSocket>();
+  readonly #pinger: NodeJS.Timeout;
   local: ListenAddress = { host: '', port: 0 };
 
-  private constructor(name: 'WS' | 'WSS', sink: TransportSink, maxBytes: number, secure?: SecureListenAddress) {
+  private constructor(name: 'WS' | 'WSS', sink: TransportSink, o: WsOptions, secure?: SecureListenAddress) {
     this.name = name;
     this.#sink = sink;
-    this.#maxBytes = maxBytes;
+    this.#maxBytes = o.maxBytes;
+    const maxBytes = o.maxBytes;
+    this.#pinger = setInterval(() => this.#pingAll(), o.pingMs);
+    this.#pinger.unref();
     this.#http = secure ? https.createServer({ cert: secure.cert, key: secure.key }) : http.createServer();
     this.#http.on('error', () => {});
     this.#wss = new WebSocketServer({
@@ -46,9 +59,9 @@ export class WsTransport implements Transport {
     name: 'WS' | 'WSS',
     addr: ListenAddress | SecureListenAddress,
     sink: TransportSink,
-    maxBytes: number,
+    o: WsOptions,
   ): Promise<WsTransport> {
-    const t = new WsTransport(name, sink, maxBytes, name === 'WSS' ? (addr as SecureListenAddress) : undefined);
+    const t = new WsTransport(name, sink, o, name === 'WSS' ? (addr as SecureListenAddress) : undefined);
     t.local = await listenOn(t.#http, addr);
     return t;
   }
@@ -68,8 +81,21 @@ export class WsTransport implements Transport {
     return this.#attach(ws, (ws as unknown as { _socket: net.Socket })._socket, `${address}:${port}`);
   }
 
+  #pingAll(): void {
+    for (const ws of this.#sockets) {
+      if (!this.#alive.has(ws)) {
+        ws.terminate(); // no pong since the last ping: the peer is gone
+        continue;
+      }
+      this.#alive.delete(ws);
+      if (ws.readyState === WebSocket.OPEN) ws.ping();
+    }
+  }
+
   #attach(ws: WebSocket, socket: net.Socket, remoteKey?: string): Flow {
     this.#sockets.add(ws);
+    this.#alive.add(ws);
+    ws.on('pong', () => this.#alive.add(ws));
     const { flow, source } = connectionFlow(this.name, socket, {
       isOpen: () => ws.readyState === WebSocket.OPEN,
       // RFC 7118 §5: text frames for UTF-8 messages.
@@ -93,6 +119,7 @@ export class WsTransport implements Transport {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#pinger);
     for (const ws of this.#sockets) ws.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));

@@ -63,6 +63,28 @@ describe('transports (RFC 3261 §18, RFC 7118, RFC 5626 keep-alive)', function (
     await assert.rejects(new Promise((r, j) => ws.once('open', r).once('error', j)));
   });
 
+  it('WS: a peer that stops answering pings is dropped and its flow reported closed; a live one stays', async () => {
+    const a = new UserAgent();
+    agents.list.push(a);
+    await a.listen({ ws: { host: '127.0.0.1', port: 0 }, wsPingMs: 100 });
+    const closed: string[] = [];
+    a.onFlowClosed((id) => closed.push(id));
+    const url = `ws://127.0.0.1:${a.address('WS')!.port}`;
+    const live = new WebSocket(url, 'sip');
+    const dead = new WebSocket(url, 'sip');
+    opened.push(live, dead);
+    await Promise.all([live, dead].map((ws) => new Promise((r) => ws.once('open', r))));
+    // A vanished browser: its socket is never read again, so no pong comes back.
+    (dead as unknown as { _socket: net.Socket })._socket.pause();
+    await waitFor<void>((done) => {
+      const check = () => (closed.length > 0 ? done() : setTimeout(check, 20));
+      check();
+    }, 2000);
+    await new Promise((r) => setTimeout(r, 300)); // three more rounds of pings
+    assert.equal(closed.length, 1, 'only the silent peer is dropped');
+    assert.equal(live.readyState, WebSocket.OPEN);
+  });
+
   it('WS: a call from a browser-like client; the callee BYE goes back over the same WebSocket', async () => {
     const a = await secureAgent();
     const ws = new WebSocket(`ws://127.0.0.1:${a.address('WS')!.port}`, 'sip');
