@@ -94,7 +94,18 @@ export class Switch {
     await media.start();
     this.#closers.push(() => media.close());
 
+    const sec = config.security;
     const security = new SecurityGate({
+      settings: {
+        flood: { maxRequests: sec.floodMaxRequests, windowSeconds: sec.floodWindowSeconds, banSeconds: sec.banSeconds },
+        auth: {
+          maxFailuresPerSource: sec.authMaxFailures,
+          banSeconds: sec.banSeconds,
+          maxFailuresPerUser: sec.userLockoutFailures,
+          lockoutSeconds: sec.userLockoutSeconds,
+        },
+        scanners: { banAfter: sec.scannerBanAfter },
+      },
       store: knexBanStore(db),
       logger: roomLogger('sip').child({ module: 'security' }),
     });

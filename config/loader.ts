@@ -15,6 +15,15 @@ export interface Config {
     tlsKey: string;
     requireEncryption: boolean;
   };
+  security: {
+    floodMaxRequests: number;
+    floodWindowSeconds: number;
+    authMaxFailures: number;
+    userLockoutFailures: number;
+    userLockoutSeconds: number;
+    banSeconds: number;
+    scannerBanAfter: number;
+  };
   publicHost: string;
   publicBaseUrl: string;
   dataDir: string;

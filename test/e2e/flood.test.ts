@@ -89,3 +89,57 @@ describe('e2e: a SIP flood against the switch', function () {
     assert.ok(p99 < 1000, `the switch's event loop kept turning (p99 ${p99.toFixed(1)} ms)`);
   });
 });
+
+describe('e2e: the SIP gate thresholds come from the switch configuration', function () {
+  this.timeout(30000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+
+  before(async () => {
+    ctx = await startTestSwitch({
+      http: 21890,
+      sip: 21875,
+      ng: 21232,
+      rtpMin: 22650,
+      rtpMax: 22699,
+      env: { SIMU_SIP_FLOOD_MAX_REQUESTS: '5', SIMU_SIP_BAN_SECONDS: '77' },
+    });
+  });
+
+  after(async () => {
+    await ctx?.sw.stop();
+  });
+
+  it('SIMU_SIP_FLOOD_MAX_REQUESTS=5 bans a source for SIMU_SIP_BAN_SECONDS after 20 requests the default allows', async () => {
+    const burst = runSipp([
+      '127.0.0.1:21875',
+      '-sf',
+      OPTIONS,
+      '-key',
+      'ua',
+      'Zoiper rv2.10',
+      '-i',
+      '127.0.0.3',
+      '-p',
+      '21876',
+      '-cp',
+      '21877',
+      '-r',
+      '50',
+      '-m',
+      '20',
+      '-timeout',
+      '10s',
+    ]);
+    await burst.exited;
+    burst.kill();
+    let ban: { reason: string; banned_at: string; expires_at: string } | undefined;
+    for (let i = 0; i < 50 && !ban; i++) {
+      ban = await ctx.db('ip_bans').where({ address: '127.0.0.3' }).first();
+      if (!ban) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(ban, 'the source is banned (the default limit is 30 in 2 s)');
+    assert.equal(ban.reason, 'flood');
+    const seconds = (Date.parse(ban.expires_at) - Date.parse(ban.banned_at)) / 1000;
+    assert.equal(Math.round(seconds), 77);
+  });
+});

@@ -10,7 +10,16 @@ import {
   plainAudioSdp,
   type RtpengineSupervisor,
 } from '../../media/index.js';
-import { freeUdpPort, newSupervisor, processAlive, processStopped, quietLogger, threadStates, tempDir, waitFor } from './helpers.js';
+import {
+  freeUdpPort,
+  newSupervisor,
+  processAlive,
+  processStopped,
+  quietLogger,
+  threadStates,
+  tempDir,
+  waitFor,
+} from './helpers.js';
 
 describe('media: rtpengine supervisor (real rtpengine)', function () {
   this.timeout(30_000);
