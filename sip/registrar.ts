@@ -10,7 +10,15 @@ import { decodeJwt } from 'jose';
 import type { Logger } from '../config/index.js';
 import { EventCodes, type EventCode } from '../events/index.js';
 import { PhoneTokenRejectedError, verifyPhoneToken } from '../api/signing.js';
-import { phoneTokenIsValid, type Db, type PhoneTokenRow } from '../store/index.js';
+import {
+  liveRegistrations,
+  phoneTokenIsValid,
+  pruneRegistrations,
+  replaceRegistrations,
+  type Db,
+  type PhoneTokenRow,
+  type RegistrationRow,
+} from '../store/index.js';
 import type { EndUserIdentity, SipApplication } from './sip-app.js';
 import type { SecurityGate } from './security/index.js';
 import { withDummySecret } from './security/index.js';
@@ -126,13 +134,29 @@ export class Registrar {
   }
 
   /**
-   * Marks every end-user unregistered (bindings are in memory, so none survive a restart) and starts the sweep.
-   * Call once at start-up, before listening.
+   * Restores the UDP registrations kept from before a restart (still live, token valid, end-user active), marks
+   * every other end-user unregistered, and starts the sweep. Call once at start-up, before listening.
    */
   async start(): Promise<void> {
-    await this.#db('end_users')
-      .where({ registration_state: 'registered' })
-      .update({ registration_state: 'unregistered' });
+    const rows = await liveRegistrations(this.#db, this.#clock.now());
+    await pruneRegistrations(this.#db, rows);
+    const byAor = new Map<string, Binding[]>();
+    for (const r of rows) {
+      const key = `${r.account_id}\u0000${r.extension}`;
+      byAor.set(key, [...(byAor.get(key) ?? []), bindingOf(r)]);
+    }
+    for (const bindings of byAor.values())
+      this.location.apply(bindings[0].accountId, bindings[0].extension, bindings, []);
+    await this.#db.transaction(async (trx) => {
+      await trx('end_users').where({ registration_state: 'registered' }).update({ registration_state: 'unregistered' });
+      const ids = [...new Set(rows.map((r) => r.end_user_id))];
+      for (let i = 0; i < ids.length; i += 500) {
+        await trx('end_users')
+          .whereIn('id', ids.slice(i, i + 500))
+          .update({ registration_state: 'registered' });
+      }
+    });
+    if (rows.length > 0) this.#log.info({ bindings: rows.length }, 'registrations restored');
     this.#scheduleSweep();
   }
 
@@ -438,6 +462,11 @@ export class Registrar {
     const previous = this.#stateWrites.get(u.endUserId) ?? Promise.resolve();
     const next = previous.then(async () => {
       const state = this.location.isRegistered(u.accountId, u.extension) ? 'registered' : 'unregistered';
+      // UDP bindings are kept across restarts (store/registrations.ts); stream ones die with their connection.
+      const kept = this.location
+        .lookup(u.accountId, u.extension)
+        .filter((b) => b.transport === 'UDP' && b.endUserId === u.endUserId)
+        .map(rowOf);
       try {
         await this.#db('end_users')
           .where({ id: u.endUserId })
@@ -446,6 +475,7 @@ export class Registrar {
               ? { registration_state: state, last_registered_at: registeredAt }
               : { registration_state: state },
           );
+        await replaceRegistrations(this.#db, u.endUserId, kept);
       } catch (err) {
         this.#log.warn({ err, endUserId: u.endUserId }, 'registration state not written');
       }
@@ -461,6 +491,41 @@ export class Registrar {
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
   }
+}
+
+function rowOf(b: Binding): RegistrationRow {
+  return {
+    end_user_id: b.endUserId,
+    contact: b.contact,
+    account_id: b.accountId,
+    extension: b.extension,
+    source_address: b.sourceAddress,
+    source_port: b.sourcePort,
+    flow_id: b.flowId,
+    token_id: b.tokenId,
+    call_id: b.callId,
+    cseq: b.cseq,
+    registered_at: b.registeredAt,
+    expires_at: b.expiresAt,
+  };
+}
+
+function bindingOf(r: RegistrationRow): Binding {
+  return {
+    accountId: r.account_id,
+    endUserId: r.end_user_id,
+    extension: r.extension,
+    contact: r.contact,
+    transport: 'UDP',
+    sourceAddress: r.source_address,
+    sourcePort: r.source_port,
+    flowId: r.flow_id,
+    expiresAt: r.expires_at,
+    registeredAt: r.registered_at,
+    tokenId: r.token_id,
+    callId: r.call_id,
+    cseq: r.cseq,
+  };
 }
 
 function identityOf(row: PhoneTokenRow): EndUserIdentity {

@@ -17,3 +17,4 @@ export * from './wallet-transactions.js';
 export * from './assets.js';
 export * from './recording-retention.js';
 export * from './destination-rules.js';
+export * from './registrations.js';

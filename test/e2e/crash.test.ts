@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDb, setRate, type Db } from '../../store/index.js';
 import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
-import { AccountServer, createAccountWithDid, addCarrier, runSipp, api, SCENARIOS, type SippRun } from './harness.js';
+import { AccountServer, createAccountWithDid, addCarrier, carrier, api, type SippRun } from './harness.js';
 
 /**
  * Issue 8 "done when", crash: `kill -9` the switch with calls up, start it again: every such call is closed once
@@ -52,19 +52,7 @@ describe('e2e: crash with calls up, then restart', function () {
       .update({ webhook_status: server.url('/status') });
     await addCarrier(db, 21566);
     await new Promise((r) => setTimeout(r, 2500)); // the running switch re-reads trunks within 2 s
-    sipp = runSipp([
-      '-sf',
-      path.join(SCENARIOS, 'uas-answer.xml'),
-      '-key',
-      'media_sink',
-      '21770',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21566',
-      '-m',
-      '2',
-    ]);
+    sipp = carrier({ port: 21566, sink: 21770, calls: 2 });
     await new Promise((r) => setTimeout(r, 300));
     const uuids: string[] = [];
     for (const to of ['+254722000101', '+254722000102']) {

@@ -8,6 +8,7 @@ import {
   AccountServer,
   RtpSink,
   runSipp,
+  carrier,
   api,
   SCENARIOS,
   type TestAccount,
@@ -149,19 +150,7 @@ describe('e2e: end-user phones', function () {
       .where({ id: acct.id })
       .update({ webhook_voice_outbound: server.url('/out') });
     const callee = await new RtpSink().bind(21760);
-    const uas = runSipp([
-      '-sf',
-      path.join(SCENARIOS, 'uas-answer.xml'),
-      '-key',
-      'media_sink',
-      '21760',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21567',
-      '-m',
-      '1',
-    ]);
+    const uas = carrier({ port: 21567, sink: 21760 });
     try {
       await new Promise((r) => setTimeout(r, 300));
       const a = phones[0];

@@ -216,6 +216,26 @@ export interface SippRun {
   kill(): void;
 }
 
+/**
+ * A SIPp carrier on 127.0.0.1:`port` taking `calls` calls with one of test/e2e/scenarios (uas-answer.xml by
+ * default), its media aimed at `sink` (-key media_sink), plus `extra` SIPp arguments.
+ */
+export function carrier(o: { port: number; sink?: number; calls?: number; scenario?: string; extra?: string[] }) {
+  const media = o.sink === undefined ? [] : ['-key', 'media_sink', String(o.sink)];
+  return runSipp([
+    '-sf',
+    path.join(SCENARIOS, o.scenario ?? 'uas-answer.xml'),
+    ...media,
+    '-i',
+    '127.0.0.1',
+    '-p',
+    String(o.port),
+    '-m',
+    String(o.calls ?? 1),
+    ...(o.extra ?? []),
+  ]);
+}
+
 /** Runs SIPp with a bounded call count and time; always killed by the caller's `after` hook. */
 export function runSipp(args: string[]): SippRun {
   const proc = spawn('sipp', [...args, '-nostdin', '-timeout', '60s'], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -7,6 +7,7 @@ import {
   AccountServer,
   RtpSink,
   runSipp,
+  carrier,
   api,
   SCENARIOS,
   speakingCarrierScenario,
@@ -184,19 +185,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     );
     await setInboundUrl(server.url('/dial'));
     const callee = await new RtpSink().bind(21730);
-    const uas = runSipp([
-      '-sf',
-      path.join(SCENARIOS, 'uas-answer.xml'),
-      '-key',
-      'media_sink',
-      '21730',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21563',
-      '-m',
-      '1',
-    ]);
+    const uas = carrier({ port: 21563, sink: 21730 });
     try {
       await new Promise((r) => setTimeout(r, 300));
       const before = server.requests.length;
@@ -243,21 +232,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     );
     await setInboundUrl(server.url('/dial-then'));
     const callee = await new RtpSink().bind(21731);
-    const uas = runSipp([
-      '-sf',
-      path.join(SCENARIOS, 'uas-answer-hangup.xml'),
-      '-key',
-      'media_sink',
-      '21731',
-      '-d',
-      '2500',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21563',
-      '-m',
-      '1',
-    ]);
+    const uas = carrier({ port: 21563, sink: 21731, scenario: 'uas-answer-hangup.xml', extra: ['-d', '2500'] });
     try {
       await new Promise((r) => setTimeout(r, 300));
       const before = server.requests.length;

@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import path from 'node:path';
 import {
   startTestSwitch,
   createAccountWithDid,
   addCarrier,
   AccountServer,
   RtpSink,
-  runSipp,
+  carrier,
   api,
-  SCENARIOS,
   type SippRun,
   type TestAccount,
 } from './harness.js';
@@ -50,19 +48,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
       '/voice',
       '<Response><Say>Hello from Simu. This is a test of the speech path.</Say><Hangup/></Response>',
     );
-    sipp = runSipp([
-      '-sf',
-      path.join(SCENARIOS, 'uas-answer.xml'),
-      '-key',
-      'media_sink',
-      '21700',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21560',
-      '-m',
-      '1',
-    ]);
+    sipp = carrier({ port: 21560, sink: 21700 });
     await new Promise((r) => setTimeout(r, 300));
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000001',
@@ -160,19 +146,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     );
     server.verbs('/click-after', '<Response><Say>Your call has ended. Goodbye from Simu.</Say><Hangup/></Response>');
     // One SIPp carrier answers both legs: the one the API places and the one the Dial places.
-    sipp = runSipp([
-      '-sf',
-      path.join(SCENARIOS, 'uas-answer.xml'),
-      '-key',
-      'media_sink',
-      '21700',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21560',
-      '-m',
-      '2',
-    ]);
+    sipp = carrier({ port: 21560, sink: 21700, calls: 2 });
     await new Promise((r) => setTimeout(r, 300));
     const before = server.requests.length;
     const uuid = await originate('+254722000010', server.url('/click'));
@@ -193,7 +167,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('a busy callee ends the call as failed with END.0486', async () => {
-    sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-busy.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
+    sipp = carrier({ port: 21560, scenario: 'uas-busy.xml' });
     await new Promise((r) => setTimeout(r, 300));
     const call = await waitEnded(await originate('+254722000002', server.url('/voice')));
     assert.equal(call.status, 'failed');
@@ -203,7 +177,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('no answer within the timeout CANCELs the INVITE and ends with END.0480', async () => {
-    sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-ring.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
+    sipp = carrier({ port: 21560, scenario: 'uas-ring.xml' });
     await new Promise((r) => setTimeout(r, 300));
     const call = await waitEnded(await originate('+254722000003', server.url('/voice')));
     assert.equal(call.reason_code, 'END.0480');
@@ -212,7 +186,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('an API hangup while ringing CANCELs the INVITE and ends with END.0487', async () => {
-    sipp = runSipp(['-sf', path.join(SCENARIOS, 'uas-ring.xml'), '-i', '127.0.0.1', '-p', '21560', '-m', '1']);
+    sipp = carrier({ port: 21560, scenario: 'uas-ring.xml' });
     await new Promise((r) => setTimeout(r, 300));
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000004',

@@ -12,6 +12,7 @@ import { findEndUser, revokePhoneToken } from '../../store/index.js';
 import { SippRunner } from './stack/sipp.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
+import type { Binding } from '../../sip/location.js';
 
 const SIP_PORT = 22001;
 const SCENARIOS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'registrar-scenarios');
@@ -165,19 +166,25 @@ describe('sip/registrar with SIPp as the phone', function () {
     assert.deepEqual(challenges(wrong[1]), challenges(unknown[1]));
   });
 
-  it('Bearer over TCP: 200 at once and the binding is on the TCP flow', async () => {
+  it('Bearer over TCP: 200 at once, the binding is on the TCP flow and goes when SIPp closes it', async () => {
     const a = await accountWithPhone(fx.db, 'sipp-bearer');
+    let seen: Binding | undefined;
+    const watch = setInterval(() => (seen ??= fx.registrar.location.lookup(a.account.id, '1001')[0]), 2);
     const got = await run(
       'register-bearer.xml',
       { domain: domainOf(a.account.id), ext: '1001', bearer: a.token },
       { tcp: true },
-    );
+    ).finally(() => clearInterval(watch));
     assert.deepEqual(
       got.map((r) => r.status),
       [200],
     );
-    const [b] = fx.registrar.location.lookup(a.account.id, '1001');
-    assert.equal(b.transport, 'TCP');
-    assert.ok(b.flowId);
+    assert.equal(seen?.transport, 'TCP');
+    assert.ok(seen?.flowId);
+    // SIPp has exited and its connection is closed: nothing could reach the phone on it any more.
+    for (let i = 0; i < 50 && fx.registrar.location.isRegistered(a.account.id, '1001'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(fx.registrar.location.isRegistered(a.account.id, '1001'), false);
   });
 });
