@@ -2,7 +2,7 @@ import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
 import { openDb, migrate, pingDb, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
-import { SipApplication, Registrar } from './sip/index.js';
+import { SipApplication, Registrar, ensureSipCertificate } from './sip/index.js';
 import { SecurityGate, knexBanStore } from './sip/security/index.js';
 import { StoreAdmission } from './billing/admission.js';
 import { CreditMonitor, RateBook, ReconcileSweep, reconcileCall, type BillingEmit } from './billing/index.js';
@@ -18,7 +18,7 @@ import {
 import { consumeStreamToken } from './store/index.js';
 import { RecordingRetention, SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
-import { Portal, ensureSipCertificate } from './web/index.js';
+import { Portal } from './web/index.js';
 
 const log = roomLogger('switch');
 

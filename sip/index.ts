@@ -15,3 +15,4 @@ export {
 } from './registrar.js';
 export { LocationService, CallSlotsExhaustedError, type Binding, type BindingChange } from './location.js';
 export { shortPassword, accountOfHost } from './registrar-credentials.js';
+export { ensureSipCertificate } from './certificate.js';

@@ -10,9 +10,15 @@ export interface PhoneTokenRow {
   expires_at: string;
   revoked_at: string | null;
   created_at: string;
+  /** The JWT's `iat` (epoch seconds); null for tokens minted before migration 011. */
+  issued_at: number | null;
 }
 
-const normalise = (r: any): PhoneTokenRow => ({ ...r, max_concurrent: Number(r.max_concurrent) });
+const normalise = (r: any): PhoneTokenRow => ({
+  ...r,
+  max_concurrent: Number(r.max_concurrent),
+  issued_at: r.issued_at == null ? null : Number(r.issued_at),
+});
 
 export async function insertPhoneToken(
   db: Db,
@@ -22,6 +28,7 @@ export async function insertPhoneToken(
     extension_number: string;
     max_concurrent: number;
     expires_at: string;
+    issued_at: number;
   },
 ): Promise<PhoneTokenRow> {
   const row = { id: newId(), ...input, created_at: nowIso() };

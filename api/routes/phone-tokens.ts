@@ -42,6 +42,7 @@ export function phoneTokenRoutes(t: RouteTable, d: RouteDeps): void {
         extension_number: user.extension_number,
         max_concurrent: body.max_concurrent ?? DEFAULT_MAX_CONCURRENT,
         expires_at: new Date(expiresAt * 1000).toISOString(),
+        issued_at: issuedAt,
       });
       const token = await signPhoneToken(
         d.signUrlSecret,

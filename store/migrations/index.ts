@@ -9,6 +9,7 @@ import * as m007 from './007-portal.js';
 import * as m008 from './008-assets.js';
 import * as m009 from './009-destinations.js';
 import * as m010 from './010-registrations.js';
+import * as m011 from './011-phone-token-issued-at.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -25,6 +26,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['008-assets', m008],
   ['009-destinations', m009],
   ['010-registrations', m010],
+  ['011-phone-token-issued-at', m011],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { UserAgent, type Dialog } from '../../sip/stack/index.js';
 import { audioEndpoint, buildRtp, plainAudioSdp } from '../../media/index.js';
 import { RtpSink, speechUlawFile } from './harness.js';
-import { ensureSipCertificate } from '../../web/index.js';
+import { ensureSipCertificate } from '../../sip/index.js';
 
 /** Real speech as raw mu-law, made with espeak-ng and sox. */
 export function speechUlaw(text: string): Buffer {

@@ -83,6 +83,7 @@ export async function mintPhoneToken(
     extension_number: user.extension_number,
     max_concurrent: opts.maxConcurrent ?? 1,
     expires_at: new Date(expiresAt * 1000).toISOString(),
+    issued_at: issuedAt,
   });
   const token = await signPhoneToken(
     SECRET,

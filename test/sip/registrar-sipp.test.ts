@@ -169,7 +169,7 @@ describe('sip/registrar with SIPp as the phone', function () {
   it('Bearer over TCP: 200 at once, the binding is on the TCP flow and goes when SIPp closes it', async () => {
     const a = await accountWithPhone(fx.db, 'sipp-bearer');
     let seen: Binding | undefined;
-    const watch = setInterval(() => (seen ??= fx.registrar.location.lookup(a.account.id, '1001')[0]), 2);
+    const watch = setInterval(() => (seen ??= fx.registrar.location.lookup(a.account.id, '1001')[0]), 10);
     const got = await run(
       'register-bearer.xml',
       { domain: domainOf(a.account.id), ext: '1001', bearer: a.token },

@@ -119,6 +119,13 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     assert.equal((await register({ password: shortPassword(acct.token).slice(1) })).status, 401);
   });
 
+  it('a token minted before its iat was stored (issued_at null) still registers, by the created_at second', async () => {
+    const legacy = await mintPhoneToken(fx.db, acct.user);
+    await fx.db('phone_tokens').where({ id: legacy.tokenId }).update({ issued_at: null });
+    assert.equal((await register({ password: legacy.token })).status, 200);
+    assert.equal((await register({ password: shortPassword(legacy.token) })).status, 200);
+  });
+
   it('the domain may be the bare account uuid (when it is a valid hostname) or <account-uuid>.<anything>', async () => {
     const other = `<sip:1001@${acct.account.id}.example.net>`;
     assert.equal((await register({ password: acct.token, to: other })).status, 200);

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * The certificate and key for SIP over WSS (and TLS): the configured PEM files, or a self-signed pair made once
+ * The certificate and key for SIP over TLS and WSS: the configured PEM files, or a self-signed pair made once
  * with openssl in the data directory. Browsers refuse a self-signed WSS certificate unless the user accepted it
  * (or the browser was told to ignore errors, as the tests do); production sets sip.tlsCert / sip.tlsKey.
  */
