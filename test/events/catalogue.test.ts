@@ -76,8 +76,6 @@ describe('events: code catalogue', () => {
     for (const [status, code] of cases) assert.equal(reasonForSipStatus(status), code, String(status));
   });
 
-  // Known failure: other rooms (verbs/, api/, billing/) still spell codes as literals; they should import
-  // EventCodes / ReasonCodes from events/. Un-skip once they do.
   it('no code string is spelled outside events/catalogue.ts (project source, tests excluded)', () => {
     const root = path.resolve(import.meta.dirname, '../..');
     const offenders: string[] = [];
