@@ -37,18 +37,38 @@ const filterKey = (f: CallFilter): string =>
  * - Deep offsets start from anchors: the list position of every ANCHOR_STRIDE-th row, kept under the same
  *   freshness rule, so offset 800,050 reads 50 index entries past the 800,000 anchor instead of 800,050.
  */
+/** Rows kept in the page cache at most, across all pages (about 10 MB of CDRs). */
+const PAGE_ROWS_MAX = 20_000;
+
 export class CallListCache {
   readonly #totals = new Map<string, Entry>();
+  /** Pages served recently: exact while the account's calls were not written in this process (generation). */
+  readonly #pages = new Map<string, { rows: CallRow[]; generation: number; at: number }>();
+  readonly #pendingPages = new Map<string, Promise<CallRow[]>>();
+  #pageRows = 0;
   readonly #pending = new Map<string, Promise<number>>();
   readonly #anchors = new Map<string, { generation: number; at: number; byOffset: Map<number, CallPosition> }>();
 
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+  private readonly stride: number;
+  private readonly pageTtlMs: number;
+
+  /**
+   * `ttlMs` bounds totals and anchors, `pageTtlMs` pages (0: pages are not kept), both against writes by other
+   * processes; writes through this process invalidate at once.
+   */
   constructor(
     private readonly db: Db,
-    private readonly ttlMs = 5000,
-    private readonly maxEntries = 10_000,
-    private readonly now: () => number = Date.now,
-    private readonly stride = ANCHOR_STRIDE,
-  ) {}
+    o: { ttlMs?: number; maxEntries?: number; now?: () => number; stride?: number; pageTtlMs?: number } = {},
+  ) {
+    this.ttlMs = o.ttlMs ?? 5000;
+    this.maxEntries = o.maxEntries ?? 10_000;
+    this.now = o.now ?? Date.now;
+    this.stride = o.stride ?? ANCHOR_STRIDE;
+    this.pageTtlMs = o.pageTtlMs ?? 1000;
+  }
 
   async total(f: CallFilter): Promise<number> {
     const key = filterKey(f);
@@ -81,7 +101,44 @@ export class CallListCache {
     return pending;
   }
 
+  /**
+   * One page of the list. A page asked for again is served from memory while no call of the account was written
+   * through this process since (the store's generation: any insert or update of a call) and it is younger than
+   * `pageTtlMs` (bounding staleness after writes by other processes); a dashboard polling the first page, or many
+   * clients reading the same one, cost one query per change instead of one per request.
+   */
   async page(filter: CallFilter, limit: number, offset: number): Promise<CallRow[]> {
+    if (this.pageTtlMs <= 0) return this.#page(filter, limit, offset);
+    const key = `${filterKey(filter)}|${limit}|${offset}`;
+    const generation = callsGeneration(filter.accountId);
+    const hit = this.#pages.get(key);
+    if (hit && hit.generation === generation && this.now() - hit.at < this.pageTtlMs) return hit.rows;
+    // Requests that miss together share one query (no stampede when an entry expires under load).
+    const pendingKey = `${key}#${generation}`;
+    let pending = this.#pendingPages.get(pendingKey);
+    if (!pending) {
+      pending = this.#page(filter, limit, offset)
+        .then((rows) => {
+          this.#forgetPage(key);
+          this.#pages.set(key, { rows, generation, at: this.now() });
+          this.#pageRows += rows.length;
+          while (this.#pageRows > PAGE_ROWS_MAX) this.#forgetPage(this.#pages.keys().next().value!);
+          return rows;
+        })
+        .finally(() => this.#pendingPages.delete(pendingKey));
+      this.#pendingPages.set(pendingKey, pending);
+    }
+    return pending;
+  }
+
+  #forgetPage(key: string): void {
+    const old = this.#pages.get(key);
+    if (!old) return;
+    this.#pages.delete(key);
+    this.#pageRows -= old.rows.length;
+  }
+
+  async #page(filter: CallFilter, limit: number, offset: number): Promise<CallRow[]> {
     // A search that matches many calls is found faster by walking the list order than through the index.
     const f: CallFilter = filter.search
       ? { ...filter, searchStrategy: (await this.total(filter)) > DENSE_SEARCH ? 'scan' : 'index' }

@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { nowIso } from '../store/index.js';
+import { noteCallsWritten, nowIso } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, reasonLabel, type BillingEmit } from './codes.js';
 import { LedgerConflictError } from './ledger.js';
@@ -112,6 +112,7 @@ export async function reconcileCall(
       });
       if (!done) return undefined;
       const { call, s, status, talkSeconds, durationSeconds, endedAt } = done;
+      noteCallsWritten(call.account_id); // cached lists and totals of the account are stale now
       emitDebits(opts.emit, call.account_id, callId, s);
       try {
         opts.emit?.(call.account_id, status === 'completed' ? BillingCodes.callCompleted : BillingCodes.callFailed, {

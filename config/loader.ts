@@ -44,7 +44,7 @@ export interface Config {
     s3AccessKeyId: string;
     s3SecretAccessKey: string;
   };
-  api: { rateLimitPerSecond: number; rateLimitBurst: number };
+  api: { rateLimitPerSecond: number; rateLimitBurst: number; listCacheMs: number };
   demo: { numbers: string[] };
 }
 

@@ -367,6 +367,15 @@ export const SETTINGS = [
     help: 'Requests an API key may make at once before api.rateLimitPerSecond applies (token bucket size).',
   },
   {
+    key: 'api.listCacheMs',
+    env: 'SIMU_API_LIST_CACHE_MS',
+    kind: 'int',
+    default: '1000',
+    min: 0,
+    max: 60000,
+    help: 'How long a calls-list page may be served again from memory when no call of the account changed in this process (0: never; bounds staleness from other processes).',
+  },
+  {
     key: 'demo.numbers',
     env: 'SIMU_DEMO_NUMBERS',
     kind: 'list',

@@ -22,6 +22,17 @@ export interface AccountRow {
 
 export const newSigningSecret = (): string => `whsec_${randomToken(24)}`;
 
+/**
+ * Bumped by every write through this module and by API-key writes (store/api-keys.ts): a reader that caches who
+ * a key belongs to (api/auth.ts) knows its entries went stale in this process. Writers in other processes (the
+ * CLI) are bounded by the cache's own time limit.
+ */
+let authWrites = 0;
+export const authGeneration = (): number => authWrites;
+export const noteAuthWrite = (): void => {
+  authWrites += 1;
+};
+
 function normalise(row: any): AccountRow {
   return { ...row, balance_cents: Number(row.balance_cents) };
 }
@@ -36,6 +47,7 @@ export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
     created_at: nowIso(),
   };
   await db('accounts').insert(row);
+  noteAuthWrite();
   return getAccount(db, row.id);
 }
 
@@ -60,6 +72,7 @@ export async function updateAccount(
   patch: Partial<Omit<AccountRow, 'id' | 'created_at'>>,
 ): Promise<AccountRow> {
   const n = await db('accounts').where({ id }).update(patch);
+  noteAuthWrite();
   if (n === 0) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
   return getAccount(db, id);
 }

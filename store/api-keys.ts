@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { newId, nowIso, randomToken, sha256Hex } from './ids.js';
+import { noteAuthWrite } from './accounts.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -50,6 +51,7 @@ export async function revokeApiKey(db: Db, accountId: string, id: string): Promi
   const n = await db('api_keys')
     .where({ account_id: accountId, id })
     .update({ is_active: false, revoked_at: nowIso() });
+  noteAuthWrite();
   return n > 0;
 }
 

@@ -52,6 +52,8 @@ export const callsGeneration = (accountId: string): number => generations.get(ac
 const bump = (accountId: string): void => {
   generations.set(accountId, callsGeneration(accountId) + 1);
 };
+/** For writers of `calls` outside this module (billing/reconcile.ts): call after the write committed. */
+export const noteCallsWritten = bump;
 
 export interface NewCall {
   account_id: string;

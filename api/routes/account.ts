@@ -11,7 +11,7 @@ import {
   updateAccount,
   type AccountRow,
 } from '../../store/index.js';
-import { authOf } from '../auth.js';
+import { authOf, freshAccount } from '../auth.js';
 import { notFound } from '../errors.js';
 import { accountOut, apiKeyOut, balanceOut, transactionOut, webhookConfigOut } from '../present.js';
 import type { RouteDeps, RouteTable } from '../route-table.js';
@@ -38,7 +38,7 @@ export function accountRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401],
     },
     async (ctx) => {
-      ctx.body = accountOut(authOf(ctx).account); // read with the key, in this request
+      ctx.body = accountOut(await freshAccount(ctx, d.db));
     },
   );
 
@@ -161,7 +161,7 @@ export function accountRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401],
     },
     async (ctx) => {
-      ctx.body = balanceOut(authOf(ctx).account); // read with the key, in this request
+      ctx.body = balanceOut(await freshAccount(ctx, d.db));
     },
   );
   t.add(

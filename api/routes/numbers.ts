@@ -1,5 +1,5 @@
 import { listOwnedNumbers, listPool, normaliseNumber } from '../../store/index.js';
-import { authOf } from '../auth.js';
+import { authOf, freshAccount } from '../auth.js';
 import { notFound } from '../errors.js';
 import { withIdempotency } from '../idempotency.js';
 import { acquireNumber, releaseNumber } from '../number-acquisition.js';
@@ -19,7 +19,7 @@ export function numberRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401],
     },
     async (ctx) => {
-      const account = authOf(ctx).account;
+      const account = await freshAccount(ctx, d.db); // its default webhooks show through
       ctx.body = (await listOwnedNumbers(d.db, account.id)).map((n) => numberOut(n, account));
     },
   );
@@ -49,7 +49,7 @@ export function numberRoutes(t: RouteTable, d: RouteDeps): void {
     },
     async (ctx) => {
       const body = await parseBody(ctx, S.UuidBody);
-      const account = authOf(ctx).account;
+      const account = await freshAccount(ctx, d.db);
       await withIdempotency(ctx, d.db, account.id, 'numbers.acquire', body, async () => {
         const n = await acquireNumber(d.db, account.id, body.uuid);
         return { status: 200, body: numberOut(n, account) };
@@ -84,7 +84,7 @@ export function numberRoutes(t: RouteTable, d: RouteDeps): void {
     },
     async (ctx) => {
       const body = await parseBody(ctx, S.ConfigureNumberBody);
-      const account = authOf(ctx).account;
+      const account = await freshAccount(ctx, d.db);
       const patch: Record<string, string> = {};
       if (body.friendly_name != null) patch.friendly_name = body.friendly_name;
       const urls = body.webhook_urls ?? {};

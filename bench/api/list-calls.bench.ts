@@ -4,6 +4,7 @@
  *   npx tsx bench/api/list-calls.bench.ts            # 1,000,000 CDRs, 5 s per scenario
  *   BENCH_CALLS=200000 BENCH_SECONDS=3 npx tsx bench/api/list-calls.bench.ts
  *   BENCH_ONLY='ceiling|auth' BENCH_CLIENTS=1 npx tsx bench/api/list-calls.bench.ts   # some scenarios only
+ *   SIMU_API_LIST_CACHE_MS=0 npx tsx bench/api/list-calls.bench.ts   # every list request queries the store
  *
  * The store is built once in $BENCH_DIR (default /tmp/simu-bench-api) and reused by later runs. The load
  * generator runs in a worker thread (plain node:http keep-alive clients) so it does not share the server's event
@@ -120,7 +121,13 @@ async function main(): Promise<void> {
   const f = await build(db);
   // The per-key rate limit would turn this throughput bench into a 429 bench: lifted here.
   const config = loadConfig(
-    { SIMU_DATA_DIR: DIR, SIMU_LOG_LEVEL: 'silent', SIMU_API_RATE_PER_SECOND: '100000', SIMU_API_RATE_BURST: '100000' },
+    {
+      SIMU_DATA_DIR: DIR,
+      SIMU_LOG_LEVEL: 'silent',
+      SIMU_API_RATE_PER_SECOND: '100000',
+      SIMU_API_RATE_BURST: '100000',
+      SIMU_API_LIST_CACHE_MS: process.env.SIMU_API_LIST_CACHE_MS ?? '1000',
+    },
     DIR,
   );
   const { server } = createApiServer({
@@ -156,7 +163,10 @@ async function main(): Promise<void> {
     );
     process.stderr.write(`${rows[rows.length - 1]}\n`);
   }
-  console.log(`\nREST API, SQLite, ${CALLS} CDRs, ${CLIENTS} concurrent clients, ${SECONDS} s per scenario\n`);
+  const listCache = config.api.listCacheMs > 0 ? `list pages kept ${config.api.listCacheMs} ms` : 'no list page cache';
+  console.log(
+    `\nREST API, SQLite, ${CALLS} CDRs, ${CLIENTS} concurrent clients, ${SECONDS} s per scenario, ${listCache}\n`,
+  );
   console.log('| scenario | p50 ms | p99 ms | req/s | errors |');
   console.log('|---|---|---|---|---|');
   for (const r of rows) console.log(r);

@@ -26,7 +26,7 @@ for (const kind of BOTH_DBS) {
     after(async () => db?.destroy());
 
     it('pages from anchors equal plain offset pages, for every offset and filter', async () => {
-      const cache = new CallListCache(db, 5000, 100, Date.now, 25);
+      const cache = new CallListCache(db, { maxEntries: 100, stride: 25 });
       for (const f of [{ accountId }, { accountId, direction: 'inbound' as const }]) {
         for (const offset of [0, 24, 25, 26, 49, 50, 99, 117, 118, 200, 230, 239, 240, 500]) {
           const want = (await listCalls(db, f, 10, offset)).map((c) => c.id);
@@ -38,7 +38,7 @@ for (const kind of BOTH_DBS) {
 
     it('a write through the store invalidates anchors and totals at once', async () => {
       let now = 0;
-      const cache = new CallListCache(db, 5000, 100, () => now, 25);
+      const cache = new CallListCache(db, { maxEntries: 100, now: () => now, stride: 25 });
       const f = { accountId };
       const before = await cache.total(f);
       const page = (await cache.page(f, 5, 100)).map((c) => c.id);
@@ -51,7 +51,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('search finds substrings through the trigram index and follows updates and deletes', async () => {
-      const cache = new CallListCache(db, 5000, 100, Date.now, 25);
+      const cache = new CallListCache(db, { maxEntries: 100, stride: 25, pageTtlMs: 0 }); // pages not kept: the index is under test
       const c = await insertCall(db, {
         account_id: accountId,
         direction: 'inbound',
@@ -69,9 +69,32 @@ for (const kind of BOTH_DBS) {
       assert.deepEqual(await find('1111222'), []);
     });
 
+    it('a page asked for again comes from memory until a call of the account is written or the TTL passes', async () => {
+      let now = 0;
+      const cache = new CallListCache(db, { maxEntries: 100, now: () => now, stride: 25, pageTtlMs: 1000 });
+      const f = { accountId, status: 'completed' as const };
+      const first = await cache.page(f, 5, 0);
+      const again = await cache.page(f, 5, 0);
+      assert.equal(again, first, 'the same rows, not a new query');
+      const c = await insertCall(db, {
+        account_id: accountId,
+        direction: 'outbound',
+        from_number: '+1',
+        to_number: '+2',
+      });
+      await updateCall(db, c.id, { status: 'completed' });
+      const afterWrite = await cache.page(f, 5, 0);
+      assert.notEqual(afterWrite, first);
+      assert.equal(afterWrite[0].id, c.id, 'a write through the store is seen at once');
+      await db('calls').where({ id: c.id }).delete(); // as another process would: the generation does not move
+      assert.equal((await cache.page(f, 5, 0))[0].id, c.id, 'stale within the page TTL');
+      now += 1001;
+      assert.notEqual((await cache.page(f, 5, 0))[0]?.id, c.id);
+    });
+
     it('a write by another process is seen once the TTL has passed', async () => {
       let now = 0;
-      const cache = new CallListCache(db, 5000, 100, () => now, 25);
+      const cache = new CallListCache(db, { maxEntries: 100, now: () => now, stride: 25 });
       const f = { accountId, direction: 'outbound' as const };
       const n = await cache.total(f);
       // A write that does not go through this module (another process): the generation does not move.

@@ -64,6 +64,8 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       const other = await h.tenant('Revokable', 0);
       const created = await h.req('POST', '/api/keys/create', { key: other.key, body: { name: 'second' } });
       assert.equal(created.status, 201);
+      // Used once first, so that authentication remembers it: the revocation must still take effect at once.
+      assert.equal((await h.req('GET', '/api/account/', { key: created.body.key })).status, 200);
       const r = await h.req('POST', '/api/keys/revoke', { key: other.key, body: { uuid: created.body.uuid } });
       assert.equal(r.status, 200);
       SH.assertShape(r.body, SH.MESSAGE);
@@ -71,6 +73,20 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       assert.equal((await h.req('GET', '/api/account/', { key: other.key })).status, 200);
       await updateAccount(h.db, other.accountId, { status: 'suspended' });
       SH.assertError(await h.req('GET', '/api/account/', { key: other.key }), 401, 'AUTH_ACCOUNT_SUSPENDED');
+    });
+
+    it('a key revoked by another process (the CLI, a direct write) is refused within a second', async () => {
+      const other = await h.tenant('Elsewhere', 0);
+      assert.equal((await h.req('GET', '/api/account/', { key: other.key })).status, 200);
+      await h.db('api_keys').where({ account_id: other.accountId }).update({ is_active: false });
+      const started = Date.now();
+      let status = 200;
+      while (status === 200 && Date.now() - started < 3000) {
+        status = (await h.req('GET', '/api/account/', { key: other.key })).status;
+        if (status === 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(status, 401);
+      assert.ok(Date.now() - started <= 2500, `refused after ${Date.now() - started} ms (the cache keeps 1 s)`);
     });
 
     it('malformed JSON is a 400, never a 500', async () => {
