@@ -5,6 +5,38 @@ import { startTestSwitch, runSipp } from './harness.js';
 
 const OPTIONS = path.resolve(import.meta.dirname, '..', 'sip', 'security', 'fixtures', 'options.xml');
 
+/** SIPp sending `count` OPTIONS at `rate`/s to the switch on 127.0.0.1:`to`, from `ip`:`port` (and `port`+1). */
+function optionsFrom(o: {
+  to: number;
+  ua: string;
+  ip: string;
+  port: number;
+  rate: number;
+  count: number;
+  timeout: string;
+}) {
+  return runSipp([
+    `127.0.0.1:${o.to}`,
+    '-sf',
+    OPTIONS,
+    '-key',
+    'ua',
+    o.ua,
+    '-i',
+    o.ip,
+    '-p',
+    String(o.port),
+    '-cp',
+    String(o.port + 1),
+    '-r',
+    String(o.rate),
+    '-m',
+    String(o.count),
+    '-timeout',
+    o.timeout,
+  ]);
+}
+
 /**
  * Issue 10 "done when", on the real switch: a source flooding the SIP port is banned while the switch keeps
  * answering another source and stays healthy; the event-loop delay during the flood is reported.
@@ -24,47 +56,25 @@ describe('e2e: a SIP flood against the switch', function () {
   it('bans the flooding address, keeps answering the other one, and health stays ok', async () => {
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
-    const flood = runSipp([
-      '127.0.0.1:21865',
-      '-sf',
-      OPTIONS,
-      '-key',
-      'ua',
-      'flood-tester',
-      '-i',
-      '127.0.0.1',
-      '-p',
-      '21866',
-      '-cp',
-      '21867',
-      '-r',
-      '200',
-      '-m',
-      '600',
-      '-timeout',
-      '20s',
-    ]);
+    const flood = optionsFrom({
+      to: 21865,
+      ua: 'flood-tester',
+      ip: '127.0.0.1',
+      port: 21866,
+      rate: 200,
+      count: 600,
+      timeout: '20s',
+    });
     await new Promise((r) => setTimeout(r, 500));
-    const good = runSipp([
-      '127.0.0.1:21865',
-      '-sf',
-      OPTIONS,
-      '-key',
-      'ua',
-      'Zoiper rv2.10',
-      '-i',
-      '127.0.0.2',
-      '-p',
-      '21868',
-      '-cp',
-      '21869',
-      '-r',
-      '5',
-      '-m',
-      '15',
-      '-timeout',
-      '20s',
-    ]);
+    const good = optionsFrom({
+      to: 21865,
+      ua: 'Zoiper rv2.10',
+      ip: '127.0.0.2',
+      port: 21868,
+      rate: 5,
+      count: 15,
+      timeout: '20s',
+    });
     const healths: number[] = [];
     const probe = setInterval(() => {
       void fetch(`${ctx.baseUrl}/api/health/`).then((r) => healths.push(r.status));
@@ -110,26 +120,15 @@ describe('e2e: the SIP gate thresholds come from the switch configuration', func
   });
 
   it('SIMU_SIP_FLOOD_MAX_REQUESTS=5 bans a source for SIMU_SIP_BAN_SECONDS after 20 requests the default allows', async () => {
-    const burst = runSipp([
-      '127.0.0.1:21875',
-      '-sf',
-      OPTIONS,
-      '-key',
-      'ua',
-      'Zoiper rv2.10',
-      '-i',
-      '127.0.0.3',
-      '-p',
-      '21876',
-      '-cp',
-      '21877',
-      '-r',
-      '50',
-      '-m',
-      '20',
-      '-timeout',
-      '10s',
-    ]);
+    const burst = optionsFrom({
+      to: 21875,
+      ua: 'Zoiper rv2.10',
+      ip: '127.0.0.3',
+      port: 21876,
+      rate: 50,
+      count: 20,
+      timeout: '10s',
+    });
     await burst.exited;
     burst.kill();
     let ban: { reason: string; banned_at: string; expires_at: string } | undefined;
