@@ -254,9 +254,24 @@ export class LiveCall implements VerbContext {
     return { durationSeconds: Math.round(r.durationSec), path: rec.storage_path ?? undefined };
   }
 
-  async startSessionRecording(_options: SessionRecordingOptions): Promise<void> {
-    // An IVR call has one SIP leg; both directions of it are what Record captures. Bridged calls (Dial) will
-    // start rtpengine's recording here once Dial bridges.
+  /**
+   * RecordSession (and Dial's `record`): from now until the call ends, the caller on one channel and what it
+   * hears on the other (our prompts, and any leg a Dial bridges it to). Stored and announced (REC.0300) when the
+   * call ends. A second one while recording changes nothing. If it cannot start, the call goes on unrecorded.
+   */
+  async startSessionRecording(options: SessionRecordingOptions): Promise<void> {
+    if (this.#d.media.isRecording(this.id)) return;
+    try {
+      await this.#d.media.startCallRecording(this.id, CALLER_LEG, {
+        maxLengthSec: options.maxLength,
+        mono: options.channels === 'mono',
+      });
+    } catch (e) {
+      if (!(e instanceof MediaError)) throw e;
+      this.#d.log.warn({ err: e, call: this.row.sid }, 'RecordSession could not start; the call goes on unrecorded');
+      return;
+    }
+    await this.life.emit(EventCodes.recordingStarted, {});
   }
 
   pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {

@@ -8,7 +8,7 @@ import { IvrEndpoint, type RecordingResult } from './ivr-endpoint.js';
 import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
 import { keepCodecs, type AudioCodec } from './sdp.js';
 import type { MediaEngine, MediaEngines } from './media-engines.js';
-import { findCallPcaps, pcapToStereoWav } from './session-recording.js';
+import { findCallPcaps, pcapToStereoWav, type RecordedPrompt } from './session-recording.js';
 import { runTool } from './run-tool.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
 import { TypedEmitter } from './typed-emitter.js';
@@ -88,8 +88,20 @@ interface MediaSession {
   /** The profile asked for a leg the platform calls (offerIvr), until its answer arrives (completeIvr). */
   calleeSide: Map<string, LegMediaOptions | undefined>;
   playbacks: Map<string, Playback>;
-  /** rtpengine local port per leg tag, learned from `query`, for RecordSession. */
-  recording?: { legs: [string, string]; ports: [number, number]; path: string };
+  /**
+   * RecordSession: between two SIP legs (`ports` of [left, right]), or on a call the platform answered or placed
+   * (`callerPort` left, everything else right, plus the prompts we played to the caller).
+   */
+  recording?: {
+    ports?: [number, number];
+    callerTag?: string;
+    callerPort?: number;
+    prompts: RecordedPrompt[];
+    path: string;
+    startedAtMs: number;
+    maxLengthSec?: number;
+    mono?: boolean;
+  };
 }
 
 /**
@@ -295,12 +307,17 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     );
     const durationMs = typeof r.duration === 'number' ? r.duration : 0;
     opts.onStarted?.(durationMs);
+    // A recorded call: rtpengine's pcap does not hold injected audio, so what the caller heard is noted here.
+    const prompt: RecordedPrompt | undefined =
+      s.recording?.callerTag === legTag ? { startedAtMs: Date.now(), path } : undefined;
+    if (prompt) s.recording?.prompts.push(prompt);
     return new Promise<PlaybackResult>((resolve) => {
       const onAbort = (): void => {
         this.#finishPlayback(s, legTag, false);
       };
       const finish = (completed: boolean): void => {
         clearTimeout(playback.timer);
+        if (prompt && !completed) prompt.stoppedAtMs = Date.now();
         opts.signal?.removeEventListener('abort', onAbort);
         if (s.playbacks.get(legTag) === playback) s.playbacks.delete(legTag);
         if (!completed && this.#sessions.has(callId)) {
@@ -401,7 +418,46 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     const ports = legs.map((tag) => localPort(q, tag)) as [number, number];
     await s.engine.client.startRecording({ 'call-id': callId });
     this.#recordingSeq += 1;
-    s.recording = { legs, ports, path: join(this.#recordingsDir, `${safe(callId)}-session-${this.#recordingSeq}.wav`) };
+    s.recording = {
+      ports,
+      prompts: [],
+      startedAtMs: Date.now(),
+      path: join(this.#recordingsDir, `${safe(callId)}-session-${this.#recordingSeq}.wav`),
+    };
+  }
+
+  /**
+   * RecordSession on a call the platform answered or placed: the caller (`callerTag`) on the left channel, on the
+   * right whatever it hears: our prompts, and any leg a Dial bridges it to (every other rtpengine port of the
+   * call, so the far side may change as the call goes between the IVR and bridges). `mono` mixes both.
+   */
+  async startCallRecording(
+    callId: string,
+    callerTag: string,
+    opts: { maxLengthSec?: number; mono?: boolean } = {},
+  ): Promise<void> {
+    const s = this.#session(callId);
+    if (!this.#engineRecordingDir) {
+      throw new MediaError('MEDIA_RECORDING_FAILED', 'RecordSession needs the local engine (its pcaps are read here)');
+    }
+    if (s.recording) return; // already recording: the first RecordSession wins
+    const q = await s.engine.client.query({ 'call-id': callId });
+    const callerPort = localPort(q, callerTag);
+    await s.engine.client.startRecording({ 'call-id': callId });
+    this.#recordingSeq += 1;
+    s.recording = {
+      callerTag,
+      callerPort,
+      prompts: [],
+      startedAtMs: Date.now(),
+      path: join(this.#recordingsDir, `${safe(callId)}-session-${this.#recordingSeq}.wav`),
+      maxLengthSec: opts.maxLengthSec,
+      mono: opts.mono,
+    };
+  }
+
+  isRecording(callId: string): boolean {
+    return this.#sessions.get(callId)?.recording !== undefined;
   }
 
   /** Stop RecordSession and write the two-channel WAV. Also done by deleteSession. */
@@ -416,8 +472,19 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
 
   async #convertSessionRecording(callId: string, rec: NonNullable<MediaSession['recording']>) {
     const pcaps = await findCallPcaps(this.#engineRecordingDir ?? '', callId);
-    if (pcaps.length === 0) throw new MediaError('MEDIA_RECORDING_FAILED', `no pcap for call ${callId}`);
-    return pcapToStereoWav({ pcapPaths: pcaps, legPorts: rec.ports, path: rec.path });
+    if (pcaps.length === 0 && rec.prompts.length === 0) {
+      throw new MediaError('MEDIA_RECORDING_FAILED', `no pcap for call ${callId}`);
+    }
+    const callerPort = rec.callerPort;
+    return pcapToStereoWav({
+      pcapPaths: pcaps,
+      legPorts: rec.ports ?? ((port) => (port === callerPort ? 0 : 1)),
+      path: rec.path,
+      prompts: rec.prompts,
+      maxLengthSec: rec.maxLengthSec,
+      mono: rec.mono,
+      startedAtMs: rec.startedAtMs,
+    });
   }
 
   /**

@@ -57,7 +57,13 @@ export async function runDial(
     d.log.warn({ err: e, call: row.sid }, 'Dial: the caller media could not be offered to a new leg');
     return finish({ status: 'failed', durationSeconds: 0 });
   }
-  const presented = o.callerId ?? (row.direction === 'inbound' ? row.from_number : row.from_number);
+  // Dial's `record`: a RecordSession of the rest of the call, from ringing or from answer (docs/verbs.md).
+  const record = (from: 'ringing' | 'answer') =>
+    o.record.startsWith(`record-from-${from}`)
+      ? call.startSessionRecording({ channels: o.record.endsWith('-dual') ? 'dual' : 'mono' })
+      : Promise.resolve();
+  await record('ringing');
+  const presented = o.callerId ?? row.from_number;
   const child = target.kind === 'number' ? await d.openChildLeg?.(call, presented, target.number) : undefined;
   await child?.life.initiated();
   const outcome = await dialLeg(d, {
@@ -85,6 +91,7 @@ export async function runDial(
   // The caller's side keeps the profile it was answered or placed with (a browser stays on WebRTC).
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
   await call.life.emit(EventCodes.dialAnswered, {});
+  await record('answer');
   const answeredAt = Date.now();
   // Bridged until either side hangs up, the verb is killed (the caller hung up), or timeLimit passes.
   await new Promise<void>((resolve) => {

@@ -178,6 +178,43 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     assert.ok(loud * 0.02 >= 1, `speech in the recording: ${(loud * 0.02).toFixed(2)} s`);
   });
 
+  it('RecordSession records the whole call: the caller on the left, the Say it heard on the right, REC.0100 and REC.0300', async () => {
+    server.verbs(
+      '/recorded',
+      '<Response><RecordSession/><Say>This call is recorded for quality purposes. Thank you.</Say><Pause length="1"/><Hangup/></Response>',
+    );
+    await setInboundUrl(server.url('/recorded'));
+    const before = server.requests.length;
+    sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
+    assert.equal(await sipp.exited, 0, sipp.output());
+    await server.waitFor(
+      () => server.requests.slice(before).some((r) => r.json?.code === 'REC.0300'),
+      10000,
+      'recording.completed',
+    );
+    const codes = server.requests.slice(before).map((r) => r.json?.code);
+    assert.ok(codes.indexOf('REC.0100') >= 0 && codes.indexOf('REC.0100') < codes.indexOf('REC.0300'), codes.join());
+    const call = await lastCall();
+    const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
+    assert.equal(recs.body.length, 1);
+    assert.ok(recs.body[0].duration_seconds >= 3, `duration ${recs.body[0].duration_seconds}`);
+    const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
+    const wav = Buffer.from(await (await fetch(dl.body.url as string)).arrayBuffer());
+    assert.equal(wav.readUInt16LE(22), 2, 'two channels');
+    const samples = new Int16Array(wav.buffer, wav.byteOffset + 44, Math.floor((wav.length - 44) / 2));
+    const speechSeconds = (ch: number) => {
+      let loud = 0;
+      for (let i = ch; i + 320 <= samples.length; i += 320) {
+        let sum = 0;
+        for (let j = i; j < i + 320; j += 2) sum += samples[j] * samples[j];
+        if (Math.sqrt(sum / 160) > 300) loud++;
+      }
+      return loud * 0.02;
+    };
+    assert.ok(speechSeconds(0) >= 1, `the caller's speech on the left: ${speechSeconds(0).toFixed(2)} s`);
+    assert.ok(speechSeconds(1) >= 1.5, `the Say on the right: ${speechSeconds(1).toFixed(2)} s`);
+  });
+
   it('Dial to a PSTN number bridges the caller to the dialled leg: the callee hears the caller, DIAL.0200 and DIAL.0300', async () => {
     server.verbs(
       '/dial',
@@ -223,7 +260,8 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
   it('when the dialled party hangs up, the Dial action gets completed and its duration, and the caller hears the next document', async () => {
     server.verbs(
       '/dial-then',
-      `<Response><Dial action="${server.url('/after-bridge')}" timeout="10"><Number>+254722000098</Number></Dial>` +
+      `<Response><Dial action="${server.url('/after-bridge')}" timeout="10" record="record-from-answer">` +
+        '<Number>+254722000098</Number></Dial>' +
         '<Say>This verb is replaced by the action document.</Say></Response>',
     );
     server.verbs(
@@ -264,6 +302,18 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       const leg = await ctx.db('calls').where({ parent_call_id: parent.id }).first();
       assert.equal(leg.status, 'completed');
       assert.ok(Number(parent.duration_seconds) > Number(leg.duration_seconds), 'the caller stayed on after the leg');
+      // record="record-from-answer": one mono recording of the call from the answer on, announced by REC.0300.
+      await server.waitFor(
+        () => server.requests.slice(before).some((r) => r.json?.code === 'REC.0300'),
+        10000,
+        'recording.completed',
+      );
+      const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${parent.id}`);
+      assert.equal(recs.body.length, 1);
+      const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
+      const wav = Buffer.from(await (await fetch(dl.body.url as string)).arrayBuffer());
+      assert.equal(wav.readUInt16LE(22), 1, 'mono');
+      assert.ok(recs.body[0].duration_seconds >= 3, `from the answer to the end: ${recs.body[0].duration_seconds} s`);
     } finally {
       uas.kill();
       callee.close();

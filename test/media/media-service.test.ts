@@ -249,6 +249,48 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
     assert.ok(toneEnergy(right, 1000) > 10 * toneEnergy(right, 440), 'right is B (1000 Hz)');
   });
 
+  it('RecordSession on an IVR caller: the caller left, our prompt and then a bridged leg right', async () => {
+    const id = callId();
+    const a = await peer();
+    const b = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
+    a.sendFrame(new Int16Array(160));
+    await media.startCallRecording(id, 'A', { maxLengthSec: 30 });
+    assert.equal(media.isRecording(id), true);
+    const caller = a.sendAudio(tone(440, 3), 0); // the caller talks through the prompt and the bridge
+    const prompt = await media.tts.synthesize({ text: 'This call is recorded.' });
+    await media.playFile(id, 'A', prompt.path);
+    b.useSdp(await media.offerFromIvr(id, 'A', 'B'));
+    await media.answer(id, 'A', 'B', b.sdp(['PCMU']));
+    await b.sendAudio(tone(1000, 0.6), 0);
+    await caller;
+    const { sessionRecording: r } = await media.deleteSession(id);
+    assert.ok(r, 'a session recording was written');
+    const wav = await readWav(r.path);
+    assert.equal(wav.channels, 2);
+    const left = wav.samples.filter((_, i) => i % 2 === 0);
+    const right = wav.samples.filter((_, i) => i % 2 === 1);
+    assert.ok(toneEnergy(left, 440) > 10 * toneEnergy(left, 1000), 'left is the caller (440 Hz)');
+    assert.ok(toneEnergy(right, 1000) > 10 * toneEnergy(right, 440), 'right holds the bridged leg (1000 Hz)');
+    const spoken = (await readWav(prompt.path)).samples;
+    const { r: corr } = bestCorrelation(envelope(spoken), envelope(right.slice(0, spoken.length + 8000)), 50);
+    assert.ok(corr > 0.8, `right holds the prompt the caller heard (envelope correlation ${corr.toFixed(2)})`);
+  });
+
+  it('RecordSession mono with maxLength: one channel, cut at maxLength', async () => {
+    const id = callId();
+    const a = await peer();
+    a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU'])));
+    await media.startCallRecording(id, 'A', { maxLengthSec: 1, mono: true });
+    await a.sendAudio(tone(440, 2), 0);
+    const { sessionRecording: r } = await media.deleteSession(id);
+    assert.ok(r);
+    const wav = await readWav(r.path);
+    assert.equal(wav.channels, 1);
+    assert.ok(Math.abs(r.durationSec - 1) < 0.05, `duration ${r.durationSec}`);
+    assert.ok(toneEnergy(wav.samples, 440) > 500);
+  });
+
   it('RFC 4733 digits from a leg surface as dtmf events with call id, leg and digit', async () => {
     const id = callId();
     const a = await peer();
