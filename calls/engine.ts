@@ -7,7 +7,7 @@ import type { MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
 import { CallLifecycle } from './lifecycle.js';
-import { LiveCall, type CallBilling } from './live-call.js';
+import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import type { FlowDeps } from './flows/flow-deps.js';
 import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
@@ -59,6 +59,11 @@ export class SwitchCallEngine implements CallEngine {
       events: deps.publisher,
       admission: deps.admission,
     };
+    // RFC 4733 digits from a caller reach its call (Record's finishOnKey); digits of bridged legs are not used.
+    deps.media.on('dtmf', (e) => {
+      const call = this.#live.get(e.callId);
+      if (call instanceof LiveCall && e.legTag === CALLER_LEG) call.digitPressed(e.digit);
+    });
     deps.sip.onInvite(async (req, srv, origin) => {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
       if (origin.kind === 'trunk') return runInbound(this.#flow, (row) => this.#track(row), req, srv, origin.trunk);

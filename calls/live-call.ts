@@ -79,6 +79,7 @@ export class LiveCall implements VerbContext {
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
   #endUser: CallControlEndUser | null = null;
   readonly #onEnd: Array<() => void> = [];
+  readonly #digitListeners = new Set<(digit: string) => void>();
   #answering: Promise<void> = Promise.resolve();
 
   constructor(deps: LiveCallDeps, life: CallLifecycle) {
@@ -243,13 +244,34 @@ export class LiveCall implements VerbContext {
     return this.#d.dialer(this, target, options);
   }
 
+  /** A key the caller pressed (RFC 4733, through rtpengine's DTMF log). */
+  digitPressed(digit: string): void {
+    for (const fn of [...this.#digitListeners]) fn(digit);
+  }
+
+  /**
+   * Record: a beep first (playBeep), then the caller's audio until silence, maxLength, a key of finishOnKey
+   * (the recording is kept), or the verb being killed.
+   */
   async record(options: RecordOptions): Promise<RecordResult> {
+    if (options.playBeep) await this.#d.media.playBeep(this.id, CALLER_LEG, { signal: options.signal });
+    if (options.signal.aborted) return { durationSeconds: 0 };
     await this.life.emit(EventCodes.recordingStarted, {});
-    const r = await this.#d.media.record(this.id, CALLER_LEG, {
-      maxLengthSec: options.maxLength,
-      silenceTimeoutSec: options.timeout,
-      signal: options.signal,
-    });
+    const finished = new AbortController();
+    const onDigit = (digit: string) => {
+      if (options.finishOnKey.includes(digit)) finished.abort();
+    };
+    this.#digitListeners.add(onDigit);
+    let r: RecordingResult;
+    try {
+      r = await this.#d.media.record(this.id, CALLER_LEG, {
+        maxLengthSec: options.maxLength,
+        silenceTimeoutSec: options.timeout,
+        signal: AbortSignal.any([options.signal, finished.signal]),
+      });
+    } finally {
+      this.#digitListeners.delete(onDigit);
+    }
     const rec = await this.#storeRecording(r);
     return { durationSeconds: Math.round(r.durationSec), path: rec.storage_path ?? undefined };
   }

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { decodeG711 } from '../../media/g711.js';
+import { toneEnergy } from '../media/rtp-peer.js';
 import {
   startTestSwitch,
   createAccountWithDid,
@@ -176,6 +179,44 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       if (Math.sqrt(sum / 160) > 300) loud++;
     }
     assert.ok(loud * 0.02 >= 1, `speech in the recording: ${(loud * 0.02).toFixed(2)} s`);
+  });
+
+  it('a key of finishOnKey (RFC 4733 from the caller) ends Record early, and the recording is kept', async () => {
+    server.verbs(
+      '/keyed',
+      `<Response><Record action="${server.url('/keyed-after')}" maxLength="30" timeout="15" finishOnKey="1#" playBeep="false"/></Response>`,
+    );
+    server.verbs('/keyed-after', '<Response><Hangup/></Response>');
+    await setInboundUrl(server.url('/keyed'));
+    // The caller speaks (about 3.5 s), then presses 1 (SIPp's RFC 2833 capture), then waits for our BYE.
+    const keyed = speech.replace(/\.xml$/, '-key.xml');
+    writeFileSync(
+      keyed,
+      readFileSync(speech, 'utf8').replace(
+        '<recv request="BYE" />',
+        '<pause milliseconds="4000"/><nop><action><exec play_pcap_audio="/usr/share/sip-tester/dtmf_2833_1.pcap"/>' +
+          '</action></nop><recv request="BYE" />',
+      ),
+    );
+    const before = server.requests.length;
+    sipp = carrierCalls(keyed, DID.slice(1), ['-mp', '21720']);
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const after = server.requests.slice(before).find((r) => r.url === '/keyed-after')?.json;
+    assert.ok(after, 'the action was requested');
+    // Ended by the key: silence (15 s) or maxLength (30 s) would have made it far longer.
+    assert.ok(
+      after.RecordingDuration >= 2 && after.RecordingDuration <= 8,
+      `RecordingDuration ${after.RecordingDuration}`,
+    );
+  });
+
+  it('Record plays its beep (1 kHz) to the caller first', async () => {
+    server.verbs('/beep', '<Response><Record maxLength="2" timeout="1"/></Response>');
+    await setInboundUrl(server.url('/beep'));
+    sipp = carrierCalls(); // a silent caller: what it hears comes to our sink
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const heard = decodeG711(Buffer.concat(sink.payloads), 0);
+    assert.ok(toneEnergy(heard, 1000) > 1000, `a 1 kHz tone (energy ${toneEnergy(heard, 1000).toFixed(0)})`);
   });
 
   it('RecordSession records the whole call: the caller on the left, the Say it heard on the right, REC.0100 and REC.0300', async () => {
