@@ -1,6 +1,7 @@
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
 import { checkDestination } from '../../billing/index.js';
+import { findNumberByE164 } from '../../store/index.js';
 import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
@@ -32,13 +33,23 @@ export async function runDial(
   o: DialOptions,
 ): Promise<DialResult> {
   const row = call.row;
-  const finish = async (result: DialResult): Promise<DialResult> => {
+  const finish = async (result: DialResult, reason?: string): Promise<DialResult> => {
     await call.life.emit(EventCodes.dialCompleted, {
       DialCallStatus: result.status,
       DialCallDuration: result.durationSeconds,
+      ...(reason === undefined ? {} : { reason }),
     });
     return result;
   };
+  if (o.callerId !== undefined) {
+    // Caller ID spoofing control: a Dial presents only an active number of the account. Anything else is not
+    // dialled; DIAL.0300 says failed with reason CALLER_ID_NOT_OWNED and the call goes on.
+    const did = await findNumberByE164(d.db, o.callerId);
+    if (!did || did.account_id !== row.account_id || !did.is_active) {
+      d.log.info({ call: row.sid, callerId: o.callerId }, 'Dial callerId is not a number of the account');
+      return finish({ status: 'failed', durationSeconds: 0 }, 'CALLER_ID_NOT_OWNED');
+    }
+  }
   if (target.kind === 'number') {
     // Toll-fraud control: a destination outside the allowlist (or platform-blocked) is never dialled; DIAL.0403,
     // the action callback gets DialCallStatus=failed and the parent call goes on with the next verb.

@@ -259,7 +259,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
   it('Dial to a PSTN number bridges the caller to the dialled leg: the callee hears the caller, DIAL.0200 and DIAL.0300', async () => {
     server.verbs(
       '/dial',
-      '<Response><Dial timeout="10" timeLimit="4"><Number>+254722000099</Number></Dial></Response>',
+      `<Response><Dial timeout="10" timeLimit="4" callerId="${DID}"><Number>+254722000099</Number></Dial></Response>`,
     );
     await setInboundUrl(server.url('/dial'));
     const callee = await new RtpSink().bind(21730);
@@ -285,6 +285,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       const leg = await ctx.db('calls').where({ parent_call_id: parent.id }).first();
       assert.equal(leg.direction, 'outbound');
       assert.equal(leg.to_number, '+254722000099');
+      assert.equal(leg.from_number, DID, 'the callerId the account owns is presented');
       assert.equal(leg.status, 'completed');
       const charged = (await ctx.db('wallet_transactions').where({ call_id: leg.id })).reduce(
         (sum: number, r: { amount_cents: number }) => sum + Number(r.amount_cents),
@@ -359,6 +360,25 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       uas.kill();
       callee.close();
     }
+  });
+
+  it('a Dial presenting a callerId the account does not own is not dialled: DialCallStatus=failed, the call goes on', async () => {
+    server.verbs(
+      '/spoof',
+      `<Response><Dial action="${server.url('/after-spoof')}" callerId="+254799999999"><Number>+254722000097</Number></Dial></Response>`,
+    );
+    server.verbs('/after-spoof', '<Response><Say>That caller ID cannot be used.</Say><Hangup/></Response>');
+    await setInboundUrl(server.url('/spoof'));
+    const before = server.requests.length;
+    sipp = carrierCalls();
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const after = server.requests.slice(before).find((r) => r.url === '/after-spoof')!.json;
+    assert.equal(after.DialCallStatus, 'failed');
+    const done = server.requests.slice(before).find((r) => r.json?.code === 'DIAL.0300')!.json;
+    assert.equal(done.data.reason, 'CALLER_ID_NOT_OWNED');
+    const parent = await ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
+    assert.equal((await ctx.db('calls').where({ parent_call_id: parent.id })).length, 0, 'nothing was dialled');
+    assert.ok(sink.speechSeconds() >= 1, `the call went on: ${sink.speechSeconds()} s heard`);
   });
 
   it('a Dial outside the allowlist is not dialled: DIAL.0403, the action gets DialCallStatus=failed, the call goes on', async () => {
