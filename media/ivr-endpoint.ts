@@ -84,8 +84,19 @@ export class IvrEndpoint {
   }
 
   /** The SDP rtpengine sees as "the other party" of the caller. */
-  sdp(): string {
-    return plainAudioSdp({ address: this.address, port: this.#port, codecs: ['PCMU', 'telephone-event'] });
+  /**
+   * Our SDP: PCMU and telephone-event. Answering, it takes the offer's payload type for telephone-event/8000 (a
+   * browser offers 126): rtpengine drops an event codec whose number the answer changed, and the caller could
+   * then send no keys at all.
+   */
+  sdp(offer?: string): string {
+    const pt = offer ? /a=rtpmap:(\d+) telephone-event\/8000/i.exec(offer)?.[1] : undefined;
+    return plainAudioSdp({
+      address: this.address,
+      port: this.#port,
+      codecs: ['PCMU', 'telephone-event'],
+      payloadTypes: pt === undefined ? undefined : { 'telephone-event': Number(pt) },
+    });
   }
 
   #onPacket(msg: Buffer): void {

@@ -220,8 +220,8 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   async answerIvr(callId: string, legTag: string, callerSdp: string, opts: { callerSide?: LegMediaOptions } = {}) {
     const endpoint = await this.#openIvr(callId, legTag);
     this.#session(callId).callerSdp.set(legTag, { sdp: callerSdp, side: opts.callerSide });
-    await this.offer(callId, legTag, callerSdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] } });
-    return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(), { fromSide: opts.callerSide });
+    const toIvr = await this.offer(callId, legTag, callerSdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] } });
+    return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: opts.callerSide });
   }
 
   /**
@@ -259,7 +259,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     const caller = s.callerSdp.get(legTag);
     if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
     const endpoint = await this.#openIvr(callId, legTag);
-    await s.engine.client.offer({
+    const toIvr = await s.engine.client.offer({
       'call-id': callId,
       'from-tag': legTag,
       'to-tag': ivrTag(legTag),
@@ -267,7 +267,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
       ...profileFlags({ profile: 'rtp', codecs: ['PCMU'] }, true),
       replace: ['origin', 'session-connection'],
     });
-    await this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(), { fromSide: caller.side });
+    await this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(toIvr.sdp), { fromSide: caller.side });
   }
 
   /** The platform calls out (IVR as offerer): the SDP to put in the INVITE to `legTag`. */

@@ -58,9 +58,14 @@ export function plainAudioSdp(opts: {
   codecs: AudioCodec[];
   sessionId?: number;
   direction?: 'sendrecv' | 'sendonly' | 'recvonly';
+  /** Payload types other than the usual ones, e.g. to answer with the offer's number for telephone-event. */
+  payloadTypes?: Partial<Record<AudioCodec, number>>;
 }): string {
   const ip = opts.address.includes(':') ? 'IP6' : 'IP4';
-  const codecs = opts.codecs.map((c) => CODEC_LINES[c]);
+  const codecs = opts.codecs.map((c) => {
+    const pt = opts.payloadTypes?.[c];
+    return pt === undefined ? CODEC_LINES[c] : { ...CODEC_LINES[c], pt };
+  });
   const lines = [
     'v=0',
     `o=- ${opts.sessionId ?? 1} 1 IN ${ip} ${opts.address}`,

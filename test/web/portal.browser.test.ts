@@ -323,6 +323,33 @@ describe('web: portal and softphone in headless Chromium', function () {
     }
   });
 
+  it('the keypad sends RFC 4733 digits: pressing 5 ends a Record with finishOnKey="5" at once', async () => {
+    hook.verbs(
+      '/outbound',
+      `<Response><Record finishOnKey="5" maxLength="30" timeout="20" playBeep="false" action="${hook.url('/keyed')}"/></Response>`,
+    );
+    hook.verbs('/keyed', '<Response><Hangup/></Response>');
+    const before = hook.requests.length;
+    await page.fill('[data-dial] input[name=to]', '+254722555001');
+    await page.click('[data-dial] button');
+    await page.waitForFunction(() => document.querySelector('[data-call]')?.textContent === 'connected', null, {
+      timeout: 20_000,
+    });
+    await page.waitForSelector('[data-keypad]:not([hidden])');
+    await new Promise((r) => setTimeout(r, 2000)); // two seconds of the fake microphone's beeps are recorded
+    await page.click('[data-key="5"]');
+    await hook.waitFor(() => hook.requests.slice(before).some((r) => r.url === '/keyed'), 10_000, 'the Record action');
+    const after = hook.requests.slice(before).find((r) => r.url === '/keyed')!.json;
+    // The microphone never falls silent, so only the key can have ended it before maxLength (30 s).
+    assert.ok(
+      after.RecordingDuration >= 1 && after.RecordingDuration <= 8,
+      `RecordingDuration ${after.RecordingDuration}`,
+    );
+    await page.waitForFunction(() => /ended/.test(document.querySelector('[data-call]')?.textContent ?? ''), null, {
+      timeout: 10_000,
+    });
+  });
+
   it('the dashboard (open in a second tab during the call) showed the live events', async () => {
     assert.ok(dash, 'the dashboard tab was not opened');
     const text = (await dash.textContent('#events'))!;

@@ -292,6 +292,17 @@ export class Call extends EventTarget {
     return this.pc.localDescription.sdp;
   }
 
+  /**
+   * Sends keys (0-9 * #) as RFC 4733 events on the audio track (the browser's RTCDTMFSender): IVRs read them,
+   * e.g. Record's finishOnKey. False when the call is not connected or telephone-event was not negotiated.
+   */
+  sendDigits(keys) {
+    const dtmf = this.pc?.getSenders().find((s) => s.track?.kind === 'audio')?.dtmf;
+    if (this.state !== 'connected' || !dtmf?.canInsertDTMF) return false;
+    dtmf.insertDTMF(String(keys), 120, 80);
+    return true;
+  }
+
   async dial() {
     await this.#media();
     await this.pc.setLocalDescription(await this.pc.createOffer());
@@ -402,8 +413,9 @@ export class Call extends EventTarget {
 }
 
 /**
- * A small phone UI inside `el`: registration state, a dial box, call state, answer/hang-up buttons, and a level
- * meter of the remote audio (WebAudio AnalyserNode). Returns { phone, close(), level() }.
+ * A small phone UI inside `el`: registration state, a dial box, call state, answer/hang-up buttons, a keypad
+ * (RFC 4733 digits) during a call, and a level meter of the remote audio (WebAudio AnalyserNode).
+ * Returns { phone, close(), level() }.
  */
 export function mountSoftphone(el, { token, iceServers, server }) {
   el.innerHTML = `
@@ -412,6 +424,7 @@ export function mountSoftphone(el, { token, iceServers, server }) {
       <form data-dial class="row"><input name="to" placeholder="extension or +E.164" /><button>Call</button></form>
       <div>Call: <span data-call class="badge">idle</span> <span data-peer class="mono"></span>
         <button data-answer hidden>Answer</button><button data-hangup class="danger" hidden>Hang up</button></div>
+      <div data-keypad hidden>${[...'123456789*0#'].map((k) => `<button data-key="${k}">${k}</button>`).join('')}</div>
       <div>Level: <meter data-level min="0" max="1" value="0"></meter> <span data-level-text>0.000</span></div>
       <audio data-audio autoplay></audio>
     </div>`;
@@ -439,6 +452,7 @@ export function mountSoftphone(el, { token, iceServers, server }) {
       q('[data-call]').textContent = call.state + (call.reason ? ` (${call.reason})` : '');
       q('[data-answer]').hidden = !(call.direction === 'incoming' && call.state === 'ringing');
       q('[data-hangup]').hidden = call.state === 'ended';
+      q('[data-keypad]').hidden = call.state !== 'connected';
       if (call.state === 'connected' && !analyser) {
         q('[data-audio]').srcObject = call.remoteStream;
         audioCtx = new AudioContext();
@@ -470,6 +484,7 @@ export function mountSoftphone(el, { token, iceServers, server }) {
   });
   q('[data-answer]').onclick = () => current?.answer();
   q('[data-hangup]').onclick = () => current?.hangup();
+  for (const b of el.querySelectorAll('[data-key]')) b.onclick = () => current?.sendDigits(b.dataset.key);
   const ready = phone.start().catch((e) => (q('[data-reg]').textContent = e.message));
   return { phone, ready, level, peak: () => peak, current: () => current, close: () => phone.stop() };
 }
