@@ -160,11 +160,30 @@ export class LocationService {
    * end-users left with no binding, like sweep().
    */
   dropFlow(flowId: string): Array<{ accountId: string; extension: string; endUserId: string }> {
+    return this.#dropWhere((b) => b.flowId === flowId && b.transport !== 'UDP');
+  }
+
+  /** The phone tokens the current bindings were authenticated with. */
+  tokenIds(): Set<string> {
+    const ids = new Set<string>();
+    for (const m of this.#byAor.values()) for (const b of m.values()) ids.add(b.tokenId);
+    return ids;
+  }
+
+  /**
+   * Removes every binding authenticated with one of `tokenIds` (revoked or expired tokens, disabled end-users).
+   * Returns the end-users left with no binding, like sweep().
+   */
+  dropTokens(tokenIds: ReadonlySet<string>): Array<{ accountId: string; extension: string; endUserId: string }> {
+    return this.#dropWhere((b) => tokenIds.has(b.tokenId));
+  }
+
+  #dropWhere(drop: (b: Binding) => boolean): Array<{ accountId: string; extension: string; endUserId: string }> {
     const emptied: Array<{ accountId: string; extension: string; endUserId: string }> = [];
     for (const [key, m] of this.#byAor) {
       let last: Binding | undefined;
       for (const [contact, b] of m) {
-        if (b.flowId === flowId && b.transport !== 'UDP') {
+        if (drop(b)) {
           m.delete(contact);
           last = b;
         }

@@ -181,9 +181,42 @@ export class Registrar {
     }, this.settings.sweepMs);
   }
 
-  /** Forgets expired bindings and writes 'unregistered' for end-users left with none. */
+  /**
+   * Forgets expired bindings, and bindings whose phone token was revoked or has expired or whose end-user was
+   * disabled (by the API or by another process: at most one sweep later, calls stop reaching that phone), and
+   * writes 'unregistered' for end-users left with none.
+   */
   sweep(): void {
     for (const u of this.location.sweep()) this.#syncState(u);
+    this.#track(this.#dropInvalidTokens());
+  }
+
+  async #dropInvalidTokens(): Promise<void> {
+    const ids = [...this.location.tokenIds()];
+    if (ids.length === 0) return;
+    const now = new Date(this.#clock.now()).toISOString();
+    const invalid = new Set<string>();
+    try {
+      for (let i = 0; i < ids.length; i += 500) {
+        const rows = await this.#db('phone_tokens as t')
+          .join('end_users as u', 'u.id', 't.end_user_id')
+          .whereIn('t.id', ids.slice(i, i + 500))
+          .where((q) =>
+            q
+              .whereNotNull('t.revoked_at')
+              .orWhere('t.expires_at', '<=', now)
+              .orWhere('u.is_active', false)
+              .orWhereNotNull('u.deleted_at'),
+          )
+          .select('t.id');
+        for (const r of rows as Array<{ id: string }>) invalid.add(r.id);
+      }
+    } catch (err) {
+      this.#log.warn({ err }, 'phone tokens of live bindings not checked');
+      return;
+    }
+    if (invalid.size === 0) return;
+    for (const u of this.location.dropTokens(invalid)) this.#syncState(u);
   }
 
   /**

@@ -185,6 +185,30 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     assert.equal(fx.events[1].data.tokenId, acct.tokenId);
   });
 
+  it('revoking a token (or disabling the end-user) takes its phone off the location at the next sweep', async () => {
+    assert.equal((await register({ password: acct.token })).status, 200);
+    const other = await accountWithPhone(fx.db, `disabled${n}`);
+    const otherAor = `<sip:1001@${domainOf(other.account.id)}>`;
+    const res = await phone.request(`sip:${domainOf(other.account.id)}`, {
+      method: 'REGISTER',
+      to: otherAor,
+      from: otherAor,
+      headers: { Contact: `<sip:1001@127.0.0.1:${PHONE_PORT}>`, Authorization: `Bearer ${other.token}` },
+      proxy: PROXY,
+    });
+    assert.equal(res.status, 200);
+    fx.registrar.sweep();
+    await fx.registrar.settled();
+    assert.equal(fx.registrar.location.isRegistered(acct.account.id, '1001'), true, 'valid tokens stay');
+    await revokePhoneToken(fx.db, acct.account.id, acct.tokenId); // as the API or another process would
+    await updateEndUser(fx.db, other.account.id, other.user.id, { is_active: false });
+    fx.registrar.sweep();
+    await fx.registrar.settled();
+    assert.equal(fx.registrar.location.isRegistered(acct.account.id, '1001'), false, 'no call reaches a revoked token');
+    assert.equal(fx.registrar.location.isRegistered(other.account.id, '1001'), false, 'nor a disabled end-user');
+    assert.equal((await findEndUser(fx.db, acct.account.id, acct.user.id))?.registration_state, 'unregistered');
+  });
+
   it('an expired token is refused with 403 and AUTH.0401', async () => {
     const short = await mintPhoneToken(fx.db, acct.user, { ttlSeconds: 120 });
     await revokePhoneToken(fx.db, acct.account.id, acct.tokenId);
