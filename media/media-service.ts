@@ -180,12 +180,14 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     callId: string,
     fromTag: string,
     sdp: string,
-    opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[] } = {},
+    opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[]; toTag?: string } = {},
   ): Promise<string> {
     const s = this.#session(callId, true);
     const r = await s.engine.client.offer({
       'call-id': callId,
       'from-tag': fromTag,
+      // A re-offer inside an established bridge (re-INVITE, either direction) names the other leg.
+      ...(opts.toTag === undefined ? {} : { 'to-tag': opts.toTag }),
       sdp: opts.offererCodecs ? keepCodecs(sdp, [...opts.offererCodecs, 'telephone-event']) : sdp,
       ...profileFlags(opts.toSide, true),
       replace: ['origin', 'session-connection'],

@@ -173,12 +173,12 @@ async function runInternal(
       await call.end(reason);
       return;
     }
-    call.attach(leg.dialog);
-    const answer = await d.media.answer(row.id, 'A', 'B', leg.dialog.remoteSdp ?? '', {
-      fromSide: mediaProfileFor(req.source?.transport),
-    });
+    const calleeSide = mediaProfileFor(binding.target.transport);
+    const callerSide = mediaProfileFor(req.source?.transport);
+    call.attach(leg.dialog, { tag: 'B', side: calleeSide });
+    const answer = await d.media.answer(row.id, 'A', 'B', leg.dialog.remoteSdp ?? '', { fromSide: callerSide });
     const uas = await d.sip.ua.createUAS(req, { localSdp: answer });
-    call.attach(uas);
+    call.attach(uas, { tag: 'A', side: callerSide });
     await call.answered();
     await call.life.ended; // the token's call slot is held until the call ends
   } catch (e) {

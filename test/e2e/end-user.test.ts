@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { SipError } from '../../sip/stack/index.js';
+import { SipError, type Responder, type SipRequest } from '../../sip/stack/index.js';
 import {
   startTestSwitch,
   createAccountWithDid,
@@ -107,6 +107,35 @@ describe('e2e: end-user phones', function () {
     assert.equal(call.from_number, a.ext);
     assert.equal(call.to_number, b.ext);
     assert.ok(b.sink.speechSeconds() >= 1, `callee heard ${b.sink.speechSeconds()} s`);
+  });
+
+  it('hold and resume: a re-INVITE from one phone is offered through rtpengine to the other and answered back', async () => {
+    const [a, b] = [phones[0], phones[1]];
+    const answered = b.answerNext();
+    await a.call(b.ext);
+    await answered;
+    const offersSeenByB: string[] = [];
+    const onHold = (req: SipRequest, srv: Responder) => {
+      offersSeenByB.push(req.text);
+      srv.send(200, undefined, {
+        body: b.sdp.replace('a=sendrecv', 'a=recvonly'),
+        headers: { 'Content-Type': 'application/sdp' },
+      });
+    };
+    b.dialog!.on('modify', onHold);
+    const held = await a.dialog!.modify(a.sdp.replace('a=sendrecv', 'a=sendonly'));
+    assert.match(offersSeenByB[0] ?? '', /a=sendonly/, 'the hold reached the other phone');
+    assert.match(held ?? '', /a=recvonly/, "the other phone's answer came back");
+    assert.match(held ?? '', /^c=IN IP4 127\.0\.0\.1/m, 'still anchored in rtpengine');
+    // Resume: the media flows again, the caller's speech reaches the callee.
+    b.dialog!.off('modify', onHold); // B answers the resume with its own SDP (sendrecv)
+    b.sink.payloads.length = 0;
+    await a.dialog!.modify(a.sdp);
+    assert.equal(offersSeenByB.length, 1, 'the resume was answered by the phone itself, not by the hold handler');
+    await a.speak(speech);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(b.sink.speechSeconds() >= 1, `after resume the callee heard ${b.sink.speechSeconds()} s`);
+    await a.dialog!.bye();
   });
 
   it('a callee that is not registered: 480 and END.0410', async () => {
