@@ -1,7 +1,8 @@
 import type { Logger } from '../config/index.js';
 import { ReasonCodes, type ReasonCode } from '../events/index.js';
 import type { LegMediaOptions, MediaService } from '../media/index.js';
-import type { Dialog, Responder, SipRequest } from '../sip/stack/index.js';
+import type { Dialog } from '../sip/stack/index.js';
+import { relayReinvites, type BridgeLeg } from './reinvite-relay.js';
 import type { CallRow } from '../store/index.js';
 import type { CallLifecycle } from './lifecycle.js';
 import type { CallBilling } from './live-call.js';
@@ -16,8 +17,7 @@ export class BridgedCall {
   readonly #log: Logger;
   readonly #billing: CallBilling | undefined;
   readonly #dialogs: Dialog[] = [];
-  readonly #legs = new Map<Dialog, { tag: string; side: LegMediaOptions }>();
-  #modifying = false;
+  readonly #legs: BridgeLeg[] = [];
   readonly #onEnd: Array<() => void> = [];
   #ending: Promise<CallRow> | undefined;
   #answering: Promise<void> = Promise.resolve();
@@ -42,41 +42,17 @@ export class BridgedCall {
   }
 
   /**
-   * A leg of the bridge is up. With `media` (its tag in the media session and its profile), a re-INVITE on it
-   * (hold, resume, a new address) is offered through rtpengine to the other leg and the answer relayed back.
+   * A leg of the bridge is up. With `media` (its tag in the media session and its profile) on both legs,
+   * re-INVITEs (hold, resume, a new address) are relayed between them through rtpengine (reinvite-relay.ts).
    */
   attach(dialog: Dialog, media?: { tag: string; side: LegMediaOptions }): void {
     this.#dialogs.push(dialog);
-    if (media) this.#legs.set(dialog, media);
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, dialog));
-    dialog.on('modify', (req, srv) => void this.#relayModify(dialog, req, srv));
-  }
-
-  async #relayModify(from: Dialog, req: SipRequest, srv: Responder): Promise<void> {
-    const other = this.#dialogs.find((d) => d !== from);
-    const a = this.#legs.get(from);
-    const b = other && this.#legs.get(other);
-    const answerWith = (sdp: string | undefined): void =>
-      void srv.send(200, undefined, sdp ? { body: sdp, headers: { 'Content-Type': 'application/sdp' } } : {});
-    // A refresh without an offer (session timers) keeps the session as it is.
-    if (req.body.length === 0) return answerWith(from.localSdp);
-    if (!other || !a || !b || this.isEnding) return void srv.send(488, 'Not Acceptable Here');
-    if (this.#modifying) return void srv.send(491, 'Request Pending'); // RFC 3261 §14.2
-    this.#modifying = true;
-    try {
-      const offer = await this.#media.offer(this.id, a.tag, req.text, { toSide: b.side, toTag: b.tag });
-      const res = await other.request('INVITE', { body: offer });
-      if (res.status >= 300) return void srv.send(res.status === 491 ? 491 : 488);
-      if (res.body.length > 0) other.remoteSdp = res.text;
-      other.localSdp = offer;
-      const answer = await this.#media.answer(this.id, a.tag, b.tag, res.text, { fromSide: a.side });
-      from.localSdp = answer;
-      answerWith(answer);
-    } catch (e) {
-      this.#log.warn({ err: e, call: this.life.row.sid }, 're-INVITE not relayed');
-      if (!srv.finalResponse) srv.send(488, 'Not Acceptable Here');
-    } finally {
-      this.#modifying = false;
+    if (!media) return;
+    this.#legs.push({ dialog, ...media });
+    if (this.#legs.length === 2) {
+      const [a, b] = this.#legs as [BridgeLeg, BridgeLeg];
+      relayReinvites(this.#media, this.id, [a, b], this.#log);
     }
   }
 

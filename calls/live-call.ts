@@ -112,6 +112,11 @@ export class LiveCall implements VerbContext {
     this.#endUser = u;
   }
 
+  /** The SIP dialog of the caller's leg, once it is up. */
+  get dialog(): Dialog | undefined {
+    return this.#dialog;
+  }
+
   /** The leg is up (2xx sent or received): watch for the far end's BYE. */
   attachDialog(dialog: Dialog): void {
     this.#dialog = dialog;

@@ -168,6 +168,11 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return s;
   }
 
+  /** The media profile a leg the platform answered or placed was set up with (undefined: plain RTP). */
+  legSide(callId: string, legTag: string): LegMediaOptions | undefined {
+    return this.#sessions.get(callId)?.callerSdp.get(legTag)?.side;
+  }
+
   hasSession(callId: string): boolean {
     return this.#sessions.has(callId);
   }

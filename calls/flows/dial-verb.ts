@@ -8,6 +8,7 @@ import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
 import type { EndUserLocator } from './end-user.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { ChildLeg } from '../child-leg.js';
+import { relayReinvites } from '../reinvite-relay.js';
 import { failureReason } from './originate.js';
 
 export const DIALLED_LEG = 'B';
@@ -103,6 +104,18 @@ export async function runDial(
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
   await call.life.emit(EventCodes.dialAnswered, {});
   await record('answer');
+  // Hold and resume from either side cross the bridge (reinvite-relay.ts) while it lasts.
+  const relay = call.dialog
+    ? relayReinvites(
+        d.media,
+        row.id,
+        [
+          { dialog: call.dialog, tag: CALLER_LEG, side: d.media.legSide(row.id, CALLER_LEG) ?? { profile: 'rtp' } },
+          { dialog, tag: DIALLED_LEG, side: mediaProfileFor(leg.transport) },
+        ],
+        d.log,
+      )
+    : undefined;
   const answeredAt = Date.now();
   // Bridged until either side hangs up, the verb is killed (the caller hung up), or timeLimit passes.
   await new Promise<void>((resolve) => {
@@ -116,6 +129,7 @@ export async function runDial(
     o.signal.addEventListener('abort', done, { once: true });
     call.onEnd(done);
   });
+  relay?.stop();
   if (dialog.state !== 'terminated') await dialog.bye().catch(() => undefined);
   await child?.end(ReasonCodes.normalHangup);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);

@@ -201,6 +201,34 @@ describe('e2e: end-user phones', function () {
     }
   });
 
+  it('a phone on a PSTN call (voice_outbound Dial) puts it on hold: the re-INVITE crosses to the carrier and back', async () => {
+    server.verbs(
+      '/out-hold',
+      '<Response><Dial timeout="10" timeLimit="6"><Number>+254722000076</Number></Dial></Response>',
+    );
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_voice_outbound: server.url('/out-hold') });
+    const uas = carrier({ port: 21567, sink: 21760, scenario: 'uas-answer-hold.xml' });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const a = phones[0];
+      const dialsBefore = (await ctx.db('call_events').where({ account_id: acct.id, code: 'DIAL.0200' })).length;
+      const dialog = await a.call('254722000076');
+      const answered = async () =>
+        (await ctx.db('call_events').where({ account_id: acct.id, code: 'DIAL.0200' })).length > dialsBefore;
+      for (let i = 0; i < 100 && !(await answered()); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(await answered(), `the Dial leg was answered and bridged\n${uas.output()}`);
+      const answer = await dialog.modify(a.sdp.replace('a=sendrecv', 'a=sendonly'));
+      assert.match(answer ?? '', /a=recvonly/, "the carrier's answer to the hold came back to the phone");
+      await new Promise<void>((resolve) => dialog.once('bye', () => resolve())); // timeLimit ends the call
+      assert.equal(await uas.exited, 0, `the carrier saw the hold re-INVITE:\n${uas.output()}`);
+    } finally {
+      uas.kill();
+    }
+  });
+
   it('an inbound DID call Dials an extension: the registered phone rings, answers, and the caller hears it', async () => {
     const b = phones[1];
     assert.equal(await b.register(), 200);
