@@ -162,6 +162,26 @@ describe('verbs/interpreter', () => {
     assert.ok(!call.log.includes('say:never'));
   });
 
+  it('a Dial the call ends in the middle of (caller hung up) still requests its action, and runs nothing after', async () => {
+    const call = new FakeCall();
+    call.blocking.add('dial');
+    call.dialResult = { status: 'completed', durationSeconds: 12 };
+    call.documents.set('https://app.example/dialed', doc('<Say>nobody hears this</Say>'));
+    const interpreter = new Interpreter(call);
+    call.onStart = (op) => {
+      if (op.startsWith('dial:')) setTimeout(() => interpreter.kill(), 10);
+    };
+    const end = await interpreter.run({
+      document: doc('<Dial action="https://app.example/dialed">+254711000002</Dial><Say>never</Say>'),
+    });
+    assert.equal(end.reason, 'killed');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(call.fetches, [
+      { url: 'https://app.example/dialed', extras: { DialCallStatus: 'completed', DialCallDuration: 12 } },
+    ]);
+    assert.ok(!call.log.some((l) => l.startsWith('say:')), call.log.join());
+  });
+
   it('Dial without action goes on with the next verb', async () => {
     const call = new FakeCall();
     await new Interpreter(call).run({ document: doc('<Dial><Extension>1001</Extension></Dial><Say>next</Say>') });

@@ -5,8 +5,12 @@ import { CONTINUE_AFTER_WORK, VerbTaskBase, type VerbOutcome } from './verb-task
 /**
  * Dial: call one PSTN number or on-net extension and bridge it. With `action`, the outcome is POSTed there
  * (DialCallStatus, DialCallDuration; spec "Action callbacks") and the reply replaces the rest of the document,
- * whatever the outcome; without it the document goes on with the next verb.
+ * whatever the outcome; without it the document goes on with the next verb. When the call ends during the Dial,
+ * the action is still requested (its reply is not run).
  */
+/** How long the action request of a Dial whose call has ended may take. */
+const ACTION_AFTER_END_MS = 10_000;
+
 export class Dial extends VerbTaskBase {
   readonly name = 'Dial' as const;
   constructor(readonly verb: DialVerb) {
@@ -23,11 +27,12 @@ export class Dial extends VerbTaskBase {
       signal: this.signal,
     });
     if (action === undefined) return CONTINUE_AFTER_WORK;
-    return {
-      next: 'fetch',
-      via: 'action',
-      url: action,
-      extras: { DialCallStatus: result.status, DialCallDuration: result.durationSeconds },
-    };
+    const extras = { DialCallStatus: result.status, DialCallDuration: result.durationSeconds };
+    if (this.killed) {
+      // The call is ending (the caller hung up, an API hangup, a billing cut): as TwiML does, the action still
+      // learns how the Dial ended; its reply has no call left to run on. Bounded, and never holds the end up.
+      void ctx.fetchDocument(action, extras, { signal: AbortSignal.timeout(ACTION_AFTER_END_MS) }).catch(() => {});
+    }
+    return { next: 'fetch', via: 'action', url: action, extras };
   }
 }
