@@ -85,6 +85,43 @@ describe('api originate admission and idempotency rules', function () {
     for (const r of replies.filter((x) => x.status === 429)) assertError(r, 429, 'LIMIT.0430');
   });
 
+  it('live, twice the CPS cap for 10 s: each second admits the cap (+-1), the rest get 429 LIMIT.0430', async () => {
+    const cap = 5;
+    const t = await h.tenant('CpsLive', 10_000_000, '+254700000509');
+    await updateAccount(h.db, t.accountId, { max_concurrent_calls: 1000, max_cps: cap });
+    const b = { ...body, from: '+254700000509' };
+    const started = Date.now();
+    const sent: Array<Promise<{ at: number; status: number }>> = [];
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(
+        () => {
+          const at = Date.now() - started;
+          if (at >= 10_000) return void (clearInterval(timer), resolve());
+          sent.push(
+            h.req('POST', '/api/calls/originate', { key: t.key, body: b }).then((r) => ({ at, status: r.status })),
+          );
+        },
+        1000 / (2 * cap),
+      );
+    });
+    const results = await Promise.all(sent);
+    assert.ok(results.length >= 9 * 2 * cap, `sent ${results.length}`);
+    assert.ok(
+      results.every((r) => r.status === 201 || r.status === 429),
+      results.map((r) => r.status).join(),
+    );
+    const perSecond = Array.from(
+      { length: 10 },
+      (_, s) => results.filter((r) => r.status === 201 && Math.floor(r.at / 1000) === s).length,
+    );
+    for (const n of perSecond) assert.ok(Math.abs(n - cap) <= 1, `admitted per second: ${perSecond.join(' ')}`);
+    assert.equal(
+      await callsOf(t),
+      perSecond.reduce((x, y) => x + y, 0),
+      'a refused originate writes no call',
+    );
+  });
+
   it('a suspended account is refused with 403 BILL.0407 by admission', async () => {
     const t = await h.tenant('Susp', 10_000);
     await updateAccount(h.db, t.accountId, { status: 'suspended' });
