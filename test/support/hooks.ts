@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stopPostgres } from './postgres.js';
@@ -6,9 +6,12 @@ import { stopPostgres } from './postgres.js';
 /**
  * Every scratch directory of this run (stores, recordings, certificates, SIPp files, PostgreSQL's data) goes
  * under one root, removed at the end: tests create them with os.tmpdir(), which follows TMPDIR, and so do the
- * processes they start. Readable by others, for the postgres user and rtpengine.
+ * processes they start. Readable by others, for the postgres user and rtpengine. The root is named after this
+ * process, so a later run can tidy up after one that was killed (see below).
  */
-const root = mkdtempSync(path.join(os.tmpdir(), 'simu-test-'));
+const base = os.tmpdir();
+removeRootsOfDeadRuns(base);
+const root = mkdtempSync(path.join(base, `simu-test-${process.pid}-`));
 chmodSync(root, 0o755);
 process.env.TMPDIR = root;
 
@@ -19,3 +22,36 @@ export const mochaHooks = {
     if (!process.env.SIMU_KEEP_TEST_FILES) rmSync(root, { recursive: true, force: true });
   },
 };
+
+/**
+ * A run that was killed (Ctrl-C twice, kill -9) leaves its root and its throwaway PostgreSQL behind: the server
+ * is stopped (immediate shutdown: it holds nothing worth keeping) and the root removed.
+ */
+function removeRootsOfDeadRuns(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    const m = /^simu-test-(\d+)-/.exec(name);
+    if (!m || alive(Number(m[1]))) continue;
+    const runRoot = path.join(dir, name);
+    let subs: string[];
+    try {
+      subs = readdirSync(runRoot);
+    } catch {
+      continue; // not a directory of ours
+    }
+    for (const sub of subs.filter((n) => n.startsWith('simu-pg-'))) {
+      const pidFile = path.join(runRoot, sub, 'postmaster.pid');
+      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
+      if (Number.isInteger(pid) && pid > 1 && alive(pid)) process.kill(pid, 'SIGQUIT');
+    }
+    rmSync(runRoot, { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
