@@ -182,6 +182,26 @@ describe('verbs/interpreter', () => {
     assert.ok(!call.log.some((l) => l.startsWith('say:')), call.log.join());
   });
 
+  it('a Record the caller hangs up on still sends its recording to the action, and runs nothing after', async () => {
+    const call = new FakeCall();
+    call.blocking.add('record');
+    call.documents.set('https://app.example/vm', doc('<Say>nobody hears this</Say>'));
+    const interpreter = new Interpreter(call);
+    call.onStart = (op) => {
+      if (op === 'record') setTimeout(() => interpreter.kill(), 10);
+    };
+    const end = await interpreter.run({ document: doc('<Record action="https://app.example/vm"/><Say>never</Say>') });
+    assert.equal(end.reason, 'killed');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(call.fetches, [
+      {
+        url: 'https://app.example/vm',
+        extras: { RecordingDuration: 7, RecordingPath: 'recordings/acc-1/rec1.wav' },
+      },
+    ]);
+    assert.ok(!call.log.some((l) => l.startsWith('say:')), call.log.join());
+  });
+
   it('Dial without action goes on with the next verb', async () => {
     const call = new FakeCall();
     await new Interpreter(call).run({ document: doc('<Dial><Extension>1001</Extension></Dial><Say>next</Say>') });

@@ -1,6 +1,6 @@
 import type { VerbContext } from '../context.js';
 import type { DialVerb } from '../types.js';
-import { CONTINUE_AFTER_WORK, VerbTaskBase, type VerbOutcome } from './verb-task.js';
+import { CONTINUE_AFTER_WORK, VerbTaskBase, notifyAfterEnd, type VerbOutcome } from './verb-task.js';
 
 /**
  * Dial: call one PSTN number or on-net extension and bridge it. With `action`, the outcome is POSTed there
@@ -8,9 +8,6 @@ import { CONTINUE_AFTER_WORK, VerbTaskBase, type VerbOutcome } from './verb-task
  * whatever the outcome; without it the document goes on with the next verb. When the call ends during the Dial,
  * the action is still requested (its reply is not run).
  */
-/** How long the action request of a Dial whose call has ended may take. */
-const ACTION_AFTER_END_MS = 10_000;
-
 export class Dial extends VerbTaskBase {
   readonly name = 'Dial' as const;
   constructor(readonly verb: DialVerb) {
@@ -28,11 +25,9 @@ export class Dial extends VerbTaskBase {
     });
     if (action === undefined) return CONTINUE_AFTER_WORK;
     const extras = { DialCallStatus: result.status, DialCallDuration: result.durationSeconds };
-    if (this.killed) {
-      // The call is ending (the caller hung up, an API hangup, a billing cut): as TwiML does, the action still
-      // learns how the Dial ended; its reply has no call left to run on. Bounded, and never holds the end up.
-      void ctx.fetchDocument(action, extras, { signal: AbortSignal.timeout(ACTION_AFTER_END_MS) }).catch(() => {});
-    }
+    // The call is ending (the caller hung up, an API hangup, a billing cut): as TwiML does, the action still
+    // learns how the Dial ended; its reply has no call left to run on.
+    if (this.killed) notifyAfterEnd(ctx, action, extras);
     return { next: 'fetch', via: 'action', url: action, extras };
   }
 }

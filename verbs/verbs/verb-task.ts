@@ -47,3 +47,14 @@ export abstract class VerbTaskBase implements VerbTask {
 
 export const CONTINUE_AFTER_WORK: VerbOutcome = { next: 'continue', didWork: true };
 export const CONTINUE_WITHOUT_WORK: VerbOutcome = { next: 'continue', didWork: false };
+
+/** How long the action request of a verb whose call has ended may take. */
+const ACTION_AFTER_END_MS = 10_000;
+
+/**
+ * Requests a verb's action after its call ended (TwiML's rule for Dial and Record): the server learns the outcome,
+ * the reply is not run. Bounded in time, never awaited, failures ignored (the status webhook is the durable record).
+ */
+export function notifyAfterEnd(ctx: VerbContext, url: string, extras: ActionCallbackExtras): void {
+  void ctx.fetchDocument(url, extras, { signal: AbortSignal.timeout(ACTION_AFTER_END_MS) }).catch(() => {});
+}
