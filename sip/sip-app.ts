@@ -67,15 +67,23 @@ export class SipApplication {
     this.#authenticate = auth;
   }
 
+  /**
+   * Re-reads the carriers' addresses into the security gate (they are exempt from automatic bans). Runs every 5 s;
+   * call it after adding a trunk in this process so the carrier is trusted at once.
+   */
+  async refreshTrustedAddresses(): Promise<void> {
+    this.trunks.invalidate();
+    this.deps.security?.setTrustedAddresses(await this.trunks.inboundAddresses());
+  }
+
   async listen(extra: Partial<ListenOptions> = {}): Promise<void> {
     const { config, security } = this.deps;
     if (security) {
       // Bans that survived a restart hold at once; carriers' addresses are exempt from automatic bans and are
       // re-read so a `simu trunks add` reaches the running gate.
       await security.syncBans();
-      const refresh = async () => security.setTrustedAddresses(await this.trunks.inboundAddresses());
-      await refresh();
-      this.#trustedTimer = setInterval(() => void refresh().catch(() => undefined), 5000);
+      await this.refreshTrustedAddresses();
+      this.#trustedTimer = setInterval(() => void this.refreshTrustedAddresses().catch(() => undefined), 5000);
       this.#trustedTimer.unref();
     }
     await this.ua.listen({

@@ -95,7 +95,7 @@ export async function addCarrier(db: Db, port: number, name = 'carrier', sw?: Sw
     password: null,
     inbound_addresses: inbound,
   });
-  sw?.sip?.trunks.invalidate();
+  await sw?.sip?.refreshTrustedAddresses(); // the carrier is matched and exempt from flood bans at once
   return trunk;
 }
 
