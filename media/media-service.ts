@@ -225,10 +225,9 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
 
   /** Answer leg `legTag` with the platform itself (IVR); returns the SDP to answer the caller with. */
   async answerIvr(callId: string, legTag: string, callerSdp: string, opts: { callerSide?: LegMediaOptions } = {}) {
-    const endpoint = await this.#openIvr(callId, legTag);
-    this.#session(callId).callerSdp.set(legTag, { sdp: callerSdp, side: opts.callerSide });
-    const toIvr = await this.offer(callId, legTag, callerSdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] } });
-    return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: opts.callerSide });
+    const caller = { sdp: callerSdp, side: opts.callerSide };
+    this.#session(callId, true).callerSdp.set(legTag, caller);
+    return this.#anchorToIvr(callId, legTag, caller);
   }
 
   /**
@@ -242,17 +241,10 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     const caller = s.callerSdp.get(legTag);
     if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
     this.#finishPlayback(s, legTag, false);
-    const r = await s.engine.client.offer({
-      'call-id': callId,
-      'from-tag': legTag,
-      'to-tag': toTag,
-      sdp: caller.sdp,
-      ...profileFlags(opts.toSide, true),
-      replace: ['origin', 'session-connection'],
-    });
+    const sdp = await this.offer(callId, legTag, caller.sdp, { toSide: opts.toSide, toTag });
     s.ivr.get(legTag)?.close();
     s.ivr.delete(legTag);
-    return r.sdp;
+    return sdp;
   }
 
   /**
@@ -265,16 +257,26 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     const s = this.#session(callId);
     const caller = s.callerSdp.get(legTag);
     if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
+    await this.#anchorToIvr(callId, legTag, caller, ivrTag(legTag));
+  }
+
+  /**
+   * Points leg `legTag` (which sent `caller.sdp`) at its IvrEndpoint inside rtpengine: an offer towards the
+   * endpoint (G.711, transcoded as needed; `toTag` when the leg is re-pointed inside an existing call) and the
+   * endpoint's answer. Returns the SDP for the leg, shaped by its own profile.
+   */
+  async #anchorToIvr(
+    callId: string,
+    legTag: string,
+    caller: { sdp: string; side?: LegMediaOptions },
+    toTag?: string,
+  ): Promise<string> {
     const endpoint = await this.#openIvr(callId, legTag);
-    const toIvr = await s.engine.client.offer({
-      'call-id': callId,
-      'from-tag': legTag,
-      'to-tag': ivrTag(legTag),
-      sdp: caller.sdp,
-      ...profileFlags({ profile: 'rtp', codecs: ['PCMU'] }, true),
-      replace: ['origin', 'session-connection'],
+    const toIvr = await this.offer(callId, legTag, caller.sdp, {
+      toSide: { profile: 'rtp', codecs: ['PCMU'] },
+      toTag,
     });
-    await this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(toIvr.sdp), { fromSide: caller.side });
+    return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: caller.side });
   }
 
   /** The platform calls out (IVR as offerer): the SDP to put in the INVITE to `legTag`. */

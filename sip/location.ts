@@ -33,6 +33,9 @@ export interface Binding {
   cseq: number;
 }
 
+/** An end-user left with no binding (the registrar writes it back to `unregistered`). */
+export type EmptiedUser = { accountId: string; extension: string; endUserId: string };
+
 /** What one change to an end-user's bindings did. */
 export interface BindingChange {
   /** Contacts that did not exist before (first registration of that contact). */
@@ -135,23 +138,9 @@ export class LocationService {
    * Forgets expired bindings. Returns the end-users that had bindings and now have none, so the registrar can
    * write `registration_state = 'unregistered'` for them.
    */
-  sweep(): Array<{ accountId: string; extension: string; endUserId: string }> {
+  sweep(): EmptiedUser[] {
     const now = this.#clock.now();
-    const emptied: Array<{ accountId: string; extension: string; endUserId: string }> = [];
-    for (const [key, m] of this.#byAor) {
-      let last: Binding | undefined;
-      for (const [contact, b] of m) {
-        if (b.expiresAt <= now) {
-          m.delete(contact);
-          last = b;
-        }
-      }
-      if (m.size === 0) {
-        this.#byAor.delete(key);
-        if (last) emptied.push({ accountId: last.accountId, extension: last.extension, endUserId: last.endUserId });
-      }
-    }
-    return emptied;
+    return this.#dropWhere((b) => b.expiresAt <= now);
   }
 
   /**
@@ -159,7 +148,7 @@ export class LocationService {
    * host is made up; RFC 5626 §5.3: the flow is the route), so they go at once rather than at expiry. Returns the
    * end-users left with no binding, like sweep().
    */
-  dropFlow(flowId: string): Array<{ accountId: string; extension: string; endUserId: string }> {
+  dropFlow(flowId: string): EmptiedUser[] {
     return this.#dropWhere((b) => b.flowId === flowId && b.transport !== 'UDP');
   }
 
@@ -174,12 +163,13 @@ export class LocationService {
    * Removes every binding authenticated with one of `tokenIds` (revoked or expired tokens, disabled end-users).
    * Returns the end-users left with no binding, like sweep().
    */
-  dropTokens(tokenIds: ReadonlySet<string>): Array<{ accountId: string; extension: string; endUserId: string }> {
+  dropTokens(tokenIds: ReadonlySet<string>): EmptiedUser[] {
     return this.#dropWhere((b) => tokenIds.has(b.tokenId));
   }
 
-  #dropWhere(drop: (b: Binding) => boolean): Array<{ accountId: string; extension: string; endUserId: string }> {
-    const emptied: Array<{ accountId: string; extension: string; endUserId: string }> = [];
+  /** Removes the bindings `drop` picks; returns the end-users that had bindings and now have none. */
+  #dropWhere(drop: (b: Binding) => boolean): EmptiedUser[] {
+    const emptied: EmptiedUser[] = [];
     for (const [key, m] of this.#byAor) {
       let last: Binding | undefined;
       for (const [contact, b] of m) {
@@ -188,9 +178,9 @@ export class LocationService {
           last = b;
         }
       }
-      if (m.size === 0 && last) {
+      if (m.size === 0) {
         this.#byAor.delete(key);
-        emptied.push({ accountId: last.accountId, extension: last.extension, endUserId: last.endUserId });
+        if (last) emptied.push({ accountId: last.accountId, extension: last.extension, endUserId: last.endUserId });
       }
     }
     return emptied;

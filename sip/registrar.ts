@@ -15,6 +15,7 @@ import {
   phoneTokenIsValid,
   pruneRegistrations,
   replaceRegistrations,
+  unusablePhoneTokenIds,
   type Db,
   type PhoneTokenRow,
   type RegistrationRow,
@@ -140,13 +141,7 @@ export class Registrar {
   async start(): Promise<void> {
     const rows = await liveRegistrations(this.#db, this.#clock.now());
     await pruneRegistrations(this.#db, rows);
-    const byAor = new Map<string, Binding[]>();
-    for (const r of rows) {
-      const key = `${r.account_id}\u0000${r.extension}`;
-      byAor.set(key, [...(byAor.get(key) ?? []), bindingOf(r)]);
-    }
-    for (const bindings of byAor.values())
-      this.location.apply(bindings[0].accountId, bindings[0].extension, bindings, []);
+    for (const r of rows) this.location.apply(r.account_id, r.extension, [bindingOf(r)], []);
     await this.#db.transaction(async (trx) => {
       await trx('end_users').where({ registration_state: 'registered' }).update({ registration_state: 'unregistered' });
       const ids = [...new Set(rows.map((r) => r.end_user_id))];
@@ -192,25 +187,11 @@ export class Registrar {
   }
 
   async #dropInvalidTokens(): Promise<void> {
-    const ids = [...this.location.tokenIds()];
-    if (ids.length === 0) return;
-    const now = new Date(this.#clock.now()).toISOString();
-    const invalid = new Set<string>();
+    const ids = this.location.tokenIds();
+    if (ids.size === 0) return;
+    let invalid: Set<string>;
     try {
-      for (let i = 0; i < ids.length; i += 500) {
-        const rows = await this.#db('phone_tokens as t')
-          .join('end_users as u', 'u.id', 't.end_user_id')
-          .whereIn('t.id', ids.slice(i, i + 500))
-          .where((q) =>
-            q
-              .whereNotNull('t.revoked_at')
-              .orWhere('t.expires_at', '<=', now)
-              .orWhere('u.is_active', false)
-              .orWhereNotNull('u.deleted_at'),
-          )
-          .select('t.id');
-        for (const r of rows as Array<{ id: string }>) invalid.add(r.id);
-      }
+      invalid = await unusablePhoneTokenIds(this.#db, ids, new Date(this.#clock.now()));
     } catch (err) {
       this.#log.warn({ err }, 'phone tokens of live bindings not checked');
       return;

@@ -45,3 +45,9 @@ export async function findNumberByE164(db: Db, number: string): Promise<NumberRo
   const r = await db('numbers').where({ number }).first();
   return r ? normaliseNumber(r) : undefined;
 }
+
+/** The number if it is an active number of the account (one it may present as caller ID), else undefined. */
+export async function findActiveNumberOf(db: Db, accountId: string, number: string): Promise<NumberRow | undefined> {
+  const n = await findNumberByE164(db, number);
+  return n && n.account_id === accountId && n.is_active ? n : undefined;
+}

@@ -5,7 +5,7 @@ import {
   LIVE_CALL_STATUSES,
   findCall,
   findCallBySid,
-  findNumberByE164,
+  findActiveNumberOf,
   insertCall,
   nowIso,
   updateCall,
@@ -69,8 +69,8 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       const body = await parseBody(ctx, S.OriginateBody);
       const account = authOf(ctx).account;
       await withIdempotency(ctx, d.db, account.id, 'calls.originate', body, async () => {
-        const did = await findNumberByE164(d.db, body.from);
-        if (!did || did.account_id !== account.id || !did.is_active)
+        const did = await findActiveNumberOf(d.db, account.id, body.from);
+        if (!did)
           throw new ApiError(
             422,
             'FROM_NOT_OWNED',

@@ -1,7 +1,7 @@
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
 import { checkDestination } from '../../billing/index.js';
-import { findNumberByE164 } from '../../store/index.js';
+import { findActiveNumberOf } from '../../store/index.js';
 import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
@@ -45,8 +45,7 @@ export async function runDial(
   if (o.callerId !== undefined) {
     // Caller ID spoofing control: a Dial presents only an active number of the account. Anything else is not
     // dialled; DIAL.0300 says failed with reason CALLER_ID_NOT_OWNED and the call goes on.
-    const did = await findNumberByE164(d.db, o.callerId);
-    if (!did || did.account_id !== row.account_id || !did.is_active) {
+    if (!(await findActiveNumberOf(d.db, row.account_id, o.callerId))) {
       d.log.info({ call: row.sid, callerId: o.callerId }, 'Dial callerId is not a number of the account');
       return finish({ status: 'failed', durationSeconds: 0 }, 'CALLER_ID_NOT_OWNED');
     }
