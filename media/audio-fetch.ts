@@ -1,34 +1,23 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
-import { extname, join } from 'node:path';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { convertToPlaybackWav } from './asset-import.js';
 import { MediaError } from './errors.js';
-import { runTool } from './run-tool.js';
-import { readWav } from './wav.js';
+import { readWavHeader } from './wav.js';
 
 /**
  * Audio named by URL (Play with a URL, fallback prompts), fetched with size and time limits, converted by sox to
- * an 8 kHz mono WAV and cached by URL. A fetch problem is MEDIA_FETCH_FAILED and an undecodable body is
- * MEDIA_DECODE_FAILED, so a verb can turn either into PLAY.0404 or a fallback.
- * sox here reads wav, au, aiff, flac, ogg/vorbis, gsm and raw G.711; it has no MP3 support on this Debian.
+ * an 8 kHz mono WAV (at most MAX_PLAYBACK_SECONDS) and cached by URL. A fetch problem is MEDIA_FETCH_FAILED; a body
+ * that is not WAV, AU, AIFF, FLAC, Ogg or MP3 by its own first bytes (a playlist, a web page), or that sox cannot
+ * decode, is MEDIA_DECODE_FAILED, so a verb can turn either into PLAY.0404 or a fallback. The URL's path and the
+ * response's Content-Type choose nothing: the body is written to a file named by the cache key alone.
  */
 export interface FetchedAudio {
   path: string;
   seconds: number;
   cached: boolean;
 }
-
-const TYPE_BY_MIME: Record<string, string> = {
-  'audio/wav': 'wav',
-  'audio/x-wav': 'wav',
-  'audio/wave': 'wav',
-  'audio/basic': 'au',
-  'audio/ogg': 'ogg',
-  'audio/flac': 'flac',
-  'audio/x-flac': 'flac',
-  'audio/aiff': 'aiff',
-  'audio/x-aiff': 'aiff',
-};
 
 export class AudioFetcher {
   readonly #cacheDir: string;
@@ -53,7 +42,7 @@ export class AudioFetcher {
   }
 
   async #produce(url: string, path: string): Promise<FetchedAudio> {
-    if (existsSync(path)) return { path, seconds: await seconds(path), cached: true };
+    if (existsSync(path)) return { path, seconds: (await readWavHeader(path)).seconds, cached: true };
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -63,27 +52,23 @@ export class AudioFetcher {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new MediaError('MEDIA_FETCH_FAILED', `unsupported scheme ${parsed.protocol}`);
     }
-    const { body, type } = await this.#download(parsed);
-    const src = `${path}.${process.pid}.src.${type}`;
-    const tmp = `${path}.${process.pid}.tmp.wav`;
+    const { body } = await this.#download(parsed);
+    // Named by us (cache key, pid): no part of the URL reaches sox, so no ".m3u"/".pls" playlist and no URL.
+    const src = `${path}.${process.pid}.src`;
     try {
       await writeFile(src, body);
-      try {
-        await runTool('sox', [src, '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', tmp], {
-          timeoutMs: 30_000,
-        });
-      } catch (err) {
-        throw new MediaError('MEDIA_DECODE_FAILED', `cannot decode audio from ${url}: ${(err as Error).message}`, err);
-      }
-      await rename(tmp, path);
+      const converted = await convertToPlaybackWav(src, path).catch((err: unknown) => {
+        if (!(err instanceof MediaError)) throw err;
+        throw new MediaError('MEDIA_DECODE_FAILED', `cannot play audio from ${url}: ${err.message}`, err);
+      });
+      return { path, seconds: converted.durationSeconds, cached: false };
     } finally {
       await rm(src, { force: true });
-      await rm(tmp, { force: true });
     }
-    return { path, seconds: await seconds(path), cached: false };
   }
 
-  async #download(url: URL): Promise<{ body: Buffer; type: string }> {
+  /** The body only: what it is gets decided from its bytes (convertToPlaybackWav), not from the URL or MIME type. */
+  async #download(url: URL): Promise<{ body: Buffer }> {
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let response: Response;
     try {
@@ -117,14 +102,6 @@ export class AudioFetcher {
       if (err instanceof MediaError) throw err;
       throw new MediaError('MEDIA_FETCH_FAILED', `reading ${url.href} failed: ${(err as Error).message}`, err);
     }
-    const mime = (response.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-    const fromPath = extname(url.pathname).slice(1).toLowerCase();
-    const type = TYPE_BY_MIME[mime] ?? (/^[a-z0-9]{2,5}$/.test(fromPath) ? fromPath : 'wav');
-    return { body: Buffer.concat(chunks), type };
+    return { body: Buffer.concat(chunks) };
   }
-}
-
-async function seconds(path: string): Promise<number> {
-  const audio = await readWav(path);
-  return audio.samples.length / audio.channels / audio.sampleRate;
 }

@@ -57,7 +57,7 @@ export { pcapToStereoWav, findCallPcaps } from './session-recording.js';
 export { readPcapUdp, type PcapUdpPacket } from './pcap-reader.js';
 export { decodeG711, encodeG711, rms } from './g711.js';
 export { parseRtp, buildRtp, type RtpPacket } from './rtp-packet.js';
-export { readWav, writeWav, encodeWav, decodeWav, type PcmAudio } from './wav.js';
+export { readWav, readWavHeader, writeWav, encodeWav, decodeWav, type PcmAudio, type WavHeader } from './wav.js';
 export {
   audioEndpoint,
   rtpmaps,

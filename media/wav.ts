@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { MediaError } from './errors.js';
 
 /** 16-bit PCM WAV (RIFF) files: what espeak-ng/sox produce for us and what our recordings are written as. */
@@ -57,6 +57,71 @@ export function decodeWav(b: Buffer): PcmAudio {
     pos = body + size + (size & 1);
   }
   throw new MediaError('MEDIA_DECODE_FAILED', 'WAV has no data chunk');
+}
+
+/** What a WAV's header says, read without touching its samples. */
+export interface WavHeader {
+  format: number; // 1 = linear PCM
+  sampleRate: number;
+  channels: number;
+  bitsPerSample: number;
+  byteRate: number;
+  dataOffset: number;
+  dataBytes: number;
+  seconds: number;
+}
+
+/** Chunks walked before `data` (fmt, LIST, fact, ...): a header that needs more is not one we wrote. */
+const MAX_HEADER_CHUNKS = 32;
+
+/**
+ * The header of a RIFF/WAVE file, from a few positioned reads: the duration is the data chunk's size over the byte
+ * rate, so a long file costs the same as a short one and no sample is decoded on the event loop. A data size of
+ * 0xffffffff (a streamed writer) or one past the end of the file is taken as "to the end of the file".
+ */
+export async function readWavHeader(path: string): Promise<WavHeader> {
+  const fh = await open(path, 'r');
+  try {
+    const fileBytes = (await fh.stat()).size;
+    const at = async (pos: number, len: number): Promise<Buffer> => {
+      const b = Buffer.alloc(len);
+      const { bytesRead } = await fh.read(b, 0, len, pos);
+      return b.subarray(0, bytesRead);
+    };
+    const riff = await at(0, 12);
+    if (riff.length < 12 || riff.toString('ascii', 0, 4) !== 'RIFF' || riff.toString('ascii', 8, 12) !== 'WAVE')
+      throw new MediaError('MEDIA_DECODE_FAILED', 'not a RIFF/WAVE file');
+    let fmt: Buffer | undefined;
+    let pos = 12;
+    for (let i = 0; i < MAX_HEADER_CHUNKS && pos + 8 <= fileBytes; i += 1) {
+      const head = await at(pos, 8);
+      const id = head.toString('ascii', 0, 4);
+      const size = head.readUInt32LE(4);
+      if (id === 'fmt ') {
+        fmt = await at(pos + 8, 16);
+        if (fmt.length < 16) break;
+      } else if (id === 'data') {
+        if (!fmt) throw new MediaError('MEDIA_DECODE_FAILED', 'WAV data chunk comes before its fmt chunk');
+        const dataOffset = pos + 8;
+        const dataBytes = size === 0xffffffff || dataOffset + size > fileBytes ? fileBytes - dataOffset : size;
+        const byteRate = fmt.readUInt32LE(8);
+        return {
+          format: fmt.readUInt16LE(0),
+          channels: fmt.readUInt16LE(2),
+          sampleRate: fmt.readUInt32LE(4),
+          byteRate,
+          bitsPerSample: fmt.readUInt16LE(14),
+          dataOffset,
+          dataBytes,
+          seconds: byteRate > 0 ? dataBytes / byteRate : 0,
+        };
+      }
+      pos += 8 + size + (size & 1);
+    }
+    throw new MediaError('MEDIA_DECODE_FAILED', 'WAV has no readable fmt and data chunks');
+  } finally {
+    await fh.close();
+  }
 }
 
 export async function readWav(path: string): Promise<PcmAudio> {
