@@ -1,0 +1,208 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
+import { UrlPolicy } from './url-policy.js';
+
+/**
+ * `fetch` for URLs a customer chose (issue 22, item 2: server-side request forgery). For every hop it resolves the
+ * host, refuses the request if ANY address the name resolves to is refused by the UrlPolicy, and connects to the
+ * address it checked (a `lookup` that returns it pins the connection, so a second DNS answer cannot swap in
+ * another host; TLS still verifies the certificate against the host name). Redirects are followed one hop at a
+ * time, each hop checked the same way, at most `maxRedirects`; with `redirect: 'manual'` a 3xx is returned as is.
+ * Only http: and https:.
+ *
+ * It answers a standard `Response`, so callers keep their streaming, size and deadline code. Failures before a
+ * response are OutboundUrlError; an abort (the caller's signal, or the backstop deadline) rejects with the
+ * signal's reason, as fetch does.
+ */
+export type OutboundUrlErrorCode = 'URL_INVALID' | 'URL_FORBIDDEN' | 'URL_UNREACHABLE' | 'URL_TOO_MANY_REDIRECTS';
+
+/** Customer-facing texts: fixed per code, so a refused address reads the same whatever is listening behind it. */
+const MESSAGES: Record<OutboundUrlErrorCode, string> = {
+  URL_INVALID: 'the URL is not an absolute http(s) URL',
+  URL_FORBIDDEN: 'the URL points to an address this service does not send requests to',
+  URL_UNREACHABLE: 'could not connect to the URL',
+  URL_TOO_MANY_REDIRECTS: 'the URL redirected too many times',
+};
+
+export class OutboundUrlError extends Error {
+  /**
+   * @param detail for logs only (the refused address and its class, the socket error): never shown to a
+   * customer, since it would tell a refused port from a closed one.
+   */
+  constructor(
+    readonly code: OutboundUrlErrorCode,
+    readonly detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(MESSAGES[code], options);
+    this.name = 'OutboundUrlError';
+  }
+}
+
+export interface GuardedFetchOptions {
+  readonly policy: UrlPolicy;
+  /** Hops followed with `redirect: 'follow'` (fetch's default mode). Default 5. */
+  readonly maxRedirects?: number;
+  /** Backstop for a whole exchange when the caller gives no signal of its own. Default 30 s. */
+  readonly timeoutMs?: number;
+}
+
+export type GuardedFetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const NULL_BODY = new Set([204, 205, 304]);
+
+/** Builds a fetch-compatible function bound to a policy; see the module comment. */
+export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch & typeof fetch {
+  const maxRedirects = options.maxRedirects ?? 5;
+  const backstopMs = options.timeoutMs ?? 30_000;
+  const guarded = async (input: string | URL, init: RequestInit = {}): Promise<Response> => {
+    const signal = init.signal ?? AbortSignal.timeout(backstopMs);
+    let url = toUrl(input);
+    let method = (init.method ?? 'GET').toUpperCase();
+    let body = toBuffer(init.body);
+    const headers: Record<string, string> = {};
+    new Headers(init.headers ?? {}).forEach((value, name) => (headers[name] = value));
+    for (let hop = 0; ; hop++) {
+      const address = await resolveAllowed(url, options.policy, signal);
+      const response = await exchange(url, address, method, headers, body, signal);
+      const location = response.headers.get('location');
+      if (!REDIRECTS.has(response.status) || location === null || init.redirect === 'manual') return response;
+      await response.body?.cancel().catch(() => undefined);
+      if (init.redirect === 'error' || hop >= maxRedirects) {
+        throw new OutboundUrlError('URL_TOO_MANY_REDIRECTS', `${hop + 1} redirects from ${toUrl(input).origin}`);
+      }
+      const next = toUrl(new URL(location, url).href);
+      // As fetch does: 303 (and 301/302 after a POST) turns the request into a GET without its body.
+      if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === 'POST')) {
+        if (method !== 'HEAD') method = 'GET';
+        body = undefined;
+        delete headers['content-type'];
+      }
+      if (next.origin !== url.origin) delete headers.authorization;
+      url = next;
+    }
+  };
+  return guarded as GuardedFetch & typeof fetch;
+}
+
+function toUrl(input: string | URL): URL {
+  let url: URL;
+  try {
+    url = new URL(String(input));
+  } catch {
+    throw new OutboundUrlError('URL_INVALID', `not a URL: ${String(input).slice(0, 200)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new OutboundUrlError('URL_INVALID', `scheme ${url.protocol} refused`);
+  }
+  return url;
+}
+
+function toBuffer(body: RequestInit['body']): Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw new TypeError('guarded fetch sends string or byte bodies only');
+}
+
+interface Pinned {
+  readonly address: string;
+  readonly family: 4 | 6;
+}
+
+/** Resolves the URL's host and checks every address it has; answers the one to connect to. */
+async function resolveAllowed(url: URL, policy: UrlPolicy, signal: AbortSignal): Promise<Pinned> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: Pinned[];
+  const literal = isIP(host);
+  if (literal !== 0) {
+    addresses = [{ address: host, family: literal as 4 | 6 }];
+  } else {
+    signal.throwIfAborted();
+    let onAbort: (() => void) | undefined;
+    try {
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+      const found = await Promise.race([dnsLookup(host, { all: true, verbatim: true }), aborted]);
+      addresses = found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw new OutboundUrlError('URL_UNREACHABLE', `${host} did not resolve: ${(err as Error).message}`, {
+        cause: err,
+      });
+    } finally {
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    }
+  }
+  if (addresses.length === 0) throw new OutboundUrlError('URL_UNREACHABLE', `${host} has no address`);
+  for (const a of addresses) {
+    const verdict = policy.check(a.address);
+    if (!verdict.allowed) throw new OutboundUrlError('URL_FORBIDDEN', `${host} -> ${a.address} (${verdict.class})`);
+  }
+  return addresses[0]!;
+}
+
+/** One HTTP exchange with the connection pinned to `to`; resolves once the response headers arrived. */
+function exchange(
+  url: URL,
+  to: Pinned,
+  method: string,
+  headers: Record<string, string>,
+  body: Buffer | undefined,
+  signal: AbortSignal,
+): Promise<Response> {
+  signal.throwIfAborted();
+  const lookup: LookupFunction = (_host, opts, done) => {
+    if (opts.all) done(null, [{ address: to.address, family: to.family }]);
+    else done(null, to.address, to.family);
+  };
+  const send = url.protocol === 'https:' ? https.request : http.request;
+  return new Promise<Response>((resolve, reject) => {
+    const outgoing = { ...headers };
+    if (body !== undefined) outgoing['content-length'] = String(body.length);
+    // agent: false, one connection per exchange: a pooled socket would outlive the address check it was made for.
+    const req = send(url, { method, headers: outgoing, lookup, agent: false });
+    const onAbort = () => req.destroy(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    req.on('error', (err) => {
+      signal.removeEventListener('abort', onAbort);
+      if (signal.aborted) reject(signal.reason);
+      else reject(new OutboundUrlError('URL_UNREACHABLE', `${url.origin}: ${describe(err)}`, { cause: err }));
+    });
+    req.on('response', (res) => {
+      res.on('close', () => signal.removeEventListener('abort', onAbort));
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 599) {
+        res.destroy();
+        reject(new OutboundUrlError('URL_UNREACHABLE', `${url.origin} answered status ${status}`));
+        return;
+      }
+      const h = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+        try {
+          h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+        } catch {
+          // A header value fetch would refuse; it is dropped rather than failing the exchange.
+        }
+      }
+      const empty = NULL_BODY.has(status) || method === 'HEAD';
+      if (empty) res.resume();
+      const stream = empty ? null : (Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>);
+      const response = new Response(stream, { status, statusText: res.statusMessage ?? '', headers: h });
+      Object.defineProperty(response, 'url', { value: url.href });
+      resolve(response);
+    });
+    req.end(body);
+  });
+}
+
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  return e.code ?? e.message ?? String(err);
+}

@@ -1,0 +1,30 @@
+/**
+ * The shared kit beside the leaves (ARCHITECTURE: "a tiny shared kit ... may sit beside them"): imports nothing of
+ * the project, so every room may use it.
+ *
+ * Outbound requests to customer-chosen URLs (issue 22, docs/security.md "Outbound URLs"):
+ *
+ *   const policy = new UrlPolicy({ allowPrivate: config.webhooks.allowPrivate });
+ *   const fetchOut = createGuardedFetch({ policy });
+ *   const res = await fetchOut(url, { method: 'POST', body, redirect: 'manual', signal });
+ *
+ * `policy.check(address)` and `literalUrlVerdict(url, policy)` answer without any network: the second is for the
+ * API edge, which can refuse a URL whose host is a refused literal address before storing it.
+ */
+export {
+  UrlPolicy,
+  classifyAddress,
+  parseAddress,
+  literalUrlVerdict,
+  PRIVATE_CLASSES,
+  type AddressClass,
+  type AddressVerdict,
+  type UrlPolicyOptions,
+} from './url-policy.js';
+export {
+  createGuardedFetch,
+  OutboundUrlError,
+  type OutboundUrlErrorCode,
+  type GuardedFetch,
+  type GuardedFetchOptions,
+} from './guarded-fetch.js';

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../../kit/index.js';
+
+/** A real HTTP server on `host`, answering with `handler`; counts the requests it got. */
+async function serve(host: string, handler: http.RequestListener) {
+  let hits = 0;
+  const server = http.createServer((req, res) => {
+    hits++;
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: (path = '/') => `http://${host}:${port}${path}`,
+    port,
+    hits: () => hits,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+async function refusal(p: Promise<unknown>): Promise<OutboundUrlError> {
+  const err = await p.then(
+    () => assert.fail('expected a refusal'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof OutboundUrlError, String(err));
+  return err;
+}
+
+describe('kit: guarded fetch (issue 22, SSRF)', () => {
+  const closers: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of closers.splice(0)) await c();
+  });
+
+  it('a name resolving to 127.0.0.1 (localhost) is refused before any connection when private is not allowed', async () => {
+    const s = await serve('127.0.0.1', (_q, r) => r.end('secret'));
+    closers.push(s.close);
+    const strict = createGuardedFetch({ policy: new UrlPolicy() });
+    const err = await refusal(strict(`http://localhost:${s.port}/`));
+    assert.equal(err.code, 'URL_FORBIDDEN');
+    assert.equal(s.hits(), 0);
+    const open = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true }) });
+    assert.equal(await (await open(`http://localhost:${s.port}/`)).text(), 'secret');
+  });
+
+  it('numeric spellings of 127.0.0.1 are refused (http://2130706433/, http://0x7f.1/)', async () => {
+    const s = await serve('127.0.0.1', (_q, r) => r.end('x'));
+    closers.push(s.close);
+    const strict = createGuardedFetch({ policy: new UrlPolicy() });
+    for (const host of ['2130706433', '0x7f.1', '0177.0.0.1', '[::ffff:127.0.0.1]']) {
+      assert.equal((await refusal(strict(`http://${host}:${s.port}/`))).code, 'URL_FORBIDDEN', host);
+    }
+    assert.equal(s.hits(), 0);
+  });
+
+  it('a redirect from an allowed server to a refused address is refused at that hop', async () => {
+    // Policy: 127.0.0.2 stands for a public host, 127.0.0.1 for the private one behind it.
+    const inside = await serve('127.0.0.1', (_q, r) => r.end('metadata'));
+    closers.push(inside.close);
+    const outside = await serve('127.0.0.2', (_q, r) => r.writeHead(302, { location: inside.url('/latest') }).end());
+    closers.push(outside.close);
+    const fetchOut = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true, deny: ['127.0.0.1'] }) });
+    const err = await refusal(fetchOut(outside.url('/audio.wav')));
+    assert.equal(err.code, 'URL_FORBIDDEN');
+    assert.equal(outside.hits(), 1);
+    assert.equal(inside.hits(), 0, 'the private server was never reached');
+    // redirect: 'manual' hands the 3xx back without following it.
+    const manual = await fetchOut(outside.url('/x'), { redirect: 'manual' });
+    assert.equal(manual.status, 302);
+  });
+
+  it('allowed redirects are followed hop by hop up to the limit; POST becomes GET on 303', async () => {
+    let seen = '';
+    const s = await serve('127.0.0.1', (q, r) => {
+      const n = Number(q.url?.slice(1) || '0');
+      if (n < 3) return void r.writeHead(n === 0 ? 303 : 307, { location: `/${n + 1}` }).end();
+      seen = q.method ?? '';
+      r.end('end');
+    });
+    closers.push(s.close);
+    const fetchOut = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true }), maxRedirects: 3 });
+    const res = await fetchOut(s.url('/0'), { method: 'POST', body: 'x' });
+    assert.equal(await res.text(), 'end');
+    assert.equal(seen, 'GET');
+    const short = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true }), maxRedirects: 2 });
+    assert.equal((await refusal(short(s.url('/0')))).code, 'URL_TOO_MANY_REDIRECTS');
+  });
+
+  it('a refused address reads the same whether its port is open, closed or silent; only http(s) schemes', async () => {
+    const open = await serve('127.0.0.1', (_q, r) => r.end('x'));
+    closers.push(open.close);
+    const silent = await serve('127.0.0.1', () => undefined);
+    closers.push(silent.close);
+    const strict = createGuardedFetch({ policy: new UrlPolicy() });
+    const errors = await Promise.all(
+      ['http://127.0.0.1:1/', open.url(), silent.url(), 'http://169.254.169.254/latest/meta-data/'].map((u) =>
+        refusal(strict(u)),
+      ),
+    );
+    assert.deepEqual(new Set(errors.map((e) => `${e.code}: ${e.message}`)).size, 1);
+    assert.doesNotMatch(errors[0]!.message, /ECONNREFUSED|timeout|169\.254|127\.0/);
+    assert.equal(open.hits() + silent.hits(), 0);
+    assert.equal((await refusal(strict('file:///etc/passwd'))).code, 'URL_INVALID');
+    assert.equal((await refusal(strict('gopher://example.com/'))).code, 'URL_INVALID');
+  });
+
+  it("the caller's signal aborts a hanging exchange with its reason, as fetch does", async () => {
+    const s = await serve('127.0.0.1', () => undefined); // never answers
+    closers.push(s.close);
+    const fetchOut = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true }) });
+    const t0 = Date.now();
+    const err = (await fetchOut(s.url(), { signal: AbortSignal.timeout(200) }).catch((e) => e)) as Error;
+    assert.equal(err.name, 'TimeoutError');
+    assert.ok(Date.now() - t0 < 2000);
+  });
+});
