@@ -14,6 +14,10 @@ export interface Config {
     tlsCert: string;
     tlsKey: string;
     requireEncryption: boolean;
+    maxConnectionsPerSource: number;
+    maxConnections: number;
+    firstMessageSeconds: number;
+    maxBindingsPerUser: number;
   };
   security: {
     floodMaxRequests: number;

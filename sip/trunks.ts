@@ -47,6 +47,11 @@ export class TrunkDirectory {
     return (await this.#trunks()).flatMap((t) => t.inbound_addresses);
   }
 
+  /** The hosts outbound calls are sent to (IPs or names; a name matches nothing in addressMatches). */
+  async hosts(): Promise<string[]> {
+    return (await this.#trunks()).map((t) => t.host);
+  }
+
   /** True when the address belongs to a carrier (exempt from flood bans). */
   async isCarrierAddress(address: string): Promise<boolean> {
     return (await this.matchSource(address)) !== undefined;

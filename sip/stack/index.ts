@@ -63,7 +63,8 @@ export { bearerToken, verifyBearer, bearerChallenge, type BearerVerifier } from 
 export * from './errors.js';
 export { ManualClock, systemClock, type Clock, type TimerHandle } from './clock.js';
 export type { Logger } from './logger.js';
-export type { ListenOptions, Target } from './transport/index.js';
+export type { ListenOptions, Target, ConnectionLimits, SourceAdmission } from './transport/index.js';
+export { DEFAULT_CONNECTION_LIMITS } from './transport/index.js';
 export {
   parseMessage,
   parseUri,

@@ -24,7 +24,13 @@ import {
   type ServerTransaction,
   type TimerSettings,
 } from '../transaction/index.js';
-import { TransportLayer, type ListenOptions, type Target } from '../transport/index.js';
+import {
+  TransportLayer,
+  type ConnectionLimits,
+  type ListenOptions,
+  type SourceAdmission,
+  type Target,
+} from '../transport/index.js';
 import { applyHeaders, Dialog, targetForUri, type DialogHost, type HeaderInit } from '../dialog/dialog.js';
 import { DigestClient, type DigestCredentials } from '../auth/digest-client.js';
 import { DEFAULT_POLICY, validateRequest, type RequestPolicy } from './request-validator.js';
@@ -47,6 +53,13 @@ export interface UserAgentOptions {
   tls?: { rejectUnauthorized?: boolean; ca?: string | Buffer };
   /** Called for every received request before any processing; false drops it silently (no response). */
   admitRequest?: (req: SipRequest) => boolean;
+  /**
+   * Called with the source IP before anything it sent is parsed (each datagram, each connection at accept and
+   * each message on it); false drops the datagram or closes the connection. For ban lists: cheap, synchronous.
+   */
+  admitSource?: SourceAdmission;
+  /** Inbound TCP/TLS/WS/WSS connection caps and first-message deadline (defaults: 64 per IP, 10,000, 10 s). */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 export type RequestHandler = (req: SipRequest, srv: Responder) => unknown;
@@ -113,6 +126,8 @@ export class UserAgent {
       logger: this.logger,
       limits: { ...DEFAULT_LIMITS, ...opts.limits },
       keepAliveMs: opts.keepAliveMs ?? 0,
+      admitSource: opts.admitSource,
+      connectionLimits: opts.connectionLimits,
       tlsRejectUnauthorized: opts.tls?.rejectUnauthorized,
       tlsCa: opts.tls?.ca,
       onFlowClosed: (flowId) => {

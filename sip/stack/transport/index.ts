@@ -1,2 +1,3 @@
 export * from './flow.js';
 export * from './transport-layer.js';
+export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';

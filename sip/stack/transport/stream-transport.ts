@@ -16,6 +16,7 @@ import {
   type Transport,
   type TransportSink,
 } from './flow.js';
+import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
 
 export interface StreamTransportOptions {
   maxMessageBytes: number;
@@ -24,6 +25,10 @@ export interface StreamTransportOptions {
   /** For TLS client connections: verify the peer certificate (default true). */
   rejectUnauthorized?: boolean;
   ca?: string | Buffer;
+  /** Inbound connection caps and the first-message deadline (guard.ts). */
+  limits?: ConnectionLimits;
+  /** Asked at accept: a refused source's connection is closed before TLS or any parsing. */
+  admitSource?: SourceAdmission;
 }
 
 export class StreamTransport implements Transport {
@@ -33,6 +38,7 @@ export class StreamTransport implements Transport {
   readonly #opts: StreamTransportOptions;
   readonly #byRemote = new Map<string, Flow>();
   readonly #sockets = new Set<net.Socket>();
+  readonly guard: ConnectionGuard;
   local: ListenAddress = { host: '', port: 0 };
 
   private constructor(
@@ -44,10 +50,13 @@ export class StreamTransport implements Transport {
     this.name = name;
     this.#sink = sink;
     this.#opts = opts;
-    const onSocket = (s: net.Socket) => this.#attach(s, false);
+    this.guard = new ConnectionGuard(name, opts.limits ?? DEFAULT_CONNECTION_LIMITS, opts.admitSource);
+    const onSocket = (s: net.Socket) => void (s.destroyed || this.#attach(s, false)); // destroyed: refused
     this.#server = secure
       ? tls.createServer({ cert: secure.cert, key: secure.key }, onSocket)
       : net.createServer(onSocket);
+    // 'connection' is the raw TCP socket, before a TLS handshake: refused sources cost no handshake.
+    this.#server.prependListener('connection', (raw: net.Socket) => void this.guard.accept(raw));
     this.#server.on('error', () => {});
   }
 
@@ -98,10 +107,14 @@ export class StreamTransport implements Transport {
     const key = `${flow.remoteAddress}:${flow.remotePort}`;
     this.#byRemote.set(key, flow);
     const framer = new StreamFramer(this.#opts.maxMessageBytes);
+    let accepted = outbound ? undefined : this.guard.entryFor(socket);
     socket.on('data', (chunk: Buffer) => {
       for (const ev of framer.push(chunk)) {
-        if (ev.kind === 'message') this.#sink.receive(ev.data, source);
-        else if (ev.kind === 'ping')
+        if (ev.kind === 'message') {
+          accepted?.seen(); // the first complete message: the connection has earned its keep
+          accepted = undefined;
+          this.#sink.receive(ev.data, source);
+        } else if (ev.kind === 'ping')
           socket.write('\r\n'); // RFC 5626 §4.4.1: pong
         else if (ev.kind === 'too-large' || ev.kind === 'bad-framing') socket.destroy(); // cannot resynchronise
       }

@@ -18,6 +18,7 @@ import {
 } from '../message/index.js';
 import type { MessageChannel } from '../transaction/index.js';
 import type { Flow, ListenAddress, SecureListenAddress, Transport, TransportSink } from './flow.js';
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
 import { StreamTransport } from './stream-transport.js';
 import { UdpTransport } from './udp-transport.js';
 import { WsTransport } from './ws-transport.js';
@@ -47,6 +48,13 @@ export interface TransportLayerOptions {
   tlsRejectUnauthorized?: boolean;
   tlsCa?: string | Buffer;
   onMessage(message: SipMessage): void;
+  /**
+   * Asked with the source IP before anything it sent is parsed: false drops a datagram unread and closes a
+   * connection (at accept, or when the source is refused later). The application's ban list plugs in here.
+   */
+  admitSource?: SourceAdmission;
+  /** Inbound connection caps and first-message deadline for TCP, TLS, WS and WSS (defaults in guard.ts). */
+  connectionLimits?: Partial<ConnectionLimits>;
   /** A connection (TCP, TLS, WS, WSS) closed, whoever closed it. */
   onFlowClosed?(flowId: string): void;
 }
@@ -64,7 +72,10 @@ export class TransportLayer implements TransportSink {
   async listen(opts: ListenOptions): Promise<void> {
     if (this.#closed) throw new SipStateError('transport layer closed');
     const o = this.#opts;
+    const limits = { ...DEFAULT_CONNECTION_LIMITS, ...o.connectionLimits };
     const stream = {
+      limits,
+      admitSource: o.admitSource,
       maxMessageBytes: o.limits.maxMessageBytes,
       keepAliveMs: o.keepAliveMs,
       rejectUnauthorized: o.tlsRejectUnauthorized,
@@ -73,7 +84,12 @@ export class TransportLayer implements TransportSink {
     if (opts.udp) this.#transports.set('UDP', await UdpTransport.listen(opts.udp, this));
     if (opts.tcp) this.#transports.set('TCP', await StreamTransport.listen('TCP', opts.tcp, this, stream));
     if (opts.tls) this.#transports.set('TLS', await StreamTransport.listen('TLS', opts.tls, this, stream));
-    const ws = { maxBytes: o.limits.maxMessageBytes, pingMs: opts.wsPingMs ?? 30_000 };
+    const ws = {
+      maxBytes: o.limits.maxMessageBytes,
+      pingMs: opts.wsPingMs ?? 30_000,
+      limits,
+      admitSource: o.admitSource,
+    };
     if (opts.ws) this.#transports.set('WS', await WsTransport.listen('WS', opts.ws, this, ws));
     if (opts.wss) this.#transports.set('WSS', await WsTransport.listen('WSS', opts.wss, this, ws));
   }
@@ -105,6 +121,11 @@ export class TransportLayer implements TransportSink {
     if (this.#closed) return;
     // A UDP keep-alive (RFC 5626 §4.4.2 uses STUN; bare CRLFs are common) is not a message.
     if (data.length <= 4 && /^[\r\n]*$/.test(data.toString('latin1'))) return;
+    // A refused (banned) source costs no parsing; a connection of one that was refused since it opened is closed.
+    if (this.#opts.admitSource && !this.#opts.admitSource(source.address, source.transport)) {
+      if (source.transport !== 'UDP') this.#flows.get(source.flowId)?.close();
+      return;
+    }
     const result = parseMessage(data, this.#opts.limits);
     if (!result.ok) {
       this.#opts.logger.debug({ source, reason: result.error.message }, 'unparseable message');

@@ -18,10 +18,15 @@ import {
   type Transport,
   type TransportSink,
 } from './flow.js';
+import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
 
 export interface WsOptions {
   maxBytes: number;
   pingMs: number;
+  /** Inbound connection caps and the first-message deadline (guard.ts). */
+  limits?: ConnectionLimits;
+  /** Asked at accept: a refused source's connection is closed before TLS, the HTTP upgrade or any parsing. */
+  admitSource?: SourceAdmission;
 }
 
 export class WsTransport implements Transport {
@@ -35,6 +40,7 @@ export class WsTransport implements Transport {
   /** Sockets that answered (or had no) ping since the last round. */
   readonly #alive = new WeakSet<WebSocket>();
   readonly #pinger: NodeJS.Timeout;
+  readonly guard: ConnectionGuard;
   local: ListenAddress = { host: '', port: 0 };
 
   private constructor(name: 'WS' | 'WSS', sink: TransportSink, o: WsOptions, secure?: SecureListenAddress) {
@@ -45,6 +51,9 @@ export class WsTransport implements Transport {
     this.#pinger = setInterval(() => this.#pingAll(), o.pingMs);
     this.#pinger.unref();
     this.#http = secure ? https.createServer({ cert: secure.cert, key: secure.key }) : http.createServer();
+    this.guard = new ConnectionGuard(name, o.limits ?? DEFAULT_CONNECTION_LIMITS, o.admitSource);
+    // The raw TCP socket, before TLS and the HTTP upgrade: refused sources cost neither.
+    this.#http.prependListener('connection', (raw: net.Socket) => void this.guard.accept(raw));
     this.#http.on('error', () => {});
     this.#wss = new WebSocketServer({
       server: this.#http,
@@ -104,7 +113,10 @@ export class WsTransport implements Transport {
     });
     const key = remoteKey ?? `${flow.remoteAddress}:${flow.remotePort}`;
     this.#byRemote.set(key, flow);
+    let accepted = remoteKey === undefined ? this.guard.entryFor(socket) : undefined;
     ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
+      accepted?.seen(); // one frame is one complete message (RFC 7118 §5)
+      accepted = undefined;
       const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
       this.#sink.receive(buf, source);
     });
