@@ -70,6 +70,7 @@ export {
 export { bencode, bdecode, type BValue } from './bencode.js';
 export {
   convertToPlaybackWav,
+  MAX_PLAYBACK_SECONDS,
   sniffAudioFormat,
   soxReadableFormats,
   AudioImportError,

@@ -4,7 +4,7 @@ import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MediaError } from './errors.js';
 import { runTool } from './run-tool.js';
-import { readWav } from './wav.js';
+import { readWavHeader } from './wav.js';
 
 /**
  * Text to speech behind one interface, so a cloud engine can be added later as another tier. Every engine
@@ -94,17 +94,20 @@ export class EspeakTtsEngine implements TtsEngine {
 
   async #produce(text: string, engineVoice: string, path: string): Promise<TtsResult> {
     if (existsSync(path)) {
-      const audio = await readWav(path);
-      return { path, seconds: audio.samples.length / audio.sampleRate, tier: this.tier, engineVoice, cached: true };
+      const { seconds } = await readWavHeader(path);
+      return { path, seconds, tier: this.tier, engineVoice, cached: true };
     }
     const raw = `${path}.${process.pid}.raw.wav`;
     const tmp = `${path}.${process.pid}.tmp.wav`;
     try {
       // Text on stdin, never as an argument: it may start with "-" and may be long.
       await runTool('espeak-ng', ['-v', engineVoice, '-w', raw, '--stdin'], { input: text, timeoutMs: 30_000 });
-      await runTool('sox', [raw, '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', tmp], {
-        timeoutMs: 30_000,
-      });
+      // Our own file names, types given (`-t`): sox guesses nothing from a name (see asset-import.ts).
+      await runTool(
+        'sox',
+        ['--no-glob', '-t', 'wav', raw, '-t', 'wav', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', tmp],
+        { timeoutMs: 30_000 },
+      );
       await rename(tmp, path); // atomic: a reader never sees half a file
     } catch (err) {
       throw new MediaError('MEDIA_TTS_FAILED', `speech synthesis failed: ${(err as Error).message}`, err);
@@ -112,7 +115,7 @@ export class EspeakTtsEngine implements TtsEngine {
       await rm(raw, { force: true });
       await rm(tmp, { force: true });
     }
-    const audio = await readWav(path);
-    return { path, seconds: audio.samples.length / audio.sampleRate, tier: this.tier, engineVoice, cached: false };
+    const { seconds } = await readWavHeader(path);
+    return { path, seconds, tier: this.tier, engineVoice, cached: false };
   }
 }

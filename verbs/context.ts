@@ -16,7 +16,10 @@ export interface SayOptions {
   readonly signal: AbortSignal;
 }
 
-/** `asset_missing`: the named asset is absent, inactive or has no playable audio (spec PLAY.0404). */
+/**
+ * `asset_missing`: the named asset is absent, inactive or has no playable audio, or the URL's body could not be
+ * fetched or is not audio (spec PLAY.0404).
+ */
 export type PlayResult = 'played' | 'asset_missing';
 
 export interface DialOptions {
@@ -75,7 +78,8 @@ export type VerbEvent =
   | {
       readonly code: typeof EventCodes.playAssetMissing;
       readonly event: 'play.asset_missing';
-      readonly data: { readonly asset: string };
+      /** `asset` for `<Play asset>`; `url` for a URL that could not be fetched or is not audio we decode. */
+      readonly data: { readonly asset: string } | { readonly url: string };
     };
 
 export interface VerbContext {

@@ -53,7 +53,8 @@ class FakeCall implements VerbContext {
   async play(source: { kind: 'url'; url: string } | { kind: 'asset'; name: string }, o: { signal: AbortSignal }) {
     const what = source.kind === 'url' ? source.url : `asset ${source.name}`;
     await this.#op(`play:${what}`, o.signal);
-    return (source.kind === 'asset' && this.missingAssets.has(source.name) ? 'asset_missing' : 'played') as PlayResult;
+    const missing = this.missingAssets.has(source.kind === 'asset' ? source.name : source.url);
+    return (missing ? 'asset_missing' : 'played') as PlayResult;
   }
   async dial(
     target: { kind: 'number'; number: string } | { kind: 'extension'; extension: string },
@@ -228,6 +229,16 @@ describe('verbs/interpreter', () => {
     await new Interpreter(call).run({ document: doc('<Play asset="gone" loop="5"/><Say>next</Say>') });
     assert.deepEqual(call.events, [{ code: 'PLAY.0404', event: 'play.asset_missing', data: { asset: 'gone' } }]);
     assert.deepEqual(call.log, ['play:asset gone', 'say:next', 'hangup']);
+  });
+
+  it('a Play URL that is not playable audio emits PLAY.0404 with the URL and the call continues', async () => {
+    const call = new FakeCall();
+    call.missingAssets.add('https://media.example/list.m3u');
+    await new Interpreter(call).run({ document: doc('<Play>https://media.example/list.m3u</Play><Say>next</Say>') });
+    assert.deepEqual(call.events, [
+      { code: 'PLAY.0404', event: 'play.asset_missing', data: { url: 'https://media.example/list.m3u' } },
+    ]);
+    assert.deepEqual(call.log, ['play:https://media.example/list.m3u', 'say:next', 'hangup']);
   });
 
   it('more than maxRedirects Redirects in a row hang up instead of looping', async () => {
