@@ -60,8 +60,11 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   const app = new Koa();
   app.silent = true; // errors are answered and logged by errorMiddleware
 
-  const publicRouter = new Router();
-  const privateRouter = new Router();
+  // Paths match exactly as declared: case-sensitive (RFC 3986, 6.2.2.1: only scheme and host are case-insensitive),
+  // and undecoded, so a case-changed or percent-encoded spelling never reaches a handler the guards below did not
+  // see as that route (issue 22). Trailing slashes are stripped once, before any guard.
+  const publicRouter = new Router({ sensitive: true });
+  const privateRouter = new Router({ sensitive: true });
   const all = new RouteTable(privateRouter);
   // Route modules register into `all`; the ones marked `auth: false` (signed media) skip the key check below.
   callRoutes(all, d);
@@ -109,7 +112,8 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
     .filter((s) => s.auth === false)
     .map((s) => new RegExp(`^${s.path.replace(/:\w+/g, '[^/]+')}$`));
   app.use(async (ctx, next) => {
-    if (ctx.path === '/api' || ctx.path.startsWith('/api/')) {
+    // Any spelling of the /api prefix needs a key (defence in depth next to the case-sensitive routers).
+    if (API_PREFIX.test(ctx.path)) {
       if (publicPaths.some((re) => re.test(ctx.path))) return next();
       return auth(ctx, () => limit(ctx, next));
     }
@@ -119,6 +123,8 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   app.use(privateRouter.allowedMethods({ throw: true }));
   return { app, routes: all, close: async () => ownReadPool?.destroy() };
 }
+
+const API_PREFIX = /^\/+api(?:\/|$)/i;
 
 export function createApiServer(deps: ApiDeps): { server: http.Server; app: Koa } {
   const { app, close } = createApp(deps);

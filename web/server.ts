@@ -160,10 +160,14 @@ export class Portal {
     return { sid, s };
   }
 
-  #require(ctx: Context): { sid: string; s: Session } {
+  /**
+   * The session, for a request that carries the portal header. `anyMethod`: the header is required on GET too (the
+   * proxy: some API GETs change state, e.g. GET /api/calls/hangup, and an image tag can send a GET).
+   */
+  #require(ctx: Context, anyMethod = false): { sid: string; s: Session } {
     const got = this.#session(ctx);
     if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
-    if (ctx.method !== 'GET' && ctx.get('x-simu-portal') !== '1')
+    if ((anyMethod || ctx.method !== 'GET') && ctx.get('x-simu-portal') !== '1')
       throw new PortalError(403, 'PORTAL_CSRF', 'Missing the X-Simu-Portal header.');
     return got;
   }
@@ -177,7 +181,7 @@ export class Portal {
   async #proxy(ctx: Context, next: Next): Promise<void> {
     let got;
     try {
-      got = this.#require(ctx);
+      got = this.#require(ctx, true);
     } catch (e) {
       if (!(e instanceof PortalError)) throw e;
       ctx.status = e.status;
@@ -185,7 +189,9 @@ export class Portal {
       return;
     }
     const apiPath = ctx.path.slice('/portal/proxy'.length);
-    if (/^\/api\/keys\/create\/?$/.test(apiPath)) {
+    // Checked on a loose spelling (any case, decoded, repeated slashes): the API router is exact and would 404 the
+    // variants anyway, but this guard must not depend on that (issue 22).
+    if (/^\/api\/keys\/create$/.test(loosePath(apiPath))) {
       ctx.status = 403;
       ctx.body = { detail: 'In the portal a key is created with a one-time code.', code: 'PORTAL_TOTP_REQUIRED' };
       return;
@@ -329,6 +335,20 @@ async function readJson(ctx: Context): Promise<Record<string, unknown>> {
   } catch {
     throw new PortalError(400, 'VALIDATION_ERROR', 'The body is not JSON.');
   }
+}
+
+/** A path as lenient routers read it: percent-decoded, lower-case, repeated and trailing slashes dropped. */
+function loosePath(p: string): string {
+  let d = p;
+  try {
+    d = decodeURIComponent(p);
+  } catch {
+    /* malformed escapes: judged as sent */
+  }
+  return d
+    .toLowerCase()
+    .replace(/\/{2,}/g, '/')
+    .replace(/\/+$/, '');
 }
 
 function safeJson(s: string): unknown {
