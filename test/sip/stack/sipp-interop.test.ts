@@ -1,11 +1,13 @@
 /**
  * Interop with SIPp (a real, independent SIP implementation) over UDP and TCP: OPTIONS, REGISTER with digest,
- * calls with the stack as UAS and as UAC, retransmissions under SIPp's simulated loss, CANCEL before answer,
+ * calls with the stack as UAS and as UAC, retransmissions under deterministic loss (a relay that loses chosen
+ * datagrams), CANCEL before answer,
  * BYE from either side.
  */
 import { strict as assert } from 'node:assert';
 import { DigestServer, UserAgent, type Dialog } from '../../../sip/stack/index.js';
-import { clientArgs, mediaPort, peerPort, pickPort, SCENARIOS, SippRunner } from './sipp.js';
+import { LossyUdpRelay, loseListed } from './lossy-udp-relay.js';
+import { clientArgs, mediaPort, peerPort, pickPort, SCENARIOS, SippRunner, waitForBound } from './sipp.js';
 import { SDP_B, waitFor } from './helpers.js';
 
 describe('SIPp interop', function () {
@@ -58,11 +60,11 @@ describe('SIPp interop', function () {
   const target = () => `127.0.0.1:${stackPort}`;
 
   /** SIPp's built-in uas as the callee, on fresh ports of our range. */
-  async function startUas(transport: 'UDP' | 'TCP', calls: number, extra: string[] = []) {
-    const port = await peerPort();
-    const args = ['-sn', 'uas', '-i', '127.0.0.1', '-p', String(port), '-mp', String(await mediaPort())];
-    if (calls > 0) args.push('-m', String(calls));
-    args.push('-timeout', '45s', ...extra, ...(transport === 'TCP' ? ['-t', 't1'] : []));
+  async function startUas(transport: 'UDP' | 'TCP', calls: number, opts: { port?: number; scenario?: string[] } = {}) {
+    const port = opts.port ?? (await peerPort());
+    const args = [...(opts.scenario ?? ['-sn', 'uas']), '-i', '127.0.0.1', '-p', String(port)];
+    args.push('-mp', String(await mediaPort()), '-m', String(calls), '-timeout', '45s');
+    if (transport === 'TCP') args.push('-t', 't1');
     return { port, peer: sipp.run(args, 50000) };
   }
 
@@ -109,7 +111,7 @@ describe('SIPp interop', function () {
 
     it(`${transport}: stack as UAC: calls SIPp's built-in uas, gets the answer, hangs up`, async () => {
       const { port: uasPort, peer } = await startUas(transport, 1);
-      await new Promise((r) => setTimeout(r, 300)); // let SIPp bind
+      await waitForBound(uasPort, transport);
       const ringing: number[] = [];
       const suffix = transport === 'TCP' ? ';transport=tcp' : '';
       const dialog = await ua.createUAC(`sip:service@127.0.0.1:${uasPort}${suffix}`, {
@@ -124,29 +126,76 @@ describe('SIPp interop', function () {
     });
   }
 
-  it('UDP: retransmissions under SIPp simulated loss (-lost 10): 10 calls all complete', async () => {
-    const r = await sipp.run(
-      [...(await clientArgs(target(), 'UDP', 10)), '-sf', `${SCENARIOS}/uac-txn.xml`, '-r', '5', '-lost', '10'],
-      55000,
-    ).done;
-    assert.equal(r.code, 0, r.stderr);
+  /** Every lost datagram `KIND#n` was followed by its retransmission `KIND#n+1`: the loss was repaired. */
+  function assertRepaired(relay: LossyUdpRelay) {
+    for (const lost of relay.lost) {
+      const [, head, n] = /^(.*)#(\d+)$/.exec(lost)!;
+      assert.ok(relay.seen.includes(`${head}#${Number(n) + 1}`), `${lost} was never retransmitted: ${relay.seen}`);
+    }
+  }
+
+  it('UDP: stack as UAS repairs chosen losses through a relay: lost INVITE, 2xx, ACK, BYE, 200 to BYE (6 calls)', async () => {
+    // Deterministic loss (SIPp's random -lost was flaky when it also lost a retransmission). Calls 0-4 each lose
+    // the first copy of one message; call 5 loses all of them, and the INVITE's first retransmission too.
+    const losses = {
+      0: ['INVITE'],
+      1: ['200 INVITE'],
+      2: ['ACK'],
+      3: ['BYE'],
+      4: ['200 BYE'],
+      5: ['INVITE', 'INVITE#2', '200 INVITE', 'ACK', 'BYE', '200 BYE'],
+    };
+    const relay = await LossyUdpRelay.start({ host: '127.0.0.1', port: stackPort }, loseListed(losses));
+    try {
+      const args = await clientArgs(`127.0.0.1:${relay.port}`, 'UDP', 6);
+      const r = await sipp.run([...args, '-sf', `${SCENARIOS}/uac-txn.xml`, '-r', '5'], 55000).done;
+      assert.equal(r.code, 0, r.stderr);
+      const expected = Object.entries(losses).flatMap(([call, kinds]) =>
+        kinds.map((k) => `call ${call}: ${k.includes('#') ? k : `${k}#1`}`),
+      );
+      assert.deepEqual([...relay.lost].sort(), expected.sort());
+      assertRepaired(relay);
+    } finally {
+      relay.close();
+    }
   });
 
-  it('UDP: stack as UAC under loss at SIPp uas (-lost 10): 5 calls complete through our retransmissions', async () => {
-    // No -m: under loss SIPp's own call count drifts from ours (once in eight runs it stopped before our last
-    // INVITE, which then timed out), so it runs until our calls are done and is killed.
-    const { port: uasPort, peer } = await startUas('UDP', 0, ['-lost', '10']);
-    await new Promise((r) => setTimeout(r, 300));
+  it('UDP: stack as UAC repairs chosen losses through a relay: Timer A, 2xx re-ACKed, Timer E (6 calls)', async () => {
+    const losses = {
+      0: ['INVITE'],
+      1: ['200 INVITE'],
+      2: ['ACK'],
+      3: ['BYE'],
+      4: ['200 BYE'],
+      5: ['INVITE', 'INVITE#2', '200 INVITE', 'ACK', 'BYE', 'BYE#2', '200 BYE'],
+    };
+    const uasPort = await peerPort();
+    const relay = await LossyUdpRelay.start({ host: '127.0.0.1', port: uasPort }, loseListed(losses));
     try {
-      for (let i = 0; i < 5; i++) {
-        const dialog = await ua.createUAC(`sip:service@127.0.0.1:${uasPort}`, { localSdp: SDP_B });
+      // SIPp's Contact names the relay's port, so our ACK and BYE pass through the relay too.
+      const { peer } = await startUas('UDP', 6, {
+        port: uasPort,
+        scenario: ['-sf', `${SCENARIOS}/uas-relayed.xml`, '-key', 'relay_port', String(relay.port)],
+      });
+      await waitForBound(uasPort, 'UDP');
+      for (let call = 0; call < 6; call++) {
+        const dialog = await ua.createUAC(`sip:service@127.0.0.1:${relay.port}`, { localSdp: SDP_B });
         assert.equal(dialog.state, 'confirmed');
         assert.match(dialog.remoteSdp ?? '', /^v=0/);
-        // The BYE is retransmitted under loss too; the dialog is gone at once, its transaction finishes alone.
-        void dialog.bye();
+        // A lost ACK is repaired only while SIPp still waits for it: hang up once it has come (§13.2.2.4).
+        if (call === 2 || call === 5) await relay.until(`call ${call}: ACK#2`);
+        await dialog.bye();
+        await relay.until(`call ${call}: 200 BYE#${call === 4 || call === 5 ? 2 : 1}`);
       }
+      const r = await peer.done;
+      assert.equal(r.code, 0, r.stderr);
+      const expected = Object.entries(losses).flatMap(([call, kinds]) =>
+        kinds.map((k) => `call ${call}: ${k.includes('#') ? k : `${k}#1`}`),
+      );
+      assert.deepEqual([...relay.lost].sort(), expected.sort());
+      assertRepaired(relay);
     } finally {
-      if (peer.pid) process.kill(peer.pid, 'SIGKILL');
+      relay.close();
     }
   });
 
