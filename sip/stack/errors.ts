@@ -13,10 +13,13 @@ export class SipError extends Error {
   }
 }
 
-/** A message could not be parsed; `status` is what a UAS answers (400, or 505 for a bad version). */
+/**
+ * A message could not be parsed; `status` is what a UAS answers (400, or 505 for a bad version). A message
+ * refused for its size before any parsing carries the code `SIP_TOO_LARGE` and status 513 (RFC 3261 §21.5.14).
+ */
 export class SipParseError extends SipError {
-  constructor(message: string, status = 400) {
-    super('SIP_PARSE', status, message);
+  constructor(message: string, status = 400, code: 'SIP_PARSE' | 'SIP_TOO_LARGE' = 'SIP_PARSE') {
+    super(code, status, message);
   }
 }
 

@@ -1,12 +1,46 @@
 /**
  * Small scanners for the RFC 3261 §25.1 grammar pieces shared by many headers: tokens, quoted strings,
  * generic parameters and comma-separated lists. All are pure and never throw; they return null on bad input.
+ * Untrusted text meets only left-to-right scans and regexes that cannot backtrack more than a constant per
+ * character (one anchored character class, or bounded repeats): a backtracking regex on a long run of blanks
+ * once froze the event loop for seconds (issue 22).
  */
 
 // token = 1*(alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~")
 const TOKEN_RE = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
 export function isToken(s: string): boolean {
   return TOKEN_RE.test(s);
+}
+
+/** Linear whitespace inside a header line after unfolding: SP or HTAB (§25.1 WSP). */
+export function isWsp(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/** The index of the first character at or after `i` that is not SP/HTAB. */
+export function skipWsp(s: string, i: number): number {
+  while (i < s.length && isWsp(s.charCodeAt(i))) i++;
+  return i;
+}
+
+/**
+ * `s` without trailing SP/HTAB. A scan from the end: the regex `/[ \t]+$/` retries from every position of a
+ * long run of blanks that is followed by something else, quadratic in the run (issue 22).
+ */
+export function trimWspEnd(s: string): string {
+  let end = s.length;
+  while (end > 0 && isWsp(s.charCodeAt(end - 1))) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
+
+/** True when `s` is 1 to `maxLen` ASCII digits. */
+export function isDigits(s: string, maxLen: number): boolean {
+  if (s.length === 0 || s.length > maxLen) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
 }
 
 /** Parameters in order; a value of null is a parameter without "=" (e.g. `;lr`). */

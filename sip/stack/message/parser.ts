@@ -1,23 +1,17 @@
 /**
  * The parser: a pure function from bytes to a message (RFC 3261 §7, §25). It never throws; a malformed message
- * comes back as an error with the status a UAS should answer (400, 505, 513) and, when enough of a request was
- * readable, the partial request so that the answer can be formed (§8.2). Framing of stream transports is done
- * before this, by `StreamFramer`.
+ * comes back as an error with the status a UAS should answer (400, 505) and, when enough of a request was
+ * readable, the partial request so that the answer can be formed (§8.2). A message over the size caps of
+ * limits.ts is refused (513, code SIP_TOO_LARGE) before anything in it is parsed. Framing of stream transports is
+ * done before this, by `StreamFramer`. Every step is linear in the input: scans, never backtracking regexes.
  */
 import { SipParseError } from '../errors.js';
 import { SipHeaders } from './headers.js';
-import { isToken } from './grammar.js';
+import { isDigits, isToken, trimWspEnd } from './grammar.js';
+import { DEFAULT_LIMITS, sizeRefusal, type ParseLimits } from './limits.js';
 import { parseNameAddr, parseVia } from './address.js';
 import { parseUri, isSipUri } from './uri.js';
 import { SipRequest, SipResponse, type SipMessage } from './message.js';
-
-export interface ParseLimits {
-  /** Largest message accepted, in bytes (default 65,535: the largest UDP datagram). */
-  maxMessageBytes: number;
-  /** Most header lines accepted (default 256). */
-  maxHeaders: number;
-}
-export const DEFAULT_LIMITS: ParseLimits = { maxMessageBytes: 65535, maxHeaders: 256 };
 
 export type ParseResult = { ok: true; message: SipMessage } | { ok: false; error: SipParseError; request?: SipRequest };
 
@@ -28,8 +22,16 @@ function fail(message: string, status = 400, request?: SipRequest): ParseResult 
   return { ok: false, error: new SipParseError(message, status), request };
 }
 
+/** A message refused for its size (RFC 3261 §21.5.14 513), never answered: nothing of it is trusted enough. */
+function refuse(message: string): ParseResult {
+  return { ok: false, error: new SipParseError(message, 513, 'SIP_TOO_LARGE') };
+}
+
 export function parseMessage(data: Buffer, limits: ParseLimits = DEFAULT_LIMITS): ParseResult {
-  if (data.length > limits.maxMessageBytes) return fail('message too large', 513);
+  // Refused before any parsing (issue 22): nothing of it is read, so no partial request and no answer; over UDP
+  // the datagram is dropped, over a stream the framer has already closed the connection.
+  const tooLarge = sizeRefusal(data, limits);
+  if (tooLarge) return refuse(tooLarge);
   let start = 0;
   // §7.5: CRLFs before the start line are ignored (also keep-alive pings on a datagram).
   while (start < data.length && (data[start] === 0x0d || data[start] === 0x0a)) start++;
@@ -40,9 +42,9 @@ export function parseMessage(data: Buffer, limits: ParseLimits = DEFAULT_LIMITS)
   }
   if (headEnd < 0) return fail('no end of header section');
   const lines = data.toString('utf8', start, headEnd).split('\r\n');
-  const startLine = lines[0].replace(/[ \t]+$/, ''); // trailing LWS tolerated (RFC 4475 trws)
+  const startLine = trimWspEnd(lines[0]); // trailing LWS tolerated (RFC 4475 trws)
   const headers = new SipHeaders();
-  let count = 0;
+  let malformed = 0;
   let badHeader: string | undefined;
   for (let i = 1; i < lines.length; i++) {
     let line = lines[i];
@@ -50,14 +52,16 @@ export function parseMessage(data: Buffer, limits: ParseLimits = DEFAULT_LIMITS)
     while (i + 1 < lines.length && (lines[i + 1][0] === ' ' || lines[i + 1][0] === '\t')) {
       line += ' ' + lines[++i].trim();
     }
-    if (++count > limits.maxHeaders) return fail('too many headers', 513);
     const colon = line.indexOf(':');
-    const name = colon < 0 ? '' : line.slice(0, colon).replace(/[ \t]+$/, '');
+    const name = colon < 0 ? '' : trimWspEnd(line.slice(0, colon));
     if (!isToken(name)) {
+      if (++malformed + headers.size > limits.maxHeaders) return refuse('too many headers');
       badHeader ??= `malformed header line ${i}`;
       continue;
     }
     if (!headers.add(name, line.slice(colon + 1).trim())) badHeader ??= `malformed list in ${name}`;
+    // Each list element counts (§7.3.1): "Via: a,a,a,..." in 64 KB would otherwise be 30,000 Via entries.
+    if (malformed + headers.size > limits.maxHeaders) return refuse('too many headers');
   }
   const available = data.subarray(Math.min(headEnd + 4, data.length));
   if (startLine.startsWith('SIP/')) return parseResponse(startLine, headers, available, badHeader);
@@ -83,7 +87,7 @@ function parseRequest(line: string, headers: SipHeaders, available: Buffer, badH
   const cseq = req.cseq;
   if (cseq.method !== method) return fail('CSeq method does not match', 400, partial);
   const mf = headers.getAll('max-forwards');
-  if (mf.length > 1 || (mf.length === 1 && !(/^\d{1,9}$/.test(mf[0]) && Number(mf[0]) <= 255))) {
+  if (mf.length > 1 || (mf.length === 1 && !(isDigits(mf[0], 9) && Number(mf[0]) <= 255))) {
     return fail('bad Max-Forwards', 400, partial);
   }
   for (const c of headers.getAll('contact')) {
@@ -132,7 +136,7 @@ function takeBody(h: SipHeaders, available: Buffer): Buffer | string {
   const cl = h.getAll('content-length');
   if (cl.length === 0) return available;
   if (cl.length > 1) return 'repeated Content-Length';
-  if (!/^\d{1,10}$/.test(cl[0])) return 'bad Content-Length';
+  if (!isDigits(cl[0], 10)) return 'bad Content-Length';
   const n = Number(cl[0]);
   if (n > available.length) return 'Content-Length exceeds body';
   return available.subarray(0, n);
