@@ -118,7 +118,7 @@ export class Switch {
       logger: roomLogger('sip'),
       events: publisher,
       gate: security,
-      settings: { requireEncryption: config.sip.requireEncryption },
+      settings: { requireEncryption: config.sip.requireEncryption, maxBindingsPerUser: config.sip.maxBindingsPerUser },
     });
     await registrar.start();
     this.#closers.push(async () => registrar.close());

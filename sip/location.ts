@@ -98,8 +98,20 @@ export class LocationService {
     return this.#byAor.get(aorKey(accountId, extension))?.get(contact);
   }
 
-  /** Adds or refreshes bindings (expires > 0) and removes the ones with expires 0, in one step. */
-  apply(accountId: string, extension: string, upserts: Binding[], removals: string[]): BindingChange {
+  /**
+   * Adds or refreshes bindings (expires > 0) and removes the ones with expires 0, in one step. With `maxBindings`,
+   * an address-of-record left holding more is trimmed by dropping the bindings that expire soonest (the ones
+   * refreshed least recently, as Asterisk's `remove_existing` does), never one this change added or refreshed:
+   * a phone that registers anew is not refused because an old phone vanished without unregistering. The dropped
+   * ones are reported in `removed`.
+   */
+  apply(
+    accountId: string,
+    extension: string,
+    upserts: Binding[],
+    removals: string[],
+    maxBindings = Infinity,
+  ): BindingChange {
     const key = aorKey(accountId, extension);
     let m = this.#byAor.get(key);
     if (!m) {
@@ -120,6 +132,14 @@ export class LocationService {
       const live = old && old.expiresAt > now;
       m.set(b.contact, live ? { ...b, registeredAt: old.registeredAt } : b);
       (live ? change.refreshed : change.added).push(b);
+    }
+    if (m.size > maxBindings) {
+      const kept = new Set(upserts.map((b) => b.contact));
+      const oldest = [...m.values()].filter((b) => !kept.has(b.contact)).sort((a, b) => a.expiresAt - b.expiresAt);
+      for (const b of oldest.slice(0, m.size - maxBindings)) {
+        m.delete(b.contact);
+        change.removed.push(b);
+      }
     }
     if (m.size === 0) this.#byAor.delete(key);
     change.current = this.lookup(accountId, extension);

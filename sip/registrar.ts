@@ -62,6 +62,12 @@ export interface RegistrarSettings {
   digestAlgorithms: Array<'SHA-256' | 'MD5'>;
   /** Refuse phones on unencrypted transports (UDP, TCP, WS) with 403: signalling must be TLS or WSS. */
   requireEncryption: boolean;
+  /**
+   * Contacts one address-of-record may hold. A REGISTER that would go beyond it is accepted and the bindings that
+   * expire soonest (refreshed least recently: most likely a phone that went away) are dropped to make room; one
+   * REGISTER naming more contacts than this gets 403.
+   */
+  maxBindingsPerUser: number;
 }
 
 export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
@@ -71,6 +77,7 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   sweepMs: 5000,
   digestAlgorithms: ['MD5'],
   requireEncryption: false,
+  maxBindingsPerUser: 10,
 };
 
 const ENCRYPTED = new Set(['TLS', 'WSS']);
@@ -141,7 +148,8 @@ export class Registrar {
   async start(): Promise<void> {
     const rows = await liveRegistrations(this.#db, this.#clock.now());
     await pruneRegistrations(this.#db, rows);
-    for (const r of rows) this.location.apply(r.account_id, r.extension, [bindingOf(r)], []);
+    const max = this.settings.maxBindingsPerUser;
+    for (const r of rows) this.location.apply(r.account_id, r.extension, [bindingOf(r)], [], max);
     await this.#db.transaction(async (trx) => {
       await trx('end_users').where({ registration_state: 'registered' }).update({ registration_state: 'unregistered' });
       const ids = [...new Set(rows.map((r) => r.end_user_id))];
@@ -249,6 +257,11 @@ export class Registrar {
       return void this.#ok(srv, id, now);
     }
 
+    if (contacts.length > this.settings.maxBindingsPerUser) {
+      return void srv.send(403, 'Forbidden', {
+        headers: { Warning: `399 simu "at most ${this.settings.maxBindingsPerUser} contacts per extension"` },
+      });
+    }
     const upserts: Binding[] = [];
     const removals: string[] = [];
     for (const value of contacts) {
@@ -289,7 +302,8 @@ export class Registrar {
       });
     }
 
-    const change = this.location.apply(id.accountId, id.extension, upserts, removals);
+    const max = this.settings.maxBindingsPerUser;
+    const change = this.location.apply(id.accountId, id.extension, upserts, removals, max);
     if (change.current.length > 0) this.#syncState(id, new Date(now).toISOString());
     else if (change.removed.length > 0) this.#syncState(id);
     // AUTH.0200 once per new binding, not on each refresh: a phone refreshing every few minutes would
@@ -364,6 +378,12 @@ export class Registrar {
       }
       if (v.ok) break; // cannot happen: nothing matches the dummy secret
       if (v.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
+      if (v.reason === 'uri-mismatch') {
+        // RFC 2617 §3.2.2.5: credentials for another Request-URI are a bad request (and a failed attempt).
+        this.#gate?.authFailed(who);
+        srv.send(400, 'Bad Request', { headers: { Warning: '399 simu "digest uri does not match the Request-URI"' } });
+        return { ok: false };
+      }
       if (v.reason !== 'wrong') {
         // 'missing' (the first request of a phone) is not a failure; 'malformed' is.
         if (v.reason === 'malformed') this.#gate?.authFailed(who);

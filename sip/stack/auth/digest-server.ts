@@ -5,7 +5,7 @@
  * (RFC 7616 §3.3).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { SipRequest } from '../message/index.js';
+import { formatUri, parseUri, type SipRequest } from '../message/index.js';
 import { digestResponse, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
 
 export interface DigestServerOptions {
@@ -23,7 +23,12 @@ export type PasswordLookup = (username: string, realm: string) => string | undef
 
 export type DigestVerdict =
   | { ok: true; username: string; algorithm: DigestAlgorithm }
-  | { ok: false; stale: boolean; reason: 'missing' | 'malformed' | 'unknown-user' | 'wrong' | 'stale' };
+  | {
+      ok: false;
+      stale: boolean;
+      /** `uri-mismatch`: the digest-uri names another resource than the Request-URI (answer 400, RFC 2617 §3.2.2.5). */
+      reason: 'missing' | 'malformed' | 'uri-mismatch' | 'unknown-user' | 'wrong' | 'stale';
+    };
 
 export class DigestServer {
   readonly realm: string;
@@ -89,6 +94,14 @@ export class DigestServer {
     }
     const qop = p.get('qop');
     if (qop !== 'auth' || !p.get('cnonce') || !p.get('nc')) return { ok: false, stale: false, reason: 'malformed' };
+    // RFC 3261 §22.4 and RFC 2617 §3.2.2.5: the digest-uri must name the Request-URI, or a digest computed for one
+    // request could authorise another. Compared after parsing both with the stack's URI parser and formatting
+    // them again, so only what the parser normalises (scheme, host and parameter-name case) may differ; anything
+    // else (another user, host, port or parameter value, or an unparseable uri) is a mismatch.
+    const digestUri = parseUri(uri);
+    if (!digestUri || formatUri(digestUri) !== formatUri(req.uri)) {
+      return { ok: false, stale: false, reason: 'uri-mismatch' };
+    }
     const parts = nonce.split('.');
     if (parts.length !== 3 || !safeEqual(this.#sign(`${parts[0]}.${parts[1]}`), parts[2])) {
       return { ok: false, stale: false, reason: 'wrong' }; // not our nonce

@@ -7,6 +7,7 @@ import {
   DigestClient,
   DigestServer,
   parseMessage,
+  parseUri,
   SipRequest,
   SipResponse,
   verifyBearer,
@@ -89,6 +90,32 @@ describe('digest authentication (RFC 3261 §22, RFC 7616, RFC 8760)', () => {
     now += 31_000;
     assert.deepEqual(await server.verify(good, lookup), { ok: false, stale: true, reason: 'stale' });
     assert.deepEqual(await server.verify(bad, lookup), { ok: false, stale: false, reason: 'wrong' });
+  });
+
+  it('RFC 2617 §3.2.2.5: a digest whose uri is not the Request-URI is refused as uri-mismatch, before any lookup', async () => {
+    const server = new DigestServer({ realm: 'simu.test' });
+    const req = register();
+    const res = challenged(server, req);
+    const good = req.clone();
+    assert.ok(new DigestClient({ username: 'alice', password: 'secret' }).authorize(good, res));
+    // The same credentials (right password, fresh nonce) on a request for another resource.
+    for (const target of ['sip:other.test', 'sip:simu.test:5070', 'sip:simu.test;transport=tcp', 'sip:bob@simu.test']) {
+      const moved = good.clone();
+      moved.uri = parseUri(target)!;
+      let looked = 0;
+      const v = await server.verify(moved, (u) => (looked++, lookup(u)));
+      assert.deepEqual(v, { ok: false, stale: false, reason: 'uri-mismatch' }, target);
+      assert.equal(looked, 0, 'no password lookup for a mismatched uri');
+    }
+    // Differences the URI parser normalises (scheme and host case) are the same URI.
+    const cased = good.clone();
+    cased.headers.set(
+      'authorization',
+      good.headers.get('authorization')!.replace('uri="sip:simu.test"', 'uri="SIP:Simu.Test"'),
+    );
+    // It passes the uri check (the digest, computed over the other spelling, is then simply wrong).
+    assert.deepEqual(await server.verify(cased, lookup), { ok: false, stale: false, reason: 'wrong' }, 'same URI');
+    assert.deepEqual(await server.verify(good, lookup), { ok: true, username: 'alice', algorithm: 'SHA-256' });
   });
 
   it('a nonce we did not issue is refused', async () => {
