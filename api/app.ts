@@ -10,7 +10,7 @@ import type { CallEngine } from './call-engine.js';
 import { errorMiddleware } from './errors.js';
 import { redactingLogger } from './log-redaction.js';
 import { openApiDocument } from './openapi.js';
-import { rateLimitByKey, RequestRateLimiter } from './rate-limit.js';
+import { rateLimit, RequestRateLimiter } from './rate-limit.js';
 import { RouteTable, type RouteDeps } from './route-table.js';
 import { accountRoutes } from './routes/account.js';
 import { assetRoutes } from './routes/assets.js';
@@ -37,12 +37,14 @@ export interface ApiDeps {
   before?: Koa.Middleware;
   /** Per-API-key request rate limit; defaults to one built from config.api (tests pass one with a fake clock). */
   rateLimiter?: RequestRateLimiter;
+  /** Per-account request rate limit over all the account's keys; defaults to one built from config.api. */
+  accountRateLimiter?: RequestRateLimiter;
 }
 
 /**
  * The REST API as a Koa app: security headers, one error middleware, trailing-slash tolerance, public endpoints
- * (health, OpenAPI, signed recording media), then bearer authentication and the per-key rate limit in front of
- * every other /api route.
+ * (health, OpenAPI, signed recording media), then bearer authentication and the per-key and per-account rate
+ * limits in front of every other /api route.
  */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close: () => Promise<void> } {
   const log = redactingLogger(roomLogger('api'));
@@ -107,7 +109,16 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
       ratePerSecond: deps.config.api.rateLimitPerSecond,
       burst: deps.config.api.rateLimitBurst,
     });
-  const limit = rateLimitByKey(limiter, (ctx) => authOf(ctx)?.apiKeyId);
+  const accountLimiter =
+    deps.accountRateLimiter ??
+    new RequestRateLimiter({
+      ratePerSecond: deps.config.api.accountRateLimitPerSecond,
+      burst: deps.config.api.accountRateLimitBurst,
+    });
+  const limit = rateLimit([
+    { scope: 'key', limiter, keyOf: (ctx) => authOf(ctx)?.apiKeyId },
+    { scope: 'account', limiter: accountLimiter, keyOf: (ctx) => authOf(ctx)?.account.id },
+  ]);
   const publicPaths = all.specs
     .filter((s) => s.auth === false)
     .map((s) => new RegExp(`^${s.path.replace(/:\w+/g, '[^/]+')}$`));

@@ -1,10 +1,14 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from './errors.js';
 
-/** Over the per-key request rate (distinct from LIMIT.0429 / LIMIT.0430, which are call caps). */
+/** Over the per-key or per-account request rate (distinct from LIMIT.0429 / LIMIT.0430, which are call caps). */
 export class RateLimitedError extends ApiError {
-  constructor(readonly retryAfterSeconds: number) {
-    super(429, 'RATE_LIMITED', `Too many requests for this API key; retry in ${retryAfterSeconds} s.`, {
+  constructor(
+    readonly retryAfterSeconds: number,
+    readonly scope: 'key' | 'account' = 'key',
+  ) {
+    const whose = scope === 'key' ? 'this API key' : "this API key's account";
+    super(429, 'RATE_LIMITED', `Too many requests for ${whose}; retry in ${retryAfterSeconds} s.`, {
       'Retry-After': String(retryAfterSeconds),
     });
     this.name = 'RateLimitedError';
@@ -94,17 +98,28 @@ export class RequestRateLimiter {
   }
 }
 
+/** One limit the middleware applies: a limiter and what a request is counted against. */
+export interface RateLimitScope {
+  scope: 'key' | 'account';
+  limiter: RequestRateLimiter;
+  keyOf: (ctx: Context) => string | undefined;
+}
+
 /**
- * Koa middleware placed right after API-key authentication. Call placement (originate, hangup) is exempt: it is
- * governed by the account's concurrency and CPS caps (spec, Limits), whose 429s carry LIMIT.0429 / LIMIT.0430.
+ * Koa middleware placed right after API-key authentication: each request takes a token from every scope (its key's
+ * bucket, then its account's), so minting more keys does not raise an account's rate (issue 22). Call placement
+ * (originate, hangup) is exempt: it is governed by the account's concurrency and CPS caps (spec, Limits), whose
+ * 429s carry LIMIT.0429 / LIMIT.0430.
  */
-export function rateLimitByKey(limiter: RequestRateLimiter, keyOf: (ctx: Context) => string | undefined) {
+export function rateLimit(scopes: RateLimitScope[]) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    const key = keyOf(ctx);
-    if (key !== undefined && !isCallPlacement(ctx.path)) {
-      const r = limiter.take(key);
-      if (!r.ok) throw new RateLimitedError(r.retryAfterSeconds);
-    }
+    if (!isCallPlacement(ctx.path))
+      for (const s of scopes) {
+        const key = s.keyOf(ctx);
+        if (key === undefined) continue;
+        const r = s.limiter.take(key);
+        if (!r.ok) throw new RateLimitedError(r.retryAfterSeconds, s.scope);
+      }
     await next();
   };
 }

@@ -48,7 +48,13 @@ export interface Config {
     s3AccessKeyId: string;
     s3SecretAccessKey: string;
   };
-  api: { rateLimitPerSecond: number; rateLimitBurst: number; listCacheMs: number };
+  api: {
+    rateLimitPerSecond: number;
+    rateLimitBurst: number;
+    accountRateLimitPerSecond: number;
+    accountRateLimitBurst: number;
+    listCacheMs: number;
+  };
   demo: { numbers: string[] };
 }
 

@@ -126,6 +126,8 @@ async function main(): Promise<void> {
       SIMU_LOG_LEVEL: 'silent',
       SIMU_API_RATE_PER_SECOND: '100000',
       SIMU_API_RATE_BURST: '100000',
+      SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
+      SIMU_API_ACCOUNT_RATE_BURST: '100000',
       SIMU_API_LIST_CACHE_MS: process.env.SIMU_API_LIST_CACHE_MS ?? '1000',
     },
     DIR,

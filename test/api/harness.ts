@@ -44,6 +44,8 @@ export class ApiHarness {
         SIMU_LOG_LEVEL: 'silent',
         SIMU_API_RATE_PER_SECOND: '100000',
         SIMU_API_RATE_BURST: '100000',
+        SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
+        SIMU_API_ACCOUNT_RATE_BURST: '100000',
       },
       dataDir,
     );

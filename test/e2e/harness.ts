@@ -49,6 +49,8 @@ export async function startTestSwitch(ports: {
       // The e2e tests poll the API; they are not about the per-key rate limit (test/api/abuse.test.ts is).
       SIMU_API_RATE_PER_SECOND: '100000',
       SIMU_API_RATE_BURST: '100000',
+      SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
+      SIMU_API_ACCOUNT_RATE_BURST: '100000',
       ...ports.env,
     },
     dataDir,
