@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { rms, readWav } from '../../media/index.js';
+import {
+  AccountServer,
+  RtpSink,
+  SCENARIOS,
+  addCarrier,
+  api,
+  createAccountWithDid,
+  runSipp,
+  startTestSwitch,
+  type SippRun,
+  type TestAccount,
+} from './harness.js';
+
+/** Seconds of 20 ms frames at speech level in 8 kHz samples (the measure RtpSink applies to what it hears). */
+function speechSecondsOf(samples: Int16Array, threshold = 300): number {
+  let loud = 0;
+  for (let i = 0; i + 160 <= samples.length; i += 160) if (rms(samples, i, i + 160) > threshold) loud++;
+  return loud * 0.02;
+}
+
+/**
+ * Issue 22, item 1 "done when": a verb document Plays a URL ending in .m3u (a playlist served as audio/x-mpegurl by
+ * a local server) to a real SIPp carrier's call through the real switch and real sox. The playlist's
+ * `http://x/$(touch marker)` entry runs no command, its absolute path to a WAV on this machine is not played,
+ * PLAY.0404 is recorded with the URL, and the call goes on to the next verb, whose Say the caller hears.
+ */
+describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing, and the call goes on', function () {
+  this.timeout(60000);
+  const DID = '+254711290001';
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  let acct: TestAccount;
+  const server = new AccountServer();
+  let media: Server;
+  let mediaBase: string;
+  let sink: RtpSink;
+  let sipp: SippRun | undefined;
+  let dir: string;
+  let marker: string;
+  let secretSpeech: number;
+
+  before(async () => {
+    ctx = await startTestSwitch({
+      http: 21290,
+      sip: 21275,
+      ng: 21236,
+      rtpMin: 23200,
+      rtpMax: 23299,
+      // The audio server is on loopback; the SSRF guard refuses that unless told (issue 22, engineer B).
+      env: { SIMU_WEBHOOK_ALLOW_PRIVATE: 'true' },
+    });
+    await server.listen();
+    acct = await createAccountWithDid(ctx.db, DID);
+    await addCarrier(ctx.db, 21673, 'carrier', ctx.sw);
+    dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-play-url-'));
+    marker = path.join(dir, `pwned-${process.pid}`);
+    // Another tenant's recording, on this machine: several seconds of speech the caller must not hear.
+    // (8 kHz mono like the switch's own recordings, so its speech is measured on the same scale as what is heard.)
+    const spoken = path.join(dir, 'spoken.wav');
+    const secret = path.join(dir, 'other-tenant-recording.wav');
+    execFileSync('espeak-ng', [
+      '-w',
+      spoken,
+      'This is a private recording of another account. Nobody else should ever hear these words played.',
+    ]);
+    execFileSync('sox', ['-t', 'wav', spoken, '-r', '8000', '-c', '1', '-b', '16', secret]);
+    secretSpeech = speechSecondsOf((await readWav(secret)).samples);
+    assert.ok(secretSpeech > 3, `the private recording holds ${secretSpeech} s of speech`);
+    const playlists: Record<string, string> = {
+      '/hold.m3u': `#EXTM3U\nhttp://x/$(touch ${marker}).wav\n${secret}\n`,
+      '/music.m3u': `${secret}\n`,
+    };
+    media = createServer((req, res) => {
+      const body = playlists[req.url ?? ''];
+      if (body === undefined) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'audio/x-mpegurl' });
+      res.end(body);
+    });
+    await new Promise<void>((r) => media.listen(0, '127.0.0.1', () => r()));
+    mediaBase = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
+  });
+
+  beforeEach(async () => {
+    sink = await new RtpSink().bind(21920);
+  });
+
+  afterEach(() => {
+    sipp?.kill();
+    sink.close();
+  });
+
+  after(async () => {
+    sipp?.kill();
+    media?.closeAllConnections();
+    media?.close();
+    await server.close();
+    await ctx?.sw.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function callWithDocument(route: string, playUrl: string) {
+    server.verbs(route, `<Response><Play>${playUrl}</Play><Say>The music is not available.</Say><Hangup/></Response>`);
+    await ctx
+      .db('numbers')
+      .where({ number: DID })
+      .update({ webhook_voice_inbound: server.url(route) });
+    sipp = runSipp([
+      '127.0.0.1:21275',
+      '-sf',
+      path.join(SCENARIOS, 'uac-inbound.xml'),
+      '-key',
+      'media_sink',
+      '21920',
+      '-s',
+      DID.slice(1),
+      '-i',
+      '127.0.0.1',
+      '-p',
+      '21672',
+      '-m',
+      '1',
+    ]);
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const call = (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+    assert.equal(call.status, 'completed');
+    const rows = await ctx.db('call_events').where({ call_id: call.uuid }).orderBy('created_at');
+    return rows.map((r) => ({ code: r.code as string, data: JSON.parse(r.data) }));
+  }
+
+  function assertRefusedAndWentOn(events: { code: string; data: any }[], url: string): void {
+    const codes = events.map((e) => e.code).join(',');
+    const refused = events.find((e) => e.code === 'PLAY.0404');
+    assert.ok(refused, `PLAY.0404 among ${codes}`);
+    assert.equal(refused.data.url, url);
+    assert.ok(
+      events.some((e) => e.code.startsWith('TTS')),
+      `the Say after the Play ran: ${codes}`,
+    );
+    const heard = sink.speechSeconds();
+    assert.ok(heard >= 1, `the Say was heard: ${heard} s`);
+    assert.ok(heard < secretSpeech * 0.8, `heard ${heard} s: not the ${secretSpeech} s private recording`);
+  }
+
+  it('a .m3u with a $(touch) http entry: no command runs, PLAY.0404, and the next verb is heard', async () => {
+    const url = `${mediaBase}/hold.m3u`;
+    const events = await callWithDocument('/hold', url);
+    assertRefusedAndWentOn(events, url);
+    assert.equal(existsSync(marker), false, 'the playlist entry ran a shell command');
+  });
+
+  it("a .m3u naming another tenant's WAV by absolute path: it is not played to the caller", async () => {
+    const url = `${mediaBase}/music.m3u`;
+    const events = await callWithDocument('/music', url);
+    assertRefusedAndWentOn(events, url);
+  });
+});
