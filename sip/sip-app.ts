@@ -1,7 +1,13 @@
 import type { Config, Logger } from '../config/index.js';
 import type { Db, TrunkRow } from '../store/index.js';
-import { UserAgent, type Responder, type SipRequest, type ListenOptions } from './stack/index.js';
-import { TrunkDirectory } from './trunks.js';
+import {
+  DEFAULT_CONNECTION_LIMITS,
+  UserAgent,
+  type ListenOptions,
+  type Responder,
+  type SipRequest,
+} from './stack/index.js';
+import { addressMatches, TrunkDirectory } from './trunks.js';
 import type { SecurityGate } from './security/index.js';
 
 /** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
@@ -32,14 +38,31 @@ export class SipApplication {
   readonly #log: Logger;
 
   #trustedTimer: NodeJS.Timeout | undefined;
+  /** Carriers' signalling addresses and ranges (trunks' inbound addresses and hosts), re-read every 5 s. */
+  #carriers: string[] = [];
 
   /** With `security`, every request passes the gate first (floods, scanners, bans; docs/security.md). */
   constructor(private readonly deps: { db: Db; config: Config; logger: Logger; security?: SecurityGate }) {
     this.#log = deps.logger;
     const gate = deps.security;
+    const sip: Partial<Config['sip']> = deps.config.sip;
     this.ua = new UserAgent({
       logger: deps.logger,
       advertisedHost: deps.config.publicHost,
+      // A banned source's datagrams are dropped and its connections closed before a byte of them is parsed.
+      admitSource: gate ? (address) => gate.admitSource(address) === 'allow' : undefined,
+      connectionLimits: {
+        perSource: sip.maxConnectionsPerSource ?? DEFAULT_CONNECTION_LIMITS.perSource,
+        total: sip.maxConnections ?? DEFAULT_CONNECTION_LIMITS.total,
+        firstMessageMs: (sip.firstMessageSeconds ?? DEFAULT_CONNECTION_LIMITS.firstMessageMs / 1000) * 1000,
+        // A carrier's SBC may open many connections; it is held to the total only.
+        exempt: (address) => this.isCarrierAddress(address),
+      },
+      // In-dialog requests to a phone over UDP go to the address the dialog was learned from (the INVITE's or the
+      // 2xx's source), not to whatever host its Contact or Record-Route names: a phone must not be able to make
+      // the switch send BYEs and re-INVITEs anywhere. Carriers' gateways (trunk addresses and hosts) may move a
+      // call's signalling to another of their gateways, so their Contact is followed.
+      pinUdpDialogs: (address) => !this.isCarrierAddress(address),
       admitRequest: gate
         ? (req) =>
             gate.inspect({
@@ -73,19 +96,24 @@ export class SipApplication {
    */
   async refreshTrustedAddresses(): Promise<void> {
     this.trunks.invalidate();
-    this.deps.security?.setTrustedAddresses(await this.trunks.inboundAddresses());
+    const inbound = await this.trunks.inboundAddresses();
+    this.#carriers = [...inbound, ...(await this.trunks.hosts())];
+    this.deps.security?.setTrustedAddresses(inbound);
+  }
+
+  /** Whether an IP is a carrier's (a trunk's inbound address or range, or its host), as of the last refresh. */
+  isCarrierAddress(address: string): boolean {
+    return this.#carriers.some((p) => addressMatches(p, address));
   }
 
   async listen(extra: Partial<ListenOptions> = {}): Promise<void> {
     const { config, security } = this.deps;
-    if (security) {
-      // Bans that survived a restart hold at once; carriers' addresses are exempt from automatic bans and are
-      // re-read so a `simu trunks add` reaches the running gate.
-      await security.syncBans();
-      await this.refreshTrustedAddresses();
-      this.#trustedTimer = setInterval(() => void this.refreshTrustedAddresses().catch(() => undefined), 5000);
-      this.#trustedTimer.unref();
-    }
+    // Bans that survived a restart hold at once; carriers' addresses are exempt from automatic bans and from the
+    // per-source connection cap, and are re-read so a `simu trunks add` reaches the running switch.
+    if (security) await security.syncBans();
+    await this.refreshTrustedAddresses();
+    this.#trustedTimer = setInterval(() => void this.refreshTrustedAddresses().catch(() => undefined), 5000);
+    this.#trustedTimer.unref();
     await this.ua.listen({
       udp: { host: config.sip.host, port: config.sip.port },
       tcp: { host: config.sip.host, port: config.sip.port },

@@ -12,6 +12,7 @@ import {
   parseUri,
   SipHeaders,
   SipRequest,
+  type MessageSource,
   type ParseLimits,
   type SipMessage,
   type SipResponse,
@@ -60,6 +61,14 @@ export interface UserAgentOptions {
   admitSource?: SourceAdmission;
   /** Inbound TCP/TLS/WS/WSS connection caps and first-message deadline (defaults: 64 per IP, 10,000, 10 s). */
   connectionLimits?: Partial<ConnectionLimits>;
+  /**
+   * Asked with the peer's IP when a UDP dialog is made (the INVITE's source for a UAS dialog, the 2xx's source for
+   * a UAC one). True pins the dialog: its in-dialog requests (ACK, BYE, re-INVITE, NOTIFY ...) go to that address
+   * and port, whatever the peer's Contact and Record-Route name; false (and the default) follows them as RFC 3261
+   * §12.2.1.1 says. An application pins peers it does not trust to name a next hop (end-user phones) and lets
+   * carriers' gateways follow their Contact.
+   */
+  pinUdpDialogs?: (peerAddress: string) => boolean;
 }
 
 export type RequestHandler = (req: SipRequest, srv: Responder) => unknown;
@@ -114,6 +123,7 @@ export class UserAgent {
   readonly #advertised?: string;
   readonly #host: DialogHost;
   readonly #flowClosedListeners: Array<(flowId: string) => void> = [];
+  readonly #pinUdp?: (peerAddress: string) => boolean;
   #closed = false;
 
   constructor(opts: UserAgentOptions = {}) {
@@ -122,6 +132,7 @@ export class UserAgent {
     this.timers = { ...DEFAULT_TIMER_SETTINGS, ...opts.timers };
     this.#policy = { ...DEFAULT_POLICY, ...opts.policy };
     this.#advertised = opts.advertisedHost;
+    this.#pinUdp = opts.pinUdpDialogs;
     this.#transport = new TransportLayer({
       logger: this.logger,
       limits: { ...DEFAULT_LIMITS, ...opts.limits },
@@ -221,6 +232,12 @@ export class UserAgent {
     return `<sip:${this.#sentBy(transport)}${t}>`;
   }
 
+  /** Where a UDP dialog learned from `src` is pinned to, if the application pins that peer (pinUdpDialogs). */
+  #pinnedPeer(src: MessageSource | undefined): { host: string; port: number } | undefined {
+    if (!src || src.transport !== 'UDP' || !this.#pinUdp?.(src.address)) return undefined;
+    return { host: src.address, port: src.port };
+  }
+
   #onRequest(req: SipRequest, tx: ServerTransaction | null): void {
     if (!tx) return this.#onAck(req);
     const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'));
@@ -306,6 +323,7 @@ export class UserAgent {
       routeSet: req.headers.getAll('record-route'), // §12.1.1: in the order received
       transport: src.transport,
       flowId: src.transport === 'UDP' ? undefined : src.flowId,
+      pinnedPeer: this.#pinnedPeer(src),
       localSdp: opts.localSdp,
       remoteSdp: req.body.length > 0 ? req.text : undefined,
       createdAt: this.clock.now(),
@@ -367,6 +385,7 @@ export class UserAgent {
           // In-dialog requests (ACK, BYE) reuse the connection the 2xx came on: a WebSocket phone's Contact host
           // cannot be resolved or connected to (RFC 7118 §5).
           flowId: target.transport === 'UDP' ? undefined : (res.source?.flowId ?? target.flowId),
+          pinnedPeer: target.transport === 'UDP' ? this.#pinnedPeer(res.source) : undefined,
           localSdp: opts.localSdp,
           remoteSdp: res.body.length > 0 ? res.text : undefined,
           createdAt: this.clock.now(),

@@ -55,6 +55,12 @@ export interface DialogInit {
   routeSet: string[];
   transport: TransportName;
   flowId?: string;
+  /**
+   * For a UDP dialog: where every in-dialog request goes, whatever the remote target and route set name (they
+   * are still written into the request). The user agent sets it to the address and port the dialog was learned
+   * from when its application does not trust the peer to name a next hop (see UserAgentOptions.pinUdpDialogs).
+   */
+  pinnedPeer?: { host: string; port: number };
   localSdp?: string;
   remoteSdp?: string;
   createdAt?: number;
@@ -77,6 +83,7 @@ export class Dialog extends TypedEmitter<DialogEvents> {
   readonly #remoteParty: string;
   readonly transport: TransportName;
   readonly flowId?: string;
+  readonly pinnedPeer?: { host: string; port: number };
   /** When the dialog was made, on the host's clock (ms). */
   readonly createdAt: number;
   localSdp?: string;
@@ -97,6 +104,7 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     this.#routeSet = init.routeSet;
     this.transport = init.transport;
     this.flowId = init.flowId;
+    this.pinnedPeer = init.transport === 'UDP' ? init.pinnedPeer : undefined;
     this.createdAt = init.createdAt ?? Date.now();
     this.localSdp = init.localSdp;
     this.remoteSdp = init.remoteSdp;
@@ -121,6 +129,9 @@ export class Dialog extends TypedEmitter<DialogEvents> {
 
   /** The next hop for in-dialog requests: the first route if any (loose routing, §12.2.1.1), else the target. */
   #target(): Target {
+    // A pinned UDP dialog ignores the peer's Contact and Record-Route for the destination: a phone cannot make
+    // the switch send its BYEs, re-INVITEs and NOTIFYs to a host of its choosing.
+    if (this.pinnedPeer) return { transport: 'UDP', host: this.pinnedPeer.host, port: this.pinnedPeer.port };
     const first = this.#routeSet[0];
     const uri = first ? (parseNameAddr(first)?.uri ?? this.#remoteTarget) : this.#remoteTarget;
     return targetForUri(uri, this.transport, this.flowId);
