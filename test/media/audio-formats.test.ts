@@ -16,6 +16,7 @@ import {
   readWavHeader,
   soxReadableFormats,
 } from '../../media/index.js';
+import { UrlPolicy } from '../../kit/index.js';
 import { tempDir } from './helpers.js';
 
 /**
@@ -73,7 +74,9 @@ describe('media: outside audio is decoded by its own bytes, never as a playlist,
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    fetcher = new AudioFetcher({ cacheDir: join(d, 'cache'), maxBytes: 5_000_000 });
+    // The audio server is on loopback, which the SSRF guard (kit/) refuses unless private addresses are allowed.
+    const opts = { cacheDir: join(d, 'cache'), maxBytes: 5_000_000, urlPolicy: new UrlPolicy({ allowPrivate: true }) };
+    fetcher = new AudioFetcher(opts);
   });
   after(() => {
     server?.closeAllConnections();
