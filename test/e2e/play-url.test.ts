@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -30,7 +30,8 @@ function speechSecondsOf(samples: Int16Array, threshold = 300): number {
  * Issue 22, item 1 "done when": a verb document Plays a URL ending in .m3u (a playlist served as audio/x-mpegurl by
  * a local server) to a real SIPp carrier's call through the real switch and real sox. The playlist's
  * `http://x/$(touch marker)` entry runs no command, its absolute path to a WAV on this machine is not played,
- * PLAY.0404 is recorded with the URL, and the call goes on to the next verb, whose Say the caller hears.
+ * PLAY.0404 is recorded with the URL, and the call goes on to the next verb, whose Say the caller hears. A control
+ * call proves the fetch itself works here: real audio under a .m3u URL is decided by its bytes and played.
  */
 describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing, and the call goes on', function () {
   this.timeout(60000);
@@ -77,8 +78,9 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
       '/hold.m3u': `#EXTM3U\nhttp://x/$(touch ${marker}).wav\n${secret}\n`,
       '/music.m3u': `${secret}\n`,
     };
+    const audio: Record<string, Buffer> = { '/greeting.m3u': readFileSync(secret) };
     media = createServer((req, res) => {
-      const body = playlists[req.url ?? ''];
+      const body = playlists[req.url ?? ''] ?? audio[req.url ?? ''];
       if (body === undefined) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'audio/x-mpegurl' });
       res.end(body);
@@ -147,6 +149,14 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
     assert.ok(heard >= 1, `the Say was heard: ${heard} s`);
     assert.ok(heard < secretSpeech * 0.8, `heard ${heard} s: not the ${secretSpeech} s private recording`);
   }
+
+  it('control: real audio served under a .m3u URL is fetched (through the SSRF guard) and heard in full', async () => {
+    const url = `${mediaBase}/greeting.m3u`;
+    const events = await callWithDocument('/greeting', url);
+    assert.ok(!events.some((e) => e.code === 'PLAY.0404'), events.map((e) => e.code).join(','));
+    const heard = sink.speechSeconds();
+    assert.ok(heard >= secretSpeech * 0.8, `heard ${heard} s of the ${secretSpeech} s served`);
+  });
 
   it('a .m3u with a $(touch) http entry: no command runs, PLAY.0404, and the next verb is heard', async () => {
     const url = `${mediaBase}/hold.m3u`;
