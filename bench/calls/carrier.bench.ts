@@ -1,0 +1,209 @@
+/**
+ * The carrier's reality, measured from outside: a SIPp carrier sends INVITEs to a DID, the account's voice_inbound
+ * webhook (a trivial server in its own process) answers `<Dial><Number>`, the PSTN leg goes out on the trunk to a
+ * second SIPp that answers, media is anchored in rtpengine, the callee hangs up after one second and the switch
+ * then ends the caller's leg. The switch runs in this process (its CPU is this process's, less a little for the
+ * bench's own bookkeeping); rtpengine is its supervised child.
+ *
+ * Per step: offered rate, completed, refused with 503 (overload), failed, INVITE->180 and INVITE->200 p50/p99 (SIPp's
+ * own timers), switch and rtpengine CPU ms per call, event-loop delay p99, SQL statements per call.
+ *
+ *   npx tsx bench/calls/carrier.bench.ts [rates=10,25,50] [seconds=10] [store=sqlite|postgres]
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
+
+const RATES = (process.argv[2] ?? '10,25,50').split(',').map(Number);
+const SECONDS = Number(process.argv[3] ?? 10);
+const STORE = process.argv[4] ?? 'sqlite';
+const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'scenarios');
+const PORTS = { http: 22580, sip: 22565, ng: 22528, rtpMin: 30000, rtpMax: 39999, carrierIn: 22561, carrierOut: 22562 };
+
+const env: Record<string, string> = { SIMU_WEBHOOKS_ALLOW_PRIVATE: 'true' };
+if (STORE === 'postgres') {
+  const { startPostgres } = await import('../../test/support/postgres.js');
+  env.SIMU_DATABASE_URL = await startPostgres();
+}
+const ctx = await startTestSwitch({ ...PORTS, env });
+const acct = await createAccountWithDid(ctx.db, '+254711900002', 1_000_000_000);
+const hook = await startWebhookServer();
+await ctx.db('numbers').where({ number: acct.did }).update({ webhook_voice_inbound: hook.url });
+await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 100000, max_cps: 100000 });
+await addCarrier(ctx.db, PORTS.carrierOut, 'carrier-out', ctx.sw, ['127.0.0.1']);
+const rtpenginePid = pidOf(`listen-ng=127.0.0.1:${PORTS.ng}`);
+
+let statements = 0;
+ctx.db.on('query', () => statements++);
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+
+const rows: string[] = [];
+for (const rate of RATES) rows.push(await step(rate));
+
+console.log(
+  `\ncarrier bench: store ${STORE}, ${SECONDS} s per step, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
+);
+console.log('flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after 1 s\n');
+console.log(
+  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | SQL/call |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) console.log(r);
+hook.proc.kill();
+await ctx.sw.stop();
+process.exit(0);
+
+async function step(rate: number): Promise<string> {
+  const calls = rate * SECONDS;
+  const dir = mkdtempSync(path.join(os.tmpdir(), `carrier-bench-${rate}-`));
+  const callee = sipp(dir, [
+    '-sf',
+    path.join(E2E_SCENARIOS, 'uas-answer-hangup.xml'),
+    '-key',
+    'media_sink',
+    '9',
+    '-d',
+    '1000',
+    '-i',
+    '127.0.0.1',
+    '-p',
+    String(PORTS.carrierOut),
+    '-max_socket',
+    '5000',
+  ]);
+  await new Promise((r) => setTimeout(r, 500));
+  const cpu0 = process.cpuUsage();
+  const rtp0 = rtpengineTicks();
+  const sql0 = statements;
+  loop.reset();
+  const caller = sipp(dir, [
+    '-sf',
+    path.join(E2E_SCENARIOS, 'uac-inbound-or-503.xml'),
+    '-s',
+    acct.did.slice(1),
+    '-i',
+    '127.0.0.1',
+    '-p',
+    String(PORTS.carrierIn),
+    '-mp',
+    '9',
+    '-r',
+    String(rate),
+    '-m',
+    String(calls),
+    '-l',
+    String(rate * 5),
+    '-trace_rtt',
+    '-rtt_freq',
+    '1',
+    '-trace_stat',
+    '-fd',
+    '1',
+    '-trace_counts',
+    `127.0.0.1:${PORTS.sip}`,
+  ]);
+  await exited(caller, SECONDS * 1000 + 40_000);
+  const cpu = process.cpuUsage(cpu0);
+  const rtpMs = ((rtpengineTicks() - rtp0) * 1000) / 100; // clock ticks of 10 ms
+  const sql = statements - sql0;
+  const loopP99 = loop.percentile(99) / 1e6;
+  callee.kill('SIGKILL');
+
+  const stat = lastCsvRow(dir, '_.csv');
+  const successful = Number(stat.get('SuccessfulCall(C)') ?? 0);
+  const failed = Number(stat.get('FailedCall(C)') ?? 0);
+  const refused = countOf(dir, '503');
+  const completed = successful - refused;
+  const rtt = rttFiles(dir);
+  const q = (xs: number[], p: number) =>
+    xs.length === 0
+      ? '-'
+      : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
+  const switchMs = (cpu.user + cpu.system) / 1000 / Math.max(1, completed);
+  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${(sql / Math.max(1, completed)).toFixed(1)} |`;
+}
+
+function sipp(cwd: string, args: string[]): ChildProcess {
+  return spawn('sipp', [...args, '-nostdin', '-timeout', `${SECONDS + 60}s`], { cwd, stdio: 'ignore' });
+}
+
+function exited(proc: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** SIPp's -trace_stat file: the last row, by column name. */
+function lastCsvRow(dir: string, suffix: string): Map<string, string> {
+  const file = readdirSync(dir).find(
+    (f) => f.startsWith('uac-inbound-or-503_') && f.endsWith(suffix) && !f.includes('counts') && !f.includes('rtt'),
+  );
+  if (!file) return new Map();
+  const lines = readFileSync(path.join(dir, file), 'utf8').trim().split('\n');
+  const head = lines[0]!.split(';');
+  const last = lines[lines.length - 1]!.split(';');
+  return new Map(head.map((h, i) => [h, last[i] ?? '']));
+}
+
+/** From -trace_counts: how many responses with this status SIPp received (the scenario's recv line for it). */
+function countOf(dir: string, status: string): number {
+  const file = readdirSync(dir).find((f) => f.startsWith('uac-inbound-or-503_') && f.endsWith('_counts.csv'));
+  if (!file) return 0;
+  const lines = readFileSync(path.join(dir, file), 'utf8').trim().split('\n');
+  const head = lines[0]!.split(';');
+  const last = lines[lines.length - 1]!.split(';');
+  // Columns are named like "6_503_Recv" (scenario index, message, direction).
+  const i = head.findIndex((h) => new RegExp(`^\\d+_${status}_Recv$`).test(h));
+  return i < 0 ? 0 : Number(last[i] ?? 0);
+}
+
+/** -trace_rtt: "Date_ms;response_time_ms;rtd_no" rows, grouped by timer number. */
+function rttFiles(dir: string): Record<number, number[]> {
+  const out: Record<number, number[]> = { 1: [], 2: [] };
+  for (const f of readdirSync(dir).filter((n) => n.startsWith('uac-inbound-or-503_') && n.endsWith('_rtt.csv'))) {
+    for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n').slice(1)) {
+      const cols = line.split(';');
+      const ms = Number(cols[1]);
+      const rtd = Number(cols[2]);
+      if (Number.isFinite(ms) && (rtd === 1 || rtd === 2)) out[rtd]!.push(ms);
+    }
+  }
+  return out;
+}
+
+function pidOf(pattern: string): number | undefined {
+  try {
+    return Number(execFileSync('pgrep', ['-f', pattern]).toString().trim().split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function rtpengineTicks(): number {
+  if (!rtpenginePid) return 0;
+  const stat = readFileSync(`/proc/${rtpenginePid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** The customer's server: answers every voice_inbound request with a Dial to the PSTN, in its own process. */
+async function startWebhookServer(): Promise<{ url: string; proc: ChildProcess }> {
+  const code = `
+    const http = require('node:http');
+    const doc = '<Response><Dial timeout="10"><Number>+254722000001</Number></Dial></Response>';
+    const s = http.createServer((req, res) => { req.resume(); req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/xml' }); res.end(doc); }); });
+    s.keepAliveTimeout = 60000;
+    s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
+  const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => proc.stdout!.once('data', (d) => resolve(String(d).trim())));
+  return { url: `http://127.0.0.1:${port}/voice`, proc };
+}

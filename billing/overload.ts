@@ -1,0 +1,203 @@
+/**
+ * Overload control for new calls (RFC 7339's spirit, Kamailio's load-based 503): when the box is offered more
+ * calls than it can carry, the excess is refused at once, before any store work, so that the calls already
+ * admitted keep their latency. Without it every call waits in the store's queue and all of them time out.
+ *
+ * Signals, read every tick: the event loop's delay (p99 over the tick) and the store's queue (the longest wait for
+ * a connection). Either above its limit means overloaded. The controller is rate-based (AIMD): on overload it sets
+ * a limit of 70 % of the rate it admitted over the last second (never below `minCps`), holds it for a second so the
+ * backlog drains, then raises it by 10 % a tick while the signals stay healthy; once nothing has been refused for
+ * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An operator may also
+ * set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
+ *
+ * Only new calls are ever refused here: the callers (SIP edge, REST originate) never ask for in-dialog requests,
+ * registrations or Dial legs of admitted calls.
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { StoreQueueProbe } from '../store/index.js';
+
+export interface LoadSignals {
+  /** Event-loop delay p99 over the last tick, ms. */
+  loopDelayMs: number;
+  /** The store's backlog: the longest wait for a connection since the last tick, or the oldest still waiting, ms. */
+  storeWaitMs: number;
+}
+
+export interface OverloadSettings {
+  maxLoopDelayMs: number;
+  maxStoreWaitMs: number;
+  /** Fixed platform-wide cap on new calls per second; 0 for none. */
+  platformMaxCps: number;
+  /** Seconds a refused sender is told to wait (Retry-After). Short: carriers take it as "this server is down". */
+  retryAfterSeconds: number;
+  minCps: number;
+  tickMs: number;
+  releaseAfterMs: number;
+}
+
+export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
+  maxLoopDelayMs: 100,
+  maxStoreWaitMs: 100,
+  platformMaxCps: 0,
+  retryAfterSeconds: 2,
+  minCps: 10,
+  tickMs: 250,
+  releaseAfterMs: 5000,
+};
+
+export interface OverloadState {
+  shedding: boolean;
+  /** Calls per second admitted while limiting; null when unlimited (or only the fixed cap applies). */
+  limitCps: number | null;
+  /** Why the limit was set: which signal, with its value. */
+  reason: string;
+  /** New calls refused since the controller started. */
+  refused: number;
+  admitted: number;
+}
+
+export type OverloadVerdict = { ok: true } | { ok: false; retryAfterSeconds: number; reason: string };
+
+/** What the edges (SIP, REST) ask before taking a new call. */
+export interface NewCallGate {
+  admitNewCall(): OverloadVerdict;
+}
+
+export interface OverloadClock {
+  now(): number;
+}
+
+export class OverloadControl implements NewCallGate {
+  readonly #settings: OverloadSettings;
+  readonly #signals: () => LoadSignals;
+  readonly #clock: OverloadClock;
+  readonly #onChange: (state: OverloadState) => void;
+  #limit: number | null = null;
+  #reason = '';
+  #tokens = 0;
+  #tokensAt = 0;
+  #holdUntil = 0;
+  #lastRefusalAt = -Infinity;
+  #refused = 0;
+  #admitted = 0;
+  /** Admission times within the last second (for the fixed cap and the admitted rate). */
+  readonly #recent: number[] = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(opts: {
+    signals: () => LoadSignals;
+    settings?: Partial<OverloadSettings>;
+    clock?: OverloadClock;
+    /** Called when shedding starts or stops, and each tick the limit changes while shedding. */
+    onChange?: (state: OverloadState) => void;
+  }) {
+    this.#settings = { ...DEFAULT_OVERLOAD_SETTINGS, ...opts.settings };
+    this.#signals = opts.signals;
+    this.#clock = opts.clock ?? { now: () => performance.now() };
+    this.#onChange = opts.onChange ?? (() => undefined);
+  }
+
+  /** Starts the periodic tick (the switch); tests call tick() themselves. */
+  start(): this {
+    this.#timer = setInterval(() => this.tick(), this.#settings.tickMs);
+    this.#timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** May a new call be taken now? Synchronous and O(1) amortised, so a refusal costs nothing of the store. */
+  admitNewCall(): OverloadVerdict {
+    const now = this.#clock.now();
+    this.#forget(now);
+    const cap = this.#settings.platformMaxCps;
+    if (cap > 0 && this.#recent.length >= cap) return this.#refuse(now, `platform cap of ${cap} calls/s`);
+    if (this.#limit !== null) {
+      this.#refill(now);
+      if (this.#tokens < 1) return this.#refuse(now, this.#reason);
+      this.#tokens -= 1;
+    }
+    this.#recent.push(now);
+    this.#admitted++;
+    return { ok: true };
+  }
+
+  /** Reads the signals and moves the limit (every `tickMs`). */
+  tick(): void {
+    const now = this.#clock.now();
+    this.#forget(now);
+    const s = this.#signals();
+    const { maxLoopDelayMs, maxStoreWaitMs, minCps, releaseAfterMs } = this.#settings;
+    const before = this.#limit;
+    if (s.loopDelayMs > maxLoopDelayMs || s.storeWaitMs > maxStoreWaitMs) {
+      const admittedRate = this.#recent.length; // over the last second
+      const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
+      this.#limit = Math.max(minCps, Math.floor(base * 0.7));
+      this.#reason =
+        s.storeWaitMs > maxStoreWaitMs
+          ? `store backlog ${Math.round(s.storeWaitMs)} ms`
+          : `event-loop delay ${Math.round(s.loopDelayMs)} ms`;
+      this.#holdUntil = now + 1000;
+      this.#refill(now);
+      this.#tokens = Math.min(this.#tokens, 1);
+    } else if (this.#limit !== null && now >= this.#holdUntil) {
+      if (now - this.#lastRefusalAt >= releaseAfterMs) this.#limit = null;
+      else this.#limit = Math.ceil(this.#limit * 1.1);
+    }
+    if (before !== this.#limit) this.#onChange(this.state());
+  }
+
+  state(): OverloadState {
+    return {
+      shedding: this.#limit !== null,
+      limitCps: this.#limit,
+      reason: this.#limit === null ? '' : this.#reason,
+      refused: this.#refused,
+      admitted: this.#admitted,
+    };
+  }
+
+  #refuse(now: number, reason: string): OverloadVerdict {
+    this.#refused++;
+    this.#lastRefusalAt = now;
+    return { ok: false, retryAfterSeconds: this.#settings.retryAfterSeconds, reason };
+  }
+
+  #refill(now: number): void {
+    const limit = this.#limit ?? 0;
+    // A quarter of a second's worth, but never less than minCps: a few calls placed together at a low rate are
+    // not refused for arriving together.
+    const burst = Math.max(this.#settings.minCps, limit / 4);
+    this.#tokens = Math.min(burst, this.#tokens + ((now - this.#tokensAt) / 1000) * limit);
+    this.#tokensAt = now;
+  }
+
+  #forget(now: number): void {
+    let drop = 0;
+    while (drop < this.#recent.length && this.#recent[drop]! <= now - 1000) drop++;
+    if (drop > 0) this.#recent.splice(0, drop);
+  }
+}
+
+/**
+ * The signals of this process: its event-loop delay (a 10 ms resolution histogram, reset at each read) and the
+ * store's connection queue. `close()` stops both.
+ */
+export function loadSignalsOf(probe: StoreQueueProbe): { read: () => LoadSignals; close: () => void } {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  return {
+    read() {
+      const loopDelayMs = loop.count > 0 ? loop.percentile(99) / 1e6 : 0;
+      loop.reset();
+      const q = probe.sample();
+      return { loopDelayMs, storeWaitMs: Math.max(q.maxWaitMs, q.oldestWaitMs) };
+    },
+    close() {
+      loop.disable();
+      probe.close();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { strict as assert } from 'node:assert';
+import { OverloadControl, type LoadSignals, type OverloadState } from '../../billing/index.js';
+
+/** A manual clock and hand-set signals: the controller's rules, without sleeping. */
+function harness(settings: Record<string, number> = {}) {
+  let now = 0;
+  const signals: LoadSignals = { loopDelayMs: 5, storeWaitMs: 1 };
+  const changes: OverloadState[] = [];
+  const ctl = new OverloadControl({
+    signals: () => ({ ...signals }),
+    clock: { now: () => now },
+    settings,
+    onChange: (s) => changes.push(s),
+  });
+  /** Offers `rate` calls a second for `ms`, ticking every 250 ms; returns how many were admitted. */
+  const offer = (rate: number, ms: number): { admitted: number; refused: number } => {
+    let admitted = 0;
+    let refused = 0;
+    const step = 1000 / rate;
+    for (let t = 0; t < ms; t += step) {
+      const before = now;
+      now += step;
+      if (Math.floor(now / 250) !== Math.floor(before / 250)) ctl.tick();
+      if (ctl.admitNewCall().ok) admitted++;
+      else refused++;
+    }
+    return { admitted, refused };
+  };
+  return { ctl, signals, changes, offer, advance: (ms: number) => (now += ms) };
+}
+
+describe('OverloadControl', () => {
+  it('admits every new call while the signals are healthy', () => {
+    const h = harness();
+    const r = h.offer(200, 3000);
+    assert.equal(r.refused, 0);
+    assert.equal(h.ctl.state().shedding, false);
+    assert.deepEqual(h.changes, []);
+  });
+
+  it('a store backlog over its limit starts shedding at 70 % of the admitted rate, with Retry-After', () => {
+    const h = harness({ retryAfterSeconds: 3 });
+    h.offer(100, 1000);
+    h.signals.storeWaitMs = 400;
+    h.ctl.tick();
+    const state = h.ctl.state();
+    assert.equal(state.shedding, true);
+    assert.equal(state.limitCps, 70);
+    assert.match(state.reason, /store backlog 400 ms/);
+    assert.equal(h.changes.length, 1);
+    const verdicts = Array.from({ length: 5 }, () => h.ctl.admitNewCall());
+    const refused = verdicts.find((v) => !v.ok);
+    assert.ok(refused && !refused.ok);
+    assert.equal(refused.retryAfterSeconds, 3);
+  });
+
+  it('while limiting, admits about the limit each second and refuses the rest', () => {
+    const h = harness();
+    h.offer(100, 1000);
+    h.signals.storeWaitMs = 400;
+    h.ctl.tick();
+    h.signals.storeWaitMs = 1; // healthy again, but the limit holds for a second before it rises
+    const r = h.offer(200, 1000);
+    assert.ok(r.admitted >= 65 && r.admitted <= 90, `admitted ${r.admitted}`);
+    assert.equal(r.admitted + r.refused, 200);
+  });
+
+  it('an event-loop delay over its limit sheds too, and the reason says so', () => {
+    const h = harness({ maxLoopDelayMs: 50 });
+    h.offer(40, 1000);
+    h.signals.loopDelayMs = 120;
+    h.ctl.tick();
+    assert.match(h.ctl.state().reason, /event-loop delay 120 ms/);
+    assert.equal(h.ctl.state().limitCps, 28);
+  });
+
+  it('never limits below minCps, so some calls always get through', () => {
+    const h = harness({ minCps: 3 });
+    h.signals.storeWaitMs = 1000;
+    h.ctl.tick(); // nothing admitted in the last second
+    assert.equal(h.ctl.state().limitCps, 3);
+    const r = h.offer(50, 2000);
+    assert.ok(r.admitted >= 5, `admitted ${r.admitted}`);
+  });
+
+  it('raises the limit while healthy and lifts it once nothing was refused for releaseAfterMs', () => {
+    const h = harness({ releaseAfterMs: 2000 });
+    h.offer(100, 1000);
+    h.signals.storeWaitMs = 400;
+    h.ctl.tick();
+    h.signals.storeWaitMs = 1;
+    h.offer(100, 3000); // limit rises 10 % a tick after the 1 s hold: reaches 100/s, refusals stop
+    assert.ok((h.ctl.state().limitCps ?? Infinity) >= 100 || h.ctl.state().limitCps === null);
+    h.offer(50, 3000);
+    assert.equal(h.ctl.state().shedding, false);
+    assert.equal(h.changes.at(-1)?.shedding, false, 'the end of shedding is reported');
+  });
+
+  it('the fixed platform cap refuses the calls beyond it within any second', () => {
+    const h = harness({ platformMaxCps: 10 });
+    const r = h.offer(25, 2000);
+    assert.ok(r.admitted >= 19 && r.admitted <= 21, `admitted ${r.admitted}`);
+    assert.equal(r.refused, 50 - r.admitted);
+  });
+});
