@@ -19,6 +19,7 @@ import { consumeStreamToken } from './store/index.js';
 import { RecordingRetention, SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
 import { Portal } from './web/index.js';
+import { UrlPolicy } from './kit/index.js';
 
 const log = roomLogger('switch');
 
@@ -75,9 +76,15 @@ export class Switch {
     });
     await this.#engines.start();
 
+    // Issue 22 (SSRF): where customer URLs may point; docs/security.md "Outbound URLs". The calls room builds its
+    // own from the same settings for call-control requests.
+    const urlPolicy = new UrlPolicy({
+      allowPrivate: config.webhooks.allowPrivate,
+      allow: config.webhooks.allowNetworks,
+    });
     const bus = new EventBus();
     const publisher = new EventPublisher({ db, bus, logger: roomLogger('events') });
-    const outbox = new StatusCallbackOutbox({ db, publisher }).start();
+    const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy }).start();
     this.#closers.push(() => outbox.close());
     const concurrency = new PlatformConcurrencyMonitor({ db, publisher });
     this.#closers.push(async () => concurrency.close());
@@ -86,6 +93,7 @@ export class Switch {
       engines: this.#engines,
       dataDir: config.dataDir,
       logger: roomLogger('media'),
+      urlPolicy,
       engineRecordingDir: this.#supervisor?.recordingDir,
       localMediaAddress: config.rtpengine.interface,
       // rtpengine reports RFC 4733 digits as JSON to this port (local engine only).

@@ -16,6 +16,7 @@ import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
 import { mediaStorageFor, type MediaStorage } from './media-storage.js';
+import { UrlPolicy } from '../kit/index.js';
 
 export interface CallEngineDeps {
   db: Db;
@@ -44,12 +45,16 @@ export class SwitchCallEngine implements CallEngine {
   /** Dial legs by their own call id -> the call that dialled them (a billing cut of a leg ends its parent). */
   readonly #children = new Map<string, LiveCall>();
   readonly #log = roomLogger('calls');
+  /** Where call-control, action and Redirect URLs may point (issue 22, SSRF; docs/security.md). */
+  readonly #urlPolicy: UrlPolicy;
   readonly #assetStorage: MediaStorage;
   #closed = false;
 
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
     this.#assetStorage = mediaStorageFor(deps.config);
+    const { allowPrivate, allowNetworks } = deps.config.webhooks;
+    this.#urlPolicy = new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] });
     this.#flow = {
       db: deps.db,
       config: deps.config,
@@ -92,6 +97,7 @@ export class SwitchCallEngine implements CallEngine {
         log: this.#log,
         billing: this.#deps.billing,
         webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
+        urlPolicy: this.#urlPolicy,
         dialer: (c, target, options) =>
           runDial(
             {

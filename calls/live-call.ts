@@ -33,6 +33,7 @@ import {
   type SessionRecordingOptions,
 } from '../verbs/index.js';
 import type { CallLifecycle } from './lifecycle.js';
+import type { UrlPolicy } from '../kit/index.js';
 
 /** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
 export const CALLER_LEG = 'A';
@@ -57,6 +58,8 @@ export interface LiveCallDeps {
   log: Logger;
   billing?: CallBilling;
   webhookTimeoutMs: number;
+  /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
+  urlPolicy?: UrlPolicy;
   /** Runs the Dial verb (calls/flows/dial-verb.ts). */
   dialer?: (call: LiveCall, target: DialTarget, options: DialOptions) => Promise<DialResult>;
   recordingRetentionDays: number;
@@ -331,6 +334,7 @@ export class LiveCall implements VerbContext {
       }),
       secret: account.signing_secret,
       timeoutMs: this.#d.webhookTimeoutMs,
+      ...(this.#d.urlPolicy === undefined ? {} : { urlPolicy: this.#d.urlPolicy }),
     });
     return fetcher(url, extras, options);
   }

@@ -89,6 +89,8 @@ export class S3Client {
   async #request(method: 'PUT' | 'GET' | 'DELETE', key: string, body?: Buffer): Promise<Response> {
     const url = new URL(`${this.#o.endpoint}/${encodeURIComponent(this.#o.bucket)}/${encodePath(key)}`);
     const headers = this.sign(method, url, sha256(body ?? ''), new Date());
+    // Plain fetch, not kit's guarded one: the endpoint is the operator's own storage (storage.s3Endpoint), often on
+    // a private address, never a URL a customer chose (docs/security.md, "Outbound URLs").
     return fetch(url, {
       method,
       headers: body ? { ...headers, 'content-type': 'audio/wav' } : headers,

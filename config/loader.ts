@@ -38,7 +38,7 @@ export interface Config {
   billing: { initialSeconds: number; incrementSeconds: number };
   tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };
   ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
-  webhooks: { timeoutMs: number; allowPrivate: boolean };
+  webhooks: { timeoutMs: number; allowPrivate: boolean; allowNetworks: string[] };
   recordings: { retentionDays: number };
   storage: {
     backend: 'local' | 's3';

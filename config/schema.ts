@@ -341,8 +341,15 @@ export const SETTINGS = [
     key: 'webhooks.allowPrivate',
     env: 'SIMU_WEBHOOK_ALLOW_PRIVATE',
     kind: 'bool',
-    default: 'true',
-    help: 'Allow webhook URLs on private and loopback addresses.',
+    default: 'false',
+    help: 'Allow customer URLs (webhooks, status callbacks, Play) on loopback, RFC 1918, CGNAT and ULA addresses and this box (docs/security.md).',
+  },
+  {
+    key: 'webhooks.allowNetworks',
+    env: 'SIMU_WEBHOOK_ALLOW_NETWORKS',
+    kind: 'list',
+    default: '',
+    help: 'Networks (CIDR, comma-separated) customer URLs may reach whatever their class, e.g. a link-local host.',
   },
   {
     key: 'recordings.retentionDays',

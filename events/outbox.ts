@@ -1,4 +1,5 @@
 import type { Db } from '../store/index.js';
+import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
 import { signWebhook } from './signing.js';
@@ -14,6 +15,11 @@ export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [1_000, 5_000, 30_000,
 export const DEFAULT_ATTEMPT_TIMEOUT_MS = 10_000;
 /** Spec, Limits: "Auto-disable threshold: 5 consecutive failed deliveries". */
 export const AUTO_DISABLE_THRESHOLD = 5;
+/**
+ * Attempts of one account in flight at once (issue 22, item 7): a tenant whose status URL hangs holds at most
+ * this many of the shared slots for an attempt's 10 s, so other tenants' callbacks keep their latency.
+ */
+export const DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT = 2;
 
 export interface StatusCallbackOutboxOptions {
   db: Db;
@@ -25,6 +31,14 @@ export interface StatusCallbackOutboxOptions {
   pollIntervalMs?: number;
   /** Attempts in flight at once (different calls; one call's events are always one at a time). */
   maxInFlight?: number;
+  /** Attempts of one account in flight at once; default DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT. */
+  maxInFlightPerAccount?: number;
+  /**
+   * Where status URLs may point (issue 22, SSRF): every attempt resolves the host and refuses loopback, private,
+   * link-local... addresses per this policy. Default: public destinations only. The composition root passes the
+   * operator's (`webhooks.allowPrivate`).
+   */
+  urlPolicy?: UrlPolicy;
   autoDisableThreshold?: number;
   now?: () => number;
   logger?: Logger;
@@ -69,10 +83,14 @@ export class StatusCallbackOutbox {
   readonly #attemptTimeoutMs: number;
   readonly #pollIntervalMs: number;
   readonly #maxInFlight: number;
+  readonly #maxPerAccount: number;
+  readonly #fetch: typeof fetch;
   readonly #threshold: number;
   readonly #now: () => number;
   readonly #log: Logger;
   readonly #inFlight = new Map<string, Promise<void>>();
+  /** Attempts in flight per account id. */
+  readonly #accountLoad = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #ticking = false;
   #again = false;
@@ -86,6 +104,9 @@ export class StatusCallbackOutbox {
     this.#attemptTimeoutMs = opts.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
     this.#pollIntervalMs = opts.pollIntervalMs ?? 250;
     this.#maxInFlight = opts.maxInFlight ?? 16;
+    this.#maxPerAccount = opts.maxInFlightPerAccount ?? DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT;
+    // redirects are never followed here (see the class comment), so the guarded fetch checks the one hop.
+    this.#fetch = createGuardedFetch({ policy: opts.urlPolicy ?? UrlPolicy.strict });
     this.#threshold = opts.autoDisableThreshold ?? AUTO_DISABLE_THRESHOLD;
     this.#now = opts.now ?? Date.now;
     this.#log = opts.logger ?? roomLogger('events').child({ part: 'outbox' });
@@ -161,10 +182,13 @@ export class StatusCallbackOutbox {
     const room = this.#maxInFlight - this.#inFlight.size;
     if (room <= 0) return;
     const now = this.#now();
+    // Accounts at their cap are left out of the query, so one tenant's backlog cannot fill the batch either.
+    const full = [...this.#accountLoad].filter(([, n]) => n >= this.#maxPerAccount).map(([id]) => id);
     const rows: OutboxRow[] = await this.#db('event_outbox as o')
       .select('o.id', 'o.account_id', 'o.call_id', 'o.event', 'o.url', 'o.body', 'o.attempts', 'o.next_attempt_at')
       .where('o.state', 'pending')
       .where('o.next_attempt_at', '<=', iso(now))
+      .whereNotIn('o.account_id', full)
       .whereNotExists(function earlierOfSameCall() {
         this.select(1)
           .from('event_outbox as p')
@@ -173,20 +197,27 @@ export class StatusCallbackOutbox {
           .whereRaw('p.id < o.id');
       })
       .orderBy('o.id')
-      .limit(room + this.#inFlight.size);
+      // Room for skipping rows of accounts that reach their cap within this batch.
+      .limit((room + this.#inFlight.size) * this.#maxPerAccount);
     for (const row of rows) {
       if (this.#inFlight.size >= this.#maxInFlight || this.#closed) break;
       if (this.#inFlight.has(row.id)) continue;
+      const load = this.#accountLoad.get(row.account_id) ?? 0;
+      if (load >= this.#maxPerAccount) continue;
       // The lease: only the process whose conditional update wins attempts the row.
       const lease = iso(now + this.#attemptTimeoutMs + 5_000);
       const won = await this.#db('event_outbox')
         .where({ id: row.id, state: 'pending', next_attempt_at: row.next_attempt_at })
         .update({ next_attempt_at: lease });
       if (won !== 1) continue;
+      this.#accountLoad.set(row.account_id, load + 1);
       const p = this.#attemptAndRecord({ ...row, attempts: Number(row.attempts) })
         .catch((err) => this.#log.error({ err, eventId: row.id }, 'recording a delivery attempt failed'))
         .finally(() => {
           this.#inFlight.delete(row.id);
+          const left = (this.#accountLoad.get(row.account_id) ?? 1) - 1;
+          if (left > 0) this.#accountLoad.set(row.account_id, left);
+          else this.#accountLoad.delete(row.account_id);
           this.kick();
         });
       this.#inFlight.set(row.id, p);
@@ -268,7 +299,7 @@ export class StatusCallbackOutbox {
     const body = Buffer.from(row.body, 'utf8');
     const timestamp = String(Math.floor(this.#now() / 1000));
     try {
-      const res = await fetch(row.url, {
+      const res = await this.#fetch(row.url, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -285,9 +316,14 @@ export class StatusCallbackOutbox {
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status };
       return { ok: false, error: `HTTP ${res.status}` };
     } catch (err) {
-      const e = err as Error & { cause?: { code?: string } };
-      const why = e.name === 'TimeoutError' ? 'timeout' : (e.cause?.code ?? e.message);
-      return { ok: false, error: why };
+      // last_error reaches the account (WH.0400 lastError): the guarded fetch's stable codes, never a socket
+      // error of an address it refused (URL_FORBIDDEN reads the same whatever listens there).
+      if (err instanceof OutboundUrlError) {
+        this.#log.debug({ eventId: row.id, code: err.code, detail: err.detail }, 'status callback not sent');
+        return { ok: false, error: err.code };
+      }
+      const e = err as Error;
+      return { ok: false, error: e.name === 'TimeoutError' ? 'timeout' : 'URL_UNREACHABLE' };
     }
   }
 

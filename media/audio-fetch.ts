@@ -4,6 +4,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { convertToPlaybackWav } from './asset-import.js';
 import { MediaError } from './errors.js';
+import { UrlPolicy, createGuardedFetch } from '../kit/index.js';
 import { readWavHeader } from './wav.js';
 
 /**
@@ -23,12 +24,18 @@ export class AudioFetcher {
   readonly #cacheDir: string;
   readonly #maxBytes: number;
   readonly #timeoutMs: number;
+  readonly #fetch: typeof fetch;
   readonly #inFlight = new Map<string, Promise<FetchedAudio>>();
 
-  constructor(opts: { cacheDir: string; maxBytes?: number; timeoutMs?: number }) {
+  /**
+   * `urlPolicy`: where audio URLs may point (issue 22, SSRF): each hop of a download, redirects included, is
+   * resolved and checked before connecting. Default: public destinations only.
+   */
+  constructor(opts: { cacheDir: string; maxBytes?: number; timeoutMs?: number; urlPolicy?: UrlPolicy }) {
     this.#cacheDir = opts.cacheDir;
     this.#maxBytes = opts.maxBytes ?? 20 * 1024 * 1024;
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#fetch = createGuardedFetch({ policy: opts.urlPolicy ?? UrlPolicy.strict });
     mkdirSync(this.#cacheDir, { recursive: true });
   }
 
@@ -72,7 +79,7 @@ export class AudioFetcher {
     const signal = AbortSignal.timeout(this.#timeoutMs);
     let response: Response;
     try {
-      response = await fetch(url, { signal, redirect: 'follow' });
+      response = await this.#fetch(url, { signal, redirect: 'follow' });
     } catch (err) {
       throw new MediaError('MEDIA_FETCH_FAILED', `fetching ${url.href} failed: ${(err as Error).message}`, err);
     }

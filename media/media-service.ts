@@ -12,6 +12,7 @@ import { findCallPcaps, pcapToStereoWav, type RecordedPrompt } from './session-r
 import { runTool } from './run-tool.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
 import { TypedEmitter } from './typed-emitter.js';
+import type { UrlPolicy } from '../kit/index.js';
 
 /**
  * The media of calls, as the calls room and the verbs use it. One MediaSession per call id, pinned to the
@@ -67,6 +68,8 @@ export interface MediaServiceOptions {
   localMediaAddress?: string;
   tts?: TtsEngine;
   fetcher?: AudioFetcher;
+  /** Where Play and fallback audio URLs may point, for the default fetcher (issue 22, SSRF). Default: public only. */
+  urlPolicy?: UrlPolicy;
   /** Receive rtpengine's DTMF log on this port (the engine must have --dtmf-log-dest pointing here). */
   dtmfPort?: number;
 }
@@ -139,7 +142,12 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     mkdirSync(this.#recordingsDir, { recursive: true });
     this.#engineRecordingDir = opts.engineRecordingDir;
     this.tts = opts.tts ?? new EspeakTtsEngine({ cacheDir: join(opts.dataDir, 'tts-cache') });
-    this.fetcher = opts.fetcher ?? new AudioFetcher({ cacheDir: join(opts.dataDir, 'audio-cache') });
+    this.fetcher =
+      opts.fetcher ??
+      new AudioFetcher({
+        cacheDir: join(opts.dataDir, 'audio-cache'),
+        ...(opts.urlPolicy === undefined ? {} : { urlPolicy: opts.urlPolicy }),
+      });
     this.#dtmfPort = opts.dtmfPort;
     this.#engines.on('engine-lost', (address) => this.#onEngineLost(address));
     this.#dtmf.on('dtmf', (e) => {

@@ -8,7 +8,7 @@ import {
   type SipRequest,
 } from './stack/index.js';
 import { addressMatches, TrunkDirectory } from './trunks.js';
-import type { SecurityGate } from './security/index.js';
+import type { SecurityGate, SecurityStats } from './security/index.js';
 
 /** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
 export type InviteOrigin = { kind: 'trunk'; trunk: TrunkRow } | { kind: 'end-user'; identity: EndUserIdentity };
@@ -78,6 +78,11 @@ export class SipApplication {
       srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER' } }),
     );
     this.ua.onRequest('INVITE', (req, srv) => this.#invite(req, srv));
+  }
+
+  /** The security gate's counters (undefined without a gate): drops, bans, drops before parsing. */
+  securityStats(): SecurityStats | undefined {
+    return this.deps.security?.stats();
   }
 
   /** The call engine's entry for new calls. */

@@ -7,6 +7,7 @@
 import { VerbDocumentError, WebhookFetchError } from './errors.js';
 import { MAX_DOCUMENT_BYTES, parseVerbDocument } from './parse.js';
 import { canonicalJson, signWebhook } from '../events/index.js';
+import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../kit/index.js';
 import type { VerbDocument } from './types.js';
 
 /** The end-user behind a browser- or mobile-phone originated call (spec: `endUser`). */
@@ -85,6 +86,11 @@ export interface FetchVerbDocumentOptions {
   readonly secret: string;
   /** Whole-exchange deadline: connect, headers and body. Spec: 10 seconds. */
   readonly timeoutMs?: number;
+  /**
+   * Where the account's URLs may point (issue 22, SSRF): the host is resolved and every address checked before
+   * connecting. Default: public destinations only. Ignored when `fetchImpl` is given.
+   */
+  readonly urlPolicy?: UrlPolicy;
   readonly fetchImpl?: typeof fetch;
   /** Clock in milliseconds since the epoch, for the X-Voice-Timestamp header. */
   readonly now?: () => number;
@@ -98,7 +104,7 @@ export const CALL_CONTROL_DEADLINE_MS = 10_000;
 export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Promise<VerbDocument> {
   const { url, fields, secret } = options;
   const timeoutMs = options.timeoutMs ?? CALL_CONTROL_DEADLINE_MS;
-  const fetchImpl = options.fetchImpl ?? fetch;
+  const fetchImpl = options.fetchImpl ?? createGuardedFetch({ policy: options.urlPolicy ?? UrlPolicy.strict });
   const now = options.now ?? Date.now;
 
   const body = canonicalJson(fields);
@@ -197,7 +203,9 @@ async function readBody(
   }
 }
 
+/** For the error's message (logs); WH.0400 carries only the reason, so a refused address reads as `network`. */
 function describe(err: unknown): string {
+  if (err instanceof OutboundUrlError) return `${err.code} (${err.detail})`;
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   if (cause?.code !== undefined) return cause.code;
   return err instanceof Error ? err.message : String(err);
@@ -208,6 +216,7 @@ export interface CallControlFetcherOptions {
   readonly call: () => CallControlCall;
   readonly secret: string;
   readonly timeoutMs?: number;
+  readonly urlPolicy?: UrlPolicy;
   readonly fetchImpl?: typeof fetch;
   readonly now?: () => number;
 }
@@ -223,6 +232,7 @@ export function callControlFetcher(
       secret: options.secret,
       signal: request.signal,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(options.urlPolicy === undefined ? {} : { urlPolicy: options.urlPolicy }),
       ...(options.fetchImpl === undefined ? {} : { fetchImpl: options.fetchImpl }),
       ...(options.now === undefined ? {} : { now: options.now }),
     });

@@ -16,6 +16,7 @@ import { pino } from 'pino';
 import { WebSocket } from 'ws';
 import { openDb, migrate, mintStreamToken, consumeStreamToken, type Db } from '../../store/index.js';
 import { EventBus, EventCodes, EventPublisher, StatusCallbackOutbox, attachStream } from '../../events/index.js';
+import { UrlPolicy } from '../../kit/index.js';
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -78,7 +79,9 @@ async function deliveryLatency(db: Db): Promise<string[][]> {
   const { accountId, callIds } = await seed(db, url);
   const bus = new EventBus(quiet);
   const publisher = new EventPublisher({ db, bus, logger: quiet });
-  const outbox = new StatusCallbackOutbox({ db, publisher, logger: quiet }).start();
+  // The receiver is on loopback: the operator's opt-in to private destinations.
+  const urlPolicy = new UrlPolicy({ allowPrivate: true });
+  const outbox = new StatusCallbackOutbox({ db, publisher, logger: quiet, urlPolicy }).start();
 
   // One at a time: emit, wait for the receiver. Latency with no queue.
   for (let i = 0; i < EVENTS; i++) {

@@ -46,6 +46,8 @@ export class ApiHarness {
         SIMU_API_RATE_BURST: '100000',
         SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
         SIMU_API_ACCOUNT_RATE_BURST: '100000',
+        // Customer URLs in these tests name 127.0.0.1 (docs/security.md, "Outbound URLs").
+        SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
       },
       dataDir,
     );

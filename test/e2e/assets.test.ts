@@ -226,6 +226,7 @@ async function startSwitchWithS3(endpoint: string) {
       SIMU_RTP_PORT_MIN: '21800',
       SIMU_RTP_PORT_MAX: '21899',
       SIMU_WEBHOOK_TIMEOUT_MS: '3000',
+      SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
       SIMU_LOG_LEVEL: process.env.SIMU_LOG_LEVEL ?? 'silent',
       SIMU_STORAGE_BACKEND: 's3',
       SIMU_S3_ENDPOINT: endpoint,

@@ -51,6 +51,8 @@ export async function startTestSwitch(ports: {
       SIMU_API_RATE_BURST: '100000',
       SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
       SIMU_API_ACCOUNT_RATE_BURST: '100000',
+      // The tests' webhook and audio servers listen on 127.0.0.1: the operator's opt-in (docs/security.md).
+      SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
       ...ports.env,
     },
     dataDir,

@@ -18,7 +18,8 @@ export async function startSwitch(env: Record<string, string>, timeoutMs = 30000
   // One process (node with tsx's loader), not the tsx wrapper: a SIGKILL must hit the switch itself.
   const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // Webhook servers of the tests listen on 127.0.0.1 (docs/security.md, "Outbound URLs").
+    env: { ...process.env, SIMU_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -2,6 +2,10 @@ import { pino } from 'pino';
 import type { Db } from '../../store/index.js';
 import { EventBus, EventPublisher, StatusCallbackOutbox, type BusEvent } from '../../events/index.js';
 import type { StatusCallbackOutboxOptions } from '../../events/index.js';
+import { UrlPolicy } from '../../kit/index.js';
+
+/** Test receivers listen on 127.0.0.1: the operator's opt-in to private destinations (webhooks.allowPrivate). */
+export const loopbackAllowed = new UrlPolicy({ allowPrivate: true });
 
 export const quiet = pino({ level: 'silent' });
 
@@ -18,6 +22,7 @@ export function eventsOn(db: Db, outboxOpts: Partial<StatusCallbackOutboxOptions
     attemptTimeoutMs: 1000,
     pollIntervalMs: 20,
     logger: quiet,
+    urlPolicy: loopbackAllowed,
     ...outboxOpts,
   }).start();
   return { bus, publisher, outbox, seen };

@@ -13,6 +13,7 @@ import {
   readWav,
 } from '../../media/index.js';
 import { tempDir } from './helpers.js';
+import { UrlPolicy } from '../../kit/index.js';
 import { tone } from './rtp-peer.js';
 
 const isMediaError = (code: string) => (e: unknown) => e instanceof MediaError && e.code === code;
@@ -64,11 +65,13 @@ describe('media: speech (espeak-ng) and fetched audio', function () {
     let base: string;
     let fetcher: AudioFetcher;
     let wavBytes: Buffer;
+    let hits = 0;
 
     before(async () => {
       const speech = await tts.synthesize({ text: 'Thank you for calling.' });
       wavBytes = readFileSync(speech.path);
       server = createServer((req, res) => {
+        hits++;
         if (req.url === '/hello.wav') {
           res.writeHead(200, { 'content-type': 'audio/wav' });
           res.end(wavBytes);
@@ -87,7 +90,9 @@ describe('media: speech (espeak-ng) and fetched audio', function () {
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
       base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      fetcher = new AudioFetcher({ cacheDir: `${data.dir}/audio`, maxBytes: 200_000, timeoutMs: 500 });
+      // The server is on loopback: the operator's opt-in to private destinations (webhooks.allowPrivate).
+      const urlPolicy = new UrlPolicy({ allowPrivate: true });
+      fetcher = new AudioFetcher({ cacheDir: `${data.dir}/audio`, maxBytes: 200_000, timeoutMs: 500, urlPolicy });
     });
     after(() => {
       server.closeAllConnections();
@@ -108,6 +113,20 @@ describe('media: speech (espeak-ng) and fetched audio', function () {
       await assert.rejects(fetcher.fetch(`${base}/slow.wav`), isMediaError('MEDIA_FETCH_FAILED'));
       await assert.rejects(fetcher.fetch(`${base}/garbage.wav`), isMediaError('MEDIA_DECODE_FAILED'));
       await assert.rejects(fetcher.fetch('file:///etc/passwd'), isMediaError('MEDIA_FETCH_FAILED'));
+    });
+
+    it('without the opt-in, a Play URL on loopback (by name or number) is refused before any request (issue 22)', async () => {
+      const strict = new AudioFetcher({ cacheDir: `${data.dir}/audio-strict`, timeoutMs: 500 });
+      const before = hits;
+      const port = new URL(base).port;
+      for (const url of [
+        `${base}/hello.wav`,
+        `http://localhost:${port}/hello.wav`,
+        `http://2130706433:${port}/x.wav`,
+      ]) {
+        await assert.rejects(strict.fetch(url), isMediaError('MEDIA_FETCH_FAILED'), url);
+      }
+      assert.equal(hits, before, 'the loopback server was never asked');
     });
   });
 });

@@ -9,6 +9,10 @@ import {
   type CallControlCall,
   type WebhookFailureReason,
 } from '../../verbs/index.js';
+import { UrlPolicy } from '../../kit/index.js';
+
+/** The test servers listen on 127.0.0.1: the operator's opt-in to private destinations (webhooks.allowPrivate). */
+const urlPolicy = new UrlPolicy({ allowPrivate: true });
 
 const SECRET = 'whsec_fetch_test';
 const NOW_MS = Date.UTC(2026, 10, 22, 5, 0, 0);
@@ -144,6 +148,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
       secret: SECRET,
       timeoutMs,
       now: () => NOW_MS,
+      urlPolicy,
     });
   }
 
@@ -247,6 +252,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
         secret: SECRET,
         timeoutMs: 2000,
         signal: abort.signal,
+        urlPolicy,
       }),
       (err: unknown) => err instanceof WebhookFetchError && err.reason === 'aborted',
     );
@@ -272,6 +278,18 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
     assert.match(err.message, /more than 65536 bytes/);
   });
 
+  it('without the opt-in, a call-control URL on loopback is refused before any request: network, no detail', async () => {
+    for (const url of [`${base}/ok`, `http://localhost:${new URL(base).port}/ok`, 'http://169.254.169.254/']) {
+      await assert.rejects(
+        fetchVerbDocument({ url, fields: buildCallControlFields(outbound), secret: SECRET, timeoutMs: 2000 }),
+        (err: unknown) =>
+          err instanceof WebhookFetchError && err.reason === 'network' && /URL_FORBIDDEN/.test(err.message),
+        url,
+      );
+    }
+    assert.equal(received.length, 0, 'the loopback server was never asked');
+  });
+
   it('nobody listening -> network', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -282,6 +300,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
         url: `http://127.0.0.1:${port}/`,
         fields: buildCallControlFields(outbound),
         secret: SECRET,
+        urlPolicy,
       });
       assert.fail('did not fail');
     } catch (err) {

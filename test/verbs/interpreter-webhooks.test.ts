@@ -9,6 +9,10 @@ import {
   type VerbContext,
   type VerbEvent,
 } from '../../verbs/index.js';
+import { UrlPolicy } from '../../kit/index.js';
+
+/** The account's server is on 127.0.0.1: the operator's opt-in to private destinations. */
+const loopbackAllowed = new UrlPolicy({ allowPrivate: true });
 
 /**
  * The interpreter wired to the real signed fetch against a real HTTP server: the account's server sees a first
@@ -89,7 +93,7 @@ describe('verbs/interpreter with real call-control webhooks', () => {
         call = { ...call, customPayload: payload };
         return Promise.resolve();
       },
-      fetchDocument: callControlFetcher({ call: () => call, secret, timeoutMs: 2000 }),
+      fetchDocument: callControlFetcher({ call: () => call, secret, timeoutMs: 2000, urlPolicy: loopbackAllowed }),
       emit: (e) => void events.push(e),
       fallback: { mode: 'message', value: 'Samahani' },
     };
