@@ -5,6 +5,8 @@ import type { Context, Middleware, Next } from 'koa';
 import type { Config } from '../config/index.js';
 import { insertApiKey, revokeApiKey, type Db } from '../store/index.js';
 import { apiKeyOut } from '../api/present.js';
+import { RequestRateLimiter } from '../api/index.js';
+import { loosePath, sourceKey } from './request-keys.js';
 import { checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } from './users.js';
 
 /**
@@ -17,8 +19,10 @@ import { checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } fr
  *   API key. Each session mints its own API key (named `portal-session`), held only in this process's memory and
  *   revoked at sign-out or expiry, so the REST API's own authentication, account status checks and rate limits
  *   apply to portal requests unchanged (no second authorization path to get wrong).
- * - Proxied state-changing requests must carry `X-Simu-Portal: 1`: a cross-site form cannot set that header and a
- *   cross-site fetch with it needs a CORS preflight this server never grants (defence in depth next to SameSite).
+ * - Proxied requests (all methods: GET /api/calls/hangup changes state) and the portal's own state-changing ones must
+ *   carry `X-Simu-Portal: 1`: a cross-site form or image cannot set that header and a cross-site fetch with it needs
+ *   a CORS preflight this server never grants (defence in depth next to SameSite).
+ * - Sessions end after 8 h idle or 12 h in all; sign-in attempts are limited per source address before any scrypt.
  * - POST /api/keys/create is not reachable through the proxy: in the portal a key needs a fresh one-time code
  *   (spec, Authentication 4), via POST /portal/api/keys/create.
  */
@@ -31,6 +35,11 @@ export interface PortalDeps {
   now?: () => number;
   /** Idle session lifetime. */
   sessionIdleMs?: number;
+  /** Absolute session lifetime, however active the session is. */
+  sessionMaxMs?: number;
+  /** Sign-in attempts per source address: at once, and then per minute. */
+  signInBurst?: number;
+  signInPerMinute?: number;
 }
 
 interface Session {
@@ -39,6 +48,7 @@ interface Session {
   email: string;
   apiKey: string;
   apiKeyId: string;
+  createdAt: number;
   lastSeen: number;
 }
 
@@ -71,6 +81,9 @@ export class Portal {
   readonly #failures = new Map<string, { count: number; until: number }>();
   readonly #now: () => number;
   readonly #idleMs: number;
+  readonly #maxMs: number;
+  /** Sign-in attempts per source address (IPv6: per /64), taken before any password hashing. */
+  readonly #signInLimiter: RequestRateLimiter;
 
   readonly #sweep: NodeJS.Timeout;
   /** Session keys left active by a previous process (sessions live in memory) are revoked once at start. */
@@ -79,6 +92,12 @@ export class Portal {
   constructor(private readonly deps: PortalDeps) {
     this.#now = deps.now ?? Date.now;
     this.#idleMs = deps.sessionIdleMs ?? 8 * 3600_000;
+    this.#maxMs = deps.sessionMaxMs ?? 12 * 3600_000;
+    this.#signInLimiter = new RequestRateLimiter({
+      ratePerSecond: (deps.signInPerMinute ?? 10) / 60,
+      burst: deps.signInBurst ?? 10,
+      now: this.#now,
+    });
     this.ready = deps
       .db('api_keys')
       .where({ name: SESSION_KEY_NAME, is_active: true })
@@ -90,7 +109,7 @@ export class Portal {
     // Idle sessions end (and their keys are revoked) even if their browser never comes back.
     this.#sweep = setInterval(() => {
       const now = this.#now();
-      for (const [sid, s] of this.#sessions) if (s.lastSeen + this.#idleMs < now) void this.#end(sid);
+      for (const [sid, s] of this.#sessions) if (this.#expired(s, now)) void this.#end(sid);
     }, 60_000);
     this.#sweep.unref();
   }
@@ -152,7 +171,7 @@ export class Portal {
     if (!sid) return null;
     const s = this.#sessions.get(sid);
     if (!s) return null;
-    if (s.lastSeen + this.#idleMs < this.#now()) {
+    if (this.#expired(s, this.#now())) {
       void this.#end(sid);
       return null;
     }
@@ -164,6 +183,11 @@ export class Portal {
    * The session, for a request that carries the portal header. `anyMethod`: the header is required on GET too (the
    * proxy: some API GETs change state, e.g. GET /api/calls/hangup, and an image tag can send a GET).
    */
+  /** Idle too long, or older than the absolute lifetime (a stolen cookie kept busy still dies). */
+  #expired(s: Session, now: number): boolean {
+    return s.lastSeen + this.#idleMs < now || s.createdAt + this.#maxMs < now;
+  }
+
   #require(ctx: Context, anyMethod = false): { sid: string; s: Session } {
     const got = this.#session(ctx);
     if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
@@ -264,6 +288,17 @@ export class Portal {
 
   async #signIn(ctx: Context): Promise<void> {
     await this.ready;
+    // Per source address before anything else: a spray of invented emails (each its own lockout counter) must not
+    // buy unbounded scrypt work.
+    const admit = this.#signInLimiter.take(sourceKey(ctx.ip));
+    if (!admit.ok) {
+      ctx.set('Retry-After', String(admit.retryAfterSeconds));
+      throw new PortalError(
+        429,
+        'PORTAL_SIGNIN_THROTTLED',
+        'Too many sign-in attempts from this address; wait a little.',
+      );
+    }
     const body = await readJson(ctx);
     const email = String(body.email ?? '')
       .trim()
@@ -295,6 +330,7 @@ export class Portal {
       email: user.email,
       apiKey: key,
       apiKeyId: row.id,
+      createdAt: now,
       lastSeen: now,
     });
     ctx.cookies.set(SESSION_COOKIE, sid, {
@@ -335,20 +371,6 @@ async function readJson(ctx: Context): Promise<Record<string, unknown>> {
   } catch {
     throw new PortalError(400, 'VALIDATION_ERROR', 'The body is not JSON.');
   }
-}
-
-/** A path as lenient routers read it: percent-decoded, lower-case, repeated and trailing slashes dropped. */
-function loosePath(p: string): string {
-  let d = p;
-  try {
-    d = decodeURIComponent(p);
-  } catch {
-    /* malformed escapes: judged as sent */
-  }
-  return d
-    .toLowerCase()
-    .replace(/\/{2,}/g, '/')
-    .replace(/\/+$/, '');
 }
 
 function safeJson(s: string): unknown {
