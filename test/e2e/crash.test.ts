@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { waitForBound } from '../support/wait.js';
 import { openDb, setRate, type Db } from '../../store/index.js';
 import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
 import { AccountServer, createAccountWithDid, addCarrier, carrier, api, type SippRun } from './harness.js';
@@ -53,7 +54,7 @@ describe('e2e: crash with calls up, then restart', function () {
     await addCarrier(db, 21566);
     await new Promise((r) => setTimeout(r, 2500)); // the running switch re-reads trunks within 2 s
     sipp = carrier({ port: 21566, sink: 21770, calls: 2 });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForBound(21566); // SIPp's port
     const uuids: string[] = [];
     for (const to of ['+254722000101', '+254722000102']) {
       const res = await api(sw.baseUrl, acct.key, 'POST', '/api/calls/originate', {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { waitForBound } from '../support/wait.js';
 import { SipError, type Responder, type SipRequest } from '../../sip/stack/index.js';
 import {
   startTestSwitch,
@@ -181,7 +182,7 @@ describe('e2e: end-user phones', function () {
     const callee = await new RtpSink().bind(21760);
     const uas = carrier({ port: 21567, sink: 21760 });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await waitForBound(21567); // SIPp's port
       const a = phones[0];
       const dialog = await a.call('254722000077');
       const ended = new Promise<void>((resolve) => dialog.once('bye', () => resolve()));
@@ -212,7 +213,7 @@ describe('e2e: end-user phones', function () {
       .update({ webhook_voice_outbound: server.url('/out-hold') });
     const uas = carrier({ port: 21567, sink: 21760, scenario: 'uas-answer-hold.xml' });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await waitForBound(21567); // SIPp's port
       const a = phones[0];
       const dialsBefore = (await ctx.db('call_events').where({ account_id: acct.id, code: 'DIAL.0200' })).length;
       const dialog = await a.call('254722000076');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { waitForBound } from '../support/wait.js';
 import { decodeG711 } from '../../media/g711.js';
 import { toneEnergy } from '../media/rtp-peer.js';
 import {
@@ -161,6 +162,8 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
     assert.equal(recs.body.length, 1);
     assert.ok(recs.body[0].duration_seconds >= 2);
+    // Issue 22, item 13: the storage reference is the Recording's uuid, not a path on the server.
+    assert.equal(after.RecordingPath, recs.body[0].uuid);
     const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
     assert.equal(dl.status, 200, JSON.stringify(dl.body));
     const url = dl.body.url as string;
@@ -265,7 +268,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     const callee = await new RtpSink().bind(21730);
     const uas = carrier({ port: 21563, sink: 21730 });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await waitForBound(21563); // SIPp's port
       const before = server.requests.length;
       sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
       assert.equal(await sipp.exited, 0, sipp.output());
@@ -314,7 +317,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     const callee = await new RtpSink().bind(21731);
     const uas = carrier({ port: 21563, sink: 21731, scenario: 'uas-answer-hangup.xml', extra: ['-d', '2500'] });
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await waitForBound(21563); // SIPp's port
       const before = server.requests.length;
       // A silent caller: rtpengine then sends the caller's audio to the address in its SDP (our sink) rather than
       // latching on to the port a speaking SIPp sends from (the test above proves the bridge carries speech).

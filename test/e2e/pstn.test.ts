@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
+import { eventually, waitForBound } from '../support/wait.js';
 import {
   startTestSwitch,
   createAccountWithDid,
@@ -49,7 +50,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
       '<Response><Say>Hello from Simu. This is a test of the speech path.</Say><Hangup/></Response>',
     );
     sipp = carrier({ port: 21560, sink: 21700 });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForBound(21560); // SIPp's port
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000001',
       from: acct.did,
@@ -147,7 +148,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     server.verbs('/click-after', '<Response><Say>Your call has ended. Goodbye from Simu.</Say><Hangup/></Response>');
     // One SIPp carrier answers both legs: the one the API places and the one the Dial places.
     sipp = carrier({ port: 21560, sink: 21700, calls: 2 });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForBound(21560); // SIPp's port
     const before = server.requests.length;
     const uuid = await originate('+254722000010', server.url('/click'));
     await server.waitFor(() => server.requests.slice(before).some((r) => r.url === '/click-after'), 20000, 'action');
@@ -168,7 +169,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
 
   it('a busy callee ends the call as failed with END.0486', async () => {
     sipp = carrier({ port: 21560, scenario: 'uas-busy.xml' });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForBound(21560); // SIPp's port
     const call = await waitEnded(await originate('+254722000002', server.url('/voice')));
     assert.equal(call.status, 'failed');
     assert.equal(call.reason_code, 'END.0486');
@@ -178,7 +179,7 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
 
   it('no answer within the timeout CANCELs the INVITE and ends with END.0480', async () => {
     sipp = carrier({ port: 21560, scenario: 'uas-ring.xml' });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForBound(21560); // SIPp's port
     const call = await waitEnded(await originate('+254722000003', server.url('/voice')));
     assert.equal(call.reason_code, 'END.0480');
     assert.equal(call.status, 'failed');
@@ -187,14 +188,18 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
 
   it('an API hangup while ringing CANCELs the INVITE and ends with END.0487', async () => {
     sipp = carrier({ port: 21560, scenario: 'uas-ring.xml' });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForBound(21560); // SIPp's port
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000004',
       from: acct.did,
       url: server.url('/voice'),
       timeout: 20,
     });
-    await new Promise((r) => setTimeout(r, 500));
+    // Hang up once the carrier rings (a fixed 500 ms could still be before the INVITE on a loaded box).
+    await eventually(
+      async () => (await api(ctx.baseUrl, acct.key, 'GET', `/api/calls/${res.body.uuid}`)).body.status === 'ringing',
+      'the call to ring',
+    );
     const hung = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/hangup', { sid: res.body.sid });
     assert.equal(hung.status, 200);
     const call = await waitEnded(res.body.uuid);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { eventually } from '../support/wait.js';
 import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
 
 /** The foundation's "done when": a fresh data directory reaches a healthy switch whose printed key works. */
@@ -65,7 +66,8 @@ describe('the switch process (npm start)', function () {
   it('SIGTERM stops the switch and leaves no rtpengine behind; a second start prints no key', async () => {
     const code = await sw!.stop('SIGTERM');
     assert.equal(code, 0);
-    await new Promise((r) => setTimeout(r, 300));
+    // The engine's exit is not instant: wait for it (3 s) rather than for a fixed 300 ms, then assert.
+    await eventually(() => pidsMatching(enginePattern).length === 0, 'rtpengine to exit', 3000).catch(() => undefined);
     assert.deepEqual(pidsMatching(enginePattern), []);
     sw = await startSwitch(env);
     assert.doesNotMatch(sw.output(), /sk_/);

@@ -1,7 +1,6 @@
 /** Runs SIPp as a real peer for interop tests; every process is tracked and killed by PID. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,28 +81,7 @@ export async function mediaPort(): Promise<number> {
   throw new Error('no free media ports');
 }
 
-/** Whether some process holds this port of 127.0.0.1 (UDP bound, or TCP listening), read from /proc/net. */
-function isBound(port: number, transport: 'UDP' | 'TCP'): boolean {
-  const table = readFileSync(transport === 'UDP' ? '/proc/net/udp' : '/proc/net/tcp', 'utf8');
-  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
-  // Column 2 is the local address, column 4 the state (0A: LISTEN for TCP, 07: unconnected for UDP).
-  return table.split('\n').some((line) => {
-    const cols = line.trim().split(/\s+/);
-    return cols[1] === local && cols[3] === (transport === 'UDP' ? '07' : '0A');
-  });
-}
-
-/**
- * Resolves once a peer (SIPp started in the background) has bound its port, instead of sleeping a fixed time.
- * It only reads /proc/net: a probe that bound the port itself could take it from SIPp in the same instant.
- */
-export async function waitForBound(port: number, transport: 'UDP' | 'TCP', ms = 10000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!isBound(port, transport)) {
-    if (Date.now() > until) throw new Error(`nothing bound ${transport} port ${port} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+export { waitForBound } from '../../support/wait.js';
 
 /** Common client arguments: target, local signalling and media ports, bounded run. */
 export async function clientArgs(target: string, transport: 'UDP' | 'TCP', calls = 1): Promise<string[]> {

@@ -1,0 +1,43 @@
+/**
+ * Waiting for a condition instead of sleeping a fixed time: a fixed sleep is too short on a loaded box (a flaky
+ * test) and too long on an idle one (a slow suite).
+ */
+import { readFileSync } from 'node:fs';
+
+/**
+ * Resolves with the first truthy value `probe` gives, asking every `every` ms; rejects after `ms` with `what`
+ * in the message.
+ */
+export async function eventually<T>(
+  probe: () => T | Promise<T>,
+  what: string,
+  ms = 10000,
+  every = 50,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+/** Whether some process holds this port of 127.0.0.1 (UDP bound, or TCP listening), read from /proc/net. */
+export function isBound(port: number, transport: 'UDP' | 'TCP' = 'UDP'): boolean {
+  const table = readFileSync(transport === 'UDP' ? '/proc/net/udp' : '/proc/net/tcp', 'utf8');
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  // Column 2 is the local address, column 4 the state (0A: LISTEN for TCP, 07: unconnected for UDP).
+  return table.split('\n').some((line) => {
+    const cols = line.trim().split(/\s+/);
+    return cols[1] === local && cols[3] === (transport === 'UDP' ? '07' : '0A');
+  });
+}
+
+/**
+ * Resolves once a peer started in the background (SIPp) has bound its port on 127.0.0.1. It only reads
+ * /proc/net: a probe that bound the port itself could take it from the peer in the same instant.
+ */
+export async function waitForBound(port: number, transport: 'UDP' | 'TCP' = 'UDP', ms = 10000): Promise<void> {
+  await eventually(() => isBound(port, transport), `${transport} port ${port} to be bound`, ms, 20);
+}
