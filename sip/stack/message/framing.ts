@@ -25,6 +25,8 @@ export class StreamFramer {
   #end = 0;
   readonly #max: number;
   readonly #head: HeaderScanner;
+  /** The length of the message being received, once its header section is complete. */
+  #total: number | undefined;
 
   constructor(maxMessageBytes = MAX_MESSAGE_BYTES, maxHeaderLineBytes = MAX_HEADER_LINE_BYTES) {
     this.#max = maxMessageBytes;
@@ -53,22 +55,26 @@ export class StreamFramer {
         }
         continue;
       }
-      // The header section is scanned as it arrives: a field over the line cap or a section over the message
-      // cap is refused before the rest is waited for (issue 22).
-      const blank = this.#head.scan(buf.length > this.#max ? buf.subarray(0, this.#max + 1) : buf);
-      if (blank === 'too-large') return this.#reset(out, 'too-large');
-      if (blank === 'more') {
-        if (buf.length > this.#max) return this.#reset(out, 'too-large');
-        break;
+      if (this.#total === undefined) {
+        // The header section is scanned as it arrives: a field over the line cap or a section over the message
+        // cap is refused before the rest is waited for (issue 22).
+        const blank = this.#head.scan(buf.length > this.#max ? buf.subarray(0, this.#max + 1) : buf);
+        if (blank === 'too-large') return this.#reset(out, 'too-large');
+        if (blank === 'more') {
+          if (buf.length > this.#max) return this.#reset(out, 'too-large');
+          break;
+        }
+        const length = contentLength(buf.toString('latin1', 0, blank));
+        // §18.3: Content-Length is mandatory on a stream; without it the stream cannot be framed.
+        if (length === undefined) return this.#reset(out, 'bad-framing');
+        this.#total = blank + 2 + length;
+        if (this.#total > this.#max) return this.#reset(out, 'too-large');
       }
-      const length = contentLength(buf.toString('latin1', 0, blank));
-      // §18.3: Content-Length is mandatory on a stream; without it the stream cannot be framed.
-      if (length === undefined) return this.#reset(out, 'bad-framing');
-      const total = blank + 2 + length;
-      if (total > this.#max) return this.#reset(out, 'too-large');
+      const total = this.#total;
       if (buf.length < total) break;
       out.push({ kind: 'message', data: buf.subarray(0, total) });
       this.#start += total;
+      this.#total = undefined;
       this.#head.reset();
     }
     if (this.#start === this.#end) this.#release();
@@ -107,6 +113,7 @@ export class StreamFramer {
 
   #reset(out: FrameEvent[], kind: 'too-large' | 'bad-framing'): FrameEvent[] {
     this.#release();
+    this.#total = undefined;
     this.#head.reset();
     out.push({ kind });
     return out;

@@ -4,6 +4,7 @@ import {
   parseMessage,
   parseNameAddr,
   parseUri,
+  parseCSeq,
   parseVia,
   SipRequest,
   StreamFramer,
@@ -86,6 +87,47 @@ describe('SIP messages (RFC 3261 §7, §19, §20, §25)', () => {
     const many = parseMessage(Buffer.from(INVITE), { maxMessageBytes: 65535, maxHeaders: 5 });
     assert.ok(!many.ok);
   });
+
+  it('refuses a header field over 8 KB before parsing: 513, code SIP_TOO_LARGE, nothing to answer (issue 22)', () => {
+    const at = INVITE.indexOf('i: ');
+    const long = INVITE.slice(0, at) + 'Subject: ' + 'x'.repeat(8200) + '\r\n' + INVITE.slice(at);
+    const r = parseMessage(Buffer.from(long));
+    assert.ok(!r.ok && r.error.status === 513 && r.error.code === 'SIP_TOO_LARGE');
+    assert.equal(r.request, undefined);
+    // A folded field counts with its continuation lines; the start line is capped too.
+    const folded = INVITE.slice(0, at) + 'Subject: a' + '\r\n b'.repeat(3000) + '\r\n' + INVITE.slice(at);
+    assert.equal((parseMessage(Buffer.from(folded)) as { error: Error }).error.message, 'header line too long');
+    const uri = INVITE.replace('sip:bob@example.com;', `sip:${'b'.repeat(8200)}@example.com;`);
+    assert.ok(!parseMessage(Buffer.from(uri)).ok);
+    // Just under the cap is parsed.
+    const under = INVITE.slice(0, at) + 'Subject: ' + 'x'.repeat(8000) + '\r\n' + INVITE.slice(at);
+    assert.ok(parseMessage(Buffer.from(under)).ok);
+  });
+
+  it('counts each element of a comma-separated list toward the header limit (§7.3.1)', () => {
+    const at = INVITE.indexOf('i: ');
+    const vias = Array.from({ length: 300 }, (_, k) => `SIP/2.0/UDP h${k}`).join(',');
+    const r = parseMessage(Buffer.from(INVITE.slice(0, at) + `Via: ${vias}\r\n` + INVITE.slice(at)));
+    assert.ok(!r.ok && r.error.code === 'SIP_TOO_LARGE' && r.error.message === 'too many headers');
+  });
+
+  it('reads Via by a scan: LWS around slashes and the port colon, none inside the host (§25.1, RFC 4475 wsinv)', () => {
+    const v = parseVia('SIP  / 2.0  / tcp   proxy.example.com :  5070  ; branch = z9hG4bK1 ;rport')!;
+    assert.deepEqual([v.protocol, v.transport, v.host, v.port], ['SIP/2.0', 'TCP', 'proxy.example.com', 5070]);
+    assert.equal(v.params.get('branch'), 'z9hG4bK1');
+    assert.ok(v.params.has('rport'));
+    const v6 = parseVia('SIP/2.0/UDP [2001:db8::1] : 5060;branch=z9hG4bK2')!;
+    assert.deepEqual([v6.host, v6.port], ['[2001:db8::1]', 5060]);
+    assert.equal(parseVia('SIP/2.0/UDP h'.padEnd(40_000, ' ') + 'x'), null);
+    for (const bad of ['SIP/2.0/UDP', 'SIP/2.0/UDP ;branch=x', 'SIP/2.0 UDP h', 'SIP/2.0/UDP pro xy', 'SIP/2.0/U"P h'])
+      assert.equal(parseVia(bad), null, bad);
+  });
+
+  it('reads CSeq by a scan: digits below 2^31, LWS, a method token (§20.16)', () => {
+    assert.deepEqual(parseCSeq(' 42 \t INVITE '), { seq: 42, method: 'INVITE' });
+    for (const bad of ['42', 'INVITE', '42INVITE', '2147483648 INVITE', '12345678901 INVITE', '1 IN VITE'])
+      assert.equal(parseCSeq(bad), null, bad);
+  });
 });
 
 describe('stream framing (RFC 3261 §18.3)', () => {
@@ -103,6 +145,28 @@ describe('stream framing (RFC 3261 §18.3)', () => {
     const f = new StreamFramer();
     assert.deepEqual(f.push(Buffer.from('\r\n\r\n')), [{ kind: 'ping' }]);
     assert.deepEqual(f.push(Buffer.from('\r\n')), [{ kind: 'pong' }]);
+  });
+
+  it('finds Content-Length by a line scan: compact form, LWS, too large, or not digits', () => {
+    const head = (cl: string) => Buffer.from(`OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP h\r\n${cl}\r\n\r\nab`);
+    assert.equal(
+      (new StreamFramer().push(head('l :\t 2 ')) as Array<{ data: Buffer }>)[0].data.length,
+      head('l :\t 2 ').length,
+    );
+    assert.deepEqual(new StreamFramer().push(head('Content-Length: 99999999999999999999')), [{ kind: 'too-large' }]);
+    assert.deepEqual(new StreamFramer().push(head('Content-Length: 2x')), [{ kind: 'bad-framing' }]);
+    assert.deepEqual(new StreamFramer().push(head('X-Content-Length: 2')), [{ kind: 'bad-framing' }]);
+  });
+
+  it('never overwrites a message it handed out when more bytes arrive', () => {
+    const one = Buffer.from(INVITE.replace('l: 4', 'l: 5')); // the whole body: one frame, nothing left over
+    const f = new StreamFramer();
+    f.push(one.subarray(0, 3));
+    const [first] = f.push(Buffer.concat([one.subarray(3), one.subarray(0, 10)])) as Array<{ data: Buffer }>;
+    const copy = Buffer.from(first.data);
+    const [second] = f.push(one.subarray(10)) as Array<{ data: Buffer }>;
+    assert.ok(first.data.equals(copy) && second.data.equals(one));
+    assert.equal(f.pending, 0);
   });
 
   it('reports too-large for a message beyond the limit and bad-framing without Content-Length', () => {
