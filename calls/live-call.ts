@@ -281,7 +281,9 @@ export class LiveCall implements VerbContext {
       this.#digitListeners.delete(onDigit);
     }
     const rec = await this.#storeRecording(r);
-    return { durationSeconds: Math.round(r.durationSec), path: rec.storage_path ?? undefined };
+    // RecordingPath is the Recording's uuid (what POST /api/recordings/download takes), never the file's place on
+    // this server: an absolute path told every customer the data directory's layout (issue 22, item 13).
+    return { durationSeconds: Math.round(r.durationSec), path: rec.id };
   }
 
   /**

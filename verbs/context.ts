@@ -47,7 +47,10 @@ export interface RecordOptions {
 export interface RecordResult {
   /** Seconds of audio captured; 0 when the caller said nothing. */
   readonly durationSeconds: number;
-  /** Storage reference of the recording (RecordingPath); absent when nothing was recorded. */
+  /**
+   * Storage reference of the recording (RecordingPath): the Recording's uuid, as POST /api/recordings/download
+   * takes it; never a server path. Absent when nothing was recorded.
+   */
   readonly path?: string;
 }
 
