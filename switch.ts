@@ -15,7 +15,7 @@ import {
   attachStream,
   type EventCode,
 } from './events/index.js';
-import { consumeStreamToken } from './store/index.js';
+import { consumeStreamToken, lapsedStreamPrincipals, onAuthWrite } from './store/index.js';
 import { RecordingRetention, SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
 import { Portal } from './web/index.js';
@@ -209,6 +209,9 @@ export class Switch {
     const stream = attachStream(server, {
       bus,
       consumeToken: (t) => consumeStreamToken(db, t),
+      // Sockets close when their key is revoked or their account suspended (issue 22).
+      lapsed: (accounts, keys) => lapsedStreamPrincipals(db, accounts, keys),
+      onAuthChange: onAuthWrite,
       logger: roomLogger('events'),
     });
     this.#closers.push(() => stream.close());

@@ -63,7 +63,16 @@ export {
   AUTO_DISABLE_THRESHOLD,
   type StatusCallbackOutboxOptions,
 } from './outbox.js';
-export { attachStream, type StreamDeps, type StreamServer, type StreamPrincipal } from './stream.js';
+export {
+  attachStream,
+  CLOSE_POLICY_VIOLATION,
+  CLOSE_REASON_ACCOUNT_SUSPENDED,
+  CLOSE_REASON_KEY_REVOKED,
+  type LapsedPrincipals,
+  type StreamDeps,
+  type StreamServer,
+  type StreamPrincipal,
+} from './stream.js';
 export { PlatformConcurrencyMonitor, type PlatformConcurrencyMonitorOptions } from './platform-concurrency.js';
 export { mintStaffStreamToken, STAFF_STREAM_TOKEN_TTL_SECONDS } from './stream-tokens.js';
 export { reportSystemError, newTraceId, type SystemErrorContext } from './system-error.js';

@@ -8,7 +8,15 @@ import type { EventBus, BusEvent } from './bus.js';
 export interface StreamPrincipal {
   accountId: string | null;
   staff: boolean;
+  /** The API key the token was minted with (null: staff, or a token from before keys were recorded). */
+  apiKeyId?: string | null;
 }
+
+/** Of the given accounts and keys, those no longer allowed to stream (store/stream-tokens.ts answers this). */
+export type LapsedPrincipals = (
+  accountIds: string[],
+  apiKeyIds: string[],
+) => Promise<{ accounts: string[]; apiKeys: string[] }>;
 
 export interface StreamDeps {
   bus: EventBus;
@@ -20,6 +28,15 @@ export interface StreamDeps {
   pingIntervalMs?: number;
   /** A socket with more than this many bytes queued is too slow and is dropped. */
   maxBufferedBytes?: number;
+  /**
+   * Which sockets' keys were revoked or accounts suspended. Asked every `recheckIntervalMs` (writes made by another
+   * process, e.g. `simu account suspend`) and at once whenever `onAuthChange` fires (writes in this process).
+   */
+  lapsed?: LapsedPrincipals;
+  /** Subscribes to this process's key and account writes; returns an unsubscribe. */
+  onAuthChange?: (listener: () => void) => () => void;
+  /** How often open sockets are re-checked against the store. */
+  recheckIntervalMs?: number;
   logger?: Logger;
 }
 
@@ -36,8 +53,13 @@ interface StreamClient {
   alive: boolean;
 }
 
-/** WebSocket close codes (RFC 6455 §7.4.1): 1001 going away on shutdown, 1008 policy violation for slowness. */
+/** WebSocket close codes (RFC 6455 §7.4.1): 1001 going away on shutdown, 1008 policy violation when the key is
+ *  revoked or the account suspended. */
 const CLOSE_GOING_AWAY = 1001;
+export const CLOSE_POLICY_VIOLATION = 1008;
+/** Close reasons (short: a close frame's reason is at most 123 bytes). */
+export const CLOSE_REASON_KEY_REVOKED = 'api key revoked';
+export const CLOSE_REASON_ACCOUNT_SUSPENDED = 'account suspended';
 
 /**
  * The event stream on the API's own HTTP server (spec: Stream; Authentication 5). Only upgrades whose path is the
@@ -65,6 +87,13 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
   const drop = (c: StreamClient, why: string): void => {
     log.info({ accountId: c.principal.accountId, staff: c.principal.staff, why }, 'stream socket dropped');
     c.ws.terminate();
+  };
+  /** A closing handshake with a code and reason; a peer that does not complete it is cut after a moment. */
+  const closeWith = (c: StreamClient, code: number, reason: string): void => {
+    if (c.ws.readyState !== WebSocket.OPEN) return;
+    log.info({ accountId: c.principal.accountId, code, reason }, 'stream socket closed');
+    c.ws.close(code, reason);
+    setTimeout(() => c.ws.terminate(), 1000).unref();
   };
 
   // The frame is encoded once per event and the same bytes handed to every socket as a text message.
@@ -113,6 +142,44 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
   }, pingIntervalMs);
   heartbeat.unref();
 
+  // Revocation and suspension close the account's sockets: at once for writes in this process, within one recheck
+  // interval for writes by another (issue 22). Rechecks never overlap; a request during one runs one more after.
+  let checking: Promise<void> | null = null;
+  let again = false;
+  const recheck = (): void => {
+    if (!deps.lapsed || closed) return;
+    if (checking) return void (again = true);
+    const accounts = [...byAccount.keys()];
+    if (accounts.length === 0) return;
+    const keys = new Set<string>();
+    for (const set of byAccount.values()) for (const c of set) if (c.principal.apiKeyId) keys.add(c.principal.apiKeyId);
+    checking = deps
+      .lapsed(accounts, [...keys])
+      .then(
+        (r) => {
+          const goneAccounts = new Set(r.accounts);
+          const goneKeys = new Set(r.apiKeys);
+          for (const [accountId, set] of byAccount)
+            for (const c of set) {
+              if (goneAccounts.has(accountId)) closeWith(c, CLOSE_POLICY_VIOLATION, CLOSE_REASON_ACCOUNT_SUSPENDED);
+              else if (c.principal.apiKeyId && goneKeys.has(c.principal.apiKeyId))
+                closeWith(c, CLOSE_POLICY_VIOLATION, CLOSE_REASON_KEY_REVOKED);
+            }
+        },
+        (err) => log.warn({ err }, 'stream principal re-check failed'),
+      )
+      .finally(() => {
+        checking = null;
+        if (again) {
+          again = false;
+          recheck();
+        }
+      });
+  };
+  const recheckTimer = setInterval(recheck, deps.recheckIntervalMs ?? 5000);
+  recheckTimer.unref();
+  const unsubscribeAuth = deps.onAuthChange?.(recheck);
+
   const onUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     let url: URL;
     try {
@@ -124,9 +191,9 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
     socket.on('error', () => socket.destroy());
     if (closed) return refuse(socket, 503, 'Service Unavailable');
     const token = url.searchParams.get('token') ?? '';
-    deps.consumeToken(token).then(
+    admit(token).then(
       (principal) => {
-        if (!principal || (!principal.staff && !principal.accountId)) return refuse(socket, 401, 'Unauthorized');
+        if (!principal) return refuse(socket, 401, 'Unauthorized');
         if (closed || socket.destroyed) return refuse(socket, 503, 'Service Unavailable');
         wss.handleUpgrade(req, socket, head, (ws) => register(ws, principal));
       },
@@ -135,6 +202,17 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
         refuse(socket, 503, 'Service Unavailable');
       },
     );
+  };
+  /** Spends the token; null unless it names a staff stream or an account whose key and status are still good. */
+  const admit = async (token: string): Promise<StreamPrincipal | null> => {
+    const principal = await deps.consumeToken(token);
+    if (!principal || (!principal.staff && !principal.accountId)) return null;
+    // A token minted before its key was revoked (or its account suspended) opens nothing.
+    if (!principal.staff && deps.lapsed) {
+      const r = await deps.lapsed([principal.accountId!], principal.apiKeyId ? [principal.apiKeyId] : []);
+      if (r.accounts.length > 0 || r.apiKeys.length > 0) return null;
+    }
+    return principal;
   };
   server.on('upgrade', onUpgrade);
 
@@ -148,6 +226,9 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
       server.off('upgrade', onUpgrade);
       unobserve();
       clearInterval(heartbeat);
+      clearInterval(recheckTimer);
+      unsubscribeAuth?.();
+      await checking;
       const all = [...staff, ...[...byAccount.values()].flatMap((s) => [...s])];
       await Promise.all(
         all.map(

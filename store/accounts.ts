@@ -28,9 +28,22 @@ export const newSigningSecret = (): string => `whsec_${randomToken(24)}`;
  * CLI) are bounded by the cache's own time limit.
  */
 let authWrites = 0;
+const authListeners = new Set<() => void>();
 export const authGeneration = (): number => authWrites;
 export const noteAuthWrite = (): void => {
   authWrites += 1;
+  for (const l of authListeners) {
+    try {
+      l();
+    } catch {
+      /* a listener's failure is its own */
+    }
+  }
+};
+/** Called after every auth write in this process (the event stream re-checks its sockets); returns an unsubscribe. */
+export const onAuthWrite = (listener: () => void): (() => void) => {
+  authListeners.add(listener);
+  return () => void authListeners.delete(listener);
 };
 
 function normalise(row: any): AccountRow {

@@ -191,7 +191,8 @@ export function accountRoutes(t: RouteTable, d: RouteDeps): void {
     async (ctx) => {
       await readJsonBody(ctx);
       const ttl = d.config.tokens.streamTtlSeconds;
-      const token = await mintStreamToken(d.db, authOf(ctx).account.id, ttl, false);
+      const auth = authOf(ctx);
+      const token = await mintStreamToken(d.db, auth.account.id, ttl, false, new Date(), auth.apiKeyId);
       ctx.body = { token, ttl_seconds: ttl };
     },
   );

@@ -11,6 +11,7 @@ import * as m009 from './009-destinations.js';
 import * as m010 from './010-registrations.js';
 import * as m011 from './011-phone-token-issued-at.js';
 import * as m012 from './012-outbox-call-order-index.js';
+import * as m013 from './013-stream-token-api-key.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -29,6 +30,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['010-registrations', m010],
   ['011-phone-token-issued-at', m011],
   ['012-outbox-call-order-index', m012],
+  ['013-stream-token-api-key', m013],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -97,14 +97,16 @@ describe('api tokens: phone tokens, TURN credentials, stream tokens', function (
     const results = await Promise.all(Array.from({ length: 20 }, () => consumeStreamToken(h.db, r.body.token)));
     const wins = results.filter((x) => x !== null);
     assert.equal(wins.length, 1);
-    assert.deepEqual(wins[0], { accountId: t.accountId, staff: false });
+    // The token remembers the key that minted it: the stream closes the socket when that key is revoked.
+    const keyId = (await h.db('api_keys').where({ account_id: t.accountId }).first('id')).id;
+    assert.deepEqual(wins[0], { accountId: t.accountId, staff: false, apiKeyId: keyId });
     const stored = await h.db('stream_tokens').select('token_hash');
     assert.ok(
       stored.every((s: { token_hash: string }) => s.token_hash !== r.body.token),
       'only the hash is stored',
     );
     const staff = await mintStreamToken(h.db, null, 30, true);
-    assert.deepEqual(await consumeStreamToken(h.db, staff), { accountId: null, staff: true });
+    assert.deepEqual(await consumeStreamToken(h.db, staff), { accountId: null, staff: true, apiKeyId: null });
     const old = await mintStreamToken(h.db, t.accountId, 5);
     assert.equal(await consumeStreamToken(h.db, old, new Date(Date.now() + 6000)), null);
     assert.equal(await consumeStreamToken(h.db, 'st_unknown'), null);
