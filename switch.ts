@@ -1,11 +1,19 @@
 import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
-import { openDb, migrate, pingDb, type Db } from './store/index.js';
+import { openDb, migrate, pingDb, probeStoreQueue, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
 import { SipApplication, Registrar, ensureSipCertificate } from './sip/index.js';
 import { SecurityGate, knexBanStore } from './sip/security/index.js';
-import { StoreAdmission } from './billing/admission.js';
-import { CreditMonitor, RateBook, ReconcileSweep, reconcileCall, type BillingEmit } from './billing/index.js';
+import {
+  CreditMonitor,
+  OverloadControl,
+  RateBook,
+  ReconcileSweep,
+  StoreAdmission,
+  loadSignalsOf,
+  reconcileCall,
+  type BillingEmit,
+} from './billing/index.js';
 import { createApiServer } from './api/index.js';
 import {
   EventBus,
@@ -102,6 +110,23 @@ export class Switch {
     await media.start();
     this.#closers.push(() => media.close());
 
+    // Overload control: new calls beyond what the box carries get 503 + Retry-After at once (billing/overload.ts).
+    const signals = loadSignalsOf(probeStoreQueue(db));
+    const overloadLog = roomLogger('billing').child({ module: 'overload' });
+    const overload = new OverloadControl({
+      signals: signals.read,
+      settings: config.overload,
+      onChange: (state) => {
+        publisher.publishPlatformShedding(state);
+        if (state.shedding) overloadLog.warn(state, 'overload: shedding new calls');
+        else overloadLog.warn(state, 'overload: no longer shedding');
+      },
+    }).start();
+    this.#closers.push(async () => {
+      overload.stop();
+      signals.close();
+    });
+
     const sec = config.security;
     const security = new SecurityGate({
       settings: {
@@ -117,7 +142,7 @@ export class Switch {
       store: knexBanStore(db),
       logger: roomLogger('sip').child({ module: 'security' }),
     });
-    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security });
+    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload });
     // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
     const registrar = new Registrar({
       app: sip,
@@ -203,6 +228,7 @@ export class Switch {
       config,
       calls,
       admission,
+      overload,
       signUrlSecret: secret,
       health: () => this.health(),
     });

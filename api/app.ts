@@ -1,7 +1,7 @@
 import http from 'node:http';
 import Koa from 'koa';
 import { Router } from '@koa/router';
-import { StoreAdmission, type Admission } from '../billing/admission.js';
+import { StoreAdmission, type Admission, type NewCallGate } from '../billing/index.js';
 import { roomLogger, type Config } from '../config/index.js';
 import type { Db } from '../store/index.js';
 import { apiKeyAuth, authOf } from './auth.js';
@@ -31,6 +31,8 @@ export interface ApiDeps {
   signUrlSecret: string;
   /** Defaults to StoreAdmission over `db`. Pass the switch's shared one so API and SIP calls share the caps. */
   admission?: Admission;
+  /** Overload control, asked before every originate (the switch's, shared with the SIP edge). */
+  overload?: NewCallGate;
   /** Read connections for hot reads; by default a small read-only pool on SQLite, `db` on PostgreSQL. */
   readDb?: Db;
   /** Mounted before bearer authentication: the web portal (web/server.ts), which forwards /portal/proxy/api/*. */
@@ -55,6 +57,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
     config: deps.config,
     calls: deps.calls,
     admission: deps.admission ?? new StoreAdmission(deps.db),
+    overload: deps.overload,
     signUrlSecret: deps.signUrlSecret,
     health: deps.health,
     log,

@@ -2,6 +2,7 @@ import type { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { Admission } from '../billing/admission.js';
+import type { NewCallGate } from '../billing/index.js';
 import type { Config, Logger } from '../config/index.js';
 import type { Db } from '../store/index.js';
 import type { CallEngine } from './call-engine.js';
@@ -15,6 +16,8 @@ export interface RouteDeps {
   config: Config;
   calls: CallEngine;
   admission: Admission;
+  /** Overload control: asked first for every new call, before any store work (billing/overload.ts). */
+  overload?: NewCallGate;
   signUrlSecret: string;
   health: () => Promise<{ store: boolean; media: boolean }>;
   log: Logger;

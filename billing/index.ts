@@ -35,3 +35,20 @@ export {
 } from './watchdog.js';
 export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';
 export { checkDestination, type DestinationVerdict } from './destinations.js';
+export {
+  AdmissionRefusedError,
+  StoreAdmission,
+  type Admission,
+  type AdmissionCode,
+  type AdmissionRequest,
+} from './admission.js';
+export {
+  OverloadControl,
+  DEFAULT_OVERLOAD_SETTINGS,
+  loadSignalsOf,
+  type LoadSignals,
+  type OverloadSettings,
+  type OverloadState,
+  type OverloadVerdict,
+  type NewCallGate,
+} from './overload.js';

@@ -48,6 +48,7 @@ export interface Config {
     s3AccessKeyId: string;
     s3SecretAccessKey: string;
   };
+  overload: { maxLoopDelayMs: number; maxStoreWaitMs: number; platformMaxCps: number; retryAfterSeconds: number };
   api: {
     rateLimitPerSecond: number;
     rateLimitBurst: number;

@@ -215,6 +215,26 @@ export class EventPublisher {
     this.#bus.publish({ id: eventIds.next(), accountId: null, staffOnly: true, frame });
     return frame;
   }
+
+  /**
+   * Overload control's state for staff streams: PLATFORM.0503 ("not admitting new calls") with what is being shed
+   * and why, when shedding starts, when its limit moves and when it stops (`shedding: false`). Not stored: it
+   * concerns no account and no call.
+   */
+  publishPlatformShedding(
+    state: { shedding: boolean; limitCps: number | null; reason: string; refused: number },
+    at: Date = this.#now(),
+  ): StreamFrame {
+    const code = EventCodes.platformDraining;
+    const frame = buildStreamFrame({
+      code,
+      event: eventFor(code).event,
+      createdAt: at.toISOString(),
+      data: { ...state, cause: 'overload' },
+    });
+    this.#bus.publish({ id: eventIds.next(), accountId: null, staffOnly: true, frame });
+    return frame;
+  }
 }
 
 /**

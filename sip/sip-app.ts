@@ -9,6 +9,7 @@ import {
 } from './stack/index.js';
 import { addressMatches, TrunkDirectory } from './trunks.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
+import type { NewCallGate } from '../billing/index.js';
 
 /** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
 export type InviteOrigin = { kind: 'trunk'; trunk: TrunkRow } | { kind: 'end-user'; identity: EndUserIdentity };
@@ -42,7 +43,16 @@ export class SipApplication {
   #carriers: string[] = [];
 
   /** With `security`, every request passes the gate first (floods, scanners, bans; docs/security.md). */
-  constructor(private readonly deps: { db: Db; config: Config; logger: Logger; security?: SecurityGate }) {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      config: Config;
+      logger: Logger;
+      security?: SecurityGate;
+      /** Asked before every new INVITE is taken (overload control); refusals are answered 503 + Retry-After. */
+      overload?: NewCallGate;
+    },
+  ) {
     this.#log = deps.logger;
     const gate = deps.security;
     const sip: Partial<Config['sip']> = deps.config.sip;
@@ -128,6 +138,12 @@ export class SipApplication {
 
   async #invite(req: SipRequest, srv: Responder): Promise<void> {
     if (!this.#onInvite) return void srv.send(503, 'Service Unavailable');
+    // Overload control (billing/overload.ts) before any store work: the excess is refused at once so the calls
+    // already admitted keep their latency. Only new calls reach here (in-dialog requests go to their dialog), and
+    // a re-INVITE that lost its dialog carries a To tag: it is never shed.
+    const load = req.headers.get('to')?.includes(';tag=') ? undefined : this.deps.overload?.admitNewCall();
+    if (load && !load.ok)
+      return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
     const source = req.source?.address ?? '';
     const trunk = await this.trunks.matchSource(source);
     let origin: InviteOrigin;

@@ -18,3 +18,4 @@ export * from './assets.js';
 export * from './recording-retention.js';
 export * from './destination-rules.js';
 export * from './registrations.js';
+export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';

@@ -1,4 +1,4 @@
-import { checkDestination } from '../../billing/destinations.js';
+import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import type { Context } from 'koa';
 import {
@@ -68,6 +68,15 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
     async (ctx) => {
       const body = await parseBody(ctx, S.OriginateBody);
       const account = authOf(ctx).account;
+      // Overload control first: a refusal costs nothing of the store and is not an idempotent result (a retry
+      // after Retry-After places the call).
+      const load = d.overload?.admitNewCall();
+      if (load && !load.ok)
+        throw new AdmissionRefusedError(
+          ReasonCodes.platformPaused,
+          `The platform is carrying all the calls it can (${load.reason}); retry in ${load.retryAfterSeconds} s.`,
+          load.retryAfterSeconds,
+        );
       await withIdempotency(ctx, d.db, account.id, 'calls.originate', body, async () => {
         const did = await findActiveNumberOf(d.db, account.id, body.from);
         if (!did)

@@ -23,7 +23,12 @@ const STORE = process.argv[4] ?? 'sqlite';
 const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'scenarios');
 const PORTS = { http: 22580, sip: 22565, ng: 22528, rtpMin: 30000, rtpMax: 39999, carrierIn: 22561, carrierOut: 22562 };
 
-const env: Record<string, string> = { SIMU_WEBHOOKS_ALLOW_PRIVATE: 'true' };
+// Loopback webhooks allowed; overload control at its production defaults (the test harness turns it off).
+const env: Record<string, string> = {
+  SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
+  SIMU_OVERLOAD_LOOP_DELAY_MS: process.env.SIMU_OVERLOAD_LOOP_DELAY_MS ?? '100',
+  SIMU_OVERLOAD_STORE_WAIT_MS: process.env.SIMU_OVERLOAD_STORE_WAIT_MS ?? '100',
+};
 if (STORE === 'postgres') {
   const { startPostgres } = await import('../../test/support/postgres.js');
   env.SIMU_DATABASE_URL = await startPostgres();

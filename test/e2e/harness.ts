@@ -49,6 +49,10 @@ export async function startTestSwitch(ports: {
       // The e2e tests poll the API; they are not about the per-key rate limit (test/api/abuse.test.ts is).
       SIMU_API_RATE_PER_SECOND: '100000',
       SIMU_API_RATE_BURST: '100000',
+      // Nor about overload control (test/e2e/overload.test.ts is): a test box busy with other suites must not
+      // see its few calls shed.
+      SIMU_OVERLOAD_LOOP_DELAY_MS: '10000',
+      SIMU_OVERLOAD_STORE_WAIT_MS: '10000',
       SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
       SIMU_API_ACCOUNT_RATE_BURST: '100000',
       // The tests' webhook and audio servers listen on 127.0.0.1: the operator's opt-in (docs/security.md).

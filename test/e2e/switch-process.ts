@@ -18,8 +18,15 @@ export async function startSwitch(env: Record<string, string>, timeoutMs = 30000
   // One process (node with tsx's loader), not the tsx wrapper: a SIGKILL must hit the switch itself.
   const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
     cwd: ROOT,
-    // Webhook servers of the tests listen on 127.0.0.1 (docs/security.md, "Outbound URLs").
-    env: { ...process.env, SIMU_WEBHOOK_ALLOW_PRIVATE: 'true', ...env },
+    // Overload control is off unless a test asks for it (a busy test box must not shed a test's few calls).
+    env: {
+      ...process.env,
+      SIMU_OVERLOAD_LOOP_DELAY_MS: '10000',
+      SIMU_OVERLOAD_STORE_WAIT_MS: '10000',
+      // Webhook servers of the tests listen on 127.0.0.1 (docs/security.md, "Outbound URLs").
+      SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
