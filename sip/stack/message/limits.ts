@@ -27,6 +27,7 @@ export const DEFAULT_LIMITS: ParseLimits = {
 };
 
 const CRLF = Buffer.from('\r\n');
+const CRLFCRLF = Buffer.from('\r\n\r\n');
 
 function isWspByte(b: number | undefined): boolean {
   return b === 0x20 || b === 0x09;
@@ -39,6 +40,7 @@ function isWspByte(b: number | undefined): boolean {
 export function sizeRefusal(data: Buffer, limits: ParseLimits = DEFAULT_LIMITS): string | undefined {
   if (data.length > limits.maxMessageBytes) return 'message too large';
   const maxLine = limits.maxHeaderLineBytes ?? MAX_HEADER_LINE_BYTES;
+  if (data.length <= maxLine) return undefined; // no field can be longer than the whole message
   let pos = 0;
   while (pos < data.length && (data[pos] === 0x0d || data[pos] === 0x0a)) pos++;
   let field = pos;
@@ -74,6 +76,11 @@ export class HeaderScanner {
    * 'too-large' when a field is over the limit.
    */
   scan(head: Buffer): number | 'more' | 'too-large' {
+    if (this.#from === 0) {
+      // The common case, a whole header section in one push and shorter than a field may be: one search.
+      const end = head.indexOf(CRLFCRLF);
+      if (end >= 0 && end <= this.#maxLine) return end + 2;
+    }
     for (;;) {
       const eol = head.indexOf(CRLF, this.#from);
       const field = this.#line > 0 && isWspByte(head[this.#line]) ? this.#field : this.#line;
