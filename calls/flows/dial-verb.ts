@@ -1,6 +1,6 @@
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
-import { checkDestination } from '../../billing/index.js';
+import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
 import { findActiveNumberOf } from '../../store/index.js';
 import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
 import type { FlowDeps } from './flow-deps.js';
@@ -15,8 +15,11 @@ export const DIALLED_LEG = 'B';
 
 export interface DialVerbDeps extends FlowDeps {
   locator?: EndUserLocator;
-  /** Opens the CDR and billing of a PSTN leg this call dials (calls/child-leg.ts). */
-  openChildLeg?: (parent: LiveCall, from: string, to: string) => Promise<ChildLeg>;
+  /**
+   * Opens the CDR and billing of a PSTN leg this call dials (calls/child-leg.ts): writes it as a live call. Run
+   * inside admission, so the leg counts against the account's caps from the moment it exists.
+   */
+  openChildLeg: (parent: LiveCall, from: string, to: string) => Promise<ChildLeg>;
 }
 
 /**
@@ -61,11 +64,51 @@ export async function runDial(
   }
   const leg = await resolveTarget(d, row.account_id, target);
   if (!leg || !d.media.hasSession(row.id)) return finish({ status: 'failed', durationSeconds: 0 });
+  const presented = o.callerId ?? row.from_number;
+  let child: ChildLeg | undefined;
+  if (target.kind === 'number') {
+    // A PSTN leg is a new call of the account (its own CDR, rated and billed as outbound), so it passes the same
+    // admission as originate (spec, Limits): suspension, draining, balance for its first block on top of the
+    // calls already live (the parent among them), concurrency and CPS caps. A refused leg is never written,
+    // dialled nor billed; DIAL.0300 carries the refusal's reason code and the verbs go on (docs/verbs.md).
+    // On-net extensions are not new calls (no CDR, not billed, like the callee side of an internal call).
+    const number = target.number;
+    try {
+      child = await d.admission.admit({ accountId: row.account_id, to: number }, () =>
+        d.openChildLeg(call, presented, number),
+      );
+    } catch (e) {
+      if (!(e instanceof AdmissionRefusedError)) throw e;
+      d.log.info({ call: row.sid, to: number, code: e.code }, 'Dial leg refused by admission');
+      return finish({ status: 'failed', durationSeconds: 0 }, e.code);
+    }
+  }
+  try {
+    return await bridge(d, call, leg, o, presented, child, finish);
+  } finally {
+    // Whatever happened above, an admitted leg's CDR is closed: a live row would hold the account's concurrency
+    // slot and first block until the reconcile sweep. A leg already ended keeps its own reason (first end wins).
+    if (child && !child.life.isEnded) await child.end(ReasonCodes.carrierFailure).catch(() => undefined);
+  }
+}
+
+/** Rings the resolved leg and, on answer, bridges the caller to it until either side ends it. */
+async function bridge(
+  d: DialVerbDeps,
+  call: LiveCall,
+  leg: LegTarget,
+  o: DialOptions,
+  presented: string,
+  child: ChildLeg | undefined,
+  finish: (result: DialResult) => Promise<DialResult>,
+): Promise<DialResult> {
+  const row = call.row;
   let sdp: string;
   try {
     sdp = await d.media.offerFromIvr(row.id, CALLER_LEG, DIALLED_LEG, { toSide: mediaProfileFor(leg.transport) });
   } catch (e) {
     d.log.warn({ err: e, call: row.sid }, 'Dial: the caller media could not be offered to a new leg');
+    await child?.end(ReasonCodes.carrierFailure);
     return finish({ status: 'failed', durationSeconds: 0 });
   }
   // Dial's `record`: a RecordSession of the rest of the call, from ringing or from answer (docs/verbs.md).
@@ -74,8 +117,6 @@ export async function runDial(
       ? call.startSessionRecording({ channels: o.record.endsWith('-dual') ? 'dual' : 'mono' })
       : Promise.resolve();
   await record('ringing');
-  const presented = o.callerId ?? row.from_number;
-  const child = target.kind === 'number' ? await d.openChildLeg?.(call, presented, target.number) : undefined;
   await child?.life.initiated();
   const outcome = await dialLeg(d, {
     target: leg,
