@@ -5,7 +5,7 @@
  * (RFC 7616 §3.3).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { formatUri, parseUri, type SipRequest } from '../message/index.js';
+import { formatUri, parseUri, type SipRequest, type Uri } from '../message/index.js';
 import { digestResponse, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
 
 export interface DigestServerOptions {
@@ -95,11 +95,12 @@ export class DigestServer {
     const qop = p.get('qop');
     if (qop !== 'auth' || !p.get('cnonce') || !p.get('nc')) return { ok: false, stale: false, reason: 'malformed' };
     // RFC 3261 §22.4 and RFC 2617 §3.2.2.5: the digest-uri must name the Request-URI, or a digest computed for one
-    // request could authorise another. Compared after parsing both with the stack's URI parser and formatting
-    // them again, so only what the parser normalises (scheme, host and parameter-name case) may differ; anything
-    // else (another user, host, port or parameter value, or an unparseable uri) is a mismatch.
+    // request could authorise another. Compared as resources after parsing both: scheme, user, host and port must
+    // be the same (host case aside); URI parameters and headers are not compared, because common clients put
+    // fewer of them in the digest-uri than in the Request-URI (SIPp 3.6 signs `sip:host:port` for a Request-URI
+    // `sip:host:port;transport=UDP`), and a parameter does not name another resource to authorise.
     const digestUri = parseUri(uri);
-    if (!digestUri || formatUri(digestUri) !== formatUri(req.uri)) {
+    if (!digestUri || resourceOf(digestUri) !== resourceOf(req.uri)) {
       return { ok: false, stale: false, reason: 'uri-mismatch' };
     }
     const parts = nonce.split('.');
@@ -140,4 +141,9 @@ function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** A URI without its parameters and headers, formatted: what a digest-uri is compared on. */
+function resourceOf(u: Uri): string {
+  return 'host' in u ? formatUri({ ...u, params: new Map(), headers: undefined }) : formatUri(u);
 }
