@@ -1,7 +1,7 @@
 import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
 import { openDb, migrate, pingDb, probeStoreQueue, type Db } from './store/index.js';
-import { RtpengineSupervisor, MediaEngines, MediaService } from './media/index.js';
+import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
 import { SipApplication, Registrar, ensureSipCertificate } from './sip/index.js';
 import { SecurityGate, knexBanStore } from './sip/security/index.js';
 import {
@@ -24,7 +24,7 @@ import {
   type EventCode,
 } from './events/index.js';
 import { consumeStreamToken, lapsedStreamPrincipals, onAuthWrite } from './store/index.js';
-import { RecordingRetention, SwitchCallEngine } from './calls/index.js';
+import { SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
 import { Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
@@ -190,7 +190,13 @@ export class Switch {
         releaseCallSlot: (tokenId) => registrar.location.releaseCallSlot(tokenId),
       },
       recordingRetentionDays: config.recordings.retentionDays,
-      reconcile: (id) => reconcileCall(db, id, Date.now(), { emit: billingEmit, increment: rates.increment }),
+      // A hangup of a call the switch no longer holds: the sweep's path, one call at a time (and, like the sweep,
+      // the credit monitor stops tracking what it closed).
+      reconcile: async (id) => {
+        const closed = await reconcileCall(db, id, Date.now(), { emit: billingEmit, increment: rates.increment });
+        if (closed) monitor.release(id);
+        return closed;
+      },
     });
     this.calls = calls;
     this.sip = sip;

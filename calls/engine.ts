@@ -3,7 +3,7 @@ import { roomLogger } from '../config/index.js';
 import type { CallEngine } from '../api/index.js';
 import type { Admission } from '../billing/admission.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
-import type { MediaService } from '../media/index.js';
+import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
 import { CallLifecycle } from './lifecycle.js';
@@ -15,7 +15,6 @@ import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
-import { mediaStorageFor, type MediaStorage } from './media-storage.js';
 import { UrlPolicy } from '../kit/index.js';
 
 export interface CallEngineDeps {

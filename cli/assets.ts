@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../calls/index.js';
+import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../media/index.js';
 import { loadConfig } from '../config/index.js';
 import { findAccount, updateAccount, type AssetRow, type Db } from '../store/index.js';
 import { Flags, UsageError, type ParsedArgs } from './args.js';

@@ -120,7 +120,7 @@ export async function deleteAssetRow(db: Db, accountId: string, id: string): Pro
   return row;
 }
 
-/** A non-local asset backend, as Play needs it: a local file to play for a stored object (calls/media-storage.ts). */
+/** A non-local asset backend, as Play needs it: a local file to play for a stored object (media/media-storage.ts). */
 export interface AssetAudioSource {
   readonly backend: string;
   localPath(storagePath: string): Promise<string | undefined>;

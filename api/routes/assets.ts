@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
-import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../../calls/index.js';
+import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../../media/index.js';
 import * as A from '../asset-schemas.js';
 import { authOf } from '../auth.js';
 import { ApiError, ValidationError } from '../errors.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { RecordingRetention } from '../../calls/index.js';
+import { RecordingRetention } from '../../media/index.js';
 import { roomLogger, setLogLevel } from '../../config/index.js';
 import {
   insertAccount,

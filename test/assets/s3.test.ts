@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import S3rver from 's3rver';
-import { AssetLibrary, S3Client, S3MediaStorage, mediaStorageFor } from '../../calls/index.js';
+import { AssetLibrary, S3Client, S3MediaStorage, mediaStorageFor } from '../../media/index.js';
 import { ConfigError, loadConfig } from '../../config/index.js';
 import { findPlayableAsset, insertAccount, type Db } from '../../store/index.js';
 import { sqliteDb } from '../support/db.js';
@@ -12,7 +12,7 @@ import { makeSpeechFiles } from './fixtures.js';
 
 /**
  * Issue 11, storage backends: the `s3` asset backend against a real S3-compatible server (npm s3rver, which checks
- * SigV4 signatures), with the minimal signed-request client of calls/s3-client.ts.
+ * SigV4 signatures), with the minimal signed-request client of media/s3-client.ts.
  */
 describe('assets on an S3-compatible backend (s3rver)', function () {
   this.timeout(30000);

@@ -5,11 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import S3rver from 's3rver';
-import { RecordingRetention } from '../../calls/index.js';
 import { loadConfig, roomLogger } from '../../config/index.js';
 import { setRate } from '../../store/index.js';
 import { Switch } from '../../switch.js';
-import { readWav, rms } from '../../media/index.js';
+import { RecordingRetention, readWav, rms } from '../../media/index.js';
 import {
   startTestSwitch,
   createAccountWithDid,

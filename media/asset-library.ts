@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { AudioImportError, convertToPlaybackWav } from '../media/index.js';
+import { AudioImportError, convertToPlaybackWav } from './asset-import.js';
 import {
   ASSET_NAME,
   deleteAssetRow,
