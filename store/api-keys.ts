@@ -55,6 +55,11 @@ export async function revokeApiKey(db: Db, accountId: string, id: string): Promi
   return n > 0;
 }
 
+/** Revokes every active key with this name in any account (the portal's session keys at its start). */
+export async function revokeApiKeysNamed(db: Db, name: string, at: string): Promise<number> {
+  return db('api_keys').where({ name, is_active: true }).update({ is_active: false, revoked_at: at });
+}
+
 export async function touchApiKey(db: Db, id: string): Promise<void> {
   await db('api_keys').where({ id }).update({ last_used_at: nowIso() });
 }

@@ -18,4 +18,7 @@ export * from './assets.js';
 export * from './recording-retention.js';
 export * from './destination-rules.js';
 export * from './registrations.js';
+export * from './portal-users.js';
+export * from './call-events.js';
+export * from './webhook-routes.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';

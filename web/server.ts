@@ -3,7 +3,17 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context, Middleware, Next } from 'koa';
 import type { Config } from '../config/index.js';
-import { insertApiKey, revokeApiKey, type Db } from '../store/index.js';
+import {
+  enableWebhookRoute,
+  findAccount,
+  findCall,
+  insertApiKey,
+  listCallEvents,
+  listWebhookRoutes,
+  revokeApiKey,
+  revokeApiKeysNamed,
+  type Db,
+} from '../store/index.js';
 import { apiKeyOut } from '../api/present.js';
 import { RequestRateLimiter } from '../api/index.js';
 import { loosePath, sourceKey } from './request-keys.js';
@@ -98,14 +108,10 @@ export class Portal {
       burst: deps.signInBurst ?? 10,
       now: this.#now,
     });
-    this.ready = deps
-      .db('api_keys')
-      .where({ name: SESSION_KEY_NAME, is_active: true })
-      .update({ is_active: false, revoked_at: new Date(this.#now()).toISOString() })
-      .then(
-        () => undefined,
-        () => undefined,
-      );
+    this.ready = revokeApiKeysNamed(deps.db, SESSION_KEY_NAME, new Date(this.#now()).toISOString()).then(
+      () => undefined,
+      () => undefined,
+    );
     // Idle sessions end (and their keys are revoked) even if their browser never comes back.
     this.#sweep = setInterval(() => {
       const now = this.#now();
@@ -255,31 +261,26 @@ export class Portal {
     }
     const ev = /^GET \/portal\/api\/calls\/([0-9a-fA-F-]{36})\/events$/.exec(route);
     if (ev) {
-      const call = await db('calls').where({ id: ev[1], account_id: s.accountId }).first('id');
+      const call = await findCall(db, s.accountId, ev[1]);
       if (!call) throw new PortalError(404, 'CALL_NOT_FOUND', 'No such call.');
-      const rows = await db('call_events')
-        .where({ account_id: s.accountId, call_id: ev[1] })
-        .orderBy('created_at')
-        .select('code', 'event', 'data', 'created_at');
+      const rows = await listCallEvents(db, s.accountId, ev[1]);
       ctx.body = rows.map((r) => ({ code: r.code, event: r.event, data: safeJson(r.data), timestamp: r.created_at }));
       return;
     }
     if (route === 'GET /portal/api/webhook-routes') {
-      const rows = await db('webhook_routes').where({ account_id: s.accountId }).orderBy('url');
+      const rows = await listWebhookRoutes(db, s.accountId);
       ctx.body = rows.map((r) => ({
         url: r.url,
-        disabled: Boolean(r.disabled),
-        disabled_at: r.disabled_at ?? null,
-        consecutive_failures: Number(r.consecutive_failures),
+        disabled: r.disabled,
+        disabled_at: r.disabled_at,
+        consecutive_failures: r.consecutive_failures,
       }));
       return;
     }
     if (route === 'POST /portal/api/webhook-routes/enable') {
       const body = await readJson(ctx);
-      const n = await db('webhook_routes')
-        .where({ account_id: s.accountId, url: String(body.url ?? '') })
-        .update({ disabled: false, disabled_at: null, consecutive_failures: 0, updated_at: new Date().toISOString() });
-      if (n !== 1) throw new PortalError(404, 'WEBHOOK_ROUTE_NOT_FOUND', 'No such webhook route.');
+      const ok = await enableWebhookRoute(db, s.accountId, String(body.url ?? ''), new Date().toISOString());
+      if (!ok) throw new PortalError(404, 'WEBHOOK_ROUTE_NOT_FOUND', 'No such webhook route.');
       ctx.body = { message: 'route re-enabled' };
       return;
     }
@@ -320,7 +321,7 @@ export class Portal {
       throw new PortalError(401, 'PORTAL_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
     }
     this.#failures.delete(email);
-    const account = await this.deps.db('accounts').where({ id: user.account_id }).first('status');
+    const account = await findAccount(this.deps.db, user.account_id);
     if (account?.status !== 'active') throw new PortalError(403, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended.');
     const { row, key } = await insertApiKey(this.deps.db, user.account_id, SESSION_KEY_NAME);
     const sid = randomBytes(32).toString('base64url');

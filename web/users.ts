@@ -1,17 +1,17 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { newId, nowIso, type Db } from '../store/index.js';
+import {
+  advanceTotpStep,
+  findPortalUserRow,
+  findPortalUserRowByEmail,
+  insertPortalUser,
+  newId,
+  nowIso,
+  type Db,
+  type PortalUserRow,
+} from '../store/index.js';
 import { newTotpSecret, verifyTotp } from './totp.js';
 
-export interface PortalUserRow {
-  id: string;
-  account_id: string;
-  email: string;
-  password_hash: string;
-  totp_secret: string;
-  totp_enrolled: boolean;
-  totp_last_step: number;
-  created_at: string;
-}
+export type { PortalUserRow } from '../store/index.js';
 
 export class PortalUserError extends Error {
   constructor(
@@ -58,12 +58,6 @@ export async function checkPassword(password: string, stored: string): Promise<b
 let dummyHash: Promise<string> | undefined;
 export const dummyPasswordHash = (): Promise<string> => (dummyHash ??= hashPassword(randomBytes(16).toString('hex')));
 
-const normalise = (row: any): PortalUserRow => ({
-  ...row,
-  totp_enrolled: Boolean(row.totp_enrolled),
-  totp_last_step: Number(row.totp_last_step),
-});
-
 export async function addPortalUser(
   db: Db,
   accountId: string,
@@ -73,7 +67,7 @@ export async function addPortalUser(
   const e = email.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+$/.test(e)) throw new PortalUserError('PORTAL_EMAIL_INVALID', 'not an email address');
   if (password.length < 10) throw new PortalUserError('PORTAL_PASSWORD_WEAK', 'the password needs 10 characters');
-  if (await db('portal_users').where({ email: e }).first())
+  if (await findPortalUserRowByEmail(db, e))
     throw new PortalUserError('PORTAL_USER_EXISTS', `a portal user with email ${e} exists`);
   const row = {
     id: newId(),
@@ -85,18 +79,16 @@ export async function addPortalUser(
     totp_last_step: 0,
     created_at: nowIso(),
   };
-  await db('portal_users').insert(row);
+  await insertPortalUser(db, row);
   return row;
 }
 
 export async function findPortalUserByEmail(db: Db, email: string): Promise<PortalUserRow | undefined> {
-  const row = await db('portal_users').where({ email: email.trim().toLowerCase() }).first();
-  return row ? normalise(row) : undefined;
+  return findPortalUserRowByEmail(db, email.trim().toLowerCase());
 }
 
 export async function getPortalUser(db: Db, id: string): Promise<PortalUserRow | undefined> {
-  const row = await db('portal_users').where({ id }).first();
-  return row ? normalise(row) : undefined;
+  return findPortalUserRow(db, id);
 }
 
 /**
@@ -109,9 +101,5 @@ export async function spendTotp(db: Db, userId: string, code: string, nowMs = Da
   if (!user) return false;
   const step = verifyTotp(user.totp_secret, code, nowMs);
   if (step === null || step <= user.totp_last_step) return false;
-  const n = await db('portal_users')
-    .where({ id: userId })
-    .andWhere('totp_last_step', '<', step)
-    .update({ totp_last_step: step, totp_enrolled: true });
-  return n === 1;
+  return advanceTotpStep(db, userId, step);
 }

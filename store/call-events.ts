@@ -1,0 +1,17 @@
+import type { Db } from './db.js';
+
+/** One row of a call's event history (table `call_events`); `data` is the JSON text as written. */
+export interface CallEventRow {
+  code: string;
+  event: string;
+  data: string;
+  created_at: string;
+}
+
+/** A call's events in the order they happened, scoped to the account. */
+export async function listCallEvents(db: Db, accountId: string, callId: string): Promise<CallEventRow[]> {
+  return db('call_events')
+    .where({ account_id: accountId, call_id: callId })
+    .orderBy('created_at')
+    .select('code', 'event', 'data', 'created_at');
+}
