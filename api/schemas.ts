@@ -14,7 +14,23 @@ export const HttpUrl = z
 /** A webhook URL field: an absolute http(s) URL, or a blank string meaning "none / inherit". */
 export const UrlOrBlank = z.union([z.literal(''), HttpUrl], { error: 'expected an absolute http(s) URL or ""' });
 const Uuid = z.string().min(1, 'expected a uuid').max(64);
-const IsoDateTime = z.iso.datetime({ offset: true, local: true, error: 'expected an ISO-8601 date-time' });
+/**
+ * A `from_dt`/`to_dt` bound, always read as UTC (docs/api.md): a date-time with a zone (`Z`, `+03:00`) is that
+ * instant; one without a zone is UTC, never the server's local time; a date alone is its midnight UTC. The value
+ * handed to the route is the normalised `...Z` instant.
+ */
+const IsoDateTime = z
+  .union([z.iso.datetime({ offset: true, local: true }), z.iso.date()], {
+    error: 'expected an ISO-8601 date-time or date, such as 2026-01-31T08:00:00Z or 2026-01-31',
+  })
+  .transform(utcInstant);
+
+/** See IsoDateTime: the UTC instant of an already validated ISO-8601 date-time or date. */
+export function utcInstant(value: string): string {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) return `${value}T00:00:00.000Z`;
+  const zoned = /(?:Z|[+-]\d{2}:\d{2})$/.test(value);
+  return new Date(zoned ? value : `${value}Z`).toISOString();
+}
 const Purpose = z.enum(['voice_inbound', 'voice_outbound', 'status']);
 export const PURPOSES = Purpose.options;
 
