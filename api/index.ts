@@ -1,16 +1,7 @@
 export { createApiServer, createApp, type ApiDeps } from './app.js';
 export { NullCallEngine, type CallEngine } from './call-engine.js';
 export { ApiError, ValidationError, UnauthorizedError } from './errors.js';
-export {
-  verifyPhoneToken,
-  PhoneTokenRejectedError,
-  type PhoneTokenClaims,
-  type PhoneTokenRejection,
-  turnCredentials,
-  iceServersFor,
-  signPhoneToken,
-  signRecordingUrl,
-} from './signing.js';
+export { turnCredentials, iceServersFor, signRecordingUrl } from './signing.js';
 export { openApiDocument } from './openapi.js';
 export { callOut, apiKeyOut } from './present.js';
 export { RequestRateLimiter, RateLimitedError, type RequestRateLimiterOptions } from './rate-limit.js';

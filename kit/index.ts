@@ -21,6 +21,7 @@ export {
   type AddressVerdict,
   type UrlPolicyOptions,
 } from './url-policy.js';
+export { deriveKey } from './derive-key.js';
 export {
   createGuardedFetch,
   OutboundUrlError,

@@ -16,3 +16,10 @@ export {
 export { LocationService, CallSlotsExhaustedError, type Binding, type BindingChange } from './location.js';
 export { shortPassword, accountOfHost } from './registrar-credentials.js';
 export { ensureSipCertificate } from './certificate.js';
+export {
+  signPhoneToken,
+  verifyPhoneToken,
+  PhoneTokenRejectedError,
+  type PhoneTokenClaims,
+  type PhoneTokenRejection,
+} from './phone-token.js';

@@ -5,7 +5,7 @@
  * POST /api/phone-tokens/mint signed them (api/routes/phone-tokens.ts). The only claim not stored is `iat`, taken
  * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
  */
-import { signPhoneToken } from '../api/signing.js';
+import { signPhoneToken } from './phone-token.js';
 import type { Db, EndUserRow, PhoneTokenRow } from '../store/index.js';
 
 /** How many of an end-user's most recent tokens a digest is tried against (revoked and expired ones included,

@@ -9,7 +9,7 @@
 import { decodeJwt } from 'jose';
 import type { Logger } from '../config/index.js';
 import { EventCodes, type EventCode } from '../events/index.js';
-import { PhoneTokenRejectedError, verifyPhoneToken } from '../api/signing.js';
+import { PhoneTokenRejectedError, verifyPhoneToken } from './phone-token.js';
 import {
   liveRegistrations,
   phoneTokenIsValid,

@@ -4,7 +4,8 @@ import { ApiError, notFound } from '../errors.js';
 import { phoneTokenOut } from '../present.js';
 import type { RouteDeps, RouteTable } from '../route-table.js';
 import * as S from '../schemas.js';
-import { iceServersFor, signPhoneToken } from '../signing.js';
+import { signPhoneToken } from '../../sip/index.js';
+import { iceServersFor } from '../signing.js';
 import { parseBody } from '../validation.js';
 
 /** max_concurrent when the mint request leaves it out (docs/api.md). */

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { consumeStreamToken, mintStreamToken } from '../../store/index.js';
-import { verifyPhoneToken, PhoneTokenRejectedError, turnCredentials } from '../../api/index.js';
+import { turnCredentials } from '../../api/index.js';
+import { verifyPhoneToken, PhoneTokenRejectedError } from '../../sip/index.js';
 import { sqliteDb } from '../support/db.js';
 import { ApiHarness, type Tenant } from './harness.js';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../../config/index.js';
 import { EventBus, EventPublisher } from '../../events/index.js';
-import { signPhoneToken } from '../../api/signing.js';
+import { signPhoneToken } from '../../sip/index.js';
 import { insertAccount, insertEndUser, insertPhoneToken, type Db, type EndUserRow } from '../../store/index.js';
 import { SipApplication } from '../../sip/sip-app.js';
 import { Registrar, type RegistrarOptions } from '../../sip/registrar.js';
