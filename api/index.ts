@@ -2,6 +2,16 @@ export { createApiServer, createApp, type ApiDeps } from './app.js';
 export { NullCallEngine, type CallEngine } from './call-engine.js';
 export { ApiError, ValidationError, UnauthorizedError } from './errors.js';
 export { turnCredentials, iceServersFor, signRecordingUrl } from './signing.js';
+export { totp, hotp, verifyTotp, otpauthUri, base32Encode, base32Decode, newTotpSecret } from './totp.js';
+export {
+  addPortalUser,
+  findPortalUserByEmail,
+  checkPassword,
+  dummyPasswordHash,
+  spendTotp,
+  PortalUserError,
+  type PortalUserRow,
+} from './portal-users.js';
 export { openApiDocument } from './openapi.js';
 export { callOut, apiKeyOut } from './present.js';
 export { RequestRateLimiter, RateLimitedError, type RequestRateLimiterOptions } from './rate-limit.js';

@@ -3,7 +3,7 @@ import { openDb, migrate } from '../store/index.js';
 import { parseArgs, UsageError } from './args.js';
 import { findCommand, COMMAND_NAMES, type Output } from './commands.js';
 import './assets.js'; // registers `assets ...` and `account retention`
-import '../web/cli.js'; // registers `portal-user add`
+import './portal-users.js'; // registers `portal-user add`
 
 const USAGE = `usage: simu <command> [options] [--json]
 

@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 
-/** A portal (web) user: email + scrypt password + TOTP, bound to one account (web/users.ts owns the rules). */
+/** A portal (web) user: email + scrypt password + TOTP, bound to one account (api/portal-users.ts owns the rules). */
 export interface PortalUserRow {
   id: string;
   account_id: string;

@@ -14,10 +14,15 @@ import {
   revokeApiKeysNamed,
   type Db,
 } from '../store/index.js';
-import { apiKeyOut } from '../api/present.js';
-import { RequestRateLimiter } from '../api/index.js';
+import {
+  apiKeyOut,
+  checkPassword,
+  dummyPasswordHash,
+  findPortalUserByEmail,
+  RequestRateLimiter,
+  spendTotp,
+} from '../api/index.js';
 import { loosePath, sourceKey } from './request-keys.js';
-import { checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } from './users.js';
 
 /**
  * The account portal on the API's HTTP server: static pages under /portal/, sign-in under /portal/api/, and

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { createApp } from '../../api/index.js';
+import { addPortalUser, createApp, totp } from '../../api/index.js';
 import type { RouteSpec } from '../../api/route-table.js';
 import { Portal } from '../../web/server.js';
-import { addPortalUser } from '../../web/users.js';
-import { totp } from '../../web/totp.js';
 import { sqliteDb } from '../support/db.js';
 import { ApiHarness, type Tenant } from './harness.js';
 

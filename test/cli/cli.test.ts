@@ -105,4 +105,25 @@ describe('operator CLI', function () {
     assert.ok(row, 'stored as a staff token');
     assert.notEqual(row.token_hash, r.token);
   });
+
+  it('portal-user add stores the user (scrypt hash, not the password) and prints the otpauth URI once', async () => {
+    const { account } = JSON.parse((await simu('account', 'create', '--name', 'Portal', '--json')).stdout);
+    const r = await simu(
+      'portal-user',
+      'add',
+      account.uuid,
+      '--email',
+      'Ann@Example.com',
+      '--password',
+      'long enough pw',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /otpauth:\/\/totp\//);
+    const row = await db('portal_users').where({ account_id: account.uuid }).first();
+    assert.equal(row.email, 'ann@example.com');
+    assert.match(row.password_hash, /^scrypt\$/);
+    const weak = await simu('portal-user', 'add', account.uuid, '--email', 'bob@example.com', '--password', 'short');
+    assert.equal(weak.code, 2);
+    assert.match(weak.stderr, /10 characters/);
+  });
 });

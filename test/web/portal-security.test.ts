@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { Portal } from '../../web/server.js';
 import { sourceKey } from '../../web/request-keys.js';
-import { addPortalUser } from '../../web/users.js';
-import { totp } from '../../web/totp.js';
+import { addPortalUser, totp } from '../../api/index.js';
 import { sqliteDb } from '../support/db.js';
 import { ApiHarness, type Tenant } from '../api/harness.js';
 

@@ -4,8 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { addPoolNumbers } from '../../store/index.js';
-import { addPortalUser } from '../../web/users.js';
-import { totp } from '../../web/totp.js';
+import { addPortalUser, totp } from '../../api/index.js';
 import { AccountServer, api, createAccountWithDid, startTestSwitch, type TestAccount } from '../e2e/harness.js';
 
 /** Chromium processes this test process started (their parent is us). */

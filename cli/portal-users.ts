@@ -1,8 +1,7 @@
-import { registerCommand } from '../cli/commands.js';
-import { Flags, UsageError } from '../cli/args.js';
+import { addPortalUser, otpauthUri, PortalUserError } from '../api/index.js';
+import { registerCommand } from './commands.js';
+import { Flags, UsageError } from './args.js';
 import { findAccount } from '../store/index.js';
-import { otpauthUri } from './totp.js';
-import { addPortalUser, PortalUserError } from './users.js';
 
 /** `simu portal-user add ACCOUNT_ID --email E --password P`: prints the otpauth:// URI for an authenticator app. */
 registerCommand('portal-user add', async (db, args, out) => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { base32Decode, base32Encode, hotp, otpauthUri, totp, verifyTotp } from '../../web/totp.js';
+import { base32Decode, base32Encode, hotp, otpauthUri, totp, verifyTotp } from '../../api/totp.js';
 
 // RFC 6238 Appendix B: the SHA-1 seed is the ASCII "12345678901234567890"; SHA-256 and SHA-512 use it repeated
 // to 32 and 64 bytes. Codes are 8 digits there.
@@ -15,7 +15,7 @@ const VECTORS: Array<[number, string, string, string]> = [
   [20000000000, '65353130', '77737706', '47863826'],
 ];
 
-describe('web/totp (RFC 6238)', () => {
+describe('api/totp (RFC 6238)', () => {
   it('matches every RFC 6238 Appendix B vector for SHA-1, SHA-256 and SHA-512', () => {
     for (const [t, sha1, sha256, sha512] of VECTORS) {
       assert.equal(totp(base32Encode(SEED1), t * 1000, 8, 'sha1'), sha1, `sha1 at ${t}`);

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { insertAccount, migrate, openDb, type Db } from '../../store/index.js';
-import { totp } from '../../web/totp.js';
-import { addPortalUser, checkPassword, hashPassword, spendTotp } from '../../web/users.js';
+import { totp } from '../../api/totp.js';
+import { addPortalUser, checkPassword, hashPassword, spendTotp } from '../../api/portal-users.js';
 
-describe('web/users: portal passwords and one-time codes', () => {
+describe('api/portal-users: portal passwords and one-time codes', () => {
   let db: Db;
   let dir: string;
   before(async () => {
