@@ -1,5 +1,15 @@
 import type { Db } from '../store/index.js';
-import { nowIso, NotFoundError } from '../store/index.js';
+import {
+  accountBalance,
+  accountFunds,
+  callCreditHeartbeats,
+  committedElsewhere,
+  heartbeatCallCredits,
+  insertCallCredit,
+  nowIso,
+  NotFoundError,
+  setCallCreditTts,
+} from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, type BillingEmit, type CutReason } from './codes.js';
 import { talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
@@ -157,14 +167,14 @@ export class CreditMonitor {
     const ratePerMinute = card.perMinute(a.direction, a.to);
     const before = this.#walletOf(a.accountId);
     const epoch = before.epoch;
-    const acct = await this.#o.db('accounts').where({ id: a.accountId }).first('balance_cents', 'max_call_seconds');
+    const acct = await accountFunds(this.#o.db, a.accountId);
     if (!acct) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
     const others = await this.#othersCommitted(a.accountId);
     if (this.#closed || this.#calls.has(a.callId)) return;
     // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
     const wallet = this.#walletOf(a.accountId);
     if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0)) {
-      wallet.balanceCents = Number(acct.balance_cents) - others;
+      wallet.balanceCents = acct.balance_cents - others;
       wallet.othersCents = others;
     }
     const call: LiveCall = {
@@ -173,14 +183,14 @@ export class CreditMonitor {
       answeredAtMs: toMs(a.answeredAt),
       ratePerMinute,
       card,
-      maxCallSeconds: Number(acct.max_call_seconds),
+      maxCallSeconds: acct.max_call_seconds,
       ttsByTier: new Map(),
       recorded: false,
     };
     wallet.calls.set(call.callId, call);
     this.#calls.set(call.callId, call);
     try {
-      await this.#o.db('call_credit').insert({
+      await insertCallCredit(this.#o.db, {
         call_id: call.callId,
         account_id: call.accountId,
         node_id: this.#o.nodeId,
@@ -211,12 +221,7 @@ export class CreditMonitor {
       return;
     }
     call.ttsByTier.set(tier, (call.ttsByTier.get(tier) ?? 0) + Math.max(0, seconds));
-    this.#track(
-      this.#o
-        .db('call_credit')
-        .where({ call_id: callId })
-        .update({ tts_cents: this.#ttsCentsOf(call), tts_seconds: this.#ttsSecondsOf(call) }),
-    );
+    this.#track(setCallCreditTts(this.#o.db, callId, this.#ttsCentsOf(call), this.#ttsSecondsOf(call)));
   }
 
   /**
@@ -436,12 +441,12 @@ export class CreditMonitor {
   async #refreshBalance(w: AccountWallet): Promise<void> {
     if (w.settling) return;
     const epoch = w.epoch;
-    const row = await this.#o.db('accounts').where({ id: w.accountId }).first('balance_cents');
-    if (!row) return;
+    const balance = await accountBalance(this.#o.db, w.accountId);
+    if (balance === undefined) return;
     const others = await this.#othersCommitted(w.accountId);
     // A settlement that started or landed during the read makes it stale; the next refresh will do.
     if (w.epoch === epoch && w.settling === 0) {
-      w.balanceCents = Number(row.balance_cents) - others;
+      w.balanceCents = balance - others;
       w.othersCents = others;
     }
   }
@@ -454,14 +459,7 @@ export class CreditMonitor {
   async #othersCommitted(accountId: string): Promise<number> {
     if (this.#o.nodeId === null) return 0;
     const fresh = nowIso(new Date(this.#o.timers.now() - this.#o.peerStaleMs));
-    const row = await this.#o
-      .db('call_credit')
-      .where({ account_id: accountId })
-      .whereNot({ node_id: this.#o.nodeId })
-      .where('heartbeat_at', '>=', fresh)
-      .sum({ s: 'committed_cents' })
-      .first();
-    return Number(row?.s ?? 0);
+    return committedElsewhere(this.#o.db, accountId, this.#o.nodeId, fresh);
   }
 
   async #persistHeartbeats(now: number): Promise<void> {
@@ -469,20 +467,14 @@ export class CreditMonitor {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       // One statement per chunk: the heartbeat and each call's committed cents (for monitors on other nodes).
-      const bindings = chunk.flatMap((id) => [id, this.#committedCents(this.#calls.get(id)!, now)]);
-      const committed = this.#o.db.raw(
-        `CASE call_id ${chunk.map(() => 'WHEN ? THEN CAST(? AS BIGINT)').join(' ')} ELSE committed_cents END`,
-        bindings,
+      const n = await heartbeatCallCredits(
+        this.#o.db,
+        nowIso(new Date(now)),
+        chunk.map((id) => ({ callId: id, committedCents: this.#committedCents(this.#calls.get(id)!, now) })),
       );
-      const n = await this.#o
-        .db('call_credit')
-        .whereIn('call_id', chunk)
-        .update({ heartbeat_at: nowIso(new Date(now)), committed_cents: committed });
       if (n < chunk.length) {
         // A recorded credit row is gone only when the call was settled elsewhere (reconcile sweep): let it go.
-        const still = new Set(
-          (await this.#o.db('call_credit').whereIn('call_id', chunk).select('call_id')).map((r) => r.call_id as string),
-        );
+        const still = new Set((await callCreditHeartbeats(this.#o.db, chunk)).map((r) => r.call_id));
         for (const id of chunk) if (!still.has(id)) this.release(id);
       }
     }

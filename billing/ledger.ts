@@ -1,5 +1,16 @@
-import type { Knex } from 'knex';
-import { newId, nowIso, isUniqueViolation, type Db } from '../store/index.js';
+import {
+  findLedgerRowBySettlementKey,
+  inTransaction,
+  insertLedgerRow,
+  isUniqueViolation,
+  lastLedgerSeq,
+  lockAccountBalance,
+  newId,
+  nowIso,
+  setAccountBalance,
+  type Db,
+  type Tx,
+} from '../store/index.js';
 
 export type LedgerDirection = 'credit' | 'debit';
 /**
@@ -49,14 +60,14 @@ export interface PostResult {
  * (FOR UPDATE on PostgreSQL; SQLite has one writer), so concurrent posts serialise and `balance_before` chains.
  * The balance never goes below zero.
  */
-export async function postInTransaction(trx: Knex.Transaction, input: PostInput): Promise<PostResult> {
+export async function postInTransaction(trx: Tx, input: PostInput): Promise<PostResult> {
   if (!Number.isInteger(input.amountCents) || input.amountCents < 0)
     throw new Error('amountCents must be a non-negative integer');
   if (input.settlementKey) {
-    const prior = await trx('wallet_transactions').where({ settlement_key: input.settlementKey }).first();
+    const prior = await findLedgerRowBySettlementKey(trx, input.settlementKey);
     if (prior) {
-      const before = Number(prior.balance_before_cents);
-      const amt = Number(prior.amount_cents);
+      const before = prior.balance_before_cents;
+      const amt = prior.amount_cents;
       return {
         id: prior.id,
         balanceBeforeCents: before,
@@ -66,19 +77,18 @@ export async function postInTransaction(trx: Knex.Transaction, input: PostInput)
       };
     }
   }
-  const acct = await trx('accounts').where({ id: input.accountId }).forUpdate().first('balance_cents');
-  if (!acct) throw new Error(`account ${input.accountId} not found`);
-  const before = Number(acct.balance_cents);
+  const before = await lockAccountBalance(trx, input.accountId);
+  if (before === undefined) throw new Error(`account ${input.accountId} not found`);
   let amount = input.amountCents;
   if (input.direction === 'debit' && amount > before) {
     if (!input.capAtBalance) throw new InsufficientFundsError(before, amount);
     amount = before;
   }
   const after = input.direction === 'credit' ? before + amount : before - amount;
-  const last = await trx('wallet_transactions').where({ account_id: input.accountId }).max('seq as seq').first();
+  const last = await lastLedgerSeq(trx, input.accountId);
   const id = newId();
   try {
-    await trx('wallet_transactions').insert({
+    await insertLedgerRow(trx, {
       id,
       account_id: input.accountId,
       direction: input.direction,
@@ -88,13 +98,13 @@ export async function postInTransaction(trx: Knex.Transaction, input: PostInput)
       call_id: input.callId ?? null,
       settlement_key: input.settlementKey ?? null,
       created_at: nowIso(),
-      seq: Number(last?.seq ?? 0) + 1,
+      seq: last + 1,
     });
   } catch (e) {
     if (isUniqueViolation(e)) throw new LedgerConflictError();
     throw e;
   }
-  await trx('accounts').where({ id: input.accountId }).update({ balance_cents: after });
+  await setAccountBalance(trx, input.accountId, after);
   return { id, balanceBeforeCents: before, balanceAfterCents: after, amountCents: amount, duplicate: false };
 }
 
@@ -110,7 +120,7 @@ export class LedgerConflictError extends Error {
 export async function post(db: Db, input: PostInput): Promise<PostResult> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await db.transaction((trx) => postInTransaction(trx, input));
+      return await inTransaction(db, (trx) => postInTransaction(trx, input));
     } catch (e) {
       if (e instanceof LedgerConflictError && attempt < 5) continue;
       throw e;

@@ -1,5 +1,14 @@
-import type { Db } from '../store/index.js';
-import { noteCallsWritten, nowIso } from '../store/index.js';
+import {
+  closeCallIfLive,
+  findCallAnyAccount,
+  findCallCredit,
+  inTransaction,
+  liveCallIds,
+  noteCallsWritten,
+  nowIso,
+  patchCallRow,
+  type Db,
+} from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, reasonLabel, type BillingEmit } from './codes.js';
 import { LedgerConflictError } from './ledger.js';
@@ -65,24 +74,21 @@ export async function reconcileCall(
   const inc = opts.increment ?? DEFAULT_INCREMENT;
   for (let attempt = 0; ; attempt++) {
     try {
-      const done = await db.transaction(async (trx) => {
-        const call = await trx('calls').where({ id: callId }).first();
+      const done = await inTransaction(db, async (trx) => {
+        const call = await findCallAnyAccount(trx, callId);
         if (!call || !(LIVE_STATUSES as readonly string[]).includes(call.status)) return undefined;
         const answered = !!call.answered_at;
         const status = answered ? 'completed' : 'failed';
         const endedAt = nowIso(new Date(detectedAtMs));
         // Closing first, conditionally, makes this transaction the only one that bills and reports the call.
-        const n = await trx('calls')
-          .where({ id: callId })
-          .whereIn('status', LIVE_STATUSES as unknown as string[])
-          .update({
-            status,
-            reason_code: BillingCodes.reconciled,
-            reason_label: reasonLabel(BillingCodes.reconciled),
-            ended_at: endedAt,
-          });
-        if (n === 0) return undefined;
-        const credit = answered ? await trx('call_credit').where({ call_id: callId }).first() : undefined;
+        const won = await closeCallIfLive(trx, callId, {
+          status,
+          reason_code: BillingCodes.reconciled,
+          reason_label: reasonLabel(BillingCodes.reconciled),
+          ended_at: endedAt,
+        });
+        if (!won) return undefined;
+        const credit = answered ? await findCallCredit(trx, callId) : undefined;
         let talkSeconds = 0;
         let talk = 0;
         let tts = 0;
@@ -90,8 +96,8 @@ export async function reconcileCall(
           const from = ms(call.answered_at) ?? ms(credit.answered_at)!;
           const until = Math.min(ms(credit.heartbeat_at)!, detectedAtMs);
           talkSeconds = Math.max(0, Math.ceil((until - from) / 1000));
-          talk = talkCents(Number(credit.rate_cents_per_minute), talkSeconds, inc);
-          tts = Number(credit.tts_cents);
+          talk = talkCents(credit.rate_cents_per_minute, talkSeconds, inc);
+          tts = credit.tts_cents;
         }
         const s = await settleCallInTransaction(trx, {
           accountId: call.account_id,
@@ -101,13 +107,11 @@ export async function reconcileCall(
         });
         const started = ms(call.started_at) ?? ms(call.created_at) ?? detectedAtMs;
         const durationSeconds = Math.max(0, Math.round((detectedAtMs - started) / 1000));
-        await trx('calls')
-          .where({ id: callId })
-          .update({
-            talk_seconds: answered ? talkSeconds : null,
-            cost_cents: s.costCents,
-            duration_seconds: durationSeconds,
-          });
+        await patchCallRow(trx, callId, {
+          talk_seconds: answered ? talkSeconds : null,
+          cost_cents: s.costCents,
+          duration_seconds: durationSeconds,
+        });
         return { call, s, status, talkSeconds, durationSeconds, endedAt } as const;
       });
       if (!done) return undefined;
@@ -181,14 +185,9 @@ export class ReconcileSweep {
 
   async #sweep(minAgeMs: number): Promise<ReconciledCall[]> {
     const now = this.#o.timers.now();
-    const q = this.#o
-      .db('calls')
-      .whereIn('status', LIVE_STATUSES as unknown as string[])
-      .where('created_at', '<=', nowIso(new Date(now - minAgeMs)))
-      .select('id');
-    if (this.#o.nodeId !== null) q.where({ node_id: this.#o.nodeId });
+    const ids = await liveCallIds(this.#o.db, nowIso(new Date(now - minAgeMs)), this.#o.nodeId);
     const closed: ReconciledCall[] = [];
-    for (const { id } of await q) {
+    for (const id of ids) {
       if (await this.#o.isLive(id)) continue;
       const r = await reconcileCall(this.#o.db, id, this.#o.timers.now(), {
         emit: this.#o.emit,

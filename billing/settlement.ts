@@ -1,5 +1,11 @@
-import type { Knex } from 'knex';
-import type { Db } from '../store/index.js';
+import {
+  deleteCallCredit,
+  findLedgerRowBySettlementKey,
+  inTransaction,
+  ledgerRowsBySettlementKeys,
+  type Db,
+  type Tx,
+} from '../store/index.js';
 import { postInTransaction, LedgerConflictError, type LedgerKind, type PostResult } from './ledger.js';
 import { formatMoney } from './money.js';
 import { BillingCodes, type BillingEmit } from './codes.js';
@@ -40,7 +46,7 @@ export const talkKey = (callId: string): string => `call:${callId}:talk`;
 export const ttsKey = (callId: string): string => `call:${callId}:tts`;
 
 async function postOne(
-  trx: Knex.Transaction,
+  trx: Tx,
   accountId: string,
   callId: string,
   kind: LedgerKind,
@@ -49,10 +55,10 @@ async function postOne(
 ): Promise<PostedCharge | undefined> {
   if (cents <= 0) {
     // Nothing to charge; a zero row would only be noise. A prior row under the key still counts (exactly once).
-    const prior = await trx('wallet_transactions').where({ settlement_key: key }).first();
+    const prior = await findLedgerRowBySettlementKey(trx, key);
     if (!prior) return undefined;
-    const before = Number(prior.balance_before_cents);
-    const amt = Number(prior.amount_cents);
+    const before = prior.balance_before_cents;
+    const amt = prior.amount_cents;
     return { kind, settlementKey: key, amountCents: amt, balanceAfterCents: before - amt, duplicate: true };
   }
   const r: PostResult = await postInTransaction(trx, {
@@ -74,13 +80,13 @@ async function postOne(
 }
 
 /** Settles inside the caller's transaction (the reconcile sweep closes the call row in the same one). */
-export async function settleCallInTransaction(trx: Knex.Transaction, c: CallCharge): Promise<CallSettlementResult> {
+export async function settleCallInTransaction(trx: Tx, c: CallCharge): Promise<CallSettlementResult> {
   const rows = [
     await postOne(trx, c.accountId, c.callId, 'call', talkKey(c.callId), c.talkCents),
     await postOne(trx, c.accountId, c.callId, 'tts', ttsKey(c.callId), c.ttsCents),
   ];
   // The live credit row has done its job once the call is settled.
-  await trx('call_credit').where({ call_id: c.callId }).delete();
+  await deleteCallCredit(trx, c.callId);
   const talk = rows[0]?.amountCents ?? 0;
   const tts = rows[1]?.amountCents ?? 0;
   const last = rows.filter((r) => r && !r.duplicate).pop() ?? rows.filter(Boolean).pop();
@@ -116,7 +122,7 @@ export function emitDebits(emit: BillingEmit | undefined, accountId: string, cal
 export async function settleCall(db: Db, c: CallCharge, emit?: BillingEmit): Promise<CallSettlementResult> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const s = await db.transaction((trx) => settleCallInTransaction(trx, c));
+      const s = await inTransaction(db, (trx) => settleCallInTransaction(trx, c));
       emitDebits(emit, c.accountId, c.callId, s);
       return s;
     } catch (e) {
@@ -128,7 +134,7 @@ export async function settleCall(db: Db, c: CallCharge, emit?: BillingEmit): Pro
 
 /** What the ledger already holds for a call (for a settlement asked of a process that no longer knows the call). */
 export async function settledCharges(db: Db, callId: string): Promise<{ talkCents: number; ttsCents: number }> {
-  const rows = await db('wallet_transactions').whereIn('settlement_key', [talkKey(callId), ttsKey(callId)]);
-  const sum = (k: string) => rows.filter((r) => r.settlement_key === k).reduce((a, r) => a + Number(r.amount_cents), 0);
+  const rows = await ledgerRowsBySettlementKeys(db, [talkKey(callId), ttsKey(callId)]);
+  const sum = (k: string) => rows.filter((r) => r.settlement_key === k).reduce((a, r) => a + r.amount_cents, 0);
   return { talkCents: sum(talkKey(callId)), ttsCents: sum(ttsKey(callId)) };
 }

@@ -1,4 +1,4 @@
-import type { Db } from '../store/index.js';
+import { callCreditHeartbeats, type Db } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import type { MonitorTimers } from './timers.js';
 
@@ -100,8 +100,8 @@ export class StoreHeartbeatWatchdog {
     if (!ids.length) return [];
     let beats: Map<string, number> | undefined;
     try {
-      const rows = await this.o.db('call_credit').whereIn('call_id', ids).select('call_id', 'heartbeat_at');
-      beats = new Map(rows.map((r) => [r.call_id as string, Date.parse(r.heartbeat_at as string)]));
+      const rows = await callCreditHeartbeats(this.o.db, ids);
+      beats = new Map(rows.map((r) => [r.call_id, Date.parse(r.heartbeat_at)]));
       this.#lastGoodRead = now;
     } catch (e) {
       this.#log.error({ err: e }, 'watchdog cannot read heartbeats');

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
 import { newId, nowIso, randomToken } from './ids.js';
 import { NotFoundError } from './errors.js';
 
@@ -73,6 +73,35 @@ export async function getAccount(db: Db, id: string): Promise<AccountRow> {
   const row = await findAccount(db, id);
   if (!row) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
   return row;
+}
+
+/**
+ * Reads the balance and locks the account row for the rest of the transaction (FOR UPDATE on PostgreSQL; SQLite has
+ * one writer), so concurrent ledger posts serialise. Undefined when there is no such account.
+ */
+export async function lockAccountBalance(tx: Tx, id: string): Promise<number | undefined> {
+  const row = await tx('accounts').where({ id }).forUpdate().first('balance_cents');
+  return row ? Number(row.balance_cents) : undefined;
+}
+
+/** Sets the balance; only the ledger (billing/ledger) moves it, in the transaction that writes its row. */
+export async function setAccountBalance(tx: Tx, id: string, balanceCents: number): Promise<void> {
+  await tx('accounts').where({ id }).update({ balance_cents: balanceCents });
+}
+
+/** What the credit monitor needs of an account at answer: its balance and its per-call length cap. */
+export async function accountFunds(
+  db: Db,
+  id: string,
+): Promise<{ balance_cents: number; max_call_seconds: number } | undefined> {
+  const row = await db('accounts').where({ id }).first('balance_cents', 'max_call_seconds');
+  return row ? { balance_cents: Number(row.balance_cents), max_call_seconds: Number(row.max_call_seconds) } : undefined;
+}
+
+/** The account's balance alone (the credit monitor's refresh); undefined when there is no such account. */
+export async function accountBalance(db: Db, id: string): Promise<number | undefined> {
+  const row = await db('accounts').where({ id }).first('balance_cents');
+  return row ? Number(row.balance_cents) : undefined;
 }
 
 export async function listAccounts(db: Db): Promise<AccountRow[]> {

@@ -142,6 +142,33 @@ export async function updateCall(
   return n > 0 && r ? normaliseCall(r) : undefined;
 }
 
+/**
+ * Closes a call only while it is still live (a compare-and-set on the status, for the reconcile sweep): true when
+ * this update won. The caller notes the write (noteCallsWritten) after its transaction commits.
+ */
+export async function closeCallIfLive(db: Db, id: string, patch: CallPatch): Promise<boolean> {
+  const n = await db('calls')
+    .where({ id })
+    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
+    .update(patch);
+  return n > 0;
+}
+
+/** Writes figures on a call row, unconditionally and without noting the write (the caller does, after commit). */
+export async function patchCallRow(db: Db, id: string, patch: CallPatch): Promise<void> {
+  await db('calls').where({ id }).update(patch);
+}
+
+/** Ids of the calls the store shows live, created at or before `createdBefore`; of one node, or all when null. */
+export async function liveCallIds(db: Db, createdBefore: string, nodeId: string | null): Promise<string[]> {
+  const q = db('calls')
+    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
+    .where('created_at', '<=', createdBefore)
+    .select('id');
+  if (nodeId !== null) q.where({ node_id: nodeId });
+  return (await q).map((r: { id: string }) => r.id);
+}
+
 export async function countLiveCalls(db: Db, accountId: string): Promise<number> {
   const r = await db('calls')
     .where({ account_id: accountId })

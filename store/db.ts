@@ -4,6 +4,8 @@ import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
 
 export type Db = Knex;
+/** An open transaction: every store function that takes a Db takes one, and then runs inside it. */
+export type Tx = Knex.Transaction;
 
 export interface DbOptions {
   /** postgres://… for PostgreSQL; empty for SQLite in dataDir. */
@@ -42,6 +44,15 @@ export function openDb(opts: DbOptions): Db {
       },
     },
   });
+}
+
+/**
+ * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. The transaction boundary of
+ * a multi-statement write is the caller's (billing settles a call and closes its row in one), so the store hands
+ * the transaction out rather than hiding it; inside, `fn` passes `tx` to the store functions as their Db.
+ */
+export function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction(fn);
 }
 
 export async function migrate(db: Db): Promise<void> {

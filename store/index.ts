@@ -1,4 +1,4 @@
-export { openDb, migrate, pingDb, isPostgres, type Db, type DbOptions } from './db.js';
+export { openDb, migrate, pingDb, isPostgres, inTransaction, type Db, type Tx, type DbOptions } from './db.js';
 export { newId, nowIso, sha256Hex, randomToken, newCallSid } from './ids.js';
 export { NotFoundError, ConflictError, isUniqueViolation } from './errors.js';
 export * from './accounts.js';
@@ -21,4 +21,5 @@ export * from './registrations.js';
 export * from './portal-users.js';
 export * from './call-events.js';
 export * from './webhook-routes.js';
+export * from './call-credit.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
 
 export interface WalletTransactionRow {
   id: string;
@@ -33,4 +33,29 @@ export async function listWalletTransactions(
     .limit(limit)
     .offset(offset);
   return rows.map(normalise);
+}
+
+/** The row posted under an exactly-once settlement key, if any. */
+export async function findLedgerRowBySettlementKey(db: Db, key: string): Promise<WalletTransactionRow | undefined> {
+  const row = await db('wallet_transactions').where({ settlement_key: key }).first();
+  return row ? normalise(row) : undefined;
+}
+
+/** The rows posted under any of these settlement keys (a call's talk and speech charges). */
+export async function ledgerRowsBySettlementKeys(db: Db, keys: string[]): Promise<WalletTransactionRow[]> {
+  return (await db('wallet_transactions').whereIn('settlement_key', keys)).map(normalise);
+}
+
+/** The account's last ledger position (0 before its first row); the next row takes this + 1. */
+export async function lastLedgerSeq(db: Db, accountId: string): Promise<number> {
+  const last = await db('wallet_transactions').where({ account_id: accountId }).max('seq as seq').first();
+  return Number(last?.seq ?? 0);
+}
+
+/**
+ * Appends a ledger row. A unique violation (the account's seq, or the settlement key, taken by a concurrent writer)
+ * is thrown as is: the caller (billing/ledger) retries.
+ */
+export async function insertLedgerRow(tx: Tx, row: WalletTransactionRow): Promise<void> {
+  await tx('wallet_transactions').insert(row);
 }
