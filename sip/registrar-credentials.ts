@@ -6,7 +6,13 @@
  * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
  */
 import { signPhoneToken } from './phone-token.js';
-import type { Db, EndUserRow, PhoneTokenRow } from '../store/index.js';
+import {
+  findEndUserByExtension,
+  recentPhoneTokens,
+  type Db,
+  type EndUserRow,
+  type PhoneTokenRow,
+} from '../store/index.js';
 
 /** How many of an end-user's most recent tokens a digest is tried against (revoked and expired ones included,
  * so a phone still using a revoked token is told 403 and AUTH.0401, not challenged for ever). */
@@ -59,11 +65,7 @@ export class PhoneCredentialStore {
    * made for unknown accounts too.
    */
   async endUser(accountId: string | undefined, extension: string): Promise<EndUserRow | undefined> {
-    const r = await this.db('end_users')
-      .where({ account_id: accountId ?? '', extension_number: extension })
-      .whereNull('deleted_at')
-      .first();
-    return r ? { ...r, is_active: Boolean(r.is_active) } : undefined;
+    return findEndUserByExtension(this.db, accountId ?? '', extension);
   }
 
   /**
@@ -71,15 +73,7 @@ export class PhoneCredentialStore {
    * for no one, so the database work does not tell existing extensions apart.
    */
   async tokensOf(user: EndUserRow | undefined): Promise<PhoneTokenRow[]> {
-    const rows = await this.db('phone_tokens')
-      .where({ account_id: user?.account_id ?? '', end_user_id: user?.id ?? '' })
-      .orderBy('created_at', 'desc')
-      .limit(TOKENS_TRIED);
-    return rows.map((r: PhoneTokenRow) => ({
-      ...r,
-      max_concurrent: Number(r.max_concurrent),
-      issued_at: r.issued_at == null ? null : Number(r.issued_at), // a bigint comes back as a string from pg
-    }));
+    return recentPhoneTokens(this.db, user?.account_id ?? '', user?.id ?? '', TOKENS_TRIED);
   }
 
   /** The JWT strings the token could be (see the file comment): the likelier first. */

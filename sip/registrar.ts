@@ -15,6 +15,8 @@ import {
   phoneTokenIsValid,
   pruneRegistrations,
   replaceRegistrations,
+  resetRegistrationStates,
+  setRegistrationState,
   unusablePhoneTokenIds,
   type Db,
   type PhoneTokenRow,
@@ -150,15 +152,10 @@ export class Registrar {
     await pruneRegistrations(this.#db, rows);
     const max = this.settings.maxBindingsPerUser;
     for (const r of rows) this.location.apply(r.account_id, r.extension, [bindingOf(r)], [], max);
-    await this.#db.transaction(async (trx) => {
-      await trx('end_users').where({ registration_state: 'registered' }).update({ registration_state: 'unregistered' });
-      const ids = [...new Set(rows.map((r) => r.end_user_id))];
-      for (let i = 0; i < ids.length; i += 500) {
-        await trx('end_users')
-          .whereIn('id', ids.slice(i, i + 500))
-          .update({ registration_state: 'registered' });
-      }
-    });
+    await resetRegistrationStates(
+      this.#db,
+      rows.map((r) => r.end_user_id),
+    );
     if (rows.length > 0) this.#log.info({ bindings: rows.length }, 'registrations restored');
     this.#scheduleSweep();
   }
@@ -502,13 +499,7 @@ export class Registrar {
         .filter((b) => b.transport === 'UDP' && b.endUserId === u.endUserId)
         .map(rowOf);
       try {
-        await this.#db('end_users')
-          .where({ id: u.endUserId })
-          .update(
-            registeredAt
-              ? { registration_state: state, last_registered_at: registeredAt }
-              : { registration_state: state },
-          );
+        await setRegistrationState(this.#db, u.endUserId, state, registeredAt);
         await replaceRegistrations(this.#db, u.endUserId, kept);
       } catch (err) {
         this.#log.warn({ err, endUserId: u.endUserId }, 'registration state not written');

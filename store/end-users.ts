@@ -106,3 +106,51 @@ export async function deleteEndUser(db: Db, accountId: string, id: string): Prom
     return true;
   });
 }
+
+/**
+ * The end-user with this extension in this account (not deleted); with activeOnly, only an enabled one. One indexed
+ * query, made for an unknown account ('') too (the registrar's lookups must not tell accounts apart by timing).
+ */
+export async function findEndUserByExtension(
+  db: Db,
+  accountId: string,
+  extension: string,
+  opts: { activeOnly?: boolean } = {},
+): Promise<EndUserRow | undefined> {
+  const q = db('end_users').where({ account_id: accountId, extension_number: extension }).whereNull('deleted_at');
+  if (opts.activeOnly) q.where({ is_active: true });
+  const r = await q.first();
+  return r ? normalise(r) : undefined;
+}
+
+/** The end-user's registration state as the registrar sees it (and when it last registered, on a REGISTER). */
+export async function setRegistrationState(
+  db: Db,
+  id: string,
+  state: RegistrationState,
+  lastRegisteredAt?: string,
+): Promise<void> {
+  await db('end_users')
+    .where({ id })
+    .update(
+      lastRegisteredAt
+        ? { registration_state: state, last_registered_at: lastRegisteredAt }
+        : { registration_state: state },
+    );
+}
+
+/**
+ * At the registrar's start: in one transaction, every end-user unregistered except these (whose kept registrations
+ * were restored), which are registered.
+ */
+export async function resetRegistrationStates(db: Db, registeredIds: Iterable<string>): Promise<void> {
+  const ids = [...new Set(registeredIds)];
+  await db.transaction(async (trx) => {
+    await trx('end_users').where({ registration_state: 'registered' }).update({ registration_state: 'unregistered' });
+    for (let i = 0; i < ids.length; i += 500) {
+      await trx('end_users')
+        .whereIn('id', ids.slice(i, i + 500))
+        .update({ registration_state: 'registered' });
+    }
+  });
+}

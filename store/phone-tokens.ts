@@ -36,6 +36,20 @@ export async function insertPhoneToken(
   return normalise({ ...row, revoked_at: null });
 }
 
+/** The end-user's most recent tokens, newest first, at most `limit`. */
+export async function recentPhoneTokens(
+  db: Db,
+  accountId: string,
+  endUserId: string,
+  limit: number,
+): Promise<PhoneTokenRow[]> {
+  const rows = await db('phone_tokens')
+    .where({ account_id: accountId, end_user_id: endUserId })
+    .orderBy('created_at', 'desc')
+    .limit(limit);
+  return rows.map(normalise);
+}
+
 export async function findPhoneToken(db: Db, id: string): Promise<PhoneTokenRow | undefined> {
   const r = await db('phone_tokens').where({ id }).first();
   return r ? normalise(r) : undefined;
