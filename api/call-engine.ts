@@ -9,7 +9,11 @@ import { ReasonCodes } from '../events/index.js';
 export interface CallEngine {
   /** Starts dialling an admitted call already stored as `initiated`. Resolves once dialling is under way. */
   originate(call: CallRow, opts: { timeoutSeconds: number }): Promise<void>;
-  /** Ends a live call and resolves to the ended record. */
+  /**
+   * Ends a call the store shows live and resolves to the ended record. One the switch holds is ended there (BYE or
+   * CANCEL); one it no longer holds is closed through the reconcile path (END.0504, settled and reported once, as
+   * the periodic sweep would), never by a bare write of the row.
+   */
   hangup(call: CallRow): Promise<CallRow>;
   /** Whether this process holds the call live (the switch knows it). */
   isLive(callId: string): boolean;
@@ -31,15 +35,18 @@ export class NullCallEngine implements CallEngine {
   }
 
   async hangup(call: CallRow): Promise<CallRow> {
-    this.#live.delete(call.id);
+    // A call this fake never placed is one the switch does not hold: closed as END.0504, like the real engine
+    // (which also settles it and reports it; this fake neither bills nor emits).
+    const held = this.#live.delete(call.id);
     const now = nowIso();
+    const answered = call.answered_at !== null || call.status === 'answered';
     const ended = await updateCall(
       this.db,
       call.id,
       {
-        status: 'failed',
-        reason_code: ReasonCodes.canceled,
-        reason_label: 'Canceled before answer',
+        status: held || !answered ? 'failed' : 'completed',
+        reason_code: held ? ReasonCodes.canceled : ReasonCodes.reconciled,
+        reason_label: held ? 'Canceled before answer' : 'Reconciled from the switch',
         ended_at: now,
         duration_seconds: call.started_at ? Math.round((Date.parse(now) - Date.parse(call.started_at)) / 1000) : 0,
       },

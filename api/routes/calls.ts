@@ -171,28 +171,12 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
 }
 
 /**
- * Ends a call for a hangup request. A call the switch holds live is ended by the engine. A record that still
- * shows live although the switch no longer holds it is closed here as END.0504 (spec, States: "Call record shown
- * live but the switch has already ended it"), with ended_at the detection time and talk time left as the dialled
- * leg last reported it.
+ * Ends a call for a hangup request: an ended call is returned unchanged; a live one is the engine's to end. A record
+ * that still shows live although the switch no longer holds it (spec, States: "Call record shown live but the switch
+ * has already ended it") is closed by the engine through the same reconcile path as the periodic sweep: END.0504,
+ * settled once, one terminal event and status callback (docs/api.md, Hangup).
  */
 async function endCall(d: RouteDeps, call: CallRow): Promise<CallRow> {
   if (!LIVE_CALL_STATUSES.includes(call.status)) return call;
-  if (d.calls.isLive(call.id)) return d.calls.hangup(call);
-  const now = nowIso();
-  const ended = await updateCall(
-    d.db,
-    call.id,
-    {
-      status: call.answered_at || call.status === 'answered' ? 'completed' : 'failed',
-      reason_code: ReasonCodes.reconciled,
-      reason_label: 'Reconciled from the switch',
-      ended_at: now,
-      duration_seconds: call.started_at
-        ? Math.max(0, Math.round((Date.parse(now) - Date.parse(call.started_at)) / 1000))
-        : 0,
-    },
-    LIVE_CALL_STATUSES,
-  );
-  return ended ?? ((await findCall(d.db, call.account_id, call.id)) as CallRow);
+  return d.calls.hangup(call);
 }
