@@ -1,5 +1,5 @@
 import type { Db } from '../store/index.js';
-import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../kit/index.js';
+import { OutboundUrlError, UrlPolicy, createGuardedFetch, requestUrl } from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
 import { signWebhook } from './signing.js';
@@ -298,13 +298,15 @@ export class StatusCallbackOutbox {
   async #post(row: OutboxRow, secret: string): Promise<AttemptOutcome> {
     const body = Buffer.from(row.body, 'utf8');
     const timestamp = String(Math.floor(this.#now() / 1000));
+    // Requested and signed as one string (kit/request-url.ts), whatever form an older row stored.
+    const url = requestUrl(row.url);
     try {
-      const res = await this.#fetch(row.url, {
+      const res = await this.#fetch(url, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           'user-agent': 'Simu-Webhooks/0.1',
-          'x-voice-signature': signWebhook(secret, row.url, timestamp, body),
+          'x-voice-signature': signWebhook(secret, url, timestamp, body),
           'x-voice-timestamp': timestamp,
           'x-voice-event': row.event,
         },

@@ -4,6 +4,7 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { UrlPolicy } from './url-policy.js';
+import { requestUrl } from './request-url.js';
 
 /**
  * `fetch` for URLs a customer chose (issue 22, item 2: server-side request forgery). For every hop it resolves the
@@ -195,7 +196,8 @@ function exchange(
       if (empty) res.resume();
       const stream = empty ? null : (Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>);
       const response = new Response(stream, { status, statusText: res.statusMessage ?? '', headers: h });
-      Object.defineProperty(response, 'url', { value: url.href });
+      // The URL as sent (request-url.ts): what a webhook's signature covers and its receiver can rebuild.
+      Object.defineProperty(response, 'url', { value: requestUrl(url) });
       resolve(response);
     });
     req.end(body);

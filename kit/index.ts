@@ -29,3 +29,4 @@ export {
   type GuardedFetch,
   type GuardedFetchOptions,
 } from './guarded-fetch.js';
+export { requestUrl } from './request-url.js';

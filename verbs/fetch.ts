@@ -7,7 +7,7 @@
 import { VerbDocumentError, WebhookFetchError } from './errors.js';
 import { MAX_DOCUMENT_BYTES, parseVerbDocument } from './parse.js';
 import { canonicalJson, signWebhook } from '../events/index.js';
-import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../kit/index.js';
+import { OutboundUrlError, UrlPolicy, createGuardedFetch, requestUrl } from '../kit/index.js';
 import type { VerbDocument } from './types.js';
 
 /** The end-user behind a browser- or mobile-phone originated call (spec: `endUser`). */
@@ -102,7 +102,10 @@ export const CALL_CONTROL_DEADLINE_MS = 10_000;
 
 /** POSTs the signed call-control request and returns the parsed document, or throws WebhookFetchError. */
 export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Promise<VerbDocument> {
-  const { url, fields, secret } = options;
+  const { fields, secret } = options;
+  // The URL as it is requested and signed (kit/request-url.ts): one string for both, so the receiver's rebuild of
+  // the request URL verifies whatever spelling the account configured (`HTTPS://Hooks.Example.com`, `:443`, ...).
+  const url = requestUrl(options.url);
   const timeoutMs = options.timeoutMs ?? CALL_CONTROL_DEADLINE_MS;
   const fetchImpl = options.fetchImpl ?? createGuardedFetch({ policy: options.urlPolicy ?? UrlPolicy.strict });
   const now = options.now ?? Date.now;
