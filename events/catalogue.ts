@@ -38,6 +38,8 @@ export const EventCodes = {
   platformConcurrent: 'PLATFORM.0001',
   platformDraining: 'PLATFORM.0503',
   systemError: 'SYS.0500',
+  // ---- beyond the spec's catalogue (BEYOND_SPEC_EVENT_CODES; docs/api.md, "Codes beyond the spec") ----
+  verbAttributeIgnored: 'VERB.0299',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -75,7 +77,17 @@ export const EVENT_CATALOGUE = {
   'PLATFORM.0001': { event: 'platform.concurrent', label: 'Platform-wide active-call count (staff stream).' },
   'PLATFORM.0503': { event: 'platform.draining', label: 'Call refused: the platform is not admitting new calls.' },
   'SYS.0500': { event: 'system.error', label: 'Internal error handling a call event; carries a traceId.' },
+  'VERB.0299': {
+    event: 'verb.attribute_ignored',
+    label: 'A verb document used an attribute Simu does not know; it was ignored (reported once per call).',
+  },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
+
+/**
+ * Event codes Simu adds to the spec's catalogue (docs/api.md, "Codes beyond the spec"). Every other code of
+ * EVENT_CATALOGUE is the spec's, word for word; test/events/catalogue.test.ts holds both lists apart.
+ */
+export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode>([EventCodes.verbAttributeIgnored]);
 
 export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];
 

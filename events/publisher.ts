@@ -1,5 +1,6 @@
 import type { Db } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
+import { requestUrl } from '../kit/index.js';
 import { EventCodes, TERMINAL_CALL_EVENTS, eventFor, isEventCode, type EventCode } from './catalogue.js';
 import {
   buildStatusCallbackBody,
@@ -53,12 +54,14 @@ export interface OutboxKick {
  * Codes never sent as status callbacks. WH.* report on deliveries themselves: sending them through the same
  * status route would loop (a failing route would generate a WH.0400 to deliver to the failing route, and a
  * WH.0200 would beget another WH.0200 for ever). They reach the stream and call_events only. PLATFORM.0001 is
- * staff-only and has no account.
+ * staff-only and has no account. VERB.0299 (an ignored verb attribute) is a diagnostic for the developer of the
+ * documents, not a call lifecycle event: stream and call_events only (docs/api.md).
  */
 const NOT_A_STATUS_CALLBACK: ReadonlySet<EventCode> = new Set<EventCode>([
   EventCodes.webhookDelivered,
   EventCodes.webhookFailed,
   EventCodes.platformConcurrent,
+  EventCodes.verbAttributeIgnored,
 ]);
 
 export const isStatusCallbackCode = (code: EventCode): boolean => !NOT_A_STATUS_CALLBACK.has(code);
@@ -238,17 +241,13 @@ export class EventPublisher {
 }
 
 /**
- * The URL in the form it goes on the wire (WHATWG serialisation: host lower-cased, spaces and non-ASCII
- * percent-encoded, `/` for an empty path). It is what is stored, requested and signed, so the receiver's
- * reconstruction of the request URL matches the signed string. A URL that does not parse is kept as given; its
- * attempts fail and are reported like any other failure.
+ * The URL in the form it goes on the wire (kit/request-url.ts: host lower-cased, default port, fragment and an
+ * empty `?` dropped, spaces and non-ASCII percent-encoded, `/` for an empty path). It is what is stored, requested
+ * and signed, so the receiver's reconstruction of the request URL matches the signed string. A URL that does not
+ * parse is kept as given; its attempts fail and are reported like any other failure.
  */
 export function wireUrl(url: string): string {
-  try {
-    return new URL(url).href;
-  } catch {
-    return url;
-  }
+  return requestUrl(url);
 }
 
 function parsePayload(row: Record<string, any> | undefined): Record<string, unknown> | null {

@@ -83,7 +83,19 @@ export type VerbEvent =
       readonly event: 'play.asset_missing';
       /** `asset` for `<Play asset>`; `url` for a URL that could not be fetched or is not audio we decode. */
       readonly data: { readonly asset: string } | { readonly url: string };
+    }
+  | {
+      /** Beyond the spec (docs/api.md): an attribute Simu does not know was ignored; once per call and pair. */
+      readonly code: typeof EventCodes.verbAttributeIgnored;
+      readonly event: 'verb.attribute_ignored';
+      readonly data: { readonly element: string; readonly attribute: string; readonly line: number };
     };
+
+/**
+ * Why the interpreter hangs up: a Hangup verb, the end of a document, the fallback after a failed fetch, a loop
+ * of Redirects, or a context operation that threw.
+ */
+export type HangupCause = 'verb' | 'end_of_document' | 'fallback' | 'redirect_limit' | 'error';
 
 export interface VerbContext {
   say(text: string, options: SayOptions): Promise<void>;
@@ -98,8 +110,11 @@ export interface VerbContext {
   /** Starts recording both directions for the rest of the call and returns at once. */
   startSessionRecording(options: SessionRecordingOptions): Promise<void>;
   pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void>;
-  /** Ends the call (BYE or CANCEL as the call's state needs). */
-  hangup(): Promise<void>;
+  /**
+   * Ends the call (BYE or CANCEL as the call's state needs). `cause` says why the interpreter hangs up: a call
+   * not answered yet is refused with a SIP status that says it (docs/api.md, "Inbound calls").
+   */
+  hangup(cause?: HangupCause): Promise<void>;
   /**
    * Signed POST of the call-control fields plus `extras` to `url`; resolves with the next document or rejects
    * with WebhookFetchError. Normally fetchVerbDocument(buildCallControlFields(call, extras)).

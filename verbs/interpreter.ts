@@ -8,6 +8,7 @@
  * - Hangup ends the call; so does reaching the end of a document.
  * - A failed fetch (WebhookFetchError) emits WH.0400 and runs the account's fallback (spec, "Fallback"):
  *   message -> speak it and hang up; play -> play it and hang up; drop -> hang up.
+ * - An attribute Simu does not know (parse.ts lets it through) is reported once per call as VERB.0299.
  * - More than `maxRedirects` Redirects in a row with no verb spending call time in between is a loop; the
  *   call is hung up rather than left spinning on the account's server.
  * kill() stops the running verb and the loop without hanging up: it is what the call uses when the call is
@@ -22,6 +23,8 @@ import { VERB_REGISTRY, createVerbTask, type VerbRegistry } from './verbs/regist
 import type { VerbTask } from './verbs/verb-task.js';
 
 export const DEFAULT_MAX_REDIRECTS = 10;
+/** Most VERB.0299 events one call emits, whatever its documents hold (each document lists at most 32 pairs). */
+export const MAX_IGNORED_REPORTS_PER_CALL = 64;
 
 export interface InterpreterOptions {
   readonly maxRedirects?: number;
@@ -46,6 +49,8 @@ export class Interpreter {
   readonly #abort = new AbortController();
   #current: VerbTask | undefined;
   #running = false;
+  /** `element@attribute` pairs already reported as ignored on this call (VERB.0299 is once per call). */
+  readonly #reported = new Set<string>();
 
   constructor(ctx: VerbContext, options: InterpreterOptions = {}) {
     this.#ctx = ctx;
@@ -84,6 +89,7 @@ export class Interpreter {
       if (this.killed) return { reason: 'killed' };
       if (!('verbs' in document)) return document;
       if (document.customPayload !== undefined) await this.#ctx.setCustomPayload(document.customPayload);
+      this.#reportIgnored(document);
       let handedOver: { url: string; extras: ActionCallbackExtras } | undefined;
       for (const verb of document.verbs) {
         if (this.killed) return { reason: 'killed' };
@@ -97,7 +103,7 @@ export class Interpreter {
         }
         if (this.killed) return { reason: 'killed' };
         if (outcome.next === 'hangup') {
-          await this.#ctx.hangup();
+          await this.#ctx.hangup('verb');
           return { reason: 'hangup' };
         }
         if (outcome.next === 'continue') {
@@ -107,7 +113,7 @@ export class Interpreter {
         if (outcome.via === 'redirect') {
           redirectsInARow += 1;
           if (redirectsInARow > this.#maxRedirects) {
-            await this.#ctx.hangup();
+            await this.#ctx.hangup('redirect_limit');
             return { reason: 'redirect_limit', error: new RedirectLimitError(this.#maxRedirects) };
           }
         } else {
@@ -117,7 +123,7 @@ export class Interpreter {
         break;
       }
       if (handedOver === undefined) {
-        await this.#ctx.hangup();
+        await this.#ctx.hangup('end_of_document');
         return { reason: 'end_of_document' };
       }
       document = await this.#fetch(handedOver.url, handedOver.extras);
@@ -153,13 +159,27 @@ export class Interpreter {
       if (mode === 'message' && value.trim() !== '') await this.#ctx.say(value, { signal });
       if (mode === 'play' && value.trim() !== '') await this.#ctx.play({ kind: 'url', url: value }, { signal });
     } finally {
-      if (!this.killed) await this.#ctx.hangup();
+      if (!this.killed) await this.#ctx.hangup('fallback');
+    }
+  }
+
+  /** VERB.0299 for each unknown attribute (element, name) not yet reported on this call. */
+  #reportIgnored(document: VerbDocument): void {
+    for (const a of document.ignoredAttributes ?? []) {
+      const key = `${a.element}@${a.attribute}`;
+      if (this.#reported.has(key) || this.#reported.size >= MAX_IGNORED_REPORTS_PER_CALL) continue;
+      this.#reported.add(key);
+      this.#ctx.emit({
+        code: EventCodes.verbAttributeIgnored,
+        event: 'verb.attribute_ignored',
+        data: { element: a.element, attribute: a.attribute, line: a.line },
+      });
     }
   }
 
   async #hangupQuietly(): Promise<void> {
     try {
-      await this.#ctx.hangup();
+      await this.#ctx.hangup('error');
     } catch {
       // The call is already in trouble; the error being reported is the first one.
     }

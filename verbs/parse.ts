@@ -7,12 +7,14 @@
  *   removes external entities (XXE), parameter entities and entity-expansion bombs in one move.
  * - libxml is still run with entity substitution, DTD loading and network access off, as a second wall.
  * Then the document is validated against simu-verbs.xsd (loaded once) and the rules XSD 1.0 cannot say are
- * checked here (see playSource, dialTarget, absoluteHttpUrl, responsePayload).
+ * checked here (see playSource, dialTarget, absoluteHttpUrl, responsePayload). Attributes Simu does not know are
+ * let through and listed in `ignoredAttributes` (ignored-attributes.ts); unknown elements stay errors.
  */
 import { readFileSync } from 'node:fs';
 import libxmljs from 'libxmljs2';
 import type { Document, Element } from 'libxmljs2';
 import { VerbDocumentError } from './errors.js';
+import { findIgnoredAttributes } from './ignored-attributes.js';
 import {
   DEFAULTS,
   MAX_LOOP,
@@ -179,7 +181,12 @@ export function parseVerbDocument(xml: string): VerbDocument {
   }
   const customPayload = responsePayload(root, problems);
   problems.throwIfAny();
-  return customPayload === undefined ? { verbs } : { verbs, customPayload };
+  const ignored = findIgnoredAttributes(root);
+  return {
+    verbs,
+    ...(customPayload === undefined ? {} : { customPayload }),
+    ...(ignored.length === 0 ? {} : { ignoredAttributes: ignored }),
+  };
 }
 
 /** The Response's customPayload attribute: JSON text that must be an object (the spec types it as one). */

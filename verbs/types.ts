@@ -2,6 +2,7 @@
  * The parsed verb document: what verbs/parse.ts returns and the interpreter runs. Every default is applied
  * (see DEFAULTS), numbers are numbers and booleans are booleans, so a verb never re-reads XML.
  */
+import type { IgnoredAttribute } from './ignored-attributes.js';
 
 /** Largest repeat count for Say/Play. `loop="0"` ("until interrupted", as in TwiML) becomes this count. */
 export const MAX_LOOP = 1000;
@@ -131,4 +132,9 @@ export interface VerbDocument {
    * the verb document itself sets it"). A JSON object; absent when the attribute is.
    */
   readonly customPayload?: Readonly<Record<string, unknown>>;
+  /**
+   * Attributes of the document Simu does not know and ignored (verbs/ignored-attributes.ts), one per (element,
+   * attribute); absent when there are none. The interpreter reports each once per call (VERB.0299).
+   */
+  readonly ignoredAttributes?: readonly IgnoredAttribute[];
 }
