@@ -17,6 +17,8 @@ export class CallLifecycle {
   #ended = false;
   #answeredAt: string | null;
   #answering: Promise<unknown> = Promise.resolve();
+  #provisional: Promise<void> = Promise.resolve();
+  #progressed = false;
   readonly #db: Db;
   readonly #events: EventPublisher;
   readonly #log: Logger;
@@ -54,16 +56,31 @@ export class CallLifecycle {
     await this.#emit(EventCodes.callInitiated, {});
   }
 
-  async ringing(): Promise<void> {
-    if (this.#row.status !== 'initiated') return;
-    const row = await updateCall(this.#db, this.#row.id, { status: 'ringing' }, ['initiated']);
-    if (!row) return;
-    this.#row = row;
-    await this.#emit(EventCodes.callRinging, {});
+  ringing(): Promise<void> {
+    return this.#provisionally(async () => {
+      if (this.#row.status !== 'initiated') return;
+      const row = await updateCall(this.#db, this.#row.id, { status: 'ringing' }, ['initiated']);
+      if (!row) return;
+      this.#row = row;
+      await this.#emit(EventCodes.callRinging, {});
+    });
   }
 
-  async progress(): Promise<void> {
-    await this.#emit(EventCodes.callProgress, {});
+  /**
+   * Early media before answer (a provisional response with SDP, RFC 3960): CALL.0183 once per leg, however many
+   * such responses the far end sends; none once the leg is answered or ended. The status stays as it is.
+   */
+  progress(): Promise<void> {
+    if (this.#progressed || this.#answeredAt !== null || this.#ended) return Promise.resolve();
+    this.#progressed = true;
+    return this.#provisionally(() => this.#emit(EventCodes.callProgress, {}));
+  }
+
+  /** Provisional events leave in the order the responses came, and before the answer's (see answered). */
+  #provisionally(step: () => Promise<void>): Promise<void> {
+    const next = this.#provisional.then(step);
+    this.#provisional = next.catch(() => undefined);
+    return next;
   }
 
   answered(at = new Date()): Promise<boolean> {
@@ -71,6 +88,7 @@ export class CallLifecycle {
     const answeredAt = nowIso(at);
     this.#answeredAt = answeredAt;
     const write = (async () => {
+      await this.#provisional; // CALL.0180 / CALL.0183 of this leg go out before its CALL.0200
       const row = await updateCall(this.#db, this.#row.id, { status: 'answered', answered_at: answeredAt }, [
         'initiated',
         'ringing',
@@ -102,6 +120,7 @@ export class CallLifecycle {
     if (this.#ended) return this.#row;
     this.#ended = true;
     await this.#answering; // the answer's own write lands first, so the end's compare-and-set sees `answered`
+    await this.#provisional; // and a leg's CALL.0180 / CALL.0183 go out before its terminal event
     const at = opts.at ?? new Date();
     const started = Date.parse(this.#row.started_at ?? this.#row.created_at);
     const answered = this.#answeredAt ? Date.parse(this.#answeredAt) : null;
@@ -131,6 +150,15 @@ export class CallLifecycle {
     }
     this.#resolveEnded(this.#row);
     return this.#row;
+  }
+
+  /**
+   * Attaches the metadata a verb document set (`<Response customPayload>`). The row in memory takes the stored
+   * value at once: every later call-control request, action callback and event is built from it (issue 15).
+   */
+  async setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void> {
+    const row = await updateCall(this.#db, this.#row.id, { custom_payload: JSON.stringify(payload) });
+    if (row) this.#row = row;
   }
 
   /** Records the cost settled after the end (billing settles once the talk time is known). */

@@ -28,6 +28,8 @@ export interface DialLegOptions {
   timeoutSeconds: number;
   signal?: AbortSignal;
   onRinging?: () => void;
+  /** A provisional response carried SDP: early media (RFC 3960), announced as CALL.0183 by the caller. */
+  onEarlyMedia?: () => void;
 }
 
 /** The outcome of ringing a second leg; `noAnswer` when our own timeout cancelled it. */
@@ -53,6 +55,8 @@ export async function dialLeg(d: FlowDeps, o: DialLegOptions): Promise<DialLegOu
       signal: ring.signal,
       onProvisional: (res) => {
         if (res.status === 180 || res.status === 183) o.onRinging?.();
+        if (res.body.length > 0 && /^application\/sdp\b/i.test(res.headers.get('content-type') ?? ''))
+          o.onEarlyMedia?.();
       },
     });
     return { ok: true, dialog };

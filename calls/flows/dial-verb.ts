@@ -125,6 +125,8 @@ async function bridge(
     timeoutSeconds: o.timeout,
     signal: o.signal,
     onRinging: () => void child?.life.ringing(),
+    // CALL.0183 on the leg's own CDR, like its CALL.0180 (an on-net extension has no CDR, so no event).
+    onEarlyMedia: () => void child?.life.progress(),
   });
   if (!outcome.ok) {
     await child?.end(failureReason(outcome.error, outcome.noAnswer));

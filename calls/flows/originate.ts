@@ -29,6 +29,7 @@ export async function runOriginate(d: FlowDeps, call: LiveCall, timeoutSeconds: 
       timeoutSeconds,
       signal: cancel.signal,
       onRinging: () => void call.life.ringing(),
+      onEarlyMedia: () => void call.life.progress(),
     });
     if (!leg.ok) return void (await call.end(failureReason(leg.error, leg.noAnswer)));
     if (call.isEnding) return void (await leg.dialog.bye().catch(() => undefined));
