@@ -2,8 +2,7 @@ import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
 import { openDb, migrate, pingDb, probeStoreQueue, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
-import { SipApplication, Registrar, ensureSipCertificate } from './sip/index.js';
-import { SecurityGate, knexBanStore } from './sip/security/index.js';
+import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
 import {
   CreditMonitor,
   OverloadControl,
@@ -25,7 +24,7 @@ import {
 } from './events/index.js';
 import { consumeStreamToken, lapsedStreamPrincipals, onAuthWrite } from './store/index.js';
 import { SwitchCallEngine } from './calls/index.js';
-import { firstRun, firstRunMessage, loadServerSecret } from './cli/first-run.js';
+import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
 import { Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
 

@@ -1,8 +1,7 @@
 import type { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { z } from 'zod';
-import type { Admission } from '../billing/admission.js';
-import type { NewCallGate } from '../billing/index.js';
+import type { Admission, NewCallGate } from '../billing/index.js';
 import type { Config, Logger } from '../config/index.js';
 import type { Db } from '../store/index.js';
 import type { CallEngine } from './call-engine.js';

@@ -1,7 +1,7 @@
 import type { Config } from '../config/index.js';
 import { roomLogger } from '../config/index.js';
 import type { CallEngine } from '../api/index.js';
-import type { Admission } from '../billing/admission.js';
+import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';

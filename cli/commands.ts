@@ -25,7 +25,7 @@ import {
 } from '../store/index.js';
 import { post, parseMoney, formatMoney, MoneyFormatError, CURRENCY } from '../billing/index.js';
 import { configTable } from '../config/index.js';
-import { listBans, liftBan, addBan } from '../sip/security/index.js';
+import { listBans, liftBan, addBan } from '../sip/index.js';
 import { mintStaffStreamToken } from '../events/index.js';
 import { Flags, UsageError, type ParsedArgs } from './args.js';
 

@@ -77,4 +77,4 @@ export { PlatformConcurrencyMonitor, type PlatformConcurrencyMonitorOptions } fr
 export { mintStaffStreamToken, STAFF_STREAM_TOKEN_TTL_SECONDS } from './stream-tokens.js';
 export { reportSystemError, newTraceId, type SystemErrorContext } from './system-error.js';
 export { EventIdGenerator } from './event-id.js';
-export { EventsError, EventPersistError, InvalidEventError } from './errors.js';
+export { EventsError, EventPersistError, InvalidEventError, CanonicalJsonError } from './errors.js';

@@ -16,6 +16,7 @@ export {
 export { LocationService, CallSlotsExhaustedError, type Binding, type BindingChange } from './location.js';
 export { shortPassword, accountOfHost } from './registrar-credentials.js';
 export { ensureSipCertificate } from './certificate.js';
+export { SecurityGate, knexBanStore, listBans, liftBan, addBan, type BanRow } from './security/index.js';
 export {
   signPhoneToken,
   verifyPhoneToken,

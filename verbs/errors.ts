@@ -1,4 +1,4 @@
-export { CanonicalJsonError } from '../events/errors.js';
+export { CanonicalJsonError } from '../events/index.js';
 /**
  * Errors that leave the verbs room. Each has a stable `code` (STYLE.md rule 3); callers switch on `code` or
  * on `reason`, never on the message text.

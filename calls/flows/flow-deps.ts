@@ -2,7 +2,7 @@ import type { Config, Logger } from '../../config/index.js';
 import type { EventPublisher } from '../../events/index.js';
 import type { MediaService } from '../../media/index.js';
 import type { SipApplication } from '../../sip/index.js';
-import type { Admission } from '../../billing/admission.js';
+import type { Admission } from '../../billing/index.js';
 import type { Db } from '../../store/index.js';
 
 /** What every call flow needs; built once by the engine. */

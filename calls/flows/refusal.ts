@@ -1,4 +1,4 @@
-import { AdmissionRefusedError, type AdmissionCode } from '../../billing/admission.js';
+import { AdmissionRefusedError, type AdmissionCode } from '../../billing/index.js';
 import {
   EventCodes,
   ReasonCodes,
