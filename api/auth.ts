@@ -1,6 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import { authGeneration, getAccount, sha256Hex, touchApiKey, type AccountRow, type Db } from '../store/index.js';
+import {
+  authGeneration,
+  findApiKeyWithAccount,
+  getAccount,
+  sha256Hex,
+  touchApiKey,
+  type AccountRow,
+  type Db,
+} from '../store/index.js';
 import { ApiError, UnauthorizedError } from './errors.js';
 
 export interface AuthState {
@@ -44,22 +52,10 @@ export function apiKeyAuth(db: Db, readDb: Db = db) {
     }
     known.delete(presented);
     const generation = authGeneration();
-    const row = await readDb('api_keys')
-      .join('accounts', 'accounts.id', 'api_keys.account_id')
-      .where('api_keys.key_hash', presented)
-      .first(
-        'api_keys.id as api_key_id',
-        'api_keys.key_hash as api_key_hash',
-        'api_keys.is_active as api_key_active',
-        'accounts.*',
-      );
-    if (
-      !row ||
-      !timingSafeEqual(Buffer.from(row.api_key_hash, 'hex'), Buffer.from(presented, 'hex')) ||
-      !row.api_key_active
-    )
+    const row = await findApiKeyWithAccount(readDb, presented);
+    if (!row || !timingSafeEqual(Buffer.from(row.keyHash, 'hex'), Buffer.from(presented, 'hex')) || !row.active)
       throw new UnauthorizedError('The API key is missing, unknown or revoked.');
-    const { api_key_id, api_key_hash: _h, api_key_active: _a, ...account } = row;
+    const { apiKeyId: api_key_id, account } = row;
     if (account.status !== 'active')
       throw new ApiError(401, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended; its API keys are rejected.', {
         'WWW-Authenticate': 'Bearer',
@@ -69,7 +65,7 @@ export function apiKeyAuth(db: Db, readDb: Db = db) {
       await touchApiKey(db, api_key_id);
     }
     const state: AuthState = {
-      account: { ...account, balance_cents: Number(account.balance_cents) } as AccountRow,
+      account,
       apiKeyId: api_key_id,
       fresh: true,
     };

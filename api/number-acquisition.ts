@@ -1,6 +1,16 @@
 import { InsufficientFundsError, LedgerConflictError, formatMoney, postInTransaction } from '../billing/index.js';
 import { ReasonCodes } from '../events/index.js';
-import { normaliseNumber, nowIso, ratesOfKind, type Db, type NumberRow } from '../store/index.js';
+import {
+  findNumberAnyAccount,
+  inTransaction,
+  lockNumber,
+  nowIso,
+  ratesOfKind,
+  returnNumberToPool,
+  takePoolNumber,
+  type Db,
+  type NumberRow,
+} from '../store/index.js';
 import { ApiError, notFound } from './errors.js';
 
 /**
@@ -26,8 +36,8 @@ export async function didSetupFeeCents(db: Db, number: string): Promise<number> 
 export async function acquireNumber(db: Db, accountId: string, numberId: string): Promise<NumberRow> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await db.transaction(async (trx) => {
-        const n = await trx('numbers').where({ id: numberId }).forUpdate().first();
+      return await inTransaction(db, async (trx) => {
+        const n = await lockNumber(trx, numberId);
         if (!n) throw notFound('Number', 'NUMBER_NOT_FOUND');
         if (n.account_id) throw new ApiError(409, 'NUMBER_TAKEN', 'The number is already taken.');
         const fee = await didSetupFeeCents(trx, n.number);
@@ -45,12 +55,9 @@ export async function acquireNumber(db: Db, accountId: string, numberId: string)
           }
         }
         const now = nowIso();
-        const taken = await trx('numbers')
-          .where({ id: numberId })
-          .whereNull('account_id')
-          .update({ account_id: accountId, is_active: true, acquired_at: now });
-        if (taken !== 1) throw new ApiError(409, 'NUMBER_TAKEN', 'The number is already taken.');
-        return normaliseNumber(await trx('numbers').where({ id: numberId }).first());
+        const taken = await takePoolNumber(trx, numberId, accountId, now);
+        if (!taken) throw new ApiError(409, 'NUMBER_TAKEN', 'The number is already taken.');
+        return (await findNumberAnyAccount(trx, numberId))!;
       });
     } catch (e) {
       if (e instanceof LedgerConflictError && attempt < 5) continue;
@@ -61,14 +68,5 @@ export async function acquireNumber(db: Db, accountId: string, numberId: string)
 
 /** Returns an owned number to the pool, clearing everything the account set on it. */
 export async function releaseNumber(db: Db, accountId: string, numberId: string): Promise<boolean> {
-  const n = await db('numbers').where({ id: numberId, account_id: accountId }).update({
-    account_id: null,
-    is_active: false,
-    acquired_at: null,
-    friendly_name: '',
-    webhook_voice_inbound: '',
-    webhook_voice_outbound: '',
-    webhook_status: '',
-  });
-  return n > 0;
+  return returnNumberToPool(db, accountId, numberId);
 }

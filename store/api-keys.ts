@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { newId, nowIso, randomToken, sha256Hex } from './ids.js';
-import { noteAuthWrite } from './accounts.js';
+import { noteAuthWrite, type AccountRow } from './accounts.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -62,4 +62,32 @@ export async function revokeApiKeysNamed(db: Db, name: string, at: string): Prom
 
 export async function touchApiKey(db: Db, id: string): Promise<void> {
   await db('api_keys').where({ id }).update({ last_used_at: nowIso() });
+}
+
+/** A key found by its hash, with its account's row (one indexed join, for authentication). */
+export interface ApiKeyWithAccount {
+  apiKeyId: string;
+  keyHash: string;
+  active: boolean;
+  account: AccountRow;
+}
+
+export async function findApiKeyWithAccount(db: Db, hash: string): Promise<ApiKeyWithAccount | undefined> {
+  const row = await db('api_keys')
+    .join('accounts', 'accounts.id', 'api_keys.account_id')
+    .where('api_keys.key_hash', hash)
+    .first(
+      'api_keys.id as api_key_id',
+      'api_keys.key_hash as api_key_hash',
+      'api_keys.is_active as api_key_active',
+      'accounts.*',
+    );
+  if (!row) return undefined;
+  const { api_key_id, api_key_hash, api_key_active, ...account } = row;
+  return {
+    apiKeyId: api_key_id,
+    keyHash: api_key_hash,
+    active: Boolean(api_key_active),
+    account: { ...account, balance_cents: Number(account.balance_cents) } as AccountRow,
+  };
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
 import { newId, nowIso } from './ids.js';
 import { isUniqueViolation } from './errors.js';
 
@@ -50,4 +50,57 @@ export async function findNumberByE164(db: Db, number: string): Promise<NumberRo
 export async function findActiveNumberOf(db: Db, accountId: string, number: string): Promise<NumberRow | undefined> {
   const n = await findNumberByE164(db, number);
   return n && n.account_id === accountId && n.is_active ? n : undefined;
+}
+
+/** Any account's number by id (or a pool number). */
+export async function findNumberAnyAccount(db: Db, id: string): Promise<NumberRow | undefined> {
+  const r = await db('numbers').where({ id }).first();
+  return r ? normaliseNumber(r) : undefined;
+}
+
+/** Reads a number and locks its row for the rest of the transaction (FOR UPDATE on PostgreSQL). */
+export async function lockNumber(tx: Tx, id: string): Promise<NumberRow | undefined> {
+  const r = await tx('numbers').where({ id }).forUpdate().first();
+  return r ? normaliseNumber(r) : undefined;
+}
+
+/** Gives a pool number to an account, only while it has no owner (a compare-and-set): true when this one won. */
+export async function takePoolNumber(db: Db, id: string, accountId: string, at: string): Promise<boolean> {
+  const n = await db('numbers')
+    .where({ id })
+    .whereNull('account_id')
+    .update({ account_id: accountId, is_active: true, acquired_at: at });
+  return n === 1;
+}
+
+/** Returns an owned number to the pool, clearing everything the account set on it; false when not the account's. */
+export async function returnNumberToPool(db: Db, accountId: string, id: string): Promise<boolean> {
+  const n = await db('numbers').where({ id, account_id: accountId }).update({
+    account_id: null,
+    is_active: false,
+    acquired_at: null,
+    friendly_name: '',
+    webhook_voice_inbound: '',
+    webhook_voice_outbound: '',
+    webhook_status: '',
+  });
+  return n > 0;
+}
+
+export type NumberPatch = Partial<
+  Pick<NumberRow, 'friendly_name' | 'webhook_voice_inbound' | 'webhook_voice_outbound' | 'webhook_status'>
+>;
+
+/** Sets fields of the account's number (none: only checks it exists); the row after, or undefined when not found. */
+export async function configureNumber(
+  db: Db,
+  accountId: string,
+  id: string,
+  patch: NumberPatch,
+): Promise<NumberRow | undefined> {
+  const q = db('numbers').where({ id, account_id: accountId });
+  const found = Object.keys(patch).length ? await q.update(patch) : (await q.first('id')) ? 1 : 0;
+  if (!found) return undefined;
+  const row = await db('numbers').where({ id, account_id: accountId }).first();
+  return row ? normaliseNumber(row) : undefined;
 }

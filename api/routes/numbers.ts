@@ -1,4 +1,4 @@
-import { listOwnedNumbers, listPool, normaliseNumber } from '../../store/index.js';
+import { configureNumber, listOwnedNumbers, listPool, type NumberPatch } from '../../store/index.js';
 import { authOf, freshAccount } from '../auth.js';
 import { notFound } from '../errors.js';
 import { withIdempotency } from '../idempotency.js';
@@ -85,17 +85,15 @@ export function numberRoutes(t: RouteTable, d: RouteDeps): void {
     async (ctx) => {
       const body = await parseBody(ctx, S.ConfigureNumberBody);
       const account = await freshAccount(ctx, d.db);
-      const patch: Record<string, string> = {};
+      const patch: NumberPatch = {};
       if (body.friendly_name != null) patch.friendly_name = body.friendly_name;
       const urls = body.webhook_urls ?? {};
       if (urls.voice_inbound !== undefined) patch.webhook_voice_inbound = urls.voice_inbound;
       if (urls.voice_outbound !== undefined) patch.webhook_voice_outbound = urls.voice_outbound;
       if (urls.status !== undefined) patch.webhook_status = urls.status;
-      const q = d.db('numbers').where({ id: body.uuid, account_id: account.id });
-      const found = Object.keys(patch).length ? await q.update(patch) : (await q.first('id')) ? 1 : 0;
-      if (!found) throw notFound('Number', 'NUMBER_NOT_FOUND');
-      const row = await d.db('numbers').where({ id: body.uuid, account_id: account.id }).first();
-      ctx.body = numberOut(normaliseNumber(row), account);
+      const row = await configureNumber(d.db, account.id, body.uuid, patch);
+      if (!row) throw notFound('Number', 'NUMBER_NOT_FOUND');
+      ctx.body = numberOut(row, account);
     },
   );
 }

@@ -1,5 +1,5 @@
 import knexFactory from 'knex';
-import { isPostgres, type Db } from '../store/index.js';
+import { isPostgres, type Db } from './db.js';
 
 /**
  * Extra read-only SQLite connections for the hot read paths (authentication, calls list, get call). The store
