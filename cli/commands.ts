@@ -1,6 +1,6 @@
 import type { Db } from '../store/index.js';
 import {
-  insertAccount,
+  insertAccountWithApiKey,
   listAccounts,
   getAccount,
   findAccount,
@@ -77,11 +77,7 @@ const commands: Record<string, Command> = {
     f.done();
     if (!name) throw new UsageError('--name must not be empty');
     // Account, first key and opening balance are written together or not at all.
-    const { acct, key } = await db.transaction(async (trx) => {
-      const a = await insertAccount(trx, name);
-      const k = await insertApiKey(trx, a.id, 'default');
-      return { acct: a, key: k.key };
-    });
+    const { account: acct, key } = await insertAccountWithApiKey(db, name, 'default');
     if (balance > 0) await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: balance });
     const a = presentAccount(await getAccount(db, acct.id));
     out.print(

@@ -2,8 +2,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/index.js';
 import {
-  insertAccount,
-  insertApiKey,
+  insertAccountWithApiKey,
   addPoolNumbers,
   listAccounts,
   listRates,
@@ -48,11 +47,7 @@ export interface FirstRunResult {
  */
 export async function firstRun(db: Db, config: Config): Promise<FirstRunResult | undefined> {
   if ((await listAccounts(db)).length > 0) return undefined;
-  const { acct, key } = await db.transaction(async (trx) => {
-    const a = await insertAccount(trx, 'Demo');
-    const k = await insertApiKey(trx, a.id, 'demo');
-    return { acct: a, key: k.key };
-  });
+  const { account: acct, key } = await insertAccountWithApiKey(db, 'Demo', 'demo');
   await post(db, {
     accountId: acct.id,
     direction: 'credit',

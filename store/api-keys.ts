@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { newId, nowIso, randomToken, sha256Hex } from './ids.js';
-import { noteAuthWrite, type AccountRow } from './accounts.js';
+import { insertAccount, noteAuthWrite, type AccountRow } from './accounts.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -90,4 +90,17 @@ export async function findApiKeyWithAccount(db: Db, hash: string): Promise<ApiKe
     active: Boolean(api_key_active),
     account: { ...account, balance_cents: Number(account.balance_cents) } as AccountRow,
   };
+}
+
+/** A new account and its first API key, in one transaction (both or neither). The key is returned to show once. */
+export async function insertAccountWithApiKey(
+  db: Db,
+  name: string,
+  keyName: string,
+): Promise<{ account: AccountRow; key: string }> {
+  return db.transaction(async (trx) => {
+    const account = await insertAccount(trx, name);
+    const k = await insertApiKey(trx, account.id, keyName);
+    return { account, key: k.key };
+  });
 }

@@ -8,6 +8,8 @@ import {
   inTransaction,
   insertAccount,
   insertApiKey,
+  insertAccountWithApiKey,
+  listAccounts,
   lockNumber,
   returnNumberToPool,
   revokeApiKey,
@@ -39,6 +41,13 @@ for (const kind of BOTH_DBS) {
       await revokeApiKey(db, a.id, row.id);
       assert.equal((await findApiKeyWithAccount(db, sha256Hex(key)))?.active, false);
       assert.equal(await findApiKeyWithAccount(db, sha256Hex('nope')), undefined);
+    });
+
+    it('creates an account and its first key together', async () => {
+      const { account, key } = await insertAccountWithApiKey(db, 'WithKey', 'default');
+      const found = await findApiKeyWithAccount(db, sha256Hex(key));
+      assert.equal(found?.account.id, account.id);
+      assert.ok((await listAccounts(db)).some((a) => a.id === account.id));
     });
 
     it('takes a pool number once, configures it for its owner only, and returns it clean', async () => {
