@@ -40,18 +40,12 @@
  * transaction machines with `ManualClock`, and the RFC 8898 bearer helpers.
  */
 export { UserAgent } from './core/user-agent.js';
-export type {
-  UserAgentOptions,
-  RequestHandler,
-  RequestOptions,
-  UacOptions,
-  UasOptions,
-  Outbound,
-} from './core/user-agent.js';
+export type { UserAgentOptions, RequestHandler, RequestOptions } from './core/user-agent.js';
+export type { UacOptions, UasOptions, Outbound } from './core/leg-options.js';
 export type { B2buaOptions, B2buaLegs } from './core/b2bua.js';
 export { Responder, type ResponseOptions } from './core/responder.js';
 export { validateRequest, DEFAULT_POLICY, type RequestPolicy, type Rejection } from './core/request-validator.js';
-export { Dialog, type DialogEvents, type DialogState, type HeaderInit } from './dialog/dialog.js';
+export { Dialog, type DialogEvents, type DialogState } from './dialog/dialog.js';
 export {
   DigestServer,
   type DigestServerOptions,
@@ -78,6 +72,7 @@ export {
   SipHeaders,
   createResponse,
   DEFAULT_LIMITS,
+  type HeaderInit,
   type SipMessage,
   type MessageSource,
   type TransportName,

@@ -7,7 +7,13 @@ import { SipCanceledError, SipError, SipResponseError } from '../errors.js';
 import type { SipRequest, Uri } from '../message/index.js';
 import type { Dialog } from '../dialog/dialog.js';
 import type { Responder } from './responder.js';
-import type { UacOptions, UserAgent } from './user-agent.js';
+import type { UacOptions, UasOptions } from './leg-options.js';
+
+/** All the B2BUA needs of a user agent: making its two legs. UserAgent is one. */
+export interface B2buaLegFactory {
+  createUAC(uri: string | Uri, opts: UacOptions): Promise<Dialog>;
+  createUAS(req: SipRequest, opts: UasOptions): Promise<Dialog>;
+}
 
 export interface B2buaOptions extends Omit<UacOptions, 'signal' | 'localSdp'> {
   /** SDP offered to the callee; default the caller's offer. */
@@ -28,7 +34,7 @@ export interface B2buaLegs {
 const defaultMap = (s: number): number => (s === 401 || s === 407 ? 503 : s);
 
 export async function createB2BUA(
-  ua: UserAgent,
+  ua: B2buaLegFactory,
   req: SipRequest,
   srv: Responder,
   uri: string | Uri,

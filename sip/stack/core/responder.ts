@@ -3,9 +3,8 @@
  * for every response of the transaction, copies Record-Route and adds Contact on responses that can create a
  * dialog (§12.1.1), and aborts `signal` when a CANCEL arrives (§9.2).
  */
-import { createResponse, type SipRequest, type SipResponse } from '../message/index.js';
+import { applyHeaders, createResponse, type HeaderInit, type SipRequest, type SipResponse } from '../message/index.js';
 import type { ServerTransaction, TransactionLayer } from '../transaction/index.js';
-import { applyHeaders, type HeaderInit } from '../dialog/dialog.js';
 import { newTag } from './ids.js';
 
 export interface ResponseOptions {

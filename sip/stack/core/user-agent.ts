@@ -6,12 +6,14 @@ import { systemClock, type Clock } from '../clock.js';
 import { SipCanceledError, SipError, SipResponseError, SipStateError, SipTimeoutError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import {
+  applyHeaders,
   DEFAULT_LIMITS,
   formatUri,
   isSipUri,
   parseUri,
   SipHeaders,
   SipRequest,
+  type HeaderInit,
   type MessageSource,
   type ParseLimits,
   type SipMessage,
@@ -32,13 +34,14 @@ import {
   type SourceAdmission,
   type Target,
 } from '../transport/index.js';
-import { applyHeaders, Dialog, targetForUri, type DialogHost, type HeaderInit } from '../dialog/dialog.js';
+import { Dialog, targetForUri, type DialogHost } from '../dialog/dialog.js';
 import { DigestClient, type DigestCredentials } from '../auth/digest-client.js';
 import { DEFAULT_POLICY, validateRequest, type RequestPolicy } from './request-validator.js';
 import { Responder } from './responder.js';
 import { newBranch, newCallId, newTag } from './ids.js';
 import { InviteClient } from './invite-client-flow.js';
 import { createB2BUA, type B2buaLegs, type B2buaOptions } from './b2bua.js';
+import type { Outbound, UacOptions, UasOptions } from './leg-options.js';
 
 export interface UserAgentOptions {
   logger?: Logger;
@@ -73,9 +76,6 @@ export interface UserAgentOptions {
 
 export type RequestHandler = (req: SipRequest, srv: Responder) => unknown;
 
-/** Where to send an out-of-dialog request instead of the Request-URI's host: `host:port[;transport=tcp]` or a Target. */
-export type Outbound = string | Target;
-
 export interface RequestOptions {
   method: string;
   headers?: HeaderInit;
@@ -86,24 +86,6 @@ export interface RequestOptions {
   to?: string;
   auth?: DigestCredentials;
   proxy?: Outbound;
-}
-
-export interface UacOptions {
-  localSdp?: string;
-  headers?: HeaderInit;
-  from?: string;
-  to?: string;
-  auth?: DigestCredentials;
-  proxy?: Outbound;
-  /** Called for each provisional response above 100. */
-  onProvisional?: (res: SipResponse) => void;
-  /** Aborting sends CANCEL (§9.1); the promise then rejects with SipCanceledError. */
-  signal?: AbortSignal;
-}
-
-export interface UasOptions {
-  localSdp?: string;
-  headers?: HeaderInit;
 }
 
 const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE, REGISTER, MESSAGE, NOTIFY, REFER';

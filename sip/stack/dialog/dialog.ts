@@ -6,11 +6,13 @@
 import { SipDialogTerminatedError, SipResponseError } from '../errors.js';
 import { TypedEmitter } from '../emitter.js';
 import {
+  applyHeaders,
   formatUri,
   isSipUri,
   parseNameAddr,
   SipHeaders,
   SipRequest,
+  type HeaderInit,
   type SipResponse,
   type TransportName,
   type Uri,
@@ -258,13 +260,6 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     if (byeReq) this.safeEmit('bye', byeReq);
     this.safeEmit('destroy', reason);
   }
-}
-
-export type HeaderInit = Record<string, string | string[]>;
-
-export function applyHeaders(h: SipHeaders, init: HeaderInit | undefined): void {
-  if (!init) return;
-  for (const [name, value] of Object.entries(init)) h.set(name, value);
 }
 
 /** The transport, host and port a URI resolves to (RFC 3263 §4 without DNS: transport param, sips, defaults). */

@@ -158,3 +158,12 @@ export class SipHeaders {
     return h;
   }
 }
+
+/** Headers an application adds to a request or response it builds (name -> value or values). */
+export type HeaderInit = Record<string, string | string[]>;
+
+/** Sets every header of `init` on `h`, replacing any of the same name. */
+export function applyHeaders(h: SipHeaders, init: HeaderInit | undefined): void {
+  if (!init) return;
+  for (const [name, value] of Object.entries(init)) h.set(name, value);
+}

@@ -1,0 +1,28 @@
+/**
+ * The options of the two legs a user agent makes (createUAC, createUAS), apart from the user agent itself so the
+ * B2BUA, which only makes legs, can name them without importing the UserAgent that uses it.
+ */
+import type { DigestCredentials } from '../auth/digest-client.js';
+import type { HeaderInit, SipResponse } from '../message/index.js';
+import type { Target } from '../transport/index.js';
+
+/** Where to send an out-of-dialog request instead of the Request-URI's host: `host:port[;transport=tcp]` or a Target. */
+export type Outbound = string | Target;
+
+export interface UacOptions {
+  localSdp?: string;
+  headers?: HeaderInit;
+  from?: string;
+  to?: string;
+  auth?: DigestCredentials;
+  proxy?: Outbound;
+  /** Called for each provisional response above 100. */
+  onProvisional?: (res: SipResponse) => void;
+  /** Aborting sends CANCEL (§9.1); the promise then rejects with SipCanceledError. */
+  signal?: AbortSignal;
+}
+
+export interface UasOptions {
+  localSdp?: string;
+  headers?: HeaderInit;
+}
