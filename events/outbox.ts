@@ -1,4 +1,17 @@
-import type { Db } from '../store/index.js';
+import {
+  disableWebhookRoute,
+  dueOutboxRows,
+  findAccount,
+  findWebhookRoute,
+  inTransaction,
+  leaseOutboxRow,
+  noteRouteDelivered,
+  noteRouteFailed,
+  purgeFinishedOutboxRows,
+  updateOutboxRow,
+  type Db,
+  type DueOutboxRow,
+} from '../store/index.js';
 import { OutboundUrlError, UrlPolicy, createGuardedFetch, requestUrl } from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
@@ -44,16 +57,7 @@ export interface StatusCallbackOutboxOptions {
   logger?: Logger;
 }
 
-interface OutboxRow {
-  id: string;
-  account_id: string;
-  call_id: string | null;
-  event: string;
-  url: string;
-  body: string;
-  attempts: number;
-  next_attempt_at: string;
-}
+type OutboxRow = DueOutboxRow;
 
 type AttemptOutcome = { ok: true; status: number } | { ok: false; error: string };
 
@@ -145,10 +149,7 @@ export class StatusCallbackOutbox {
    * never touched. Returns how many were removed. The operator's retention job calls this (e.g. daily, 7 days).
    */
   async purge(before: Date): Promise<number> {
-    return this.#db('event_outbox')
-      .whereIn('state', ['delivered', 'failed'])
-      .where('done_at', '<', before.toISOString())
-      .delete();
+    return purgeFinishedOutboxRows(this.#db, before.toISOString());
   }
 
   #schedulePoll(ms: number): void {
@@ -184,21 +185,8 @@ export class StatusCallbackOutbox {
     const now = this.#now();
     // Accounts at their cap are left out of the query, so one tenant's backlog cannot fill the batch either.
     const full = [...this.#accountLoad].filter(([, n]) => n >= this.#maxPerAccount).map(([id]) => id);
-    const rows: OutboxRow[] = await this.#db('event_outbox as o')
-      .select('o.id', 'o.account_id', 'o.call_id', 'o.event', 'o.url', 'o.body', 'o.attempts', 'o.next_attempt_at')
-      .where('o.state', 'pending')
-      .where('o.next_attempt_at', '<=', iso(now))
-      .whereNotIn('o.account_id', full)
-      .whereNotExists(function earlierOfSameCall() {
-        this.select(1)
-          .from('event_outbox as p')
-          .where('p.state', 'pending')
-          .whereRaw('p.call_id = o.call_id')
-          .whereRaw('p.id < o.id');
-      })
-      .orderBy('o.id')
-      // Room for skipping rows of accounts that reach their cap within this batch.
-      .limit((room + this.#inFlight.size) * this.#maxPerAccount);
+    // Room for skipping rows of accounts that reach their cap within this batch.
+    const rows = await dueOutboxRows(this.#db, iso(now), full, (room + this.#inFlight.size) * this.#maxPerAccount);
     for (const row of rows) {
       if (this.#inFlight.size >= this.#maxInFlight || this.#closed) break;
       if (this.#inFlight.has(row.id)) continue;
@@ -206,12 +194,9 @@ export class StatusCallbackOutbox {
       if (load >= this.#maxPerAccount) continue;
       // The lease: only the process whose conditional update wins attempts the row.
       const lease = iso(now + this.#attemptTimeoutMs + 5_000);
-      const won = await this.#db('event_outbox')
-        .where({ id: row.id, state: 'pending', next_attempt_at: row.next_attempt_at })
-        .update({ next_attempt_at: lease });
-      if (won !== 1) continue;
+      if (!(await leaseOutboxRow(this.#db, row, lease))) continue;
       this.#accountLoad.set(row.account_id, load + 1);
-      const p = this.#attemptAndRecord({ ...row, attempts: Number(row.attempts) })
+      const p = this.#attemptAndRecord(row)
         .catch((err) => this.#log.error({ err, eventId: row.id }, 'recording a delivery attempt failed'))
         .finally(() => {
           this.#inFlight.delete(row.id);
@@ -225,62 +210,46 @@ export class StatusCallbackOutbox {
   }
 
   async #attemptAndRecord(row: OutboxRow): Promise<void> {
-    const account = await this.#db('accounts').select('signing_secret').where({ id: row.account_id }).first();
-    const route = await this.#db('webhook_routes').where({ account_id: row.account_id, url: row.url }).first();
+    const account = await findAccount(this.#db, row.account_id);
+    const route = await findWebhookRoute(this.#db, row.account_id, row.url);
     if (!account || route?.disabled) {
       // Disabled after this row was queued (or the account is gone): not sent, recorded why.
-      await this.#db('event_outbox')
-        .where({ id: row.id })
-        .update({
-          state: 'failed',
-          last_error: account ? 'route_disabled' : 'account_missing',
-          done_at: iso(this.#now()),
-        });
+      await updateOutboxRow(this.#db, row.id, {
+        state: 'failed',
+        last_error: account ? 'route_disabled' : 'account_missing',
+        done_at: iso(this.#now()),
+      });
       return;
     }
     const outcome = await this.#post(row, String(account.signing_secret));
     const attempts = row.attempts + 1;
     const now = this.#now();
     if (outcome.ok) {
-      await this.#db.transaction(async (trx) => {
-        await trx('event_outbox')
-          .where({ id: row.id })
-          .update({ state: 'delivered', attempts, last_error: null, done_at: iso(now) });
-        await trx('webhook_routes')
-          .insert({ account_id: row.account_id, url: row.url, consecutive_failures: 0, updated_at: iso(now) })
-          .onConflict(['account_id', 'url'])
-          .merge({ consecutive_failures: 0, updated_at: iso(now) });
+      await inTransaction(this.#db, async (trx) => {
+        await updateOutboxRow(trx, row.id, { state: 'delivered', attempts, last_error: null, done_at: iso(now) });
+        await noteRouteDelivered(trx, row.account_id, row.url, iso(now));
       });
       await this.#notify(row, EventCodes.webhookDelivered, { attempts, status: outcome.status });
       return;
     }
     if (attempts < this.maxAttempts) {
       const wait = this.#delays[attempts - 1]!;
-      await this.#db('event_outbox')
-        .where({ id: row.id })
-        .update({ attempts, last_error: outcome.error, next_attempt_at: iso(now + wait) });
+      await updateOutboxRow(this.#db, row.id, {
+        attempts,
+        last_error: outcome.error,
+        next_attempt_at: iso(now + wait),
+      });
       this.#log.debug({ eventId: row.id, attempts, error: outcome.error, retryInMs: wait }, 'status callback retry');
       return;
     }
     let disabledNow = false;
     let failures = 0;
-    await this.#db.transaction(async (trx) => {
-      await trx('event_outbox')
-        .where({ id: row.id })
-        .update({ state: 'failed', attempts, last_error: outcome.error, done_at: iso(now) });
-      await trx('webhook_routes')
-        .insert({ account_id: row.account_id, url: row.url, consecutive_failures: 1, updated_at: iso(now) })
-        .onConflict(['account_id', 'url'])
-        .merge({
-          consecutive_failures: trx.raw('?? + 1', ['webhook_routes.consecutive_failures']),
-          updated_at: iso(now),
-        });
-      const r = await trx('webhook_routes').where({ account_id: row.account_id, url: row.url }).first();
-      failures = Number(r.consecutive_failures);
+    await inTransaction(this.#db, async (trx) => {
+      await updateOutboxRow(trx, row.id, { state: 'failed', attempts, last_error: outcome.error, done_at: iso(now) });
+      const r = await noteRouteFailed(trx, row.account_id, row.url, iso(now));
+      failures = r.consecutive_failures;
       if (failures >= this.#threshold && !r.disabled) {
-        await trx('webhook_routes')
-          .where({ account_id: row.account_id, url: row.url })
-          .update({ disabled: true, disabled_at: iso(now) });
+        await disableWebhookRoute(trx, row.account_id, row.url, iso(now));
         disabledNow = true;
       }
     });

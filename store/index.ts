@@ -22,5 +22,6 @@ export * from './portal-users.js';
 export * from './call-events.js';
 export * from './webhook-routes.js';
 export * from './call-credit.js';
+export * from './event-outbox.js';
 export { openReadPool } from './read-pool.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';

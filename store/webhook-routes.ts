@@ -32,3 +32,36 @@ export async function enableWebhookRoute(db: Db, accountId: string, url: string,
     .update({ disabled: false, disabled_at: null, consecutive_failures: 0, updated_at: at });
   return n === 1;
 }
+
+export async function findWebhookRoute(db: Db, accountId: string, url: string): Promise<WebhookRouteRow | undefined> {
+  const r = await db('webhook_routes').where({ account_id: accountId, url }).first();
+  return r ? normalise(r) : undefined;
+}
+
+/** A delivery succeeded: the route's failure count back to 0 (the route row is created if it was not there). */
+export async function noteRouteDelivered(db: Db, accountId: string, url: string, at: string): Promise<void> {
+  await db('webhook_routes')
+    .insert({ account_id: accountId, url, consecutive_failures: 0, updated_at: at })
+    .onConflict(['account_id', 'url'])
+    .merge({ consecutive_failures: 0, updated_at: at });
+}
+
+/**
+ * A delivery failed for good: the route's failure count goes up by one (created at 1), atomically; returns the row
+ * after. Run it in the transaction that also decides on disabling, so the count read is the one written.
+ */
+export async function noteRouteFailed(db: Db, accountId: string, url: string, at: string): Promise<WebhookRouteRow> {
+  await db('webhook_routes')
+    .insert({ account_id: accountId, url, consecutive_failures: 1, updated_at: at })
+    .onConflict(['account_id', 'url'])
+    .merge({
+      consecutive_failures: db.raw('?? + 1', ['webhook_routes.consecutive_failures']),
+      updated_at: at,
+    });
+  return (await findWebhookRoute(db, accountId, url))!;
+}
+
+/** Stops delivery to a route (auto-disable); re-enabling is enableWebhookRoute. */
+export async function disableWebhookRoute(db: Db, accountId: string, url: string, at: string): Promise<void> {
+  await db('webhook_routes').where({ account_id: accountId, url }).update({ disabled: true, disabled_at: at });
+}
