@@ -1,5 +1,5 @@
-import { AdmissionRefusedError } from '../../billing/admission.js';
-import { ReasonCodes, type ReasonCode } from '../../events/index.js';
+import { AdmissionRefusedError } from '../../billing/index.js';
+import { EventCodes, ReasonCodes, type ReasonCode } from '../../events/index.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest, Target } from '../../sip/stack/index.js';
 import {
@@ -18,6 +18,8 @@ import { failureReason } from './originate.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { BridgedCall } from '../bridged-call.js';
+import { NO_OUTBOUND_HANDLER } from '../unanswered-leg.js';
+import { uasLeg } from './uas-leg.js';
 
 /** A registered contact of an end-user, as the location service holds it. */
 export interface ContactBinding {
@@ -237,6 +239,15 @@ async function runToPstn(
   }
   await call.life.initiated();
   srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
+  if (!url) {
+    // Spec: the caller hears a short notice and the call ends with END.0501. The notice is early media (183 with
+    // SDP) and the call is refused after it, so it is never answered nor billed; call.no_outbound_handler is
+    // its own event, before CALL.0400.
+    call.answerWhenNeeded(uasLeg(d, call, req, srv, { callerSide: mediaProfileFor(req.source?.transport) }));
+    await call.life.emit(EventCodes.noOutboundHandler, { reasonCode: ReasonCodes.noOutboundHandler });
+    await call.refuseWithNotice(NO_OUTBOUND_HANDLER_NOTICE, ReasonCodes.noOutboundHandler, NO_OUTBOUND_HANDLER);
+    return;
+  }
   try {
     const sdp = await d.media.answerIvr(row.id, CALLER_LEG, req.body.toString(), {
       callerSide: mediaProfileFor(req.source?.transport),
@@ -249,10 +260,6 @@ async function runToPstn(
     d.log.warn({ err: e, call: row.sid }, 'end-user call could not be answered');
     srv.send(500, 'Server Internal Error');
     await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
-    return;
-  }
-  if (!url) {
-    await call.endWithNotice(NO_OUTBOUND_HANDLER_NOTICE, ReasonCodes.noOutboundHandler);
     return;
   }
   await call.runVerbs({ url });

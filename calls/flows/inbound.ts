@@ -1,10 +1,11 @@
-import { AdmissionRefusedError } from '../../billing/admission.js';
+import { AdmissionRefusedError } from '../../billing/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { findNumberByE164, getAccount, insertCall, nowIso, type CallRow, type TrunkRow } from '../../store/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
-import { CALLER_LEG, type LiveCall } from '../live-call.js';
+import type { LiveCall } from '../live-call.js';
+import { uasLeg } from './uas-leg.js';
 
 /** A carrier's Request-URI user part as E.164: carriers send `+2547…`, `2547…` or `tel:`-style digits. */
 export function didFromRequest(req: SipRequest): string {
@@ -20,8 +21,10 @@ export function callerFromRequest(req: SipRequest): string {
 
 /**
  * Inbound PSTN call: a carrier INVITE to one of an account's DIDs. Unknown or inactive numbers get 404 and
- * END.0404; admission refusals get their SIP status; otherwise the call rings, is answered by the platform and
- * runs the verbs of the number's voice_inbound route (per-number override, then account default).
+ * END.0404; admission refusals get their SIP status; otherwise the call rings (180) while the number's
+ * voice_inbound route (per-number override, then account default) is fetched, and the platform answers it only
+ * when a verb needs media (spec: CallStatus is `ringing` on inbound). A document that hangs up first, or a
+ * failed fetch with the `drop` fallback, refuses the call unanswered and unbilled (LiveCall.answerWhenNeeded).
  */
 export async function runInbound(
   d: FlowDeps,
@@ -68,18 +71,8 @@ export async function runInbound(
   srv.send(180, 'Ringing');
   await call.life.ringing();
   srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
-  try {
-    const sdp = await d.media.answerIvr(row.id, CALLER_LEG, req.body.toString());
-    if (call.isEnding) return;
-    const dialog = await d.sip.ua.createUAS(req, { localSdp: sdp });
-    call.attachDialog(dialog);
-    await call.answered();
-  } catch (e) {
-    d.log.warn({ err: e, call: row.sid }, 'inbound call could not be answered');
-    srv.send(500, 'Server Internal Error');
-    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
-    return;
-  }
+  call.answerWhenNeeded(uasLeg(d, call, req, srv));
+  if (srv.canceled) return void (await call.end(ReasonCodes.canceled)); // CANCELed before the listener was set
   const url = number.webhook_voice_inbound || account.webhook_voice_inbound;
   await call.runVerbs({ url });
 }

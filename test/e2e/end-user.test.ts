@@ -163,14 +163,36 @@ describe('e2e: end-user phones', function () {
     assert.equal(call.reason_code, 'END.0488');
   });
 
-  it('a PSTN number with no voice_outbound webhook: a short notice is heard and the call ends with END.0501', async () => {
+  it('a PSTN number with no voice_outbound webhook: the notice is early media (183), then 403; END.0501, never answered nor billed', async () => {
     const a = phones[0];
-    const dialog = await a.call('+254722000055');
-    await new Promise<void>((resolve) => dialog.once('bye', () => resolve()));
+    a.sink.payloads.length = 0;
+    const provisional: { status: number; sdp: string }[] = [];
+    await failsWith(
+      a.ua.createUAC(`sip:+254722000055@${a.domain}`, {
+        localSdp: a.sdp,
+        from: `<sip:${a.ext}@${a.domain}>`,
+        proxy: a.proxy,
+        headers: { Authorization: `Bearer ${a.token}` },
+        onProvisional: (res) => provisional.push({ status: res.status, sdp: res.text }),
+      }),
+      403,
+    );
+    const early = provisional.find((p) => p.status === 183);
+    assert.ok(early, `a 183 came before the refusal: ${provisional.map((p) => p.status).join(',')}`);
+    assert.match(early.sdp, /^m=audio \d+ RTP\/AVP/m, 'the 183 carries SDP');
+    assert.ok(a.sink.speechSeconds() >= 1, `notice heard as early media: ${a.sink.speechSeconds()} s`);
     const call = await lastCall(acct);
     assert.equal(call.reason_code, 'END.0501');
     assert.equal(call.status, 'failed');
-    assert.ok(a.sink.speechSeconds() >= 1, `notice heard ${a.sink.speechSeconds()} s`);
+    assert.equal(call.answered_at, null);
+    assert.equal(call.talk_seconds, 0);
+    assert.equal(Number(call.cost), 0);
+    const codes = (await ctx.db('call_events').where({ call_id: call.uuid })).map((e) => e.code);
+    assert.ok(codes.includes('END.0501'), `call.no_outbound_handler is its own event: ${codes.join(',')}`);
+    assert.ok(codes.includes('CALL.0183'), `call.progress for the early media: ${codes.join(',')}`);
+    assert.ok(!codes.includes('CALL.0200'), `never answered: ${codes.join(',')}`);
+    const charges = await ctx.db('wallet_transactions').where({ call_id: call.uuid });
+    assert.equal(charges.length, 0, 'nothing billed');
   });
 
   it('a PSTN number through voice_outbound: the webhook gets endUser, Dial reaches the carrier, the callee hears the phone', async () => {

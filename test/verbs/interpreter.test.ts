@@ -6,6 +6,8 @@ import {
   type ActionCallbackExtras,
   type DialResult,
   type FallbackPolicy,
+  type HangupCause,
+  type InterpreterStart,
   type PlayResult,
   type RecordResult,
   type VerbContext,
@@ -26,6 +28,8 @@ function untilAborted(signal: AbortSignal): Promise<void> {
 /** A VerbContext that writes what it is asked to do into `log` and serves documents from a table. */
 class FakeCall implements VerbContext {
   readonly log: string[] = [];
+  /** Why each hangup was asked for (a call not answered yet refuses with a status that says it). */
+  readonly hangupCauses: Array<HangupCause | undefined> = [];
   readonly fetches: Array<{ url: string; extras: ActionCallbackExtras }> = [];
   readonly events: VerbEvent[] = [];
   readonly signals: AbortSignal[] = [];
@@ -73,7 +77,8 @@ class FakeCall implements VerbContext {
   async pause(seconds: number, o: { signal: AbortSignal }) {
     await this.#op(`pause:${seconds}`, o.signal);
   }
-  async hangup() {
+  async hangup(cause?: HangupCause) {
+    this.hangupCauses.push(cause);
     await this.#op('hangup');
   }
   async fetchDocument(url: string, extras: ActionCallbackExtras, o: { signal: AbortSignal }) {
@@ -350,6 +355,22 @@ describe('verbs/interpreter', () => {
     it('drop: hang up at once', async () => {
       assert.deepEqual(await runWith({ mode: 'drop', value: '' }), ['hangup']);
     });
+  });
+
+  it('each hangup says why: the Hangup verb, the end of a document, the fallback, a Redirect loop, an error', async () => {
+    const causeOf = async (call: FakeCall, start: InterpreterStart, opts = {}) => {
+      await new Interpreter(call, opts).run(start);
+      return call.hangupCauses;
+    };
+    assert.deepEqual(await causeOf(new FakeCall(), { document: doc('<Hangup/>') }), ['verb']);
+    assert.deepEqual(await causeOf(new FakeCall(), { document: doc('') }), ['end_of_document']);
+    assert.deepEqual(await causeOf(new FakeCall(), { url: 'https://app.example/none' }), ['fallback']);
+    const looping = new FakeCall();
+    looping.documents.set('https://app.example/0', doc('<Redirect>https://app.example/0</Redirect>'));
+    assert.deepEqual(await causeOf(looping, { url: 'https://app.example/0' }, { maxRedirects: 2 }), ['redirect_limit']);
+    const broken = new FakeCall();
+    broken.say = () => Promise.reject(new Error('rtpengine gone'));
+    assert.deepEqual(await causeOf(broken, { document: doc('<Say>x</Say>') }), ['error']);
   });
 
   it('an operation that throws ends the run with reason error and a hangup', async () => {
