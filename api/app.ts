@@ -5,7 +5,7 @@ import { StoreAdmission, type Admission, type NewCallGate } from '../billing/ind
 import { roomLogger, type Config } from '../config/index.js';
 import { openReadPool, type Db } from '../store/index.js';
 import { apiKeyAuth, authOf } from './auth.js';
-import type { CallEngine } from './call-engine.js';
+import type { CallEngine } from '../calls/index.js';
 import { errorMiddleware } from './errors.js';
 import { redactingLogger } from './log-redaction.js';
 import { openApiDocument } from './openapi.js';

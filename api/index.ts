@@ -1,5 +1,4 @@
 export { createApiServer, createApp, type ApiDeps } from './app.js';
-export { NullCallEngine, type CallEngine } from './call-engine.js';
 export { ApiError, ValidationError, UnauthorizedError } from './errors.js';
 export { turnCredentials, iceServersFor, signRecordingUrl } from './signing.js';
 export { totp, hotp, verifyTotp, otpauthUri, base32Encode, base32Decode, newTotpSecret } from './totp.js';

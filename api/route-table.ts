@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { Admission, NewCallGate } from '../billing/index.js';
 import type { Config, Logger } from '../config/index.js';
 import type { Db } from '../store/index.js';
-import type { CallEngine } from './call-engine.js';
+import type { CallEngine } from '../calls/index.js';
 
 /** What every route module is given. */
 export interface RouteDeps {

@@ -1,11 +1,11 @@
 import type { Config } from '../config/index.js';
 import { roomLogger } from '../config/index.js';
-import type { CallEngine } from '../api/index.js';
 import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
+import type { CallEngine } from './call-engine.js';
 import { CallLifecycle } from './lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import type { FlowDeps } from './flows/flow-deps.js';

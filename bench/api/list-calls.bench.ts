@@ -15,7 +15,8 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { loadConfig, setLogLevel } from '../../config/index.js';
-import { createApiServer, NullCallEngine } from '../../api/index.js';
+import { createApiServer } from '../../api/index.js';
+import { NullCallEngine } from '../../test/support/null-call-engine.js';
 import { insertAccount, insertApiKey, migrate, newCallSid, newId, openDb, type Db } from '../../store/index.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000_000);

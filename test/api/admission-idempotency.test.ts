@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { StoreAdmission, AdmissionRefusedError } from '../../billing/admission.js';
 import { post } from '../../billing/index.js';
 import { putSetting, updateAccount, type CallRow } from '../../store/index.js';
-import { NullCallEngine } from '../../api/index.js';
+import { NullCallEngine } from '../support/null-call-engine.js';
 import { sqliteDb } from '../support/db.js';
 import { ApiHarness, type Tenant } from './harness.js';
 import { assertError } from './shapes.js';

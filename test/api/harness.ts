@@ -6,7 +6,8 @@ import type http from 'node:http';
 import { loadConfig, setLogLevel, type Config } from '../../config/index.js';
 import { post } from '../../billing/index.js';
 import { addPoolNumbers, findNumberByE164, insertAccount, insertApiKey, type Db } from '../../store/index.js';
-import { createApiServer, NullCallEngine, type ApiDeps } from '../../api/index.js';
+import { createApiServer, type ApiDeps } from '../../api/index.js';
+import { NullCallEngine } from '../support/null-call-engine.js';
 import { acquireNumber } from '../../api/number-acquisition.js';
 import type { TestDbKind } from '../support/db.js';
 

@@ -1,23 +1,13 @@
-import { LIVE_CALL_STATUSES, findCallAnyAccount, nowIso, updateCall, type CallRow, type Db } from '../store/index.js';
-import { ReasonCodes } from '../events/index.js';
-
-/**
- * The one interface through which the API reaches the call engine (calls/). The API writes the call as
- * `initiated` after admission, then hands it over; the engine dials in the background and owns the call's
- * life from there.
- */
-export interface CallEngine {
-  /** Starts dialling an admitted call already stored as `initiated`. Resolves once dialling is under way. */
-  originate(call: CallRow, opts: { timeoutSeconds: number }): Promise<void>;
-  /**
-   * Ends a call the store shows live and resolves to the ended record. One the switch holds is ended there (BYE or
-   * CANCEL); one it no longer holds is closed through the reconcile path (END.0504, settled and reported once, as
-   * the periodic sweep would), never by a bare write of the row.
-   */
-  hangup(call: CallRow): Promise<CallRow>;
-  /** Whether this process holds the call live (the switch knows it). */
-  isLive(callId: string): boolean;
-}
+import type { CallEngine } from '../../calls/index.js';
+import { ReasonCodes } from '../../events/index.js';
+import {
+  LIVE_CALL_STATUSES,
+  findCallAnyAccount,
+  nowIso,
+  updateCall,
+  type CallRow,
+  type Db,
+} from '../../store/index.js';
 
 /**
  * A unit-test fake, not a call engine: it dials nothing. Originated calls are remembered as live until hung up,
