@@ -19,6 +19,7 @@ import {
   type DialOptions,
   type DialTarget,
   type FallbackPolicy,
+  type HangupCause,
   type InterpreterStart,
   type PlayResult,
   type PlaySource,
@@ -32,6 +33,13 @@ import {
   type SessionRecordingOptions,
 } from '../verbs/index.js';
 import type { CallLifecycle } from './lifecycle.js';
+import {
+  CALL_CONTROL_UNAVAILABLE,
+  DECLINED,
+  refusalFor,
+  type SipRefusal,
+  type UnansweredLeg,
+} from './unanswered-leg.js';
 import type { UrlPolicy } from '../kit/index.js';
 
 /** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
@@ -83,6 +91,10 @@ export class LiveCall implements VerbContext {
   readonly #onEnd: Array<() => void> = [];
   readonly #digitListeners = new Set<(digit: string) => void>();
   #answering: Promise<void> = Promise.resolve();
+  /** The caller's INVITE while it is not answered (see answerWhenNeeded), and the answer once it is under way. */
+  #unanswered: UnansweredLeg | undefined;
+  #answerInFlight: Promise<void> | undefined;
+  #refusal: SipRefusal | undefined;
 
   constructor(deps: LiveCallDeps, life: CallLifecycle) {
     this.#d = deps;
@@ -125,7 +137,30 @@ export class LiveCall implements VerbContext {
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, { remoteHungUp: true }));
   }
 
-  /** From answer: credit control starts and the verbs run until the call ends. */
+  /**
+   * The caller's INVITE stays unanswered (ringing) while the verbs need no media: the first verb that does
+   * (Say, Play, Record, RecordSession, Dial, Pause, or the fallback's message or audio) answers it, so billing
+   * starts there. A call that ends before that is refused with a final status that says why and never billed:
+   * 603 when the document hangs up, 500 when the first document could not be fetched and the fallback drops.
+   */
+  answerWhenNeeded(leg: UnansweredLeg): void {
+    this.#unanswered = leg;
+  }
+
+  async #needMedia(): Promise<void> {
+    const leg = this.#unanswered;
+    if (!leg) return;
+    this.#answerInFlight ??= leg.answer().then(
+      () => void (this.#unanswered = undefined),
+      (e: unknown) => {
+        this.#d.log.warn({ err: e, call: this.row.sid }, 'call could not be answered');
+        void this.end(this.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
+        throw e;
+      },
+    );
+    await this.#answerInFlight;
+  }
+
   /** From answer: credit control starts (an end that races it waits for it: see #end). */
   answered(): Promise<void> {
     this.#answering = this.#answered();
@@ -154,6 +189,7 @@ export class LiveCall implements VerbContext {
   async runVerbs(start: InterpreterStart): Promise<void> {
     const account = await getAccount(this.#d.db, this.row.account_id);
     this.#fallback = { mode: account.fallback_mode, value: account.fallback_value };
+    if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
     this.#interpreter = new Interpreter(this);
     const end = await this.#interpreter.run(start);
     if (end.reason === 'error') {
@@ -169,15 +205,22 @@ export class LiveCall implements VerbContext {
   }
 
   /**
-   * Speaks a short notice to an answered leg and ends the call as failed with `reason` (END.0501: an end-user
-   * dialled out and the account has no voice_outbound webhook).
+   * Speaks a short notice to the unanswered caller as early media (183 with SDP), then refuses the call with
+   * `refusal` and ends it as failed with `reason`: never answered, never billed (END.0501: an end-user dialled
+   * out and the account has no voice_outbound webhook).
    */
-  async endWithNotice(text: string, reason: ReasonCode): Promise<CallRow> {
+  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal): Promise<CallRow> {
+    const leg = this.#unanswered;
     try {
-      await this.#d.media.say(this.id, CALLER_LEG, text);
+      if (leg && !this.isEnding) {
+        await leg.earlyMedia();
+        await this.life.progress();
+        if (!this.isEnding) await this.#d.media.say(this.id, CALLER_LEG, text);
+      }
     } catch (e) {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');
     }
+    this.#refusal ??= refusal;
     return this.end(reason, { failed: true });
   }
 
@@ -190,6 +233,8 @@ export class LiveCall implements VerbContext {
   async #end(reason: ReasonCode, opts: { remoteHungUp?: boolean; failed?: boolean }): Promise<CallRow> {
     this.#interpreter?.kill();
     for (const fn of this.#onEnd.splice(0)) fn();
+    await this.#answerInFlight?.catch(() => undefined); // a 200 already sent is BYEd, not left up
+    if (this.#unanswered) this.#unanswered.refuse(this.#refusal ?? refusalFor(reason));
     if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
     await this.#answering.catch(() => undefined);
     const endedAt = new Date();
@@ -216,6 +261,7 @@ export class LiveCall implements VerbContext {
   // ---- VerbContext ----
 
   async say(text: string, options: SayOptions): Promise<void> {
+    await this.#needMedia();
     const r = await this.#d.media.say(this.id, CALLER_LEG, text, {
       voice: options.voice,
       language: options.language,
@@ -227,6 +273,7 @@ export class LiveCall implements VerbContext {
   }
 
   async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
+    await this.#needMedia();
     if (source.kind === 'asset') {
       // Absent, inactive or without audio: PLAY.0404 and the next verb (spec, Play).
       const file = await findPlayableAsset(this.#d.db, this.row.account_id, source.name, this.#d.assetStorage);
@@ -247,6 +294,7 @@ export class LiveCall implements VerbContext {
   }
 
   async dial(target: DialTarget, options: DialOptions): Promise<DialResult> {
+    await this.#needMedia();
     if (!this.#d.dialer) return { status: 'failed', durationSeconds: 0 };
     return this.#d.dialer(this, target, options);
   }
@@ -261,6 +309,7 @@ export class LiveCall implements VerbContext {
    * (the recording is kept), or the verb being killed.
    */
   async record(options: RecordOptions): Promise<RecordResult> {
+    await this.#needMedia();
     if (options.playBeep) await this.#d.media.playBeep(this.id, CALLER_LEG, { signal: options.signal });
     if (options.signal.aborted) return { durationSeconds: 0 };
     await this.life.emit(EventCodes.recordingStarted, {});
@@ -291,6 +340,7 @@ export class LiveCall implements VerbContext {
    * call ends. A second one while recording changes nothing. If it cannot start, the call goes on unrecorded.
    */
   async startSessionRecording(options: SessionRecordingOptions): Promise<void> {
+    await this.#needMedia();
     if (this.#d.media.isRecording(this.id)) return;
     try {
       await this.#d.media.startCallRecording(this.id, CALLER_LEG, {
@@ -305,14 +355,22 @@ export class LiveCall implements VerbContext {
     await this.life.emit(EventCodes.recordingStarted, {});
   }
 
-  pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {
+  async pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {
+    await this.#needMedia(); // a Pause first answers: silence on an answered line, as the caller expects
     return new Promise((resolve) => {
       const t = setTimeout(resolve, seconds * 1000);
       options.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
     });
   }
 
-  async hangup(): Promise<void> {
+  async hangup(cause?: HangupCause): Promise<void> {
+    if (this.#unanswered && !this.#answerInFlight) {
+      // Nothing needed media: refuse the call unanswered and unbilled (docs/api.md, "Inbound calls").
+      const control = cause === 'fallback' || cause === 'redirect_limit' || cause === 'error';
+      this.#refusal ??= control ? CALL_CONTROL_UNAVAILABLE : DECLINED;
+      void this.end(control ? ReasonCodes.carrierFailure : ReasonCodes.rejected, { failed: true });
+      return;
+    }
     void this.end(ReasonCodes.normalHangup);
   }
 
