@@ -1,5 +1,4 @@
-import type { Db } from '../../store/db.js';
-import * as table from '../../store/bans.js';
+import { bansTable as table, type Db } from '../../store/index.js';
 import { checkedAddress } from './address.js';
 import type { BanReason, BanRecord, BanStore } from './ban-list.js';
 import { SecuritySettingError } from './errors.js';
@@ -62,4 +61,4 @@ export async function addBan(
   });
 }
 
-export type { BanRow } from '../../store/bans.js';
+export type BanRow = table.BanRow;
