@@ -1,4 +1,4 @@
-import type { Db } from '../store/index.js';
+import { countAllLiveCalls, type Db } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes, type EventCode } from './catalogue.js';
 import type { EventPublisher } from './publisher.js';
@@ -19,8 +19,6 @@ const CHANGES_COUNT: ReadonlySet<EventCode> = new Set<EventCode>([
   EventCodes.callCompleted,
   EventCodes.callFailed,
 ]);
-/** Call statuses that count as active (the same set the concurrency cap counts). */
-const LIVE = ['initiated', 'ringing', 'answered'];
 
 /**
  * Keeps staff streams told of the platform-wide active-call count (PLATFORM.0001) without the calls room having
@@ -55,8 +53,7 @@ export class PlatformConcurrencyMonitor {
   async recount(force = false): Promise<number | undefined> {
     if (this.#closed) return undefined;
     try {
-      const row = await this.#db('calls').whereIn('status', LIVE).count({ n: '*' }).first();
-      const n = Number(row?.n ?? 0);
+      const n = await countAllLiveCalls(this.#db);
       if (this.#closed) return n;
       if (force || n !== this.#last) this.#publisher.publishPlatformConcurrent(n);
       this.#last = n;

@@ -1,4 +1,13 @@
-import type { Db } from '../store/index.js';
+import {
+  findAccount,
+  findCallAnyAccount,
+  findNumberOf,
+  findWebhookRoute,
+  inTransaction,
+  insertCallEvent,
+  insertOutboxRow,
+  type Db,
+} from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { requestUrl } from '../kit/index.js';
 import { EventCodes, TERMINAL_CALL_EVENTS, eventFor, isEventCode, type EventCode } from './catalogue.js';
@@ -115,7 +124,7 @@ export class EventPublisher {
       input.callId !== undefined &&
       (input.callSnapshot === undefined || input.sid === undefined || input.customPayload === undefined);
     try {
-      if (needRow) callRow = await this.#db('calls').where({ id: input.callId }).first();
+      if (needRow) callRow = await findCallAnyAccount(this.#db, input.callId!);
     } catch (err) {
       throw new EventPersistError(err);
     }
@@ -145,8 +154,8 @@ export class EventPublisher {
     if (input.accountId !== null) {
       const accountId = input.accountId;
       try {
-        await this.#db.transaction(async (trx) => {
-          await trx('call_events').insert({
+        await inTransaction(this.#db, async (trx) => {
+          await insertCallEvent(trx, {
             id,
             account_id: accountId,
             call_id: input.callId ?? null,
@@ -166,9 +175,9 @@ export class EventPublisher {
             delivery = 'no_route';
             return;
           }
-          const route = await trx('webhook_routes').where({ account_id: accountId, url }).first();
+          const route = await findWebhookRoute(trx, accountId, url);
           const disabled = Boolean(route?.disabled);
-          await trx('event_outbox').insert({
+          await insertOutboxRow(trx, {
             id,
             account_id: accountId,
             call_id: input.callId ?? null,
@@ -264,7 +273,7 @@ function parsePayload(row: Record<string, any> | undefined): Record<string, unkn
 
 async function numberIdOf(db: Db, input: EmitInput): Promise<string | null> {
   if (!input.callId) return null;
-  const r = await db('calls').select('number_id').where({ id: input.callId }).first();
+  const r = await findCallAnyAccount(db, input.callId);
   return r?.number_id ?? null;
 }
 
@@ -279,9 +288,9 @@ export async function resolveStatusUrl(
   numberId: string | null,
 ): Promise<string | undefined> {
   if (numberId) {
-    const n = await db('numbers').select('webhook_status').where({ id: numberId, account_id: accountId }).first();
-    if (n?.webhook_status) return n.webhook_status as string;
+    const n = await findNumberOf(db, accountId, numberId);
+    if (n?.webhook_status) return n.webhook_status;
   }
-  const a = await db('accounts').select('webhook_status').where({ id: accountId }).first();
-  return a?.webhook_status ? (a.webhook_status as string) : undefined;
+  const a = await findAccount(db, accountId);
+  return a?.webhook_status ? a.webhook_status : undefined;
 }

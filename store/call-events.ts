@@ -15,3 +15,14 @@ export async function listCallEvents(db: Db, accountId: string, callId: string):
     .orderBy('created_at')
     .select('code', 'event', 'data', 'created_at');
 }
+
+export interface NewCallEvent extends CallEventRow {
+  id: string;
+  account_id: string;
+  call_id: string | null;
+}
+
+/** Records an event in the account's history (the publisher, in the transaction that also queues its callback). */
+export async function insertCallEvent(db: Db, row: NewCallEvent): Promise<void> {
+  await db('call_events').insert(row);
+}

@@ -169,6 +169,15 @@ export async function liveCallIds(db: Db, createdBefore: string, nodeId: string 
   return (await q).map((r: { id: string }) => r.id);
 }
 
+/** Live calls of every account (the platform-wide figure of staff streams). */
+export async function countAllLiveCalls(db: Db): Promise<number> {
+  const r = await db('calls')
+    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
+    .count({ n: '*' })
+    .first();
+  return Number(r?.n ?? 0);
+}
+
 export async function countLiveCalls(db: Db, accountId: string): Promise<number> {
   const r = await db('calls')
     .where({ account_id: accountId })

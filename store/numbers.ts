@@ -52,6 +52,12 @@ export async function findActiveNumberOf(db: Db, accountId: string, number: stri
   return n && n.account_id === accountId && n.is_active ? n : undefined;
 }
 
+/** The account's number by id; undefined when the account does not own it. */
+export async function findNumberOf(db: Db, accountId: string, id: string): Promise<NumberRow | undefined> {
+  const r = await db('numbers').where({ id, account_id: accountId }).first();
+  return r ? normaliseNumber(r) : undefined;
+}
+
 /** Any account's number by id (or a pool number). */
 export async function findNumberAnyAccount(db: Db, id: string): Promise<NumberRow | undefined> {
   const r = await db('numbers').where({ id }).first();
