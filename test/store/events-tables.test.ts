@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import {
+  countAllLiveCalls,
+  disableWebhookRoute,
+  dueOutboxRows,
+  findNumberByE164,
+  findNumberOf,
+  findWebhookRoute,
+  inTransaction,
+  insertAccount,
+  insertCall,
+  insertCallEvent,
+  insertOutboxRow,
+  addPoolNumbers,
+  leaseOutboxRow,
+  listCallEvents,
+  noteRouteDelivered,
+  noteRouteFailed,
+  purgeFinishedOutboxRows,
+  takePoolNumber,
+  updateOutboxRow,
+  type Db,
+  type NewOutboxRow,
+} from '../../store/index.js';
+import { BOTH_DBS } from '../support/db.js';
+
+/** The store functions events/ works through: call events, the status-callback outbox, webhook routes. */
+for (const kind of BOTH_DBS) {
+  describe(`store: events tables on ${kind.name}`, function () {
+    this.timeout(60000);
+    let db: Db;
+    before(async () => {
+      db = await kind.open();
+    });
+    after(async () => db?.destroy());
+
+    const T0 = '2024-01-01T00:00:00.000Z';
+    const row = (id: string, account: string, callId: string | null, over: Partial<NewOutboxRow> = {}) => ({
+      id,
+      account_id: account,
+      call_id: callId,
+      event: 'call.completed',
+      url: 'https://s.example/',
+      body: '{}',
+      attempts: 0,
+      state: 'pending' as const,
+      last_error: null,
+      next_attempt_at: T0,
+      created_at: T0,
+      done_at: null,
+      ...over,
+    });
+
+    it('hands out due rows in id order, one per call at a time, leaving out excluded accounts', async () => {
+      const a = await insertAccount(db, 'Out');
+      const b = await insertAccount(db, 'Busy');
+      await insertOutboxRow(db, row('o1', a.id, 'c1'));
+      await insertOutboxRow(db, row('o2', a.id, 'c1')); // behind o1 of the same call
+      await insertOutboxRow(db, row('o3', a.id, 'c2', { next_attempt_at: '2024-01-01T00:00:09.000Z' })); // not due
+      await insertOutboxRow(db, row('o4', b.id, 'c3'));
+      await insertOutboxRow(db, row('o5', a.id, null, { attempts: 2 }));
+      const due = await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10);
+      assert.deepEqual(
+        due.map((r) => r.id),
+        ['o1', 'o5'],
+      );
+      assert.equal(due[1].attempts, 2);
+      assert.deepEqual(
+        (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [], 2)).map((r) => r.id),
+        ['o1', 'o4'],
+      );
+      // The lease: only one of two readers of the same row wins.
+      assert.equal(await leaseOutboxRow(db, due[0], '2024-01-01T00:01:00.000Z'), true);
+      assert.equal(await leaseOutboxRow(db, due[0], '2024-01-01T00:01:00.000Z'), false);
+      await updateOutboxRow(db, 'o1', { state: 'delivered', attempts: 1, done_at: T0 });
+      assert.deepEqual(
+        (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10)).map((r) => r.id),
+        ['o2', 'o5'],
+        'the next of the call once the first is done',
+      );
+      assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 1);
+      assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 0, 'pending rows stay');
+    });
+
+    it('counts route failures atomically, resets them on delivery, and disables a route', async () => {
+      const a = await insertAccount(db, 'Routes');
+      const url = 'https://r.example/';
+      assert.equal(await findWebhookRoute(db, a.id, url), undefined);
+      const first = await inTransaction(db, (tx) => noteRouteFailed(tx, a.id, url, T0));
+      assert.equal(first.consecutive_failures, 1);
+      await Promise.all([1, 2, 3].map(() => inTransaction(db, (tx) => noteRouteFailed(tx, a.id, url, T0))));
+      assert.equal((await findWebhookRoute(db, a.id, url))?.consecutive_failures, 4);
+      await disableWebhookRoute(db, a.id, url, T0);
+      const off = await findWebhookRoute(db, a.id, url);
+      assert.deepEqual([off?.disabled, off?.disabled_at], [true, T0]);
+      await noteRouteDelivered(db, a.id, url, T0);
+      assert.equal((await findWebhookRoute(db, a.id, url))?.consecutive_failures, 0);
+      await noteRouteDelivered(db, a.id, 'https://new.example/', T0);
+      assert.equal((await findWebhookRoute(db, a.id, 'https://new.example/'))?.disabled, false);
+    });
+
+    it('records call events, finds an owned number, counts live calls of every account', async () => {
+      const a = await insertAccount(db, 'Ev');
+      const b = await insertAccount(db, 'Ev2');
+      await insertCallEvent(db, {
+        id: 'e1',
+        account_id: a.id,
+        call_id: 'c9',
+        code: 'CALL.0100',
+        event: 'call.initiated',
+        data: '{}',
+        created_at: T0,
+      });
+      assert.equal((await listCallEvents(db, a.id, 'c9')).length, 1);
+      await addPoolNumbers(db, ['+254711000099']);
+      const n = (await findNumberByE164(db, '+254711000099'))!;
+      await takePoolNumber(db, n.id, a.id, T0);
+      assert.equal((await findNumberOf(db, a.id, n.id))?.id, n.id);
+      assert.equal(await findNumberOf(db, b.id, n.id), undefined);
+      const before = await countAllLiveCalls(db);
+      const call = (account: string, status: 'ringing' | 'failed') =>
+        insertCall(db, { account_id: account, direction: 'outbound', from_number: '+1', to_number: '+2', status });
+      await call(a.id, 'ringing');
+      await call(b.id, 'ringing');
+      await call(b.id, 'failed');
+      assert.equal(await countAllLiveCalls(db), before + 2);
+    });
+  });
+}
