@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { roomsPlugin } from './scripts/rooms.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', 'web/vendor/**', 'docs/**'] },
@@ -31,5 +32,11 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
       'no-constant-condition': ['error', { checkLoops: false }],
     },
+  },
+  // The import graph of docs/architecture.md (floors table): a room imports only rooms below it, through their
+  // index.ts. scripts/check-rooms.js checks the same table over the whole graph, cycles included.
+  {
+    plugins: { rooms: roomsPlugin },
+    rules: { 'rooms/layering': 'error' },
   },
 );
