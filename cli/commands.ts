@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Db } from '../store/index.js';
 import {
   insertAccountWithApiKey,
@@ -28,6 +30,7 @@ import { configTable } from '../config/index.js';
 import { listBans, liftBan, addBan } from '../sip/index.js';
 import { mintStaffStreamToken } from '../events/index.js';
 import { Flags, UsageError, type ParsedArgs } from './args.js';
+import { withGeneratedCodes } from './codes-doc.js';
 
 export interface Output {
   json: boolean;
@@ -391,6 +394,13 @@ const commands: Record<string, Command> = {
   async 'config table'(_db, args, out) {
     new Flags(args).done();
     out.print(configTable(), { table: configTable() });
+  },
+
+  async 'docs codes'(_db, args, out) {
+    new Flags(args).done();
+    const file = path.join(import.meta.dirname, '..', 'docs', 'events.md');
+    writeFileSync(file, withGeneratedCodes(readFileSync(file, 'utf8')));
+    out.print(`${file}: event and reason code tables rewritten from events/catalogue.ts`, { file });
   },
 };
 

@@ -29,6 +29,7 @@ const USAGE = `usage: simu <command> [options] [--json]
   stream token                                   a single-use staff token for {ws}/api/stream (all
                                                  accounts' events and PLATFORM.0001)
   config table                                   every setting with its default
+  docs codes                                     rewrite docs/events.md's code tables from the catalogue
   assets list ID | assets upload ID FILE --name N   account audio for <Play asset="N"> (docs/assets.md)
   assets rename ID ASSET --to N | assets activate|deactivate|delete ID ASSET   (ASSET: uuid or name)
   portal-user add ID --email E --password P      a web portal sign-in; prints the otpauth:// URI (once)
