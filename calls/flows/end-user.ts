@@ -4,6 +4,7 @@ import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest, Target } from '../../sip/stack/index.js';
 import {
   findEndUserAnyAccount,
+  findEndUserByExtension,
   getAccount,
   insertCall,
   listOwnedNumbers,
@@ -265,12 +266,8 @@ async function runToPstn(
   await call.runVerbs({ url });
 }
 
-async function findExtension(db: Db, accountId: string, ext: string) {
-  const row = await db('end_users')
-    .where({ account_id: accountId, extension_number: ext, is_active: true })
-    .whereNull('deleted_at')
-    .first();
-  return row ? findEndUserAnyAccount(db, row.id) : undefined;
+function findExtension(db: Db, accountId: string, ext: string) {
+  return findEndUserByExtension(db, accountId, ext, { activeOnly: true });
 }
 
 /** The SIP final status the caller gets when the dialled leg did not connect. */
