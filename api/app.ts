@@ -5,6 +5,7 @@ import { StoreAdmission, type Admission, type NewCallGate } from '../billing/ind
 import { roomLogger, type Config } from '../config/index.js';
 import { openReadPool, type Db } from '../store/index.js';
 import { apiKeyAuth, authOf } from './auth.js';
+import { docsRoutes } from './docs-routes.js';
 import type { CallEngine } from '../calls/index.js';
 import { errorMiddleware } from './errors.js';
 import { redactingLogger } from './log-redaction.js';
@@ -44,8 +45,8 @@ export interface ApiDeps {
 
 /**
  * The REST API as a Koa app: security headers, one error middleware, trailing-slash tolerance, public endpoints
- * (health, OpenAPI, signed recording media), then bearer authentication and the per-key and per-account rate
- * limits in front of every other /api route.
+ * (health, OpenAPI, the docs/ pages, signed recording media), then bearer authentication and the per-key and
+ * per-account rate limits in front of every other /api route.
  */
 export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close: () => Promise<void> } {
   const log = redactingLogger(roomLogger('api'));
@@ -93,6 +94,8 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   publicRouter.get('/api/openapi.json', async (ctx) => {
     ctx.body = openApiDocument(all.specs, deps.config.publicBaseUrl);
   });
+  // The customer reference (docs/*.md) beside the OpenAPI document, public (issue 15, item 10).
+  docsRoutes(publicRouter);
 
   app.use(securityHeaders());
   app.use(errorMiddleware(log));
