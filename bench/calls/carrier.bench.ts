@@ -42,7 +42,16 @@ await addCarrier(ctx.db, PORTS.carrierOut, 'carrier-out', ctx.sw, ['127.0.0.1'])
 const rtpenginePid = pidOf(`listen-ng=127.0.0.1:${PORTS.ng}`);
 
 let statements = 0;
-ctx.db.on('query', () => statements++);
+const bySql = new Map<string, number>();
+ctx.db.on('query', (q: { sql: string }) => {
+  statements++;
+  // The statement's shape: what it does to which table, without its values.
+  const shape = q.sql
+    .replace(/\s+/g, ' ')
+    .replace(/\(\?(, \?)*\)/g, '(?)')
+    .slice(0, 110);
+  bySql.set(shape, (bySql.get(shape) ?? 0) + 1);
+});
 const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 
@@ -58,6 +67,12 @@ console.log(
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
+const calls = RATES.reduce((n, r) => n + r * SECONDS, 0);
+console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the 15 most frequent:\n`);
+console.log('| per call | statement |');
+console.log('|---|---|');
+for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, 15))
+  console.log(`| ${(n / calls).toFixed(2)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
 hook.proc.kill();
 await ctx.sw.stop();
 process.exit(0);
