@@ -10,6 +10,7 @@ import {
   TERMINAL_CALL_EVENTS,
   isReasonCode,
   isStatusCallbackCode,
+  ReasonCodes,
   type EventCode,
   type ReasonCode,
 } from '../events/index.js';
@@ -22,30 +23,36 @@ export const CODES_END = '<!-- codes:end -->';
  * generator: a reason code added to the catalogue without a sentence here is a type error.
  */
 const REASON_MEANINGS = {
-  'BILL.0402':
+  [ReasonCodes.insufficientBalance]:
     'Refused before dialling: the wallet cannot pay for the first minute. Originate answers 402; a phone gets SIP 402.',
-  'BILL.0403': 'The money ran out during the call; live credit control hung it up.',
-  'BILL.0407': 'Refused: the account is suspended. Originate answers 403; a phone gets SIP 403.',
-  'LIMIT.0429': 'Refused: the account already has its maximum of simultaneous live calls. Originate answers 429.',
-  'LIMIT.0430': 'Refused: too many new calls in the last second for the account. Originate answers 429.',
-  'END.0200': 'The call connected and one side hung up.',
-  'END.0404': 'The dialled number is unknown, or not a live number of an active account.',
-  'END.0408': "The call reached the account's maximum call duration and was cut.",
-  'END.0480': 'The far end rang without answering (or never answered in time).',
-  'END.0486': 'The far end was busy.',
-  'END.0487': 'The call was cancelled before it was answered (the caller hung up, or a hangup request).',
-  'END.0503': 'The call was cut because the credit-control watchdog could not reach the billing monitor.',
-  'END.0504': "The switch's hangup never reached the record; the reconcile sweep closed it from what the switch knows.",
-  'END.0500': 'A carrier, network or call-control failure (the webhook gave no usable document, media failed).',
-  'END.0603': 'Declined before answer: the verb document hung up at once, or the leg could not be attributed.',
-  'END.0403': "A phone's call to the public network, but the account owns no active number to present.",
-  'END.0488': 'A phone dialled an extension that belongs to another account.',
-  'END.0410': 'A phone dialled an extension of its account that has no registered device (SIP 480).',
-  'END.0501':
+  [ReasonCodes.balanceExhausted]: 'The money ran out during the call; live credit control hung it up.',
+  [ReasonCodes.accountSuspended]: 'Refused: the account is suspended. Originate answers 403; a phone gets SIP 403.',
+  [ReasonCodes.concurrencyCap]:
+    'Refused: the account already has its maximum of simultaneous live calls. Originate answers 429.',
+  [ReasonCodes.cpsLimit]: 'Refused: too many new calls in the last second for the account. Originate answers 429.',
+  [ReasonCodes.normalHangup]: 'The call connected and one side hung up.',
+  [ReasonCodes.unallocatedNumber]: 'The dialled number is unknown, or not a live number of an active account.',
+  [ReasonCodes.maxDuration]: "The call reached the account's maximum call duration and was cut.",
+  [ReasonCodes.noAnswer]: 'The far end rang without answering (or never answered in time).',
+  [ReasonCodes.busy]: 'The far end was busy.',
+  [ReasonCodes.canceled]: 'The call was cancelled before it was answered (the caller hung up, or a hangup request).',
+  [ReasonCodes.watchdogCut]:
+    'The call was cut because the credit-control watchdog could not reach the billing monitor.',
+  [ReasonCodes.reconciled]:
+    "The switch's hangup never reached the record; the reconcile sweep closed it from what the switch knows.",
+  [ReasonCodes.carrierFailure]:
+    'A carrier, network or call-control failure (the webhook gave no usable document, media failed).',
+  [ReasonCodes.rejected]:
+    'Declined before answer: the verb document hung up at once, or the leg could not be attributed.',
+  [ReasonCodes.noDid]: "A phone's call to the public network, but the account owns no active number to present.",
+  [ReasonCodes.crossAccount]: 'A phone dialled an extension that belongs to another account.',
+  [ReasonCodes.extensionOffline]:
+    'A phone dialled an extension of its account that has no registered device (SIP 480).',
+  [ReasonCodes.noOutboundHandler]:
     "A phone's call to the public network, but the account has no voice_outbound webhook; a notice plays, unanswered.",
-  'PLATFORM.0503':
+  [ReasonCodes.platformPaused]:
     'Refused while the platform is not admitting new calls (deploy or maintenance); retry shortly (503 + Retry-After).',
-} as const satisfies Record<ReasonCode, string>;
+} as const satisfies Record<ReasonCode, string>; // keyed by the named constants: codes are spelled only in the catalogue
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
 
