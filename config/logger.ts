@@ -1,23 +1,2 @@
-import { pino, type Logger } from 'pino';
-
-export type { Logger };
-
-let root: Logger = pino(
-  { level: process.env.SIMU_LOG_LEVEL ?? 'warn', base: { pid: process.pid } },
-  pino.destination(2),
-);
-
-/** Set the level once the config is loaded (the logger exists before, so modules can hold children). */
-export function setLogLevel(level: string): void {
-  root.level = level;
-}
-
-/** One logger per room, e.g. `roomLogger('sip')`; add call sid or transaction id as child fields. */
-export function roomLogger(room: string): Logger {
-  return root.child({ room });
-}
-
-/** For tests that want to capture log lines. */
-export function replaceRootLogger(logger: Logger): void {
-  root = logger;
-}
+/** The root logger lives in the kit (kit/logger.ts), below every room, so the kit's own emitter can log too. */
+export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from '../kit/index.js';

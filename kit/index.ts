@@ -30,3 +30,5 @@ export {
   type GuardedFetchOptions,
 } from './guarded-fetch.js';
 export { requestUrl } from './request-url.js';
+export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle } from './clock.js';
+export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';
