@@ -11,24 +11,51 @@ import { insertAccount, insertApiKey, insertTrunk, newId, nowIso, setRate, type 
 import { post } from '../../billing/index.js';
 import { decodeG711, rms } from '../../media/g711.js';
 import { parseRtp } from '../../media/rtp-packet.js';
+import { nextPort, nextPorts, portRange } from '../support/ports.js';
+import { eventually } from '../support/wait.js';
 
 export const SCENARIOS = path.join(import.meta.dirname, 'scenarios');
 
-/** The whole switch in this process, with its own data directory and the given ports. */
-export async function startTestSwitch(ports: {
+/** The ports of a test switch; startTestSwitch allocates those not given from this run's block. */
+export interface SwitchPorts {
   http: number;
   sip: number;
   ng: number;
+  /** rtpengine's DTMF event socket. */
+  dtmf: number;
   rtpMin: number;
   rtpMax: number;
-  /** SIP over WebSocket ports; 0 (the default here) leaves those transports off. */
-  ws?: number;
-  wss?: number;
-  /** SIP over TLS; 0 (the default here) leaves it off. */
-  tls?: number;
-  /** Extra settings (SIMU_* variables). */
-  env?: Record<string, string>;
-}) {
+}
+
+/** Ports for one test switch from this run's block (test/support/ports.ts): four single ports and 100 for RTP. */
+export function allocateSwitchPorts(given: Partial<SwitchPorts> = {}): SwitchPorts {
+  const rtp = given.rtpMin !== undefined && given.rtpMax !== undefined ? undefined : portRange(100);
+  return {
+    http: given.http ?? nextPort(),
+    sip: given.sip ?? nextPort(),
+    ng: given.ng ?? nextPort(),
+    dtmf: given.dtmf ?? nextPort(),
+    rtpMin: given.rtpMin ?? rtp!.min,
+    rtpMax: given.rtpMax ?? rtp!.max,
+  };
+}
+
+/**
+ * The whole switch in this process, with its own data directory; ports not given are allocated from this run's
+ * block and all are returned as `ports`.
+ */
+export async function startTestSwitch(
+  options: Partial<SwitchPorts> & {
+    /** SIP over WebSocket ports; 0 (the default here) leaves those transports off. */
+    ws?: number;
+    wss?: number;
+    /** SIP over TLS; 0 (the default here) leaves it off. */
+    tls?: number;
+    /** Extra settings (SIMU_* variables). */
+    env?: Record<string, string>;
+  } = {},
+) {
+  const ports = { ...options, ...allocateSwitchPorts(options) };
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-'));
   const config: Config = loadConfig(
     {
@@ -41,7 +68,7 @@ export async function startTestSwitch(ports: {
       SIMU_SIP_WSS_PORT: String(ports.wss ?? 0),
       SIMU_SIP_TLS_PORT: String(ports.tls ?? 0),
       SIMU_RTPENGINE_NG_PORT: String(ports.ng),
-      SIMU_RTPENGINE_DTMF_PORT: String(ports.ng - 200),
+      SIMU_RTPENGINE_DTMF_PORT: String(ports.dtmf),
       SIMU_RTP_PORT_MIN: String(ports.rtpMin),
       SIMU_RTP_PORT_MAX: String(ports.rtpMax),
       SIMU_WEBHOOK_TIMEOUT_MS: '3000',
@@ -67,7 +94,7 @@ export async function startTestSwitch(ports: {
   await setRate(sw.db, 'outbound', 100);
   await setRate(sw.db, 'inbound', 50);
   await setRate(sw.db, 'tts', 1);
-  return { sw, config, db: sw.db, baseUrl: `http://127.0.0.1:${ports.http}` };
+  return { sw, config, db: sw.db, ports, baseUrl: `http://127.0.0.1:${ports.http}` };
 }
 
 export interface TestAccount {
@@ -165,12 +192,9 @@ export class AccountServer {
     return this.requests.filter((r) => r.url === p).map((r) => r.json?.code);
   }
 
+  /** test/support/wait.ts eventually, with this class's older argument order. */
   async waitFor(pred: () => boolean, timeoutMs = 15000, what = 'condition'): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!pred()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(pred, what, timeoutMs);
   }
 
   close(): Promise<void> {
@@ -230,7 +254,10 @@ export interface SippRun {
  */
 export function carrier(o: { port: number; sink?: number; calls?: number; scenario?: string; extra?: string[] }) {
   const media = o.sink === undefined ? [] : ['-key', 'media_sink', String(o.sink)];
+  // SIPp's own RTP sockets (audio and video, RTP and RTCP) from this run's block rather than its default 6000.
+  const mp = o.extra?.includes('-mp') ? [] : ['-mp', String(nextPorts(4))];
   return runSipp([
+    ...mp,
     '-sf',
     path.join(SCENARIOS, o.scenario ?? 'uas-answer.xml'),
     ...media,

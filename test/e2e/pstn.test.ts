@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
+import { nextPort } from '../support/ports.js';
 import { eventually, waitForBound } from '../support/wait.js';
 import {
   startTestSwitch,
@@ -24,17 +25,19 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   const server = new AccountServer();
   const sink = new RtpSink();
   let sipp: SippRun | undefined;
+  const CARRIER = nextPort();
+  const SINK = nextPort();
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21180, sip: 21160, ng: 21223, rtpMin: 21400, rtpMax: 21499 });
+    ctx = await startTestSwitch();
     await server.listen();
-    await sink.bind(21700);
+    await sink.bind(SINK);
     acct = await createAccountWithDid(ctx.db, '+254711100001');
     await ctx
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
-    await addCarrier(ctx.db, 21560, 'carrier', ctx.sw);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
   });
 
   after(async () => {
@@ -49,8 +52,8 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
       '/voice',
       '<Response><Say>Hello from Simu. This is a test of the speech path.</Say><Hangup/></Response>',
     );
-    sipp = carrier({ port: 21560, sink: 21700 });
-    await waitForBound(21560); // SIPp's port
+    sipp = carrier({ port: CARRIER, sink: SINK });
+    await waitForBound(CARRIER); // SIPp's port
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000001',
       from: acct.did,
@@ -147,8 +150,8 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     );
     server.verbs('/click-after', '<Response><Say>Your call has ended. Goodbye from Simu.</Say><Hangup/></Response>');
     // One SIPp carrier answers both legs: the one the API places and the one the Dial places.
-    sipp = carrier({ port: 21560, sink: 21700, calls: 2 });
-    await waitForBound(21560); // SIPp's port
+    sipp = carrier({ port: CARRIER, sink: SINK, calls: 2 });
+    await waitForBound(CARRIER); // SIPp's port
     const before = server.requests.length;
     const uuid = await originate('+254722000010', server.url('/click'));
     await server.waitFor(() => server.requests.slice(before).some((r) => r.url === '/click-after'), 20000, 'action');
@@ -168,8 +171,8 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('a busy callee ends the call as failed with END.0486', async () => {
-    sipp = carrier({ port: 21560, scenario: 'uas-busy.xml' });
-    await waitForBound(21560); // SIPp's port
+    sipp = carrier({ port: CARRIER, scenario: 'uas-busy.xml' });
+    await waitForBound(CARRIER); // SIPp's port
     const call = await waitEnded(await originate('+254722000002', server.url('/voice')));
     assert.equal(call.status, 'failed');
     assert.equal(call.reason_code, 'END.0486');
@@ -178,8 +181,8 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('no answer within the timeout CANCELs the INVITE and ends with END.0480', async () => {
-    sipp = carrier({ port: 21560, scenario: 'uas-ring.xml' });
-    await waitForBound(21560); // SIPp's port
+    sipp = carrier({ port: CARRIER, scenario: 'uas-ring.xml' });
+    await waitForBound(CARRIER); // SIPp's port
     const call = await waitEnded(await originate('+254722000003', server.url('/voice')));
     assert.equal(call.reason_code, 'END.0480');
     assert.equal(call.status, 'failed');
@@ -187,8 +190,8 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
   });
 
   it('an API hangup while ringing CANCELs the INVITE and ends with END.0487', async () => {
-    sipp = carrier({ port: 21560, scenario: 'uas-ring.xml' });
-    await waitForBound(21560); // SIPp's port
+    sipp = carrier({ port: CARRIER, scenario: 'uas-ring.xml' });
+    await waitForBound(CARRIER); // SIPp's port
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000004',
       from: acct.did,

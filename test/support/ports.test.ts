@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { BLOCK, nextPort, nextPorts, portRange, testPortBlock } from './ports.js';
+
+/** The block another mocha-like process claims (node with tsx, this module). */
+function blockOfChild(): number {
+  const code = `import('${import.meta.dirname}/ports.ts').then((m) => console.log(m.testPortBlock().first))`;
+  return Number(execFileSync(process.execPath, ['--import', 'tsx', '-e', code], { encoding: 'utf8' }).trim());
+}
+
+describe('test ports allocated per run', () => {
+  it('claims a block below the ephemeral range, locked with this pid', () => {
+    const { first, last } = testPortBlock();
+    assert.equal(last - first + 1, BLOCK);
+    const ephemeralLow = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]);
+    assert.ok(first >= 9000 && last < ephemeralLow, `${first}-${last} below ${ephemeralLow}`);
+    assert.equal(readFileSync(`/tmp/simu-test-ports-${first}.lock`, 'utf8'), String(process.pid));
+  });
+
+  it('a second run at the same time gets another block; its lock goes when it exits', () => {
+    const mine = testPortBlock().first;
+    const other = blockOfChild();
+    assert.notEqual(other, mine);
+    assert.ok(!existsSync(`/tmp/simu-test-ports-${other}.lock`), 'the child removed its lock at exit');
+  });
+
+  it('a block whose lock names a dead process is taken over', () => {
+    const mine = testPortBlock().first;
+    // The first block the child would try that is not ours: make it look held by a process that is gone.
+    const free = blockOfChild();
+    writeFileSync(`/tmp/simu-test-ports-${free}.lock`, '2147483646'); // no such pid
+    assert.equal(blockOfChild(), free);
+    assert.notEqual(free, mine);
+  });
+
+  it('hands out consecutive ports within the block and skips one some socket holds', async () => {
+    const { first, last } = testPortBlock();
+    const a = nextPort();
+    const b = nextPort();
+    assert.ok(a >= first && b <= last && b === a + 1, `${a} then ${b}`);
+    const range = portRange(10);
+    assert.equal(range.max - range.min, 9);
+    // Hold the port that would come next: the allocator passes over it.
+    const held = dgram.createSocket('udp4');
+    const expected = range.max + 1;
+    await new Promise<void>((r) => held.bind(expected, '127.0.0.1', () => r()));
+    try {
+      const got = nextPorts(2);
+      assert.ok(got > expected, `${got} skips held ${expected}`);
+    } finally {
+      held.close();
+    }
+  });
+});
