@@ -32,3 +32,4 @@ export {
 export { requestUrl } from './request-url.js';
 export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle } from './clock.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';
+export { TypedEmitter, type ListenerErrorLog } from './typed-emitter.js';

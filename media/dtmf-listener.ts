@@ -1,6 +1,6 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { DTMF_EVENT_DIGITS } from './rtp-packet.js';
-import { TypedEmitter } from './typed-emitter.js';
+import { TypedEmitter } from '../kit/index.js';
 
 /**
  * DTMF from the legs. rtpengine decodes RFC 4733 telephone-events and, with `--dtmf-log-dest=IP:PORT`, sends one

@@ -2,7 +2,7 @@ import type { Logger } from '../config/index.js';
 import { MediaError } from './errors.js';
 import { NgClient } from './ng-client.js';
 import type { RtpengineSupervisor } from './rtpengine-supervisor.js';
-import { TypedEmitter } from './typed-emitter.js';
+import { TypedEmitter } from '../kit/index.js';
 
 /**
  * Which rtpengine a new call goes to. With `config.rtpengine.urls` set we use those external engines, one per
@@ -45,7 +45,7 @@ export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
   #pingTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: { urls: string[]; local?: RtpengineSupervisor; logger?: Logger; pingIntervalMs?: number }) {
-    super();
+    super(opts.logger);
     this.#external = opts.urls
       .filter((u) => u.trim() !== '')
       .map((u) => new ExternalEngine(new NgClient(parseEngineUrl(u))));

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import type { Logger } from '../config/index.js';
 import { MediaError } from './errors.js';
 import { NgClient } from './ng-client.js';
-import { TypedEmitter } from './typed-emitter.js';
+import { TypedEmitter } from '../kit/index.js';
 
 /**
  * Runs one local rtpengine (userspace only: `--table=-1`, the kernel module is absent here) as our child, keeps
@@ -64,7 +64,7 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
   readonly #onProcessExit = (): void => this.#killNow();
 
   constructor(opts: RtpengineSupervisorOptions) {
-    super();
+    super(opts.logger);
     this.#opts = {
       binary: '/usr/bin/rtpengine',
       pingIntervalMs: 2000,

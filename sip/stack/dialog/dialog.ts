@@ -4,7 +4,7 @@
  * 'destroy' whichever side ends it, 'modify' for a re-INVITE or UPDATE with a body, 'info', 'request' for the rest.
  */
 import { SipDialogTerminatedError, SipResponseError } from '../errors.js';
-import { TypedEmitter } from '../emitter.js';
+import { TypedEmitter } from '../../../kit/index.js';
 import {
   applyHeaders,
   formatUri,
