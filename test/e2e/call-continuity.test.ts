@@ -15,7 +15,12 @@ import {
   type ReceivedRequest,
   type SippRun,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort();
 
 /**
  * Issue 15, items 2, 3 and 6, through the real switch with SIPp carriers and real webhooks:
@@ -32,11 +37,11 @@ describe('e2e: call metadata, reconciled hangup and early media', function () {
   const server = new AccountServer();
   const sipps: SippRun[] = [];
   const DID = '+254711270001';
-  const CARRIER = 27560; // SIPp taking the switch's outbound legs
-  const CALLER = 27562; // SIPp delivering inbound calls
+  const CARRIER = nextPort(); // SIPp taking the switch's outbound legs
+  const CALLER = nextPort(); // SIPp delivering inbound calls
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 27180, sip: 27160, ng: 27223, rtpMin: 27400, rtpMax: 27499 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
     await ctx
@@ -91,12 +96,12 @@ describe('e2e: call metadata, reconciled hangup and early media', function () {
     sipps.push(busy);
     await waitForBound(CARRIER);
     const caller = runSipp([
-      '127.0.0.1:27160',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       path.join(SCENARIOS, 'uac-inbound.xml'),
       '-key',
       'media_sink',
-      '27700',
+      String(SINK),
       '-s',
       DID.slice(1),
       '-i',
@@ -199,7 +204,7 @@ describe('e2e: call metadata, reconciled hangup and early media', function () {
       '/early',
       '<Response><Dial timeLimit="1" timeout="10"><Number>+254722270005</Number></Dial><Hangup/></Response>',
     );
-    const sipp = carrier({ port: CARRIER, sink: 27700, calls: 2, scenario: 'uas-early-media.xml' });
+    const sipp = carrier({ port: CARRIER, sink: SINK, calls: 2, scenario: 'uas-early-media.xml' });
     sipps.push(sipp);
     await waitForBound(CARRIER);
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {

@@ -254,10 +254,7 @@ export interface SippRun {
  */
 export function carrier(o: { port: number; sink?: number; calls?: number; scenario?: string; extra?: string[] }) {
   const media = o.sink === undefined ? [] : ['-key', 'media_sink', String(o.sink)];
-  // SIPp's own RTP sockets (audio and video, RTP and RTCP) from this run's block rather than its default 6000.
-  const mp = o.extra?.includes('-mp') ? [] : ['-mp', String(nextPorts(4))];
   return runSipp([
-    ...mp,
     '-sf',
     path.join(SCENARIOS, o.scenario ?? 'uas-answer.xml'),
     ...media,
@@ -271,9 +268,14 @@ export function carrier(o: { port: number; sink?: number; calls?: number; scenar
   ]);
 }
 
-/** Runs SIPp with a bounded call count and time; always killed by the caller's `after` hook. */
+/**
+ * Runs SIPp with a bounded call count and time, its media ports (-mp) from this run's block unless given; always
+ * killed by the caller's `after` hook.
+ */
 export function runSipp(args: string[]): SippRun {
-  const proc = spawn('sipp', [...args, '-nostdin', '-timeout', '60s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // SIPp's own RTP sockets (audio and video, RTP and RTCP) from this run's block rather than its default 6000.
+  const mp = args.includes('-mp') ? [] : ['-mp', String(nextPorts(4))];
+  const proc = spawn('sipp', [...args, ...mp, '-nostdin', '-timeout', '60s'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));

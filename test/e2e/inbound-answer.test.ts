@@ -13,7 +13,14 @@ import {
   SCENARIOS,
   type SippRun,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort();
+const CARRIER = nextPort(); // takes outbound legs
+const CALLER = nextPort(); // SIPp delivering inbound calls
 
 /**
  * Issue 15, item 4: an inbound call rings (180) while its voice_inbound document is fetched and is answered only
@@ -31,18 +38,18 @@ describe('e2e: inbound calls ring until call control needs media', function () {
   const scenarios = mkdtempSync(path.join(os.tmpdir(), 'simu-refused-'));
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 24580, sip: 24565, ng: 24524, rtpMin: 24600, rtpMax: 24699 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
     await ctx
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status'), fallback_mode: 'drop', fallback_value: '' });
-    await addCarrier(ctx.db, 24563, 'carrier', ctx.sw);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
   });
 
   beforeEach(async () => {
-    sink = await new RtpSink().bind(24510);
+    sink = await new RtpSink().bind(SINK);
   });
 
   afterEach(() => {
@@ -68,18 +75,18 @@ describe('e2e: inbound calls ring until call control needs media', function () {
       writeFileSync(scenario, template.replace('response="EXPECTED_STATUS"', `response="${status}"`));
     }
     return runSipp([
-      '127.0.0.1:24565',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       scenario,
       '-key',
       'media_sink',
-      '24510',
+      String(SINK),
       '-s',
       DID.slice(1),
       '-i',
       '127.0.0.1',
       '-p',
-      '24562',
+      String(CALLER),
       '-m',
       '1',
     ]);

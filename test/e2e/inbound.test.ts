@@ -18,7 +18,17 @@ import {
   speechUlawFile,
   type SippRun,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort();
+const CARRIER = nextPort(); // takes outbound legs (Dial)
+const CALLER = nextPort(); // SIPp delivering inbound calls
+const CALLER_MEDIA = nextPorts(4); // a speaking caller's RTP (SIPp -mp)
+const CALLEE_SINK = nextPort();
+const CALLEE_SINK_2 = nextPort();
 
 /** Issue 6 "done when", inbound side: carrier calls to DIDs, fallback, Redirect chain, Record. */
 describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
@@ -32,21 +42,21 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
   const DID = '+254711200001';
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21190, sip: 21165, ng: 21224, rtpMin: 21500, rtpMax: 21599 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
     await ctx
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
-    // The carrier sends from 127.0.0.1 and takes outbound legs (Dial) at 127.0.0.1:21563.
-    await addCarrier(ctx.db, 21563, 'carrier', ctx.sw);
+    // The carrier sends from 127.0.0.1 and takes outbound legs (Dial) at 127.0.0.1:CARRIER.
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
     // What the caller says in the Record test: real speech as raw mu-law for SIPp's rtp_stream.
     speech = speakingCarrierScenario(speechUlawFile('Hello, I am leaving a message for the test of recording.'));
   });
 
   beforeEach(async () => {
-    sink = await new RtpSink().bind(21710);
+    sink = await new RtpSink().bind(SINK);
   });
 
   afterEach(() => {
@@ -65,18 +75,18 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
 
   function carrierCalls(scenario = 'uac-inbound.xml', did = DID.slice(1), extra: string[] = []) {
     return runSipp([
-      '127.0.0.1:21165',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       path.isAbsolute(scenario) ? scenario : path.join(SCENARIOS, scenario),
       '-key',
       'media_sink',
-      '21710',
+      String(SINK),
       '-s',
       did,
       '-i',
       '127.0.0.1',
       '-p',
-      '21562',
+      String(CALLER),
       '-m',
       '1',
       ...extra,
@@ -152,7 +162,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     );
     server.verbs('/after', '<Response><Hangup/></Response>');
     await setInboundUrl(server.url('/rec'));
-    sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
+    sipp = carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
     assert.equal(await sipp.exited, 0, sipp.output());
     const after = server.requests.find((r) => r.url === '/after')!.json;
     assert.ok(after.RecordingDuration >= 2, `RecordingDuration ${after.RecordingDuration}`);
@@ -202,7 +212,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       ),
     );
     const before = server.requests.length;
-    sipp = carrierCalls(keyed, DID.slice(1), ['-mp', '21720']);
+    sipp = carrierCalls(keyed, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
     assert.equal(await sipp.exited, 0, sipp.output());
     const after = server.requests.slice(before).find((r) => r.url === '/keyed-after')?.json;
     assert.ok(after, 'the action was requested');
@@ -229,7 +239,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     );
     await setInboundUrl(server.url('/recorded'));
     const before = server.requests.length;
-    sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
+    sipp = carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
     assert.equal(await sipp.exited, 0, sipp.output());
     await server.waitFor(
       () => server.requests.slice(before).some((r) => r.json?.code === 'REC.0300'),
@@ -265,12 +275,12 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       `<Response><Dial timeout="10" timeLimit="4" callerId="${DID}"><Number>+254722000099</Number></Dial></Response>`,
     );
     await setInboundUrl(server.url('/dial'));
-    const callee = await new RtpSink().bind(21730);
-    const uas = carrier({ port: 21563, sink: 21730 });
+    const callee = await new RtpSink().bind(CALLEE_SINK);
+    const uas = carrier({ port: CARRIER, sink: CALLEE_SINK });
     try {
-      await waitForBound(21563); // SIPp's port
+      await waitForBound(CARRIER); // SIPp's port
       const before = server.requests.length;
-      sipp = carrierCalls(speech, DID.slice(1), ['-mp', '21720']);
+      sipp = carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
       assert.equal(await sipp.exited, 0, sipp.output());
       assert.equal(await uas.exited, 0, uas.output());
       await server.waitFor(
@@ -314,10 +324,15 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       '<Response><Say>The other party has left the call. Thank you for calling.</Say><Hangup/></Response>',
     );
     await setInboundUrl(server.url('/dial-then'));
-    const callee = await new RtpSink().bind(21731);
-    const uas = carrier({ port: 21563, sink: 21731, scenario: 'uas-answer-hangup.xml', extra: ['-d', '2500'] });
+    const callee = await new RtpSink().bind(CALLEE_SINK_2);
+    const uas = carrier({
+      port: CARRIER,
+      sink: CALLEE_SINK_2,
+      scenario: 'uas-answer-hangup.xml',
+      extra: ['-d', '2500'],
+    });
     try {
-      await waitForBound(21563); // SIPp's port
+      await waitForBound(CARRIER); // SIPp's port
       const before = server.requests.length;
       // A silent caller: rtpengine then sends the caller's audio to the address in its SDP (our sink) rather than
       // latching on to the port a speaking SIPp sends from (the test above proves the bridge carries speech).

@@ -11,7 +11,13 @@ import {
   createAccountWithDid,
   startTestSwitch,
   type SippRun,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort();
+const CARRIER = nextPort();
 
 /**
  * Issue 15, items 1 and 7, through the whole switch (SIPp as the carrier, the account's server a real HTTP server):
@@ -31,10 +37,10 @@ describe('e2e: webhook signatures and ignored verb attributes', function () {
   let ws: WebSocket | undefined;
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 24680, sip: 24660, ng: 24723, rtpMin: 24800, rtpMax: 24899 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
-    await sink.bind(24700);
-    await addCarrier(ctx.db, 24760, 'carrier', ctx.sw);
+    await sink.bind(SINK);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
   });
   after(async () => {
     ws?.terminate();
@@ -68,12 +74,12 @@ describe('e2e: webhook signatures and ignored verb attributes', function () {
 
     const token = await api(ctx.baseUrl, acct.key, 'POST', '/api/stream/token');
     const frames: Array<{ code: string; data?: Record<string, unknown> }> = [];
-    ws = new WebSocket(`ws://127.0.0.1:24680/api/stream?token=${token.body.token}`);
+    ws = new WebSocket(`ws://127.0.0.1:${PORTS.http}/api/stream?token=${token.body.token}`);
     ws.on('message', (m) => frames.push(JSON.parse(String(m))));
     await new Promise((resolve, reject) => ws!.once('open', resolve).once('error', reject));
 
-    sipp = carrier({ port: 24760, sink: 24700 });
-    await waitForBound(24760);
+    sipp = carrier({ port: CARRIER, sink: SINK });
+    await waitForBound(CARRIER);
     const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
       to: '+254722500001',
       from: acct.did,
