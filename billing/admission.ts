@@ -1,5 +1,6 @@
 import { countLiveCalls, getSetting, findAccount, ratesOfKind, type Db } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
+import { systemClock, type Clock as KitClock } from '../kit/index.js';
 
 /**
  * Admission control for new calls (spec, Limits and Errors): account status, platform draining, balance,
@@ -54,10 +55,8 @@ export interface Admission {
   admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T>;
 }
 
-export interface Clock {
-  now(): number;
-}
-const systemClock: Clock = { now: () => Date.now() };
+/** The slice of the kit's one clock admission reads (the CPS window). */
+export type Clock = Pick<KitClock, 'now'>;
 
 /**
  * Admission against the store, for one switch process: the CPS window and the per-account turn are in memory

@@ -17,6 +17,7 @@ import { formatMoney } from './money.js';
 import { settleCall, settledCharges } from './settlement.js';
 import { EnforcementWatchdog } from './watchdog.js';
 import { systemTimers, type MonitorTimers } from './timers.js';
+import type { Periodic } from '../kit/index.js';
 
 /**
  * Live credit control (ARCHITECTURE.md, billing; platform-api.md, Events BILL.0310/BILL.0403, reason codes
@@ -115,7 +116,7 @@ export class CreditMonitor {
   readonly #settled = new Map<string, Promise<CallSettlement>>();
   readonly #background = new Set<Promise<unknown>>();
   readonly #answering = new Map<string, Promise<void>>();
-  readonly #tickTimer: unknown;
+  readonly #tickTimer: Periodic;
   readonly #watchdog: EnforcementWatchdog;
   #lastTickAt: number;
   #lastRefreshAt: number;
@@ -140,7 +141,7 @@ export class CreditMonitor {
     this.#log = opts.logger ?? roomLogger('billing');
     const now = this.#o.timers.now();
     this.#lastTickAt = this.#lastRefreshAt = this.#lastPersistAt = now;
-    this.#tickTimer = this.#o.timers.setInterval(() => this.tick(), this.#o.tickMs, 'credit-tick');
+    this.#tickTimer = this.#o.timers.every(this.#o.tickMs, () => this.tick(), 'credit-tick');
     this.#watchdog = new EnforcementWatchdog({
       timers: this.#o.timers,
       heartbeat: () => this.#lastTickAt,
@@ -380,7 +381,7 @@ export class CreditMonitor {
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
-      this.#o.timers.clearInterval(this.#tickTimer);
+      this.#tickTimer.cancel();
       this.#watchdog.close();
     }
     await this.drain();

@@ -15,6 +15,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { StoreQueueProbe } from '../store/index.js';
+import type { Clock } from '../kit/index.js';
 
 export interface LoadSignals {
   /** Event-loop delay p99 over the last tick, ms. */
@@ -63,9 +64,8 @@ export interface NewCallGate {
   admitNewCall(): OverloadVerdict;
 }
 
-export interface OverloadClock {
-  now(): number;
-}
+/** The slice of the kit's one clock overload control reads; monotonic by default (performance.now). */
+export type OverloadClock = Pick<Clock, 'now'>;
 
 export class OverloadControl implements NewCallGate {
   readonly #settings: OverloadSettings;

@@ -16,6 +16,7 @@ import { formatMoney } from './money.js';
 import { talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
 import { settleCallInTransaction, emitDebits } from './settlement.js';
 import { systemTimers, type MonitorTimers } from './timers.js';
+import type { Periodic } from '../kit/index.js';
 
 /**
  * The reconcile sweep (platform-api.md, States: "Call record shown live but the switch has already ended it";
@@ -142,7 +143,7 @@ export async function reconcileCall(
 export class ReconcileSweep {
   readonly #o: Required<Omit<ReconcileOptions, 'logger' | 'monitor'>> & Pick<ReconcileOptions, 'monitor'>;
   readonly #log: Logger;
-  #timer: unknown;
+  #timer: Periodic | undefined;
   #running: Promise<ReconciledCall[]> | undefined;
   #closed = false;
 
@@ -161,9 +162,9 @@ export class ReconcileSweep {
   async start(): Promise<ReconciledCall[]> {
     const first = await this.runOnce({ minAgeMs: 0 });
     if (!this.#closed && this.#timer === undefined) {
-      this.#timer = this.#o.timers.setInterval(
-        () => void this.runOnce().catch((e: unknown) => this.#log.error({ err: e }, 'reconcile sweep failed')),
+      this.#timer = this.#o.timers.every(
         this.#o.intervalMs,
+        () => void this.runOnce().catch((e: unknown) => this.#log.error({ err: e }, 'reconcile sweep failed')),
         'reconcile-sweep',
       );
     }
@@ -178,7 +179,7 @@ export class ReconcileSweep {
 
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer !== undefined) this.#o.timers.clearInterval(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
     await this.#running?.catch(() => undefined);
   }

@@ -1,16 +1,9 @@
-/** Clock and interval timers, injected so tests drive time; `name` lets a test stall one timer. */
-export interface MonitorTimers {
-  now(): number;
-  setInterval(fn: () => void, ms: number, name: string): unknown;
-  clearInterval(handle: unknown): void;
-}
+import { systemClock, type Clock } from '../kit/index.js';
 
-export const systemTimers: MonitorTimers = {
-  now: () => Date.now(),
-  setInterval: (fn, ms) => {
-    const h = setInterval(fn, ms);
-    h.unref();
-    return h;
-  },
-  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
-};
+/**
+ * The slice of the kit's one clock the credit monitor, its watchdogs and the reconcile sweep use, injected so tests
+ * drive time; each periodic job is named ('credit-tick', 'credit-watchdog', ...) so a test can stall one.
+ */
+export type MonitorTimers = Pick<Clock, 'now' | 'every'>;
+
+export const systemTimers: MonitorTimers = systemClock;

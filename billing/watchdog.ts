@@ -1,6 +1,7 @@
 import { callCreditHeartbeats, type Db } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import type { MonitorTimers } from './timers.js';
+import type { Periodic } from '../kit/index.js';
 
 /**
  * The enforcement watchdog (platform-api.md, reason code END.0503: "leg cut because the billing monitor was
@@ -22,11 +23,11 @@ export interface EnforcementWatchdogOptions {
 }
 
 export class EnforcementWatchdog {
-  readonly #timer: unknown;
+  readonly #timer: Periodic;
   #closed = false;
 
   constructor(private readonly o: EnforcementWatchdogOptions) {
-    this.#timer = o.timers.setInterval(() => this.check(), o.checkMs, 'credit-watchdog');
+    this.#timer = o.timers.every(o.checkMs, () => this.check(), 'credit-watchdog');
   }
 
   /** Cuts every guarded call if the heartbeat is older than stallMs; returns how many were cut. */
@@ -41,7 +42,7 @@ export class EnforcementWatchdog {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.o.timers.clearInterval(this.#timer);
+    this.#timer.cancel();
   }
 }
 
@@ -65,7 +66,7 @@ export interface StoreHeartbeatWatchdogOptions {
  * caller). A store this process cannot read for longer than stallMs counts as a stalled monitor (fail closed).
  */
 export class StoreHeartbeatWatchdog {
-  readonly #timer: unknown;
+  readonly #timer: Periodic;
   readonly #firstSeen = new Map<string, number>();
   readonly #cut = new Set<string>();
   readonly #log: Logger;
@@ -76,7 +77,7 @@ export class StoreHeartbeatWatchdog {
   constructor(private readonly o: StoreHeartbeatWatchdogOptions) {
     this.#log = o.logger ?? roomLogger('billing');
     this.#lastGoodRead = o.timers.now();
-    this.#timer = o.timers.setInterval(() => void this.check(), o.checkMs, 'credit-store-watchdog');
+    this.#timer = o.timers.every(o.checkMs, () => void this.check(), 'credit-store-watchdog');
   }
 
   /** One check; returns the calls it cut. Overlapping checks share one. */
@@ -88,7 +89,7 @@ export class StoreHeartbeatWatchdog {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.o.timers.clearInterval(this.#timer);
+    this.#timer.cancel();
   }
 
   async #check(): Promise<string[]> {

@@ -15,7 +15,7 @@ await migrate(db);
 await setRate(db, 'outbound', 120, '254');
 
 let now = Date.parse('2026-01-01T00:00:00Z');
-const timers: MonitorTimers = { now: () => now, setInterval: () => 0, clearInterval: () => undefined };
+const timers: MonitorTimers = { now: () => now, every: () => ({ cancel: () => undefined }) };
 const rows: Array<Record<string, string | number>> = [];
 
 for (const n of [100, 1000, 5000]) {

@@ -1,18 +1,10 @@
-/**
- * Time as the gate sees it, injected so tests move a fake clock instead of sleeping (STYLE.md, point 4).
- * `every` runs periodic work (sweeps, polling the ban table); its handle must not keep the process alive.
- */
-export interface SecurityClock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-  every(ms: number, fn: () => void): { cancel(): void };
-}
+import type { Clock } from '../../kit/index.js';
 
-export const systemClock: SecurityClock = {
-  now: () => Date.now(),
-  every(ms, fn) {
-    const handle = setInterval(fn, ms);
-    handle.unref();
-    return { cancel: () => clearInterval(handle) };
-  },
-};
+/**
+ * Time as the gate sees it: the slice of the kit's one `Clock` it uses, injected so tests move a fake clock
+ * instead of sleeping (STYLE.md, point 4). `every` runs periodic work (sweeps, polling the ban table); its handle
+ * does not keep the process alive.
+ */
+export type SecurityClock = Pick<Clock, 'now' | 'every'>;
+
+export { systemClock } from '../../kit/index.js';

@@ -26,14 +26,10 @@ export class FakeTimers implements MonitorTimers {
     return this.#t;
   }
 
-  setInterval(fn: () => void, ms: number, name: string): unknown {
+  every(ms: number, fn: () => void, name = ''): { cancel(): void } {
     const id = ++this.#seq;
     this.#intervals.set(id, { fn, ms, next: this.#t + ms, name });
-    return id;
-  }
-
-  clearInterval(handle: unknown): void {
-    this.#intervals.delete(handle as number);
+    return { cancel: () => void this.#intervals.delete(id) };
   }
 
   stall(name: string): void {
