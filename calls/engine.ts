@@ -8,6 +8,7 @@ import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '.
 import type { CallEngine } from './call-engine.js';
 import { CallLifecycle } from './lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
+import { mediaOfCall } from './call-media.js';
 import type { FlowDeps } from './flows/flow-deps.js';
 import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
@@ -91,7 +92,7 @@ export class SwitchCallEngine implements CallEngine {
     const call = new LiveCall(
       {
         db: this.#deps.db,
-        media: this.#deps.media,
+        media: mediaOfCall(this.#deps.media, row.id),
         events: this.#deps.publisher,
         log: this.#log,
         billing: this.#deps.billing,

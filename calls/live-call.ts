@@ -1,69 +1,39 @@
 import type { Logger } from '../config/index.js';
-import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
-import { MediaError, type MediaService, type RecordingResult } from '../media/index.js';
+import { ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
 import type { Dialog } from '../sip/stack/index.js';
-import {
-  getAccount,
-  insertRecording,
-  findPlayableAsset,
-  recordingRetentionDaysFor,
-  type AssetAudioSource,
-  type CallRow,
-  type Db,
-} from '../store/index.js';
+import { getAccount, type AssetAudioSource, type CallRow, type Db } from '../store/index.js';
 import {
   Interpreter,
-  callControlFetcher,
   type CallControlEndUser,
   type DialResult,
   type DialOptions,
   type DialTarget,
-  type FallbackPolicy,
   type HangupCause,
   type InterpreterStart,
-  type PlayResult,
-  type PlaySource,
-  type RecordOptions,
-  type RecordResult,
-  type VerbContext,
-  type VerbDocument,
-  type VerbEvent,
-  type ActionCallbackExtras,
-  type SayOptions,
   type SessionRecordingOptions,
 } from '../verbs/index.js';
-import type { CallLifecycle } from './lifecycle.js';
-import {
-  CALL_CONTROL_UNAVAILABLE,
-  DECLINED,
-  refusalFor,
-  type SipRefusal,
-  type UnansweredLeg,
-} from './unanswered-leg.js';
 import type { UrlPolicy } from '../kit/index.js';
+import type { CallBilling } from './call-billing.js';
+import { systemClock, type CallClock } from './call-clock.js';
+import type { CallMedia } from './call-media.js';
+import { keepRecording } from './call-recording.js';
+import { CallTeardown, type EndOptions } from './call-teardown.js';
+import type { CallLifecycle } from './lifecycle.js';
+import { CALL_CONTROL_UNAVAILABLE, DECLINED, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
+import { CallVerbs } from './verb-context.js';
 
-/** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
-export const CALLER_LEG = 'A';
-
-/** Billing as a live call sees it (billing/CreditMonitor); absent in set-ups without credit control. */
-export interface CallBilling {
-  callAnswered(a: {
-    callId: string;
-    accountId: string;
-    direction: 'inbound' | 'outbound' | 'internal';
-    to: string;
-    answeredAt: Date;
-  }): Promise<void>;
-  ttsUsed(callId: string, seconds: number, tier?: string): void;
-  callEnded(callId: string, endedAt: Date): Promise<{ costCents: number; talkSeconds: number }>;
-}
+export { CALLER_LEG } from './call-media.js';
+export type { CallBilling } from './call-billing.js';
 
 export interface LiveCallDeps {
   db: Db;
-  media: MediaService;
+  /** This call's media (calls/call-media.ts: mediaOfCall over the switch's MediaService). */
+  media: CallMedia;
   events: EventPublisher;
   log: Logger;
   billing?: CallBilling;
+  /** The system clock unless a test moves its own. */
+  clock?: CallClock;
   webhookTimeoutMs: number;
   /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
   urlPolicy?: UrlPolicy;
@@ -75,30 +45,54 @@ export interface LiveCallDeps {
 }
 
 /**
- * One call the platform itself answers or places (an IVR leg): its SIP dialog, its media session, the verb
- * interpreter and the CDR. It is the VerbContext the interpreter runs verbs through. Ending is idempotent and
- * always in this order: stop the verbs, BYE the leg if it is still up, free the media, settle billing, close
- * the CDR (which emits CALL.0300 or CALL.0400).
+ * One call the platform itself answers or places (an IVR leg): its SIP leg, its media, the verbs and the CDR.
+ * The composition of two parts: CallVerbs (verb-context.ts), the VerbContext the interpreter runs verbs through,
+ * and CallTeardown (call-teardown.ts), the one ordered, idempotent end. What is here decides when the caller's leg
+ * is answered (the first verb that needs the line) and how the interpreter's hangup ends a call still ringing.
  */
-export class LiveCall implements VerbContext {
+export class LiveCall {
   readonly #d: LiveCallDeps;
   readonly life: CallLifecycle;
+  readonly #clock: CallClock;
+  readonly #teardown: CallTeardown;
+  readonly verbs: CallVerbs;
   #dialog: Dialog | undefined;
-  #interpreter: Interpreter | undefined;
-  #ending: Promise<CallRow> | undefined;
-  #fallback: FallbackPolicy = { mode: 'drop', value: '' };
   #endUser: CallControlEndUser | null = null;
-  readonly #onEnd: Array<() => void> = [];
-  readonly #digitListeners = new Set<(digit: string) => void>();
-  #answering: Promise<void> = Promise.resolve();
-  /** The caller's INVITE while it is not answered (see answerWhenNeeded), and the answer once it is under way. */
-  #unanswered: UnansweredLeg | undefined;
-  #answerInFlight: Promise<void> | undefined;
-  #refusal: SipRefusal | undefined;
 
   constructor(deps: LiveCallDeps, life: CallLifecycle) {
     this.#d = deps;
     this.life = life;
+    this.#clock = deps.clock ?? systemClock;
+    const recordings = { db: deps.db, clock: this.#clock, recordingRetentionDays: deps.recordingRetentionDays };
+    this.#teardown = new CallTeardown({
+      life,
+      media: deps.media,
+      log: deps.log,
+      clock: this.#clock,
+      billing: deps.billing,
+      keepRecording: (r) => keepRecording(recordings, life, r),
+    });
+    const dialer = deps.dialer;
+    this.verbs = new CallVerbs(
+      {
+        db: deps.db,
+        media: deps.media,
+        log: deps.log,
+        clock: this.#clock,
+        billing: deps.billing,
+        webhookTimeoutMs: deps.webhookTimeoutMs,
+        urlPolicy: deps.urlPolicy,
+        assetStorage: deps.assetStorage,
+        keepRecording: (r) => keepRecording(recordings, life, r),
+      },
+      {
+        life,
+        needMedia: () => this.#needMedia(),
+        hangup: (cause) => this.#hangup(cause),
+        ...(dialer ? { dial: (target: DialTarget, options: DialOptions) => dialer(this, target, options) } : {}),
+        endUser: () => this.#endUser,
+      },
+    );
   }
 
   get id(): string {
@@ -109,17 +103,13 @@ export class LiveCall implements VerbContext {
     return this.life.row;
   }
 
-  get fallback(): FallbackPolicy {
-    return this.#fallback;
-  }
-
   /** Something to undo when the call ends before it is up (a pending INVITE to CANCEL). */
   onEnd(fn: () => void): void {
-    this.#onEnd.push(fn);
+    this.#teardown.onEnd(fn);
   }
 
   get isEnding(): boolean {
-    return this.#ending !== undefined;
+    return this.#teardown.isEnding;
   }
 
   setEndUser(u: CallControlEndUser | null): void {
@@ -134,6 +124,7 @@ export class LiveCall implements VerbContext {
   /** The leg is up (2xx sent or received): watch for the far end's BYE. */
   attachDialog(dialog: Dialog): void {
     this.#dialog = dialog;
+    this.#teardown.legUp(dialog);
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, { remoteHungUp: true }));
   }
 
@@ -144,31 +135,33 @@ export class LiveCall implements VerbContext {
    * 603 when the document hangs up, 500 when the first document could not be fetched and the fallback drops.
    */
   answerWhenNeeded(leg: UnansweredLeg): void {
-    this.#unanswered = leg;
+    this.#teardown.legRinging(leg);
   }
 
   async #needMedia(): Promise<void> {
-    const leg = this.#unanswered;
+    const leg = this.#teardown.ringingLeg;
     if (!leg) return;
-    this.#answerInFlight ??= leg.answer().then(
-      () => void (this.#unanswered = undefined),
-      (e: unknown) => {
-        this.#d.log.warn({ err: e, call: this.row.sid }, 'call could not be answered');
-        void this.end(this.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
-        throw e;
-      },
-    );
-    await this.#answerInFlight;
+    if (!this.#teardown.answerInFlight) {
+      this.#teardown.answering(
+        leg.answer().catch((e: unknown) => {
+          this.#d.log.warn({ err: e, call: this.row.sid }, 'call could not be answered');
+          void this.end(this.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
+          throw e;
+        }),
+      );
+    }
+    await this.#teardown.answerInFlight;
   }
 
-  /** From answer: credit control starts (an end that races it waits for it: see #end). */
+  /** From answer: credit control starts (an end that races it waits for it: see CallTeardown). */
   answered(): Promise<void> {
-    this.#answering = this.#answered();
-    return this.#answering;
+    const start = this.#answered();
+    this.#teardown.billingStarting(start);
+    return start;
   }
 
   async #answered(): Promise<void> {
-    const ok = await this.life.answered();
+    const ok = await this.life.answered(this.#clock.now());
     if (!ok || this.isEnding) return;
     try {
       await this.#d.billing?.callAnswered({
@@ -188,10 +181,11 @@ export class LiveCall implements VerbContext {
   /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */
   async runVerbs(start: InterpreterStart): Promise<void> {
     const account = await getAccount(this.#d.db, this.row.account_id);
-    this.#fallback = { mode: account.fallback_mode, value: account.fallback_value };
+    this.verbs.useFallback({ mode: account.fallback_mode, value: account.fallback_value });
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
-    this.#interpreter = new Interpreter(this);
-    const end = await this.#interpreter.run(start);
+    const interpreter = new Interpreter(this.verbs);
+    this.#teardown.verbsRunning(() => interpreter.kill());
+    const end = await interpreter.run(start);
     if (end.reason === 'error') {
       reportSystemError(end.error, {
         publisher: this.#d.events,
@@ -210,217 +204,43 @@ export class LiveCall implements VerbContext {
    * out and the account has no voice_outbound webhook).
    */
   async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal): Promise<CallRow> {
-    const leg = this.#unanswered;
+    const leg = this.#teardown.ringingLeg;
     try {
       if (leg && !this.isEnding) {
         await leg.earlyMedia();
         await this.life.progress();
-        if (!this.isEnding) await this.#d.media.say(this.id, CALLER_LEG, text);
+        if (!this.isEnding) await this.#d.media.say(text);
       }
     } catch (e) {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');
     }
-    this.#refusal ??= refusal;
+    this.#teardown.refuseWith(refusal);
     return this.end(reason, { failed: true });
   }
 
-  /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown). */
-  end(reason: ReasonCode, opts: { remoteHungUp?: boolean; failed?: boolean } = {}): Promise<CallRow> {
-    this.#ending ??= this.#end(reason, opts);
-    return this.#ending;
-  }
-
-  async #end(reason: ReasonCode, opts: { remoteHungUp?: boolean; failed?: boolean }): Promise<CallRow> {
-    this.#interpreter?.kill();
-    for (const fn of this.#onEnd.splice(0)) fn();
-    await this.#answerInFlight?.catch(() => undefined); // a 200 already sent is BYEd, not left up
-    if (this.#unanswered) this.#unanswered.refuse(this.#refusal ?? refusalFor(reason));
-    if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
-    await this.#answering.catch(() => undefined);
-    const endedAt = new Date();
-    const media = await this.#d.media.deleteSession(this.id).catch((e) => {
-      this.#d.log.warn({ err: e, call: this.row.sid }, 'media session not deleted');
-      return {} as { sessionRecording?: RecordingResult };
-    });
-    if (media.sessionRecording) await this.#storeRecording(media.sessionRecording).catch(() => undefined);
-    let settled: { costCents: number; talkSeconds: number } | undefined;
-    if (this.life.isAnswered && this.#d.billing) {
-      settled = await this.#d.billing.callEnded(this.id, endedAt).catch((e) => {
-        this.#d.log.error({ err: e, call: this.row.sid }, 'settlement failed; the reconcile sweep retries it');
-        return undefined;
-      });
-    }
-    return this.life.end(reason, {
-      at: endedAt,
-      costCents: settled?.costCents,
-      talkSeconds: settled?.talkSeconds,
-      failed: opts.failed,
-    });
-  }
-
-  // ---- VerbContext ----
-
-  async say(text: string, options: SayOptions): Promise<void> {
-    await this.#needMedia();
-    const r = await this.#d.media.say(this.id, CALLER_LEG, text, {
-      voice: options.voice,
-      language: options.language,
-      signal: options.signal,
-    });
-    await this.life.addTtsSeconds(r.ttsSeconds);
-    this.#d.billing?.ttsUsed(this.id, r.ttsSeconds, r.tier);
-    await this.life.emit(EventCodes.ttsGenerated, { seconds: r.ttsSeconds, tier: r.tier });
-  }
-
-  async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
-    await this.#needMedia();
-    if (source.kind === 'asset') {
-      // Absent, inactive or without audio: PLAY.0404 and the next verb (spec, Play).
-      const file = await findPlayableAsset(this.#d.db, this.row.account_id, source.name, this.#d.assetStorage);
-      if (!file) return 'asset_missing';
-      await this.#d.media.playFile(this.id, CALLER_LEG, file, { signal: options.signal });
-      return 'played';
-    }
-    try {
-      await this.#d.media.playUrl(this.id, CALLER_LEG, source.url, { signal: options.signal });
-      return 'played';
-    } catch (e) {
-      if (e instanceof MediaError) {
-        this.#d.log.info({ call: this.row.sid, url: source.url, code: e.code }, 'audio not playable; next verb');
-        return 'asset_missing';
-      }
-      throw e;
-    }
-  }
-
-  async dial(target: DialTarget, options: DialOptions): Promise<DialResult> {
-    await this.#needMedia();
-    if (!this.#d.dialer) return { status: 'failed', durationSeconds: 0 };
-    return this.#d.dialer(this, target, options);
+  /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown): CallTeardown. */
+  end(reason: ReasonCode, opts: EndOptions = {}): Promise<CallRow> {
+    return this.#teardown.end(reason, opts);
   }
 
   /** A key the caller pressed (RFC 4733, through rtpengine's DTMF log). */
   digitPressed(digit: string): void {
-    for (const fn of [...this.#digitListeners]) fn(digit);
+    this.verbs.digitPressed(digit);
   }
 
-  /**
-   * Record: a beep first (playBeep), then the caller's audio until silence, maxLength, a key of finishOnKey
-   * (the recording is kept), or the verb being killed.
-   */
-  async record(options: RecordOptions): Promise<RecordResult> {
-    await this.#needMedia();
-    if (options.playBeep) await this.#d.media.playBeep(this.id, CALLER_LEG, { signal: options.signal });
-    if (options.signal.aborted) return { durationSeconds: 0 };
-    await this.life.emit(EventCodes.recordingStarted, {});
-    const finished = new AbortController();
-    const onDigit = (digit: string) => {
-      if (options.finishOnKey.includes(digit)) finished.abort();
-    };
-    this.#digitListeners.add(onDigit);
-    let r: RecordingResult;
-    try {
-      r = await this.#d.media.record(this.id, CALLER_LEG, {
-        maxLengthSec: options.maxLength,
-        silenceTimeoutSec: options.timeout,
-        signal: AbortSignal.any([options.signal, finished.signal]),
-      });
-    } finally {
-      this.#digitListeners.delete(onDigit);
-    }
-    const rec = await this.#storeRecording(r);
-    // RecordingPath is the Recording's uuid (what POST /api/recordings/download takes), never the file's place on
-    // this server: an absolute path told every customer the data directory's layout (issue 22, item 13).
-    return { durationSeconds: Math.round(r.durationSec), path: rec.id };
+  /** RecordSession, also asked by a Dial with `record` (calls/flows/dial-verb.ts). */
+  startSessionRecording(options: SessionRecordingOptions): Promise<void> {
+    return this.verbs.startSessionRecording(options);
   }
 
-  /**
-   * RecordSession (and Dial's `record`): from now until the call ends, the caller on one channel and what it
-   * hears on the other (our prompts, and any leg a Dial bridges it to). Stored and announced (REC.0300) when the
-   * call ends. A second one while recording changes nothing. If it cannot start, the call goes on unrecorded.
-   */
-  async startSessionRecording(options: SessionRecordingOptions): Promise<void> {
-    await this.#needMedia();
-    if (this.#d.media.isRecording(this.id)) return;
-    try {
-      await this.#d.media.startCallRecording(this.id, CALLER_LEG, {
-        maxLengthSec: options.maxLength,
-        mono: options.channels === 'mono',
-      });
-    } catch (e) {
-      if (!(e instanceof MediaError)) throw e;
-      this.#d.log.warn({ err: e, call: this.row.sid }, 'RecordSession could not start; the call goes on unrecorded');
-      return;
-    }
-    await this.life.emit(EventCodes.recordingStarted, {});
-  }
-
-  async pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {
-    await this.#needMedia(); // a Pause first answers: silence on an answered line, as the caller expects
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, seconds * 1000);
-      options.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-    });
-  }
-
-  async hangup(cause?: HangupCause): Promise<void> {
-    if (this.#unanswered && !this.#answerInFlight) {
+  #hangup(cause?: HangupCause): void {
+    if (this.#teardown.ringingLeg && !this.#teardown.answerInFlight) {
       // Nothing needed media: refuse the call unanswered and unbilled (docs/api.md, "Inbound calls").
       const control = cause === 'fallback' || cause === 'redirect_limit' || cause === 'error';
-      this.#refusal ??= control ? CALL_CONTROL_UNAVAILABLE : DECLINED;
+      this.#teardown.refuseWith(control ? CALL_CONTROL_UNAVAILABLE : DECLINED);
       void this.end(control ? ReasonCodes.carrierFailure : ReasonCodes.rejected, { failed: true });
       return;
     }
     void this.end(ReasonCodes.normalHangup);
-  }
-
-  async fetchDocument(
-    url: string,
-    extras: ActionCallbackExtras,
-    options: { readonly signal: AbortSignal },
-  ): Promise<VerbDocument> {
-    // The secret is read per request: a rotation takes effect for every later request (spec, Authentication 6).
-    const account = await getAccount(this.#d.db, this.row.account_id);
-    const fetcher = callControlFetcher({
-      call: () => ({
-        sid: this.row.sid,
-        accountUuid: this.row.account_id,
-        direction: this.row.direction === 'inbound' ? 'inbound' : 'outbound',
-        from: this.row.from_number,
-        to: this.row.to_number,
-        customPayload: this.row.custom_payload ? JSON.parse(this.row.custom_payload) : null,
-        endUser: this.#endUser,
-      }),
-      secret: account.signing_secret,
-      timeoutMs: this.#d.webhookTimeoutMs,
-      ...(this.#d.urlPolicy === undefined ? {} : { urlPolicy: this.#d.urlPolicy }),
-    });
-    return fetcher(url, extras, options);
-  }
-
-  async setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void> {
-    await this.life.setCustomPayload(payload);
-  }
-
-  emit(event: VerbEvent): void {
-    void this.life.emit(event.code, { ...event.data });
-  }
-
-  async #storeRecording(r: RecordingResult) {
-    const seconds = Math.round(r.durationSec);
-    // The account's own retention when the operator set one (`simu account retention`), else the platform's.
-    const days = await recordingRetentionDaysFor(this.#d.db, this.row.account_id, this.#d.recordingRetentionDays);
-    const expires = new Date(Date.now() + days * 86400_000).toISOString();
-    const rec = await insertRecording(this.#d.db, {
-      account_id: this.row.account_id,
-      call_id: this.id,
-      call_sid: this.row.sid,
-      duration_seconds: seconds,
-      size_bytes: r.sizeBytes,
-      storage_path: r.path,
-      expires_at: expires,
-    });
-    await this.life.emit(EventCodes.recordingCompleted, { recordingUuid: rec.id, duration: seconds });
-    return rec;
   }
 }

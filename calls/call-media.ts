@@ -1,0 +1,40 @@
+import type { MediaService, RecordingResult } from '../media/index.js';
+
+/** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
+export const CALLER_LEG = 'A';
+
+/**
+ * What a call the platform answers or places (LiveCall) needs of its media, bound to that call and its caller's
+ * leg: the one seam between the calls room and media for a live call's verbs and its end. Errors are MediaError.
+ * The engine builds it over the MediaService (mediaOfCall); unit tests give a fake.
+ */
+export interface CallMedia {
+  say(
+    text: string,
+    opts?: { voice?: string; language?: string; signal?: AbortSignal },
+  ): Promise<{ ttsSeconds: number; tier: string }>;
+  playFile(path: string, opts: { signal?: AbortSignal }): Promise<void>;
+  /** Rejects with MediaError when the URL's body cannot be fetched or is not audio. */
+  playUrl(url: string, opts: { signal?: AbortSignal }): Promise<void>;
+  playBeep(opts: { signal?: AbortSignal }): Promise<void>;
+  record(opts: { maxLengthSec: number; silenceTimeoutSec: number; signal: AbortSignal }): Promise<RecordingResult>;
+  /** RecordSession is running on this call. */
+  isRecording(): boolean;
+  startRecording(opts: { maxLengthSec?: number; mono?: boolean }): Promise<void>;
+  /** Ends the call's media (playbacks, recordings, ports); safe twice. Hands back the RecordSession file, if any. */
+  close(): Promise<{ sessionRecording?: RecordingResult }>;
+}
+
+/** The CallMedia of `callId` over the switch's MediaService, on the caller's leg `legTag`. */
+export function mediaOfCall(media: MediaService, callId: string, legTag = CALLER_LEG): CallMedia {
+  return {
+    say: (text, opts) => media.say(callId, legTag, text, opts),
+    playFile: async (path, opts) => void (await media.playFile(callId, legTag, path, opts)),
+    playUrl: async (url, opts) => void (await media.playUrl(callId, legTag, url, opts)),
+    playBeep: async (opts) => void (await media.playBeep(callId, legTag, opts)),
+    record: (opts) => media.record(callId, legTag, opts),
+    isRecording: () => media.isRecording(callId),
+    startRecording: (opts) => media.startCallRecording(callId, legTag, opts),
+    close: () => media.deleteSession(callId),
+  };
+}

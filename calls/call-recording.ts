@@ -1,0 +1,35 @@
+import { EventCodes } from '../events/index.js';
+import type { RecordingResult } from '../media/index.js';
+import { insertRecording, recordingRetentionDaysFor, type Db } from '../store/index.js';
+import type { CallClock } from './call-clock.js';
+import type { CallLifecycle } from './lifecycle.js';
+
+export interface KeepRecordingDeps {
+  db: Db;
+  clock: CallClock;
+  /** The platform's retention, for accounts without their own. */
+  recordingRetentionDays: number;
+}
+
+/**
+ * Stores a recording of the call (Record, or RecordSession at the end) with its expiry and announces it
+ * (REC.0300). The account's own retention when the operator set one (`simu account retention`), else the
+ * platform's.
+ */
+export async function keepRecording(d: KeepRecordingDeps, life: CallLifecycle, r: RecordingResult) {
+  const row = life.row;
+  const seconds = Math.round(r.durationSec);
+  const days = await recordingRetentionDaysFor(d.db, row.account_id, d.recordingRetentionDays);
+  const expires = new Date(d.clock.now().getTime() + days * 86400_000).toISOString();
+  const rec = await insertRecording(d.db, {
+    account_id: row.account_id,
+    call_id: row.id,
+    call_sid: row.sid,
+    duration_seconds: seconds,
+    size_bytes: r.sizeBytes,
+    storage_path: r.path,
+    expires_at: expires,
+  });
+  await life.emit(EventCodes.recordingCompleted, { recordingUuid: rec.id, duration: seconds });
+  return rec;
+}

@@ -1,0 +1,142 @@
+import type { Logger } from '../config/index.js';
+import type { ReasonCode } from '../events/index.js';
+import type { RecordingResult } from '../media/index.js';
+import type { CallRow } from '../store/index.js';
+import type { CallBilling } from './call-billing.js';
+import type { CallClock } from './call-clock.js';
+import type { CallMedia } from './call-media.js';
+import type { CallLifecycle } from './lifecycle.js';
+import { refusalFor, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
+
+export interface CallTeardownDeps {
+  life: CallLifecycle;
+  media: CallMedia;
+  log: Logger;
+  clock: CallClock;
+  billing?: CallBilling;
+  /** Keeps the RecordSession file the media hands back when it closes (calls/call-recording.ts). */
+  keepRecording(r: RecordingResult): Promise<unknown>;
+}
+
+/** What the end needs of the caller's dialog once it is up: a BYE. */
+export interface ByeDialog {
+  bye(): Promise<unknown>;
+}
+
+export interface EndOptions {
+  /** The far end sent BYE: nothing to send it. */
+  remoteHungUp?: boolean;
+  /** `failed` even if it was answered (a refused call that played early media). */
+  failed?: boolean;
+}
+
+/**
+ * The end of a call the platform answers or places, and what that end must undo: the running verbs, hooks of
+ * the flow (a pending INVITE to CANCEL, a call slot to free), the caller's leg (ringing, being answered, or up),
+ * the credit control started at answer. Ending is idempotent (every end() returns the one promise of the first)
+ * and always in this order:
+ *
+ *   stop the verbs → hooks → the leg: refuse it while it rings, BYE it once up (unless the far end hung up) →
+ *   close the media (a RecordSession file is kept) → settle billing (answered calls) → close the CDR, which
+ *   emits CALL.0300 or CALL.0400.
+ *
+ * An answer under way when the end starts is waited for (a 200 already sent is BYEd, not left up), and so is the
+ * start of credit control (the settlement sees the answer it started).
+ */
+export class CallTeardown {
+  readonly #d: CallTeardownDeps;
+  #ending: Promise<CallRow> | undefined;
+  #stopVerbs: (() => void) | undefined;
+  readonly #hooks: Array<() => void> = [];
+  #dialog: ByeDialog | undefined;
+  #ringing: UnansweredLeg | undefined;
+  #answerInFlight: Promise<void> | undefined;
+  #billingStart: Promise<void> = Promise.resolve();
+  #refusal: SipRefusal | undefined;
+
+  constructor(deps: CallTeardownDeps) {
+    this.#d = deps;
+  }
+
+  get isEnding(): boolean {
+    return this.#ending !== undefined;
+  }
+
+  /** The verbs now running (the interpreter's kill): stopped first. */
+  verbsRunning(stop: () => void): void {
+    this.#stopVerbs = stop;
+  }
+
+  /** Something to undo when the call ends, run right after the verbs stop. */
+  onEnd(fn: () => void): void {
+    this.#hooks.push(fn);
+  }
+
+  /** The caller's INVITE, not answered yet: refused at the end unless an answer took it. */
+  legRinging(leg: UnansweredLeg): void {
+    this.#ringing = leg;
+  }
+
+  get ringingLeg(): UnansweredLeg | undefined {
+    return this.#ringing;
+  }
+
+  /** The ringing leg is being answered; `answer` settles when it is up (then it rings no more) or failed. */
+  answering(answer: Promise<void>): void {
+    this.#answerInFlight = answer.then(() => void (this.#ringing = undefined));
+  }
+
+  get answerInFlight(): Promise<void> | undefined {
+    return this.#answerInFlight;
+  }
+
+  /** The leg is up (2xx sent or received). */
+  legUp(dialog: ByeDialog): void {
+    this.#dialog = dialog;
+  }
+
+  /** Credit control is starting (billing.callAnswered): the end waits for it before it settles. */
+  billingStarting(start: Promise<void>): void {
+    this.#billingStart = start;
+  }
+
+  /** The final status a ringing leg gets at the end (the first one set wins); else one for the end's reason. */
+  refuseWith(refusal: SipRefusal): void {
+    this.#refusal ??= refusal;
+  }
+
+  /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown). */
+  end(reason: ReasonCode, opts: EndOptions = {}): Promise<CallRow> {
+    this.#ending ??= this.#end(reason, opts);
+    return this.#ending;
+  }
+
+  async #end(reason: ReasonCode, opts: EndOptions): Promise<CallRow> {
+    const { life, media, log, billing } = this.#d;
+    this.#stopVerbs?.();
+    for (const fn of this.#hooks.splice(0)) fn();
+    await this.#answerInFlight?.catch(() => undefined);
+    if (this.#ringing) this.#ringing.refuse(this.#refusal ?? refusalFor(reason));
+    if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
+    await this.#billingStart.catch(() => undefined);
+    const endedAt = this.#d.clock.now();
+    const closed = await media.close().catch((e) => {
+      log.warn({ err: e, call: life.row.sid }, 'media session not deleted');
+      return {} as { sessionRecording?: RecordingResult };
+    });
+    if (closed.sessionRecording) await this.#d.keepRecording(closed.sessionRecording).catch(() => undefined);
+    let settled: { costCents: number; talkSeconds: number } | undefined;
+    if (life.isAnswered && billing) {
+      settled = await billing.callEnded(life.row.id, endedAt).catch((e) => {
+        log.error({ err: e, call: life.row.sid }, 'settlement failed; the reconcile sweep retries it');
+        return undefined;
+      });
+    }
+    return life.end(reason, {
+      at: endedAt,
+      costCents: settled?.costCents,
+      talkSeconds: settled?.talkSeconds,
+      failed: opts.failed,
+    });
+  }
+}

@@ -1,0 +1,226 @@
+import type { Logger } from '../config/index.js';
+import { EventCodes } from '../events/index.js';
+import { MediaError, type RecordingResult } from '../media/index.js';
+import { getAccount, findPlayableAsset, type AssetAudioSource, type Db } from '../store/index.js';
+import {
+  callControlFetcher,
+  type ActionCallbackExtras,
+  type CallControlEndUser,
+  type DialOptions,
+  type DialResult,
+  type DialTarget,
+  type FallbackPolicy,
+  type HangupCause,
+  type PlayResult,
+  type PlaySource,
+  type RecordOptions,
+  type RecordResult,
+  type SayOptions,
+  type SessionRecordingOptions,
+  type VerbContext,
+  type VerbDocument,
+  type VerbEvent,
+} from '../verbs/index.js';
+import type { UrlPolicy } from '../kit/index.js';
+import type { CallBilling } from './call-billing.js';
+import type { CallClock } from './call-clock.js';
+import type { CallMedia } from './call-media.js';
+import type { CallLifecycle } from './lifecycle.js';
+
+export interface CallVerbsDeps {
+  db: Db;
+  media: CallMedia;
+  log: Logger;
+  clock: CallClock;
+  billing?: CallBilling;
+  webhookTimeoutMs: number;
+  /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
+  urlPolicy?: UrlPolicy;
+  /** Where assets not kept locally are fetched from (s3); local assets need nothing. */
+  assetStorage?: AssetAudioSource;
+  /** Stores a Record verb's file and announces it (calls/call-recording.ts); resolves with its Recording. */
+  keepRecording(r: RecordingResult): Promise<{ id: string }>;
+}
+
+/** What the verbs need of the call they run on, beyond its media (LiveCall is it). */
+export interface VerbHost {
+  readonly life: CallLifecycle;
+  /** Answers the caller first if it still rings: the first verb that needs the line does (billing starts). */
+  needMedia(): Promise<void>;
+  /** Ends the call as the interpreter asks (refused while ringing, else BYE); does not wait for the end. */
+  hangup(cause?: HangupCause): void;
+  /** Places and bridges the Dial's leg (calls/flows/dial-verb.ts); absent in set-ups without SIP. */
+  dial?(target: DialTarget, options: DialOptions): Promise<DialResult>;
+  /** The end-user who placed the call (call-control requests carry it), if one did. */
+  endUser(): CallControlEndUser | null;
+}
+
+/**
+ * The VerbContext the interpreter runs a call's verbs through: Say, Play, Record and RecordSession on the call's
+ * media, Dial through the call, next documents fetched signed with the account's current secret, events and TTS
+ * seconds on the call's record. Every verb that needs the line answers a ringing caller first.
+ */
+export class CallVerbs implements VerbContext {
+  readonly #d: CallVerbsDeps;
+  readonly #host: VerbHost;
+  readonly #digitListeners = new Set<(digit: string) => void>();
+  #fallback: FallbackPolicy = { mode: 'drop', value: '' };
+
+  constructor(deps: CallVerbsDeps, host: VerbHost) {
+    this.#d = deps;
+    this.#host = host;
+  }
+
+  get fallback(): FallbackPolicy {
+    return this.#fallback;
+  }
+
+  /** The account's fallback policy, read when the verbs start. */
+  useFallback(policy: FallbackPolicy): void {
+    this.#fallback = policy;
+  }
+
+  get #life(): CallLifecycle {
+    return this.#host.life;
+  }
+
+  async say(text: string, options: SayOptions): Promise<void> {
+    await this.#host.needMedia();
+    const r = await this.#d.media.say(text, {
+      voice: options.voice,
+      language: options.language,
+      signal: options.signal,
+    });
+    await this.#life.addTtsSeconds(r.ttsSeconds);
+    this.#d.billing?.ttsUsed(this.#life.row.id, r.ttsSeconds, r.tier);
+    await this.#life.emit(EventCodes.ttsGenerated, { seconds: r.ttsSeconds, tier: r.tier });
+  }
+
+  async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
+    await this.#host.needMedia();
+    const row = this.#life.row;
+    if (source.kind === 'asset') {
+      // Absent, inactive or without audio: PLAY.0404 and the next verb (spec, Play).
+      const file = await findPlayableAsset(this.#d.db, row.account_id, source.name, this.#d.assetStorage);
+      if (!file) return 'asset_missing';
+      await this.#d.media.playFile(file, { signal: options.signal });
+      return 'played';
+    }
+    try {
+      await this.#d.media.playUrl(source.url, { signal: options.signal });
+      return 'played';
+    } catch (e) {
+      if (e instanceof MediaError) {
+        this.#d.log.info({ call: row.sid, url: source.url, code: e.code }, 'audio not playable; next verb');
+        return 'asset_missing';
+      }
+      throw e;
+    }
+  }
+
+  async dial(target: DialTarget, options: DialOptions): Promise<DialResult> {
+    await this.#host.needMedia();
+    if (!this.#host.dial) return { status: 'failed', durationSeconds: 0 };
+    return this.#host.dial(target, options);
+  }
+
+  /** A key the caller pressed (RFC 4733, through rtpengine's DTMF log). */
+  digitPressed(digit: string): void {
+    for (const fn of [...this.#digitListeners]) fn(digit);
+  }
+
+  /**
+   * Record: a beep first (playBeep), then the caller's audio until silence, maxLength, a key of finishOnKey
+   * (the recording is kept), or the verb being killed.
+   */
+  async record(options: RecordOptions): Promise<RecordResult> {
+    await this.#host.needMedia();
+    if (options.playBeep) await this.#d.media.playBeep({ signal: options.signal });
+    if (options.signal.aborted) return { durationSeconds: 0 };
+    await this.#life.emit(EventCodes.recordingStarted, {});
+    const finished = new AbortController();
+    const onDigit = (digit: string) => {
+      if (options.finishOnKey.includes(digit)) finished.abort();
+    };
+    this.#digitListeners.add(onDigit);
+    let r: RecordingResult;
+    try {
+      r = await this.#d.media.record({
+        maxLengthSec: options.maxLength,
+        silenceTimeoutSec: options.timeout,
+        signal: AbortSignal.any([options.signal, finished.signal]),
+      });
+    } finally {
+      this.#digitListeners.delete(onDigit);
+    }
+    const rec = await this.#d.keepRecording(r);
+    // RecordingPath is the Recording's uuid (what POST /api/recordings/download takes), never the file's place on
+    // this server: an absolute path told every customer the data directory's layout (issue 22, item 13).
+    return { durationSeconds: Math.round(r.durationSec), path: rec.id };
+  }
+
+  /**
+   * RecordSession (and Dial's `record`): from now until the call ends, the caller on one channel and what it
+   * hears on the other (our prompts, and any leg a Dial bridges it to). Stored and announced (REC.0300) when the
+   * call ends. A second one while recording changes nothing. If it cannot start, the call goes on unrecorded.
+   */
+  async startSessionRecording(options: SessionRecordingOptions): Promise<void> {
+    await this.#host.needMedia();
+    if (this.#d.media.isRecording()) return;
+    try {
+      await this.#d.media.startRecording({ maxLengthSec: options.maxLength, mono: options.channels === 'mono' });
+    } catch (e) {
+      if (!(e instanceof MediaError)) throw e;
+      this.#d.log.warn(
+        { err: e, call: this.#life.row.sid },
+        'RecordSession could not start; the call goes on unrecorded',
+      );
+      return;
+    }
+    await this.#life.emit(EventCodes.recordingStarted, {});
+  }
+
+  async pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {
+    await this.#host.needMedia(); // a Pause first answers: silence on an answered line, as the caller expects
+    await this.#d.clock.sleep(seconds * 1000, options.signal);
+  }
+
+  async hangup(cause?: HangupCause): Promise<void> {
+    this.#host.hangup(cause);
+  }
+
+  async fetchDocument(
+    url: string,
+    extras: ActionCallbackExtras,
+    options: { readonly signal: AbortSignal },
+  ): Promise<VerbDocument> {
+    // The secret is read per request: a rotation takes effect for every later request (spec, Authentication 6).
+    const account = await getAccount(this.#d.db, this.#life.row.account_id);
+    const fetcher = callControlFetcher({
+      call: () => {
+        const row = this.#life.row;
+        return {
+          sid: row.sid,
+          accountUuid: row.account_id,
+          direction: row.direction === 'inbound' ? 'inbound' : 'outbound',
+          from: row.from_number,
+          to: row.to_number,
+          customPayload: row.custom_payload ? JSON.parse(row.custom_payload) : null,
+          endUser: this.#host.endUser(),
+        };
+      },
+      secret: account.signing_secret,
+      timeoutMs: this.#d.webhookTimeoutMs,
+      ...(this.#d.urlPolicy === undefined ? {} : { urlPolicy: this.#d.urlPolicy }),
+    });
+    return fetcher(url, extras, options);
+  }
+
+  async setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void> {
+    await this.#life.setCustomPayload(payload);
+  }
+
+  emit(event: VerbEvent): void {
+    void this.#life.emit(event.code, { ...event.data });
+  }
+}
