@@ -26,6 +26,10 @@
  *   await media.startSessionRecording(callSid, [aTag, bTag]);  // RecordSession; stopSessionRecording(callSid) -> RecordingResult
  *   media.on('dtmf', ({ callId, legTag, digit, durationMs }) => ...);
  *   const { sessionRecording } = await media.deleteSession(callSid);               // at hangup; safe twice
+ *   // The same per call, as an object (mediasoup's shape): its close() cascades to IVR endpoints, playbacks and
+ *   // the recorder, rejects requests still waiting on the engine (MEDIA_NO_SESSION), and is safe twice.
+ *   const session = media.openSession(callSid);   // or media.session(callSid) -> MediaSession | undefined
+ *   await session.play(aTag, path, { signal }); session.on('close', (reason) => ...); await session.close();
  *   media.health();                                                                  // { healthy, engines, sessions }
  *
  * Error codes a verb maps: MEDIA_FETCH_FAILED / MEDIA_DECODE_FAILED (Play -> PLAY.0404 or fallback),
@@ -46,8 +50,25 @@ export {
   type MediaEngine,
   type MediaEnginesEvents,
 } from './media-engines.js';
-export { MediaService, type MediaServiceOptions, type MediaServiceEvents, type MediaHealth } from './media-service.js';
-export type { PlaybackOptions, PlaybackResult, SayOptions, LegRecordOptions } from './media-service.js';
+export {
+  MediaService,
+  type MediaServiceOptions,
+  type MediaServiceEvents,
+  type MediaHealth,
+  type MediaEnginePool,
+  type SayOptions,
+} from './media-service.js';
+export {
+  MediaSession,
+  type MediaSessionEvents,
+  type MediaSessionCloseReason,
+  type MediaSessionOptions,
+  type SessionEngine,
+  type SessionNgClient,
+  type LegRecordOptions,
+} from './media-session.js';
+export { Playback, type MediaClock, type PlaybackOptions, type PlaybackResult } from './playback.js';
+export { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';
 export { DtmfListener, type DtmfEvent } from './dtmf-listener.js';

@@ -1,22 +1,28 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../config/index.js';
+import { systemClock, TypedEmitter, type UrlPolicy } from '../kit/index.js';
 import { AudioFetcher } from './audio-fetch.js';
 import { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
 import { MediaError } from './errors.js';
-import { IvrEndpoint, type RecordingResult } from './ivr-endpoint.js';
-import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
-import { keepCodecs, type AudioCodec } from './sdp.js';
-import type { MediaEngine, MediaEngines } from './media-engines.js';
-import { findCallPcaps, pcapToStereoWav, type RecordedPrompt } from './session-recording.js';
+import type { RecordingResult } from './ivr-endpoint.js';
+import type { LegMediaOptions } from './leg-profiles.js';
+import { Limiter } from './limiter.js';
+import { MediaSession, type LegRecordOptions, type SessionEngine } from './media-session.js';
+import type { MediaClock, PlaybackOptions, PlaybackResult } from './playback.js';
 import { runTool } from './run-tool.js';
+import type { AudioCodec } from './sdp.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
-import { TypedEmitter } from './typed-emitter.js';
-import type { UrlPolicy } from '../kit/index.js';
+
+export type { PlaybackOptions, PlaybackResult } from './playback.js';
+export type { LegRecordOptions } from './media-session.js';
 
 /**
- * The media of calls, as the calls room and the verbs use it. One MediaSession per call id, pinned to the
- * rtpengine that anchored it; legs are named by tags (the SIP dialog's from/to tags, or any stable leg id).
+ * The media of calls, as the calls room and the verbs use it. One MediaSession per call id (media-session.ts),
+ * pinned to the rtpengine that anchored it; legs are named by tags (the SIP dialog's from/to tags, or any stable
+ * leg id). The service picks the engine, creates and looks up sessions (`openSession`, `session`), and owns what
+ * sessions share: the DTMF log, TTS, the audio fetcher, the limit on `play media` starts. Each per-call method
+ * below is the same method of the call's session; `deleteSession` is `session.close()`.
  *
  * Bridging two SIP legs (B2BUA anchoring): `offer(callId, 'A', sdpFromA, {toSide})` gives the SDP to send to B;
  * `answer(callId, 'A', 'B', sdpFromB, {toSide})` gives the SDP to answer A with. Media flows through rtpengine.
@@ -27,29 +33,11 @@ import type { UrlPolicy } from '../kit/index.js';
  * where Record listens. For a call the platform places (API originate), `offerIvr` / `completeIvr` do the
  * same with the platform as offerer.
  */
-export interface PlaybackOptions {
-  signal?: AbortSignal;
-  /** Called when rtpengine has started playing, with the length of the audio. */
-  onStarted?: (durationMs: number) => void;
-}
-
-export interface PlaybackResult {
-  durationMs: number;
-  /** False when cancelled (signal, stopPlayback or hangup) before the end. */
-  completed: boolean;
-}
-
 export interface SayOptions extends PlaybackOptions {
   voice?: string;
   language?: string;
   /** Times to play; 0 is treated as 1 here (callers bound "loop forever" themselves). */
   loop?: number;
-}
-
-export interface LegRecordOptions {
-  maxLengthSec?: number;
-  silenceTimeoutSec?: number;
-  signal?: AbortSignal;
 }
 
 export interface MediaHealth {
@@ -58,8 +46,15 @@ export interface MediaHealth {
   sessions: number;
 }
 
+/** Where new calls are anchored: `MediaEngines` (an interface here so unit tests can hand in a fake engine). */
+export interface MediaEnginePool {
+  pick(): SessionEngine;
+  list(): Array<{ address: string; healthy: boolean }>;
+  on(event: 'engine-lost', listener: (address: string) => void): unknown;
+}
+
 export interface MediaServiceOptions {
-  engines: MediaEngines;
+  engines: MediaEnginePool;
   dataDir: string;
   logger: Logger;
   /** rtpengine's --recording-dir (RecordSession reads its pcaps there; local engines only). */
@@ -72,54 +67,24 @@ export interface MediaServiceOptions {
   urlPolicy?: UrlPolicy;
   /** Receive rtpengine's DTMF log on this port (the engine must have --dtmf-log-dest pointing here). */
   dtmfPort?: number;
-}
-
-interface Playback {
-  timer: NodeJS.Timeout;
-  finish: (completed: boolean) => void;
-}
-
-interface MediaSession {
-  callId: string;
-  engine: MediaEngine;
-  ivr: Map<string, IvrEndpoint>;
-  /**
-   * Per leg the platform answers or places: the SDP that leg sent and the media profile of its side, for moving
-   * it on to a bridge (Dial) and back.
-   */
-  callerSdp: Map<string, { sdp: string; side?: LegMediaOptions }>;
-  /** The profile asked for a leg the platform calls (offerIvr), until its answer arrives (completeIvr). */
-  calleeSide: Map<string, LegMediaOptions | undefined>;
-  playbacks: Map<string, Playback>;
-  /**
-   * RecordSession: between two SIP legs (`ports` of [left, right]), or on a call the platform answered or placed
-   * (`callerPort` left, everything else right, plus the prompts we played to the caller).
-   */
-  recording?: {
-    ports?: [number, number];
-    callerTag?: string;
-    callerPort?: number;
-    prompts: RecordedPrompt[];
-    path: string;
-    startedAtMs: number;
-    maxLengthSec?: number;
-    mono?: boolean;
-  };
+  /** Playback timers and recording timestamps (default: the kit's systemClock). */
+  clock?: MediaClock;
 }
 
 /**
  * 'dtmf': a digit from a leg. 'sessions-lost': the engine holding these calls died (their media is gone; the
- * calls room should end them). Their sessions are already dropped here.
+ * calls room should end them). Their sessions are already closed here.
  */
 export type MediaServiceEvents = { dtmf: [DtmfEvent]; 'sessions-lost': [callIds: string[]] };
 
 export class MediaService extends TypedEmitter<MediaServiceEvents> {
-  readonly #engines: MediaEngines;
+  readonly #engines: MediaEnginePool;
   readonly #sessions = new Map<string, MediaSession>();
   readonly #log: Logger;
   readonly #address: string;
   readonly #recordingsDir: string;
   readonly #engineRecordingDir: string | undefined;
+  readonly #clock: MediaClock;
   readonly #dtmf = new DtmfListener();
   readonly #dtmfPort: number | undefined;
   readonly tts: TtsEngine;
@@ -134,13 +99,14 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   readonly #playStarts = new Limiter(4);
 
   constructor(opts: MediaServiceOptions) {
-    super();
+    super(opts.logger);
     this.#engines = opts.engines;
     this.#log = opts.logger;
     this.#address = opts.localMediaAddress ?? '127.0.0.1';
     this.#recordingsDir = join(opts.dataDir, 'recordings');
     mkdirSync(this.#recordingsDir, { recursive: true });
     this.#engineRecordingDir = opts.engineRecordingDir;
+    this.#clock = opts.clock ?? systemClock;
     this.tts = opts.tts ?? new EspeakTtsEngine({ cacheDir: join(opts.dataDir, 'tts-cache') });
     this.fetcher =
       opts.fetcher ??
@@ -159,26 +125,43 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     if (this.#dtmfPort !== undefined) await this.#dtmf.listen(this.#dtmfPort);
   }
 
-  #session(callId: string, create = false): MediaSession {
-    let s = this.#sessions.get(callId);
-    if (!s && create) {
-      s = {
-        callId,
-        engine: this.#engines.pick(),
-        ivr: new Map(),
-        callerSdp: new Map(),
-        calleeSide: new Map(),
-        playbacks: new Map(),
-      };
-      this.#sessions.set(callId, s);
-    }
+  /** The live session of a call, if any. */
+  session(callId: string): MediaSession | undefined {
+    return this.#sessions.get(callId);
+  }
+
+  /** The call's session, created on the next engine when it has none (MEDIA_NO_ENGINE when none is healthy). */
+  openSession(callId: string): MediaSession {
+    const existing = this.#sessions.get(callId);
+    if (existing) return existing;
+    const callPrefix = safe(callId);
+    const session = new MediaSession({
+      callId,
+      engine: this.#engines.pick(),
+      clock: this.#clock,
+      log: this.#log,
+      localMediaAddress: this.#address,
+      engineRecordingDir: this.#engineRecordingDir,
+      recordingPath: (kind) => join(this.#recordingsDir, `${callPrefix}-${kind}-${(this.#recordingSeq += 1)}.wav`),
+      playStarts: this.#playStarts,
+    });
+    // However it closes (deleteSession, its own close(), its engine lost), a closed session is looked up no more.
+    session.once('close', () => {
+      if (this.#sessions.get(callId) === session) this.#sessions.delete(callId);
+    });
+    this.#sessions.set(callId, session);
+    return session;
+  }
+
+  #session(callId: string): MediaSession {
+    const s = this.#sessions.get(callId);
     if (!s) throw new MediaError('MEDIA_NO_SESSION', `no media session for call ${callId}`);
     return s;
   }
 
   /** The media profile a leg the platform answered or placed was set up with (undefined: plain RTP). */
   legSide(callId: string, legTag: string): LegMediaOptions | undefined {
-    return this.#sessions.get(callId)?.callerSdp.get(legTag)?.side;
+    return this.#sessions.get(callId)?.legSide(legTag);
   }
 
   hasSession(callId: string): boolean {
@@ -195,17 +178,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     sdp: string,
     opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[]; toTag?: string } = {},
   ): Promise<string> {
-    const s = this.#session(callId, true);
-    const r = await s.engine.client.offer({
-      'call-id': callId,
-      'from-tag': fromTag,
-      // A re-offer inside an established bridge (re-INVITE, either direction) names the other leg.
-      ...(opts.toTag === undefined ? {} : { 'to-tag': opts.toTag }),
-      sdp: opts.offererCodecs ? keepCodecs(sdp, [...opts.offererCodecs, 'telephone-event']) : sdp,
-      ...profileFlags(opts.toSide, true),
-      replace: ['origin', 'session-connection'],
-    });
-    return r.sdp;
+    return this.openSession(callId).offer(fromTag, sdp, opts);
   }
 
   /**
@@ -219,23 +192,12 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     sdp: string,
     opts: { fromSide?: LegMediaOptions } = {},
   ): Promise<string> {
-    const s = this.#session(callId);
-    const r = await s.engine.client.answer({
-      'call-id': callId,
-      'from-tag': fromTag,
-      'to-tag': toTag,
-      sdp,
-      ...profileFlags(opts.fromSide ?? s.callerSdp.get(fromTag)?.side, false),
-      replace: ['origin', 'session-connection'],
-    });
-    return r.sdp;
+    return this.#session(callId).answer(fromTag, toTag, sdp, opts);
   }
 
   /** Answer leg `legTag` with the platform itself (IVR); returns the SDP to answer the caller with. */
   async answerIvr(callId: string, legTag: string, callerSdp: string, opts: { callerSide?: LegMediaOptions } = {}) {
-    const caller = { sdp: callerSdp, side: opts.callerSide };
-    this.#session(callId, true).callerSdp.set(legTag, caller);
-    return this.#anchorToIvr(callId, legTag, caller);
+    return this.openSession(callId).answerIvr(legTag, callerSdp, opts);
   }
 
   /**
@@ -245,14 +207,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
    * SDP `answer` returns for the caller may be ignored.
    */
   async offerFromIvr(callId: string, legTag: string, toTag: string, opts: { toSide?: LegMediaOptions } = {}) {
-    const s = this.#session(callId);
-    const caller = s.callerSdp.get(legTag);
-    if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
-    this.#finishPlayback(s, legTag, false);
-    const sdp = await this.offer(callId, legTag, caller.sdp, { toSide: opts.toSide, toTag });
-    s.ivr.get(legTag)?.close();
-    s.ivr.delete(legTag);
-    return sdp;
+    return this.#session(callId).offerFromIvr(legTag, toTag, opts);
   }
 
   /**
@@ -262,100 +217,27 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
    * needs no re-INVITE.
    */
   async returnToIvr(callId: string, legTag: string): Promise<void> {
-    const s = this.#session(callId);
-    const caller = s.callerSdp.get(legTag);
-    if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${callId} is not an IVR leg`);
-    await this.#anchorToIvr(callId, legTag, caller, ivrTag(legTag));
-  }
-
-  /**
-   * Points leg `legTag` (which sent `caller.sdp`) at its IvrEndpoint inside rtpengine: an offer towards the
-   * endpoint (G.711, transcoded as needed; `toTag` when the leg is re-pointed inside an existing call) and the
-   * endpoint's answer. Returns the SDP for the leg, shaped by its own profile.
-   */
-  async #anchorToIvr(
-    callId: string,
-    legTag: string,
-    caller: { sdp: string; side?: LegMediaOptions },
-    toTag?: string,
-  ): Promise<string> {
-    const endpoint = await this.#openIvr(callId, legTag);
-    const toIvr = await this.offer(callId, legTag, caller.sdp, {
-      toSide: { profile: 'rtp', codecs: ['PCMU'] },
-      toTag,
-    });
-    return this.answer(callId, legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: caller.side });
+    return this.#session(callId).returnToIvr(legTag);
   }
 
   /** The platform calls out (IVR as offerer): the SDP to put in the INVITE to `legTag`. */
   async offerIvr(callId: string, legTag: string, opts: { calleeSide?: LegMediaOptions } = {}): Promise<string> {
-    const endpoint = await this.#openIvr(callId, legTag);
-    this.#session(callId).calleeSide.set(legTag, opts.calleeSide);
-    return this.offer(callId, ivrTag(legTag), endpoint.sdp(), { toSide: opts.calleeSide });
+    return this.openSession(callId).offerIvr(legTag, opts);
   }
 
   /** The callee's answer to `offerIvr`. */
   async completeIvr(callId: string, legTag: string, calleeSdp: string): Promise<void> {
-    // Kept like an inbound caller's offer: a Dial on this call re-offers it towards the dialled leg.
-    const s = this.#session(callId);
-    s.callerSdp.set(legTag, { sdp: calleeSdp, side: s.calleeSide.get(legTag) });
-    await this.answer(callId, ivrTag(legTag), legTag, calleeSdp, { fromSide: { profile: 'rtp' } });
-  }
-
-  async #openIvr(callId: string, legTag: string): Promise<IvrEndpoint> {
-    const s = this.#session(callId, true);
-    const existing = s.ivr.get(legTag);
-    if (existing) return existing;
-    const endpoint = new IvrEndpoint({ address: this.#address });
-    await endpoint.open();
-    s.ivr.set(legTag, endpoint);
-    return endpoint;
+    return this.#session(callId).completeIvr(legTag, calleeSdp);
   }
 
   /** Play a WAV (any format rtpengine's ffmpeg reads) to leg `legTag`. Resolves when it has been played. */
   async playFile(callId: string, legTag: string, path: string, opts: PlaybackOptions = {}): Promise<PlaybackResult> {
-    const s = this.#session(callId);
-    this.#finishPlayback(s, legTag, false);
-    if (opts.signal?.aborted) return { durationMs: 0, completed: false };
-    // `play media` plays towards the party named by from-tag (verified with rtpengine 10.5) and answers with
-    // the file's duration in ms; 10.5 sends no end-of-playback notice, so the duration is our clock.
-    const r = await this.#playStarts.run(() =>
-      s.engine.client.playMedia({ 'call-id': callId, 'from-tag': legTag, file: path }),
-    );
-    const durationMs = typeof r.duration === 'number' ? r.duration : 0;
-    opts.onStarted?.(durationMs);
-    // A recorded call: rtpengine's pcap does not hold injected audio, so what the caller heard is noted here.
-    const prompt: RecordedPrompt | undefined =
-      s.recording?.callerTag === legTag ? { startedAtMs: Date.now(), path } : undefined;
-    if (prompt) s.recording?.prompts.push(prompt);
-    return new Promise<PlaybackResult>((resolve) => {
-      const onAbort = (): void => {
-        this.#finishPlayback(s, legTag, false);
-      };
-      const finish = (completed: boolean): void => {
-        clearTimeout(playback.timer);
-        if (prompt && !completed) prompt.stoppedAtMs = Date.now();
-        opts.signal?.removeEventListener('abort', onAbort);
-        if (s.playbacks.get(legTag) === playback) s.playbacks.delete(legTag);
-        if (!completed && this.#sessions.has(callId)) {
-          s.engine.client.stopMedia({ 'call-id': callId, 'from-tag': legTag }).catch(() => undefined);
-        }
-        resolve({ durationMs, completed });
-      };
-      const playback: Playback = { timer: setTimeout(() => finish(true), durationMs), finish };
-      s.playbacks.set(legTag, playback);
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.#session(callId).play(legTag, path, opts);
   }
 
   /** Stop what is playing to `legTag` (barge-in, a new verb). */
   stopPlayback(callId: string, legTag: string): void {
-    const s = this.#sessions.get(callId);
-    if (s) this.#finishPlayback(s, legTag, false);
-  }
-
-  #finishPlayback(s: MediaSession, legTag: string, completed: boolean): void {
-    s.playbacks.get(legTag)?.finish(completed);
+    this.#sessions.get(callId)?.stopPlayback(legTag);
   }
 
   /** The Record verb's beep: 500 ms of 1 kHz, made once with sox under dataDir. */
@@ -363,22 +245,8 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     this.#beep ??= (async () => {
       const path = join(this.#recordingsDir, '..', 'beep-1khz-500ms.wav');
       if (!existsSync(path)) {
-        await runTool('sox', [
-          '-n',
-          '-r',
-          '8000',
-          '-c',
-          '1',
-          '-b',
-          '16',
-          path,
-          'synth',
-          '0.5',
-          'sine',
-          '1000',
-          'vol',
-          '0.5',
-        ]);
+        const synth = ['synth', '0.5', 'sine', '1000', 'vol', '0.5'];
+        await runTool('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', path, ...synth]);
       }
       return path;
     })();
@@ -410,132 +278,52 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   }
 
   /** Record what an IVR leg says (Record verb): ends on silence, at max length, or by the signal. */
-  record(callId: string, legTag: string, opts: LegRecordOptions = {}): Promise<RecordingResult> {
-    const s = this.#session(callId);
-    const endpoint = s.ivr.get(legTag);
-    if (!endpoint) {
-      return Promise.reject(new MediaError('MEDIA_RECORDING_FAILED', `leg ${legTag} is not answered by the platform`));
-    }
-    this.#recordingSeq += 1;
-    return endpoint.record({
-      path: join(this.#recordingsDir, `${safe(callId)}-${legTag}-${this.#recordingSeq}.wav`),
-      maxLengthMs: (opts.maxLengthSec ?? 3600) * 1000,
-      silenceTimeoutMs: (opts.silenceTimeoutSec ?? 5) * 1000,
-      signal: opts.signal,
-    });
+  async record(callId: string, legTag: string, opts: LegRecordOptions = {}): Promise<RecordingResult> {
+    return this.#session(callId).record(legTag, opts);
   }
 
   /** Start recording both directions of a bridged call (RecordSession). */
   async startSessionRecording(callId: string, legs: [string, string]): Promise<void> {
-    const s = this.#session(callId);
-    if (!this.#engineRecordingDir) {
-      throw new MediaError('MEDIA_RECORDING_FAILED', 'RecordSession needs the local engine (its pcaps are read here)');
-    }
-    const q = await s.engine.client.query({ 'call-id': callId });
-    const ports = legs.map((tag) => localPort(q, tag)) as [number, number];
-    await s.engine.client.startRecording({ 'call-id': callId });
-    this.#recordingSeq += 1;
-    s.recording = {
-      ports,
-      prompts: [],
-      startedAtMs: Date.now(),
-      path: join(this.#recordingsDir, `${safe(callId)}-session-${this.#recordingSeq}.wav`),
-    };
+    return this.#session(callId).startRecording({ kind: 'bridge', legs });
   }
 
   /**
    * RecordSession on a call the platform answered or placed: the caller (`callerTag`) on the left channel, on the
    * right whatever it hears: our prompts, and any leg a Dial bridges it to (every other rtpengine port of the
-   * call, so the far side may change as the call goes between the IVR and bridges). `mono` mixes both.
+   * call, so the far side may change as the call goes between the IVR and bridges). `mono` mixes both. The
+   * first RecordSession of a call wins.
    */
   async startCallRecording(
     callId: string,
     callerTag: string,
     opts: { maxLengthSec?: number; mono?: boolean } = {},
   ): Promise<void> {
-    const s = this.#session(callId);
-    if (!this.#engineRecordingDir) {
-      throw new MediaError('MEDIA_RECORDING_FAILED', 'RecordSession needs the local engine (its pcaps are read here)');
-    }
-    if (s.recording) return; // already recording: the first RecordSession wins
-    const q = await s.engine.client.query({ 'call-id': callId });
-    const callerPort = localPort(q, callerTag);
-    await s.engine.client.startRecording({ 'call-id': callId });
-    this.#recordingSeq += 1;
-    s.recording = {
-      callerTag,
-      callerPort,
-      prompts: [],
-      startedAtMs: Date.now(),
-      path: join(this.#recordingsDir, `${safe(callId)}-session-${this.#recordingSeq}.wav`),
-      maxLengthSec: opts.maxLengthSec,
-      mono: opts.mono,
-    };
+    return this.#session(callId).startRecording({ kind: 'caller', callerTag, ...opts });
   }
 
   isRecording(callId: string): boolean {
-    return this.#sessions.get(callId)?.recording !== undefined;
+    return this.#sessions.get(callId)?.isRecording ?? false;
   }
 
   /** Stop RecordSession and write the two-channel WAV. Also done by deleteSession. */
   async stopSessionRecording(callId: string): Promise<RecordingResult> {
-    const s = this.#session(callId);
-    const rec = s.recording;
-    if (!rec || !this.#engineRecordingDir) throw new MediaError('MEDIA_RECORDING_FAILED', 'no session recording');
-    s.recording = undefined;
-    await s.engine.client.stopRecording({ 'call-id': callId }).catch(() => undefined);
-    return this.#convertSessionRecording(callId, rec);
-  }
-
-  async #convertSessionRecording(callId: string, rec: NonNullable<MediaSession['recording']>) {
-    const pcaps = await findCallPcaps(this.#engineRecordingDir ?? '', callId);
-    if (pcaps.length === 0 && rec.prompts.length === 0) {
-      throw new MediaError('MEDIA_RECORDING_FAILED', `no pcap for call ${callId}`);
-    }
-    const callerPort = rec.callerPort;
-    return pcapToStereoWav({
-      pcapPaths: pcaps,
-      legPorts: rec.ports ?? ((port) => (port === callerPort ? 0 : 1)),
-      path: rec.path,
-      prompts: rec.prompts,
-      maxLengthSec: rec.maxLengthSec,
-      mono: rec.mono,
-      startedAtMs: rec.startedAtMs,
-    });
+    return this.#session(callId).stopRecording();
   }
 
   /**
-   * End the call's media: stop playbacks, end recordings (kept), close IVR endpoints, and `delete` the call in
-   * rtpengine so its ports are freed. Safe to call twice. Returns the RecordSession file if one was running.
+   * End the call's media (MediaSession.close): stop playbacks, end recordings (kept), close IVR endpoints, and
+   * `delete` the call in rtpengine so its ports are freed. Safe to call twice. Returns the RecordSession file if
+   * one was running.
    */
   async deleteSession(callId: string): Promise<{ sessionRecording?: RecordingResult }> {
     const s = this.#sessions.get(callId);
     if (!s) return {};
-    this.#sessions.delete(callId);
-    for (const p of [...s.playbacks.values()]) p.finish(false);
-    for (const e of s.ivr.values()) e.close();
-    const rec = s.recording;
-    if (rec) await s.engine.client.stopRecording({ 'call-id': callId }).catch(() => undefined);
-    await s.engine.client.delete({ 'call-id': callId }).catch((err: MediaError) => {
-      // "Call-ID not found" just means the engine never held it (or restarted); nothing leaks there.
-      this.#log.debug({ callId, err: err.message }, 'rtpengine delete failed');
-    });
-    if (!rec) return {};
-    try {
-      return { sessionRecording: await this.#convertSessionRecording(callId, rec) };
-    } catch (err) {
-      this.#log.warn({ callId, err: (err as Error).message }, 'session recording lost');
-      return {};
-    }
+    return s.close();
   }
 
   #onEngineLost(address: string): void {
     const lost = [...this.#sessions.values()].filter((s) => s.engine.address === address);
-    for (const s of lost) {
-      this.#sessions.delete(s.callId);
-      for (const p of [...s.playbacks.values()]) p.finish(false);
-      for (const e of s.ivr.values()) e.close();
-    }
+    for (const s of lost) void s.close('engine-lost');
     if (lost.length === 0) return;
     this.#log.warn({ engine: address, calls: lost.length }, 'rtpengine lost with live calls');
     this.safeEmit(
@@ -546,7 +334,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
 
   /** RTP packets our IVR endpoint of a leg has received (benches, diagnostics). */
   ivrPacketsReceived(callId: string, legTag: string): number {
-    return this.#sessions.get(callId)?.ivr.get(legTag)?.packetsReceived ?? 0;
+    return this.#sessions.get(callId)?.ivrPacketsReceived(legTag) ?? 0;
   }
 
   health(): MediaHealth {
@@ -554,43 +342,13 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return { healthy: engines.some((e) => e.healthy), engines, sessions: this.#sessions.size };
   }
 
-  /** Delete every session and stop listening. Safe twice. */
+  /** Close every session and stop listening. Safe twice. */
   async close(): Promise<void> {
-    await Promise.all([...this.#sessions.keys()].map((id) => this.deleteSession(id)));
+    await Promise.all([...this.#sessions.values()].map((s) => s.close()));
     this.#dtmf.close();
   }
 }
 
-/** Runs at most `limit` async jobs at once, in arrival order. */
-class Limiter {
-  #running = 0;
-  readonly #queue: Array<() => void> = [];
-  constructor(readonly limit: number) {}
-
-  async run<T>(job: () => Promise<T>): Promise<T> {
-    if (this.#running >= this.limit) await new Promise<void>((resolve) => this.#queue.push(resolve));
-    this.#running += 1;
-    try {
-      return await job();
-    } finally {
-      this.#running -= 1;
-      this.#queue.shift()?.();
-    }
-  }
-}
-
-function ivrTag(legTag: string): string {
-  return `${legTag}-ivr`;
-}
-
 function safe(callId: string): string {
   return callId.replace(/[^A-Za-z0-9_.-]/g, '_');
-}
-
-/** rtpengine's local RTP port for a leg, from a `query` answer (tags.<tag>.medias[0].streams[0]['local port']). */
-function localPort(query: Record<string, unknown>, tag: string): number {
-  const tags = query.tags as Record<string, { medias?: Array<{ streams?: Array<{ 'local port'?: number }> }> }>;
-  const port = tags[tag]?.medias?.[0]?.streams?.[0]?.['local port'];
-  if (typeof port !== 'number') throw new MediaError('MEDIA_RECORDING_FAILED', `leg ${tag} has no media in the engine`);
-  return port;
 }

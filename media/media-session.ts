@@ -1,0 +1,364 @@
+import type { Logger } from '../config/index.js';
+import { MediaError } from './errors.js';
+import { IvrEndpoint, type RecordingResult } from './ivr-endpoint.js';
+import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
+import type { Limiter } from './limiter.js';
+import type { NgClient } from './ng-client.js';
+import { Playback, type MediaClock, type PlaybackOptions, type PlaybackResult } from './playback.js';
+import { keepCodecs, type AudioCodec } from './sdp.js';
+import { SessionRecorder, type RecordingTarget } from './session-recorder.js';
+import { TypedEmitter } from '../kit/index.js';
+
+/** The ng commands a session sends (a fake of these is enough to unit-test a session). */
+export type SessionNgClient = Pick<
+  NgClient,
+  'offer' | 'answer' | 'delete' | 'query' | 'playMedia' | 'stopMedia' | 'startRecording' | 'stopRecording'
+>;
+
+/** The rtpengine that anchored the call; the session stays on it for its whole life. */
+export interface SessionEngine {
+  readonly address: string;
+  readonly client: SessionNgClient;
+}
+
+export interface MediaSessionOptions {
+  callId: string;
+  engine: SessionEngine;
+  clock: MediaClock;
+  log: Logger;
+  /** Address our IVR endpoints bind to; must be reachable by the engine. */
+  localMediaAddress: string;
+  /** rtpengine's --recording-dir (RecordSession reads its pcaps there); undefined: RecordSession is refused. */
+  engineRecordingDir?: string;
+  /** A fresh file path for a recording of this call (`kind`: a leg tag, or 'session'). */
+  recordingPath: (kind: string) => string;
+  /** Shared by every session: how many `play media` starts may be in flight at once. */
+  playStarts: Limiter;
+}
+
+export interface LegRecordOptions {
+  maxLengthSec?: number;
+  silenceTimeoutSec?: number;
+  signal?: AbortSignal;
+}
+
+/** Why a session closed: hung up (its media is deleted in the engine), or its engine died (nothing to delete). */
+export type MediaSessionCloseReason = 'deleted' | 'engine-lost';
+
+/** 'close': the session has closed (emitted once, when close starts; its children are already closed). */
+export type MediaSessionEvents = { close: [reason: MediaSessionCloseReason] };
+
+/**
+ * The media of one call, pinned to the rtpengine that anchored it; legs are named by tags. Like a mediasoup
+ * transport it owns its children in Maps: an IvrEndpoint per leg the platform answers or places, the Playback
+ * playing to each leg, and the RecordSession recorder. `close()` cascades to all of them, rejects every request
+ * still waiting on the engine with MEDIA_NO_SESSION, deletes the call in the engine, and is safe to call twice.
+ */
+export class MediaSession extends TypedEmitter<MediaSessionEvents> {
+  readonly callId: string;
+  readonly engine: SessionEngine;
+  readonly #o: MediaSessionOptions;
+  readonly #ivr = new Map<string, IvrEndpoint>();
+  readonly #playbacks = new Map<string, Playback>();
+  /** Per leg the platform answers or places: the SDP that leg sent and its side's profile (for Dial and back). */
+  readonly #callerSdp = new Map<string, { sdp: string; side?: LegMediaOptions }>();
+  /** The profile asked for a leg the platform calls (offerIvr), until its answer arrives (completeIvr). */
+  readonly #calleeSide = new Map<string, LegMediaOptions | undefined>();
+  readonly #pending = new Set<(err: MediaError) => void>();
+  #recorder: SessionRecorder | undefined;
+  #closed = false;
+  #closing: Promise<{ sessionRecording?: RecordingResult }> | undefined;
+
+  constructor(opts: MediaSessionOptions) {
+    super(opts.log);
+    this.callId = opts.callId;
+    this.engine = opts.engine;
+    this.#o = opts;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get isRecording(): boolean {
+    return this.#recorder !== undefined;
+  }
+
+  /** The media profile a leg the platform answered or placed was set up with (undefined: plain RTP). */
+  legSide(legTag: string): LegMediaOptions | undefined {
+    return this.#callerSdp.get(legTag)?.side;
+  }
+
+  /** RTP packets our IVR endpoint of a leg has received (benches, diagnostics). */
+  ivrPacketsReceived(legTag: string): number {
+    return this.#ivr.get(legTag)?.packetsReceived ?? 0;
+  }
+
+  /** Offer from leg `fromTag`; returns the SDP for the other side, shaped by `toSide` (see MediaService.offer). */
+  async offer(
+    fromTag: string,
+    sdp: string,
+    opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[]; toTag?: string } = {},
+  ): Promise<string> {
+    const r = await this.#request((c) =>
+      c.offer({
+        'call-id': this.callId,
+        'from-tag': fromTag,
+        // A re-offer inside an established bridge (re-INVITE, either direction) names the other leg.
+        ...(opts.toTag === undefined ? {} : { 'to-tag': opts.toTag }),
+        sdp: opts.offererCodecs ? keepCodecs(sdp, [...opts.offererCodecs, 'telephone-event']) : sdp,
+        ...profileFlags(opts.toSide, true),
+        replace: ['origin', 'session-connection'],
+      }),
+    );
+    return r.sdp;
+  }
+
+  /** Answer from leg `toTag` to the offer of `fromTag`; returns the SDP for the offerer, shaped by `fromSide`. */
+  async answer(fromTag: string, toTag: string, sdp: string, opts: { fromSide?: LegMediaOptions } = {}) {
+    const r = await this.#request((c) =>
+      c.answer({
+        'call-id': this.callId,
+        'from-tag': fromTag,
+        'to-tag': toTag,
+        sdp,
+        ...profileFlags(opts.fromSide ?? this.#callerSdp.get(fromTag)?.side, false),
+        replace: ['origin', 'session-connection'],
+      }),
+    );
+    return r.sdp;
+  }
+
+  /** Answer leg `legTag` with the platform itself (IVR); returns the SDP to answer the caller with. */
+  async answerIvr(legTag: string, callerSdp: string, opts: { callerSide?: LegMediaOptions } = {}): Promise<string> {
+    const caller = { sdp: callerSdp, side: opts.callerSide };
+    this.#callerSdp.set(legTag, caller);
+    return this.#anchorToIvr(legTag, caller);
+  }
+
+  /** Dial from an IVR-answered caller: move `legTag` from our IvrEndpoint to a new leg `toTag` (see MediaService). */
+  async offerFromIvr(legTag: string, toTag: string, opts: { toSide?: LegMediaOptions } = {}): Promise<string> {
+    const caller = this.#ivrCaller(legTag);
+    this.stopPlayback(legTag);
+    const sdp = await this.offer(legTag, caller.sdp, { toSide: opts.toSide, toTag });
+    this.#ivr.get(legTag)?.close();
+    this.#ivr.delete(legTag);
+    return sdp;
+  }
+
+  /** The bridge of a Dial is over: move `legTag` back to a fresh IvrEndpoint (see MediaService.returnToIvr). */
+  async returnToIvr(legTag: string): Promise<void> {
+    await this.#anchorToIvr(legTag, this.#ivrCaller(legTag), ivrTag(legTag));
+  }
+
+  /** The platform calls out (IVR as offerer): the SDP to put in the INVITE to `legTag`. */
+  async offerIvr(legTag: string, opts: { calleeSide?: LegMediaOptions } = {}): Promise<string> {
+    const endpoint = await this.#openIvr(legTag);
+    this.#calleeSide.set(legTag, opts.calleeSide);
+    return this.offer(ivrTag(legTag), endpoint.sdp(), { toSide: opts.calleeSide });
+  }
+
+  /** The callee's answer to `offerIvr`. */
+  async completeIvr(legTag: string, calleeSdp: string): Promise<void> {
+    // Kept like an inbound caller's offer: a Dial on this call re-offers it towards the dialled leg.
+    this.#callerSdp.set(legTag, { sdp: calleeSdp, side: this.#calleeSide.get(legTag) });
+    await this.answer(ivrTag(legTag), legTag, calleeSdp, { fromSide: { profile: 'rtp' } });
+  }
+
+  /** Play a WAV to leg `legTag`; resolves when played, or cut short ({completed: false}). */
+  async play(legTag: string, path: string, opts: PlaybackOptions = {}): Promise<PlaybackResult> {
+    this.#assertOpen();
+    this.stopPlayback(legTag);
+    if (opts.signal?.aborted) return { durationMs: 0, completed: false };
+    // `play media` plays towards the party named by from-tag (verified with rtpengine 10.5) and answers with
+    // the file's duration in ms; 10.5 sends no end-of-playback notice, so the duration is our clock.
+    const r = await this.#request((c) =>
+      this.#o.playStarts.run(() => {
+        this.#assertOpen(); // closed while queued behind other starts: never sent
+        return c.playMedia({ 'call-id': this.callId, 'from-tag': legTag, file: path });
+      }),
+    );
+    const durationMs = typeof r.duration === 'number' ? r.duration : 0;
+    if (this.closed) return { durationMs, completed: false };
+    opts.onStarted?.(durationMs);
+    // A recorded call: rtpengine's pcap does not hold injected audio, so what the caller heard is noted here.
+    const prompt = this.#recorder?.notePrompt(legTag, path, this.#o.clock.now());
+    const playback: Playback = new Playback({
+      durationMs,
+      clock: this.#o.clock,
+      signal: opts.signal,
+      onFinish: (completed) => {
+        if (prompt && !completed) prompt.stoppedAtMs = this.#o.clock.now();
+        if (this.#playbacks.get(legTag) === playback) this.#playbacks.delete(legTag);
+        if (!completed && !this.closed) {
+          this.engine.client.stopMedia({ 'call-id': this.callId, 'from-tag': legTag }).catch(() => undefined);
+        }
+      },
+    });
+    this.#playbacks.set(legTag, playback);
+    return playback.done;
+  }
+
+  /** Stop what is playing to `legTag` (barge-in, a new verb). */
+  stopPlayback(legTag: string): void {
+    this.#playbacks.get(legTag)?.finish(false);
+  }
+
+  /** Record what an IVR leg says (Record verb): ends on silence, at max length, by the signal, or at close. */
+  record(legTag: string, opts: LegRecordOptions = {}): Promise<RecordingResult> {
+    const endpoint = this.#ivr.get(legTag);
+    if (!endpoint) {
+      return Promise.reject(new MediaError('MEDIA_RECORDING_FAILED', `leg ${legTag} is not answered by the platform`));
+    }
+    return endpoint.record({
+      path: this.#o.recordingPath(legTag),
+      maxLengthMs: (opts.maxLengthSec ?? 3600) * 1000,
+      silenceTimeoutMs: (opts.silenceTimeoutSec ?? 5) * 1000,
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * RecordSession, the one start path for both kinds (a bridge, or a caller and what it hears). The first start
+   * wins: a second one, even while the first is still being set up in the engine, changes nothing.
+   */
+  async startRecording(target: RecordingTarget): Promise<void> {
+    this.#assertOpen();
+    if (!this.#o.engineRecordingDir) {
+      throw new MediaError('MEDIA_RECORDING_FAILED', 'RecordSession needs the local engine (its pcaps are read here)');
+    }
+    if (this.#recorder) return;
+    const recorder = new SessionRecorder(target, this.#o.recordingPath('session'));
+    this.#recorder = recorder;
+    try {
+      recorder.locate(await this.#request((c) => c.query({ 'call-id': this.callId })));
+      await this.#request((c) => c.startRecording({ 'call-id': this.callId }));
+      recorder.begin(this.#o.clock.now());
+    } catch (err) {
+      if (this.#recorder === recorder) this.#recorder = undefined;
+      throw err;
+    }
+  }
+
+  /** Stop RecordSession and write its WAV (close does this too, for a recording still running). */
+  async stopRecording(): Promise<RecordingResult> {
+    const recorder = this.#recorder;
+    const dir = this.#o.engineRecordingDir;
+    if (!recorder?.started || !dir) throw new MediaError('MEDIA_RECORDING_FAILED', 'no session recording');
+    this.#recorder = undefined;
+    await this.engine.client.stopRecording({ 'call-id': this.callId }).catch(() => undefined);
+    return recorder.write(dir, this.callId);
+  }
+
+  /**
+   * The one teardown. At once: rejects requests still waiting on the engine, finishes playbacks (not completed),
+   * closes IVR endpoints (a Record in progress keeps what it has), and emits 'close'. Then, unless the engine is
+   * gone: stops RecordSession, `delete`s the call in the engine so its ports are freed, and writes the recording.
+   * Safe to call twice: every call returns the first one's result.
+   */
+  close(reason: MediaSessionCloseReason = 'deleted'): Promise<{ sessionRecording?: RecordingResult }> {
+    this.#closing ??= this.#teardown(reason);
+    return this.#closing;
+  }
+
+  async #teardown(reason: MediaSessionCloseReason): Promise<{ sessionRecording?: RecordingResult }> {
+    this.#closed = true;
+    const closedError = this.#closedError();
+    for (const reject of [...this.#pending]) reject(closedError);
+    this.#pending.clear();
+    for (const p of [...this.#playbacks.values()]) p.finish(false);
+    for (const e of this.#ivr.values()) e.close();
+    this.#ivr.clear();
+    const recorder = this.#recorder?.started ? this.#recorder : undefined;
+    this.#recorder = undefined;
+    this.safeEmit('close', reason);
+    if (reason === 'engine-lost') return {};
+    const client = this.engine.client;
+    if (recorder) await client.stopRecording({ 'call-id': this.callId }).catch(() => undefined);
+    await client.delete({ 'call-id': this.callId }).catch((err: MediaError) => {
+      // "Call-ID not found" just means the engine never held it (or restarted); nothing leaks there.
+      this.#o.log.debug({ callId: this.callId, err: err.message }, 'rtpengine delete failed');
+    });
+    if (!recorder || !this.#o.engineRecordingDir) return {};
+    try {
+      return { sessionRecording: await recorder.write(this.#o.engineRecordingDir, this.callId) };
+    } catch (err) {
+      this.#o.log.warn({ callId: this.callId, err: (err as Error).message }, 'session recording lost');
+      return {};
+    }
+  }
+
+  /**
+   * Points leg `legTag` (which sent `caller.sdp`) at its IvrEndpoint inside rtpengine: an offer towards the
+   * endpoint (G.711, transcoded as needed; `toTag` when the leg is re-pointed inside an existing call) and the
+   * endpoint's answer. Returns the SDP for the leg, shaped by its own profile.
+   */
+  async #anchorToIvr(legTag: string, caller: { sdp: string; side?: LegMediaOptions }, toTag?: string) {
+    const endpoint = await this.#openIvr(legTag);
+    const toIvr = await this.offer(legTag, caller.sdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] }, toTag });
+    return this.answer(legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: caller.side });
+  }
+
+  async #openIvr(legTag: string): Promise<IvrEndpoint> {
+    this.#assertOpen();
+    const existing = this.#ivr.get(legTag);
+    if (existing) return existing;
+    const clock = this.#o.clock;
+    const endpoint = new IvrEndpoint({ address: this.#o.localMediaAddress, now: () => clock.now() });
+    await endpoint.open();
+    if (this.closed) {
+      endpoint.close(); // closed while the socket was being bound: nothing may outlive the session
+      throw this.#closedError();
+    }
+    const raced = this.#ivr.get(legTag);
+    if (raced) {
+      endpoint.close();
+      return raced;
+    }
+    this.#ivr.set(legTag, endpoint);
+    return endpoint;
+  }
+
+  #ivrCaller(legTag: string): { sdp: string; side?: LegMediaOptions } {
+    const caller = this.#callerSdp.get(legTag);
+    if (!caller) throw new MediaError('MEDIA_NO_SESSION', `leg ${legTag} of ${this.callId} is not an IVR leg`);
+    return caller;
+  }
+
+  /** An ng request of this session: refused once closed, and rejected if the session closes before the answer. */
+  #request<T>(send: (client: SessionNgClient) => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(this.#closedError());
+    return new Promise<T>((resolve, reject) => {
+      const onClose = (err: MediaError): void => reject(err);
+      this.#pending.add(onClose);
+      let sent: Promise<T>;
+      try {
+        sent = send(this.engine.client);
+      } catch (err) {
+        sent = Promise.reject(err as Error);
+      }
+      sent.then(
+        (v) => {
+          this.#pending.delete(onClose);
+          resolve(v);
+        },
+        (err: unknown) => {
+          this.#pending.delete(onClose);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  #assertOpen(): void {
+    if (this.closed) throw this.#closedError();
+  }
+
+  #closedError(): MediaError {
+    return new MediaError('MEDIA_NO_SESSION', `the media session of call ${this.callId} is closed`);
+  }
+}
+
+function ivrTag(legTag: string): string {
+  return `${legTag}-ivr`;
+}
