@@ -5,9 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import S3rver from 's3rver';
-import { loadConfig, roomLogger } from '../../config/index.js';
-import { setRate } from '../../store/index.js';
-import { Switch } from '../../switch.js';
+import { roomLogger } from '../../config/index.js';
 import { RecordingRetention, readWav, rms } from '../../media/index.js';
 import {
   startTestSwitch,
@@ -22,7 +20,16 @@ import {
   ulawOf,
   type SippRun,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort();
+const SINK_2 = nextPort();
+const CARRIER = nextPort(); // takes outbound legs
+const CALLER = nextPort(); // SIPp delivering inbound calls
+const CALLER_MEDIA = nextPorts(4); // a speaking caller's RTP (SIPp -mp)
 
 /** Seconds of 20 ms frames at speech level in 8 kHz samples (the same measure RtpSink applies to what it hears). */
 function speechSecondsOf(samples: Int16Array, threshold = 300): number {
@@ -50,10 +57,10 @@ describe('e2e: account assets played to a caller, and recording retention', func
   const DID = '+254711280001';
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21280, sip: 21265, ng: 21226, rtpMin: 21800, rtpMax: 21899 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
-    await addCarrier(ctx.db, 21663, 'carrier', ctx.sw); // the running edge sees it at once
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw); // the running edge sees it at once
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-assets-'));
     const wav = path.join(dir, 'greeting.wav');
     execFileSync('espeak-ng', [
@@ -80,7 +87,7 @@ describe('e2e: account assets played to a caller, and recording retention', func
   });
 
   beforeEach(async () => {
-    sink = await new RtpSink().bind(21910);
+    sink = await new RtpSink().bind(SINK);
   });
 
   afterEach(() => {
@@ -101,18 +108,18 @@ describe('e2e: account assets played to a caller, and recording retention', func
 
   function carrierCalls(scenario = path.join(SCENARIOS, 'uac-inbound.xml'), extra: string[] = []) {
     return runSipp([
-      '127.0.0.1:21265',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       scenario,
       '-key',
       'media_sink',
-      '21910',
+      String(SINK),
       '-s',
       DID.slice(1),
       '-i',
       '127.0.0.1',
       '-p',
-      '21662',
+      String(CALLER),
       '-m',
       '1',
       ...extra,
@@ -173,7 +180,7 @@ describe('e2e: account assets played to a caller, and recording retention', func
     await ctx.db('accounts').where({ id: acct.id }).update({ recording_retention_days: 7 });
     server.verbs('/rec', '<Response><Record maxLength="4" timeout="2" playBeep="false"/><Hangup/></Response>');
     await setInboundUrl(server.url('/rec'));
-    sipp = carrierCalls(speaks, ['-mp', '21915']);
+    sipp = carrierCalls(speaks, ['-mp', String(CALLER_MEDIA)]);
     assert.equal(await sipp.exited, 0, sipp.output());
     const call = await lastCall();
     const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
@@ -207,38 +214,18 @@ describe('e2e: account assets played to a caller, and recording retention', func
   });
 });
 
-/** The same switch set-up as the harness's startTestSwitch, with the asset backend set to an s3rver bucket. */
-async function startSwitchWithS3(endpoint: string) {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-s3-'));
-  const config = loadConfig(
-    {
-      SIMU_DATA_DIR: dataDir,
-      SIMU_HTTP_HOST: '127.0.0.1',
-      SIMU_HTTP_PORT: '21280',
-      SIMU_SIP_HOST: '127.0.0.1',
-      SIMU_SIP_PORT: '21265',
-      SIMU_SIP_WS_PORT: '0',
-      SIMU_SIP_WSS_PORT: '0',
-      SIMU_SIP_TLS_PORT: '0',
-      SIMU_RTPENGINE_NG_PORT: '21226',
-      SIMU_RTPENGINE_DTMF_PORT: '21919',
-      SIMU_RTP_PORT_MIN: '21800',
-      SIMU_RTP_PORT_MAX: '21899',
-      SIMU_WEBHOOK_TIMEOUT_MS: '3000',
-      SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
-      SIMU_LOG_LEVEL: process.env.SIMU_LOG_LEVEL ?? 'silent',
+/** The harness's switch with the asset backend set to an s3rver bucket. */
+function startSwitchWithS3(endpoint: string) {
+  return startTestSwitch({
+    ...PORTS,
+    env: {
       SIMU_STORAGE_BACKEND: 's3',
       SIMU_S3_ENDPOINT: endpoint,
       SIMU_S3_BUCKET: 'simu-e2e',
       SIMU_S3_ACCESS_KEY_ID: 'S3RVER',
       SIMU_S3_SECRET_ACCESS_KEY: 'S3RVER',
     },
-    dataDir,
-  );
-  const sw = new Switch(config);
-  await sw.start();
-  await setRate(sw.db, 'inbound', 50);
-  return { sw, config, db: sw.db, baseUrl: 'http://127.0.0.1:21280' };
+  });
 }
 
 describe('e2e: an asset kept in an S3-compatible bucket is played to a caller', function () {
@@ -265,7 +252,7 @@ describe('e2e: an asset kept in an S3-compatible bucket is played to a caller', 
     ctx = await startSwitchWithS3(`http://127.0.0.1:${addr.port}`);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
-    await addCarrier(ctx.db, 21663, 'carrier', ctx.sw);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
   });
 
   after(async () => {
@@ -299,20 +286,20 @@ describe('e2e: an asset kept in an S3-compatible bucket is played to a caller', 
       .db('numbers')
       .where({ number: DID })
       .update({ webhook_voice_inbound: server.url('/s3') });
-    sink = await new RtpSink().bind(21911);
+    sink = await new RtpSink().bind(SINK_2);
     sipp = runSipp([
-      '127.0.0.1:21265',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       path.join(SCENARIOS, 'uac-inbound.xml'),
       '-key',
       'media_sink',
-      '21911',
+      String(SINK_2),
       '-s',
       DID.slice(1),
       '-i',
       '127.0.0.1',
       '-p',
-      '21662',
+      String(CALLER),
       '-m',
       '1',
     ]);
