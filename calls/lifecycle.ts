@@ -173,7 +173,15 @@ export class CallLifecycle {
 
   async #emit(code: (typeof EventCodes)[keyof typeof EventCodes], data: Record<string, unknown>): Promise<void> {
     try {
-      await this.#events.emit({ accountId: this.#row.account_id, code, callId: this.#row.id, data });
+      // The row in memory is the result of this call's last write: the publisher need not read it again.
+      const row = this.#row;
+      await this.#events.emit({
+        accountId: row.account_id,
+        code,
+        callId: row.id,
+        callRow: row as unknown as Record<string, unknown>,
+        data,
+      });
     } catch (e) {
       // An event that cannot be stored must not take the call down with it; it is logged with the call's sid.
       this.#log.error({ err: e, code }, 'event not recorded');

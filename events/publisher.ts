@@ -4,6 +4,8 @@ import {
   findNumberOf,
   findWebhookRoute,
   inTransaction,
+  ACCOUNT_STATUS_ROUTE,
+  numberStatusRoute,
   insertCallEvent,
   insertOutboxRow,
   type Db,
@@ -37,6 +39,9 @@ export interface EmitInput {
   data?: Record<string, unknown>;
   /** The call as it is now; loaded from the calls table by `callId` when omitted. */
   callSnapshot?: CallSnapshot | Record<string, unknown>;
+  /** The call's stored row as its owner holds it (the result of its last write): used in place of reading the row
+   * by `callId` for the snapshot, sid, metadata, terminal figures and the DID of the status URL. */
+  callRow?: Record<string, unknown>;
   createdAt?: Date;
 }
 
@@ -52,6 +57,8 @@ export interface EmittedEvent {
   frame: StreamFrame;
   delivery: DeliveryDisposition;
   url?: string;
+  /** The status route it was queued for (`status`, or `status:number:<id>` for a number's override). */
+  route?: string;
 }
 
 /** The outbox as the publisher sees it: told when there is new work. */
@@ -119,8 +126,9 @@ export class EventPublisher {
     const createdAt = (input.createdAt ?? this.#now()).toISOString();
     const id = eventIds.next();
 
-    let callRow: Record<string, any> | undefined;
+    let callRow: Record<string, any> | undefined = input.callRow;
     const needRow =
+      callRow === undefined &&
       input.callId !== undefined &&
       (input.callSnapshot === undefined || input.sid === undefined || input.customPayload === undefined);
     try {
@@ -151,6 +159,7 @@ export class EventPublisher {
 
     let delivery: DeliveryDisposition = 'not_delivered';
     let url: string | undefined;
+    let route: string | undefined;
     if (input.accountId !== null) {
       const accountId = input.accountId;
       try {
@@ -165,23 +174,25 @@ export class EventPublisher {
             created_at: createdAt,
           });
           if (!isStatusCallbackCode(input.code)) return;
-          const configured = await resolveStatusUrl(
+          const resolved = await resolveStatusRoute(
             trx,
             accountId,
-            callRow?.number_id ?? (await numberIdOf(trx, input)),
+            callRow !== undefined ? (callRow.number_id ?? null) : await numberIdOf(trx, input),
           );
-          url = configured === undefined ? undefined : wireUrl(configured);
-          if (!url) {
+          if (!resolved) {
             delivery = 'no_route';
             return;
           }
-          const route = await findWebhookRoute(trx, accountId, url);
-          const disabled = Boolean(route?.disabled);
+          url = wireUrl(resolved.url);
+          route = resolved.route;
+          const health = await findWebhookRoute(trx, accountId, { route, url });
+          const disabled = Boolean(health?.disabled);
           await insertOutboxRow(trx, {
             id,
             account_id: accountId,
             call_id: input.callId ?? null,
             event,
+            route,
             url,
             body: buildStatusCallbackBody(frame, id, accountId, snapshot),
             attempts: 0,
@@ -209,7 +220,7 @@ export class EventPublisher {
     });
     if ((delivery as DeliveryDisposition) === 'queued') this.#outbox?.kick();
     this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');
-    return { id, frame, delivery, url };
+    return { id, frame, delivery, url, route };
   }
 
   /**
@@ -278,19 +289,20 @@ async function numberIdOf(db: Db, input: EmitInput): Promise<string | null> {
 }
 
 /**
- * The status route (spec: "URL resolution order", per purpose): the call's DID's own `status` override, else the
- * account's default `status` URL; an empty string means "not set". A per-number override of another purpose never
- * counts.
+ * The status route (spec: "URL resolution order", per purpose): the call's DID's own `status` override (route
+ * `status:number:<id>`), else the account's default `status` URL (route `status`); an empty string means "not
+ * set". A per-number override of another purpose never counts. Failures are counted and routes disabled per
+ * route (spec, States: "Webhook route (per purpose)"), so two routes set to one URL are disabled apart.
  */
-export async function resolveStatusUrl(
+export async function resolveStatusRoute(
   db: Db,
   accountId: string,
   numberId: string | null,
-): Promise<string | undefined> {
+): Promise<{ route: string; url: string } | undefined> {
   if (numberId) {
     const n = await findNumberOf(db, accountId, numberId);
-    if (n?.webhook_status) return n.webhook_status;
+    if (n?.webhook_status) return { route: numberStatusRoute(numberId), url: n.webhook_status };
   }
   const a = await findAccount(db, accountId);
-  return a?.webhook_status ? a.webhook_status : undefined;
+  return a?.webhook_status ? { route: ACCOUNT_STATUS_ROUTE, url: a.webhook_status } : undefined;
 }

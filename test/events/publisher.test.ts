@@ -89,6 +89,28 @@ describe('events: bus, publisher and system errors', () => {
     assert.deepEqual(e2.frame.data, { reasonCode: 'END.0200', duration: 5, cost: '1.20' });
   });
 
+  it('a call row the caller holds is used as is: the call is not read again', async () => {
+    const a = await seedAccount(db);
+    await db('accounts').where({ id: a }).update({ webhook_status: 'http://127.0.0.1:9/status' });
+    const c = await seedCall(db, a, { custom_payload: JSON.stringify({ stored: true }) });
+    const held = await db('calls').where({ id: c.id }).first();
+    const callRow = { ...held, custom_payload: JSON.stringify({ held: 1 }), reason_code: 'END.0200', cost_cents: 120 };
+    const reads: string[] = [];
+    const onQuery = (q: { sql: string }): void => void (/from .calls./i.test(q.sql) && reads.push(q.sql));
+    db.on('query', onQuery);
+    try {
+      const e = await publisher.emit({ accountId: a, code: EventCodes.callCompleted, callId: c.id, callRow });
+      assert.deepEqual(reads, [], 'no read of the calls table');
+      assert.equal(e.frame.sid, c.sid);
+      assert.deepEqual(e.frame.customPayload, { held: 1 });
+      assert.equal((e.frame.data as Record<string, unknown>).reasonCode, 'END.0200');
+      assert.equal((e.frame.data as Record<string, unknown>).cost, '1.20');
+      assert.equal(e.delivery, 'queued');
+    } finally {
+      db.off('query', onQuery);
+    }
+  });
+
   it('refuses a code outside the catalogue and PLATFORM.0001 through emit', async () => {
     const a = await seedAccount(db);
     await assert.rejects(publisher.emit({ accountId: a, code: 'CALL.9999' as never }), InvalidEventError);
