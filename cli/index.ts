@@ -1,3 +1,4 @@
 export { runCli } from './main.js';
-export { registerCommand, presentAccount } from './commands.js';
+export { presentAccount } from './command.js';
+export { COMMAND_NAMES, COMMAND_GROUPS, usageText } from './registry.js';
 export { firstRun, firstRunMessage, loadServerSecret, type FirstRunResult } from './first-run.js';

@@ -1,41 +1,8 @@
 import { loadConfig, ConfigError } from '../config/index.js';
 import { openDb, migrate } from '../store/index.js';
 import { parseArgs, UsageError } from './args.js';
-import { findCommand, COMMAND_NAMES, type Output } from './commands.js';
-import './assets.js'; // registers `assets ...` and `account retention`
-import './portal-users.js'; // registers `portal-user add`
-
-const USAGE = `usage: simu <command> [options] [--json]
-
-  account create --name N [--balance 100.00]     create an account; prints it and its first API key (once)
-  account list | suspend ID | resume ID
-  account caps ID [--concurrency N] [--cps N] [--max-duration SECONDS]
-  account retention ID --days N|default           days new recordings of the account are kept
-  wallet topup ID AMOUNT                         credit the wallet, e.g. 500.00 (KES)
-  numbers add +E164 [--count N] | numbers list   the pool of acquirable numbers
-  trunks add --name N --host H [--port 5060] [--transport udp|tcp|tls] [--username U --password P]
-             [--inbound ADDR[,CIDR...]]          a carrier: where outbound calls go, where inbound come from
-  trunks list | trunks remove NAME
-  rates set KIND AMOUNT [--prefix DIGITS] [--tier T]   KIND: outbound, inbound, internal (per minute),
-                                                 tts (per second), did_setup (once)
-  rates list
-  platform drain | resume | status               stop or restart admitting new calls
-  keys create ID --name N                        another API key for an account
-  destinations allow ID PREFIX | destinations block PREFIX     toll-fraud controls: an account with allow
-  destinations remove allow|block PREFIX [--account ID]        rules reaches only those prefixes; block
-  destinations list [--account ID]                             prefixes are refused for every account
-  bans list [--all] | bans lift ADDR | bans add ADDR [--seconds N]   SIP sources banned for floods,
-                                                 brute force or scanning (docs/security.md)
-  stream token                                   a single-use staff token for {ws}/api/stream (all
-                                                 accounts' events and PLATFORM.0001)
-  config table                                   every setting with its default
-  docs codes                                     rewrite docs/events.md's code tables from the catalogue
-  assets list ID | assets upload ID FILE --name N   account audio for <Play asset="N"> (docs/assets.md)
-  assets rename ID ASSET --to N | assets activate|deactivate|delete ID ASSET   (ASSET: uuid or name)
-  portal-user add ID --email E --password P      a web portal sign-in; prints the otpauth:// URI (once)
-
-Changes take effect in a running switch at once (it reads them from the store).
-Bad input: a message on stderr, exit code 2, nothing written.`;
+import { findCommand, COMMAND_NAMES, usageText } from './registry.js';
+import type { Output } from './command.js';
 
 interface Sink {
   write(text: string): unknown;
@@ -43,7 +10,7 @@ interface Sink {
 
 export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } = process): Promise<number> {
   if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help') {
-    io.stdout.write(USAGE + '\n');
+    io.stdout.write(usageText() + '\n');
     return argv.length === 0 ? 2 : 0;
   }
   let db;

@@ -1,18 +1,14 @@
-import { addPortalUser, otpauthUri, PortalUserError } from '../api/index.js';
-import { registerCommand } from './commands.js';
-import { Flags, UsageError } from './args.js';
-import { findAccount } from '../store/index.js';
+import { addPortalUser, otpauthUri, PortalUserError } from '../../api/index.js';
+import { Flags, UsageError } from '../args.js';
+import { account as findAccountOrFail, type Command, type CommandGroup } from '../command.js';
 
 /** `simu portal-user add ACCOUNT_ID --email E --password P`: prints the otpauth:// URI for an authenticator app. */
-registerCommand('portal-user add', async (db, args, out) => {
+const portalUserAdd: Command = async (db, args, out) => {
   const f = new Flags(args);
   const email = f.string('email', { required: true })!;
   const password = f.string('password', { required: true })!;
   f.done();
-  const id = args.positional[0];
-  if (!id) throw new UsageError('an account id is required');
-  const account = await findAccount(db, id);
-  if (!account) throw new UsageError(`no account with id ${id}`);
+  const account = await findAccountOrFail(db, args.positional[0]);
   try {
     const u = await addPortalUser(db, account.id, email, password);
     const uri = otpauthUri(u.totp_secret, u.email);
@@ -25,4 +21,11 @@ registerCommand('portal-user add', async (db, args, out) => {
     if (e instanceof PortalUserError) throw new UsageError(e.message);
     throw e;
   }
-});
+};
+
+/** Web portal sign-ins (api/ holds the scrypt password and TOTP logic). */
+export const portalUserCommands: CommandGroup = {
+  noun: 'portal-user',
+  help: '  portal-user add ID --email E --password P      a web portal sign-in; prints the otpauth:// URI (once)',
+  commands: { 'portal-user add': portalUserAdd },
+};

@@ -1,12 +1,12 @@
 import { readFile, stat } from 'node:fs/promises';
-import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../media/index.js';
-import { loadConfig } from '../config/index.js';
-import { findAccount, updateAccount, type AssetRow, type Db } from '../store/index.js';
-import { Flags, UsageError, type ParsedArgs } from './args.js';
-import { registerCommand, type Output } from './commands.js';
+import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../../media/index.js';
+import { loadConfig } from '../../config/index.js';
+import { findAccount, type AssetRow, type Db } from '../../store/index.js';
+import { Flags, UsageError } from '../args.js';
+import type { Command, CommandGroup } from '../command.js';
 
 /**
- * Operator commands for account audio assets and recording retention (issue 11, docs/assets.md). They act on the
+ * Operator commands for account audio assets (issue 11, docs/assets.md). They act on the
  * store and the data directory directly, so they work whether or not the switch is running.
  */
 async function accountId(db: Db, id: string | undefined): Promise<string> {
@@ -45,16 +45,14 @@ async function asUsage<T>(p: Promise<T>): Promise<T> {
   }
 }
 
-type Cmd = (db: Db, args: ParsedArgs, out: Output) => Promise<void>;
-
-const assetsList: Cmd = async (db, args, out) => {
+const assetsList: Command = async (db, args, out) => {
   new Flags(args).done();
   const id = await accountId(db, args.positional[0]);
   const rows = await library(db).list(id);
   out.print(rows.map(line).join('\n') || '(no assets)', rows.map(present));
 };
 
-const assetsUpload: Cmd = async (db, args, out) => {
+const assetsUpload: Command = async (db, args, out) => {
   const f = new Flags(args);
   const name = f.string('name', { required: true })!;
   f.done();
@@ -71,7 +69,7 @@ const assetsUpload: Cmd = async (db, args, out) => {
   );
 };
 
-const assetsRename: Cmd = async (db, args, out) => {
+const assetsRename: Command = async (db, args, out) => {
   const f = new Flags(args);
   const to = f.string('to', { required: true })!;
   f.done();
@@ -83,7 +81,7 @@ const assetsRename: Cmd = async (db, args, out) => {
 };
 
 const setActive =
-  (active: boolean): Cmd =>
+  (active: boolean): Command =>
   async (db, args, out) => {
     new Flags(args).done();
     const id = await accountId(db, args.positional[0]);
@@ -93,7 +91,7 @@ const setActive =
     out.print(`asset ${row.id} "${row.name}" ${active ? 'active' : 'inactive (Play answers PLAY.0404)'}`, present(row));
   };
 
-const assetsDelete: Cmd = async (db, args, out) => {
+const assetsDelete: Command = async (db, args, out) => {
   new Flags(args).done();
   const id = await accountId(db, args.positional[0]);
   const lib = library(db);
@@ -102,30 +100,17 @@ const assetsDelete: Cmd = async (db, args, out) => {
   out.print(`asset ${asset.id} "${asset.name}" deleted`, { deleted: asset.id });
 };
 
-/** `account retention ID --days N | --days default`: the account's own recording retention. */
-const accountRetention: Cmd = async (db, args, out) => {
-  const f = new Flags(args);
-  const raw = f.string('days', { required: true })!;
-  f.done();
-  const id = await accountId(db, args.positional[0]);
-  let days: number | null;
-  if (raw === 'default') days = null;
-  else if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 36500) days = Number(raw);
-  else throw new UsageError(`--days must be a whole number from 1 to 36500 or "default", not ${JSON.stringify(raw)}`);
-  const a = await updateAccount(db, id, { recording_retention_days: days });
-  const platform = loadConfig().recordings.retentionDays;
-  out.print(
-    days === null
-      ? `account ${a.id}: recordings kept for the platform default (${platform} days)`
-      : `account ${a.id}: new recordings kept for ${days} days`,
-    { uuid: a.id, recording_retention_days: days, platform_default_days: platform },
-  );
+export const assetsCommands: CommandGroup = {
+  noun: 'assets',
+  help: `  assets list ID | assets upload ID FILE --name N   account audio for <Play asset="N"> (docs/assets.md)
+  assets rename ID ASSET --to N | assets activate ID ASSET | assets deactivate ID ASSET
+  assets delete ID ASSET                         (ASSET: uuid or name)`,
+  commands: {
+    'assets list': assetsList,
+    'assets upload': assetsUpload,
+    'assets rename': assetsRename,
+    'assets deactivate': setActive(false),
+    'assets activate': setActive(true),
+    'assets delete': assetsDelete,
+  },
 };
-
-registerCommand('assets list', assetsList);
-registerCommand('assets upload', assetsUpload);
-registerCommand('assets rename', assetsRename);
-registerCommand('assets deactivate', setActive(false));
-registerCommand('assets activate', setActive(true));
-registerCommand('assets delete', assetsDelete);
-registerCommand('account retention', accountRetention);

@@ -1,0 +1,49 @@
+import type { Db, AccountRow } from '../store/index.js';
+import { findAccount } from '../store/index.js';
+import { parseMoney, formatMoney, MoneyFormatError } from '../billing/index.js';
+import { UsageError, type ParsedArgs } from './args.js';
+
+/**
+ * What every operator command is: a function of the store, its parsed arguments and an output that prints either
+ * a human line or JSON (--json). Each noun's commands are one file in cli/commands/, merged by cli/registry.ts.
+ */
+export interface Output {
+  json: boolean;
+  print(human: string, machine: unknown): void;
+}
+
+export type Command = (db: Db, args: ParsedArgs, out: Output) => Promise<void>;
+
+/** One noun's commands ('account create', 'account list', ...) and its lines of the usage text. */
+export interface CommandGroup {
+  noun: string;
+  /** Lines of `simu help`; each names every command of the group in full ("account suspend ID"). */
+  help: string;
+  commands: Record<string, Command>;
+}
+
+export const presentAccount = (a: AccountRow) => ({
+  uuid: a.id,
+  name: a.name,
+  wallet_balance: formatMoney(a.balance_cents),
+  status: a.status,
+});
+
+/** An amount of money from the command line, e.g. 500.00, in cents. */
+export function money(value: string | undefined, what: string): number {
+  if (value === undefined) throw new UsageError(`${what} is required`);
+  try {
+    return parseMoney(value);
+  } catch (e) {
+    if (e instanceof MoneyFormatError) throw new UsageError(`${what}: ${e.message}`);
+    throw e;
+  }
+}
+
+/** The account a command names by id, or a usage error. */
+export async function account(db: Db, id: string | undefined): Promise<AccountRow> {
+  if (!id) throw new UsageError('an account id is required');
+  const a = await findAccount(db, id);
+  if (!a) throw new UsageError(`no account with id ${id}`);
+  return a;
+}

@@ -1,0 +1,97 @@
+import { insertAccountWithApiKey, listAccounts, getAccount, updateAccount } from '../../store/index.js';
+import { post, CURRENCY } from '../../billing/index.js';
+import { loadConfig } from '../../config/index.js';
+import { Flags, UsageError } from '../args.js';
+import { presentAccount, money, account, type CommandGroup } from '../command.js';
+
+/** Accounts: create, list, suspend and resume, caps, recording retention. */
+export const accountCommands: CommandGroup = {
+  noun: 'account',
+  help: `  account create --name N [--balance 100.00]     create an account; prints it and its first API key (once)
+  account list | account suspend ID | account resume ID
+  account caps ID [--concurrency N] [--cps N] [--max-duration SECONDS]
+  account retention ID --days N|default          days new recordings of the account are kept`,
+  commands: {
+    async 'account create'(db, args, out) {
+      const f = new Flags(args);
+      const name = f.string('name', { required: true })!.trim();
+      const balance = money(f.string('balance', { default: '0.00' }), '--balance');
+      f.done();
+      if (!name) throw new UsageError('--name must not be empty');
+      // Account, first key and opening balance are written together or not at all.
+      const { account: acct, key } = await insertAccountWithApiKey(db, name, 'default');
+      if (balance > 0) await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: balance });
+      const a = presentAccount(await getAccount(db, acct.id));
+      out.print(
+        `account ${a.uuid} "${a.name}" created, balance ${a.wallet_balance} ${CURRENCY}\nAPI key (shown once, store it now): ${key}`,
+        { account: a, api_key: key },
+      );
+    },
+    async 'account list'(db, args, out) {
+      new Flags(args).done();
+      const rows = (await listAccounts(db)).map(presentAccount);
+      out.print(
+        rows.map((a) => `${a.uuid}  ${a.status.padEnd(9)}  ${a.wallet_balance.padStart(12)}  ${a.name}`).join('\n') ||
+          '(no accounts)',
+        rows,
+      );
+    },
+    async 'account suspend'(db, args, out) {
+      new Flags(args).done();
+      const a = await account(db, args.positional[0]);
+      const r = presentAccount(await updateAccount(db, a.id, { status: 'suspended' }));
+      out.print(`account ${r.uuid} suspended: its keys now get 401 and new calls are refused (BILL.0407)`, r);
+    },
+    async 'account resume'(db, args, out) {
+      new Flags(args).done();
+      const a = await account(db, args.positional[0]);
+      const r = presentAccount(await updateAccount(db, a.id, { status: 'active' }));
+      out.print(`account ${r.uuid} active`, r);
+    },
+    async 'account caps'(db, args, out) {
+      const f = new Flags(args);
+      const concurrency = f.int('concurrency', { min: 0, max: 100000 });
+      const cps = f.int('cps', { min: 0, max: 10000 });
+      const maxDuration = f.int('max-duration', { min: 1, max: 7 * 86400 });
+      f.done();
+      const a = await account(db, args.positional[0]);
+      if (concurrency === undefined && cps === undefined && maxDuration === undefined) {
+        throw new UsageError('give at least one of --concurrency, --cps, --max-duration');
+      }
+      const r = await updateAccount(db, a.id, {
+        ...(concurrency !== undefined && { max_concurrent_calls: concurrency }),
+        ...(cps !== undefined && { max_cps: cps }),
+        ...(maxDuration !== undefined && { max_call_seconds: maxDuration }),
+      });
+      const caps = { concurrency: r.max_concurrent_calls, cps: r.max_cps, max_duration_seconds: r.max_call_seconds };
+      out.print(
+        `account ${r.id}: concurrency ${caps.concurrency}, cps ${caps.cps}, max duration ${caps.max_duration_seconds} s`,
+        {
+          uuid: r.id,
+          caps,
+        },
+      );
+    },
+
+    /** `account retention ID --days N | --days default`: the account's own recording retention (docs/assets.md). */
+    async 'account retention'(db, args, out) {
+      const f = new Flags(args);
+      const raw = f.string('days', { required: true })!;
+      f.done();
+      const id = (await account(db, args.positional[0])).id;
+      let days: number | null;
+      if (raw === 'default') days = null;
+      else if (/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= 36500) days = Number(raw);
+      else
+        throw new UsageError(`--days must be a whole number from 1 to 36500 or "default", not ${JSON.stringify(raw)}`);
+      const a = await updateAccount(db, id, { recording_retention_days: days });
+      const platform = loadConfig().recordings.retentionDays;
+      out.print(
+        days === null
+          ? `account ${a.id}: recordings kept for the platform default (${platform} days)`
+          : `account ${a.id}: new recordings kept for ${days} days`,
+        { uuid: a.id, recording_retention_days: days, platform_default_days: platform },
+      );
+    },
+  },
+};

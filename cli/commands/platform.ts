@@ -1,0 +1,28 @@
+import { putSetting, getSetting } from '../../store/index.js';
+import { Flags } from '../args.js';
+import { type CommandGroup } from '../command.js';
+
+/** Draining: stop or restart admitting new calls. */
+export const platformCommands: CommandGroup = {
+  noun: 'platform',
+  help: `  platform drain | platform resume | platform status   stop or restart admitting new calls`,
+  commands: {
+    async 'platform drain'(db, args, out) {
+      new Flags(args).done();
+      await putSetting(db, 'draining', 'true');
+      out.print('platform draining: new calls are refused with PLATFORM.0503; calls in progress continue', {
+        draining: true,
+      });
+    },
+    async 'platform resume'(db, args, out) {
+      new Flags(args).done();
+      await putSetting(db, 'draining', 'false');
+      out.print('platform admitting new calls', { draining: false });
+    },
+    async 'platform status'(db, args, out) {
+      new Flags(args).done();
+      const draining = (await getSetting(db, 'draining')) === 'true';
+      out.print(draining ? 'draining' : 'admitting', { draining });
+    },
+  },
+};

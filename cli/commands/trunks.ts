@@ -1,0 +1,69 @@
+import { insertTrunk, listTrunks, removeTrunk } from '../../store/index.js';
+import { Flags, UsageError } from '../args.js';
+import { type CommandGroup } from '../command.js';
+
+/** Carrier trunks. */
+export const trunksCommands: CommandGroup = {
+  noun: 'trunks',
+  help: `  trunks add --name N --host H [--port 5060] [--transport udp|tcp|tls] [--username U --password P]
+             [--inbound ADDR[,CIDR...]]          a carrier: where outbound calls go, where inbound come from
+  trunks list | trunks remove NAME`,
+  commands: {
+    async 'trunks add'(db, args, out) {
+      const f = new Flags(args);
+      const name = f.string('name', { required: true })!;
+      const host = f.string('host', { required: true })!;
+      const port = f.int('port', { min: 1, max: 65535 }) ?? 5060;
+      const transport = f.string('transport', { default: 'udp' })!;
+      const username = f.string('username') ?? null;
+      const password = f.string('password') ?? null;
+      const inbound = (f.string('inbound') ?? host)
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      f.done();
+      if (!['udp', 'tcp', 'tls'].includes(transport))
+        throw new UsageError(`--transport must be udp, tcp or tls, not ${transport}`);
+      if (!/^[A-Za-z0-9._-]+$/.test(host))
+        throw new UsageError(`--host must be a host name or address, not ${JSON.stringify(host)}`);
+      if ((username === null) !== (password === null)) throw new UsageError('--username and --password go together');
+      for (const addr of inbound) {
+        if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(addr))
+          throw new UsageError(`--inbound takes addresses or CIDR ranges, not ${addr}`);
+      }
+      const t = await insertTrunk(db, {
+        name,
+        host,
+        port,
+        transport: transport as 'udp',
+        username,
+        password,
+        inbound_addresses: inbound,
+      });
+      const shown = { ...t, password: t.password ? '***' : null };
+      out.print(
+        `trunk ${t.name} -> ${t.transport}:${t.host}:${t.port}, inbound from ${t.inbound_addresses.join(', ')}`,
+        shown,
+      );
+    },
+    async 'trunks list'(db, args, out) {
+      new Flags(args).done();
+      const rows = (await listTrunks(db)).map((t) => ({ ...t, password: t.password ? '***' : null }));
+      out.print(
+        rows
+          .map(
+            (t) => `${t.name.padEnd(16)} ${t.transport}:${t.host}:${t.port}  inbound ${t.inbound_addresses.join(',')}`,
+          )
+          .join('\n') || '(no trunks)',
+        rows,
+      );
+    },
+    async 'trunks remove'(db, args, out) {
+      new Flags(args).done();
+      const name = args.positional[0];
+      if (!name) throw new UsageError('a trunk name is required');
+      if (!(await removeTrunk(db, name))) throw new UsageError(`no trunk named ${name}`);
+      out.print(`trunk ${name} removed`, { removed: name });
+    },
+  },
+};

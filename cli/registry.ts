@@ -1,0 +1,74 @@
+import type { Command, CommandGroup } from './command.js';
+import { accountCommands } from './commands/account.js';
+import { walletCommands } from './commands/wallet.js';
+import { numbersCommands } from './commands/numbers.js';
+import { trunksCommands } from './commands/trunks.js';
+import { ratesCommands } from './commands/rates.js';
+import { platformCommands } from './commands/platform.js';
+import { keysCommands } from './commands/keys.js';
+import { destinationsCommands } from './commands/destinations.js';
+import { bansCommands } from './commands/bans.js';
+import { streamCommands } from './commands/stream.js';
+import { configCommands } from './commands/config.js';
+import { docsCommands } from './commands/docs.js';
+import { assetsCommands } from './commands/assets.js';
+import { portalUserCommands } from './commands/portal-user.js';
+
+/**
+ * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
+ * The list is explicit: a command exists only if its group is in it, so the help and the unknown-command message,
+ * both made from it, name every command (before, commands registered by side-effect imports were missing from the
+ * unknown-command list).
+ */
+export const COMMAND_GROUPS: readonly CommandGroup[] = [
+  accountCommands,
+  walletCommands,
+  numbersCommands,
+  trunksCommands,
+  ratesCommands,
+  platformCommands,
+  keysCommands,
+  destinationsCommands,
+  bansCommands,
+  streamCommands,
+  configCommands,
+  docsCommands,
+  assetsCommands,
+  portalUserCommands,
+];
+
+function merge(groups: readonly CommandGroup[]): ReadonlyMap<string, Command> {
+  const all = new Map<string, Command>();
+  for (const g of groups) {
+    for (const [name, fn] of Object.entries(g.commands)) {
+      if (!name.startsWith(`${g.noun} `))
+        throw new Error(`cli: command "${name}" is not of its group's noun ${g.noun}`);
+      if (all.has(name)) throw new Error(`cli: command "${name}" is registered twice`);
+      all.set(name, fn);
+    }
+  }
+  return all;
+}
+
+const COMMANDS = merge(COMMAND_GROUPS);
+
+/** Every command's full name ('account create', ...), in help order. */
+export const COMMAND_NAMES: readonly string[] = [...COMMANDS.keys()];
+
+/** The command its first two words name, and the words after them. */
+export function findCommand(words: string[]): { fn: Command; rest: string[] } | undefined {
+  const fn = COMMANDS.get(`${words[0]} ${words[1]}`);
+  return fn ? { fn, rest: words.slice(2) } : undefined;
+}
+
+/** The text of `simu help`, from each group's lines. */
+export function usageText(): string {
+  return [
+    'usage: simu <command> [options] [--json]',
+    '',
+    ...COMMAND_GROUPS.map((g) => g.help),
+    '',
+    'Changes take effect in a running switch at once (it reads them from the store).',
+    'Bad input: a message on stderr, exit code 2, nothing written.',
+  ].join('\n');
+}
