@@ -49,7 +49,7 @@ export {
 export { EventBus, type BusEvent, type BusListener } from './bus.js';
 export {
   EventPublisher,
-  resolveStatusUrl,
+  resolveStatusRoute,
   wireUrl,
   isStatusCallbackCode,
   type EmitInput,

@@ -78,7 +78,9 @@ const iso = (ms: number): string => new Date(ms).toISOString();
  * - Success emits WH.0200 (stream and call_events only, never itself a status callback: see publisher.ts) and
  *   resets the route's failure counter. Exhausted retries emit WH.0400 and count one failure against the route;
  *   at `autoDisableThreshold` consecutive ones the route is disabled and a WH.0400 with `routeDisabled: true`
- *   tells the account. Only the operator re-enables a route; a success elsewhere does not.
+ *   tells the account. Only the operator re-enables a route; a success elsewhere does not. A route is the one the
+ *   row was queued for (its `route` and URL, store/webhook-routes.ts RouteRef): the account's status route and a
+ *   number's status override count apart even when set to the same URL (spec, States: "per purpose").
  */
 export class StatusCallbackOutbox {
   readonly #db: Db;
@@ -211,8 +213,9 @@ export class StatusCallbackOutbox {
 
   async #attemptAndRecord(row: OutboxRow): Promise<void> {
     const account = await findAccount(this.#db, row.account_id);
-    const route = await findWebhookRoute(this.#db, row.account_id, row.url);
-    if (!account || route?.disabled) {
+    const ref = { route: row.route, url: row.url };
+    const health = await findWebhookRoute(this.#db, row.account_id, ref);
+    if (!account || health?.disabled) {
       // Disabled after this row was queued (or the account is gone): not sent, recorded why.
       await updateOutboxRow(this.#db, row.id, {
         state: 'failed',
@@ -227,7 +230,7 @@ export class StatusCallbackOutbox {
     if (outcome.ok) {
       await inTransaction(this.#db, async (trx) => {
         await updateOutboxRow(trx, row.id, { state: 'delivered', attempts, last_error: null, done_at: iso(now) });
-        await noteRouteDelivered(trx, row.account_id, row.url, iso(now));
+        await noteRouteDelivered(trx, row.account_id, ref, iso(now));
       });
       await this.#notify(row, EventCodes.webhookDelivered, { attempts, status: outcome.status });
       return;
@@ -246,17 +249,20 @@ export class StatusCallbackOutbox {
     let failures = 0;
     await inTransaction(this.#db, async (trx) => {
       await updateOutboxRow(trx, row.id, { state: 'failed', attempts, last_error: outcome.error, done_at: iso(now) });
-      const r = await noteRouteFailed(trx, row.account_id, row.url, iso(now));
+      const r = await noteRouteFailed(trx, row.account_id, ref, iso(now));
       failures = r.consecutive_failures;
       if (failures >= this.#threshold && !r.disabled) {
-        await disableWebhookRoute(trx, row.account_id, row.url, iso(now));
+        await disableWebhookRoute(trx, row.account_id, ref, iso(now));
         disabledNow = true;
       }
     });
     this.#log.warn({ eventId: row.id, url: row.url, attempts, error: outcome.error }, 'status callback failed');
     await this.#notify(row, EventCodes.webhookFailed, { attempts, lastError: outcome.error });
     if (disabledNow) {
-      this.#log.warn({ accountId: row.account_id, url: row.url, failures }, 'status route auto-disabled');
+      this.#log.warn(
+        { accountId: row.account_id, route: row.route, url: row.url, failures },
+        'status route auto-disabled',
+      );
       await this.#notify(row, EventCodes.webhookFailed, {
         routeDisabled: true,
         consecutiveFailures: failures,
@@ -316,7 +322,7 @@ export class StatusCallbackOutbox {
         code,
         sid,
         customPayload: null,
-        data: { eventId: row.id, event: row.event, url: row.url, ...extra },
+        data: { eventId: row.id, event: row.event, url: row.url, route: row.route, ...extra },
       });
     } catch (err) {
       this.#log.error({ err, eventId: row.id }, 'could not emit the delivery event');

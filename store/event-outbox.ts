@@ -12,6 +12,8 @@ export interface DueOutboxRow {
   account_id: string;
   call_id: string | null;
   event: string;
+  /** The status route the callback was queued for (store/webhook-routes.ts RouteRef). */
+  route: string;
   url: string;
   body: string;
   attempts: number;
@@ -23,6 +25,8 @@ export interface NewOutboxRow {
   account_id: string;
   call_id: string | null;
   event: string;
+  /** The status route it is queued for: failures count against (account, route, url). */
+  route: string;
   url: string;
   body: string;
   attempts: number;
@@ -52,7 +56,17 @@ export async function dueOutboxRows(
   limit: number,
 ): Promise<DueOutboxRow[]> {
   const rows = await db('event_outbox as o')
-    .select('o.id', 'o.account_id', 'o.call_id', 'o.event', 'o.url', 'o.body', 'o.attempts', 'o.next_attempt_at')
+    .select(
+      'o.id',
+      'o.account_id',
+      'o.call_id',
+      'o.event',
+      'o.route',
+      'o.url',
+      'o.body',
+      'o.attempts',
+      'o.next_attempt_at',
+    )
     .where('o.state', 'pending')
     .where('o.next_attempt_at', '<=', now)
     .whereNotIn('o.account_id', excludeAccounts)

@@ -1,11 +1,29 @@
 import type { Db } from './db.js';
 
+/** The account's own status route (its status URL, POST /api/account/webhooks with purpose `status`). */
+export const ACCOUNT_STATUS_ROUTE = 'status';
+
+/** The status route of one of the account's numbers (its `webhook_urls.status` override). */
+export const numberStatusRoute = (numberId: string): string => `status:number:${numberId}`;
+
 /**
- * Delivery health of one status-callback URL of an account (table `webhook_routes`): consecutive failures, and
- * whether delivery to it is disabled (events/outbox decides when; the portal re-enables).
+ * Which route a status callback went by: `route` is where the status URL was resolved (ACCOUNT_STATUS_ROUTE or
+ * numberStatusRoute), `url` the URL it had there, in its wire form. Health is kept per (account, route, url): two
+ * routes sharing a URL count apart (spec, States: "Webhook route (per purpose)"), and a route set to another URL
+ * starts a fresh row while the old one keeps its state.
+ */
+export interface RouteRef {
+  route: string;
+  url: string;
+}
+
+/**
+ * Delivery health of one status route of an account (table `webhook_routes`): consecutive failures, and whether
+ * delivery to it is disabled (events/outbox decides when; the portal re-enables).
  */
 export interface WebhookRouteRow {
   account_id: string;
+  route: string;
   url: string;
   consecutive_failures: number;
   disabled: boolean;
@@ -20,29 +38,31 @@ const normalise = (r: any): WebhookRouteRow => ({
   disabled_at: r.disabled_at ?? null,
 });
 
-/** The account's routes, by URL. */
+const key = (accountId: string, ref: RouteRef) => ({ account_id: accountId, route: ref.route, url: ref.url });
+
+/** The account's routes, by URL then route. */
 export async function listWebhookRoutes(db: Db, accountId: string): Promise<WebhookRouteRow[]> {
-  return (await db('webhook_routes').where({ account_id: accountId }).orderBy('url')).map(normalise);
+  return (await db('webhook_routes').where({ account_id: accountId }).orderBy(['url', 'route'])).map(normalise);
 }
 
 /** Re-enables a route and clears its failure count; false when the account has no such route. */
-export async function enableWebhookRoute(db: Db, accountId: string, url: string, at: string): Promise<boolean> {
+export async function enableWebhookRoute(db: Db, accountId: string, ref: RouteRef, at: string): Promise<boolean> {
   const n = await db('webhook_routes')
-    .where({ account_id: accountId, url })
+    .where(key(accountId, ref))
     .update({ disabled: false, disabled_at: null, consecutive_failures: 0, updated_at: at });
   return n === 1;
 }
 
-export async function findWebhookRoute(db: Db, accountId: string, url: string): Promise<WebhookRouteRow | undefined> {
-  const r = await db('webhook_routes').where({ account_id: accountId, url }).first();
+export async function findWebhookRoute(db: Db, accountId: string, ref: RouteRef): Promise<WebhookRouteRow | undefined> {
+  const r = await db('webhook_routes').where(key(accountId, ref)).first();
   return r ? normalise(r) : undefined;
 }
 
 /** A delivery succeeded: the route's failure count back to 0 (the route row is created if it was not there). */
-export async function noteRouteDelivered(db: Db, accountId: string, url: string, at: string): Promise<void> {
+export async function noteRouteDelivered(db: Db, accountId: string, ref: RouteRef, at: string): Promise<void> {
   await db('webhook_routes')
-    .insert({ account_id: accountId, url, consecutive_failures: 0, updated_at: at })
-    .onConflict(['account_id', 'url'])
+    .insert({ ...key(accountId, ref), consecutive_failures: 0, updated_at: at })
+    .onConflict(['account_id', 'route', 'url'])
     .merge({ consecutive_failures: 0, updated_at: at });
 }
 
@@ -50,18 +70,18 @@ export async function noteRouteDelivered(db: Db, accountId: string, url: string,
  * A delivery failed for good: the route's failure count goes up by one (created at 1), atomically; returns the row
  * after. Run it in the transaction that also decides on disabling, so the count read is the one written.
  */
-export async function noteRouteFailed(db: Db, accountId: string, url: string, at: string): Promise<WebhookRouteRow> {
+export async function noteRouteFailed(db: Db, accountId: string, ref: RouteRef, at: string): Promise<WebhookRouteRow> {
   await db('webhook_routes')
-    .insert({ account_id: accountId, url, consecutive_failures: 1, updated_at: at })
-    .onConflict(['account_id', 'url'])
+    .insert({ ...key(accountId, ref), consecutive_failures: 1, updated_at: at })
+    .onConflict(['account_id', 'route', 'url'])
     .merge({
       consecutive_failures: db.raw('?? + 1', ['webhook_routes.consecutive_failures']),
       updated_at: at,
     });
-  return (await findWebhookRoute(db, accountId, url))!;
+  return (await findWebhookRoute(db, accountId, ref))!;
 }
 
 /** Stops delivery to a route (auto-disable); re-enabling is enableWebhookRoute. */
-export async function disableWebhookRoute(db: Db, accountId: string, url: string, at: string): Promise<void> {
-  await db('webhook_routes').where({ account_id: accountId, url }).update({ disabled: true, disabled_at: at });
+export async function disableWebhookRoute(db: Db, accountId: string, ref: RouteRef, at: string): Promise<void> {
+  await db('webhook_routes').where(key(accountId, ref)).update({ disabled: true, disabled_at: at });
 }

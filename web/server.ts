@@ -7,6 +7,7 @@ import {
   enableWebhookRoute,
   findAccount,
   findCall,
+  findNumberOf,
   insertApiKey,
   listCallEvents,
   listWebhookRoutes,
@@ -274,7 +275,15 @@ export class Portal {
     }
     if (route === 'GET /portal/api/webhook-routes') {
       const rows = await listWebhookRoutes(db, s.accountId);
-      ctx.body = rows.map((r) => ({
+      // A number's status route is shown with its number (null once the number left the account).
+      const numberOf = async (route: string) => {
+        const id = /^status:number:(.+)$/.exec(route)?.[1];
+        return id ? ((await findNumberOf(db, s.accountId, id))?.number ?? null) : null;
+      };
+      const numbers = await Promise.all(rows.map((r) => numberOf(r.route)));
+      ctx.body = rows.map((r, i) => ({
+        route: r.route,
+        number: numbers[i],
         url: r.url,
         disabled: r.disabled,
         disabled_at: r.disabled_at,
@@ -284,7 +293,9 @@ export class Portal {
     }
     if (route === 'POST /portal/api/webhook-routes/enable') {
       const body = await readJson(ctx);
-      const ok = await enableWebhookRoute(db, s.accountId, String(body.url ?? ''), new Date().toISOString());
+      // One route: the account's status route and a number's override are re-enabled apart, even on one URL.
+      const ref = { route: String(body.route ?? ''), url: String(body.url ?? '') };
+      const ok = await enableWebhookRoute(db, s.accountId, ref, new Date().toISOString());
       if (!ok) throw new PortalError(404, 'WEBHOOK_ROUTE_NOT_FOUND', 'No such webhook route.');
       ctx.body = { message: 'route re-enabled' };
       return;

@@ -40,6 +40,7 @@ for (const kind of BOTH_DBS) {
       account_id: account,
       call_id: callId,
       event: 'call.completed',
+      route: 'status',
       url: 'https://s.example/',
       body: '{}',
       attempts: 0,
@@ -84,7 +85,7 @@ for (const kind of BOTH_DBS) {
 
     it('counts route failures atomically, resets them on delivery, and disables a route', async () => {
       const a = await insertAccount(db, 'Routes');
-      const url = 'https://r.example/';
+      const url = { route: 'status', url: 'https://r.example/' };
       assert.equal(await findWebhookRoute(db, a.id, url), undefined);
       const first = await inTransaction(db, (tx) => noteRouteFailed(tx, a.id, url, T0));
       assert.equal(first.consecutive_failures, 1);
@@ -95,8 +96,9 @@ for (const kind of BOTH_DBS) {
       assert.deepEqual([off?.disabled, off?.disabled_at], [true, T0]);
       await noteRouteDelivered(db, a.id, url, T0);
       assert.equal((await findWebhookRoute(db, a.id, url))?.consecutive_failures, 0);
-      await noteRouteDelivered(db, a.id, 'https://new.example/', T0);
-      assert.equal((await findWebhookRoute(db, a.id, 'https://new.example/'))?.disabled, false);
+      const other = { route: 'status', url: 'https://new.example/' };
+      await noteRouteDelivered(db, a.id, other, T0);
+      assert.equal((await findWebhookRoute(db, a.id, other))?.disabled, false);
     });
 
     it('records call events, finds an owned number, counts live calls of every account', async () => {

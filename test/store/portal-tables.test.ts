@@ -97,8 +97,8 @@ for (const kind of BOTH_DBS) {
           ['https://b.example/', true, 9, at],
         ],
       );
-      assert.equal(await enableWebhookRoute(db, a.id, 'https://b.example/', at), true);
-      assert.equal(await enableWebhookRoute(db, a.id, 'https://none.example/', at), false);
+      assert.equal(await enableWebhookRoute(db, a.id, { route: 'status', url: 'https://b.example/' }, at), true);
+      assert.equal(await enableWebhookRoute(db, a.id, { route: 'status', url: 'https://none.example/' }, at), false);
       const b = (await listWebhookRoutes(db, a.id))[1];
       assert.deepEqual([b.disabled, b.consecutive_failures, b.disabled_at], [false, 0, null]);
     });

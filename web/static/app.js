@@ -375,6 +375,11 @@ async function users() {
 }
 
 // ---- webhooks ----
+/** A status route as the account knows it: its own status URL, or a number's status override. */
+function routeName(r) {
+  if (r.route === 'status') return 'account status URL';
+  return `status override of ${r.number ?? 'a released number'}`;
+}
 async function webhooks() {
   const [cfg, routes] = await Promise.all([api('/account/webhooks'), portal('/webhook-routes')]);
   page.innerHTML = `
@@ -395,15 +400,15 @@ async function webhooks() {
     <div class="card"><h2>Signing secret</h2><div class="row"><span id="secret" class="mono">••••••••</span>
       <button class="secondary" id="show-secret">Show</button><button class="danger" id="rotate">Rotate</button></div></div>
     <h2>Status routes</h2>
-    <table id="routes"><tr><th>URL</th><th>State</th><th>Failures</th><th></th></tr>${
+    <table id="routes"><tr><th>Route</th><th>URL</th><th>State</th><th>Failures</th><th></th></tr>${
       routes
         .map(
           (
             r,
-          ) => `<tr><td class="mono">${esc(r.url)}</td><td>${badge(r.disabled ? 'disabled' : 'active')} ${esc(when(r.disabled_at))}</td>
-        <td>${r.consecutive_failures}</td><td>${r.disabled ? `<button data-enable="${esc(r.url)}">Re-enable</button>` : ''}</td></tr>`,
+          ) => `<tr><td class="mono">${esc(routeName(r))}</td><td class="mono">${esc(r.url)}</td><td>${badge(r.disabled ? 'disabled' : 'active')} ${esc(when(r.disabled_at))}</td>
+        <td>${r.consecutive_failures}</td><td>${r.disabled ? `<button data-enable="${esc(r.url)}" data-route="${esc(r.route)}">Re-enable</button>` : ''}</td></tr>`,
         )
-        .join('') || '<tr><td colspan="4">No status deliveries yet.</td></tr>'
+        .join('') || '<tr><td colspan="5">No status deliveries yet.</td></tr>'
     }</table>
     ${cfg.numbers.length ? `<h2>Per-number overrides</h2><table>${cfg.numbers.map((n) => `<tr><td>${esc(n.number)}</td><td>${esc(n.purpose)}</td><td>${esc(n.url)}</td></tr>`).join('')}</table>` : ''}`;
   const f = $('#endpoints');
@@ -431,7 +436,10 @@ async function webhooks() {
   });
   for (const b of page.querySelectorAll('[data-enable]'))
     b.onclick = act(page, async () => {
-      await portal('/webhook-routes/enable', { method: 'POST', body: { url: b.dataset.enable } });
+      await portal('/webhook-routes/enable', {
+        method: 'POST',
+        body: { route: b.dataset.route, url: b.dataset.enable },
+      });
       route();
     });
 }
