@@ -12,7 +12,13 @@ import {
   SCENARIOS,
   type SippRun,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort();
+const CALLER = nextPort(); // SIPp delivering inbound calls
 
 /**
  * Issue 22, item 8: a Dial to the PSTN is a new call of the account and passes the admission originate passes
@@ -28,23 +34,23 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
   let sipp: SippRun | undefined;
   const DID = '+254711300001';
   const POOR_DID = '+254711300002';
-  const CARRIER_PORT = 21947;
+  const CARRIER_PORT = nextPort();
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21950, sip: 21945, ng: 21985, rtpMin: 23000, rtpMax: 23099 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
     await ctx
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
-    // The carrier sends from 127.0.0.1 (SIPp at :21948) and takes the Dial legs at 127.0.0.1:21947.
+    // The carrier sends from 127.0.0.1 (SIPp at CALLER) and takes the Dial legs at CARRIER_PORT.
     await addCarrier(ctx.db, CARRIER_PORT, 'carrier', ctx.sw);
     server.verbs('/after', '<Response><Say>The call could not be connected.</Say><Hangup/></Response>');
   });
 
   beforeEach(async () => {
-    sink = await new RtpSink().bind(21949);
+    sink = await new RtpSink().bind(SINK);
   });
 
   afterEach(async () => {
@@ -69,18 +75,18 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
 
   function carrierCalls(did: string) {
     return runSipp([
-      '127.0.0.1:21945',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       path.join(SCENARIOS, 'uac-inbound.xml'),
       '-key',
       'media_sink',
-      '21949',
+      String(SINK),
       '-s',
       did.slice(1),
       '-i',
       '127.0.0.1',
       '-p',
-      '21948',
+      String(CALLER),
       '-m',
       '1',
     ]);

@@ -13,8 +13,18 @@ import {
   api,
   SCENARIOS,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
 import { TestPhone, speechUlaw } from './phone.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const PHONE_SIP = nextPorts(5); // phone n at PHONE_SIP + n
+const PHONE_MEDIA = nextPorts(5);
+const CARRIER = nextPort(); // takes outbound legs
+const CALLEE_SINK = nextPort();
+const CALLER_SINK = nextPort();
+const CALLER = nextPort(); // SIPp delivering inbound calls
 
 /**
  * Issue 6 "done when", end-user side: softphones (our own stack as the phone, Bearer phone tokens) calling each
@@ -28,10 +38,10 @@ describe('e2e: end-user phones', function () {
   const server = new AccountServer();
   const phones: TestPhone[] = [];
   let speech: Buffer;
-  const SIP = 21465;
+  const SIP = PORTS.sip;
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21480, sip: SIP, ng: 21225, rtpMin: 21600, rtpMax: 21699 });
+    ctx = await startTestSwitch(PORTS);
     await server.listen();
     acct = await createAccountWithDid(ctx.db, '+254711300001');
     other = await createAccountWithDid(ctx.db, '+254711300002');
@@ -40,7 +50,7 @@ describe('e2e: end-user phones', function () {
       .whereIn('id', [acct.id, other.id])
       .update({ webhook_status: server.url('/status') });
     // Phones send from 127.0.0.1 too, so the carrier's own calls would come from 127.0.0.2: it only takes Dial legs.
-    await addCarrier(ctx.db, 21567, 'carrier', ctx.sw, ['127.0.0.2']);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw, ['127.0.0.2']);
     speech = speechUlaw('This is the caller speaking through the switch.');
   });
 
@@ -65,8 +75,8 @@ describe('e2e: end-user phones', function () {
       user.body.extension_number,
       minted.body.token,
       account.id,
-      21470 + n,
-      21740 + n,
+      PHONE_SIP + n,
+      PHONE_MEDIA + n,
       SIP,
     ).start();
     phones.push(p);
@@ -201,10 +211,10 @@ describe('e2e: end-user phones', function () {
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_voice_outbound: server.url('/out') });
-    const callee = await new RtpSink().bind(21760);
-    const uas = carrier({ port: 21567, sink: 21760 });
+    const callee = await new RtpSink().bind(CALLEE_SINK);
+    const uas = carrier({ port: CARRIER, sink: CALLEE_SINK });
     try {
-      await waitForBound(21567); // SIPp's port
+      await waitForBound(CARRIER); // SIPp's port
       const a = phones[0];
       const dialog = await a.call('254722000077');
       const ended = new Promise<void>((resolve) => dialog.once('bye', () => resolve()));
@@ -233,9 +243,9 @@ describe('e2e: end-user phones', function () {
       .db('accounts')
       .where({ id: acct.id })
       .update({ webhook_voice_outbound: server.url('/out-hold') });
-    const uas = carrier({ port: 21567, sink: 21760, scenario: 'uas-answer-hold.xml' });
+    const uas = carrier({ port: CARRIER, sink: CALLEE_SINK, scenario: 'uas-answer-hold.xml' });
     try {
-      await waitForBound(21567); // SIPp's port
+      await waitForBound(CARRIER); // SIPp's port
       const a = phones[0];
       const dialsBefore = (await ctx.db('call_events').where({ account_id: acct.id, code: 'DIAL.0200' })).length;
       const dialog = await a.call('254722000076');
@@ -263,7 +273,7 @@ describe('e2e: end-user phones', function () {
       .db('numbers')
       .where({ number: acct.did })
       .update({ webhook_voice_inbound: server.url('/to-ext') });
-    const caller = await new RtpSink().bind(21780);
+    const caller = await new RtpSink().bind(CALLER_SINK);
     const answered = b.answerNext();
     // The carrier sends from 127.0.0.2 (its trunk's inbound address); its media stays on 127.0.0.1.
     const sipp = runSipp([
@@ -272,7 +282,7 @@ describe('e2e: end-user phones', function () {
       path.join(SCENARIOS, 'uac-inbound.xml'),
       '-key',
       'media_sink',
-      '21780',
+      String(CALLER_SINK),
       '-s',
       acct.did.slice(1),
       '-i',
@@ -280,7 +290,7 @@ describe('e2e: end-user phones', function () {
       '-mi',
       '127.0.0.1',
       '-p',
-      '21564',
+      String(CALLER),
       '-m',
       '1',
     ]);

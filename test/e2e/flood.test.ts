@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startTestSwitch, runSipp } from './harness.js';
+import { startTestSwitch, runSipp, allocateSwitchPorts } from './harness.js';
+import { nextPorts } from '../support/ports.js';
+
+const FLOOD = allocateSwitchPorts();
+const GATE = allocateSwitchPorts();
+const FLOODER = nextPorts(2); // SIPp signalling, then its control port
+const GOOD_SOURCE = nextPorts(2);
+const BURST_SOURCE = nextPorts(2);
 
 const OPTIONS = path.resolve(import.meta.dirname, '..', 'sip', 'security', 'fixtures', 'options.xml');
 
@@ -46,7 +53,7 @@ describe('e2e: a SIP flood against the switch', function () {
   let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21880, sip: 21865, ng: 21231, rtpMin: 22600, rtpMax: 22699 });
+    ctx = await startTestSwitch(FLOOD);
   });
 
   after(async () => {
@@ -57,20 +64,20 @@ describe('e2e: a SIP flood against the switch', function () {
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     const flood = optionsFrom({
-      to: 21865,
+      to: FLOOD.sip,
       ua: 'flood-tester',
       ip: '127.0.0.1',
-      port: 21866,
+      port: FLOODER,
       rate: 200,
       count: 600,
       timeout: '20s',
     });
     await new Promise((r) => setTimeout(r, 500));
     const good = optionsFrom({
-      to: 21865,
+      to: FLOOD.sip,
       ua: 'Zoiper rv2.10',
       ip: '127.0.0.2',
-      port: 21868,
+      port: GOOD_SOURCE,
       rate: 5,
       count: 15,
       timeout: '20s',
@@ -106,11 +113,7 @@ describe('e2e: the SIP gate thresholds come from the switch configuration', func
 
   before(async () => {
     ctx = await startTestSwitch({
-      http: 21890,
-      sip: 21875,
-      ng: 21232,
-      rtpMin: 22650,
-      rtpMax: 22699,
+      ...GATE,
       env: { SIMU_SIP_FLOOD_MAX_REQUESTS: '5', SIMU_SIP_BAN_SECONDS: '77' },
     });
   });
@@ -121,10 +124,10 @@ describe('e2e: the SIP gate thresholds come from the switch configuration', func
 
   it('SIMU_SIP_FLOOD_MAX_REQUESTS=5 bans a source for SIMU_SIP_BAN_SECONDS after 20 requests the default allows', async () => {
     const burst = optionsFrom({
-      to: 21875,
+      to: GATE.sip,
       ua: 'Zoiper rv2.10',
       ip: '127.0.0.3',
-      port: 21876,
+      port: BURST_SOURCE,
       rate: 50,
       count: 20,
       timeout: '10s',

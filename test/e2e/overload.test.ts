@@ -14,7 +14,13 @@ import {
   api,
   SCENARIOS,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const CARRIER = nextPort(); // the carrier UA: takes outbound legs
+const CALLER = nextPort(); // SIPp offering inbound calls
 
 /**
  * Issue 20, overload control, through the real switch: with a platform cap of 5 new calls a second, a SIPp carrier
@@ -28,17 +34,13 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
   let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
   let acct: TestAccount;
   const server = new AccountServer();
-  const SIP = 26365;
+  const SIP = PORTS.sip;
   // The carrier's side: takes the switch's outbound legs (refused 486) and sends single INVITEs of its own.
   const carrierUa = new UserAgent();
 
   before(async () => {
     ctx = await startTestSwitch({
-      http: 26380,
-      sip: SIP,
-      ng: 26328,
-      rtpMin: 26400,
-      rtpMax: 26499,
+      ...PORTS,
       env: { SIMU_PLATFORM_MAX_CPS: '5', SIMU_OVERLOAD_RETRY_AFTER: '3' },
     });
     await server.listen();
@@ -49,9 +51,9 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
       .db('numbers')
       .where({ number: acct.did })
       .update({ webhook_voice_inbound: server.url('/voice') });
-    await carrierUa.listen({ udp: { host: '127.0.0.1', port: 26362 } });
+    await carrierUa.listen({ udp: { host: '127.0.0.1', port: CARRIER } });
     carrierUa.onRequest('INVITE', (_req, srv) => srv.send(486, 'Busy Here'));
-    await addCarrier(ctx.db, 26362, 'carrier', ctx.sw);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
   });
 
   after(async () => {
@@ -69,7 +71,7 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
       [
         `127.0.0.1:${SIP}`,
         ...['-sf', path.join(SCENARIOS, 'uac-inbound-or-503.xml'), '-s', acct.did.slice(1)],
-        ...['-i', '127.0.0.1', '-p', '26361', '-mp', '9', '-r', '15', '-m', '45'],
+        ...['-i', '127.0.0.1', '-p', String(CALLER), '-mp', '9', '-r', '15', '-m', '45'],
         ...['-trace_counts', '-nostdin', '-timeout', '40s'],
       ],
       { cwd: dir, stdio: 'ignore' },

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startTestSwitch } from './harness.js';
+import { allocateSwitchPorts, startTestSwitch } from './harness.js';
 
-const SIP = 21905;
+const PORTS = allocateSwitchPorts();
+const SIP = PORTS.sip;
 const FLOOD_SECONDS = 5;
 
 const head = (method: string, port: number, callId: string, via?: string) =>
@@ -43,7 +44,7 @@ describe('e2e: pathological SIP messages at 100/s against the switch', function 
   let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
 
   before(async () => {
-    ctx = await startTestSwitch({ http: 21906, sip: SIP, ng: 21237, rtpMin: 23100, rtpMax: 23149 });
+    ctx = await startTestSwitch(PORTS);
   });
   after(async () => {
     await ctx?.sw.stop();

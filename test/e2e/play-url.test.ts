@@ -17,7 +17,14 @@ import {
   startTestSwitch,
   type SippRun,
   type TestAccount,
+  allocateSwitchPorts,
 } from './harness.js';
+import { nextPort } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const CARRIER = nextPort(); // takes outbound legs
+const SINK = nextPort();
+const CALLER = nextPort(); // SIPp delivering inbound calls
 
 /** Seconds of 20 ms frames at speech level in 8 kHz samples (the measure RtpSink applies to what it hears). */
 function speechSecondsOf(samples: Int16Array, threshold = 300): number {
@@ -49,17 +56,13 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
 
   before(async () => {
     ctx = await startTestSwitch({
-      http: 21290,
-      sip: 21275,
-      ng: 21236,
-      rtpMin: 23200,
-      rtpMax: 23299,
+      ...PORTS,
       // The audio server is on loopback; the SSRF guard refuses that unless told (issue 22, engineer B).
       env: { SIMU_WEBHOOK_ALLOW_PRIVATE: 'true' },
     });
     await server.listen();
     acct = await createAccountWithDid(ctx.db, DID);
-    await addCarrier(ctx.db, 21673, 'carrier', ctx.sw);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-play-url-'));
     marker = path.join(dir, `pwned-${process.pid}`);
     // Another tenant's recording, on this machine: several seconds of speech the caller must not hear.
@@ -90,7 +93,7 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
   });
 
   beforeEach(async () => {
-    sink = await new RtpSink().bind(21920);
+    sink = await new RtpSink().bind(SINK);
   });
 
   afterEach(() => {
@@ -114,18 +117,18 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
       .where({ number: DID })
       .update({ webhook_voice_inbound: server.url(route) });
     sipp = runSipp([
-      '127.0.0.1:21275',
+      `127.0.0.1:${PORTS.sip}`,
       '-sf',
       path.join(SCENARIOS, 'uac-inbound.xml'),
       '-key',
       'media_sink',
-      '21920',
+      String(SINK),
       '-s',
       DID.slice(1),
       '-i',
       '127.0.0.1',
       '-p',
-      '21672',
+      String(CALLER),
       '-m',
       '1',
     ]);

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { SipError } from '../../sip/stack/index.js';
-import { startTestSwitch, createAccountWithDid, api, type TestAccount } from './harness.js';
+import { startTestSwitch, createAccountWithDid, api, type TestAccount, allocateSwitchPorts } from './harness.js';
 import { TestPhone } from './phone.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+
+const PORTS = allocateSwitchPorts();
+const PHONE_SIP = nextPorts(5); // phone n at PHONE_SIP + n
+const PHONE_MEDIA = nextPorts(5);
+const TLS_PORT = nextPort();
 
 /**
  * Issue 10, encryption: with sip.requireEncryption a phone must use TLS (or WSS); a TLS phone registers and calls
@@ -12,17 +18,13 @@ describe('e2e: TLS phones with SRTP, encryption required', function () {
   let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
   let acct: TestAccount;
   const phones: TestPhone[] = [];
-  const SIP = 21665;
-  const TLS = 21661;
+  const SIP = PORTS.sip;
+  const TLS = TLS_PORT;
 
   before(async () => {
     ctx = await startTestSwitch({
-      http: 21680,
-      sip: SIP,
+      ...PORTS,
       tls: TLS,
-      ng: 21230,
-      rtpMin: 22500,
-      rtpMax: 22599,
       env: { SIMU_SIP_REQUIRE_ENCRYPTION: 'true' },
     });
     acct = await createAccountWithDid(ctx.db, '+254711500001');
@@ -41,8 +43,8 @@ describe('e2e: TLS phones with SRTP, encryption required', function () {
       user.body.extension_number,
       minted.body.token,
       acct.id,
-      21670 + n,
-      21790 + n,
+      PHONE_SIP + n,
+      PHONE_MEDIA + n,
       port,
       transport,
     ).start();
