@@ -15,6 +15,7 @@ export {
 } from './registrar.js';
 export { LocationService, CallSlotsExhaustedError, type Binding, type BindingChange } from './location.js';
 export { shortPassword, accountOfHost } from './registrar-credentials.js';
+export { EndUserAuth, type EndUserAuthOptions, type EndUserAuthSettings } from './end-user-auth.js';
 export { ensureSipCertificate } from './certificate.js';
 export { SecurityGate, knexBanStore, listBans, liftBan, addBan, type BanRow } from './security/index.js';
 export {

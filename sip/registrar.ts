@@ -1,33 +1,27 @@
 /**
- * The registrar (RFC 3261 §10.3) of the switch's SIP edge, and the authenticator of end-users' INVITEs.
+ * The registrar (RFC 3261 §10.3) of the switch's SIP edge. Authenticating the phone (digest or Bearer, lockout)
+ * is sip/end-user-auth.ts, shared with the INVITEs of phones, which the registrar wires into the SIP application.
  *
  * Each account is its own SIP domain: a phone's address-of-record is `sip:<extension>@<account-uuid>` (or
  * `<account-uuid>.<anything>`), and its credential is a phone token, either as the digest password with the
  * extension as username (RFC 3261 §22, RFC 7616) or as `Authorization: Bearer <jwt>` (RFC 8898). Bindings live
  * in the LocationService; `end_users.registration_state` follows them. See docs/softphones.md.
  */
-import { decodeJwt } from 'jose';
 import type { Logger } from '../config/index.js';
 import { EventCodes, type EventCode } from '../events/index.js';
-import { PhoneTokenRejectedError, verifyPhoneToken } from './phone-token.js';
 import {
   liveRegistrations,
-  phoneTokenIsValid,
   pruneRegistrations,
   replaceRegistrations,
   resetRegistrationStates,
   setRegistrationState,
   unusablePhoneTokenIds,
   type Db,
-  type PhoneTokenRow,
   type RegistrationRow,
 } from '../store/index.js';
 import type { EndUserIdentity, SipApplication } from './sip-app.js';
 import type { SecurityGate } from './security/index.js';
-import { withDummySecret } from './security/index.js';
 import {
-  DigestServer,
-  bearerChallenge,
   formatUri,
   parseNameAddr,
   systemClock,
@@ -35,10 +29,9 @@ import {
   type Responder,
   type SipRequest,
   type TimerHandle,
-  type Uri,
 } from './stack/index.js';
 import { LocationService, type Binding } from './location.js';
-import { CHECKS_PER_TOKEN, PhoneCredentialStore, accountOfHost, realmOfHost } from './registrar-credentials.js';
+import { EndUserAuth, aorOf } from './end-user-auth.js';
 
 /** Where AUTH.0200 / AUTH.0401 go: the events room's EventPublisher fits. */
 export interface PhoneEventSink {
@@ -82,8 +75,6 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   maxBindingsPerUser: 10,
 };
 
-const ENCRYPTED = new Set(['TLS', 'WSS']);
-
 export interface RegistrarOptions {
   app: SipApplication;
   db: Db;
@@ -97,27 +88,14 @@ export interface RegistrarOptions {
   settings?: Partial<RegistrarSettings>;
 }
 
-/** The address-of-record a request names: account (if the domain's first label is one) and extension. */
-interface Aor {
-  accountId: string | undefined;
-  realm: string;
-  extension: string;
-}
-
-type AuthOutcome = { ok: true; identity: EndUserIdentity; token: PhoneTokenRow | undefined } | { ok: false };
-
 export class Registrar {
   readonly location: LocationService;
   readonly settings: RegistrarSettings;
   readonly #db: Db;
-  readonly #secret: string;
   readonly #log: Logger;
   readonly #events?: PhoneEventSink;
-  readonly #gate?: SecurityGate;
   readonly #clock: Clock;
-  readonly #credentials: PhoneCredentialStore;
-  /** One DigestServer per realm and challenge kind (401 for REGISTER, 407 for INVITE); bounded. */
-  readonly #digest = new Map<string, DigestServer>();
+  readonly #auth: EndUserAuth;
   #sweepTimer?: TimerHandle;
   #closed = false;
   /** Writes in flight, so close() and tests can wait for them. */
@@ -127,15 +105,20 @@ export class Registrar {
 
   constructor(opts: RegistrarOptions) {
     this.#db = opts.db;
-    this.#secret = opts.secret;
     this.#log = opts.logger;
     this.#events = opts.events;
-    this.#gate = opts.gate;
     this.#clock = opts.clock ?? systemClock;
     this.location = opts.location ?? new LocationService({ clock: this.#clock });
     this.settings = { ...DEFAULT_REGISTRAR_SETTINGS, ...opts.settings };
-    this.#credentials = new PhoneCredentialStore(opts.db, opts.secret);
-    this.#gate?.setRegistrationLookup(this.location);
+    this.#auth = new EndUserAuth({
+      db: opts.db,
+      secret: opts.secret,
+      clock: this.#clock,
+      settings: this.settings,
+      gate: opts.gate,
+      report: (accountId, code, data) => this.#emit(accountId, code, data),
+    });
+    opts.gate?.setRegistrationLookup(this.location);
     opts.app.ua.onRequest('REGISTER', (req, srv) => this.#register(req, srv));
     opts.app.ua.onFlowClosed((flowId) => {
       if (!this.#closed) for (const u of this.location.dropFlow(flowId)) this.#syncState(u);
@@ -205,23 +188,9 @@ export class Registrar {
     for (const u of this.location.dropTokens(invalid)) this.#syncState(u);
   }
 
-  /**
-   * The end-user authenticator for `SipApplication.useEndUserAuthentication`: INVITEs from phones. The identity
-   * is the From URI's (`sip:<ext>@<account-uuid>`), or the Bearer token's. INVITEs are challenged with
-   * 407 Proxy-Authenticate (RFC 3261 §22.3: the switch is the phone's outbound proxy; a 401 would suggest the
-   * callee challenges), and phones answer with Proxy-Authorization. Null when it has answered (407 or 403).
-   */
-  async authenticateEndUser(req: SipRequest, srv: Responder): Promise<EndUserIdentity | null> {
-    const aor = aorOf(req.from?.uri);
-    const out = await this.#authenticate(req, srv, aor, true);
-    if (!out.ok) return null;
-    this.#emit(out.identity.accountId, EventCodes.phoneAuthorized, {
-      tokenId: out.identity.tokenId,
-      endUserId: out.identity.endUserId,
-      extension: out.identity.extension,
-      method: req.method,
-    });
-    return out.identity;
+  /** INVITEs from phones (sip/end-user-auth.ts), for `SipApplication.useEndUserAuthentication`. */
+  authenticateEndUser(req: SipRequest, srv: Responder): Promise<EndUserIdentity | null> {
+    return this.#auth.authenticateInvite(req, srv);
   }
 
   // ---- REGISTER (RFC 3261 §10.3) ----
@@ -232,7 +201,7 @@ export class Registrar {
       return void srv.send(400, 'Bad Request', {
         headers: { Warning: '399 simu "To must be sip:<extension>@<account>"' },
       });
-    const out = await this.#authenticate(req, srv, aor, false);
+    const out = await this.#auth.authenticate(req, srv, aor, false);
     if (!out.ok) return;
     const id = out.identity;
     // §10.3 step 3: the authenticated user must be allowed to change this address-of-record's bindings.
@@ -327,154 +296,6 @@ export class Registrar {
     });
   }
 
-  // ---- authentication, shared by REGISTER and INVITE ----
-
-  async #authenticate(req: SipRequest, srv: Responder, aor: Aor | undefined, proxy: boolean): Promise<AuthOutcome> {
-    if (this.settings.requireEncryption && !ENCRYPTED.has(req.source?.transport ?? '')) {
-      // sip.requireEncryption: signalling (and so the SDES keys in the SDP) must not cross the network in clear.
-      srv.send(403, 'Forbidden', { headers: { Warning: '399 simu "encryption required: use TLS or WSS"' } });
-      return { ok: false };
-    }
-    const bearer = bearerOf(req, proxy);
-    if (bearer !== undefined) return this.#bearer(req, srv, bearer, aor, proxy);
-    const digest = this.#digestServer(aor?.realm ?? 'simu', proxy);
-    const challenge = (stale = false): AuthOutcome => {
-      srv.send(digest.status, undefined, { headers: digest.challenge({ stale }) });
-      return { ok: false };
-    };
-    // A phone's first request carries no credentials: challenge without touching the store.
-    if (!aor || !req.headers.has(proxy ? 'proxy-authorization' : 'authorization')) return challenge();
-    const who = { source: req.source?.address ?? '', account: aor.accountId ?? aor.realm, user: aor.extension };
-    const locked = this.#gate?.isLockedOut(who) ?? false;
-    // The same queries for unknown accounts, unknown users and locked users (docs/security.md, no enumeration).
-    const user = await this.#credentials.endUser(aor.accountId, aor.extension);
-    const rows = await this.#credentials.tokensOf(locked ? undefined : user);
-    const tries: Array<{ row: PhoneTokenRow | undefined; password: string | undefined }> = [];
-    for (const row of rows) for (const c of await this.#credentials.candidates(row)) tries.push({ row, password: c });
-    // Padded with the dummy secret (always 'wrong') to one token's worth of checks, so an unknown extension costs
-    // what the usual one-token end-user costs (docs/security.md: the same work for unknown users).
-    while (tries.length < CHECKS_PER_TOKEN) tries.push({ row: undefined, password: undefined });
-
-    for (const t of tries) {
-      const v = await digest.verify(
-        req,
-        withDummySecret(() => t.password),
-      );
-      if (v.ok && t.row && user) {
-        const row = t.row;
-        if (!phoneTokenIsValid(row, new Date(this.#clock.now()))) {
-          this.#reject(srv, row, row.revoked_at ? 'revoked' : 'expired', req.method);
-          return { ok: false };
-        }
-        if (!user.is_active) {
-          srv.send(403, 'Forbidden');
-          return { ok: false };
-        }
-        this.#gate?.authSucceeded(who);
-        return { ok: true, token: row, identity: identityOf(row) };
-      }
-      if (v.ok) break; // cannot happen: nothing matches the dummy secret
-      if (v.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
-      if (v.reason === 'uri-mismatch') {
-        // RFC 2617 §3.2.2.5: credentials for another Request-URI are a bad request (and a failed attempt).
-        this.#gate?.authFailed(who);
-        srv.send(400, 'Bad Request', { headers: { Warning: '399 simu "digest uri does not match the Request-URI"' } });
-        return { ok: false };
-      }
-      if (v.reason !== 'wrong') {
-        // 'missing' (the first request of a phone) is not a failure; 'malformed' is.
-        if (v.reason === 'malformed') this.#gate?.authFailed(who);
-        return challenge();
-      }
-    }
-    this.#gate?.authFailed(who);
-    return challenge();
-  }
-
-  async #bearer(
-    req: SipRequest,
-    srv: Responder,
-    token: string,
-    aor: Aor | undefined,
-    proxy: boolean,
-  ): Promise<AuthOutcome> {
-    const realm = aor?.realm ?? 'simu';
-    try {
-      const claims = await verifyPhoneToken(this.#db, this.#secret, token, new Date(this.#clock.now()));
-      this.#gate?.authSucceeded({
-        source: req.source?.address ?? '',
-        account: claims.accountId,
-        user: claims.extension,
-      });
-      return {
-        ok: true,
-        token: undefined,
-        identity: {
-          accountId: claims.accountId,
-          endUserId: claims.endUserId,
-          extension: claims.extension,
-          tokenId: claims.tokenId,
-          maxConcurrent: claims.maxConcurrent,
-        },
-      };
-    } catch (e) {
-      if (!(e instanceof PhoneTokenRejectedError)) throw e;
-      if (e.reason === 'expired' || e.reason === 'revoked') {
-        // The signature was checked before the expiry and the stored row (verifyPhoneToken), so these claims
-        // are ours and name the account to tell.
-        const c = decodeJwt(token);
-        this.#rejectClaims(srv, String(c.acc), String(c.jti), String(c.sub), String(c.ext), e.reason, req.method);
-        return { ok: false };
-      }
-      if (e.reason === 'end_user_inactive') {
-        srv.send(403, 'Forbidden');
-        return { ok: false };
-      }
-      this.#gate?.authFailed({
-        source: req.source?.address ?? '',
-        account: aor?.accountId ?? realm,
-        user: aor?.extension,
-      });
-      // RFC 8898 §3.1 / RFC 6750 §3.1: an invalid token is told so in the challenge.
-      const value = `${bearerChallenge(realm)}, error="invalid_token"`;
-      srv.send(proxy ? 407 : 401, undefined, {
-        headers: { [proxy ? 'Proxy-Authenticate' : 'WWW-Authenticate']: value },
-      });
-      return { ok: false };
-    }
-  }
-
-  /** 403 and AUTH.0401 for a token that was right but is revoked or expired (spec: Phone token valid → Revoke). */
-  #reject(srv: Responder, row: PhoneTokenRow, reason: string, method: string): void {
-    this.#rejectClaims(srv, row.account_id, row.id, row.end_user_id, row.extension_number, reason, method);
-  }
-
-  #rejectClaims(
-    srv: Responder,
-    accountId: string,
-    tokenId: string,
-    endUserId: string,
-    extension: string,
-    reason: string,
-    method: string,
-  ): void {
-    srv.send(403, 'Forbidden', { headers: { Warning: `399 simu "phone token ${reason}"` } });
-    this.#emit(accountId, EventCodes.phoneRejected, { tokenId, endUserId, extension, reason, method });
-  }
-
-  #digestServer(realm: string, proxy: boolean): DigestServer {
-    const key = `${proxy ? 'p' : 'u'}:${realm}`;
-    let s = this.#digest.get(key);
-    if (!s) {
-      // Bounded: realms come from the request, so a stranger could invent many. An evicted realm's nonces are
-      // then 'wrong' and the phone is simply challenged again.
-      if (this.#digest.size >= 10_000) this.#digest.delete(this.#digest.keys().next().value!);
-      s = new DigestServer({ realm, proxy, algorithms: this.settings.digestAlgorithms, now: () => this.#clock.now() });
-      this.#digest.set(key, s);
-    }
-    return s;
-  }
-
   #emit(accountId: string, code: EventCode, data: Record<string, unknown>): void {
     if (!this.#events) return;
     this.#track(
@@ -553,44 +374,9 @@ function bindingOf(r: RegistrationRow): Binding {
   };
 }
 
-function identityOf(row: PhoneTokenRow): EndUserIdentity {
-  return {
-    accountId: row.account_id,
-    endUserId: row.end_user_id,
-    extension: row.extension_number,
-    tokenId: row.id,
-    maxConcurrent: row.max_concurrent,
-  };
-}
-
-function aorOf(uri: Uri | undefined): Aor | undefined {
-  if (!uri || (uri.scheme !== 'sip' && uri.scheme !== 'sips')) return undefined;
-  const u = uri as { user?: string; host: string };
-  if (!u.user) return undefined;
-  let extension: string;
-  try {
-    extension = decodeURIComponent(u.user);
-  } catch {
-    return undefined;
-  }
-  return { accountId: accountOfHost(u.host), realm: realmOfHost(u.host), extension };
-}
-
 function parseExpires(v: string | undefined | null): number | undefined {
   if (v === undefined || v === null) return undefined;
   const t = v.trim();
   if (!/^\d{1,10}$/.test(t)) return undefined;
   return Number(t);
-}
-
-/** `Authorization: Bearer` (REGISTER) or, for INVITE, `Proxy-Authorization: Bearer` as well (RFC 8898 §2.2). */
-function bearerOf(req: SipRequest, proxy: boolean): string | undefined {
-  const names = proxy ? ['proxy-authorization', 'authorization'] : ['authorization'];
-  for (const n of names) {
-    for (const v of req.headers.getAll(n)) {
-      const m = /^\s*Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(v);
-      if (m) return m[1];
-    }
-  }
-  return undefined;
 }
