@@ -5,7 +5,16 @@ import path from 'node:path';
 import { waitForBound } from '../support/wait.js';
 import { openDb, setRate, type Db } from '../../store/index.js';
 import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
-import { AccountServer, createAccountWithDid, addCarrier, carrier, api, type SippRun } from './harness.js';
+import { nextPort } from '../support/ports.js';
+import {
+  AccountServer,
+  allocateSwitchPorts,
+  createAccountWithDid,
+  addCarrier,
+  carrier,
+  api,
+  type SippRun,
+} from './harness.js';
 
 /**
  * Issue 8 "done when", crash: `kill -9` the switch with calls up, start it again: every such call is closed once
@@ -14,19 +23,22 @@ import { AccountServer, createAccountWithDid, addCarrier, carrier, api, type Sip
 describe('e2e: crash with calls up, then restart', function () {
   this.timeout(120000);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-crash-'));
+  const PORTS = allocateSwitchPorts();
+  const CARRIER = nextPort();
+  const SINK = nextPort();
   const env = {
     SIMU_DATA_DIR: dataDir,
     SIMU_HTTP_HOST: '127.0.0.1',
-    SIMU_HTTP_PORT: '21580',
+    SIMU_HTTP_PORT: String(PORTS.http),
     SIMU_SIP_HOST: '127.0.0.1',
-    SIMU_SIP_PORT: '21565',
+    SIMU_SIP_PORT: String(PORTS.sip),
     SIMU_SIP_TLS_PORT: '0',
     SIMU_SIP_WS_PORT: '0',
     SIMU_SIP_WSS_PORT: '0',
-    SIMU_RTPENGINE_NG_PORT: '21229',
-    SIMU_RTPENGINE_DTMF_PORT: '21029',
-    SIMU_RTP_PORT_MIN: '22400',
-    SIMU_RTP_PORT_MAX: '22499',
+    SIMU_RTPENGINE_NG_PORT: String(PORTS.ng),
+    SIMU_RTPENGINE_DTMF_PORT: String(PORTS.dtmf),
+    SIMU_RTP_PORT_MIN: String(PORTS.rtpMin),
+    SIMU_RTP_PORT_MAX: String(PORTS.rtpMax),
   };
   const server = new AccountServer();
   let sw: SwitchProcess | undefined;
@@ -36,7 +48,7 @@ describe('e2e: crash with calls up, then restart', function () {
   after(async () => {
     sipp?.kill();
     await sw?.stop('SIGKILL');
-    for (const pid of pidsMatching('rtpengine.*--listen-ng=127.0.0.1:21229')) process.kill(pid, 'SIGKILL');
+    for (const pid of pidsMatching(`rtpengine.*--listen-ng=127.0.0.1:${PORTS.ng}( |$)`)) process.kill(pid, 'SIGKILL');
     await server.close();
     await db?.destroy();
   });
@@ -51,10 +63,10 @@ describe('e2e: crash with calls up, then restart', function () {
     await db('accounts')
       .where({ id: acct.id })
       .update({ webhook_status: server.url('/status') });
-    await addCarrier(db, 21566);
+    await addCarrier(db, CARRIER);
     await new Promise((r) => setTimeout(r, 2500)); // the running switch re-reads trunks within 2 s
-    sipp = carrier({ port: 21566, sink: 21770, calls: 2 });
-    await waitForBound(21566); // SIPp's port
+    sipp = carrier({ port: CARRIER, sink: SINK, calls: 2 });
+    await waitForBound(CARRIER); // SIPp's port
     const uuids: string[] = [];
     for (const to of ['+254722000101', '+254722000102']) {
       const res = await api(sw.baseUrl, acct.key, 'POST', '/api/calls/originate', {

@@ -2,26 +2,29 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { nextPort } from '../support/ports.js';
 import { eventually } from '../support/wait.js';
+import { allocateSwitchPorts } from './harness.js';
 import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
 
 /** The foundation's "done when": a fresh data directory reaches a healthy switch whose printed key works. */
 describe('the switch process (npm start)', function () {
   this.timeout(90000);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-start-'));
+  const PORTS = allocateSwitchPorts();
   const env = {
     SIMU_DATA_DIR: dataDir,
-    SIMU_HTTP_PORT: '21080',
-    SIMU_SIP_PORT: '21060',
-    SIMU_SIP_TLS_PORT: '21061',
-    SIMU_SIP_WS_PORT: '21066',
-    SIMU_SIP_WSS_PORT: '21067',
-    SIMU_RTPENGINE_NG_PORT: '21222',
-    SIMU_RTPENGINE_DTMF_PORT: '21022',
-    SIMU_RTP_PORT_MIN: '21300',
-    SIMU_RTP_PORT_MAX: '21399',
+    SIMU_HTTP_PORT: String(PORTS.http),
+    SIMU_SIP_PORT: String(PORTS.sip),
+    SIMU_SIP_TLS_PORT: String(nextPort()),
+    SIMU_SIP_WS_PORT: String(nextPort()),
+    SIMU_SIP_WSS_PORT: String(nextPort()),
+    SIMU_RTPENGINE_NG_PORT: String(PORTS.ng),
+    SIMU_RTPENGINE_DTMF_PORT: String(PORTS.dtmf),
+    SIMU_RTP_PORT_MIN: String(PORTS.rtpMin),
+    SIMU_RTP_PORT_MAX: String(PORTS.rtpMax),
   };
-  const enginePattern = 'rtpengine.*--listen-ng=127.0.0.1:21222';
+  const enginePattern = `rtpengine.*--listen-ng=127.0.0.1:${PORTS.ng}( |$)`;
   let sw: SwitchProcess | undefined;
 
   after(async () => {
