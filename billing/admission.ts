@@ -1,4 +1,4 @@
-import { countLiveCalls, getSetting, findAccount, ratesOfKind, type Db } from '../store/index.js';
+import { countLiveCalls, getSettingCached, findAccount, ratesOfKind, type Db } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
 import { systemClock, type Clock as KitClock } from '../kit/index.js';
 
@@ -88,7 +88,7 @@ export class StoreAdmission implements Admission {
     const account = await findAccount(this.#db, req.accountId);
     if (!account || account.status !== 'active')
       throw new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');
-    if ((await getSetting(this.#db, 'draining')) === 'true')
+    if ((await getSettingCached(this.#db, 'draining')) === 'true')
       throw new AdmissionRefusedError(
         ReasonCodes.platformPaused,
         'The platform is paused for maintenance and is not admitting new calls; retry shortly.',

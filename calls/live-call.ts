@@ -1,7 +1,7 @@
 import type { Logger } from '../config/index.js';
 import { ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
 import type { Dialog } from '../sip/stack/index.js';
-import { getAccount, type AssetAudioSource, type CallRow, type Db } from '../store/index.js';
+import { getAccountSettings, type AssetAudioSource, type CallRow, type Db } from '../store/index.js';
 import {
   Interpreter,
   type CallControlEndUser,
@@ -180,7 +180,7 @@ export class LiveCall {
 
   /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */
   async runVerbs(start: InterpreterStart): Promise<void> {
-    const account = await getAccount(this.#d.db, this.row.account_id);
+    const account = await getAccountSettings(this.#d.db, this.row.account_id);
     this.verbs.useFallback({ mode: account.fallback_mode, value: account.fallback_value });
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
     const interpreter = new Interpreter(this.verbs);

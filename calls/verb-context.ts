@@ -1,7 +1,7 @@
 import type { Logger } from '../config/index.js';
 import { EventCodes } from '../events/index.js';
 import { MediaError, type RecordingResult } from '../media/index.js';
-import { getAccount, findPlayableAsset, type AssetAudioSource, type Db } from '../store/index.js';
+import { getAccountSettings, findPlayableAsset, type AssetAudioSource, type Db } from '../store/index.js';
 import {
   callControlFetcher,
   type ActionCallbackExtras,
@@ -194,8 +194,9 @@ export class CallVerbs implements VerbContext {
     extras: ActionCallbackExtras,
     options: { readonly signal: AbortSignal },
   ): Promise<VerbDocument> {
-    // The secret is read per request: a rotation takes effect for every later request (spec, Authentication 6).
-    const account = await getAccount(this.#d.db, this.#life.row.account_id);
+    // The secret is read per request (from the store's read cache, which every write to accounts invalidates): a
+    // rotation takes effect for every later request (spec, Authentication 6).
+    const account = await getAccountSettings(this.#d.db, this.#life.row.account_id);
     const fetcher = callControlFetcher({
       call: () => {
         const row = this.#life.row;

@@ -1,7 +1,7 @@
 import {
-  findAccount,
+  findAccountSettings,
   findCallAnyAccount,
-  findNumberOf,
+  findNumberOfCached,
   findWebhookRoute,
   inTransaction,
   ACCOUNT_STATUS_ROUTE,
@@ -163,6 +163,16 @@ export class EventPublisher {
     if (input.accountId !== null) {
       const accountId = input.accountId;
       try {
+        // Resolved before the transaction, from the store's read cache (the DID's and the account's settings):
+        // a call's events do not read them again each time. The SQLite store has one connection, so a read on
+        // the root instance must not wait inside a transaction.
+        const resolved = isStatusCallbackCode(input.code)
+          ? await resolveStatusRoute(
+              this.#db,
+              accountId,
+              callRow !== undefined ? (callRow.number_id ?? null) : await numberIdOf(this.#db, input),
+            )
+          : undefined;
         await inTransaction(this.#db, async (trx) => {
           await insertCallEvent(trx, {
             id,
@@ -174,11 +184,6 @@ export class EventPublisher {
             created_at: createdAt,
           });
           if (!isStatusCallbackCode(input.code)) return;
-          const resolved = await resolveStatusRoute(
-            trx,
-            accountId,
-            callRow !== undefined ? (callRow.number_id ?? null) : await numberIdOf(trx, input),
-          );
           if (!resolved) {
             delivery = 'no_route';
             return;
@@ -292,7 +297,8 @@ async function numberIdOf(db: Db, input: EmitInput): Promise<string | null> {
  * The status route (spec: "URL resolution order", per purpose): the call's DID's own `status` override (route
  * `status:number:<id>`), else the account's default `status` URL (route `status`); an empty string means "not
  * set". A per-number override of another purpose never counts. Failures are counted and routes disabled per
- * route (spec, States: "Webhook route (per purpose)"), so two routes set to one URL are disabled apart.
+ * route (spec, States: "Webhook route (per purpose)"), so two routes set to one URL are disabled apart. Read
+ * through the store's read cache: `db` is the root instance, never a transaction.
  */
 export async function resolveStatusRoute(
   db: Db,
@@ -300,9 +306,9 @@ export async function resolveStatusRoute(
   numberId: string | null,
 ): Promise<{ route: string; url: string } | undefined> {
   if (numberId) {
-    const n = await findNumberOf(db, accountId, numberId);
+    const n = await findNumberOfCached(db, accountId, numberId);
     if (n?.webhook_status) return { route: numberStatusRoute(numberId), url: n.webhook_status };
   }
-  const a = await findAccount(db, accountId);
+  const a = await findAccountSettings(db, accountId);
   return a?.webhook_status ? { route: ACCOUNT_STATUS_ROUTE, url: a.webhook_status } : undefined;
 }

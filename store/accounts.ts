@@ -1,6 +1,7 @@
 import type { Db, Tx } from './db.js';
 import { newId, nowIso, randomToken } from './ids.js';
 import { NotFoundError } from './errors.js';
+import { cachedRead } from './read-cache.js';
 
 export interface AccountRow {
   id: string;
@@ -67,6 +68,30 @@ export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
 export async function findAccount(db: Db, id: string): Promise<AccountRow | undefined> {
   const row = await db('accounts').where({ id }).first();
   return row ? normalise(row) : undefined;
+}
+
+/** An account's fields other than its balance: what a call reads for its URLs, secret, caps and status. */
+export type AccountSettings = Omit<AccountRow, 'balance_cents'>;
+
+/**
+ * The account without its balance, from a per-process cache invalidated by every write to accounts through this
+ * store (store/read-cache.ts); writers in other processes are seen within two seconds. For the call path's reads of
+ * webhook URLs, signing secret, fallback, caps and status. `db` is the store's root instance, not a transaction.
+ */
+export async function findAccountSettings(db: Db, id: string): Promise<AccountSettings | undefined> {
+  return cachedRead(db, 'accounts', id, async () => {
+    const row = await findAccount(db, id);
+    if (!row) return undefined;
+    const { balance_cents: _balance, ...settings } = row;
+    return Object.freeze(settings);
+  });
+}
+
+/** findAccountSettings, or ACCOUNT_NOT_FOUND. */
+export async function getAccountSettings(db: Db, id: string): Promise<AccountSettings> {
+  const row = await findAccountSettings(db, id);
+  if (!row) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
+  return row;
 }
 
 export async function getAccount(db: Db, id: string): Promise<AccountRow> {

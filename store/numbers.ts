@@ -1,6 +1,7 @@
 import type { Db, Tx } from './db.js';
 import { newId, nowIso } from './ids.js';
 import { isUniqueViolation } from './errors.js';
+import { cachedRead } from './read-cache.js';
 
 export interface NumberRow {
   id: string;
@@ -109,4 +110,9 @@ export async function configureNumber(
   if (!found) return undefined;
   const row = await db('numbers').where({ id, account_id: accountId }).first();
   return row ? normaliseNumber(row) : undefined;
+}
+
+/** findNumberOf through the per-process read cache (store/read-cache.ts): the call path's status-URL lookup. */
+export async function findNumberOfCached(db: Db, accountId: string, id: string): Promise<NumberRow | undefined> {
+  return cachedRead(db, 'numbers', `${accountId}:${id}`, () => findNumberOf(db, accountId, id));
 }

@@ -1,7 +1,14 @@
 import { AdmissionRefusedError } from '../../billing/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
-import { findNumberByE164, getAccount, insertCall, nowIso, type CallRow, type TrunkRow } from '../../store/index.js';
+import {
+  findNumberByE164,
+  getAccountSettings,
+  insertCall,
+  nowIso,
+  type CallRow,
+  type TrunkRow,
+} from '../../store/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import type { LiveCall } from '../live-call.js';
@@ -51,7 +58,7 @@ export async function runInbound(
     d.log.info({ did, trunk: trunk.name }, 'inbound call to an unallocated number');
     return;
   }
-  const account = await getAccount(d.db, number.account_id);
+  const account = await getAccountSettings(d.db, number.account_id);
   const base = {
     account_id: account.id,
     direction: 'inbound' as const,

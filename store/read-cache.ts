@@ -1,0 +1,126 @@
+import type { Db } from './db.js';
+
+/**
+ * A small per-process cache of rows that every call reads and almost nothing writes (an account's static fields,
+ * a number, a platform setting), so the hot path does not read them once per event.
+ *
+ * Invalidation sees every statement of the store's knex instance (its 'query' event, transactions included): an
+ * insert, update or delete on a cached table drops that table's entries at once. A write inside a transaction
+ * keeps the table uncached until that transaction ends, and for a grace period after its COMMIT is sent, so a
+ * reader on another connection (PostgreSQL) cannot cache the value from before the commit; a read that started
+ * before a write landed is not kept. Writers in other processes (the CLI, another node) are bounded by `ttlMs`.
+ * Never used for a figure that decides money (the balance): that is read in the transaction that moves it.
+ */
+const TTL_MS = 2000;
+const COMMIT_GRACE_MS = 1000;
+const MAX_ENTRIES = 10_000;
+
+interface QueryEvent {
+  sql?: string;
+  __knexTxId?: string;
+}
+
+class TableCache {
+  generation = 0;
+  readonly entries = new Map<string, { value: unknown; at: number }>();
+  /** Transactions that wrote this table and have not ended. */
+  readonly openTx = new Set<string>();
+  graceUntil = 0;
+
+  invalidate(): void {
+    this.generation += 1;
+    this.entries.clear();
+  }
+
+  get cacheable(): boolean {
+    return this.openTx.size === 0 && Date.now() >= this.graceUntil;
+  }
+}
+
+const WRITE = /^\s*(?:insert\s+(?:or\s+\w+\s+)?into|replace\s+into|update|delete\s+from)\s+[`"]?(\w+)[`"]?/i;
+const END_TX = /^\s*(?:commit|rollback)\b/i;
+/** Columns never cached, whose writes therefore leave a table's entries valid (the ledger moves the balance). */
+const UNCACHED_COLUMNS: Record<string, ReadonlySet<string>> = { accounts: new Set(['balance_cents']) };
+const SET_CLAUSE = /\bset\s+(.*?)(?:\s+where\b|$)/is;
+
+/** The table a statement writes, unless it only sets columns that are never cached. */
+function writtenTable(sql: string): string | undefined {
+  const w = WRITE.exec(sql);
+  if (!w) return undefined;
+  const table = w[1]!.toLowerCase();
+  const skip = UNCACHED_COLUMNS[table];
+  if (skip && /^\s*update\b/i.test(sql)) {
+    const set = SET_CLAUSE.exec(sql)?.[1];
+    const cols = set?.split(',').map((a) => a.split('=')[0]!.trim().replace(/[`"]/g, '').toLowerCase());
+    if (cols && cols.length > 0 && cols.every((col) => skip.has(col))) return undefined;
+  }
+  return table;
+}
+
+const byDb = new WeakMap<object, Map<string, TableCache>>();
+
+function tablesOf(db: Db): Map<string, TableCache> {
+  let tables = byDb.get(db);
+  if (tables) return tables;
+  const t = new Map<string, TableCache>();
+  tables = t;
+  byDb.set(db, t);
+  const seen = (q: QueryEvent): void => {
+    const sql = q.sql ?? '';
+    const table = writtenTable(sql);
+    if (table) {
+      const c = t.get(table);
+      if (!c) return;
+      c.invalidate();
+      if (q.__knexTxId) c.openTx.add(q.__knexTxId);
+      return;
+    }
+    if (q.__knexTxId && END_TX.test(sql)) {
+      for (const c of t.values()) {
+        if (!c.openTx.delete(q.__knexTxId)) continue;
+        c.invalidate();
+        c.graceUntil = Date.now() + COMMIT_GRACE_MS;
+      }
+    }
+  };
+  db.on('query', seen);
+  // After the statement ran too: a read that raced the write is not kept (its generation moved).
+  db.on('query-response', (_r: unknown, q: QueryEvent) => {
+    const table = writtenTable(q.sql ?? '');
+    if (table) t.get(table)?.invalidate();
+  });
+  return t;
+}
+
+/**
+ * `load()`'s value for (table, key), from the cache when fresh. `db` must be the store's root instance (not a
+ * transaction): it is what the cache listens to.
+ */
+export async function cachedRead<T>(
+  db: Db,
+  table: string,
+  key: string,
+  load: () => Promise<T>,
+  ttlMs = TTL_MS,
+): Promise<T> {
+  const tables = tablesOf(db);
+  let c = tables.get(table);
+  if (!c) {
+    c = new TableCache();
+    tables.set(table, c);
+  }
+  const hit = c.entries.get(key);
+  if (hit && Date.now() - hit.at < ttlMs) return hit.value as T;
+  const generation = c.generation;
+  const value = await load();
+  if (c.generation === generation && c.cacheable) {
+    if (c.entries.size >= MAX_ENTRIES) c.entries.clear();
+    c.entries.set(key, { value, at: Date.now() });
+  }
+  return value;
+}
+
+/** Drops every cached row of `table` (for a writer that bypasses the store's knex instance). */
+export function forgetCached(db: Db, table: string): void {
+  tablesOf(db).get(table)?.invalidate();
+}
