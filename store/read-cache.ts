@@ -60,10 +60,9 @@ function writtenTable(sql: string): string | undefined {
 const byDb = new WeakMap<object, Map<string, TableCache>>();
 
 function tablesOf(db: Db): Map<string, TableCache> {
-  let tables = byDb.get(db);
-  if (tables) return tables;
+  const known = byDb.get(db);
+  if (known) return known;
   const t = new Map<string, TableCache>();
-  tables = t;
   byDb.set(db, t);
   const seen = (q: QueryEvent): void => {
     const sql = q.sql ?? '';
