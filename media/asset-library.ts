@@ -40,7 +40,7 @@ function checkName(name: string): void {
 
 /**
  * An account's audio assets: upload (checked and converted once by sox to 8 kHz mono 16-bit WAV), list, rename,
- * activate/deactivate and delete. Used by the API (api/routes/assets.ts) and the operator CLI (cli/assets.ts).
+ * activate/deactivate and delete. Used by the API (api/routes/assets.ts) and the operator CLI (cli/commands/assets.ts).
  */
 export class AssetLibrary {
   readonly #db: Db;
