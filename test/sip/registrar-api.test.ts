@@ -12,11 +12,12 @@ import { shortPassword } from '../../sip/registrar-credentials.js';
 import { ApiHarness, type Tenant } from '../api/harness.js';
 import { BOTH_DBS } from '../support/db.js';
 import { startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
+import { nextPort } from '../support/ports.js';
 
-BOTH_DBS.forEach((kind, i) =>
+BOTH_DBS.forEach((kind) =>
   describe(`sip/registrar with tokens minted by the REST API (${kind.name})`, function () {
-    const SIP_PORT = 22006 + i; // one switch per store, each on its own ports
-    const PHONE_PORT = 22025 + i;
+    const SIP_PORT = nextPort(); // one switch per store, each on its own ports
+    const PHONE_PORT = nextPort();
     this.timeout(20000);
     let api: ApiHarness;
     let fx: RegistrarFixture;

@@ -8,9 +8,10 @@ import pino from 'pino';
 import { SecurityGate } from '../../sip/security/index.js';
 import { UserAgent, type SipResponse } from '../../sip/stack/index.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
+import { nextPort } from '../support/ports.js';
 
-const SIP_PORT = 22002;
-const PHONE_PORT = 22020;
+const SIP_PORT = nextPort();
+const PHONE_PORT = nextPort();
 
 describe('sip/registrar with the SecurityGate', function () {
   this.timeout(20000);

@@ -14,9 +14,10 @@ import {
   type SipResponse,
 } from '../../sip/stack/index.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
+import { nextPort } from '../support/ports.js';
 
-const SIP_PORT = 22700;
-const PHONE_PORT = 22710;
+const SIP_PORT = nextPort();
+const PHONE_PORT = nextPort();
 const PROXY = `127.0.0.1:${SIP_PORT}`;
 const domainOf = (accountId: string) => `${accountId}.sip.simu.test`;
 

@@ -9,14 +9,15 @@ import { UserAgent } from '../../sip/stack/index.js';
 import { findEndUser, revokePhoneToken, type Db } from '../../store/index.js';
 import { BOTH_DBS } from '../support/db.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
+import { nextPort, nextPorts } from '../support/ports.js';
 
 const domainOf = (accountId: string) => `${accountId}.sip.simu.test`;
 
-BOTH_DBS.forEach((kind, i) =>
+BOTH_DBS.forEach((kind) =>
   describe(`sip/registrar across a restart (${kind.name})`, function () {
     this.timeout(20000);
-    const SIP_PORT = 22040 + i * 2;
-    const PHONE_PORT = 22045 + i;
+    const SIP_PORT = nextPorts(2); // before the restart, then + 1 after it
+    const PHONE_PORT = nextPort();
     let db: Db;
     let fx: RegistrarFixture | undefined;
     let phone: UserAgent;

@@ -13,10 +13,11 @@ import { SippRunner } from './stack/sipp.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import type { Binding } from '../../sip/location.js';
+import { nextPort, nextPorts } from '../support/ports.js';
 
-const SIP_PORT = 22001;
+const SIP_PORT = nextPort();
 const SCENARIOS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'registrar-scenarios');
-let sippPort = 22100;
+let sippPort = nextPorts(50); // one more for each SIPp run
 
 describe('sip/registrar with SIPp as the phone', function () {
   this.timeout(30000);

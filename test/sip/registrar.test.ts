@@ -9,10 +9,11 @@ import { ManualClock, UserAgent, type SipResponse } from '../../sip/stack/index.
 import { revokePhoneToken, updateEndUser, findEndUser, insertEndUser } from '../../store/index.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
 import { accountWithPhone, mintPhoneToken, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
+import { nextPort, nextPorts } from '../support/ports.js';
 
-const SIP_PORT = 22000;
-const PHONE_PORT = 22010;
-const WS_PORT = 22005;
+const SIP_PORT = nextPort();
+const PHONE_PORT = nextPorts(6); // UDP and TCP; +1 and +2 more contacts; +5 the phone's WebSocket
+const WS_PORT = nextPort();
 const PROXY = `127.0.0.1:${SIP_PORT}`;
 /**
  * The account's SIP domain as phones should write it: `<account-uuid>.<suffix>`. A bare uuid is not a valid RFC
@@ -94,7 +95,10 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
   it('digest with the phone token as password registers: 200 with the binding, state stored, AUTH.0200 once', async () => {
     const res = await register({ password: acct.token, expires: '600' });
     assert.equal(res.status, 200);
-    assert.match(res.headers.get('contact') ?? '', /^<sip:1001@127\.0\.0\.1:22010>;expires=600$/);
+    assert.match(
+      res.headers.get('contact') ?? '',
+      new RegExp(`^<sip:1001@127\\.0\\.0\\.1:${PHONE_PORT}>;expires=600$`),
+    );
     await fx.registrar.settled();
     const u = await findEndUser(fx.db, acct.account.id, acct.user.id);
     assert.equal(u?.registration_state, 'registered');
@@ -234,16 +238,16 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
     assert.match(long.headers.get('contact') ?? '', /expires=7200$/);
     const two = await register({
       password: acct.token,
-      contact: [`<sip:1001@127.0.0.1:22011>`, `<sip:1001@127.0.0.1:22012>;expires=120`],
+      contact: [`<sip:1001@127.0.0.1:${PHONE_PORT + 1}>`, `<sip:1001@127.0.0.1:${PHONE_PORT + 2}>;expires=120`],
     });
     assert.equal(two.status, 200);
     const listed = two.headers.getAll('contact').sort();
     assert.deepEqual(listed, [
-      '<sip:1001@127.0.0.1:22010>;expires=7200',
-      '<sip:1001@127.0.0.1:22011>;expires=3600',
-      '<sip:1001@127.0.0.1:22012>;expires=120',
+      `<sip:1001@127.0.0.1:${PHONE_PORT}>;expires=7200`,
+      `<sip:1001@127.0.0.1:${PHONE_PORT + 1}>;expires=3600`,
+      `<sip:1001@127.0.0.1:${PHONE_PORT + 2}>;expires=120`,
     ]);
-    const one = await register({ password: acct.token, contact: '<sip:1001@127.0.0.1:22011>;expires=0' });
+    const one = await register({ password: acct.token, contact: `<sip:1001@127.0.0.1:${PHONE_PORT + 1}>;expires=0` });
     assert.equal(one.headers.getAll('contact').length, 2);
     assert.equal(fx.registrar.location.lookup(acct.account.id, '1001').length, 2);
     const star = await register({ password: acct.token, contact: '*', expires: '0' });
