@@ -41,3 +41,17 @@ export function isBound(port: number, transport: 'UDP' | 'TCP' = 'UDP'): boolean
 export async function waitForBound(port: number, transport: 'UDP' | 'TCP' = 'UDP', ms = 10000): Promise<void> {
   await eventually(() => isBound(port, transport), `${transport} port ${port} to be bound`, ms, 20);
 }
+
+/**
+ * How many TCP connections accepted on `port` of 127.0.0.1 are still held open by this box's side (ESTABLISHED,
+ * or CLOSE_WAIT: the peer closed, the owner has not yet), read from /proc/net/tcp.
+ */
+export function openTcpConnections(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .filter((line) => {
+      const cols = line.trim().split(/\s+/);
+      return cols[1] === local && (cols[3] === '01' || cols[3] === '08');
+    }).length;
+}

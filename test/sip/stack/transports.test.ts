@@ -3,6 +3,7 @@ import net from 'node:net';
 import { WebSocket } from 'ws';
 import { UserAgent, SipTransportError, type Dialog } from '../../../sip/stack/index.js';
 import { Agents, SDP_A, SDP_B, selfSignedCert, uriOf, waitFor } from './helpers.js';
+import { eventually, openTcpConnections } from '../../support/wait.js';
 
 const OPTIONS = (via: string) =>
   `OPTIONS sip:bob@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/${via} 127.0.0.1:9;branch=z9hG4bK${Math.random().toString(36).slice(2)}\r\n` +
@@ -158,7 +159,8 @@ describe('transports (RFC 3261 §18, RFC 7118, RFC 5626 keep-alive)', function (
     await b.createUAC(uriOf(a, 'TCP'), { localSdp: SDP_A });
     const uas = await uasP;
     await b.close();
-    await new Promise((r) => setTimeout(r, 50));
+    // a has closed its end of the connection b went away on (not a fixed sleep: on a busy box that takes longer).
+    await eventually(() => openTcpConnections(a.address('TCP')!.port) === 0, "a's end of the connection closed");
     await assert.rejects(uas.request('INFO'), (e: unknown) => e instanceof SipTransportError);
   });
 });
