@@ -99,8 +99,10 @@ export class DigestServer {
     // be the same (host case aside); URI parameters and headers are not compared, because common clients put
     // fewer of them in the digest-uri than in the Request-URI (SIPp 3.6 signs `sip:host:port` for a Request-URI
     // `sip:host:port;transport=UDP`), and a parameter does not name another resource to authorise.
+    // One more form is accepted: a digest-uri naming this server itself (no user, the address and port the request
+    // arrived on), which is what SIPp 3.6 signs whatever the Request-URI; it names no other resource either.
     const digestUri = parseUri(uri);
-    if (!digestUri || resourceOf(digestUri) !== resourceOf(req.uri)) {
+    if (!digestUri || (resourceOf(digestUri) !== resourceOf(req.uri) && !namesThisServer(digestUri, req))) {
       return { ok: false, stale: false, reason: 'uri-mismatch' };
     }
     const parts = nonce.split('.');
@@ -146,4 +148,11 @@ function safeEqual(a: string, b: string): boolean {
 /** A URI without its parameters and headers, formatted: what a digest-uri is compared on. */
 function resourceOf(u: Uri): string {
   return 'host' in u ? formatUri({ ...u, params: new Map(), headers: undefined }) : formatUri(u);
+}
+
+/** `sip:<the address the request arrived on>[:<its port>]`, no user: the server itself. */
+function namesThisServer(u: Uri, req: SipRequest): boolean {
+  const local = req.source;
+  if (!('host' in u) || u.user !== undefined || !local?.localAddress) return false;
+  return u.host === local.localAddress.toLowerCase() && (u.port === undefined || u.port === local.localPort);
 }

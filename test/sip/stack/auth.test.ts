@@ -122,6 +122,28 @@ describe('digest authentication (RFC 3261 §22, RFC 7616, RFC 8760)', () => {
     assert.deepEqual(await server.verify(withParams, lookup), { ok: true, username: 'alice', algorithm: 'SHA-256' });
   });
 
+  it('a digest-uri naming this server itself (as SIPp signs it) is accepted; another server is not', async () => {
+    const server = new DigestServer({ realm: 'simu.test' });
+    const signedFor = async (local: string) => {
+      const req = register();
+      req.uri = parseUri('sip:10.0.0.5:5060')!; // what SIPp puts in the digest: the server's address
+      const good = req.clone();
+      assert.ok(new DigestClient({ username: 'alice', password: 'secret' }).authorize(good, challenged(server, req)));
+      good.uri = parseUri('sip:acct.simu.test')!; // the Request-URI names the account's domain
+      good.source = {
+        transport: 'UDP',
+        address: '10.0.0.9',
+        port: 5062,
+        flowId: 'f',
+        localAddress: local,
+        localPort: 5060,
+      };
+      return server.verify(good, lookup);
+    };
+    assert.deepEqual(await signedFor('10.0.0.5'), { ok: true, username: 'alice', algorithm: 'SHA-256' });
+    assert.deepEqual(await signedFor('10.0.0.6'), { ok: false, stale: false, reason: 'uri-mismatch' });
+  });
+
   it('a nonce we did not issue is refused', async () => {
     const server = new DigestServer({ realm: 'simu.test' });
     const other = new DigestServer({ realm: 'simu.test' });
