@@ -1,8 +1,8 @@
-import { pino } from 'pino';
+import { quietLogger } from '../support/logger.js';
 import type { MonitorTimers } from '../../billing/index.js';
 
 /** Billing logs nothing in tests (a warning about a re-cut is expected there). */
-export const quietLog = pino({ level: 'silent' });
+export const quietLog = quietLogger;
 
 /**
  * A hand-driven clock and interval source for the billing state machines: `advance(ms)` runs every interval that

@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import { quietLogger } from '../support/logger.js';
 import type { Db } from '../../store/index.js';
 import { EventBus, EventPublisher, StatusCallbackOutbox, type BusEvent } from '../../events/index.js';
 import type { StatusCallbackOutboxOptions } from '../../events/index.js';
@@ -7,7 +7,7 @@ import { UrlPolicy } from '../../kit/index.js';
 /** Test receivers listen on 127.0.0.1: the operator's opt-in to private destinations (webhooks.allowPrivate). */
 export const loopbackAllowed = new UrlPolicy({ allowPrivate: true });
 
-export const quiet = pino({ level: 'silent' });
+export const quiet = quietLogger;
 
 /** One process's worth of the events room on a database: bus, publisher, started outbox, and every bus event. */
 export function eventsOn(db: Db, outboxOpts: Partial<StatusCallbackOutboxOptions> = {}) {

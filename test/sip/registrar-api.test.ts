@@ -6,13 +6,13 @@
  * any change in how the API mints.
  */
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import { UserAgent, type SipResponse } from '../../sip/stack/index.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
 import { ApiHarness, type Tenant } from '../api/harness.js';
 import { BOTH_DBS } from '../support/db.js';
 import { startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import { nextPort } from '../support/ports.js';
+import { quietLogger } from '../support/logger.js';
 
 BOTH_DBS.forEach((kind) =>
   describe(`sip/registrar with tokens minted by the REST API (${kind.name})`, function () {
@@ -27,7 +27,7 @@ BOTH_DBS.forEach((kind) =>
     before(async () => {
       api = await ApiHarness.start(kind);
       fx = await startRegistrar({ port: SIP_PORT, db: api.db, secret: api.secret });
-      phone = new UserAgent({ logger: pino({ level: 'silent' }) });
+      phone = new UserAgent({ logger: quietLogger });
       await phone.listen({ udp: { host: '127.0.0.1', port: PHONE_PORT } });
       tenant = await api.tenant('phones');
     });

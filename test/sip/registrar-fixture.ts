@@ -2,7 +2,6 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
 import { loadConfig } from '../../config/index.js';
 import { EventBus, EventPublisher } from '../../events/index.js';
 import { signPhoneToken } from '../../sip/index.js';
@@ -11,6 +10,7 @@ import { SipApplication } from '../../sip/sip-app.js';
 import { Registrar, type RegistrarOptions } from '../../sip/registrar.js';
 import type { Clock, ListenOptions } from '../../sip/stack/index.js';
 import { sqliteDb } from '../support/db.js';
+import { quietLogger } from '../support/logger.js';
 
 export const SECRET = 'registrar-test-secret-0123456789abcdef';
 
@@ -39,7 +39,7 @@ export async function startRegistrar(opts: {
     { SIMU_DATA_DIR: dir, SIMU_SIP_HOST: '127.0.0.1', SIMU_SIP_PORT: String(opts.port), SIMU_LOG_LEVEL: 'silent' },
     dir,
   );
-  const logger = pino({ level: 'silent' });
+  const logger = quietLogger;
   const app = new SipApplication({ db, config, logger });
   const bus = new EventBus();
   const publisher = new EventPublisher({ db, bus, logger });

@@ -4,11 +4,11 @@
  * password even with the right token, and phones already registered from an address keep working.
  */
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import { SecurityGate } from '../../sip/security/index.js';
 import { UserAgent, type SipResponse } from '../../sip/stack/index.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import { nextPort } from '../support/ports.js';
+import { quietLogger } from '../support/logger.js';
 
 const SIP_PORT = nextPort();
 const PHONE_PORT = nextPort();
@@ -22,10 +22,10 @@ describe('sip/registrar with the SecurityGate', function () {
   before(async () => {
     gate = new SecurityGate({
       settings: { auth: { maxFailuresPerUser: 3, maxFailuresPerSource: 1000 } },
-      logger: pino({ level: 'silent' }),
+      logger: quietLogger,
     });
     fx = await startRegistrar({ port: SIP_PORT, extra: { gate } });
-    phone = new UserAgent({ logger: pino({ level: 'silent' }) });
+    phone = new UserAgent({ logger: quietLogger });
     await phone.listen({ udp: { host: '127.0.0.1', port: PHONE_PORT } });
   });
   after(async () => {

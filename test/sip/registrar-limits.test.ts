@@ -4,7 +4,6 @@
  * 403), and a digest whose uri is not the Request-URI is answered 400 (RFC 2617 §3.2.2.5).
  */
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import {
   DigestClient,
   ManualClock,
@@ -15,6 +14,7 @@ import {
 } from '../../sip/stack/index.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import { nextPort } from '../support/ports.js';
+import { quietLogger } from '../support/logger.js';
 
 const SIP_PORT = nextPort();
 const PHONE_PORT = nextPort();
@@ -33,7 +33,7 @@ describe('sip/registrar limits: bindings per address-of-record, digest uri', fun
     clock = new ManualClock();
     clock.advance(Date.now());
     fx = await startRegistrar({ port: SIP_PORT, clock, extra: { settings: { maxBindingsPerUser: 3 } } });
-    phone = new UserAgent({ logger: pino({ level: 'silent' }) });
+    phone = new UserAgent({ logger: quietLogger });
     await phone.listen({ udp: { host: '127.0.0.1', port: PHONE_PORT } });
   });
   after(async () => {

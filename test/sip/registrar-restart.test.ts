@@ -4,12 +4,12 @@
  * connection, are not. On both stores.
  */
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import { UserAgent } from '../../sip/stack/index.js';
 import { findEndUser, revokePhoneToken, type Db } from '../../store/index.js';
 import { BOTH_DBS } from '../support/db.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import { nextPort, nextPorts } from '../support/ports.js';
+import { quietLogger } from '../support/logger.js';
 
 const domainOf = (accountId: string) => `${accountId}.sip.simu.test`;
 
@@ -24,7 +24,7 @@ BOTH_DBS.forEach((kind) =>
 
     before(async () => {
       db = await kind.open();
-      phone = new UserAgent({ logger: pino({ level: 'silent' }) });
+      phone = new UserAgent({ logger: quietLogger });
       await phone.listen({
         udp: { host: '127.0.0.1', port: PHONE_PORT },
         tcp: { host: '127.0.0.1', port: PHONE_PORT },

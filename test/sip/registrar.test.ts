@@ -4,12 +4,12 @@
  * §10.3, the stored registration state, AUTH.0200 / AUTH.0401, and INVITE authentication.
  */
 import assert from 'node:assert/strict';
-import pino from 'pino';
 import { ManualClock, UserAgent, type SipResponse } from '../../sip/stack/index.js';
 import { revokePhoneToken, updateEndUser, findEndUser, insertEndUser } from '../../store/index.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
 import { accountWithPhone, mintPhoneToken, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import { nextPort, nextPorts } from '../support/ports.js';
+import { quietLogger } from '../support/logger.js';
 
 const SIP_PORT = nextPort();
 const PHONE_PORT = nextPorts(6); // UDP and TCP; +1 and +2 more contacts; +5 the phone's WebSocket
@@ -38,7 +38,7 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
       listen: { ws: { host: '127.0.0.1', port: WS_PORT } },
       extra: { settings: { digestAlgorithms: ['SHA-256', 'MD5'] } },
     });
-    phone = new UserAgent({ logger: pino({ level: 'silent' }) });
+    phone = new UserAgent({ logger: quietLogger });
     await phone.listen({
       ws: { host: '127.0.0.1', port: PHONE_PORT + 5 },
       udp: { host: '127.0.0.1', port: PHONE_PORT },
@@ -296,7 +296,7 @@ describe('sip/registrar: REGISTER and INVITE authentication with phone tokens', 
   });
 
   it('a browser phone that closes its WebSocket is unregistered at once, not at expiry', async () => {
-    const browser = new UserAgent({ logger: pino({ level: 'silent' }) });
+    const browser = new UserAgent({ logger: quietLogger });
     await browser.listen({ ws: { host: '127.0.0.1', port: 0 } });
     try {
       const res = await browser.request(`sip:${domainOf(acct.account.id)}`, {

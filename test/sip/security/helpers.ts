@@ -1,8 +1,8 @@
-import { pino } from 'pino';
+import { quietLogger } from '../../support/logger.js';
 import { SecurityGate, type SecurityGateOptions } from '../../../sip/security/index.js';
 import { FakeClock } from './fake-clock.js';
 
-export const silentLogger = pino({ level: 'silent' });
+export const silentLogger = quietLogger;
 
 export function makeGate(opts: SecurityGateOptions = {}): { gate: SecurityGate; clock: FakeClock } {
   const clock = (opts.clock as FakeClock | undefined) ?? new FakeClock();
