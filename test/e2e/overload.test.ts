@@ -16,11 +16,12 @@ import {
   type TestAccount,
   allocateSwitchPorts,
 } from './harness.js';
-import { nextPort } from '../support/ports.js';
+import { nextPort, nextPorts } from '../support/ports.js';
 
 const PORTS = allocateSwitchPorts();
 const CARRIER = nextPort(); // the carrier UA: takes outbound legs
 const CALLER = nextPort(); // SIPp offering inbound calls
+const CALLER_MEDIA = nextPorts(4); // its RTP sockets (SIPp -mp): from the block, not searched for from a fixed one
 
 /**
  * Issue 20, overload control, through the real switch: with a platform cap of 5 new calls a second, a SIPp carrier
@@ -71,7 +72,7 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
       [
         `127.0.0.1:${SIP}`,
         ...['-sf', path.join(SCENARIOS, 'uac-inbound-or-503.xml'), '-s', acct.did.slice(1)],
-        ...['-i', '127.0.0.1', '-p', String(CALLER), '-mp', '9', '-r', '15', '-m', '45'],
+        ...['-i', '127.0.0.1', '-p', String(CALLER), '-mp', String(CALLER_MEDIA), '-r', '15', '-m', '45'],
         ...['-trace_counts', '-nostdin', '-timeout', '40s'],
       ],
       { cwd: dir, stdio: 'ignore' },
