@@ -5,7 +5,15 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { addPoolNumbers } from '../../store/index.js';
 import { addPortalUser, totp } from '../../api/index.js';
-import { AccountServer, api, createAccountWithDid, startTestSwitch, type TestAccount } from '../e2e/harness.js';
+import {
+  AccountServer,
+  api,
+  createAccountWithDid,
+  startTestSwitch,
+  type TestAccount,
+  allocateSwitchPorts,
+} from '../e2e/harness.js';
+import { nextPort } from '../support/ports.js';
 
 /** Chromium processes this test process started (their parent is us). */
 function childChromiums(): number[] {
@@ -28,7 +36,7 @@ function childChromiums(): number[] {
 const SHOTS = process.env.SIMU_SCREENSHOTS
   ? path.join(import.meta.dirname, '../../docs/screenshots')
   : mkdtempSync(path.join(os.tmpdir(), 'simu-web-shots-'));
-const PORTS = { http: 21380, sip: 21365, ws: 21366, wss: 21367, ng: 21227, rtpMin: 22200, rtpMax: 22299 };
+const PORTS = { ...allocateSwitchPorts(), ws: nextPort(), wss: nextPort() };
 
 /**
  * Issue 9 "done when": the real portal pages in headless Chromium (Debian's, never a downloaded one) against the
