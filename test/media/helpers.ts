@@ -1,39 +1,19 @@
-import { createSocket } from 'node:dgram';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { RtpengineSupervisor } from '../../media/index.js';
+import { nextPort, portRange } from '../support/ports.js';
+import { eventually } from '../support/wait.js';
 
 /**
- * Test ports of the media room: ng 22300-22399, rtpengine RTP within 40000-44999, our RTP sockets 45000-45999.
- * Free ports are probed so test files, and two runs on this shared box, do not collide.
+ * Ports for one test engine, from this run's block (test/support/ports.ts), so two runs on this shared box never
+ * collide: an ng port and a 400-port RTP range (rtpengine skips ports already in use within it).
  */
-/** A UDP port in [from, to] that nothing on 127.0.0.1 holds right now (another run of these tests may). */
-export async function freeUdpPort(from: number, to: number): Promise<number> {
-  const span = to - from + 1;
-  const start = Math.floor(Math.random() * span);
-  for (let i = 0; i < span; i += 1) {
-    const port = from + ((start + i) % span);
-    const socket = createSocket('udp4');
-    const free = await new Promise<boolean>((resolve) => {
-      socket.once('error', () => resolve(false));
-      socket.bind(port, '127.0.0.1', () => resolve(true));
-    });
-    socket.close();
-    if (free) return port;
-  }
-  throw new Error(`no free UDP port in ${from}-${to}`);
-}
-
-/**
- * Ports for one test engine: its ng port is a free one of 22300-22349 (so two test runs on this shared box do
- * not collide), its RTP range the 400-port block of that slot (rtpengine skips ports already in use).
- */
-export async function freeEnginePorts(): Promise<{ ngPort: number; portMin: number; portMax: number }> {
-  const ngPort = await freeUdpPort(22300, 22349);
-  const block = (ngPort - 22300) % 12;
-  return { ngPort, portMin: 40000 + block * 400, portMax: 40000 + block * 400 + 399 };
+export function freeEnginePorts(): { ngPort: number; portMin: number; portMax: number } {
+  const ngPort = nextPort();
+  const { min, max } = portRange(400);
+  return { ngPort, portMin: min, portMax: max };
 }
 
 export const quietLogger = pino({ level: process.env.MEDIA_TEST_LOG ?? 'silent' });
@@ -48,7 +28,7 @@ export async function newSupervisor(
   extra: Partial<ConstructorParameters<typeof RtpengineSupervisor>[0]> = {},
 ): Promise<RtpengineSupervisor> {
   return new RtpengineSupervisor({
-    ...(await freeEnginePorts()),
+    ...freeEnginePorts(),
     interface: '127.0.0.1',
     dataDir,
     logger: quietLogger,
@@ -65,12 +45,9 @@ export function processAlive(pid: number): boolean {
   }
 }
 
+/** Polls `cond` every 25 ms until it holds (test/support/wait.ts `eventually`); rejects after `timeoutMs`. */
 export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await eventually(cond, what, timeoutMs, 25);
 }
 
 /** The state letter of each thread of `pid` (/proc/<pid>/task/<tid>/stat), e.g. 'T' for stopped. */

@@ -9,7 +9,8 @@ import {
   type DtmfEvent,
   type RtpengineSupervisor,
 } from '../../media/index.js';
-import { freeUdpPort, newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
+import { nextPort } from '../support/ports.js';
+import { newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
 import { bestCorrelation, envelope, RtpPeer, tone, toneEnergy } from './rtp-peer.js';
 
 describe('media: MediaService with a real rtpengine and real RTP peers', function () {
@@ -28,7 +29,7 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
 
   before(async () => {
     data = tempDir('svc');
-    const dtmfPort = await freeUdpPort(45900, 45999);
+    const dtmfPort = nextPort();
     supervisor = await newSupervisor(data.dir, { dtmfLogPort: dtmfPort });
     await supervisor.start();
     media = new MediaService({

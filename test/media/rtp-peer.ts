@@ -8,12 +8,13 @@ import {
   plainAudioSdp,
   type AudioCodec,
 } from '../../media/index.js';
+import { nextPorts } from '../support/ports.js';
 
 /**
  * A real RTP endpoint on a UDP socket for tests and benches: sends paced G.711 (20 ms packets) and RFC 4733
- * events, and keeps what it receives. Ports come from 45000-45999 (the media room's test range).
+ * events, and keeps what it receives. Its port and the next (RTCP) come from this run's block
+ * (test/support/ports.ts), so two runs on one box never collide.
  */
-let nextPort = 45000 + (process.pid % 50) * 16;
 
 export interface Received {
   payloadType: number;
@@ -46,9 +47,8 @@ export class RtpPeer {
   }
 
   static async open(): Promise<RtpPeer> {
-    for (let attempt = 0; attempt < 200; attempt += 1) {
-      const port = nextPort;
-      nextPort = nextPort + 2 > 45998 ? 45000 : nextPort + 2;
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const port = nextPorts(2);
       const socket = createSocket('udp4');
       try {
         await new Promise<void>((resolve, reject) => {
@@ -63,7 +63,7 @@ export class RtpPeer {
         socket.close();
       }
     }
-    throw new Error('no free test RTP port in 45000-45999');
+    throw new Error("no free test RTP port in the run's block");
   }
 
   sdp(codecs: AudioCodec[] = ['PCMU', 'PCMA', 'telephone-event']): string {

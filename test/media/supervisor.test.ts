@@ -10,16 +10,8 @@ import {
   plainAudioSdp,
   type RtpengineSupervisor,
 } from '../../media/index.js';
-import {
-  freeUdpPort,
-  newSupervisor,
-  processAlive,
-  processStopped,
-  quietLogger,
-  threadStates,
-  tempDir,
-  waitFor,
-} from './helpers.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+import { newSupervisor, processAlive, processStopped, quietLogger, threadStates, tempDir, waitFor } from './helpers.js';
 
 describe('media: rtpengine supervisor (real rtpengine)', function () {
   this.timeout(30_000);
@@ -85,7 +77,7 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
   it('MediaEngines picks the local engine when no urls are configured, and round-robins external ones', async () => {
     const local = new MediaEngines({ urls: [], local: supervisor });
     assert.equal(local.pick().client, supervisor.client);
-    const deadPort = await freeUdpPort(22350, 22399); // nothing answers there
+    const deadPort = nextPort(); // nothing answers there
     const ext = new MediaEngines({ urls: [`127.0.0.1:${supervisor.ngPort}`, `127.0.0.1:${deadPort}`] });
     await ext.start();
     try {
@@ -109,7 +101,7 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
       logger: quietLogger,
     });
     try {
-      const sdp = plainAudioSdp({ address: '127.0.0.1', port: 45998, codecs: ['PCMU'] });
+      const sdp = plainAudioSdp({ address: '127.0.0.1', port: nextPorts(2), codecs: ['PCMU'] });
       await media.offer('lost-1', 'A', sdp);
       await media.offer('lost-2', 'A', sdp);
       const lost = new Promise<string[]>((resolve) => media.once('sessions-lost', resolve));
@@ -124,7 +116,7 @@ describe('media: rtpengine supervisor (real rtpengine)', function () {
   });
 
   it('a request to an address with no engine times out with MEDIA_TIMEOUT; close rejects pending ones', async () => {
-    const port = await freeUdpPort(22350, 22399);
+    const port = nextPort();
     const client = new NgClient({ host: '127.0.0.1', port, timeoutMs: 300, retransmitMs: 100 });
     await assert.rejects(client.ping(), (e: unknown) => e instanceof MediaError && e.code === 'MEDIA_TIMEOUT');
     const pending = client.ping(5000);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { MediaEngines, MediaService, rtpmaps, sdpAttribute, type RtpengineSupervisor } from '../../media/index.js';
 import { newSupervisor, quietLogger, tempDir } from './helpers.js';
 import { RtpPeer } from './rtp-peer.js';
+import { nextPorts } from '../support/ports.js';
 
 /** What a browser's RTCPeerConnection offers for one audio track (Chrome's shape, Opus only). */
 function browserOffer(port: number): string {
@@ -66,7 +67,7 @@ describe('media: WebRTC leg bridged to a plain RTP leg (ng level, real rtpengine
 
   it('a browser offer (Opus, DTLS-SRTP, ICE) reaches the PSTN side as plain RTP/AVP with PCMU, and back', async () => {
     const id = 'webrtc-1';
-    const toPlain = await media.offer(id, 'browser', browserOffer(45950), {
+    const toPlain = await media.offer(id, 'browser', browserOffer(nextPorts(2)), {
       toSide: { profile: 'rtp', codecs: ['PCMU', 'PCMA', 'telephone-event'], only: true },
     });
     assert.match(mLine(toPlain), /^m=audio \d+ RTP\/AVP /);
@@ -109,7 +110,7 @@ describe('media: WebRTC leg bridged to a plain RTP leg (ng level, real rtpengine
     assert.match(toBrowser, /^a=rtcp-mux\r?$/m);
 
     const opusPt = /^a=rtpmap:(\d+) opus/m.exec(toBrowser)?.[1] ?? '111';
-    const answer = browserOffer(45952)
+    const answer = browserOffer(nextPorts(2))
       .replace(/^m=audio (\d+) UDP\/TLS\/RTP\/SAVPF 111 126/m, `m=audio $1 UDP/TLS/RTP/SAVPF ${opusPt}`)
       .replace('a=setup:actpass', 'a=setup:active')
       .replace(/a=rtpmap:111/g, `a=rtpmap:${opusPt}`)
