@@ -7,11 +7,12 @@ import type { Db } from '../../../store/index.js';
 import { sqliteDb } from '../../support/db.js';
 import { silentLogger } from './helpers.js';
 import { GatedUdpListener } from './udp-listener.js';
+import { nextPort, nextPorts } from '../../support/ports.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SCENARIO = path.join(here, 'fixtures', 'options.xml');
-// This room's ports: 20100 the listener, 2010x SIPp's SIP ports, 2015x SIPp's control ports.
-const LISTEN_PORT = 20100;
+// The listener's port, and each SIPp's SIP, control and media ports, come from this run's block.
+const LISTEN_PORT = nextPort();
 
 interface SippRun {
   child: ChildProcess;
@@ -21,18 +22,11 @@ interface SippRun {
 const running = new Set<ChildProcess>();
 
 /** One SIPp OPTIONS client, bounded in calls and time; its exit code is 0 only when every call got its 200. */
-function sipp(opts: {
-  ip: string;
-  port: number;
-  controlPort: number;
-  ua: string;
-  rate: number;
-  calls: number;
-}): SippRun {
+function sipp(opts: { ip: string; ua: string; rate: number; calls: number }): SippRun {
   const args = [
     `127.0.0.1:${LISTEN_PORT}`,
     ...['-sf', SCENARIO, '-key', 'ua', opts.ua],
-    ...['-i', opts.ip, '-p', String(opts.port), '-cp', String(opts.controlPort)],
+    ...['-i', opts.ip, '-p', String(nextPort()), '-cp', String(nextPort()), '-mp', String(nextPorts(4))],
     ...['-r', String(opts.rate), '-m', String(opts.calls)],
     ...['-nostdin', '-timeout', '20s'],
   ];
@@ -78,8 +72,8 @@ describe('sip/security: real traffic from SIPp through the gate (UDP on loopback
 
   it('a 200/s OPTIONS flood from 127.0.0.1 is banned while a client on 127.0.0.2 keeps getting answers', async () => {
     const started = Date.now();
-    const flood = sipp({ ip: '127.0.0.1', port: 20101, controlPort: 20151, ua: 'flood-tester', rate: 200, calls: 400 });
-    const good = sipp({ ip: '127.0.0.2', port: 20102, controlPort: 20152, ua: 'Zoiper rv2.10', rate: 5, calls: 20 });
+    const flood = sipp({ ip: '127.0.0.1', ua: 'flood-tester', rate: 200, calls: 400 });
+    const good = sipp({ ip: '127.0.0.2', ua: 'Zoiper rv2.10', rate: 5, calls: 20 });
     let floodEnded = 0;
     const [floodCode, goodCode] = await Promise.all([flood.exit.finally(() => (floodEnded = Date.now())), good.exit]);
     figures(`flood + good client run took ${Date.now() - started} ms`);
@@ -114,7 +108,7 @@ describe('sip/security: real traffic from SIPp through the gate (UDP on loopback
   });
 
   it('a scanner’s OPTIONS (User-Agent friendly-scanner) get no answer and its source is counted and banned', async () => {
-    const scan = sipp({ ip: '127.0.0.3', port: 20103, controlPort: 20153, ua: 'friendly-scanner', rate: 10, calls: 5 });
+    const scan = sipp({ ip: '127.0.0.3', ua: 'friendly-scanner', rate: 10, calls: 5 });
     assert.notEqual(await scan.exit, 0);
     assert.equal(listener.answered.get('127.0.0.3') ?? 0, 0);
     const counted = gate.scannerSources().find((s) => s.address === '127.0.0.3');
@@ -130,7 +124,7 @@ describe('sip/security: real traffic from SIPp through the gate (UDP on loopback
       await new Promise((r) => setTimeout(r, 50));
     }
     figures(`lift took effect after ${Date.now() - t0} ms (pollSeconds 1)`);
-    const again = sipp({ ip: '127.0.0.1', port: 20104, controlPort: 20154, ua: 'Zoiper rv2.10', rate: 5, calls: 5 });
+    const again = sipp({ ip: '127.0.0.1', ua: 'Zoiper rv2.10', rate: 5, calls: 5 });
     assert.equal(await again.exit, 0, 'all five OPTIONS answered after the lift');
   });
 });

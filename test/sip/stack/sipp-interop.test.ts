@@ -7,7 +7,8 @@
 import { strict as assert } from 'node:assert';
 import { DigestServer, UserAgent, type Dialog } from '../../../sip/stack/index.js';
 import { LossyUdpRelay, loseListed } from './lossy-udp-relay.js';
-import { clientArgs, mediaPort, peerPort, pickPort, SCENARIOS, SippRunner, waitForBound } from './sipp.js';
+import { nextPort } from '../../support/ports.js';
+import { clientArgs, mediaPort, peerPort, SCENARIOS, SippRunner, waitForBound } from './sipp.js';
 import { SDP_B, waitFor } from './helpers.js';
 
 describe('SIPp interop', function () {
@@ -20,9 +21,9 @@ describe('SIPp interop', function () {
 
   before(async () => {
     ua = new UserAgent();
-    // UDP and TCP on one port number of our range, picked at random so concurrent runs of the suite do not collide.
+    // UDP and TCP on one port number of this run's block, so concurrent runs of the suite do not collide.
     for (let attempt = 0; ; attempt++) {
-      stackPort = await pickPort(15000, 15999);
+      stackPort = nextPort();
       try {
         await ua.listen({ udp: { host: '127.0.0.1', port: stackPort }, tcp: { host: '127.0.0.1', port: stackPort } });
         break;
@@ -61,33 +62,32 @@ describe('SIPp interop', function () {
 
   /** SIPp's built-in uas as the callee, on fresh ports of our range. */
   async function startUas(transport: 'UDP' | 'TCP', calls: number, opts: { port?: number; scenario?: string[] } = {}) {
-    const port = opts.port ?? (await peerPort());
+    const port = opts.port ?? peerPort();
     const args = [...(opts.scenario ?? ['-sn', 'uas']), '-i', '127.0.0.1', '-p', String(port)];
-    args.push('-mp', String(await mediaPort()), '-m', String(calls), '-timeout', '45s');
+    args.push('-mp', String(mediaPort()), '-m', String(calls), '-timeout', '45s');
     if (transport === 'TCP') args.push('-t', 't1');
     return { port, peer: sipp.run(args, 50000) };
   }
 
   for (const transport of ['UDP', 'TCP'] as const) {
     it(`${transport}: OPTIONS is answered 200`, async () => {
-      const r = await sipp.run([...(await clientArgs(target(), transport)), '-sf', `${SCENARIOS}/options.xml`]).done;
+      const r = await sipp.run([...clientArgs(target(), transport), '-sf', `${SCENARIOS}/options.xml`]).done;
       assert.equal(r.code, 0, r.stderr);
     });
 
     it(`${transport}: REGISTER is challenged and SIPp's MD5 digest accepted`, async () => {
-      const r = await sipp.run([...(await clientArgs(target(), transport)), '-sf', `${SCENARIOS}/register-digest.xml`])
-        .done;
+      const r = await sipp.run([...clientArgs(target(), transport), '-sf', `${SCENARIOS}/register-digest.xml`]).done;
       assert.equal(r.code, 0, r.stderr);
     });
 
     it(`${transport}: stack as UAS: SIPp's built-in uac calls, gets 180/200, ACKs, hangs up with BYE (3 calls)`, async () => {
-      const r = await sipp.run([...(await clientArgs(target(), transport, 3)), '-sn', 'uac', '-r', '10']).done;
+      const r = await sipp.run([...clientArgs(target(), transport, 3), '-sn', 'uac', '-r', '10']).done;
       assert.equal(r.code, 0, r.stderr);
     });
 
     it(`${transport}: stack as UAS: CANCEL before answer gets 200 and the INVITE 487`, async () => {
       const r = await sipp.run([
-        ...(await clientArgs(target(), transport)),
+        ...clientArgs(target(), transport),
         '-sf',
         `${SCENARIOS}/uac-cancel.xml`,
         '-s',
@@ -99,7 +99,7 @@ describe('SIPp interop', function () {
     it(`${transport}: stack as UAS hangs up: the BYE from our side is answered by SIPp`, async () => {
       const before = hangups.length;
       const r = await sipp.run([
-        ...(await clientArgs(target(), transport)),
+        ...clientArgs(target(), transport),
         '-sf',
         `${SCENARIOS}/uac-remote-bye.xml`,
         '-s',
@@ -147,7 +147,7 @@ describe('SIPp interop', function () {
     };
     const relay = await LossyUdpRelay.start({ host: '127.0.0.1', port: stackPort }, loseListed(losses));
     try {
-      const args = await clientArgs(`127.0.0.1:${relay.port}`, 'UDP', 6);
+      const args = clientArgs(`127.0.0.1:${relay.port}`, 'UDP', 6);
       const r = await sipp.run([...args, '-sf', `${SCENARIOS}/uac-txn.xml`, '-r', '5'], 55000).done;
       assert.equal(r.code, 0, r.stderr);
       const expected = Object.entries(losses).flatMap(([call, kinds]) =>
@@ -169,7 +169,7 @@ describe('SIPp interop', function () {
       4: ['200 BYE'],
       5: ['INVITE', 'INVITE#2', '200 INVITE', 'ACK', 'BYE', 'BYE#2', '200 BYE'],
     };
-    const uasPort = await peerPort();
+    const uasPort = peerPort();
     const relay = await LossyUdpRelay.start({ host: '127.0.0.1', port: uasPort }, loseListed(losses));
     try {
       // SIPp's Contact names the relay's port, so our ACK and BYE pass through the relay too.

@@ -1,9 +1,8 @@
 /** Runs SIPp as a real peer for interop tests; every process is tracked and killed by PID. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import dgram from 'node:dgram';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nextPort, nextPorts } from '../../support/ports.js';
 
 export const SCENARIOS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'scenarios');
 
@@ -41,58 +40,24 @@ export class SippRunner {
   }
 }
 
-function canBind(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => {
-      const sock = dgram.createSocket('udp4');
-      sock.once('error', () => srv.close(() => resolve(false)));
-      sock.bind(port, '127.0.0.1', () => sock.close(() => srv.close(() => resolve(true))));
-    });
-  });
-}
+/** A signalling port for a SIPp peer (UDP and TCP), from this run's block (test/support/ports.ts). */
+export const peerPort = (): number => nextPort();
 
-/**
- * A port of our range free for both UDP and TCP right now, chosen at random so that two runs of this suite at
- * once (several engineers run `npm test` on one box) do not fight over fixed numbers.
- */
-export async function pickPort(lo: number, hi: number): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = lo + Math.floor(Math.random() * (hi - lo + 1));
-    if (await canBind(port)) return port;
-  }
-  throw new Error(`no free port in ${lo}-${hi}`);
-}
-
-/** A free signalling port for a SIPp peer (16000-16499 of this room's peer range). */
-export const peerPort = (): Promise<number> => pickPort(16000, 16499);
-
-/**
- * A free media base for SIPp (16500-16999): SIPp binds audio and video RTP and RTCP at base..base+3, so the
- * base is a multiple of 4 with all four ports free.
- */
-export async function mediaPort(): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const base = 16500 + 4 * Math.floor(Math.random() * 125);
-    const free = await Promise.all([0, 1, 2, 3].map((k) => canBind(base + k)));
-    if (free.every(Boolean)) return base;
-  }
-  throw new Error('no free media ports');
-}
+/** A media base for SIPp (-mp): SIPp binds audio and video RTP and RTCP at base..base+3, all four from the block. */
+export const mediaPort = (): number => nextPorts(4);
 
 export { waitForBound } from '../../support/wait.js';
 
 /** Common client arguments: target, local signalling and media ports, bounded run. */
-export async function clientArgs(target: string, transport: 'UDP' | 'TCP', calls = 1): Promise<string[]> {
+export function clientArgs(target: string, transport: 'UDP' | 'TCP', calls = 1): string[] {
   return [
     target,
     '-i',
     '127.0.0.1',
     '-p',
-    String(await peerPort()),
+    String(peerPort()),
     '-mp',
-    String(await mediaPort()),
+    String(mediaPort()),
     '-m',
     String(calls),
     '-timeout',

@@ -7,6 +7,7 @@ import {
   type Dialog,
   type SipRequest,
 } from '../../../sip/stack/index.js';
+import { nextPort } from '../../support/ports.js';
 import { Agents, rawUdp, SDP_A, SDP_B, uriOf, waitFor } from './helpers.js';
 
 describe('user agent over real sockets (loopback)', function () {
@@ -140,7 +141,7 @@ describe('user agent over real sockets (loopback)', function () {
   it('a request to a dead peer rejects with SipTransportError (TCP connection refused)', async () => {
     const b = await agents.make();
     await assert.rejects(
-      b.request('sip:nobody@127.0.0.1:15999;transport=tcp', { method: 'OPTIONS' }),
+      b.request(`sip:nobody@127.0.0.1:${nextPort()};transport=tcp`, { method: 'OPTIONS' }), // nothing listens there
       (e: unknown) => e instanceof SipTransportError && e.code === 'SIP_TRANSPORT',
     );
   });
