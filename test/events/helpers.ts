@@ -5,6 +5,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { openDb, migrate, type Db } from '../../store/index.js';
 import { postgresDb } from '../support/db.js';
+import { eventually } from '../support/wait.js';
 
 /** A migrated SQLite database in a file of its own, re-openable (an outbox restart opens it again). */
 export async function fileDb(): Promise<{ db: Db; dir: string; reopen(): Promise<Db> }> {
@@ -131,12 +132,9 @@ export class Receiver {
   }
 }
 
+/** Polls `cond` every 10 ms until it holds (test/support/wait.ts `eventually`); rejects after `timeoutMs`. */
 export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition') {
-  const until = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await eventually(cond, what, timeoutMs, 10);
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
