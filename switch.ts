@@ -110,7 +110,8 @@ export class Switch {
     this.#closers.push(() => media.close());
 
     // Overload control: new calls beyond what the box carries get 503 + Retry-After at once (billing/overload.ts).
-    const signals = loadSignalsOf(probeStoreQueue(db));
+    const admission = new StoreAdmission(db);
+    const signals = loadSignalsOf(probeStoreQueue(db), () => admission.sampleTurnWait());
     const overloadLog = roomLogger('billing').child({ module: 'overload' });
     const overload = new OverloadControl({
       signals: signals.read,
@@ -154,7 +155,6 @@ export class Switch {
     });
     await registrar.start();
     this.#closers.push(async () => registrar.close());
-    const admission = new StoreAdmission(db);
     // Billing events carry the call they concern as data.callId; the publisher files them under that call.
     const billingEmit: BillingEmit = (accountId, code, data) => {
       const callId = typeof data.callId === 'string' ? data.callId : undefined;

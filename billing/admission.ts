@@ -67,6 +67,10 @@ export class StoreAdmission implements Admission {
   readonly #clock: Clock;
   readonly #admittedAt = new Map<string, number[]>();
   readonly #turns = new Map<string, Promise<unknown>>();
+  /** Admissions waiting for their account's turn (id -> when asked; insertion order = age) and the longest wait. */
+  readonly #waiting = new Map<number, number>();
+  #waitSeq = 0;
+  #maxTurnWaitMs = 0;
 
   constructor(db: Db, clock: Clock = systemClock) {
     this.#db = db;
@@ -75,13 +79,33 @@ export class StoreAdmission implements Admission {
 
   async admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
     const prev = this.#turns.get(req.accountId) ?? Promise.resolve();
-    const run = prev.catch(() => undefined).then(() => this.#check(req, place));
+    const id = this.#waitSeq++;
+    this.#waiting.set(id, this.#clock.now());
+    const run = prev
+      .catch(() => undefined)
+      .then(() => {
+        this.#maxTurnWaitMs = Math.max(this.#maxTurnWaitMs, this.#clock.now() - (this.#waiting.get(id) ?? 0));
+        this.#waiting.delete(id);
+        return this.#check(req, place);
+      });
     const tail = run.catch(() => undefined);
     this.#turns.set(req.accountId, tail);
     void tail.then(() => {
       if (this.#turns.get(req.accountId) === tail) this.#turns.delete(req.accountId);
     });
     return run;
+  }
+
+  /**
+   * How long new calls wait for their account's admission turn: the longest wait since the previous sample, or the
+   * age of the oldest still waiting (ms). Calls of one account are admitted one at a time, so a busy account's
+   * calls queue here long before the store or the event loop look busy; overload control reads it.
+   */
+  sampleTurnWait(): number {
+    const oldest = this.#waiting.values().next();
+    const wait = Math.max(this.#maxTurnWaitMs, oldest.done ? 0 : this.#clock.now() - oldest.value);
+    this.#maxTurnWaitMs = 0;
+    return wait;
   }
 
   async #check<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {

@@ -20,7 +20,10 @@ import type { Clock } from '../kit/index.js';
 export interface LoadSignals {
   /** Event-loop delay p99 over the last tick, ms. */
   loopDelayMs: number;
-  /** The store's backlog: the longest wait for a connection since the last tick, or the oldest still waiting, ms. */
+  /**
+   * The backlog in front of the store: the longest wait for a connection, or for an account's admission turn,
+   * since the last tick, or the oldest still waiting, ms.
+   */
   storeWaitMs: number;
 }
 
@@ -185,7 +188,11 @@ export class OverloadControl implements NewCallGate {
  * The signals of this process: its event-loop delay (a 10 ms resolution histogram, reset at each read) and the
  * store's connection queue. `close()` stops both.
  */
-export function loadSignalsOf(probe: StoreQueueProbe): { read: () => LoadSignals; close: () => void } {
+export function loadSignalsOf(
+  probe: StoreQueueProbe,
+  /** Further queues in front of the store (the per-account admission turn), as a wait in ms since the last read. */
+  queueWaitMs: () => number = () => 0,
+): { read: () => LoadSignals; close: () => void } {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   return {
@@ -193,7 +200,7 @@ export function loadSignalsOf(probe: StoreQueueProbe): { read: () => LoadSignals
       const loopDelayMs = loop.count > 0 ? loop.percentile(99) / 1e6 : 0;
       loop.reset();
       const q = probe.sample();
-      return { loopDelayMs, storeWaitMs: Math.max(q.maxWaitMs, q.oldestWaitMs) };
+      return { loopDelayMs, storeWaitMs: Math.max(q.maxWaitMs, q.oldestWaitMs, queueWaitMs()) };
     },
     close() {
       loop.disable();
