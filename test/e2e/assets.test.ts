@@ -8,12 +8,12 @@ import S3rver from 's3rver';
 import { roomLogger } from '../../config/index.js';
 import { RecordingRetention, readWav, rms } from '../../media/index.js';
 import {
+  carrierCallsDid,
   startTestSwitch,
   createAccountWithDid,
   addCarrier,
   AccountServer,
   RtpSink,
-  runSipp,
   api,
   SCENARIOS,
   speakingCarrierScenario,
@@ -107,23 +107,7 @@ describe('e2e: account assets played to a caller, and recording retention', func
   }
 
   function carrierCalls(scenario = path.join(SCENARIOS, 'uac-inbound.xml'), extra: string[] = []) {
-    return runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      scenario,
-      '-key',
-      'media_sink',
-      String(SINK),
-      '-s',
-      DID.slice(1),
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-      ...extra,
-    ]);
+    return carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK, scenario, extra });
   }
 
   async function lastCall() {
@@ -287,22 +271,7 @@ describe('e2e: an asset kept in an S3-compatible bucket is played to a caller', 
       .where({ number: DID })
       .update({ webhook_voice_inbound: server.url('/s3') });
     sink = await new RtpSink().bind(SINK_2);
-    sipp = runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      path.join(SCENARIOS, 'uac-inbound.xml'),
-      '-key',
-      'media_sink',
-      String(SINK_2),
-      '-s',
-      DID.slice(1),
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-    ]);
+    sipp = carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK_2 });
     assert.equal(await sipp.exited, 0, sipp.output());
     const heard = sink.speechSeconds();
     assert.ok(heard >= speech * 0.75, `heard ${heard} s of the asset's ${speech} s of speech`);

@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import path from 'node:path';
 import { eventually, waitForBound } from '../support/wait.js';
 import { insertCall } from '../../store/index.js';
 import {
+  carrierCallsDid,
   startTestSwitch,
   createAccountWithDid,
   addCarrier,
   AccountServer,
   carrier,
-  runSipp,
   api,
-  SCENARIOS,
   type ReceivedRequest,
   type SippRun,
   type TestAccount,
@@ -95,22 +93,7 @@ describe('e2e: call metadata, reconciled hangup and early media', function () {
     const busy = carrier({ port: CARRIER, scenario: 'uas-busy.xml' });
     sipps.push(busy);
     await waitForBound(CARRIER);
-    const caller = runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      path.join(SCENARIOS, 'uac-inbound.xml'),
-      '-key',
-      'media_sink',
-      String(SINK),
-      '-s',
-      DID.slice(1),
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-    ]);
+    const caller = carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK });
     sipps.push(caller);
     const first = await eventually(() => server.requests.find((r) => r.url === '/cp-start'), 'the inbound request');
     const sid = first.json.CallSid as string;

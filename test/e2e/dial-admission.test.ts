@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
-import path from 'node:path';
 import {
+  carrierCallsDid,
   startTestSwitch,
   createAccountWithDid,
   addCarrier,
   AccountServer,
   RtpSink,
-  runSipp,
   carrier,
-  SCENARIOS,
   type SippRun,
   type TestAccount,
   allocateSwitchPorts,
@@ -74,22 +72,7 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
   }
 
   function carrierCalls(did: string) {
-    return runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      path.join(SCENARIOS, 'uac-inbound.xml'),
-      '-key',
-      'media_sink',
-      String(SINK),
-      '-s',
-      did.slice(1),
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-    ]);
+    return carrierCallsDid({ sip: PORTS.sip, did, port: CALLER, sink: SINK });
   }
 
   async function dialDocument(did: string, route: string, xml: string) {

@@ -249,6 +249,29 @@ export interface SippRun {
 }
 
 /**
+ * A SIPp carrier calling `did` at the switch's SIP port `sip` from 127.0.0.1:`port`, one call by default, with
+ * one of test/e2e/scenarios (uac-inbound.xml by default) or an absolute scenario path, its media aimed at `sink`.
+ */
+export function carrierCallsDid(o: {
+  sip: number;
+  did: string;
+  port: number;
+  sink: number;
+  scenario?: string;
+  calls?: number;
+  extra?: string[];
+}) {
+  const scenario = o.scenario ?? 'uac-inbound.xml';
+  return runSipp([
+    `127.0.0.1:${o.sip}`,
+    ...['-sf', path.isAbsolute(scenario) ? scenario : path.join(SCENARIOS, scenario)],
+    ...['-key', 'media_sink', String(o.sink), '-s', o.did.replace(/^\+/, '')],
+    ...['-i', '127.0.0.1', '-p', String(o.port), '-m', String(o.calls ?? 1)],
+    ...(o.extra ?? []),
+  ]);
+}
+
+/**
  * A SIPp carrier on 127.0.0.1:`port` taking `calls` calls with one of test/e2e/scenarios (uas-answer.xml by
  * default), its media aimed at `sink` (-key media_sink), plus `extra` SIPp arguments.
  */

@@ -3,12 +3,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  carrierCallsDid,
   startTestSwitch,
   createAccountWithDid,
   addCarrier,
   AccountServer,
   RtpSink,
-  runSipp,
   api,
   SCENARIOS,
   type SippRun,
@@ -74,22 +74,7 @@ describe('e2e: inbound calls ring until call control needs media', function () {
       const template = readFileSync(path.join(SCENARIOS, 'uac-inbound-refused.xml'), 'utf8');
       writeFileSync(scenario, template.replace('response="EXPECTED_STATUS"', `response="${status}"`));
     }
-    return runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      scenario,
-      '-key',
-      'media_sink',
-      String(SINK),
-      '-s',
-      DID.slice(1),
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-    ]);
+    return carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK, scenario });
   }
 
   /** The account's newest call once it has ended. */

@@ -1,19 +1,17 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { waitForBound } from '../support/wait.js';
 import { decodeG711 } from '../../media/g711.js';
 import { toneEnergy } from '../media/rtp-peer.js';
 import {
+  carrierCallsDid,
   startTestSwitch,
   createAccountWithDid,
   addCarrier,
   AccountServer,
   RtpSink,
-  runSipp,
   carrier,
   api,
-  SCENARIOS,
   speakingCarrierScenario,
   speechUlawFile,
   type SippRun,
@@ -74,23 +72,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
   }
 
   function carrierCalls(scenario = 'uac-inbound.xml', did = DID.slice(1), extra: string[] = []) {
-    return runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      path.isAbsolute(scenario) ? scenario : path.join(SCENARIOS, scenario),
-      '-key',
-      'media_sink',
-      String(SINK),
-      '-s',
-      did,
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-      ...extra,
-    ]);
+    return carrierCallsDid({ sip: PORTS.sip, did, port: CALLER, sink: SINK, scenario, extra });
   }
 
   async function lastCall() {

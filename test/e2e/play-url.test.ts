@@ -7,13 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { rms, readWav } from '../../media/index.js';
 import {
+  carrierCallsDid,
   AccountServer,
   RtpSink,
-  SCENARIOS,
   addCarrier,
   api,
   createAccountWithDid,
-  runSipp,
   startTestSwitch,
   type SippRun,
   type TestAccount,
@@ -116,22 +115,7 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
       .db('numbers')
       .where({ number: DID })
       .update({ webhook_voice_inbound: server.url(route) });
-    sipp = runSipp([
-      `127.0.0.1:${PORTS.sip}`,
-      '-sf',
-      path.join(SCENARIOS, 'uac-inbound.xml'),
-      '-key',
-      'media_sink',
-      String(SINK),
-      '-s',
-      DID.slice(1),
-      '-i',
-      '127.0.0.1',
-      '-p',
-      String(CALLER),
-      '-m',
-      '1',
-    ]);
+    sipp = carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK });
     assert.equal(await sipp.exited, 0, sipp.output());
     const call = (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
     assert.equal(call.status, 'completed');
