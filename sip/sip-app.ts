@@ -141,7 +141,7 @@ export class SipApplication {
     // Overload control (billing/overload.ts) before any store work: the excess is refused at once so the calls
     // already admitted keep their latency. Only new calls reach here (in-dialog requests go to their dialog), and
     // a re-INVITE that lost its dialog carries a To tag: it is never shed.
-    const load = req.headers.get('to')?.includes(';tag=') ? undefined : this.deps.overload?.admitNewCall();
+    const load = req.toTag !== undefined ? undefined : this.deps.overload?.admitNewCall();
     if (load && !load.ok)
       return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
     const source = req.source?.address ?? '';
