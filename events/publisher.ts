@@ -233,15 +233,7 @@ export class EventPublisher {
    * callback (it belongs to no account). The calls room calls this on each change, or periodically.
    */
   publishPlatformConcurrent(activeCalls: number, at: Date = this.#now()): StreamFrame {
-    const code = EventCodes.platformConcurrent;
-    const frame = buildStreamFrame({
-      code,
-      event: eventFor(code).event,
-      createdAt: at.toISOString(),
-      data: { activeCalls },
-    });
-    this.#bus.publish({ id: eventIds.next(), accountId: null, staffOnly: true, frame });
-    return frame;
+    return this.#publishStaff(EventCodes.platformConcurrent, { activeCalls }, at);
   }
 
   /**
@@ -253,13 +245,12 @@ export class EventPublisher {
     state: { shedding: boolean; limitCps: number | null; reason: string; refused: number },
     at: Date = this.#now(),
   ): StreamFrame {
-    const code = EventCodes.platformDraining;
-    const frame = buildStreamFrame({
-      code,
-      event: eventFor(code).event,
-      createdAt: at.toISOString(),
-      data: { ...state, cause: 'overload' },
-    });
+    return this.#publishStaff(EventCodes.platformDraining, { ...state, cause: 'overload' }, at);
+  }
+
+  /** A frame for staff streams only: no account, no call, not stored. */
+  #publishStaff(code: EventCode, data: Record<string, unknown>, at: Date): StreamFrame {
+    const frame = buildStreamFrame({ code, event: eventFor(code).event, createdAt: at.toISOString(), data });
     this.#bus.publish({ id: eventIds.next(), accountId: null, staffOnly: true, frame });
     return frame;
   }
