@@ -91,6 +91,8 @@ export class Switch {
     });
     const bus = new EventBus();
     const publisher = new EventPublisher({ db, bus, logger: roomLogger('events') });
+    // Before the store closes (closers run in reverse): events still being group-committed are written.
+    this.#closers.push(() => publisher.flushed());
     const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy }).start();
     this.#closers.push(() => outbox.close());
     const concurrency = new PlatformConcurrencyMonitor({ db, publisher });

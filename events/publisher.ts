@@ -2,12 +2,8 @@ import {
   findAccountSettings,
   findCallAnyAccount,
   findNumberOfCached,
-  findWebhookRoute,
-  inTransaction,
   ACCOUNT_STATUS_ROUTE,
   numberStatusRoute,
-  insertCallEvent,
-  insertOutboxRow,
   type Db,
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
@@ -21,6 +17,7 @@ import {
   type StreamFrame,
 } from './envelope.js';
 import { EventBus } from './bus.js';
+import { EventWriter } from './event-writer.js';
 import { eventIds } from './event-id.js';
 import { EventPersistError, InvalidEventError } from './errors.js';
 
@@ -99,6 +96,7 @@ export class EventPublisher {
   readonly #bus: EventBus;
   readonly #log: Logger;
   readonly #now: () => Date;
+  readonly #writer: EventWriter;
   #outbox: OutboxKick | undefined;
 
   constructor(deps: { db: Db; bus: EventBus; logger?: Logger; now?: () => Date }) {
@@ -106,6 +104,12 @@ export class EventPublisher {
     this.#bus = deps.bus;
     this.#log = deps.logger ?? roomLogger('events');
     this.#now = deps.now ?? (() => new Date());
+    this.#writer = new EventWriter(deps.db);
+  }
+
+  /** Resolves when every event emitted so far is stored (the group commit has drained): for an orderly stop. */
+  flushed(): Promise<void> {
+    return this.#writer.flushed();
   }
 
   get bus(): EventBus {
@@ -173,44 +177,25 @@ export class EventPublisher {
               callRow !== undefined ? (callRow.number_id ?? null) : await numberIdOf(this.#db, input),
             )
           : undefined;
-        await inTransaction(this.#db, async (trx) => {
-          await insertCallEvent(trx, {
-            id,
-            account_id: accountId,
-            call_id: input.callId ?? null,
-            code: input.code,
-            event,
-            data: JSON.stringify(frame.data ?? {}),
-            created_at: createdAt,
-          });
-          if (!isStatusCallbackCode(input.code)) return;
-          if (!resolved) {
-            delivery = 'no_route';
-            return;
-          }
+        const row = {
+          id,
+          account_id: accountId,
+          call_id: input.callId ?? null,
+          code: input.code,
+          event,
+          data: JSON.stringify(frame.data ?? {}),
+          created_at: createdAt,
+        };
+        if (resolved) {
           url = wireUrl(resolved.url);
           route = resolved.route;
-          const health = await findWebhookRoute(trx, accountId, { route, url });
-          const disabled = Boolean(health?.disabled);
-          await insertOutboxRow(trx, {
-            id,
-            account_id: accountId,
-            call_id: input.callId ?? null,
-            event,
-            route,
-            url,
-            body: buildStatusCallbackBody(frame, id, accountId, snapshot),
-            attempts: 0,
-            // An auto-disabled route is not sent to; the row records that the event existed and why it was not
-            // delivered (re-enabling is an operator action, spec: States and transitions).
-            state: disabled ? 'failed' : 'pending',
-            last_error: disabled ? 'route_disabled' : null,
-            next_attempt_at: createdAt,
-            created_at: createdAt,
-            done_at: disabled ? createdAt : null,
-          });
-          delivery = disabled ? 'route_disabled' : 'queued';
-        });
+          const body = buildStatusCallbackBody(frame, id, accountId, snapshot);
+          const written = await this.#writer.write({ event: row, callback: { route, url, body } });
+          delivery = written === 'route_disabled' ? 'route_disabled' : 'queued';
+        } else {
+          await this.#writer.write({ event: row });
+          if (isStatusCallbackCode(input.code)) delivery = 'no_route';
+        }
       } catch (err) {
         throw new EventPersistError(err);
       }

@@ -26,3 +26,13 @@ export interface NewCallEvent extends CallEventRow {
 export async function insertCallEvent(db: Db, row: NewCallEvent): Promise<void> {
   await db('call_events').insert(row);
 }
+
+/** Rows per INSERT statement: 7 columns each, well under SQLite's and PostgreSQL's bound-parameter limits. */
+const EVENTS_PER_INSERT = 500;
+
+/** Records many events in one statement per 500 (the publisher's group commit), in the order given. */
+export async function insertCallEvents(db: Db, rows: readonly NewCallEvent[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += EVENTS_PER_INSERT) {
+    await db('call_events').insert(rows.slice(i, i + EVENTS_PER_INSERT));
+  }
+}

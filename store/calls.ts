@@ -136,10 +136,11 @@ export async function updateCall(
 ): Promise<CallRow | undefined> {
   const q = db('calls').where({ id });
   if (onlyIfStatusIn) q.whereIn('status', onlyIfStatusIn as CallStatus[]);
-  const n = await q.update(patch);
-  const r = await db('calls').where({ id }).first();
-  if (r) bump(r.account_id);
-  return n > 0 && r ? normaliseCall(r) : undefined;
+  // One statement: the row after the update comes back with it (RETURNING: SQLite >= 3.35, PostgreSQL).
+  const [r] = await q.update(patch, '*');
+  if (!r) return undefined;
+  bump(r.account_id);
+  return normaliseCall(r);
 }
 
 /**

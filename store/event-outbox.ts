@@ -45,6 +45,16 @@ export async function insertOutboxRow(db: Db, row: NewOutboxRow): Promise<void> 
   await db('event_outbox').insert(row);
 }
 
+/** Rows per INSERT statement: 13 columns each, well under the bound-parameter limits of both stores. */
+const OUTBOX_ROWS_PER_INSERT = 200;
+
+/** Queues many status callbacks in one statement per 200 (the publisher's group commit), in the order given. */
+export async function insertOutboxRows(db: Db, rows: readonly NewOutboxRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += OUTBOX_ROWS_PER_INSERT) {
+    await db('event_outbox').insert(rows.slice(i, i + OUTBOX_ROWS_PER_INSERT));
+  }
+}
+
 /**
  * Pending rows due at `now`, oldest id first, leaving out the given accounts and any row with an earlier pending
  * row of the same call (order per call), at most `limit`.

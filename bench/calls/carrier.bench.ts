@@ -21,6 +21,8 @@ import { probeStoreQueue } from '../../store/index.js';
 const RATES = (process.argv[2] ?? '10,25,50').split(',').map(Number);
 const SECONDS = Number(process.argv[3] ?? 10);
 const STORE = process.argv[4] ?? 'sqlite';
+// How many statement shapes to list (SQL_TOP=40 for a full picture).
+const TOP = Number(process.env.SQL_TOP ?? 15);
 const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'scenarios');
 const PORTS = { http: 22580, sip: 22565, ng: 22528, rtpMin: 30000, rtpMax: 39999, carrierIn: 22561, carrierOut: 22562 };
 
@@ -69,10 +71,10 @@ console.log(
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 const calls = RATES.reduce((n, r) => n + r * SECONDS, 0);
-console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the 15 most frequent:\n`);
+console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the ${TOP} most frequent:\n`);
 console.log('| per call | statement |');
 console.log('|---|---|');
-for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, 15))
+for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, TOP))
   console.log(`| ${(n / calls).toFixed(2)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
 hook.proc.kill();
 await ctx.sw.stop();
