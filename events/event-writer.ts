@@ -68,12 +68,12 @@ export class EventWriter {
 
   async #writeBatch(batch: Pending[]): Promise<void> {
     try {
-      const results = await inTransaction(this.#db, (tx) =>
-        writeAll(
-          tx,
-          batch.map((p) => p.write),
-        ),
-      );
+      // A lone event without a callback is one INSERT: no transaction to open around it.
+      const lone = batch.length === 1 && !batch[0]!.write.callback;
+      const writes = batch.map((p) => p.write);
+      const results = lone
+        ? await writeAll(this.#db, writes)
+        : await inTransaction(this.#db, (tx) => writeAll(tx, writes));
       batch.forEach((p, i) => p.resolve(results[i]!));
       return;
     } catch (err) {
@@ -94,7 +94,7 @@ export class EventWriter {
 }
 
 /** Writes the events and their callbacks in `tx`; a route's health is read once per batch. */
-async function writeAll(tx: Tx, writes: readonly EventWrite[]): Promise<CallbackWritten[]> {
+async function writeAll(tx: Tx | Db, writes: readonly EventWrite[]): Promise<CallbackWritten[]> {
   await insertCallEvents(
     tx,
     writes.map((w) => w.event),
