@@ -1,12 +1,12 @@
 import { EventCodes } from '../events/index.js';
 import type { RecordingResult } from '../media/index.js';
 import { insertRecording, recordingRetentionDaysFor, type Db } from '../store/index.js';
-import type { CallClock } from './call-clock.js';
+import type { Clock } from '../kit/index.js';
 import type { CallLifecycle } from './lifecycle.js';
 
 export interface KeepRecordingDeps {
   db: Db;
-  clock: CallClock;
+  clock: Pick<Clock, 'now'>;
   /** The platform's retention, for accounts without their own. */
   recordingRetentionDays: number;
 }
@@ -20,7 +20,7 @@ export async function keepRecording(d: KeepRecordingDeps, life: CallLifecycle, r
   const row = life.row;
   const seconds = Math.round(r.durationSec);
   const days = await recordingRetentionDaysFor(d.db, row.account_id, d.recordingRetentionDays);
-  const expires = new Date(d.clock.now().getTime() + days * 86400_000).toISOString();
+  const expires = new Date(d.clock.now() + days * 86400_000).toISOString();
   const rec = await insertRecording(d.db, {
     account_id: row.account_id,
     call_id: row.id,

@@ -2,8 +2,8 @@ import type { Logger } from '../config/index.js';
 import type { ReasonCode } from '../events/index.js';
 import type { RecordingResult } from '../media/index.js';
 import type { CallRow } from '../store/index.js';
+import type { Clock } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
-import type { CallClock } from './call-clock.js';
 import type { CallMedia } from './call-media.js';
 import type { CallLifecycle } from './lifecycle.js';
 import { refusalFor, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
@@ -12,7 +12,7 @@ export interface CallTeardownDeps {
   life: CallLifecycle;
   media: CallMedia;
   log: Logger;
-  clock: CallClock;
+  clock: Pick<Clock, 'now'>;
   billing?: CallBilling;
   /** Keeps the RecordSession file the media hands back when it closes (calls/call-recording.ts). */
   keepRecording(r: RecordingResult): Promise<unknown>;
@@ -119,7 +119,7 @@ export class CallTeardown {
     if (this.#ringing) this.#ringing.refuse(this.#refusal ?? refusalFor(reason));
     if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
     await this.#billingStart.catch(() => undefined);
-    const endedAt = this.#d.clock.now();
+    const endedAt = new Date(this.#d.clock.now());
     const closed = await media.close().catch((e) => {
       log.warn({ err: e, call: life.row.sid }, 'media session not deleted');
       return {} as { sessionRecording?: RecordingResult };

@@ -12,9 +12,8 @@ import {
   type InterpreterStart,
   type SessionRecordingOptions,
 } from '../verbs/index.js';
-import type { UrlPolicy } from '../kit/index.js';
+import { systemClock, type Clock, type UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
-import { systemClock, type CallClock } from './call-clock.js';
 import type { CallMedia } from './call-media.js';
 import { keepRecording } from './call-recording.js';
 import { CallTeardown, type EndOptions } from './call-teardown.js';
@@ -32,8 +31,8 @@ export interface LiveCallDeps {
   events: EventPublisher;
   log: Logger;
   billing?: CallBilling;
-  /** The system clock unless a test moves its own. */
-  clock?: CallClock;
+  /** The kit's system clock unless a test moves its own (a ManualClock). */
+  clock?: Clock;
   webhookTimeoutMs: number;
   /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
   urlPolicy?: UrlPolicy;
@@ -53,7 +52,7 @@ export interface LiveCallDeps {
 export class LiveCall {
   readonly #d: LiveCallDeps;
   readonly life: CallLifecycle;
-  readonly #clock: CallClock;
+  readonly #clock: Clock;
   readonly #teardown: CallTeardown;
   readonly verbs: CallVerbs;
   #dialog: Dialog | undefined;
@@ -161,7 +160,7 @@ export class LiveCall {
   }
 
   async #answered(): Promise<void> {
-    const ok = await this.life.answered(this.#clock.now());
+    const ok = await this.life.answered(new Date(this.#clock.now()));
     if (!ok || this.isEnding) return;
     try {
       await this.#d.billing?.callAnswered({

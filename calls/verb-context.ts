@@ -21,9 +21,8 @@ import {
   type VerbDocument,
   type VerbEvent,
 } from '../verbs/index.js';
-import type { UrlPolicy } from '../kit/index.js';
+import { sleep, type Clock, type UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
-import type { CallClock } from './call-clock.js';
 import type { CallMedia } from './call-media.js';
 import type { CallLifecycle } from './lifecycle.js';
 
@@ -31,7 +30,7 @@ export interface CallVerbsDeps {
   db: Db;
   media: CallMedia;
   log: Logger;
-  clock: CallClock;
+  clock: Clock;
   billing?: CallBilling;
   webhookTimeoutMs: number;
   /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
@@ -182,7 +181,7 @@ export class CallVerbs implements VerbContext {
 
   async pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void> {
     await this.#host.needMedia(); // a Pause first answers: silence on an answered line, as the caller expects
-    await this.#d.clock.sleep(seconds * 1000, options.signal);
+    await sleep(this.#d.clock, seconds * 1000, options.signal);
   }
 
   async hangup(cause?: HangupCause): Promise<void> {

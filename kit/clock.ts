@@ -48,7 +48,8 @@ type Job = { at: number; fn: () => void; everyMs?: number; name?: string };
 
 /**
  * A clock that moves only when told to: during `advance` each due timer and periodic job fires at its own
- * instant, in time order (ties in the order they were set).
+ * instant, in time order (ties in the order they were set). The one fake clock of the tests (calls, media, billing,
+ * security, the SIP stack); `sleep(clock, ms)` (kit/sleep.ts) on it resolves when `advance` passes its time.
  */
 export class ManualClock implements Clock {
   #now: number;
@@ -109,5 +110,10 @@ export class ManualClock implements Clock {
   /** Timers and periodic jobs still set. */
   get pendingTimers(): number {
     return this.#jobs.size;
+  }
+
+  /** The names of the periodic jobs still set ('' for an unnamed one): a close() that cancels them all leaves []. */
+  periodicJobs(): string[] {
+    return [...this.#jobs.values()].filter((j) => j.everyMs !== undefined).map((j) => j.name ?? '');
   }
 }

@@ -31,5 +31,6 @@ export {
 } from './guarded-fetch.js';
 export { requestUrl } from './request-url.js';
 export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle } from './clock.js';
+export { sleep } from './sleep.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';
 export { TypedEmitter, type ListenerErrorLog } from './typed-emitter.js';

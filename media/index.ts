@@ -67,7 +67,7 @@ export {
   type SessionNgClient,
   type LegRecordOptions,
 } from './media-session.js';
-export { Playback, type MediaClock, type PlaybackOptions, type PlaybackResult } from './playback.js';
+export { Playback, type PlaybackOptions, type PlaybackResult } from './playback.js';
 export { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';

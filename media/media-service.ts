@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../config/index.js';
-import { systemClock, TypedEmitter, type UrlPolicy } from '../kit/index.js';
+import { systemClock, TypedEmitter, type Clock, type UrlPolicy } from '../kit/index.js';
 import { AudioFetcher } from './audio-fetch.js';
 import { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
 import { MediaError } from './errors.js';
@@ -9,7 +9,7 @@ import type { RecordingResult } from './ivr-endpoint.js';
 import type { LegMediaOptions } from './leg-profiles.js';
 import { Limiter } from './limiter.js';
 import { MediaSession, type LegRecordOptions, type SessionEngine } from './media-session.js';
-import type { MediaClock, PlaybackOptions, PlaybackResult } from './playback.js';
+import type { PlaybackOptions, PlaybackResult } from './playback.js';
 import { runTool } from './run-tool.js';
 import type { AudioCodec } from './sdp.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
@@ -67,8 +67,11 @@ export interface MediaServiceOptions {
   urlPolicy?: UrlPolicy;
   /** Receive rtpengine's DTMF log on this port (the engine must have --dtmf-log-dest pointing here). */
   dtmfPort?: number;
-  /** Playback timers and recording timestamps (default: the kit's systemClock). */
-  clock?: MediaClock;
+  /**
+   * The kit's one Clock (STYLE.md 4): playback timers, and the timestamps of what a session played and recorded
+   * (epoch ms with the default systemClock: recordings line prompts up against pcap capture times).
+   */
+  clock?: Clock;
 }
 
 /**
@@ -84,7 +87,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   readonly #address: string;
   readonly #recordingsDir: string;
   readonly #engineRecordingDir: string | undefined;
-  readonly #clock: MediaClock;
+  readonly #clock: Clock;
   readonly #dtmf = new DtmfListener();
   readonly #dtmfPort: number | undefined;
   readonly tts: TtsEngine;

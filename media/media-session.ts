@@ -4,10 +4,10 @@ import { IvrEndpoint, type RecordingResult } from './ivr-endpoint.js';
 import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
 import type { Limiter } from './limiter.js';
 import type { NgClient } from './ng-client.js';
-import { Playback, type MediaClock, type PlaybackOptions, type PlaybackResult } from './playback.js';
+import { Playback, type PlaybackOptions, type PlaybackResult } from './playback.js';
 import { keepCodecs, type AudioCodec } from './sdp.js';
 import { SessionRecorder, type RecordingTarget } from './session-recorder.js';
-import { TypedEmitter } from '../kit/index.js';
+import { TypedEmitter, type Clock } from '../kit/index.js';
 
 /** The ng commands a session sends (a fake of these is enough to unit-test a session). */
 export type SessionNgClient = Pick<
@@ -24,7 +24,7 @@ export interface SessionEngine {
 export interface MediaSessionOptions {
   callId: string;
   engine: SessionEngine;
-  clock: MediaClock;
+  clock: Clock;
   log: Logger;
   /** Address our IVR endpoints bind to; must be reachable by the engine. */
   localMediaAddress: string;

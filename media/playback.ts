@@ -1,10 +1,4 @@
-import type { Clock } from '../kit/index.js';
-
-/**
- * The slice of the kit's one Clock a media session uses (STYLE.md 4): playback timers, and the timestamps of what
- * it played and recorded (epoch ms with `systemClock`: recordings line prompts up against pcap capture times).
- */
-export type MediaClock = Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
+import type { Clock, TimerHandle } from '../kit/index.js';
 
 export interface PlaybackOptions {
   signal?: AbortSignal;
@@ -28,15 +22,15 @@ export class Playback {
   readonly done: Promise<PlaybackResult>;
   #resolve!: (r: PlaybackResult) => void;
   #finished = false;
-  readonly #timer: ReturnType<MediaClock['setTimeout']>;
-  readonly #clock: MediaClock;
+  readonly #timer: TimerHandle;
+  readonly #clock: Clock;
   readonly #signal: AbortSignal | undefined;
   readonly #onAbort = (): void => this.finish(false);
   readonly #onFinish: (completed: boolean) => void;
 
   constructor(opts: {
     durationMs: number;
-    clock: MediaClock;
+    clock: Clock;
     signal?: AbortSignal;
     /** Runs once, before `done` resolves: the session's bookkeeping (and `stop media` when cut short). */
     onFinish: (completed: boolean) => void;

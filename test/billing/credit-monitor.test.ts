@@ -11,10 +11,11 @@ import {
 } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS, sqliteDb } from '../support/db.js';
-import { FakeTimers, FAKE_EPOCH, eventually, quietLog } from './fake-timers.js';
+import { FAKE_EPOCH, eventually, quietLog } from './fake-timers.js';
+import { ManualClock } from '../../kit/index.js';
 
 interface Harness {
-  timers: FakeTimers;
+  timers: ManualClock;
   monitor: CreditMonitor;
   cuts: Array<{ callId: string; reason: CutReason; at: number }>;
   events: Array<{ accountId: string; code: string; data: Record<string, unknown> }>;
@@ -23,7 +24,7 @@ interface Harness {
 
 /** A monitor on a fake clock whose `cut` behaves like the calls room: the call ends at once and is settled. */
 function harness(db: Db, opts: { endOnCut?: boolean; nodeId?: string } = {}): Harness {
-  const timers = new FakeTimers();
+  const timers = new ManualClock(FAKE_EPOCH);
   const cuts: Harness['cuts'] = [];
   const events: Harness['events'] = [];
   const ended = new Map<string, Promise<CallSettlement>>();
@@ -147,7 +148,7 @@ for (const kind of BOTH_DBS) {
     it('two nodes sharing the store: live calls of one account on each draw on one balance', async () => {
       const acct = await insertAccount(db, 'Two nodes');
       await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 300 });
-      const timers = new FakeTimers();
+      const timers = new ManualClock(FAKE_EPOCH);
       const cuts: Array<{ callId: string; reason: string; at: number }> = [];
       const ended: Array<Promise<CallSettlement>> = [];
       const node = (nodeId: string): CreditMonitor => {
@@ -442,6 +443,6 @@ describe('billing/credit-monitor timing', function () {
     assert.equal(await db('call_credit').where({ call_id: call }).first(), undefined);
     await h!.monitor.close();
     await h!.monitor.close();
-    assert.deepEqual(h!.timers.active(), []);
+    assert.deepEqual(h!.timers.periodicJobs(), []);
   });
 });

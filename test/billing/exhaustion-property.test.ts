@@ -11,7 +11,8 @@ import {
 } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { sqliteDb } from '../support/db.js';
-import { FakeTimers, FAKE_EPOCH, quietLog } from './fake-timers.js';
+import { FAKE_EPOCH, quietLog } from './fake-timers.js';
+import { ManualClock } from '../../kit/index.js';
 
 const INC = { initialSeconds: 60, incrementSeconds: 1 };
 
@@ -60,7 +61,7 @@ describe('billing: properties', function () {
           async (balance, calls) => {
             const acct = await insertAccount(db, 'Prop');
             await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: balance });
-            const timers = new FakeTimers();
+            const timers = new ManualClock(FAKE_EPOCH);
             const t0 = timers.now();
             const cuts: Array<{ id: string; reason: string; at: number }> = [];
             const ended = new Map<string, Promise<CallSettlement>>();

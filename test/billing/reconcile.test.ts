@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { CreditMonitor, RateBook, ReconcileSweep, post, BillingCodes, formatMoney } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS } from '../support/db.js';
-import { FakeTimers, quietLog } from './fake-timers.js';
+import { FAKE_EPOCH, quietLog } from './fake-timers.js';
+import { ManualClock } from '../../kit/index.js';
 
 type Status = 'initiated' | 'ringing' | 'answered' | 'completed';
 
@@ -40,7 +41,7 @@ for (const kind of BOTH_DBS) {
     after(async () => db?.destroy());
 
     it('closes rows a crashed process left live with END.0504 once, bills once, reports once', async () => {
-      const timers = new FakeTimers();
+      const timers = new ManualClock(FAKE_EPOCH);
       const acct = await insertAccount(db, 'Crashed');
       await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 10_000 });
       const t0 = timers.now();
@@ -176,7 +177,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('two sweeps racing over the same orphans close, bill and report each call once', async () => {
-      const timers = new FakeTimers();
+      const timers = new ManualClock(FAKE_EPOCH);
       const acct = await insertAccount(db, 'Race');
       await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 100_000 });
       const t0 = timers.now();
@@ -217,7 +218,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('a periodic sweep leaves a call younger than its minimum age alone (it may be in set-up)', async () => {
-      const timers = new FakeTimers();
+      const timers = new ManualClock(FAKE_EPOCH);
       const acct = await insertAccount(db, 'Young');
       const young = await insertCall(db, acct.id, {
         status: 'initiated',

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { CreditMonitor, RateBook, StoreHeartbeatWatchdog, post } from '../../billing/index.js';
 import { insertAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { sqliteDb } from '../support/db.js';
-import { FakeTimers, FAKE_EPOCH, quietLog } from './fake-timers.js';
+import { FAKE_EPOCH, quietLog } from './fake-timers.js';
+import { ManualClock } from '../../kit/index.js';
 
 describe('billing/watchdog across processes (heartbeats in the store)', function () {
   this.timeout(30000);
@@ -30,7 +31,7 @@ describe('billing/watchdog across processes (heartbeats in the store)', function
   }
 
   it('the legs process cuts a call whose monitor stopped writing heartbeats, and one no monitor recorded', async () => {
-    const timers = new FakeTimers();
+    const timers = new ManualClock(FAKE_EPOCH);
     const acct = await insertAccount(db, 'Split');
     await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 1_000_000 });
     const guarded = await answeredCall(acct.id);

@@ -5,7 +5,8 @@ import { insertAccount, insertCall, findCallAnyAccount, nowIso, type Db } from '
 import { CallLifecycle } from '../../calls/lifecycle.js';
 import { CallTeardown } from '../../calls/call-teardown.js';
 import { sqliteDb } from '../support/db.js';
-import { FakeBilling, FakeDialog, FakeLeg, FakeMedia, ManualClock, deferred, fakeEvents, type Steps } from './fakes.js';
+import { ManualClock } from '../../kit/index.js';
+import { CALL_EPOCH, FakeBilling, FakeDialog, FakeLeg, FakeMedia, deferred, fakeEvents, type Steps } from './fakes.js';
 
 /**
  * CallTeardown alone (calls/call-teardown.ts): the real lifecycle on the real store (SQLite in a temp dir); the
@@ -24,13 +25,13 @@ describe('calls: the teardown of a live call', () => {
 
   async function setup(opts: { answered?: boolean } = {}) {
     const steps: Steps = [];
-    const clock = new ManualClock();
+    const clock = new ManualClock(CALL_EPOCH);
     const row = await insertCall(db, {
       account_id: accountId,
       direction: 'inbound',
       from_number: '+254733000001',
       to_number: '+254711000001',
-      started_at: nowIso(clock.now()),
+      started_at: nowIso(new Date(clock.now())),
     });
     const life = new CallLifecycle({ db, events: fakeEvents(steps), log }, row);
     const media = new FakeMedia(steps);
@@ -49,7 +50,7 @@ describe('calls: the teardown of a live call', () => {
     });
     if (opts.answered) {
       clock.advance(5_000);
-      await life.answered(clock.now());
+      await life.answered(new Date(clock.now()));
     }
     steps.length = 0;
     return { steps, clock, life, media, billing, teardown, kept, row };
@@ -68,9 +69,9 @@ describe('calls: the teardown of a live call', () => {
     assert.equal(row.reason_code, ReasonCodes.normalHangup);
     assert.equal(row.cost_cents, 7, 'the settled cost is on the CDR');
     assert.equal(row.talk_seconds, 42, 'the settled talk time is on the CDR');
-    assert.equal(row.ended_at, nowIso(t.clock.now()));
+    assert.equal(row.ended_at, nowIso(new Date(t.clock.now())));
     assert.equal(row.duration_seconds, 47, 'from the start to the clock at the end');
-    assert.deepEqual(t.billing.settlements, [{ callId: t.row.id, endedAt: t.clock.now() }]);
+    assert.deepEqual(t.billing.settlements, [{ callId: t.row.id, endedAt: new Date(t.clock.now()) }]);
     assert.deepEqual(t.kept, ['/rec/session.wav']);
     assert.equal((await findCallAnyAccount(db, t.row.id))?.status, 'completed', 'stored');
   });

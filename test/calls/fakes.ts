@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import type { CallBilling } from '../../calls/call-billing.js';
-import type { CallClock } from '../../calls/call-clock.js';
 import type { CallMedia } from '../../calls/call-media.js';
 import type { SipRefusal, UnansweredLeg } from '../../calls/unanswered-leg.js';
 import type { EventPublisher } from '../../events/index.js';
@@ -22,46 +21,8 @@ export async function settle(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i += 1) await new Promise<void>((r) => setImmediate(r));
 }
 
-/** A clock that moves only when the test says so; sleeps fire in order of their due time. */
-export class ManualClock implements CallClock {
-  #now: number;
-  readonly #timers: { at: number; fire: () => void }[] = [];
-
-  constructor(start = Date.parse('2025-01-01T10:00:00.000Z')) {
-    this.#now = start;
-  }
-
-  now(): Date {
-    return new Date(this.#now);
-  }
-
-  sleep(ms: number, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = { at: this.#now + ms, fire: resolve };
-      this.#timers.push(timer);
-      signal.addEventListener('abort', () => (this.#drop(timer), resolve()), { once: true });
-    });
-  }
-
-  get pendingSleeps(): number {
-    return this.#timers.length;
-  }
-
-  /** Moves time on by `ms`, firing every sleep that falls due. */
-  advance(ms: number): void {
-    this.#now += ms;
-    for (const t of [...this.#timers].sort((a, b) => a.at - b.at)) {
-      if (t.at > this.#now) continue;
-      this.#drop(t);
-      t.fire();
-    }
-  }
-
-  #drop(t: { at: number; fire: () => void }): void {
-    const i = this.#timers.indexOf(t);
-    if (i >= 0) this.#timers.splice(i, 1);
-  }
-}
+/** Where a unit test's call starts on its ManualClock (the kit's one fake clock). */
+export const CALL_EPOCH = Date.parse('2025-01-01T10:00:00.000Z');
 
 /**
  * The call's media: say/play resolve at once unless `holdPlayback` is set, then they run until their signal

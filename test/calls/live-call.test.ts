@@ -6,19 +6,20 @@ import { insertAccount, insertCall, nowIso, type Db } from '../../store/index.js
 import { parseVerbDocument } from '../../verbs/index.js';
 import { CallLifecycle } from '../../calls/lifecycle.js';
 import { LiveCall } from '../../calls/live-call.js';
+import { ManualClock } from '../../kit/index.js';
 import { sqliteDb } from '../support/db.js';
 import {
   FakeBilling,
   FakeDialog,
   FakeLeg,
   FakeMedia,
-  ManualClock,
   deferred,
   fakeEvents,
   settle,
   subsequence,
   until,
   type Steps,
+  CALL_EPOCH,
 } from './fakes.js';
 
 /**
@@ -41,14 +42,14 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
 
   async function inbound() {
     const steps: Steps = [];
-    const clock = new ManualClock();
+    const clock = new ManualClock(CALL_EPOCH);
     const row = await insertCall(db, {
       account_id: accountId,
       direction: 'inbound',
       from_number: '+254733000001',
       to_number: '+254711000001',
       status: 'ringing',
-      started_at: nowIso(clock.now()),
+      started_at: nowIso(new Date(clock.now())),
     });
     const events = fakeEvents(steps);
     const media = new FakeMedia(steps);
@@ -207,8 +208,8 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
     const t = await inbound();
     t.leg.mediaReady.resolve();
     const running = t.call.runVerbs(doc('<Response><Pause length="5"/><Say>after</Say></Response>'));
-    await until(() => t.clock.pendingSleeps > 0);
-    assert.equal(t.clock.pendingSleeps, 1);
+    await until(() => t.clock.pendingTimers > 0);
+    assert.equal(t.clock.pendingTimers, 1);
     t.clock.advance(4_999);
     await settle();
     assert.ok(!t.steps.includes('say after'));
@@ -223,11 +224,11 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
     const t = await inbound();
     t.leg.mediaReady.resolve();
     const running = t.call.runVerbs(doc('<Response><Pause length="60"/></Response>'));
-    await until(() => t.clock.pendingSleeps > 0);
-    assert.equal(t.clock.pendingSleeps, 1);
+    await until(() => t.clock.pendingTimers > 0);
+    assert.equal(t.clock.pendingTimers, 1);
     await t.call.end(ReasonCodes.normalHangup);
     await running;
-    assert.equal(t.clock.pendingSleeps, 0);
+    assert.equal(t.clock.pendingTimers, 0);
     assert.equal(t.call.row.status, 'completed');
   });
 });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import type { Db } from '../../../store/index.js';
 import { addBan, knexBanStore, liftBan, listBans, type BanRecord, type BanStore } from '../../../sip/security/index.js';
 import { BOTH_DBS } from '../../support/db.js';
-import { FakeClock } from './fake-clock.js';
-import { makeGate, req } from './helpers.js';
+import { ManualClock } from '../../../kit/index.js';
+import { SECURITY_EPOCH, makeGate, req } from './helpers.js';
 
 const floodSettings = { flood: { maxRequests: 3, banSeconds: 600 } };
 
@@ -22,7 +22,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('a flood ban is written to the table with its reason, times and (after a sync) its hit count', async () => {
-      const clock = new FakeClock();
+      const clock = new ManualClock(SECURITY_EPOCH);
       const { gate } = makeGate({ clock, store: knexBanStore(db), settings: floodSettings });
       flood(gate, '192.0.2.40');
       for (let i = 0; i < 5; i++) gate.inspect(req('192.0.2.40'));
@@ -39,7 +39,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('liftBan by the CLI lets the source back in at the next poll, without a restart', async () => {
-      const clock = new FakeClock();
+      const clock = new ManualClock(SECURITY_EPOCH);
       const { gate } = makeGate({ clock, store: knexBanStore(db), settings: { ...floodSettings, pollSeconds: 3 } });
       flood(gate, '192.0.2.41');
       await gate.flushBanWrites();
@@ -56,7 +56,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('a ban added by the operator (or another node) is taken in at the next poll', async () => {
-      const clock = new FakeClock();
+      const clock = new ManualClock(SECURITY_EPOCH);
       const { gate } = makeGate({ clock, store: knexBanStore(db) });
       await addBan(db, { address: '192.0.2.42', seconds: 60, now: new Date(clock.now()) });
       assert.equal(gate.inspect(req('192.0.2.42')), 'allow');
@@ -69,7 +69,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('bans survive a restart: a new gate loads them at its first sync', async () => {
-      const clock = new FakeClock();
+      const clock = new ManualClock(SECURITY_EPOCH);
       const first = makeGate({ clock, store: knexBanStore(db), settings: floodSettings }).gate;
       flood(first, '192.0.2.43');
       await first.close();
@@ -80,7 +80,7 @@ for (const kind of BOTH_DBS) {
     });
 
     it('listBans hides ended bans unless asked, and the poll purges rows ended long ago', async () => {
-      const clock = new FakeClock();
+      const clock = new ManualClock(SECURITY_EPOCH);
       const now = new Date(clock.now());
       await addBan(db, { address: '192.0.2.44', seconds: 10, now });
       await addBan(db, { address: '2001:db8::1', seconds: 3600, reason: 'flood', now });

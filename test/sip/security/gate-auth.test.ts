@@ -127,9 +127,9 @@ describe('sip/security: settings and life cycle', () => {
 
   it('close() stops its timers and is safe to call twice', async () => {
     const { gate, clock } = makeGate();
-    assert.equal(clock.timerCount, 1);
+    assert.equal(clock.pendingTimers, 1);
     await Promise.all([gate.close(), gate.close()]);
     await gate.close();
-    assert.equal(clock.timerCount, 0);
+    assert.equal(clock.pendingTimers, 0);
   });
 });
