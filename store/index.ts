@@ -7,6 +7,7 @@ export * from './accounts.js';
 export * from './api-keys.js';
 export * from './numbers.js';
 export * from './trunks.js';
+export * from './routes.js';
 export * from './rates.js';
 export * from './platform.js';
 export * from './calls.js';

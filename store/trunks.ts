@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
 import { newId, nowIso } from './ids.js';
 import { ConflictError, isUniqueViolation } from './errors.js';
+import { removeRoutesOfTrunk } from './routes.js';
 
 export interface TrunkRow {
   id: string;
@@ -13,15 +14,47 @@ export interface TrunkRow {
   inbound_addresses: string[];
   is_active: boolean;
   created_at: string;
+  /** Whether the switch pings the carrier with OPTIONS and skips it while it does not answer. */
+  options_ping: boolean;
+  /** The last health the switch saw: `unknown` (not pinged), `up` or `down`. */
+  health: TrunkHealthState;
+  health_changed_at: string | null;
+  /** Whether the switch registers to the carrier (REGISTER with the trunk's username and password). */
+  register: boolean;
+  register_expires: number;
+  registration: TrunkRegistrationState;
+  registration_changed_at: string | null;
 }
+
+export type TrunkHealthState = 'unknown' | 'up' | 'down';
+export type TrunkRegistrationState = 'none' | 'registering' | 'registered' | 'failed';
 
 const normalise = (r: any): TrunkRow => ({
   ...r,
+  port: Number(r.port),
   is_active: Boolean(r.is_active),
+  options_ping: Boolean(r.options_ping),
+  register: Boolean(r.register),
+  register_expires: Number(r.register_expires ?? 3600),
+  health: r.health ?? 'unknown',
+  registration: r.registration ?? 'none',
   inbound_addresses: JSON.parse(r.inbound_addresses ?? '[]'),
 });
 
-export type NewTrunk = Omit<TrunkRow, 'id' | 'created_at' | 'is_active'>;
+export type NewTrunk = Omit<
+  TrunkRow,
+  | 'id'
+  | 'created_at'
+  | 'is_active'
+  | 'options_ping'
+  | 'health'
+  | 'health_changed_at'
+  | 'register'
+  | 'register_expires'
+  | 'registration'
+  | 'registration_changed_at'
+> &
+  Partial<Pick<TrunkRow, 'options_ping' | 'register' | 'register_expires'>>;
 
 export async function insertTrunk(db: Db, t: NewTrunk): Promise<TrunkRow> {
   const row = {
@@ -45,5 +78,27 @@ export async function listTrunks(db: Db): Promise<TrunkRow[]> {
 }
 
 export async function removeTrunk(db: Db, nameOrId: string): Promise<boolean> {
-  return (await db('trunks').where({ name: nameOrId }).orWhere({ id: nameOrId }).delete()) > 0;
+  const trunk = await db('trunks').where({ name: nameOrId }).orWhere({ id: nameOrId }).first();
+  if (!trunk) return false;
+  await removeRoutesOfTrunk(db, trunk.id);
+  return (await db('trunks').where({ id: trunk.id }).delete()) > 0;
+}
+
+/** Turns a trunk's OPTIONS pings or upstream registration on or off. */
+export async function setTrunkOptions(
+  db: Db,
+  name: string,
+  o: Partial<Pick<TrunkRow, 'options_ping' | 'register' | 'register_expires'>>,
+): Promise<boolean> {
+  return (await db('trunks').where({ name }).update(o)) > 0;
+}
+
+/** Records the health the switch saw (written on change only). */
+export async function setTrunkHealth(db: Db, id: string, health: TrunkHealthState): Promise<void> {
+  await db('trunks').where({ id }).update({ health, health_changed_at: nowIso() });
+}
+
+/** Records the state of the trunk's upstream registration (written on change only). */
+export async function setTrunkRegistration(db: Db, id: string, registration: TrunkRegistrationState): Promise<void> {
+  await db('trunks').where({ id }).update({ registration, registration_changed_at: nowIso() });
 }
