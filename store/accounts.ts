@@ -19,6 +19,8 @@ export interface AccountRow {
   fallback_value: string;
   recording_retention_days: number | null;
   created_at: string;
+  /** ISO 3166-1 alpha-2 country of the national numbers the account's phones dial; null: the platform default. */
+  country: string | null;
 }
 
 export const newSigningSecret = (): string => `whsec_${randomToken(24)}`;

@@ -32,10 +32,13 @@ export interface CallRow {
   answered_at: string | null;
   ended_at: string | null;
   created_at: string;
+  /** An emergency call (112, 999, 911 or a configured number): admitted whatever the account's state. */
+  emergency: boolean;
 }
 
 export const normaliseCall = (r: any): CallRow => ({
   ...r,
+  emergency: Boolean(r.emergency),
   cost_cents: Number(r.cost_cents),
   tts_seconds: Number(r.tts_seconds),
   duration_seconds: r.duration_seconds == null ? null : Number(r.duration_seconds),
@@ -72,6 +75,7 @@ export interface NewCall {
   started_at?: string | null;
   ended_at?: string | null;
   created_at?: string;
+  emergency?: boolean;
 }
 
 export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
@@ -99,6 +103,7 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
     answered_at: null,
     ended_at: input.ended_at ?? null,
     created_at: input.created_at ?? nowIso(),
+    emergency: input.emergency ?? false,
   };
   await db('calls').insert(row);
   bump(row.account_id);
