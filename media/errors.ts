@@ -15,6 +15,8 @@ export type MediaErrorCode =
   | 'MEDIA_DECODE_FAILED' // fetched audio could not be decoded by sox
   | 'MEDIA_NO_SESSION' // an operation on a call id we hold no media session for
   | 'MEDIA_CANCELLED' // a playback or recording was cancelled by the caller
+  | 'MEDIA_BAD_DIGITS' // digits to send hold a key outside 0-9 * # A-D w, or too many
+  | 'MEDIA_LEG_BRIDGED' // the leg is bridged to another (Dial), not answered by the platform
   | 'MEDIA_RECORDING_FAILED'; // a recording could not be produced
 
 export class MediaError extends Error {

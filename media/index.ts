@@ -72,6 +72,7 @@ export { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';
 export { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
+export { checkDigits, digitsDurationMs, DIGITS_PATTERN, MAX_DIGITS } from './digit-sender.js';
 export { EspeakTtsEngine, type TtsEngine, type TtsRequest, type TtsResult } from './tts.js';
 export { AudioFetcher, type FetchedAudio } from './audio-fetch.js';
 export { pcapToStereoWav, findCallPcaps } from './session-recording.js';

@@ -2,7 +2,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { decodeG711, rms } from './g711.js';
 import { MediaError } from './errors.js';
 import { parseRtp } from './rtp-packet.js';
-import { plainAudioSdp } from './sdp.js';
+import { audioEndpoint, plainAudioSdp } from './sdp.js';
 import { writeWav } from './wav.js';
 
 /**
@@ -56,6 +56,9 @@ export class IvrEndpoint {
   #recording: ActiveRecording | undefined;
   #lastTimestamp: number | undefined;
   #packets = 0;
+  /** Where rtpengine expects this party's RTP (from its offer to us): digits injected towards the caller need a
+   * stream from us to ride on (media/digit-sender.ts). */
+  #engineSide: { address: string; port: number } | undefined;
   readonly #now: () => number;
 
   constructor(opts: { address: string; now?: () => number }) {
@@ -90,6 +93,8 @@ export class IvrEndpoint {
    * then send no keys at all.
    */
   sdp(offer?: string): string {
+    const engine = offer ? audioEndpoint(offer) : undefined;
+    if (engine) this.#engineSide = { address: engine.address, port: engine.port };
     const pt = offer ? /a=rtpmap:(\d+) telephone-event\/8000/i.exec(offer)?.[1] : undefined;
     return plainAudioSdp({
       address: this.address,
@@ -97,6 +102,14 @@ export class IvrEndpoint {
       codecs: ['PCMU', 'telephone-event'],
       payloadTypes: pt === undefined ? undefined : { 'telephone-event': Number(pt) },
     });
+  }
+
+  /** Sends one RTP packet to rtpengine from this endpoint's own socket (false: not anchored or closed). */
+  send(packet: Buffer): boolean {
+    const to = this.#engineSide;
+    if (!to || !this.#socket) return false;
+    this.#socket.send(packet, to.port, to.address);
+    return true;
   }
 
   #onPacket(msg: Buffer): void {

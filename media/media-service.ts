@@ -285,6 +285,11 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return this.#session(callId).record(legTag, opts);
   }
 
+  /** RFC 4733 digits into the call towards leg `legTag` (MediaSession.sendDigits); resolves once played out. */
+  async sendDigits(callId: string, legTag: string, digits: string, opts: { signal?: AbortSignal } = {}) {
+    return this.#session(callId).sendDigits(legTag, digits, opts);
+  }
+
   /** Start recording both directions of a bridged call (RecordSession). */
   async startSessionRecording(callId: string, legs: [string, string]): Promise<void> {
     return this.#session(callId).startRecording({ kind: 'bridge', legs });

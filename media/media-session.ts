@@ -1,9 +1,10 @@
 import type { Logger } from '../config/index.js';
 import { MediaError } from './errors.js';
+import { checkDigits, sendDigits } from './digit-sender.js';
 import { IvrEndpoint, type RecordingResult } from './ivr-endpoint.js';
 import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
 import type { Limiter } from './limiter.js';
-import type { NgClient } from './ng-client.js';
+import type { NgClient, NgParams } from './ng-client.js';
 import { Playback, type PlaybackOptions, type PlaybackResult } from './playback.js';
 import { keepCodecs, type AudioCodec } from './sdp.js';
 import { SessionRecorder, type RecordingTarget } from './session-recorder.js';
@@ -12,7 +13,7 @@ import { TypedEmitter, type Clock } from '../kit/index.js';
 /** The ng commands a session sends (a fake of these is enough to unit-test a session). */
 export type SessionNgClient = Pick<
   NgClient,
-  'offer' | 'answer' | 'delete' | 'query' | 'playMedia' | 'stopMedia' | 'startRecording' | 'stopRecording'
+  'offer' | 'answer' | 'delete' | 'query' | 'playMedia' | 'stopMedia' | 'startRecording' | 'stopRecording' | 'playDtmf'
 >;
 
 /** The rtpengine that anchored the call; the session stays on it for its whole life. */
@@ -65,6 +66,8 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   /** The profile asked for a leg the platform calls (offerIvr), until its answer arrives (completeIvr). */
   readonly #calleeSide = new Map<string, LegMediaOptions | undefined>();
   readonly #pending = new Set<(err: MediaError) => void>();
+  /** IVR legs re-anchored with rtpengine's `inject DTMF` (the first digits sent into them do it). */
+  readonly #injecting = new Set<string>();
   #recorder: SessionRecorder | undefined;
   #closed = false;
   #closing: Promise<{ sessionRecording?: RecordingResult }> | undefined;
@@ -98,7 +101,7 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   async offer(
     fromTag: string,
     sdp: string,
-    opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[]; toTag?: string } = {},
+    opts: { toSide?: LegMediaOptions; offererCodecs?: AudioCodec[]; toTag?: string; flags?: string[] } = {},
   ): Promise<string> {
     const r = await this.#request((c) =>
       c.offer({
@@ -107,7 +110,7 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
         // A re-offer inside an established bridge (re-INVITE, either direction) names the other leg.
         ...(opts.toTag === undefined ? {} : { 'to-tag': opts.toTag }),
         sdp: opts.offererCodecs ? keepCodecs(sdp, [...opts.offererCodecs, 'telephone-event']) : sdp,
-        ...profileFlags(opts.toSide, true),
+        ...withFlags(profileFlags(opts.toSide, true), opts.flags),
         replace: ['origin', 'session-connection'],
       }),
     );
@@ -115,14 +118,19 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   }
 
   /** Answer from leg `toTag` to the offer of `fromTag`; returns the SDP for the offerer, shaped by `fromSide`. */
-  async answer(fromTag: string, toTag: string, sdp: string, opts: { fromSide?: LegMediaOptions } = {}) {
+  async answer(
+    fromTag: string,
+    toTag: string,
+    sdp: string,
+    opts: { fromSide?: LegMediaOptions; flags?: string[] } = {},
+  ) {
     const r = await this.#request((c) =>
       c.answer({
         'call-id': this.callId,
         'from-tag': fromTag,
         'to-tag': toTag,
         sdp,
-        ...profileFlags(opts.fromSide ?? this.#callerSdp.get(fromTag)?.side, false),
+        ...withFlags(profileFlags(opts.fromSide ?? this.#callerSdp.get(fromTag)?.side, false), opts.flags),
         replace: ['origin', 'session-connection'],
       }),
     );
@@ -202,6 +210,35 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   /** Stop what is playing to `legTag` (barge-in, a new verb). */
   stopPlayback(legTag: string): void {
     this.#playbacks.get(legTag)?.finish(false);
+  }
+
+  /**
+   * Sends `digits` (0-9 * # A-D, w a half-second pause) into the call towards leg `legTag` as RFC 4733 events
+   * (media/digit-sender.ts). The first time, the leg is re-anchored in rtpengine with `inject DTMF` (no re-INVITE:
+   * its ports stay, as in returnToIvr). MEDIA_LEG_BRIDGED while a Dial bridges the leg to another.
+   */
+  async sendDigits(legTag: string, digits: string, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    checkDigits(digits);
+    this.#assertOpen();
+    const endpoint = this.#ivr.get(legTag);
+    if (!endpoint) throw new MediaError('MEDIA_LEG_BRIDGED', `leg ${legTag} is not answered by the platform now`);
+    if (!this.#injecting.has(legTag)) {
+      await this.#anchorToIvr(legTag, this.#ivrCaller(legTag), ivrTag(legTag), ['inject DTMF']);
+      this.#injecting.add(legTag);
+    }
+    await sendDigits(
+      {
+        clock: this.#o.clock,
+        send: (packet) => !this.closed && endpoint.send(packet),
+        playKey: async (key, durationMs) => {
+          await this.#request((c) =>
+            c.playDtmf({ 'call-id': this.callId, 'from-tag': ivrTag(legTag), code: key, duration: durationMs }),
+          );
+        },
+      },
+      digits,
+      opts.signal,
+    );
   }
 
   /** Record what an IVR leg says (Record verb): ends on silence, at max length, by the signal, or at close. */
@@ -293,10 +330,15 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
    * endpoint (G.711, transcoded as needed; `toTag` when the leg is re-pointed inside an existing call) and the
    * endpoint's answer. Returns the SDP for the leg, shaped by its own profile.
    */
-  async #anchorToIvr(legTag: string, caller: { sdp: string; side?: LegMediaOptions }, toTag?: string) {
+  async #anchorToIvr(
+    legTag: string,
+    caller: { sdp: string; side?: LegMediaOptions },
+    toTag?: string,
+    flags: string[] = this.#injecting.has(legTag) ? ['inject DTMF'] : [],
+  ) {
     const endpoint = await this.#openIvr(legTag);
-    const toIvr = await this.offer(legTag, caller.sdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] }, toTag });
-    return this.answer(legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: caller.side });
+    const toIvr = await this.offer(legTag, caller.sdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] }, toTag, flags });
+    return this.answer(legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: caller.side, flags });
   }
 
   async #openIvr(legTag: string): Promise<IvrEndpoint> {
@@ -357,6 +399,13 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   #closedError(): MediaError {
     return new MediaError('MEDIA_NO_SESSION', `the media session of call ${this.callId} is closed`);
   }
+}
+
+/** ng `flags` of a profile plus `extra` (e.g. `inject DTMF`). */
+function withFlags(params: NgParams, extra: string[] | undefined): NgParams {
+  if (!extra?.length) return params;
+  const own = Array.isArray(params.flags) ? (params.flags as string[]) : [];
+  return { ...params, flags: [...own, ...extra] };
 }
 
 function ivrTag(legTag: string): string {

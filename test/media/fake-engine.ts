@@ -82,6 +82,10 @@ export class FakeNgClient implements SessionNgClient {
   stopRecording(params: Parameters<SessionNgClient['stopRecording']>[0]) {
     return this.#answer('stopRecording', params, { result: 'ok' });
   }
+
+  playDtmf(params: Parameters<SessionNgClient['playDtmf']>[0]) {
+    return this.#answer('playDtmf', params, { result: 'ok' });
+  }
 }
 
 export function fakeEngine(address = 'fake-engine'): SessionEngine & { client: FakeNgClient } {
