@@ -1,6 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './errors.js';
+import { isSupportedCountryCode } from '../numbers/index.js';
 import { SETTINGS, type SettingSpec } from './schema.js';
 
 export interface Config {
@@ -30,6 +31,7 @@ export interface Config {
   };
   publicHost: string;
   publicBaseUrl: string;
+  numbers: { defaultCountry: string; emergencyNumbers: string[] };
   dataDir: string;
   databaseUrl: string;
   logLevel: string;
@@ -183,6 +185,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       'lower than rtpengine.portMax',
     );
   }
+  cfg.numbers.defaultCountry = cfg.numbers.defaultCountry.toUpperCase();
+  if (!isSupportedCountryCode(cfg.numbers.defaultCountry))
+    throw new ConfigError(
+      'numbers.defaultCountry',
+      'SIMU_DEFAULT_COUNTRY',
+      cfg.numbers.defaultCountry,
+      'a country code such as KE',
+    );
+  const badEmergency = cfg.numbers.emergencyNumbers.find((n) => !/^\d{2,15}$/.test(n));
+  if (badEmergency !== undefined)
+    throw new ConfigError(
+      'numbers.emergencyNumbers',
+      'SIMU_EMERGENCY_NUMBERS',
+      badEmergency,
+      'numbers of 2 to 15 digits',
+    );
   if (!cfg.publicBaseUrl) cfg.publicBaseUrl = `http://${cfg.publicHost}:${cfg.http.port}`;
   return cfg;
 }

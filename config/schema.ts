@@ -198,6 +198,20 @@ export const SETTINGS = [
     help: 'Base URL of the API as customers see it (signed download URLs); empty means http://publicHost:http.port.',
   },
   {
+    key: 'numbers.defaultCountry',
+    env: 'SIMU_DEFAULT_COUNTRY',
+    kind: 'string',
+    default: 'KE',
+    help: 'Country (ISO 3166-1 alpha-2) whose national numbers (`07…`, `01…`) phones and trunks send, for accounts without their own (`simu account country`).',
+  },
+  {
+    key: 'numbers.emergencyNumbers',
+    env: 'SIMU_EMERGENCY_NUMBERS',
+    kind: 'list',
+    default: '',
+    help: 'Emergency numbers besides 112, 999 and 911 (comma-separated): never refused, sent on the `emergency` route.',
+  },
+  {
     key: 'dataDir',
     env: 'SIMU_DATA_DIR',
     kind: 'path',
