@@ -1,32 +1,49 @@
 import type { Logger } from '../config/index.js';
 import { ReasonCodes, type ReasonCode } from '../events/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 import type { LegMediaOptions, MediaService } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
-import { relayReinvites, type BridgeLeg } from './reinvite-relay.js';
 import type { CallRow } from '../store/index.js';
+import type { CallBilling } from './call-billing.js';
+import { CallTeardown } from './call-teardown.js';
 import type { CallLifecycle } from './lifecycle.js';
-import type { CallBilling } from './live-call.js';
+import { relayReinvites, type BridgeLeg } from './reinvite-relay.js';
+
+export interface BridgedCallDeps {
+  /** The bridge's media session: re-offers and answers of relayed re-INVITEs and, at the end, deleteSession. */
+  media: Pick<MediaService, 'offer' | 'answer' | 'deleteSession'>;
+  log: Logger;
+  billing?: CallBilling;
+  /** The kit's system clock unless a test moves its own (a ManualClock). */
+  clock?: Pick<Clock, 'now'>;
+}
 
 /**
  * A call between two SIP legs the switch bridges through rtpengine (B2BUA anchoring): an on-net call from one
- * extension to another. Either side's BYE ends both; ending frees the media and closes the CDR once.
+ * extension to another. Either side's BYE ends both. The end is CallTeardown's (calls/call-teardown.ts), the same
+ * ordered, idempotent end as a LiveCall's: hooks → BYE to every leg up but the one that hung up → the media
+ * session deleted → settlement → the CDR, once.
  */
 export class BridgedCall {
   readonly life: CallLifecycle;
-  readonly #media: MediaService;
+  readonly #media: BridgedCallDeps['media'];
   readonly #log: Logger;
   readonly #billing: CallBilling | undefined;
-  readonly #dialogs: Dialog[] = [];
+  readonly #teardown: CallTeardown;
   readonly #legs: BridgeLeg[] = [];
-  readonly #onEnd: Array<() => void> = [];
-  #ending: Promise<CallRow> | undefined;
-  #answering: Promise<void> = Promise.resolve();
 
-  constructor(deps: { media: MediaService; log: Logger; billing?: CallBilling }, life: CallLifecycle) {
+  constructor(deps: BridgedCallDeps, life: CallLifecycle) {
     this.life = life;
     this.#media = deps.media;
     this.#log = deps.log;
     this.#billing = deps.billing;
+    this.#teardown = new CallTeardown({
+      life,
+      media: { close: () => deps.media.deleteSession(life.row.id) },
+      log: deps.log,
+      clock: deps.clock ?? systemClock,
+      billing: deps.billing,
+    });
   }
 
   get id(): string {
@@ -34,11 +51,12 @@ export class BridgedCall {
   }
 
   get isEnding(): boolean {
-    return this.#ending !== undefined;
+    return this.#teardown.isEnding;
   }
 
+  /** Something to undo as the call starts ending (a call slot to free, a pending INVITE to CANCEL). */
   onEnd(fn: () => void): void {
-    this.#onEnd.push(fn);
+    this.#teardown.onEnd(fn);
   }
 
   /**
@@ -46,7 +64,7 @@ export class BridgedCall {
    * re-INVITEs (hold, resume, a new address) are relayed between them through rtpengine (reinvite-relay.ts).
    */
   attach(dialog: Dialog, media?: { tag: string; side: LegMediaOptions }): void {
-    this.#dialogs.push(dialog);
+    this.#teardown.legUp(dialog);
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, dialog));
     if (!media) return;
     this.#legs.push({ dialog, ...media });
@@ -56,10 +74,11 @@ export class BridgedCall {
     }
   }
 
-  /** From answer: credit control starts (an end that races it waits for it: see #end). */
+  /** From answer: credit control starts (an end that races it waits for it: see CallTeardown). */
   answered(): Promise<void> {
-    this.#answering = this.#answered();
-    return this.#answering;
+    const start = this.#answered();
+    this.#teardown.billingStarting(start);
+    return start;
   }
 
   async #answered(): Promise<void> {
@@ -79,20 +98,8 @@ export class BridgedCall {
     }
   }
 
+  /** Ends both legs once, whoever asks; `byeFrom` is the leg whose far end hung up (it gets no BYE back). */
   end(reason: ReasonCode, byeFrom?: Dialog): Promise<CallRow> {
-    this.#ending ??= this.#end(reason, byeFrom);
-    return this.#ending;
-  }
-
-  async #end(reason: ReasonCode, byeFrom?: Dialog): Promise<CallRow> {
-    for (const fn of this.#onEnd.splice(0)) fn();
-    await Promise.all(this.#dialogs.filter((d) => d !== byeFrom).map((d) => d.bye().catch(() => undefined)));
-    await this.#answering.catch(() => undefined);
-    const endedAt = new Date();
-    await this.#media.deleteSession(this.id).catch((e) => this.#log.warn({ err: e }, 'media session not deleted'));
-    let settled: { costCents: number; talkSeconds: number } | undefined;
-    if (this.life.isAnswered && this.#billing)
-      settled = await this.#billing.callEnded(this.id, endedAt).catch(() => undefined);
-    return this.life.end(reason, { at: endedAt, costCents: settled?.costCents, talkSeconds: settled?.talkSeconds });
+    return this.#teardown.end(reason, { byeFrom });
   }
 }

@@ -10,15 +10,19 @@ import { refusalFor, type SipRefusal, type UnansweredLeg } from './unanswered-le
 
 export interface CallTeardownDeps {
   life: CallLifecycle;
-  media: CallMedia;
+  /** Only its close() is used: a bridged call hands in its media session's close. */
+  media: Pick<CallMedia, 'close'>;
   log: Logger;
   clock: Pick<Clock, 'now'>;
   billing?: CallBilling;
-  /** Keeps the RecordSession file the media hands back when it closes (calls/call-recording.ts). */
-  keepRecording(r: RecordingResult): Promise<unknown>;
+  /**
+   * Keeps the RecordSession file the media hands back when it closes (calls/call-recording.ts). Absent for a
+   * call that runs no verbs (a bridged call), which never starts one.
+   */
+  keepRecording?(r: RecordingResult): Promise<unknown>;
 }
 
-/** What the end needs of the caller's dialog once it is up: a BYE. */
+/** What the end needs of a leg's dialog once it is up: a BYE. */
 export interface ByeDialog {
   bye(): Promise<unknown>;
 }
@@ -26,19 +30,22 @@ export interface ByeDialog {
 export interface EndOptions {
   /** The far end sent BYE: nothing to send it. */
   remoteHungUp?: boolean;
+  /** The leg whose far end sent BYE (a bridge): every other leg up is sent one, this one not. */
+  byeFrom?: ByeDialog;
   /** `failed` even if it was answered (a refused call that played early media). */
   failed?: boolean;
 }
 
 /**
- * The end of a call the platform answers or places, and what that end must undo: the running verbs, hooks of
- * the flow (a pending INVITE to CANCEL, a call slot to free), the caller's leg (ringing, being answered, or up),
- * the credit control started at answer. Ending is idempotent (every end() returns the one promise of the first)
- * and always in this order:
+ * The end of a call, and what that end must undo: the running verbs, hooks of the flow (a pending INVITE to
+ * CANCEL, a call slot to free), the caller's leg (ringing, being answered, or up) or both legs of a bridge, the
+ * credit control started at answer. Both kinds of call end through it: LiveCall (the platform answers or places
+ * it, verbs run) and BridgedCall (two SIP legs through rtpengine, no verbs). Ending is idempotent (every end()
+ * returns the one promise of the first) and always in this order:
  *
- *   stop the verbs → hooks → the leg: refuse it while it rings, BYE it once up (unless the far end hung up) →
- *   close the media (a RecordSession file is kept) → settle billing (answered calls) → close the CDR, which
- *   emits CALL.0300 or CALL.0400.
+ *   stop the verbs → hooks → the legs: refuse one while it rings, BYE each one up (not the one whose far end
+ *   hung up) → close the media (a RecordSession file is kept) → settle billing (answered calls) → close the CDR,
+ *   which emits CALL.0300 or CALL.0400.
  *
  * An answer under way when the end starts is waited for (a 200 already sent is BYEd, not left up), and so is the
  * start of credit control (the settlement sees the answer it started).
@@ -48,7 +55,7 @@ export class CallTeardown {
   #ending: Promise<CallRow> | undefined;
   #stopVerbs: (() => void) | undefined;
   readonly #hooks: Array<() => void> = [];
-  #dialog: ByeDialog | undefined;
+  readonly #dialogs: ByeDialog[] = [];
   #ringing: UnansweredLeg | undefined;
   #answerInFlight: Promise<void> | undefined;
   #billingStart: Promise<void> = Promise.resolve();
@@ -90,9 +97,9 @@ export class CallTeardown {
     return this.#answerInFlight;
   }
 
-  /** The leg is up (2xx sent or received). */
+  /** A leg is up (2xx sent or received): BYEd at the end. A bridge has two. */
   legUp(dialog: ByeDialog): void {
-    this.#dialog = dialog;
+    if (!this.#dialogs.includes(dialog)) this.#dialogs.push(dialog);
   }
 
   /** Credit control is starting (billing.callAnswered): the end waits for it before it settles. */
@@ -117,14 +124,16 @@ export class CallTeardown {
     for (const fn of this.#hooks.splice(0)) fn();
     await this.#answerInFlight?.catch(() => undefined);
     if (this.#ringing) this.#ringing.refuse(this.#refusal ?? refusalFor(reason));
-    if (this.#dialog && !opts.remoteHungUp) await this.#dialog.bye().catch(() => undefined);
+    const byes = opts.remoteHungUp ? [] : this.#dialogs.filter((d) => d !== opts.byeFrom);
+    await Promise.all(byes.map((d) => d.bye().catch(() => undefined)));
     await this.#billingStart.catch(() => undefined);
     const endedAt = new Date(this.#d.clock.now());
     const closed = await media.close().catch((e) => {
       log.warn({ err: e, call: life.row.sid }, 'media session not deleted');
       return {} as { sessionRecording?: RecordingResult };
     });
-    if (closed.sessionRecording) await this.#d.keepRecording(closed.sessionRecording).catch(() => undefined);
+    if (closed.sessionRecording && this.#d.keepRecording)
+      await this.#d.keepRecording(closed.sessionRecording).catch(() => undefined);
     let settled: { costCents: number; talkSeconds: number } | undefined;
     if (life.isAnswered && billing) {
       settled = await billing.callEnded(life.row.id, endedAt).catch((e) => {

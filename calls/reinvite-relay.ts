@@ -17,7 +17,7 @@ export interface BridgeLeg {
  * session stays as it was. `stop()` takes the handlers off (the bridge is over).
  */
 export function relayReinvites(
-  media: MediaService,
+  media: Pick<MediaService, 'offer' | 'answer'>,
   callId: string,
   legs: [BridgeLeg, BridgeLeg],
   log: Logger,

@@ -78,17 +78,26 @@ export class FakeMedia implements CallMedia {
   }
 }
 
-/** The caller's dialog once up: bye() is logged; remoteBye() is the far end's BYE arriving. */
+/**
+ * A leg's dialog once up: bye() is logged; remoteBye() is the far end's BYE arriving. A `name` (a bridge's two
+ * legs) is logged with each: 'bye caller', 'remote bye callee'.
+ */
 export class FakeDialog extends EventEmitter {
-  constructor(private readonly steps: Steps) {
+  constructor(
+    private readonly steps: Steps,
+    private readonly name?: string,
+  ) {
     super();
   }
   async bye() {
-    this.steps.push('bye');
+    this.steps.push(this.#named('bye'));
   }
   remoteBye() {
-    this.steps.push('remote bye');
+    this.steps.push(this.#named('remote bye'));
     this.emit('bye');
+  }
+  #named(step: string): string {
+    return this.name ? `${step} ${this.name}` : step;
   }
 }
 
