@@ -22,6 +22,12 @@ export function isPostgres(db: Db): boolean {
 /**
  * Opens the store. SQLite runs in WAL mode with a busy timeout, one connection: SQLite serialises writers anyway,
  * and a single connection makes every knex transaction a real serialised transaction (no SQLITE_BUSY races).
+ *
+ * The connection is better-sqlite3's: a statement runs on the calling thread in microseconds, instead of a hop to
+ * the libuv thread pool and back per statement (node-sqlite3), which cost the carrier path about a third of its
+ * CPU per call (bench/calls/carrier.bench.ts). Statements are prepared once per distinct SQL text and reused.
+ * Reads that may be slow (the calls list, search) go to the read pool (store/read-pool.ts), which stays on
+ * node-sqlite3 so that they run off the event loop.
  */
 export function openDb(opts: DbOptions): Db {
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
@@ -30,20 +36,52 @@ export function openDb(opts: DbOptions): Db {
   mkdirSync(opts.dataDir, { recursive: true });
   const filename = path.join(opts.dataDir, opts.sqliteFile ?? 'simu.db');
   return knexFactory({
-    client: 'sqlite3',
+    client: 'better-sqlite3',
     connection: { filename },
     useNullAsDefault: true,
     pool: {
       min: 1,
       max: 1,
       afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
-        conn.exec(
-          'PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;',
-          (err: Error | null) => done(err, conn),
-        );
+        try {
+          conn.pragma('journal_mode = WAL');
+          conn.pragma('busy_timeout = 5000');
+          conn.pragma('foreign_keys = ON');
+          conn.pragma('synchronous = NORMAL');
+          cachePreparedStatements(conn);
+          done(null, conn);
+        } catch (err) {
+          done(err as Error, conn);
+        }
       },
     },
   });
+}
+
+/** Distinct SQL texts kept prepared; the hot path uses a few dozen, so the bound only matters for odd workloads. */
+const PREPARED_CACHE_SIZE = 500;
+
+/**
+ * knex's better-sqlite3 client prepares every statement anew; this keeps prepared statements by SQL text (knex
+ * builds the same text for the same query shape, values are bound). A statement is reusable once it has run,
+ * which on this synchronous driver is before prepare() is called again. Schema changes (migrations) invalidate
+ * prepared statements, so the cache is emptied whenever a statement that is not a read or a plain write runs.
+ */
+function cachePreparedStatements(conn: { prepare: (sql: string) => unknown }): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let st = cache.get(sql);
+    if (st !== undefined) return st;
+    st = prepare(sql);
+    if (!/^\s*(select|insert|update|delete|with)\b/i.test(sql)) {
+      cache.clear();
+      return st;
+    }
+    if (cache.size >= PREPARED_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+    cache.set(sql, st);
+    return st;
+  };
 }
 
 /**
