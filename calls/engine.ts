@@ -16,6 +16,7 @@ import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
+import { publishTrunkState } from './trunk-events.js';
 import { UrlPolicy } from '../kit/index.js';
 
 export interface CallEngineDeps {
@@ -69,6 +70,8 @@ export class SwitchCallEngine implements CallEngine {
       const call = this.#live.get(e.callId);
       if (call instanceof LiveCall && e.legTag === CALLER_LEG) call.digitPressed(e.digit);
     });
+    // A trunk going up or down reaches staff streams (TRUNK.0100).
+    deps.sip.trunkHealth?.on('change', (c) => void publishTrunkState(deps.publisher, c));
     deps.sip.onInvite(async (req, srv, origin) => {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
       if (origin.kind === 'trunk') return runInbound(this.#flow, (row) => this.#track(row), req, srv, origin.trunk);

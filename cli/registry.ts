@@ -4,6 +4,7 @@ import { walletCommands } from './commands/wallet.js';
 import { numbersCommands } from './commands/numbers.js';
 import { trunksCommands } from './commands/trunks.js';
 import { ratesCommands } from './commands/rates.js';
+import { routesCommands } from './commands/routes.js';
 import { platformCommands } from './commands/platform.js';
 import { keysCommands } from './commands/keys.js';
 import { destinationsCommands } from './commands/destinations.js';
@@ -26,6 +27,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   numbersCommands,
   trunksCommands,
   ratesCommands,
+  routesCommands,
   platformCommands,
   keysCommands,
   destinationsCommands,

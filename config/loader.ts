@@ -58,6 +58,13 @@ export interface Config {
     accountRateLimitBurst: number;
     listCacheMs: number;
   };
+  routing: {
+    allowLossMaking: boolean;
+    attemptTimeoutSeconds: number;
+    pingIntervalSeconds: number;
+    pingDownAfter: number;
+    pingUpAfter: number;
+  };
   demo: { numbers: string[] };
 }
 

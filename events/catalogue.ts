@@ -40,6 +40,8 @@ export const EventCodes = {
   systemError: 'SYS.0500',
   // ---- beyond the spec's catalogue (BEYOND_SPEC_EVENT_CODES; docs/api.md, "Codes beyond the spec") ----
   verbAttributeIgnored: 'VERB.0299',
+  routeAttempt: 'ROUTE.0100',
+  trunkState: 'TRUNK.0100',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -81,13 +83,25 @@ export const EVENT_CATALOGUE = {
     event: 'verb.attribute_ignored',
     label: 'A verb document used an attribute Simu does not know; it was ignored (reported once per call).',
   },
+  'ROUTE.0100': {
+    event: 'route.attempt',
+    label: 'An outbound leg was tried on one trunk of its route list; carries the SIP status and whether it failed over.',
+  },
+  'TRUNK.0100': {
+    event: 'trunk.state',
+    label: 'A carrier trunk went up or down (OPTIONS pings, or a 503 with Retry-After) (staff stream).',
+  },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 
 /**
  * Event codes Simu adds to the spec's catalogue (docs/api.md, "Codes beyond the spec"). Every other code of
  * EVENT_CATALOGUE is the spec's, word for word; test/events/catalogue.test.ts holds both lists apart.
  */
-export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode>([EventCodes.verbAttributeIgnored]);
+export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode>([
+  EventCodes.verbAttributeIgnored,
+  EventCodes.routeAttempt,
+  EventCodes.trunkState,
+]);
 
 export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];
 

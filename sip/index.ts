@@ -5,7 +5,22 @@ export {
   type EndUserIdentity,
   type EndUserAuthenticator,
 } from './sip-app.js';
-export { TrunkDirectory, addressMatches, type TrunkRoute } from './trunks.js';
+export {
+  TrunkDirectory,
+  addressMatches,
+  trunkTarget,
+  type TrunkRoute,
+  type OutboundPlan,
+  type TrunkDirectoryOptions,
+} from './trunks.js';
+export { RouteTable, EMERGENCY_PREFIX, type RoutePlan, type PlannedRoute, type SkippedRoute } from './routing.js';
+export {
+  TrunkHealth,
+  DEFAULT_TRUNK_HEALTH,
+  type TrunkHealthSettings,
+  type TrunkStateChange,
+  type TrunkPinger,
+} from './trunk-health.js';
 export {
   Registrar,
   DEFAULT_REGISTRAR_SETTINGS,

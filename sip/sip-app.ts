@@ -1,5 +1,5 @@
 import type { Config, Logger } from '../config/index.js';
-import type { Db, TrunkRow } from '../store/index.js';
+import { setTrunkHealth, type Db, type TrunkRow } from '../store/index.js';
 import {
   DEFAULT_CONNECTION_LIMITS,
   UserAgent,
@@ -8,6 +8,8 @@ import {
   type SipRequest,
 } from './stack/index.js';
 import { addressMatches, TrunkDirectory } from './trunks.js';
+import { TrunkHealth, type TrunkStateChange } from './trunk-health.js';
+import { pingTrunk } from './trunk-ping.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
 import type { NewCallGate } from '../billing/index.js';
 
@@ -34,6 +36,8 @@ export type EndUserAuthenticator = (req: SipRequest, srv: Responder) => Promise<
 export class SipApplication {
   readonly ua: UserAgent;
   readonly trunks: TrunkDirectory;
+  /** OPTIONS pings of the trunks that have them on, and Retry-After holds (issue 17, item 3). */
+  readonly trunkHealth: TrunkHealth;
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
@@ -83,7 +87,14 @@ export class SipApplication {
             }) === 'allow'
         : undefined,
     });
-    this.trunks = new TrunkDirectory(deps.db);
+    const routing: Partial<Config['routing']> = deps.config.routing ?? {};
+    this.trunkHealth = new TrunkHealth((t) => pingTrunk(this.ua, t, routing.pingIntervalSeconds ?? 10), {
+      intervalSeconds: routing.pingIntervalSeconds ?? 10,
+      downAfter: routing.pingDownAfter ?? 2,
+      upAfter: routing.pingUpAfter ?? 2,
+    });
+    this.trunkHealth.on('change', (c) => this.#trunkChanged(c));
+    this.trunks = new TrunkDirectory(deps.db, { allowLossMaking: routing.allowLossMaking, health: this.trunkHealth });
     this.ua.onRequest('OPTIONS', (_req, srv) =>
       srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER' } }),
     );
@@ -134,6 +145,15 @@ export class SipApplication {
       tcp: { host: config.sip.host, port: config.sip.port },
       ...extra,
     });
+    this.trunkHealth.start(() => this.trunks.all());
+  }
+
+  /** A trunk went up or down: logged and stored for `simu trunks list` (the engine streams it to staff). */
+  #trunkChanged(c: TrunkStateChange): void {
+    this.#log.warn({ trunk: c.trunk.name, health: c.health, cause: c.cause }, `trunk ${c.trunk.name} is ${c.health}`);
+    void setTrunkHealth(this.deps.db, c.trunk.id, c.health).catch((e: unknown) =>
+      this.#log.warn({ err: e, trunk: c.trunk.name }, 'trunk health could not be stored'),
+    );
   }
 
   async #invite(req: SipRequest, srv: Responder): Promise<void> {
@@ -168,6 +188,7 @@ export class SipApplication {
 
   async close(): Promise<void> {
     clearInterval(this.#trustedTimer);
+    this.trunkHealth.stop();
     await this.ua.close();
     await this.deps.security?.close();
   }

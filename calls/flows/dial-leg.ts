@@ -28,6 +28,8 @@ export interface DialLegOptions {
   timeoutSeconds: number;
   signal?: AbortSignal;
   onRinging?: () => void;
+  /** The next hop sent 100 Trying (routing's no-response timer stops). */
+  onTrying?: () => void;
   /** A provisional response carried SDP: early media (RFC 3960), announced as CALL.0183 by the caller. */
   onEarlyMedia?: () => void;
 }
@@ -53,6 +55,7 @@ export async function dialLeg(d: FlowDeps, o: DialLegOptions): Promise<DialLegOu
       proxy: o.target.proxy,
       auth: o.target.auth,
       signal: ring.signal,
+      onTrying: o.onTrying,
       onProvisional: (res) => {
         if (res.status === 180 || res.status === 183) o.onRinging?.();
         if (res.body.length > 0 && /^application\/sdp\b/i.test(res.headers.get('content-type') ?? ''))

@@ -1,10 +1,12 @@
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
+import type { OutboundPlan } from '../../sip/index.js';
 import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
 import { findActiveNumberOf } from '../../store/index.js';
 import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
+import { dialPstn } from './dial-pstn.js';
 import type { EndUserLocator } from './end-user.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { ChildLeg } from '../child-leg.js';
@@ -96,7 +98,7 @@ export async function runDial(
 async function bridge(
   d: DialVerbDeps,
   call: LiveCall,
-  leg: LegTarget,
+  leg: ResolvedLeg,
   o: DialOptions,
   presented: string,
   child: ChildLeg | undefined,
@@ -118,8 +120,7 @@ async function bridge(
       : Promise.resolve();
   await record('ringing');
   await child?.life.initiated();
-  const outcome = await dialLeg(d, {
-    target: leg,
+  const common = {
     from: `<sip:${presented}@${d.config.publicHost}>`,
     sdp,
     timeoutSeconds: o.timeout,
@@ -127,7 +128,17 @@ async function bridge(
     onRinging: () => void child?.life.ringing(),
     // CALL.0183 on the leg's own CDR, like its CALL.0180 (an on-net extension has no CDR, so no event).
     onEarlyMedia: () => void child?.life.progress(),
-  });
+  };
+  // A PSTN leg tries its routes in order with failover, each attempt a ROUTE.0100 on the leg's own CDR.
+  const outcome =
+    leg.kind === 'pstn'
+      ? await dialPstn(d, {
+          ...common,
+          number: leg.number,
+          plan: leg.plan,
+          onAttempt: async (code, data) => void (await child?.life.emit(code, data)),
+        })
+      : await dialLeg(d, { ...common, target: leg });
   if (!outcome.ok) {
     await child?.end(failureReason(outcome.error, outcome.noAnswer));
     const status = outcome.noAnswer ? 'no-answer' : dialStatusFor(outcome.error);
@@ -193,14 +204,19 @@ async function backToIvr(d: DialVerbDeps, call: LiveCall): Promise<void> {
   }
 }
 
-async function resolveTarget(d: DialVerbDeps, accountId: string, target: DialTarget): Promise<LegTarget | undefined> {
+/** A PSTN number goes out by the routes table (dial-pstn.ts); an extension to its registered contact. */
+type ResolvedLeg =
+  { kind: 'pstn'; number: string; plan: OutboundPlan; transport: 'UDP' } | (LegTarget & { kind: 'sip' });
+
+async function resolveTarget(d: DialVerbDeps, accountId: string, target: DialTarget): Promise<ResolvedLeg | undefined> {
   if (target.kind === 'number') {
-    const route = await d.sip.trunks.outboundRoute();
-    if (!route) return undefined;
-    return { uri: route.requestUri(target.number), proxy: route.outbound, auth: route.auth, transport: 'UDP' };
+    const plan = await d.sip.trunks.outboundPlan(target.number);
+    return plan.targets.length > 0 ? { kind: 'pstn', number: target.number, plan, transport: 'UDP' } : undefined;
   }
   const [binding] = d.locator?.lookup(accountId, target.extension) ?? [];
-  return binding ? { uri: binding.contact, proxy: binding.target, transport: binding.target.transport } : undefined;
+  return binding
+    ? { kind: 'sip', uri: binding.contact, proxy: binding.target, transport: binding.target.transport }
+    : undefined;
 }
 
 function dialStatusFor(e: unknown): DialResult['status'] {

@@ -1,7 +1,7 @@
 import { ReasonCodes, reasonForSipStatus, type ReasonCode } from '../../events/index.js';
 import { SipCanceledError, SipError } from '../../sip/stack/index.js';
 import type { FlowDeps } from './flow-deps.js';
-import { dialLeg } from './dial-leg.js';
+import { dialPstn, NoRouteError } from './dial-pstn.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 
 /**
@@ -11,26 +11,23 @@ import { CALLER_LEG, type LiveCall } from '../live-call.js';
  */
 export async function runOriginate(d: FlowDeps, call: LiveCall, timeoutSeconds: number): Promise<void> {
   const row = call.row;
-  const route = await d.sip.trunks.outboundRoute();
-  if (!route) {
-    d.log.warn({ call: row.sid }, 'no carrier trunk configured; outbound call failed');
-    await call.end(ReasonCodes.carrierFailure);
-    return;
-  }
   const cancel = new AbortController();
   call.onEnd(() => cancel.abort()); // an API hangup while ringing CANCELs the INVITE
   try {
     const offer = await d.media.offerIvr(row.id, CALLER_LEG, { calleeSide: { profile: 'rtp' } });
-    const leg = await dialLeg(d, {
-      target: { uri: route.requestUri(row.to_number), proxy: route.outbound, auth: route.auth },
+    // Least-cost routing with failover (dial-pstn.ts): each trunk tried is a ROUTE.0100 of this call.
+    const leg = await dialPstn(d, {
+      number: row.to_number,
       from: `<sip:${row.from_number}@${d.config.publicHost}>`,
-      to: `<sip:${row.to_number}@${route.trunk.host}>`,
       sdp: offer,
       timeoutSeconds,
       signal: cancel.signal,
       onRinging: () => void call.life.ringing(),
       onEarlyMedia: () => void call.life.progress(),
+      onAttempt: (code, data) => call.life.emit(code, data),
     });
+    if (!leg.ok && leg.error instanceof NoRouteError)
+      d.log.warn({ call: row.sid, to: row.to_number }, 'no trunk can carry the call; outbound call failed');
     if (!leg.ok) return void (await call.end(failureReason(leg.error, leg.noAnswer)));
     if (call.isEnding) return void (await leg.dialog.bye().catch(() => undefined));
     await d.media.completeIvr(row.id, CALLER_LEG, leg.dialog.remoteSdp ?? '');

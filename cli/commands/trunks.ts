@@ -1,4 +1,4 @@
-import { insertTrunk, listTrunks, removeTrunk } from '../../store/index.js';
+import { insertTrunk, listTrunks, removeTrunk, setTrunkOptions } from '../../store/index.js';
 import { Flags, UsageError } from '../args.js';
 import { type CommandGroup } from '../command.js';
 
@@ -7,7 +7,9 @@ export const trunksCommands: CommandGroup = {
   noun: 'trunks',
   help: `  trunks add --name N --host H [--port 5060] [--transport udp|tcp|tls] [--username U --password P]
              [--inbound ADDR[,CIDR...]]          a carrier: where outbound calls go, where inbound come from
-  trunks list | trunks remove NAME`,
+             [--ping on|off]                     OPTIONS pings: a trunk that stops answering is skipped
+  trunks ping NAME on|off                        turn a trunk's OPTIONS pings on or off
+  trunks list | trunks remove NAME               list shows health (up, down, unknown: not pinged)`,
   commands: {
     async 'trunks add'(db, args, out) {
       const f = new Flags(args);
@@ -17,6 +19,7 @@ export const trunksCommands: CommandGroup = {
       const transport = f.string('transport', { default: 'udp' })!;
       const username = f.string('username') ?? null;
       const password = f.string('password') ?? null;
+      const ping = onOff(f.string('ping', { default: 'off' })!, '--ping');
       const inbound = (f.string('inbound') ?? host)
         .split(',')
         .map((s) => s.trim())
@@ -39,6 +42,7 @@ export const trunksCommands: CommandGroup = {
         username,
         password,
         inbound_addresses: inbound,
+        options_ping: ping,
       });
       const shown = { ...t, password: t.password ? '***' : null };
       out.print(
@@ -52,11 +56,22 @@ export const trunksCommands: CommandGroup = {
       out.print(
         rows
           .map(
-            (t) => `${t.name.padEnd(16)} ${t.transport}:${t.host}:${t.port}  inbound ${t.inbound_addresses.join(',')}`,
+            (t) =>
+              `${t.name.padEnd(16)} ${t.transport}:${t.host}:${t.port}  inbound ${t.inbound_addresses.join(',')}  ` +
+              `health ${t.health}${t.options_ping ? '' : ' (not pinged)'}${t.health_changed_at ? ` since ${t.health_changed_at}` : ''}` +
+              (t.is_active ? '' : '  INACTIVE'),
           )
           .join('\n') || '(no trunks)',
         rows,
       );
+    },
+    async 'trunks ping'(db, args, out) {
+      new Flags(args).done();
+      const [name, value] = args.positional;
+      if (!name || value === undefined) throw new UsageError('trunks ping takes NAME and on or off');
+      const on = onOff(value, 'the second word');
+      if (!(await setTrunkOptions(db, name, { options_ping: on }))) throw new UsageError(`no trunk named ${name}`);
+      out.print(`trunk ${name}: OPTIONS pings ${on ? 'on' : 'off'}`, { trunk: name, options_ping: on });
     },
     async 'trunks remove'(db, args, out) {
       new Flags(args).done();
@@ -67,3 +82,9 @@ export const trunksCommands: CommandGroup = {
     },
   },
 };
+
+function onOff(v: string, what: string): boolean {
+  if (v === 'on') return true;
+  if (v === 'off') return false;
+  throw new UsageError(`${what} must be on or off, not ${v}`);
+}

@@ -69,7 +69,12 @@ describe('calls: a Dial leg passes admission (CPS, and the held slot is released
         returnToIvr: async () => undefined,
       },
       sip: {
-        trunks: { outboundRoute: async () => ({ requestUri: (n: string) => `sip:${n}@127.0.0.1:5999` }) },
+        trunks: {
+          outboundPlan: async () => ({
+            targets: [{ trunk: { name: 'fake' }, why: 'test', requestUri: (n: string) => `sip:${n}@127.0.0.1:5999` }],
+            skipped: [],
+          }),
+        },
         ua: {
           createUAC: async (uri: string) => {
             invites.push(uri);

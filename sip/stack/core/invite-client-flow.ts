@@ -13,6 +13,7 @@ import type { Dialog } from '../dialog/dialog.js';
 
 export interface InviteFlowOptions {
   onProvisional?: (res: SipResponse) => void;
+  onTrying?: () => void;
   signal?: AbortSignal;
 }
 
@@ -61,6 +62,7 @@ export class InviteClient {
             this.#provisional = true;
             if (this.canceled) this.#sendCancel();
             if (res.status > 100) this.opts.onProvisional?.(res);
+            else this.opts.onTrying?.();
             return;
           }
           if (this.#settled) {

@@ -18,6 +18,8 @@ export interface UacOptions {
   proxy?: Outbound;
   /** Called for each provisional response above 100. */
   onProvisional?: (res: SipResponse) => void;
+  /** Called for a 100 Trying (the next hop has the INVITE; failover timers stop on it). */
+  onTrying?: () => void;
   /** Aborting sends CANCEL (§9.1); the promise then rejects with SipCanceledError. */
   signal?: AbortSignal;
 }

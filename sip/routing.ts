@@ -1,0 +1,145 @@
+import type { RouteRow, TrunkRow } from '../store/index.js';
+
+/** The prefix of the emergency route (issue 17, item 6): not digits, so no dialled number ever falls under it. */
+export const EMERGENCY_PREFIX = 'emergency';
+
+/** One way a number may be carried, in the order it would be tried, with the reason it sits there. */
+export interface PlannedRoute {
+  route: RouteRow | undefined;
+  trunk: TrunkRow;
+  why: string;
+}
+
+/** A route that covers the number but is not tried, and why. */
+export interface SkippedRoute {
+  route: RouteRow;
+  trunk: TrunkRow | undefined;
+  reason: 'trunk-inactive' | 'trunk-down' | 'loss-making' | 'trunk-repeated';
+  why: string;
+}
+
+export interface RoutePlan {
+  tried: PlannedRoute[];
+  skipped: SkippedRoute[];
+}
+
+export interface PlanOptions {
+  /** The destination's sell rate (the `rates` table) in cents per minute; undefined when none is known. */
+  sellRateCents?: number;
+  /** Loss-making routes (buy rate above the sell rate) are kept (setting routing.allowLossMaking). */
+  allowLossMaking: boolean;
+  /** The trunks by id (active or not). */
+  trunks: ReadonlyMap<string, TrunkRow>;
+  /** False while a trunk is down (OPTIONS unanswered, or a 503 Retry-After is running). */
+  isUp: (trunkId: string) => boolean;
+  /** Uniform in [0, 1); injected so tests can fix the weighted draw. */
+  random?: () => number;
+}
+
+interface Node {
+  next: Map<string, Node> | undefined;
+  routes: RouteRow[] | undefined;
+}
+
+/**
+ * The routes table in memory: a trie on the prefix's characters, so finding every prefix of a number walks at most
+ * as many nodes as the number has digits, however many routes there are (100,000 prefixes: bench/calls/routing).
+ * Immutable: a change of the table builds a new one.
+ */
+export class RouteTable {
+  readonly #root: Node = { next: undefined, routes: undefined };
+  readonly size: number;
+
+  constructor(routes: readonly RouteRow[]) {
+    for (const r of routes) {
+      let node = this.#root;
+      for (const ch of r.prefix) {
+        node.next ??= new Map();
+        let child = node.next.get(ch);
+        if (!child) node.next.set(ch, (child = { next: undefined, routes: undefined }));
+        node = child;
+      }
+      (node.routes ??= []).push(r);
+    }
+    this.size = routes.length;
+  }
+
+  /** The routes whose prefix begins `key`, longest prefix first, one array per prefix. */
+  matching(key: string): RouteRow[][] {
+    const found: RouteRow[][] = [];
+    let node: Node | undefined = this.#root;
+    if (node.routes) found.push(node.routes);
+    for (const ch of key) {
+      node = node.next?.get(ch);
+      if (!node) break;
+      if (node.routes) found.push(node.routes);
+    }
+    return found.reverse();
+  }
+
+  /**
+   * The order a destination's routes are tried in (docs/routing.md): longest prefix first; then priority (lower
+   * first); among equal priority a weighted random draw when weights differ, the cheapest buy rate first when they
+   * are equal (and to break ties). Routes of inactive or down trunks, routes dearer than the sell rate (unless
+   * allowed) and a trunk already planned under a longer prefix are skipped, each with its reason.
+   */
+  plan(key: string, o: PlanOptions): RoutePlan {
+    const tried: PlannedRoute[] = [];
+    const skipped: SkippedRoute[] = [];
+    const seen = new Set<string>();
+    const random = o.random ?? Math.random;
+    for (const group of this.matching(key)) {
+      for (const { route, why } of orderGroup(group, random)) {
+        const trunk = o.trunks.get(route.trunk_id);
+        const skip = (reason: SkippedRoute['reason'], text: string) =>
+          skipped.push({ route, trunk, reason, why: text });
+        if (!trunk || !trunk.is_active) skip('trunk-inactive', 'the trunk is not active');
+        else if (seen.has(trunk.id)) skip('trunk-repeated', 'the trunk is already tried under a longer prefix');
+        else if (!o.isUp(trunk.id)) skip('trunk-down', 'the trunk is down');
+        else if (!o.allowLossMaking && o.sellRateCents !== undefined && route.buy_rate_cents > o.sellRateCents)
+          skip(
+            'loss-making',
+            `buy rate ${route.buy_rate_cents} > sell rate ${o.sellRateCents} cents/min (routing.allowLossMaking is off)`,
+          );
+        else {
+          seen.add(trunk.id);
+          tried.push({ route, trunk, why: `prefix '${route.prefix}', ${why}` });
+        }
+      }
+    }
+    return { tried, skipped };
+  }
+}
+
+/** One prefix's routes in their order: priority, then weighted draw (or cheapest first when weights are equal). */
+function orderGroup(group: readonly RouteRow[], random: () => number): Array<{ route: RouteRow; why: string }> {
+  const byPriority = new Map<number, RouteRow[]>();
+  for (const r of group) {
+    const list = byPriority.get(r.priority);
+    if (list) list.push(r);
+    else byPriority.set(r.priority, [r]);
+  }
+  const out: Array<{ route: RouteRow; why: string }> = [];
+  for (const priority of [...byPriority.keys()].sort((a, b) => a - b)) {
+    const same = byPriority.get(priority)!;
+    const cheapest = (a: RouteRow, b: RouteRow) => a.buy_rate_cents - b.buy_rate_cents;
+    if (same.length === 1 || same.every((r) => r.weight === same[0].weight)) {
+      const why = same.length === 1 ? '' : ', equal weights: cheapest first';
+      for (const r of [...same].sort(cheapest))
+        out.push({ route: r, why: `priority ${priority}${why}, buy ${r.buy_rate_cents}` });
+      continue;
+    }
+    // Weighted random order without replacement (Efraimidis-Spirakis: key u^(1/w), largest first); weight 0 last.
+    const total = same.reduce((s, r) => s + Math.max(0, r.weight), 0);
+    const keyed = same.map((r) => ({ r, k: r.weight > 0 ? Math.pow(random(), 1 / r.weight) : -1 }));
+    keyed.sort((a, b) => b.k - a.k || cheapest(a.r, b.r));
+    for (const { r } of keyed) {
+      const share = total > 0 ? Math.round((100 * Math.max(0, r.weight)) / total) : 0;
+      out.push({
+        route: r,
+        why: `priority ${priority}, weight ${r.weight} (${share}% drawn first), buy ${r.buy_rate_cents}`,
+      });
+    }
+  }
+  return out;
+}
