@@ -1,4 +1,4 @@
-import { countLiveCalls, getSettingCached, findAccount, ratesOfKind, type Db } from '../store/index.js';
+import { countLiveCalls, getSettingCached, findAccount, ratesOfKindCached, type Db } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
 import { systemClock, type Clock as KitClock } from '../kit/index.js';
 
@@ -153,7 +153,7 @@ export class StoreAdmission implements Admission {
     if (!to) return 0;
     const digits = to.replace(/^\+/, '');
     let best: { len: number; cents: number } | undefined;
-    for (const r of await ratesOfKind(this.#db, 'outbound')) {
+    for (const r of await ratesOfKindCached(this.#db, 'outbound')) {
       const p = r.prefix.replace(/^\+/, '');
       if (digits.startsWith(p) && (!best || p.length > best.len)) best = { len: p.length, cents: r.amount_cents };
     }

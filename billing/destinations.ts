@@ -1,4 +1,4 @@
-import { listDestinationRules, type Db } from '../store/index.js';
+import { listDestinationRulesCached, type Db } from '../store/index.js';
 
 export type DestinationVerdict =
   { allowed: true } | { allowed: false; reason: 'blocked' | 'not_allowed'; prefix?: string };
@@ -6,11 +6,12 @@ export type DestinationVerdict =
 /**
  * Toll-fraud control before any outbound PSTN leg is dialled (originate, Dial): a platform block prefix refuses
  * the destination for everyone; an account with an allowlist may reach only numbers under one of its prefixes.
- * Read from the store each time, so an operator's change applies to the next call.
+ * Read through the store's read cache: a change made in this process applies to the next call, one made by another
+ * process (the CLI) within two seconds.
  */
 export async function checkDestination(db: Db, accountId: string, e164: string): Promise<DestinationVerdict> {
   const digits = e164.replace(/^\+/, '');
-  const rules = await listDestinationRules(db, accountId);
+  const rules = await listDestinationRulesCached(db, accountId);
   const block = rules.find((r) => r.kind === 'block' && r.account_id === null && digits.startsWith(r.prefix));
   if (block) return { allowed: false, reason: 'blocked', prefix: block.prefix };
   const allows = rules.filter((r) => r.kind === 'allow' && r.account_id === accountId);

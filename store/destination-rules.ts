@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { cachedRead } from './read-cache.js';
 import { newId, nowIso } from './ids.js';
 import { isUniqueViolation } from './errors.js';
 
@@ -50,4 +51,13 @@ export async function listDestinationRules(db: Db, accountId?: string): Promise<
   const q = db('destination_rules').orderBy(['kind', 'prefix']);
   if (accountId) q.where((w) => w.whereNull('account_id').orWhere({ account_id: accountId }));
   return q;
+}
+
+/**
+ * listDestinationRules through the per-process read cache (store/read-cache.ts): every outbound leg is checked. A
+ * rule changed in this process applies to the next call; one changed by another process (the CLI) within two
+ * seconds.
+ */
+export async function listDestinationRulesCached(db: Db, accountId: string): Promise<DestinationRuleRow[]> {
+  return cachedRead(db, 'destination_rules', accountId, () => listDestinationRules(db, accountId));
 }

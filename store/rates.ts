@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { newId, nowIso } from './ids.js';
+import { cachedRead } from './read-cache.js';
 
 export type RateKind = 'outbound' | 'inbound' | 'internal' | 'tts' | 'did_setup';
 export const RATE_KINDS: readonly RateKind[] = ['outbound', 'inbound', 'internal', 'tts', 'did_setup'];
@@ -30,4 +31,12 @@ export async function listRates(db: Db): Promise<RateRow[]> {
 
 export async function ratesOfKind(db: Db, kind: RateKind): Promise<RateRow[]> {
   return (await db('rates').where({ kind })).map(normalise);
+}
+
+/**
+ * ratesOfKind through the per-process read cache (store/read-cache.ts): admission prices every placed call's first
+ * minute. A rate set in this process applies at once; one set by another process (the CLI) within two seconds.
+ */
+export async function ratesOfKindCached(db: Db, kind: RateKind): Promise<RateRow[]> {
+  return cachedRead(db, 'rates', kind, () => ratesOfKind(db, kind));
 }
