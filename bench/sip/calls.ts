@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parserRate } from './parser-bench.js';
+import { traceStat } from '../../test/support/sipp.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
@@ -105,10 +106,8 @@ async function runUac(label: string, target: string): Promise<RunResult> {
   );
   await new Promise((r) => uac.once('exit', r));
   const wall = (performance.now() - started) / 1000;
-  const stat = readFileSync(path.join(dir, 'stat.csv'), 'utf8').trim().split('\n');
-  const header = stat[0].split(';');
-  const last = stat[stat.length - 1].split(';');
-  const col = (n: string) => Number(last[header.indexOf(n)]);
+  const stat = traceStat(dir, 'stat.csv');
+  const col = (n: string) => Number(stat.get(n));
   const rttFile = readdirSync(dir).find((f) => f.endsWith('_rtt.csv'));
   const rtts = rttFile
     ? readFileSync(path.join(dir, rttFile), 'utf8')

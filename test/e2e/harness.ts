@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import http from 'node:http';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,7 +10,8 @@ import { insertAccount, insertApiKey, insertTrunk, newId, nowIso, setRate, type 
 import { post } from '../../billing/index.js';
 import { decodeG711, rms } from '../../media/g711.js';
 import { parseRtp } from '../../media/rtp-packet.js';
-import { nextPort, nextPorts, portRange } from '../support/ports.js';
+import { nextPort, portRange } from '../support/ports.js';
+import { runSipp } from '../support/sipp.js';
 import { eventually } from '../support/wait.js';
 
 export const SCENARIOS = path.join(import.meta.dirname, 'scenarios');
@@ -241,12 +241,7 @@ export class RtpSink {
   }
 }
 
-export interface SippRun {
-  proc: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-  kill(): void;
-}
+export { runSipp, type SippRun } from '../support/sipp.js';
 
 /**
  * A SIPp carrier calling `did` at the switch's SIP port `sip` from 127.0.0.1:`port`, one call by default, with
@@ -289,21 +284,6 @@ export function carrier(o: { port: number; sink?: number; calls?: number; scenar
     String(o.calls ?? 1),
     ...(o.extra ?? []),
   ]);
-}
-
-/**
- * Runs SIPp with a bounded call count and time, its media ports (-mp) from this run's block unless given; always
- * killed by the caller's `after` hook.
- */
-export function runSipp(args: string[]): SippRun {
-  // SIPp's own RTP sockets (audio and video, RTP and RTCP) from this run's block rather than its default 6000.
-  const mp = args.includes('-mp') ? [] : ['-mp', String(nextPorts(4))];
-  const proc = spawn('sipp', [...args, ...mp, '-nostdin', '-timeout', '60s'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  return { proc, output: () => out, exited, kill: () => proc.kill('SIGKILL') };
 }
 
 export async function api(baseUrl: string, key: string, method: string, p: string, body?: unknown) {

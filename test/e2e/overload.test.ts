@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import dgram from 'node:dgram';
@@ -17,6 +16,7 @@ import {
   allocateSwitchPorts,
 } from './harness.js';
 import { nextPort, nextPorts } from '../support/ports.js';
+import { runSipp, traceCounts } from '../support/sipp.js';
 
 const PORTS = allocateSwitchPorts();
 const CARRIER = nextPort(); // the carrier UA: takes outbound legs
@@ -67,18 +67,17 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
     const dir = mkdtempSync(path.join(os.tmpdir(), 'overload-'));
     const before = Number((await ctx.db('calls').count({ n: '*' }).first())?.n ?? 0);
     // SIPp writes its -trace_counts file in its working directory: a scratch one of this test.
-    const sipp = spawn(
-      'sipp',
+    const sipp = runSipp(
       [
         `127.0.0.1:${SIP}`,
         ...['-sf', path.join(SCENARIOS, 'uac-inbound-or-503.xml'), '-s', acct.did.slice(1)],
         ...['-i', '127.0.0.1', '-p', String(CALLER), '-mp', String(CALLER_MEDIA), '-r', '15', '-m', '45'],
         ...['-trace_counts', '-nostdin', '-timeout', '40s'],
       ],
-      { cwd: dir, stdio: 'ignore' },
+      { cwd: dir, limitMs: 45_000 },
     );
-    await new Promise<void>((resolve) => sipp.once('exit', () => resolve()));
-    const counts = readCounts(dir);
+    await sipp.exited;
+    const counts = traceCounts(dir, 'uac-inbound-or-503.xml');
     const refused = counts.get('503_Recv') ?? 0;
     const answered = counts.get('200_Recv') ?? 0;
     assert.equal(refused + answered, 45, `every attempt ended one way or the other: ${JSON.stringify([...counts])}`);
@@ -119,24 +118,6 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
     );
   });
 });
-
-/**
- * SIPp's -trace_counts file: the last row's counts by message and direction ("503_Recv"), the first scenario line
- * of each (the INVITE's 200 comes before the 200 to the BYE).
- */
-function readCounts(dir: string): Map<string, number> {
-  const file = readdirSync(dir).find((f) => f.startsWith('uac-inbound-or-503_') && f.endsWith('_counts.csv'));
-  const out = new Map<string, number>();
-  if (!file) return out;
-  const lines = readFileSync(path.join(dir, file), 'utf8').trim().split('\n');
-  const head = lines[0]!.split(';');
-  const last = lines.at(-1)!.split(';');
-  head.forEach((h, i) => {
-    const m = /^\d+_(\w+_(?:Recv|Sent))$/.exec(h);
-    if (m && !out.has(m[1]!)) out.set(m[1]!, Number(last[i] ?? 0));
-  });
-  return out;
-}
 
 /** Sends `n` INVITEs at once from a UDP socket of 127.0.0.1 and resolves with each call's final response. */
 async function rawInviteBurst(port: number, n: number): Promise<string[]> {

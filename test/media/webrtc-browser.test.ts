@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { launchChromium, type LaunchedChromium } from '../support/chromium.js';
 import { MediaEngines, MediaService, rtpmaps, type RtpengineSupervisor } from '../../media/index.js';
 import { newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
 import { RtpPeer, tone, toneEnergy } from './rtp-peer.js';
@@ -44,7 +45,7 @@ describe('media: a real Chromium WebRTC leg bridged to a plain PCMU leg', functi
   let media: MediaService;
   let data: ReturnType<typeof tempDir>;
   let server: Server;
-  let browser: Browser;
+  let chrome: LaunchedChromium;
   let page: Page;
   let plain: RtpPeer;
 
@@ -62,30 +63,18 @@ describe('media: a real Chromium WebRTC leg bridged to a plain PCMU leg', functi
       res.end(PAGE);
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--autoplay-policy=no-user-gesture-required',
-        '--allow-loopback-in-peer-connection',
-        '--disable-features=WebRtcHideLocalIpsWithMdns',
-      ],
-    });
-    page = await browser.newPage();
+    chrome = await launchChromium([
+      '--allow-loopback-in-peer-connection',
+      '--disable-features=WebRtcHideLocalIpsWithMdns',
+    ]);
+    page = await chrome.browser.newPage();
     await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
     plain = await RtpPeer.open();
   });
 
   after(async () => {
     plain?.close();
-    await browser?.close();
+    await chrome?.close();
     server?.closeAllConnections();
     server?.close();
     await media?.close();

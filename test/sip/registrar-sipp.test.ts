@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findEndUser, revokePhoneToken } from '../../store/index.js';
-import { SippRunner } from './stack/sipp.js';
+import { SippPeers } from './stack/sipp.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
 import { accountWithPhone, startRegistrar, type RegistrarFixture } from './registrar-fixture.js';
 import type { Binding } from '../../sip/location.js';
@@ -22,7 +22,7 @@ let sippPort = nextPorts(50); // one more for each SIPp run
 describe('sip/registrar with SIPp as the phone', function () {
   this.timeout(30000);
   let fx: RegistrarFixture;
-  const sipp = new SippRunner();
+  const sipp = new SippPeers();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-reg-sipp-'));
 
   before(async () => {

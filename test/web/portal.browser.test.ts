@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { addPoolNumbers } from '../../store/index.js';
 import { addPortalUser, totp } from '../../api/index.js';
 import {
@@ -14,22 +14,7 @@ import {
   allocateSwitchPorts,
 } from '../e2e/harness.js';
 import { nextPort } from '../support/ports.js';
-
-/** Chromium processes this test process started (their parent is us). */
-function childChromiums(): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const m = /^\d+ \((.*)\) \S+ (\d+)/.exec(stat);
-      if (m && Number(m[2]) === process.pid && /chrom/.test(m[1]!)) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+import { launchChromium, type LaunchedChromium } from '../support/chromium.js';
 
 // SIMU_SCREENSHOTS=1 refreshes docs/screenshots/; otherwise they go to a temporary directory (a test run must
 // not rewrite tracked files).
@@ -48,8 +33,7 @@ describe('web: portal and softphone in headless Chromium', function () {
   this.timeout(120_000);
   let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
   let acct: TestAccount;
-  let browser: Browser | undefined;
-  let chromiumPids: number[] = [];
+  let chrome: LaunchedChromium | undefined;
   let page: Page;
   let dash: Page | undefined;
   let secret: string;
@@ -75,27 +59,16 @@ describe('web: portal and softphone in headless Chromium', function () {
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     secret = (await addPortalUser(ctx.db, acct.id, email, password)).totp_secret;
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        // A fake microphone without a permission prompt, audio without a gesture, the switch's self-signed WSS.
-        '--use-fake-device-for-media-stream',
-        '--use-fake-ui-for-media-stream',
-        '--autoplay-policy=no-user-gesture-required',
-        '--ignore-certificate-errors',
-      ],
+    // A fake microphone without a permission prompt, the switch's self-signed WSS.
+    chrome = await launchChromium([
+      '--use-fake-device-for-media-stream',
+      '--use-fake-ui-for-media-stream',
+      '--ignore-certificate-errors',
+    ]);
+    const context = await chrome.browser.newContext({
+      viewport: { width: 1200, height: 800 },
+      ignoreHTTPSErrors: true,
     });
-    chromiumPids = childChromiums();
-    const context = await browser.newContext({ viewport: { width: 1200, height: 800 }, ignoreHTTPSErrors: true });
     page = await context.newPage();
     if (process.env.WEB_DEBUG) await page.addInitScript(() => ((globalThis as any).SIMU_SIP_DEBUG = true));
     page.on(
@@ -107,15 +80,7 @@ describe('web: portal and softphone in headless Chromium', function () {
   });
 
   after(async () => {
-    await browser?.close().catch(() => undefined);
-    // Normally gone already; never leave a Chromium behind. Playwright starts it in its own process group.
-    for (const pid of chromiumPids) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* exited */
-      }
-    }
+    await chrome?.close();
     await hook.close();
     await ctx?.sw.stop();
     if (!process.env.SIMU_SCREENSHOTS) rmSync(SHOTS, { recursive: true, force: true });

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SecurityGate, knexBanStore, liftBan, listBans } from '../../../sip/security/index.js';
@@ -8,21 +7,17 @@ import { sqliteDb } from '../../support/db.js';
 import { silentLogger } from './helpers.js';
 import { GatedUdpListener } from './udp-listener.js';
 import { nextPort, nextPorts } from '../../support/ports.js';
+import { SippPeers } from '../../support/sipp.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SCENARIO = path.join(here, 'fixtures', 'options.xml');
 // The listener's port, and each SIPp's SIP, control and media ports, come from this run's block.
 const LISTEN_PORT = nextPort();
 
-interface SippRun {
-  child: ChildProcess;
-  exit: Promise<number | null>;
-}
-
-const running = new Set<ChildProcess>();
+const peers = new SippPeers();
 
 /** One SIPp OPTIONS client, bounded in calls and time; its exit code is 0 only when every call got its 200. */
-function sipp(opts: { ip: string; ua: string; rate: number; calls: number }): SippRun {
+function sipp(opts: { ip: string; ua: string; rate: number; calls: number }): { exit: Promise<number | null> } {
   const args = [
     `127.0.0.1:${LISTEN_PORT}`,
     ...['-sf', SCENARIO, '-key', 'ua', opts.ua],
@@ -30,16 +25,7 @@ function sipp(opts: { ip: string; ua: string; rate: number; calls: number }): Si
     ...['-r', String(opts.rate), '-m', String(opts.calls)],
     ...['-nostdin', '-timeout', '20s'],
   ];
-  const child = spawn('sipp', args, { stdio: 'ignore' });
-  running.add(child);
-  const exit = new Promise<number | null>((resolve) => {
-    child.on('exit', (code) => {
-      running.delete(child);
-      resolve(code);
-    });
-    child.on('error', () => resolve(-1));
-  });
-  return { child, exit };
+  return { exit: peers.run(args, 25_000).exited };
 }
 
 const figures = (line: string) => {
@@ -64,7 +50,7 @@ describe('sip/security: real traffic from SIPp through the gate (UDP on loopback
   });
 
   after(async () => {
-    for (const child of running) child.kill('SIGKILL');
+    peers.killAll();
     await listener?.close();
     await gate?.close();
     await db?.destroy();

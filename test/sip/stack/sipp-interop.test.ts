@@ -8,12 +8,12 @@ import { strict as assert } from 'node:assert';
 import { DigestServer, UserAgent, type Dialog } from '../../../sip/stack/index.js';
 import { LossyUdpRelay, loseListed } from './lossy-udp-relay.js';
 import { nextPort } from '../../support/ports.js';
-import { clientArgs, mediaPort, peerPort, SCENARIOS, SippRunner, waitForBound } from './sipp.js';
+import { clientArgs, mediaPort, peerPort, SCENARIOS, SippPeers, waitForBound } from './sipp.js';
 import { SDP_B, waitFor } from './helpers.js';
 
 describe('SIPp interop', function () {
   this.timeout(60000);
-  const sipp = new SippRunner();
+  const sipp = new SippPeers();
   let ua: UserAgent;
   let stackPort = 0;
   let md5: DigestServer;
