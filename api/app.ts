@@ -15,6 +15,7 @@ import { RouteTable, type RouteDeps } from './route-table.js';
 import { accountRoutes } from './routes/account.js';
 import { assetRoutes } from './routes/assets.js';
 import { callRoutes } from './routes/calls.js';
+import { callControlRoutes } from './routes/call-control.js';
 import { numberRoutes } from './routes/numbers.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
@@ -73,6 +74,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   const all = new RouteTable(privateRouter);
   // Route modules register into `all`; the ones marked `auth: false` (signed media) skip the key check below.
   callRoutes(all, d);
+  callControlRoutes(all, d);
   numberRoutes(all, d);
   recordingRoutes(all, d);
   phoneTokenRoutes(all, d);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DIGITS_PATTERN, MAX_DIGITS } from '../media/index.js';
 
 /**
  * Every request and response shape of the API, in one place. Routes validate requests with these schemas and
@@ -59,6 +60,32 @@ export const OriginateBody = z.object({
   url: HttpUrl,
   timeout: z.number().int().min(1).max(600).default(30),
   customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+});
+
+/** Longest inline document POST /api/calls/{uuid}/update takes, in characters (a fetched one may be 64 KiB). */
+export const MAX_UPDATE_TWIML_CHARS = 16 * 1024;
+export const CallUpdateBody = z
+  .strictObject({
+    url: HttpUrl.optional().describe('Fetch the next document from here now (a signed call-control POST)'),
+    method: z.string().max(8).optional().describe('Only POST (the default): every request Simu sends is a POST'),
+    twiml: z
+      .string()
+      .min(1)
+      .max(MAX_UPDATE_TWIML_CHARS)
+      .optional()
+      .describe('An inline verb document, validated like a fetched one'),
+  })
+  .refine((b) => (b.url === undefined) !== (b.twiml === undefined), {
+    error: 'give exactly one of "url" and "twiml"',
+  })
+  .refine((b) => b.method === undefined || b.url !== undefined, { error: '"method" goes with "url" only' });
+export const CallDigitsBody = z.strictObject({
+  digits: z
+    .string()
+    .min(1)
+    .max(MAX_DIGITS)
+    .regex(DIGITS_PATTERN, 'expected keys 0-9 * # A-D, and w for a half-second pause')
+    .describe('Keys to press, sent as RFC 4733 events; w waits 0.5 s'),
 });
 
 export const SidBody = z.object({ sid: z.string().min(1, 'expected a call sid').max(64) });

@@ -1,4 +1,12 @@
 import type { CallRow } from '../store/index.js';
+import type { InterpreterStart } from '../verbs/index.js';
+
+/**
+ * What became of a REST control request on a live call: done; the switch does not hold the call (it ended, or
+ * another process holds it); the call has no verbs to move or no IVR leg to send keys on (an internal call between
+ * two phones, or keys while a Dial bridges it); or, for keys, the call is not answered yet.
+ */
+export type CallControlOutcome = 'ok' | 'not_held' | 'no_verbs' | 'bridged' | 'not_answered';
 
 /**
  * The one interface through which the API reaches the call engine. Declared here, below the API that uses it
@@ -14,6 +22,14 @@ export interface CallEngine {
    * the periodic sweep would), never by a bare write of the row.
    */
   hangup(call: CallRow): Promise<CallRow>;
+  /**
+   * Moves a live call to new verbs now (POST /api/calls/{uuid}/update): `{ url }` is fetched as a call-control
+   * request, `{ document }` runs as given; the running verb is interrupted (calls/call-redirect.ts). `source` is
+   * what the call's CALL.0210 event says.
+   */
+  redirect(call: CallRow, to: InterpreterStart, source: 'url' | 'twiml'): Promise<CallControlOutcome>;
+  /** Sends keys into the call towards its leg as RFC 4733 events; resolves once they were played out. */
+  sendDigits(call: CallRow, digits: string): Promise<CallControlOutcome>;
   /** Whether this process holds the call live (the switch knows it). */
   isLive(callId: string): boolean;
 }

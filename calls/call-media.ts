@@ -18,6 +18,8 @@ export interface CallMedia {
   playUrl(url: string, opts: { signal?: AbortSignal }): Promise<void>;
   playBeep(opts: { signal?: AbortSignal }): Promise<void>;
   record(opts: { maxLengthSec: number; silenceTimeoutSec: number; signal: AbortSignal }): Promise<RecordingResult>;
+  /** Keys sent towards the caller as RFC 4733 events (MediaService.sendDigits); MEDIA_LEG_BRIDGED during a Dial. */
+  sendDigits(digits: string): Promise<void>;
   /** RecordSession is running on this call. */
   isRecording(): boolean;
   startRecording(opts: { maxLengthSec?: number; mono?: boolean }): Promise<void>;
@@ -33,6 +35,7 @@ export function mediaOfCall(media: MediaService, callId: string, legTag = CALLER
     playUrl: async (url, opts) => void (await media.playUrl(callId, legTag, url, opts)),
     playBeep: async (opts) => void (await media.playBeep(callId, legTag, opts)),
     record: (opts) => media.record(callId, legTag, opts),
+    sendDigits: (digits) => media.sendDigits(callId, legTag, digits),
     isRecording: () => media.isRecording(callId),
     startRecording: (opts) => media.startCallRecording(callId, legTag, opts),
     close: () => media.deleteSession(callId),

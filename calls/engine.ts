@@ -5,7 +5,7 @@ import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
-import type { CallEngine } from './call-engine.js';
+import type { CallControlOutcome, CallEngine } from './call-engine.js';
 import { CallLifecycle } from './lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import { mediaOfCall } from './call-media.js';
@@ -18,6 +18,7 @@ import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
 import { publishTrunkState } from './trunk-events.js';
 import { UrlPolicy } from '../kit/index.js';
+import type { InterpreterStart } from '../verbs/index.js';
 
 export interface CallEngineDeps {
   db: Db;
@@ -174,6 +175,18 @@ export class SwitchCallEngine implements CallEngine {
         ReasonCodes.reconciled,
       );
     return (await findCallAnyAccount(this.#deps.db, row.id)) ?? row;
+  }
+
+  async redirect(row: CallRow, to: InterpreterStart, source: 'url' | 'twiml'): Promise<CallControlOutcome> {
+    const live = this.#live.get(row.id);
+    if (!live) return 'not_held';
+    return live instanceof LiveCall ? live.redirect(to, source) : 'no_verbs';
+  }
+
+  async sendDigits(row: CallRow, digits: string): Promise<CallControlOutcome> {
+    const live = this.#live.get(row.id);
+    if (!live) return 'not_held';
+    return live instanceof LiveCall ? live.sendDigits(digits) : 'no_verbs';
   }
 
   /** Ends a call for billing (BILL.0403, END.0408, END.0503); a call this process does not hold is left alone. */

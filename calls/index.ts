@@ -1,3 +1,3 @@
 export { SwitchCallEngine, type CallEngineDeps } from './engine.js';
-export type { CallEngine } from './call-engine.js';
+export type { CallEngine, CallControlOutcome } from './call-engine.js';
 export { CallLifecycle } from './lifecycle.js';

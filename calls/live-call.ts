@@ -1,9 +1,9 @@
 import type { Logger } from '../config/index.js';
-import { ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { MediaError } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
 import { getAccountSettings, type AssetAudioSource, type CallRow, type Db } from '../store/index.js';
 import {
-  Interpreter,
   type CallControlEndUser,
   type DialResult,
   type DialOptions,
@@ -19,6 +19,8 @@ import { keepRecording } from './call-recording.js';
 import { CallTeardown, type EndOptions } from './call-teardown.js';
 import type { CallLifecycle } from './lifecycle.js';
 import { CALL_CONTROL_UNAVAILABLE, DECLINED, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
+import type { CallControlOutcome } from './call-engine.js';
+import { RedirectableVerbs } from './call-redirect.js';
 import { CallVerbs } from './verb-context.js';
 
 export { CALLER_LEG } from './call-media.js';
@@ -55,6 +57,10 @@ export class LiveCall {
   readonly #clock: Clock;
   readonly #teardown: CallTeardown;
   readonly verbs: CallVerbs;
+  /** The verbs' interpreters, one after the other as REST call control moves the call (call-redirect.ts). */
+  readonly #runner: RedirectableVerbs;
+  /** Keys sent into the call, one request after the other (POST /api/calls/{uuid}/digits). */
+  #digits: Promise<unknown> = Promise.resolve();
   #dialog: Dialog | undefined;
   #endUser: CallControlEndUser | null = null;
 
@@ -92,6 +98,7 @@ export class LiveCall {
         endUser: () => this.#endUser,
       },
     );
+    this.#runner = new RedirectableVerbs(this.verbs);
   }
 
   get id(): string {
@@ -182,9 +189,8 @@ export class LiveCall {
     const account = await getAccountSettings(this.#d.db, this.row.account_id);
     this.verbs.useFallback({ mode: account.fallback_mode, value: account.fallback_value });
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
-    const interpreter = new Interpreter(this.verbs);
-    this.#teardown.verbsRunning(() => interpreter.kill());
-    const end = await interpreter.run(start);
+    this.#teardown.verbsRunning(() => this.#runner.stop());
+    const end = await this.#runner.run(start);
     if (end.reason === 'error') {
       reportSystemError(end.error, {
         publisher: this.#d.events,
@@ -225,6 +231,35 @@ export class LiveCall {
   /** A key the caller pressed (RFC 4733, through rtpengine's DTMF log). */
   digitPressed(digit: string): void {
     this.verbs.digitPressed(digit);
+  }
+
+  /**
+   * REST call update: the running verb is interrupted and `start` runs instead (before the verbs start, it is where
+   * they start). CALL.0210 on the call says so. Refused once the call is ending.
+   */
+  redirect(start: InterpreterStart, source: 'url' | 'twiml'): CallControlOutcome {
+    if (this.isEnding || !this.#runner.redirect(start)) return 'not_held';
+    void this.life.emit(EventCodes.callRedirected, 'url' in start ? { source, url: start.url } : { source });
+    return 'ok';
+  }
+
+  /** Keys into the answered call towards its leg, after any keys already being sent (REST /digits). */
+  sendDigits(digits: string): Promise<CallControlOutcome> {
+    if (this.isEnding) return Promise.resolve('not_held');
+    if (!this.life.isAnswered) return Promise.resolve('not_answered');
+    const send = this.#digits.then(async (): Promise<CallControlOutcome> => {
+      if (this.isEnding) return 'not_held';
+      try {
+        await this.#d.media.sendDigits(digits);
+        return 'ok';
+      } catch (e) {
+        if (e instanceof MediaError && e.code === 'MEDIA_LEG_BRIDGED') return 'bridged';
+        if (e instanceof MediaError && e.code === 'MEDIA_NO_SESSION') return 'not_held';
+        throw e;
+      }
+    });
+    this.#digits = send.catch(() => undefined);
+    return send;
   }
 
   /** RecordSession, also asked by a Dial with `record` (calls/flows/dial-verb.ts). */

@@ -40,6 +40,7 @@ export const EventCodes = {
   systemError: 'SYS.0500',
   // ---- beyond the spec's catalogue (BEYOND_SPEC_EVENT_CODES; docs/api.md, "Codes beyond the spec") ----
   verbAttributeIgnored: 'VERB.0299',
+  callRedirected: 'CALL.0210',
   routeAttempt: 'ROUTE.0100',
   trunkState: 'TRUNK.0100',
 } as const;
@@ -79,6 +80,10 @@ export const EVENT_CATALOGUE = {
   'PLATFORM.0001': { event: 'platform.concurrent', label: 'Platform-wide active-call count (staff stream).' },
   'PLATFORM.0503': { event: 'platform.draining', label: 'Call refused: the platform is not admitting new calls.' },
   'SYS.0500': { event: 'system.error', label: 'Internal error handling a call event; carries a traceId.' },
+  'CALL.0210': {
+    event: 'call.redirected',
+    label: 'A live call was moved to new verbs by POST /api/calls/{uuid}/update (source url or twiml).',
+  },
   'VERB.0299': {
     event: 'verb.attribute_ignored',
     label: 'A verb document used an attribute Simu does not know; it was ignored (reported once per call).',
@@ -99,6 +104,7 @@ export const EVENT_CATALOGUE = {
  */
 export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode>([
   EventCodes.verbAttributeIgnored,
+  EventCodes.callRedirected,
   EventCodes.routeAttempt,
   EventCodes.trunkState,
 ]);

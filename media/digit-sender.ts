@@ -16,7 +16,7 @@ import { buildRtp } from './rtp-packet.js';
 
 /** Keys as Twilio's sendDigits takes them: 0-9, *, #, A-D, and `w` for a half-second pause. */
 export const DIGITS_PATTERN = /^[0-9*#A-Dw]+$/;
-export const MAX_DIGITS = 64;
+export const MAX_DIGITS = 32;
 /** How long each key is held, and the gap after it (RFC 4733 events of 200 ms are what IVRs expect). */
 export const DIGIT_TONE_MS = 200;
 export const DIGIT_GAP_MS = 100;

@@ -63,6 +63,9 @@ export class FakeMedia implements CallMedia {
     this.steps.push('record');
     return { path: '/tmp/none.wav', durationSec: 0, sizeBytes: 44, reason: 'silence' };
   }
+  async sendDigits(digits: string) {
+    this.steps.push(`digits ${digits}`);
+  }
   isRecording() {
     return this.recording;
   }

@@ -28,7 +28,7 @@ PLATFORM.0001 platform.concurrent|PLATFORM.0503 platform.draining|SYS.0500 syste
  * Codes Simu adds beyond the spec (docs/api.md, "Codes beyond the spec"), kept apart so the list above stays the
  * spec's word for word.
  */
-const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|
+const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|CALL.0210 call.redirected|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|
 GATHER.0100 gather.started|GATHER.0200 gather.completed`;
 
 const SPEC_REASONS = `BILL.0402 Insufficient balance|BILL.0403 Balance exhausted mid-call|BILL.0407 Account suspended|

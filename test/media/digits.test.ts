@@ -93,7 +93,7 @@ describe('media: digits sent into a call (ng play DTMF) reach the leg as RFC 473
     const id = callId();
     const a = await caller();
     a.useSdp(await media.answerIvr(id, 'A', a.sdp(['PCMU', 'telephone-event'])));
-    for (const bad of ['', '12x', '1 2', 'W', '1'.repeat(65)]) {
+    for (const bad of ['', '12x', '1 2', 'W', '1'.repeat(33)]) {
       await assert.rejects(media.sendDigits(id, 'A', bad), (e: MediaError) => e.code === 'MEDIA_BAD_DIGITS', bad);
     }
     await media.deleteSession(id);

@@ -1,4 +1,5 @@
-import type { CallEngine } from '../../calls/index.js';
+import type { CallControlOutcome, CallEngine } from '../../calls/index.js';
+import type { InterpreterStart } from '../../verbs/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import {
   LIVE_CALL_STATUSES,
@@ -16,6 +17,9 @@ import {
  */
 export class NullCallEngine implements CallEngine {
   readonly originated: Array<{ call: CallRow; timeoutSeconds: number }> = [];
+  /** REST control requests that reached the engine for a call it holds, in order. */
+  readonly redirects: Array<{ call: CallRow; to: InterpreterStart; source: 'url' | 'twiml' }> = [];
+  readonly digits: Array<{ call: CallRow; digits: string }> = [];
   readonly #live = new Set<string>();
   constructor(private readonly db: Db) {}
 
@@ -43,6 +47,18 @@ export class NullCallEngine implements CallEngine {
       LIVE_CALL_STATUSES,
     );
     return ended ?? ((await findCallAnyAccount(this.db, call.id)) as CallRow);
+  }
+
+  async redirect(call: CallRow, to: InterpreterStart, source: 'url' | 'twiml'): Promise<CallControlOutcome> {
+    if (!this.#live.has(call.id)) return 'not_held';
+    this.redirects.push({ call, to, source });
+    return 'ok';
+  }
+
+  async sendDigits(call: CallRow, digits: string): Promise<CallControlOutcome> {
+    if (!this.#live.has(call.id)) return 'not_held';
+    this.digits.push({ call, digits });
+    return 'ok';
   }
 
   isLive(callId: string): boolean {
