@@ -13,7 +13,8 @@ import {
   reconcileCall,
   type BillingEmit,
 } from './billing/index.js';
-import { createApiServer } from './api/index.js';
+import { createApiServer, feedMetrics } from './api/index.js';
+import { SwitchMetrics } from './metrics/index.js';
 import {
   EventBus,
   EventPublisher,
@@ -22,7 +23,7 @@ import {
   attachStream,
   type EventCode,
 } from './events/index.js';
-import { consumeStreamToken, lapsedStreamPrincipals, onAuthWrite } from './store/index.js';
+import { consumeStreamToken, countOutboxBacklog, lapsedStreamPrincipals, onAuthWrite } from './store/index.js';
 import { SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
 import { Portal } from './web/index.js';
@@ -227,6 +228,18 @@ export class Switch {
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());
 
+    // GET /metrics (issue 17, item 7): call counters fed from the bus, the rest read at each scrape.
+    const metrics = new SwitchMetrics({
+      liveCalls: () => calls.liveCount,
+      outboxBacklog: () => countOutboxBacklog(db),
+      mediaUp: async () => (await this.health()).media,
+    });
+    const unfeed = feedMetrics(bus, metrics);
+    this.#closers.push(async () => {
+      unfeed();
+      metrics.close();
+    });
+
     const portal = new Portal({ db, config });
     this.#closers.push(() => portal.close());
     const { server } = createApiServer({
@@ -238,6 +251,7 @@ export class Switch {
       overload,
       signUrlSecret: secret,
       health: () => this.health(),
+      metrics,
     });
     const stream = attachStream(server, {
       bus,

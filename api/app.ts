@@ -20,6 +20,8 @@ import { numberRoutes } from './routes/numbers.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
 import { endUserRoutes } from './routes/users.js';
+import { metricsRoute } from './routes/metrics.js';
+import type { SwitchMetrics } from '../metrics/index.js';
 import { securityHeaders } from './security-headers.js';
 
 export interface ApiDeps {
@@ -42,6 +44,8 @@ export interface ApiDeps {
   rateLimiter?: RequestRateLimiter;
   /** Per-account request rate limit over all the account's keys; defaults to one built from config.api. */
   accountRateLimiter?: RequestRateLimiter;
+  /** Served at GET /metrics to the operator's token (routes/metrics.ts); without it there is no /metrics. */
+  metrics?: SwitchMetrics;
 }
 
 /**
@@ -98,6 +102,8 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   });
   // The customer reference (docs/*.md) beside the OpenAPI document, public (issue 15, item 10).
   docsRoutes(publicRouter);
+  // The operator's Prometheus figures, outside /api and its API keys: their own token (issue 17, item 7).
+  if (deps.metrics) metricsRoute(publicRouter, deps.db, deps.metrics);
 
   app.use(securityHeaders());
   app.use(errorMiddleware(log));

@@ -16,3 +16,5 @@ export { callOut, apiKeyOut } from './present.js';
 export { RequestRateLimiter, RateLimitedError, type RequestRateLimiterOptions } from './rate-limit.js';
 export { securityHeaders } from './security-headers.js';
 export { redactingLogger, scrubSecrets } from './log-redaction.js';
+export { metricsRoute, METRICS_TOKEN_SETTING } from './routes/metrics.js';
+export { feedMetrics } from './metrics-feed.js';

@@ -10,6 +10,8 @@ import { UsageError, type ParsedArgs } from './args.js';
 export interface Output {
   json: boolean;
   print(human: string, machine: unknown): void;
+  /** Raw text to stdout; resolves when the sink can take more (a streaming command waits for it). */
+  write(text: string): Promise<void>;
 }
 
 export type Command = (db: Db, args: ParsedArgs, out: Output) => Promise<void>;

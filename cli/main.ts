@@ -6,6 +6,13 @@ import type { Output } from './command.js';
 
 interface Sink {
   write(text: string): unknown;
+  once?(event: 'drain', listener: () => void): unknown;
+}
+
+/** Writes and, when the sink's buffer is full (write returned false), waits for it to drain. */
+function writeWhenReady(sink: Sink, text: string): Promise<void> {
+  if (sink.write(text) !== false || !sink.once) return Promise.resolve();
+  return new Promise((resolve) => sink.once!('drain', resolve));
 }
 
 export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } = process): Promise<number> {
@@ -26,6 +33,7 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
     const out: Output = {
       json,
       print: (human, machine) => io.stdout.write((json ? JSON.stringify(machine) : human) + '\n'),
+      write: (text) => writeWhenReady(io.stdout, text),
     };
     const config = loadConfig();
     db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });

@@ -14,6 +14,8 @@ import { configCommands } from './commands/config.js';
 import { docsCommands } from './commands/docs.js';
 import { assetsCommands } from './commands/assets.js';
 import { portalUserCommands } from './commands/portal-user.js';
+import { cdrCommands } from './commands/cdr.js';
+import { metricsCommands } from './commands/metrics.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -37,6 +39,8 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   docsCommands,
   assetsCommands,
   portalUserCommands,
+  cdrCommands,
+  metricsCommands,
 ];
 
 function merge(groups: readonly CommandGroup[]): ReadonlyMap<string, Command> {

@@ -1,5 +1,5 @@
 import { roomLogger, type Logger } from '../config/index.js';
-import type { StreamFrame } from './envelope.js';
+import type { CallSnapshot, StreamFrame } from './envelope.js';
 
 /** What travels on the bus: the stream frame and who may see it. */
 export interface BusEvent {
@@ -11,6 +11,8 @@ export interface BusEvent {
   staffOnly: boolean;
   callId?: string;
   frame: StreamFrame;
+  /** The call as of the event, when it concerns one (observers such as the metrics read direction and status). */
+  call?: CallSnapshot;
 }
 
 export type BusListener = (e: BusEvent) => void;

@@ -207,6 +207,7 @@ export class EventPublisher {
       staffOnly: false,
       callId: input.callId,
       frame,
+      call: snapshot ?? undefined,
     });
     if ((delivery as DeliveryDisposition) === 'queued') this.#outbox?.kick();
     this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');

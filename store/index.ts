@@ -11,6 +11,7 @@ export * from './routes.js';
 export * from './rates.js';
 export * from './platform.js';
 export * from './calls.js';
+export * from './cdr-export.js';
 export * from './recordings.js';
 export * from './end-users.js';
 export * from './phone-tokens.js';

@@ -15,6 +15,7 @@ import * as m013 from './013-stream-token-api-key.js';
 import * as m014 from './014-webhook-route-key.js';
 import * as m015 from './015-routes.js';
 import * as m016 from './016-number-plan.js';
+import * as m017 from './017-calls-created-index.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -37,6 +38,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['014-webhook-route-key', m014],
   ['015-routes', m015],
   ['016-number-plan', m016],
+  ['017-calls-created-index', m017],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
