@@ -125,7 +125,9 @@ export class SwitchCallEngine implements CallEngine {
 
   #trackBridge(row: CallRow): BridgedCall {
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
-    const call = new BridgedCall({ media: this.#deps.media, log: this.#log, billing: this.#deps.billing }, life);
+    // Emergency calls are never billed nor cut for credit (flows/emergency.ts).
+    const billing = row.emergency ? undefined : this.#deps.billing;
+    const call = new BridgedCall({ media: this.#deps.media, log: this.#log, billing }, life);
     this.#live.set(row.id, call);
     void life.ended.then(() => this.#live.delete(row.id));
     return call;

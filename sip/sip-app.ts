@@ -1,4 +1,5 @@
 import type { Config, Logger } from '../config/index.js';
+import { isEmergencyNumber } from '../numbers/index.js';
 import { setTrunkHealth, type Db, type TrunkRow } from '../store/index.js';
 import {
   DEFAULT_CONNECTION_LIMITS,
@@ -161,7 +162,8 @@ export class SipApplication {
     // Overload control (billing/overload.ts) before any store work: the excess is refused at once so the calls
     // already admitted keep their latency. Only new calls reach here (in-dialog requests go to their dialog), and
     // a re-INVITE that lost its dialog carries a To tag: it is never shed.
-    const load = req.toTag !== undefined ? undefined : this.deps.overload?.admitNewCall();
+    const exempt = req.toTag !== undefined || this.#isEmergency(req); // emergency calls are never shed either
+    const load = exempt ? undefined : this.deps.overload?.admitNewCall();
     if (load && !load.ok)
       return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
     const source = req.source?.address ?? '';
@@ -184,6 +186,12 @@ export class SipApplication {
       this.#log.error({ err: e, callId: req.headers.get('call-id') }, 'INVITE handler failed');
       srv.send(500, 'Server Internal Error');
     }
+  }
+
+  /** An INVITE to an emergency number (numbers/: 112, 999, 911, numbers.emergencyNumbers). */
+  #isEmergency(req: SipRequest): boolean {
+    const user = (req.uri as { user?: string }).user ?? '';
+    return user.length <= 16 && isEmergencyNumber(user, this.deps.config.numbers?.emergencyNumbers);
   }
 
   async close(): Promise<void> {

@@ -1,11 +1,13 @@
 import { AdmissionRefusedError } from '../../billing/index.js';
-import { EventCodes, ReasonCodes, type ReasonCode } from '../../events/index.js';
+import { classifyDialled, NumberFormatError, type Dialled } from '../../numbers/index.js';
+import { EventCodes, ReasonCodes } from '../../events/index.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest, Target } from '../../sip/stack/index.js';
 import {
   findEndUserAnyAccount,
   findEndUserByExtension,
   getAccount,
+  getAccountSettings,
   insertCall,
   listOwnedNumbers,
   nowIso,
@@ -15,7 +17,8 @@ import {
 } from '../../store/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, fromUser, mediaProfileFor } from './dial-leg.js';
-import { failureReason } from './originate.js';
+import { bridgePhone } from './phone-bridge.js';
+import { runEmergency } from './emergency.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { BridgedCall } from '../bridged-call.js';
@@ -43,8 +46,6 @@ export interface EndUserFlowDeps extends FlowDeps {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** Service-assigned extensions are short digit strings (1001 upwards); anything else is a PSTN number. */
-const EXTENSION = /^\d{2,6}$/;
 
 /** The account a Request-URI names by its SIP domain (`<account-uuid>` or `<account-uuid>.<anything>`). */
 export function accountOfDomain(host: string | undefined): string | undefined {
@@ -90,15 +91,22 @@ async function routeEndUserCall(
   release: () => void,
 ): Promise<void> {
   const uri = req.uri as { user?: string; host?: string };
-  const dialled = decodeURIComponent(uri.user ?? '');
   const caller = fromUser(req);
   const domainAccount = accountOfDomain(uri.host);
-  if (EXTENSION.test(dialled)) {
+  const dialled = await readDialled(d, who.accountId, uri.user ?? '');
+  if (!dialled) {
+    // RFC 3261 §21.4.22: not a number this switch can complete (a short code, letters, a wrong length).
+    srv.send(484, 'Address Incomplete');
+    return;
+  }
+  // Emergency numbers come first (never an extension) and skip every refusal below (docs/numbers.md).
+  if (dialled.kind === 'emergency') return runEmergency(d, req, srv, who, dialled.number, release);
+  if (dialled.kind === 'extension') {
     const base: NewCall = {
       account_id: who.accountId,
       direction: 'internal',
       from_number: who.extension,
-      to_number: dialled,
+      to_number: dialled.extension,
       end_user_id: who.endUserId,
     };
     if (domainAccount && domainAccount !== who.accountId.toLowerCase()) {
@@ -107,10 +115,31 @@ async function routeEndUserCall(
       srv.send(403, 'Forbidden');
       return;
     }
-    return runInternal(d, req, srv, who, dialled, base, release);
+    return runInternal(d, req, srv, who, dialled.extension, base, release);
   }
-  const e164 = dialled.startsWith('+') ? dialled : `+${dialled.replace(/\D/g, '')}`;
-  return runToPstn(d, req, srv, who, caller, e164, release);
+  return runToPstn(d, req, srv, who, caller, dialled.e164, release);
+}
+
+/**
+ * The Request-URI's user part read with the account's dial plan (numbers/): its country for national numbers
+ * (`0712 345 678` is `+254712345678` in Kenya), the platform's emergency numbers. Undefined when it is no number.
+ */
+async function readDialled(d: EndUserFlowDeps, accountId: string, user: string): Promise<Dialled | undefined> {
+  let text: string;
+  try {
+    text = decodeURIComponent(user);
+  } catch {
+    return undefined;
+  }
+  const account = await getAccountSettings(d.db, accountId);
+  const country = account.country ?? d.config.numbers?.defaultCountry ?? 'KE';
+  try {
+    return classifyDialled(text, { country, emergencyNumbers: d.config.numbers?.emergencyNumbers });
+  } catch (e) {
+    if (!(e instanceof NumberFormatError)) throw e;
+    d.log.info({ account: accountId, code: e.code }, 'end-user dialled something that is not a number');
+    return undefined;
+  }
 }
 
 async function runInternal(
@@ -148,47 +177,21 @@ async function runInternal(
   }
   const call = d.trackBridge(row);
   call.onEnd(release); // the token's slot frees as the call starts ending, before the BYEs go out
-  await call.life.initiated();
-  const cancel = new AbortController();
-  call.onEnd(() => cancel.abort());
-  srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
   const binding = bindings[0];
-  try {
-    const offer = await d.media.offer(row.id, 'A', req.body.toString(), {
-      toSide: mediaProfileFor(binding.target.transport),
-    });
-    const leg = await dialLeg(d, {
-      target: { uri: binding.contact, proxy: binding.target, transport: binding.target.transport },
-      // The account's SIP domain as the caller wrote it (a bare uuid is not always a valid host: RFC 3261 §25).
-      from: `<sip:${who.extension}@${domain}>`,
-      to: `<sip:${ext}@${domain}>`,
-      sdp: offer,
-      timeoutSeconds: 30,
-      signal: cancel.signal,
-      onRinging: () => {
-        srv.send(180, 'Ringing');
-        void call.life.ringing();
-      },
-    });
-    if (!leg.ok) {
-      const reason = call.isEnding ? ReasonCodes.canceled : failureReason(leg.error, leg.noAnswer);
-      srv.send(statusFor(reason), undefined);
-      await call.end(reason);
-      return;
-    }
-    const calleeSide = mediaProfileFor(binding.target.transport);
-    const callerSide = mediaProfileFor(req.source?.transport);
-    call.attach(leg.dialog, { tag: 'B', side: calleeSide });
-    const answer = await d.media.answer(row.id, 'A', 'B', leg.dialog.remoteSdp ?? '', { fromSide: callerSide });
-    const uas = await d.sip.ua.createUAS(req, { localSdp: answer });
-    call.attach(uas, { tag: 'A', side: callerSide });
-    await call.answered();
-    await call.life.ended; // the token's call slot is held until the call ends
-  } catch (e) {
-    d.log.warn({ err: e, call: row.sid }, 'internal call failed');
-    srv.send(500, 'Server Internal Error');
-    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
-  }
+  await bridgePhone(d, req, srv, call, {
+    side: mediaProfileFor(binding.target.transport),
+    dial: (o) =>
+      dialLeg(d, {
+        target: { uri: binding.contact, proxy: binding.target, transport: binding.target.transport },
+        // The account's SIP domain as the caller wrote it (a bare uuid is not always a valid host: RFC 3261 §25).
+        from: `<sip:${who.extension}@${domain}>`,
+        to: `<sip:${ext}@${domain}>`,
+        sdp: o.sdp,
+        timeoutSeconds: 30,
+        signal: o.signal,
+        onRinging: o.onRinging,
+      }),
+  });
 }
 
 async function runToPstn(
@@ -268,22 +271,4 @@ async function runToPstn(
 
 function findExtension(db: Db, accountId: string, ext: string) {
   return findEndUserByExtension(db, accountId, ext, { activeOnly: true });
-}
-
-/** The SIP final status the caller gets when the dialled leg did not connect. */
-function statusFor(reason: ReasonCode): number {
-  switch (reason) {
-    case ReasonCodes.busy:
-      return 486;
-    case ReasonCodes.noAnswer:
-      return 480;
-    case ReasonCodes.canceled:
-      return 487;
-    case ReasonCodes.unallocatedNumber:
-      return 404;
-    case ReasonCodes.rejected:
-      return 603;
-    default:
-      return 502;
-  }
 }
