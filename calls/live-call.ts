@@ -18,10 +18,13 @@ import type { CallMedia } from './call-media.js';
 import { keepRecording } from './call-recording.js';
 import { CallTeardown, type EndOptions } from './call-teardown.js';
 import type { CallLifecycle } from './lifecycle.js';
-import { CALL_CONTROL_UNAVAILABLE, DECLINED, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
+import { BUSY, CALL_CONTROL_UNAVAILABLE, DECLINED, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
 import type { CallControlOutcome } from './call-engine.js';
 import { RedirectableVerbs } from './call-redirect.js';
 import { CallVerbs } from './verb-context.js';
+import type { DigitSource } from './call-digits.js';
+import { parseDtmfInfo } from './dtmf-info.js';
+import type { SpeechInput } from './speech-input.js';
 
 export { CALLER_LEG } from './call-media.js';
 export type { CallBilling } from './call-billing.js';
@@ -43,6 +46,8 @@ export interface LiveCallDeps {
   recordingRetentionDays: number;
   /** Where assets not kept locally are fetched from (s3); local assets need nothing. */
   assetStorage?: AssetAudioSource;
+  /** The recogniser for Gather input="speech" (calls/speech-input.ts); absent: a speech Gather hears nothing. */
+  speech?: SpeechInput;
 }
 
 /**
@@ -89,6 +94,7 @@ export class LiveCall {
         urlPolicy: deps.urlPolicy,
         assetStorage: deps.assetStorage,
         keepRecording: (r) => keepRecording(recordings, life, r),
+        speech: deps.speech,
       },
       {
         life,
@@ -96,6 +102,8 @@ export class LiveCall {
         hangup: (cause) => this.#hangup(cause),
         ...(dialer ? { dial: (target: DialTarget, options: DialOptions) => dialer(this, target, options) } : {}),
         endUser: () => this.#endUser,
+        canReject: () => this.#teardown.ringingLeg !== undefined && !this.#teardown.answerInFlight && !this.isEnding,
+        reject: (reason) => this.#reject(reason),
       },
     );
     this.#runner = new RedirectableVerbs(this.verbs);
@@ -132,6 +140,12 @@ export class LiveCall {
     this.#dialog = dialog;
     this.#teardown.legUp(dialog);
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, { remoteHungUp: true }));
+    // SIP INFO keys (application/dtmf-relay, application/dtmf): answered 200 and given to the verbs like any key.
+    dialog.on('info', (req, srv) => {
+      srv.send(200);
+      const key = parseDtmfInfo(req.contentType, req.body);
+      if (key) this.digitPressed(key.digit, 'sip-info', key.durationMs);
+    });
   }
 
   /**
@@ -228,9 +242,15 @@ export class LiveCall {
     return this.#teardown.end(reason, opts);
   }
 
-  /** A key the caller pressed (RFC 4733, through rtpengine's DTMF log). */
-  digitPressed(digit: string): void {
-    this.verbs.digitPressed(digit);
+  /** A key the caller pressed: RFC 4733 (rtpengine's DTMF log), SIP INFO, or in-band tones in its audio. */
+  digitPressed(digit: string, source: DigitSource = 'rfc4733-log', durationMs = 0): void {
+    this.verbs.digitPressed(digit, source, durationMs);
+  }
+
+  /** Reject: refuse the ringing call, unanswered and unbilled, as busy (486) or declined (603). */
+  #reject(reason: 'busy' | 'rejected'): void {
+    this.#teardown.refuseWith(reason === 'busy' ? BUSY : DECLINED);
+    void this.end(reason === 'busy' ? ReasonCodes.busy : ReasonCodes.rejected, { failed: true });
   }
 
   /**

@@ -22,6 +22,8 @@ export interface UnansweredLeg {
 
 /** A document that hangs up before anything needed media (Hangup first, an empty Response): the caller declined. */
 export const DECLINED: SipRefusal = { status: 603, phrase: 'Decline' };
+/** `<Reject reason="busy">`, and a call that ends busy while it rings. */
+export const BUSY: SipRefusal = { status: 486, phrase: 'Busy Here' };
 /** The first document could not be fetched and the fallback is `drop`: our side failed, temporarily. */
 export const CALL_CONTROL_UNAVAILABLE: SipRefusal = { status: 500, phrase: 'Call Control Unavailable' };
 /** END.0501: an end-user dialled the PSTN and the account has no voice_outbound webhook. */
@@ -35,7 +37,7 @@ export function refusalFor(reason: ReasonCode): SipRefusal {
     case ReasonCodes.rejected:
       return DECLINED;
     case ReasonCodes.busy:
-      return { status: 486, phrase: 'Busy Here' };
+      return BUSY;
     case ReasonCodes.carrierFailure:
       return { status: 500, phrase: 'Server Internal Error' };
     case ReasonCodes.noOutboundHandler:

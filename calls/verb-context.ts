@@ -10,6 +10,8 @@ import {
   type DialResult,
   type DialTarget,
   type FallbackPolicy,
+  type GatherOptions,
+  type GatherResult,
   type HangupCause,
   type PlayResult,
   type PlaySource,
@@ -24,7 +26,10 @@ import {
 import { sleep, type Clock, type UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
 import type { CallMedia } from './call-media.js';
+import { CallDigits, type DigitSource } from './call-digits.js';
+import { runGather } from './gather-run.js';
 import type { CallLifecycle } from './lifecycle.js';
+import type { SpeechInput } from './speech-input.js';
 
 export interface CallVerbsDeps {
   db: Db;
@@ -39,6 +44,8 @@ export interface CallVerbsDeps {
   assetStorage?: AssetAudioSource;
   /** Stores a Record verb's file and announces it (calls/call-recording.ts); resolves with its Recording. */
   keepRecording(r: RecordingResult): Promise<{ id: string }>;
+  /** The speech recogniser for Gather input="speech"; absent: such a Gather hears nothing. */
+  speech?: SpeechInput;
 }
 
 /** What the verbs need of the call they run on, beyond its media (LiveCall is it). */
@@ -52,6 +59,10 @@ export interface VerbHost {
   dial?(target: DialTarget, options: DialOptions): Promise<DialResult>;
   /** The end-user who placed the call (call-control requests carry it), if one did. */
   endUser(): CallControlEndUser | null;
+  /** The caller's INVITE still rings and no answer is under way: a Reject can refuse it. */
+  canReject(): boolean;
+  /** Refuses the ringing call (486 busy / 603 rejected) and ends it unanswered; does not wait for the end. */
+  reject(reason: 'busy' | 'rejected'): void;
 }
 
 /**
@@ -62,12 +73,13 @@ export interface VerbHost {
 export class CallVerbs implements VerbContext {
   readonly #d: CallVerbsDeps;
   readonly #host: VerbHost;
-  readonly #digitListeners = new Set<(digit: string) => void>();
+  readonly #digits: CallDigits;
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
 
   constructor(deps: CallVerbsDeps, host: VerbHost) {
     this.#d = deps;
     this.#host = host;
+    this.#digits = new CallDigits(deps.clock);
   }
 
   get fallback(): FallbackPolicy {
@@ -123,9 +135,31 @@ export class CallVerbs implements VerbContext {
     return this.#host.dial(target, options);
   }
 
-  /** A key the caller pressed (RFC 4733, through rtpengine's DTMF log). */
-  digitPressed(digit: string): void {
-    for (const fn of [...this.#digitListeners]) fn(digit);
+  /** A key the caller pressed, from any source; the same press arriving two ways counts once (CallDigits). */
+  digitPressed(digit: string, source: DigitSource = 'rfc4733-log', durationMs = 0): void {
+    this.#digits.press(digit, source, durationMs);
+  }
+
+  /** Gather: prompts and keys (and speech, with a recogniser) on the answered line (calls/gather-run.ts). */
+  async gather(options: GatherOptions): Promise<GatherResult> {
+    await this.#host.needMedia();
+    return runGather(
+      {
+        clock: this.#d.clock,
+        listen: (fn) => this.#digits.listen(fn),
+        speech: this.#d.speech,
+        callId: this.#life.row.id,
+      },
+      options,
+    );
+  }
+
+  canReject(): boolean {
+    return this.#host.canReject();
+  }
+
+  async reject(reason: 'busy' | 'rejected'): Promise<void> {
+    this.#host.reject(reason);
   }
 
   /**
@@ -138,10 +172,9 @@ export class CallVerbs implements VerbContext {
     if (options.signal.aborted) return { durationSeconds: 0 };
     await this.#life.emit(EventCodes.recordingStarted, {});
     const finished = new AbortController();
-    const onDigit = (digit: string) => {
+    const unlisten = this.#digits.listen(({ digit }) => {
       if (options.finishOnKey.includes(digit)) finished.abort();
-    };
-    this.#digitListeners.add(onDigit);
+    });
     let r: RecordingResult;
     try {
       r = await this.#d.media.record({
@@ -150,7 +183,7 @@ export class CallVerbs implements VerbContext {
         signal: AbortSignal.any([options.signal, finished.signal]),
       });
     } finally {
-      this.#digitListeners.delete(onDigit);
+      unlisten();
     }
     const rec = await this.#d.keepRecording(r);
     // RecordingPath is the Recording's uuid (what POST /api/recordings/download takes), never the file's place on

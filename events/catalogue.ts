@@ -43,6 +43,8 @@ export const EventCodes = {
   callRedirected: 'CALL.0210',
   routeAttempt: 'ROUTE.0100',
   trunkState: 'TRUNK.0100',
+  gatherStarted: 'GATHER.0100',
+  gatherCompleted: 'GATHER.0200',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -90,12 +92,15 @@ export const EVENT_CATALOGUE = {
   },
   'ROUTE.0100': {
     event: 'route.attempt',
-    label: 'An outbound leg was tried on one trunk of its route list; carries the SIP status and whether it failed over.',
+    label:
+      'An outbound leg was tried on one trunk of its route list; carries the SIP status and whether it failed over.',
   },
   'TRUNK.0100': {
     event: 'trunk.state',
     label: 'A carrier trunk went up or down (OPTIONS pings, or a 503 with Retry-After) (staff stream).',
   },
+  'GATHER.0100': { event: 'gather.started', label: 'A Gather began listening for keys (or speech).' },
+  'GATHER.0200': { event: 'gather.completed', label: 'A Gather ended; carries the digits (and speech) it heard.' },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 
 /**
@@ -107,6 +112,8 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.callRedirected,
   EventCodes.routeAttempt,
   EventCodes.trunkState,
+  EventCodes.gatherStarted,
+  EventCodes.gatherCompleted,
 ]);
 
 export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];

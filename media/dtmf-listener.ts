@@ -14,6 +14,11 @@ export interface DtmfEvent {
   digit: string;
   durationMs: number;
   volume?: number;
+  /**
+   * `rfc4733-log` (rtpengine's log, at the end of the key; the default when absent), `rtp-event` (an RFC 4733 event
+   * read by an IVR leg's endpoint as it starts) or `inband` (tones in an IVR leg's audio).
+   */
+  source?: 'rfc4733-log' | 'rtp-event' | 'inband';
 }
 
 export class DtmfListener extends TypedEmitter<{ dtmf: [DtmfEvent] }> {

@@ -1,7 +1,8 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { decodeG711, rms } from './g711.js';
+import { DtmfDetector } from './dtmf-detector.js';
 import { MediaError } from './errors.js';
-import { parseRtp } from './rtp-packet.js';
+import { DTMF_EVENT_DIGITS, parseRtp } from './rtp-packet.js';
 import { audioEndpoint, plainAudioSdp } from './sdp.js';
 import { writeWav } from './wav.js';
 
@@ -56,6 +57,12 @@ export class IvrEndpoint {
   #recording: ActiveRecording | undefined;
   #lastTimestamp: number | undefined;
   #packets = 0;
+  /** Who hears the caller's keys (onKeys), and the tone detector for a leg without telephone-event. */
+  #onKey: ((digit: string, source: 'rtp-event' | 'inband') => void) | undefined;
+  #tones: DtmfDetector | undefined;
+  /** The telephone-event payload type we answered with, and the RTP timestamp of the last event seen. */
+  #eventPt = 101;
+  #lastEventTs: number | undefined;
   /** Where rtpengine expects this party's RTP (from its offer to us): digits injected towards the caller need a
    * stream from us to ride on (media/digit-sender.ts). */
   #engineSide: { address: string; port: number } | undefined;
@@ -96,6 +103,7 @@ export class IvrEndpoint {
     const engine = offer ? audioEndpoint(offer) : undefined;
     if (engine) this.#engineSide = { address: engine.address, port: engine.port };
     const pt = offer ? /a=rtpmap:(\d+) telephone-event\/8000/i.exec(offer)?.[1] : undefined;
+    this.#eventPt = pt === undefined ? 101 : Number(pt);
     return plainAudioSdp({
       address: this.address,
       port: this.#port,
@@ -114,9 +122,13 @@ export class IvrEndpoint {
 
   #onPacket(msg: Buffer): void {
     const rtp = parseRtp(msg);
-    if (!rtp || rtp.payloadType !== 0) return; // PCMU only; events arrive through the DTMF log
+    if (rtp && rtp.payloadType === this.#eventPt) return this.#onEvent(rtp.timestamp, rtp.payload);
+    if (!rtp || rtp.payloadType !== 0) return; // PCMU only
     this.#packets += 1;
     const rec = this.#recording;
+    if (!rec && !this.#tones) return;
+    const samples = decodeG711(rtp.payload, 0);
+    if (this.#tones) for (const k of this.#tones.push(samples)) this.#onKey?.(k.digit, 'inband');
     if (!rec) return;
     // Fill gaps (lost packets, DTX) from the RTP timestamp so the recording keeps real time, up to 1 s.
     if (this.#lastTimestamp !== undefined) {
@@ -124,7 +136,26 @@ export class IvrEndpoint {
       if (gap > 0 && gap <= RATE) this.#append(rec, new Int16Array(gap));
     }
     this.#lastTimestamp = rtp.timestamp;
-    this.#append(rec, decodeG711(rtp.payload, 0));
+    this.#append(rec, samples);
+  }
+
+  /**
+   * The caller's keys as they start: RFC 4733 events (the first packet of each, so a prompt can be barged in on
+   * at once; rtpengine's DTMF log reports the same key only when it ends), and with `tones` (a leg that negotiated
+   * no telephone-event) keys sent as sound, heard by a Goertzel detector (media/dtmf-detector.ts).
+   */
+  onKeys(onKey: (digit: string, source: 'rtp-event' | 'inband') => void, opts: { tones: boolean }): void {
+    this.#onKey = onKey;
+    this.#tones = opts.tones ? new DtmfDetector() : undefined;
+  }
+
+  /** RFC 4733 section 2.3: every packet of one event carries the event's start timestamp; a new one is a new key. */
+  #onEvent(timestamp: number, payload: Buffer): void {
+    if (payload.length < 4 || timestamp === this.#lastEventTs) return;
+    const digit = DTMF_EVENT_DIGITS[payload[0]!];
+    if (digit === undefined) return;
+    this.#lastEventTs = timestamp;
+    this.#onKey?.(digit, 'rtp-event');
   }
 
   #append(rec: ActiveRecording, samples: Int16Array): void {

@@ -149,6 +149,9 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
       playStarts: this.#playStarts,
     });
     // However it closes (deleteSession, its own close(), its engine lost), a closed session is looked up no more.
+    session.on('key', (legTag, digit, source) => {
+      this.safeEmit('dtmf', { callId, legTag, digit, durationMs: 0, source });
+    });
     session.once('close', () => {
       if (this.#sessions.get(callId) === session) this.#sessions.delete(callId);
     });

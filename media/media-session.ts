@@ -47,7 +47,11 @@ export interface LegRecordOptions {
 export type MediaSessionCloseReason = 'deleted' | 'engine-lost';
 
 /** 'close': the session has closed (emitted once, when close starts; its children are already closed). */
-export type MediaSessionEvents = { close: [reason: MediaSessionCloseReason] };
+export type MediaSessionEvents = {
+  close: [reason: MediaSessionCloseReason];
+  /** A key an IVR leg pressed, read by our endpoint: an RFC 4733 event as it starts, or tones (#listenForKeys). */
+  key: [legTag: string, digit: string, source: 'rtp-event' | 'inband'];
+};
 
 /**
  * The media of one call, pinned to the rtpengine that anchored it; legs are named by tags. Like a mediasoup
@@ -170,6 +174,7 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   async completeIvr(legTag: string, calleeSdp: string): Promise<void> {
     // Kept like an inbound caller's offer: a Dial on this call re-offers it towards the dialled leg.
     this.#callerSdp.set(legTag, { sdp: calleeSdp, side: this.#calleeSide.get(legTag) });
+    this.#listenForKeys(legTag, this.#ivr.get(legTag), calleeSdp);
     await this.answer(ivrTag(legTag), legTag, calleeSdp, { fromSide: { profile: 'rtp' } });
   }
 
@@ -337,6 +342,7 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     flags: string[] = this.#injecting.has(legTag) ? ['inject DTMF'] : [],
   ) {
     const endpoint = await this.#openIvr(legTag);
+    this.#listenForKeys(legTag, endpoint, caller.sdp);
     const toIvr = await this.offer(legTag, caller.sdp, { toSide: { profile: 'rtp', codecs: ['PCMU'] }, toTag, flags });
     return this.answer(legTag, ivrTag(legTag), endpoint.sdp(toIvr), { fromSide: caller.side, flags });
   }
@@ -359,6 +365,12 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     }
     this.#ivr.set(legTag, endpoint);
     return endpoint;
+  }
+
+  /** Keys our endpoint reads; a leg whose SDP has no telephone-event sends them as sound (tone detection). */
+  #listenForKeys(legTag: string, endpoint: IvrEndpoint | undefined, legSdp: string): void {
+    const tones = !/telephone-event\//i.test(legSdp);
+    endpoint?.onKeys((digit, source) => this.safeEmit('key', legTag, digit, source), { tones });
   }
 
   #ivrCaller(legTag: string): { sdp: string; side?: LegMediaOptions } {

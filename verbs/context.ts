@@ -59,6 +59,35 @@ export interface SessionRecordingOptions {
   readonly maxLength?: number;
 }
 
+/** How a Gather listens (verbs/verbs/gather.ts builds it from the verb). */
+export interface GatherOptions {
+  readonly dtmf: boolean;
+  readonly speech: boolean;
+  readonly numDigits?: number;
+  /** A key that submits (not part of the digits); empty: none. */
+  readonly finishOnKey: string;
+  /** Seconds of no input after the prompts end, or after the last key, that end the Gather. */
+  readonly timeoutSeconds: number;
+  readonly hints: readonly string[];
+  /**
+   * Plays the nested prompts. `bargeIn` aborts at the first input (a key, or speech starting): the prompt playing
+   * must stop at once, and the rest are skipped.
+   */
+  readonly prompts: (bargeIn: AbortSignal) => Promise<void>;
+  readonly signal: AbortSignal;
+}
+
+/** Why a Gather stopped listening. */
+export type GatherEnd = 'num_digits' | 'finish_key' | 'timeout' | 'speech' | 'stopped';
+
+export interface GatherResult {
+  /** The keys pressed, in order, without the finishOnKey key; '' when none. */
+  readonly digits: string;
+  /** What the recogniser heard, when speech was asked for and something was recognised. */
+  readonly speech?: { readonly text: string; readonly confidence: number };
+  readonly end: GatherEnd;
+}
+
 /** The account's fallback policy (spec, "Webhook configuration" and "Fallback"). */
 export interface FallbackPolicy {
   readonly mode: 'message' | 'play' | 'drop';
@@ -83,6 +112,23 @@ export type VerbEvent =
       readonly event: 'play.asset_missing';
       /** `asset` for `<Play asset>`; `url` for a URL that could not be fetched or is not audio we decode. */
       readonly data: { readonly asset: string } | { readonly url: string };
+    }
+  | {
+      /** Beyond the spec (docs/api.md): a Gather began listening. */
+      readonly code: typeof EventCodes.gatherStarted;
+      readonly event: 'gather.started';
+      readonly data: { readonly input: string; readonly numDigits?: number; readonly timeout: number };
+    }
+  | {
+      /** Beyond the spec (docs/api.md): a Gather ended, with what it heard. */
+      readonly code: typeof EventCodes.gatherCompleted;
+      readonly event: 'gather.completed';
+      readonly data: {
+        readonly digits: string;
+        readonly speechResult?: string;
+        readonly confidence?: number;
+        readonly end: GatherEnd;
+      };
     }
   | {
       /** Beyond the spec (docs/api.md): an attribute Simu does not know was ignored; once per call and pair. */
@@ -110,6 +156,15 @@ export interface VerbContext {
   /** Starts recording both directions for the rest of the call and returns at once. */
   startSessionRecording(options: SessionRecordingOptions): Promise<void>;
   pause(seconds: number, options: { readonly signal: AbortSignal }): Promise<void>;
+  /**
+   * Gather: plays the prompts and listens for keys (every source the call has: RFC 4733, SIP INFO, in-band tones)
+   * and, when asked and a recogniser exists, speech. Answers a ringing caller first. Never rejects for "no input".
+   */
+  gather(options: GatherOptions): Promise<GatherResult>;
+  /** The call is an inbound call still ringing, so a Reject can refuse it (486/603, never answered, not billed). */
+  canReject(): boolean;
+  /** Refuses the ringing call with 486 (`busy`) or 603 (`rejected`) and ends it as failed; does not wait. */
+  reject(reason: 'busy' | 'rejected'): Promise<void>;
   /**
    * Ends the call (BYE or CANCEL as the call's state needs). `cause` says why the interpreter hangs up: a call
    * not answered yet is refused with a SIP status that says it (docs/api.md, "Inbound calls").

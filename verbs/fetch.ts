@@ -40,6 +40,11 @@ export interface ActionCallbackExtras {
   readonly DialCallDuration?: number;
   readonly RecordingDuration?: number;
   readonly RecordingPath?: string;
+  /** Gather: the keys pressed ('' when actionOnEmptyResult sent an empty result). */
+  readonly Digits?: string;
+  /** Gather with speech: what was recognised and how sure the recogniser is (0..1). */
+  readonly SpeechResult?: string;
+  readonly Confidence?: number;
 }
 
 export interface CallControlFields extends ActionCallbackExtras {
@@ -73,7 +78,16 @@ export function buildCallControlFields(call: CallControlCall, extras: ActionCall
     const { uuid, email, display_name, extension_number } = call.endUser;
     fields.endUser = { uuid, email, display_name, extension_number };
   }
-  for (const key of ['DialCallStatus', 'DialCallDuration', 'RecordingDuration', 'RecordingPath'] as const) {
+  const keys = [
+    'DialCallStatus',
+    'DialCallDuration',
+    'RecordingDuration',
+    'RecordingPath',
+    'Digits',
+    'SpeechResult',
+    'Confidence',
+  ] as const;
+  for (const key of keys) {
     if (extras[key] !== undefined) fields[key] = extras[key];
   }
   return fields as unknown as CallControlFields;

@@ -20,6 +20,8 @@ export const KNOWN_ATTRIBUTES: Readonly<Record<string, readonly string[]>> = {
   Redirect: ['method'],
   Pause: ['length'],
   Hangup: [],
+  Gather: ['input', 'numDigits', 'finishOnKey', 'timeout', 'action', 'method', 'actionOnEmptyResult', 'hints'],
+  Reject: ['reason'],
 };
 
 /** One unknown attribute of a document: the element it was on, its name, and the line of its first use. */

@@ -5,7 +5,7 @@
  * TwiML semantics:
  * - Redirect, and any verb with an `action` URL, hand control to the fetched document; the verbs after it in
  *   the current document never run.
- * - Hangup ends the call; so does reaching the end of a document.
+ * - Hangup ends the call; so does reaching the end of a document. Reject refuses a ringing call and stops.
  * - A failed fetch (WebhookFetchError) emits WH.0400 and runs the account's fallback (spec, "Fallback"):
  *   message -> speak it and hang up; play -> play it and hang up; drop -> hang up.
  * - An attribute Simu does not know (parse.ts lets it through) is reported once per call as VERB.0299.
@@ -21,6 +21,7 @@ import type { ActionCallbackExtras } from './fetch.js';
 import type { VerbDocument } from './types.js';
 import { VERB_REGISTRY, createVerbTask, type VerbRegistry } from './verbs/registry.js';
 import type { VerbTask } from './verbs/verb-task.js';
+import { REJECT_NOT_RINGING } from './verbs/reject.js';
 
 export const DEFAULT_MAX_REDIRECTS = 10;
 /** Most VERB.0299 events one call emits, whatever its documents hold (each document lists at most 32 pairs). */
@@ -33,6 +34,7 @@ export interface InterpreterOptions {
 
 export type InterpreterEnd =
   | { readonly reason: 'hangup' } // a Hangup verb
+  | { readonly reason: 'rejected' } // a Reject verb refused the ringing call
   | { readonly reason: 'end_of_document' }
   | { readonly reason: 'killed' }
   | { readonly reason: 'fallback'; readonly error: WebhookFetchError }
@@ -102,6 +104,7 @@ export class Interpreter {
           this.#current = undefined;
         }
         if (this.killed) return { reason: 'killed' };
+        if (outcome.next === 'end') return { reason: 'rejected' };
         if (outcome.next === 'hangup') {
           await this.#ctx.hangup('verb');
           return { reason: 'hangup' };
@@ -133,7 +136,14 @@ export class Interpreter {
   /** The next document, or the end reached by running the fallback when the fetch failed. */
   async #fetch(url: string, extras: ActionCallbackExtras): Promise<VerbDocument | InterpreterEnd> {
     try {
-      return await this.#ctx.fetchDocument(url, extras, { signal: this.#abort.signal });
+      const document = await this.#ctx.fetchDocument(url, extras, { signal: this.#abort.signal });
+      if (document.verbs[0]?.verb === 'Reject' && !this.#ctx.canReject()) {
+        // A document error like any other (docs/verbs.md, Reject): the call can no longer be refused.
+        throw new WebhookFetchError('invalid_document', url, `invalid verb document: ${REJECT_NOT_RINGING}`, {
+          status: 200,
+        });
+      }
+      return document;
     } catch (error) {
       if (this.killed) return { reason: 'killed' };
       if (!(error instanceof WebhookFetchError)) throw error;

@@ -17,10 +17,12 @@ import { VerbDocumentError } from './errors.js';
 import { findIgnoredAttributes } from './ignored-attributes.js';
 import {
   DEFAULTS,
+  MAX_GATHER_HINTS,
   MAX_LOOP,
   VERB_NAMES,
   type DialRecordMode,
   type DialTarget,
+  type GatherPrompt,
   type PlaySource,
   type Verb,
   type VerbDocument,
@@ -76,6 +78,14 @@ const ATTRIBUTE_HINTS: Readonly<Record<string, string>> = {
   'RecordSession@channels': 'mono or dual',
   'RecordSession@maxLength': 'an integer number of seconds from 1 to 86400',
   'Pause@length': 'an integer number of seconds from 0 to 3600',
+  'Gather@input': 'dtmf, speech, or dtmf speech',
+  'Gather@numDigits': 'an integer from 1 to 64',
+  'Gather@finishOnKey': 'one of the keys 0-9 * #, or empty for none',
+  'Gather@timeout': 'an integer number of seconds from 1 to 600',
+  'Gather@method': 'POST (every request Simu sends is a signed JSON POST)',
+  'Gather@actionOnEmptyResult': 'true or false',
+  'Gather@hints': 'a comma-separated list of words or phrases, at most 2048 characters',
+  'Reject@reason': 'busy or rejected',
   'Response@customPayload': 'a JSON object of at most 8192 characters',
   Number: 'an E.164 number such as +254700000001',
   Extension: 'an extension number of 1 to 20 digits',
@@ -178,6 +188,11 @@ export function parseVerbDocument(xml: string): VerbDocument {
     if (node.type() !== 'element') continue;
     const verb = toVerb(node as Element, problems);
     if (verb !== undefined) verbs.push(verb);
+  }
+  const reject = verbs.findIndex((v) => v.verb === 'Reject');
+  if (reject > 0) {
+    // Reject refuses a call that is still ringing; after any verb before it the call may be answered already.
+    problems.add(verbs[reject]!.line, 'Reject must be the first verb of the document (it refuses an unanswered call)');
   }
   const customPayload = responsePayload(root, problems);
   problems.throwIfAny();
@@ -340,6 +355,10 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
       return { verb: 'Pause', line, length: intAttr(el, 'length', DEFAULTS.Pause.length) };
     case 'Hangup':
       return { verb: 'Hangup', line };
+    case 'Gather':
+      return gatherVerb(el, line, problems);
+    case 'Reject':
+      return { verb: 'Reject', line, reason: (attr(el, 'reason') ?? DEFAULTS.Reject.reason) as 'busy' | 'rejected' };
     default:
       // The schema already refused it; kept so a schema edit cannot silently let a verb through untyped.
       problems.add(line, `Element '${name}' is not a verb; expected one of ${VERB_NAMES.join(', ')}`);
@@ -388,4 +407,37 @@ function dialTarget(el: Element, line: number, problems: Problems): DialTarget |
     return undefined;
   }
   return { kind: 'number', number: text };
+}
+
+/** Gather: attributes (the schema checked their values) and its nested Say, Play and Pause prompts. */
+function gatherVerb(el: Element, line: number, problems: Problems): Verb {
+  const input = (attr(el, 'input') ?? DEFAULTS.Gather.input).trim().split(/\s+/);
+  const numDigits = optIntAttr(el, 'numDigits');
+  const hints = (attr(el, 'hints') ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
+  if (hints.length > MAX_GATHER_HINTS) {
+    problems.add(line, `Gather has ${hints.length} hints; the limit is ${MAX_GATHER_HINTS}`);
+  }
+  const prompts: GatherPrompt[] = [];
+  for (const child of el.childNodes()) {
+    if (child.type() !== 'element') continue;
+    const prompt = toVerb(child as Element, problems);
+    if (prompt?.verb === 'Say' || prompt?.verb === 'Play' || prompt?.verb === 'Pause') prompts.push(prompt);
+  }
+  return {
+    verb: 'Gather',
+    line,
+    dtmf: input.includes('dtmf'),
+    speech: input.includes('speech'),
+    ...(numDigits === undefined ? {} : { numDigits }),
+    finishOnKey: (attr(el, 'finishOnKey') ?? DEFAULTS.Gather.finishOnKey).trim(),
+    timeout: intAttr(el, 'timeout', DEFAULTS.Gather.timeout),
+    ...optionalAction(el, line, problems),
+    method: 'POST',
+    actionOnEmptyResult: boolAttr(el, 'actionOnEmptyResult', DEFAULTS.Gather.actionOnEmptyResult),
+    hints: hints.slice(0, MAX_GATHER_HINTS),
+    prompts,
+  };
 }

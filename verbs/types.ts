@@ -16,9 +16,17 @@ export const DEFAULTS = {
   RecordSession: { channels: 'dual' },
   Redirect: { method: 'POST' },
   Pause: { length: 1 },
+  Gather: { method: 'POST', input: 'dtmf', finishOnKey: '#', timeout: 5, actionOnEmptyResult: false },
+  Reject: { reason: 'rejected' },
 } as const;
 
-export type VerbName = 'Say' | 'Play' | 'Dial' | 'Record' | 'RecordSession' | 'Redirect' | 'Pause' | 'Hangup';
+/** Most keys one Gather collects when it has no numDigits: a caller leaning on a key cannot grow it unbounded. */
+export const MAX_GATHER_DIGITS = 64;
+/** Most hints one Gather passes to a speech recogniser. */
+export const MAX_GATHER_HINTS = 100;
+
+export type VerbName =
+  'Say' | 'Play' | 'Dial' | 'Record' | 'RecordSession' | 'Redirect' | 'Pause' | 'Hangup' | 'Gather' | 'Reject';
 
 export const VERB_NAMES: readonly VerbName[] = [
   'Say',
@@ -29,6 +37,8 @@ export const VERB_NAMES: readonly VerbName[] = [
   'Redirect',
   'Pause',
   'Hangup',
+  'Gather',
+  'Reject',
 ];
 
 /** Only POST: every request the service sends is a signed JSON POST (spec, "Webhooks sent by the service"). */
@@ -122,8 +132,46 @@ export interface HangupVerb extends VerbBase {
   readonly verb: 'Hangup';
 }
 
+/** What a Gather plays while it listens: its nested Say, Play and Pause, barged in on by the first input. */
+export type GatherPrompt = SayVerb | PlayVerb | PauseVerb;
+
+export interface GatherVerb extends VerbBase {
+  readonly verb: 'Gather';
+  /** `input="dtmf"`, `"speech"` or both (`"dtmf speech"`). */
+  readonly dtmf: boolean;
+  readonly speech: boolean;
+  /** Stop once this many keys are in; absent means until finishOnKey or the timeout (MAX_GATHER_DIGITS at most). */
+  readonly numDigits?: number;
+  /** The key that submits what was typed (not part of Digits); empty means none. */
+  readonly finishOnKey: string;
+  /** Seconds of no input after the prompts, or after the last key, that end the Gather. */
+  readonly timeout: number;
+  readonly action?: string;
+  readonly method: WebhookMethod;
+  /** Request the action even when nothing was heard (with empty Digits) instead of going on with the next verb. */
+  readonly actionOnEmptyResult: boolean;
+  /** Words or phrases the speech recogniser should expect (`hints="sales, support"`). */
+  readonly hints: readonly string[];
+  readonly prompts: readonly GatherPrompt[];
+}
+
+export interface RejectVerb extends VerbBase {
+  readonly verb: 'Reject';
+  /** `busy`: 486 Busy Here; `rejected`: 603 Decline. */
+  readonly reason: 'busy' | 'rejected';
+}
+
 export type Verb =
-  SayVerb | PlayVerb | DialVerb | RecordVerb | RecordSessionVerb | RedirectVerb | PauseVerb | HangupVerb;
+  | SayVerb
+  | PlayVerb
+  | DialVerb
+  | RecordVerb
+  | RecordSessionVerb
+  | RedirectVerb
+  | PauseVerb
+  | HangupVerb
+  | GatherVerb
+  | RejectVerb;
 
 export interface VerbDocument {
   readonly verbs: readonly Verb[];

@@ -50,7 +50,7 @@ describe('verbs: unknown attributes are ignored and reported (VERB.0299)', () =>
 
   it('unknown verbs and bad values of known attributes stay errors', () => {
     const bad = [
-      '<Response><Gather input="dtmf"/></Response>',
+      '<Response><Enqueue waitUrl="x"/></Response>',
       '<Response><Say loop="many" rate="fast">x</Say></Response>',
       '<Response><Dial method="GET">+254700000002</Dial></Response>',
       '<Response><Dial><Client>bob</Client></Dial></Response>',
@@ -106,6 +106,9 @@ describe('verbs: unknown attributes are ignored and reported (VERB.0299)', () =>
       record: async () => ({ durationSeconds: 0 }),
       startSessionRecording: async () => undefined,
       pause: async () => undefined,
+      gather: async () => ({ digits: '', end: 'timeout' }),
+      canReject: () => false,
+      reject: async () => undefined,
       hangup: async () => undefined,
       fetchDocument: async (url) => docs.get(url)!,
       setCustomPayload: async () => undefined,

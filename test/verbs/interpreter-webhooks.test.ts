@@ -88,6 +88,9 @@ describe('verbs/interpreter with real call-control webhooks', () => {
       },
       startSessionRecording: () => Promise.resolve(),
       pause: () => Promise.resolve(),
+      gather: () => Promise.resolve({ digits: '', end: 'timeout' }),
+      canReject: () => false,
+      reject: () => Promise.resolve(),
       hangup: () => Promise.resolve(void log.push('hangup')),
       setCustomPayload: (payload) => {
         call = { ...call, customPayload: payload };

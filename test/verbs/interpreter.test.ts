@@ -77,6 +77,16 @@ class FakeCall implements VerbContext {
   async pause(seconds: number, o: { signal: AbortSignal }) {
     await this.#op(`pause:${seconds}`, o.signal);
   }
+  async gather() {
+    await this.#op('gather');
+    return { digits: '', end: 'timeout' as const };
+  }
+  canReject() {
+    return false;
+  }
+  async reject(reason: string) {
+    await this.#op(`reject:${reason}`);
+  }
   async hangup(cause?: HangupCause) {
     this.hangupCauses.push(cause);
     await this.#op('hangup');

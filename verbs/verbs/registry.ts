@@ -1,12 +1,14 @@
 /** Verb name -> the class that runs it. The interpreter creates one instance per verb it runs. */
 import type { Verb, VerbName } from '../types.js';
 import { Dial } from './dial.js';
+import { Gather } from './gather.js';
 import { Hangup } from './hangup.js';
 import { Pause } from './pause.js';
 import { Play } from './play.js';
 import { Record } from './record.js';
 import { RecordSession } from './record-session.js';
 import { Redirect } from './redirect.js';
+import { Reject } from './reject.js';
 import { Say } from './say.js';
 import type { VerbTask } from './verb-task.js';
 
@@ -22,6 +24,8 @@ export const VERB_REGISTRY: VerbRegistry = {
   Redirect,
   Pause,
   Hangup,
+  Gather,
+  Reject,
 };
 
 export function createVerbTask(verb: Verb, registry: VerbRegistry = VERB_REGISTRY): VerbTask {

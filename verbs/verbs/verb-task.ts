@@ -11,6 +11,8 @@ export type VerbOutcome =
   | { readonly next: 'continue'; readonly didWork: boolean }
   /** End the call now. */
   | { readonly next: 'hangup' }
+  /** The verb already ended the call its own way (Reject): stop without hanging up. */
+  | { readonly next: 'end' }
   /** Fetch a new document from `url` and run it instead of the rest of this one (TwiML semantics). */
   | {
       readonly next: 'fetch';

@@ -12,7 +12,13 @@ export interface RequestPolicy {
 }
 export const DEFAULT_POLICY: RequestPolicy = {
   supported: ['path', 'outbound', 'replaces', 'timer'],
-  acceptedBodies: ['application/sdp', 'multipart/mixed', 'multipart/alternative', 'application/dtmf-relay'],
+  acceptedBodies: [
+    'application/sdp',
+    'multipart/mixed',
+    'multipart/alternative',
+    'application/dtmf-relay',
+    'application/dtmf',
+  ],
 };
 
 export interface Rejection {
