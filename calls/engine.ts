@@ -66,10 +66,14 @@ export class SwitchCallEngine implements CallEngine {
       events: deps.publisher,
       admission: deps.admission,
     };
-    // RFC 4733 digits from a caller reach its call (Record's finishOnKey); digits of bridged legs are not used.
+    // A caller's keys (RFC 4733 from rtpengine's log and read by our IVR endpoint, tones it heard) reach its call
+    // (Gather, Record's finishOnKey; one press seen twice counts once); digits of bridged legs are not used. SIP
+    // INFO keys arrive on the dialog (LiveCall).
     deps.media.on('dtmf', (e) => {
       const call = this.#live.get(e.callId);
-      if (call instanceof LiveCall && e.legTag === CALLER_LEG) call.digitPressed(e.digit);
+      if (call instanceof LiveCall && e.legTag === CALLER_LEG) {
+        call.digitPressed(e.digit, e.source ?? 'rfc4733-log', e.durationMs);
+      }
     });
     // A trunk going up or down reaches staff streams (TRUNK.0100).
     deps.sip.trunkHealth?.on('change', (c) => void publishTrunkState(deps.publisher, c));
