@@ -56,16 +56,18 @@ const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 
 const rows: string[] = [];
+let completedTotal = 0;
 for (const rate of RATES) rows.push(await step(rate));
+const check = await storeCheck();
 
 console.log(
   `\ncarrier bench: store ${STORE}, ${SECONDS} s per step, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
 console.log('flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after 1 s\n');
 console.log(
-  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | store wait max ms | SQL/call |',
+  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | store wait max ms | SQL/call |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 const calls = RATES.reduce((n, r) => n + r * SECONDS, 0);
 console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the ${TOP} most frequent:\n`);
@@ -82,6 +84,10 @@ for (const [sql, n] of bySqlText) {
 }
 for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, TOP))
   console.log(`| ${(n / calls).toFixed(2)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
+console.log('\nThe store after the run (nothing lost or half-written):\n');
+console.log('| check | value |');
+console.log('|---|---|');
+for (const [k, v] of check) console.log(`| ${k} | ${v} |`);
 hook.proc.kill();
 await ctx.sw.stop();
 process.exit(0);
@@ -156,13 +162,14 @@ async function step(rate: number): Promise<string> {
   const failed = Number(stat.get('FailedCall(C)') ?? 0);
   const refused = countOf(dir, '503');
   const completed = successful - refused;
+  completedTotal += completed;
   const rtt = rttFiles(dir);
   const q = (xs: number[], p: number) =>
     xs.length === 0
       ? '-'
       : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
   const switchMs = (cpu.user + cpu.system) / 1000 / Math.max(1, completed);
-  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} |`;
+  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} |`;
 }
 
 function sipp(cwd: string, args: string[]): ChildProcess {
@@ -205,13 +212,13 @@ function countOf(dir: string, status: string): number {
 
 /** -trace_rtt: "Date_ms;response_time_ms;rtd_no" rows, grouped by timer number. */
 function rttFiles(dir: string): Record<number, number[]> {
-  const out: Record<number, number[]> = { 1: [], 2: [] };
+  const out: Record<number, number[]> = { 1: [], 2: [], 3: [] };
   for (const f of readdirSync(dir).filter((n) => n.startsWith('uac-inbound-or-503_') && n.endsWith('_rtt.csv'))) {
     for (const line of readFileSync(path.join(dir, f), 'utf8').split('\n').slice(1)) {
       const cols = line.split(';');
       const ms = Number(cols[1]);
       const rtd = Number(cols[2]);
-      if (Number.isFinite(ms) && (rtd === 1 || rtd === 2)) out[rtd]!.push(ms);
+      if (Number.isFinite(ms) && (rtd === 1 || rtd === 2 || rtd === 3)) out[rtd]!.push(ms);
     }
   }
   return out;
@@ -244,4 +251,44 @@ async function startWebhookServer(): Promise<{ url: string; proc: ChildProcess }
   const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => proc.stdout!.once('data', (d) => resolve(String(d).trim())));
   return { url: `http://127.0.0.1:${port}/voice`, proc };
+}
+
+/**
+ * What the store holds once the last call ended (waited for up to 45 s: a BYE to a callee that has gone away ends
+ * its call after the 32 s transaction timeout): no call left live, no credit reservation left, every completed
+ * call of SIPp's a completed row, and the wallet moved by exactly the ledger's rows (each call's cost posted once).
+ */
+async function storeCheck(): Promise<[string, string][]> {
+  const live = () => ctx.db('calls').whereIn('status', ['initiated', 'ringing', 'answered']).count({ n: '*' }).first();
+  for (let i = 0; i < 450 && Number((await live())?.n ?? 0) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+  const n = async (q: Promise<any>) => Number((await q)?.n ?? 0);
+  const liveLeft = Number((await live())?.n ?? 0);
+  const credit = await n(ctx.db('call_credit').count({ n: '*' }).first());
+  const inboundDone = await n(
+    ctx.db('calls').where({ account_id: acct.id, direction: 'inbound', status: 'completed' }).count({ n: '*' }).first(),
+  );
+  const balance = Number((await ctx.db('accounts').where({ id: acct.id }).first('balance_cents'))!.balance_cents);
+  const moves = await ctx
+    .db('wallet_transactions')
+    .where({ account_id: acct.id })
+    .select(ctx.db.raw("sum(case when direction = 'credit' then amount_cents else -amount_cents end) as net"))
+    .first();
+  const costs = await n(ctx.db('calls').where({ account_id: acct.id }).sum({ n: 'cost_cents' }).first());
+  const debits = await n(
+    ctx.db('wallet_transactions').where({ account_id: acct.id, direction: 'debit' }).sum({ n: 'amount_cents' }).first(),
+  );
+  const ok = (b: boolean) => (b ? 'ok' : 'MISMATCH');
+  return [
+    ['calls still live', `${liveLeft} ${ok(liveLeft === 0)}`],
+    ['credit reservations left (call_credit)', `${credit} ${ok(credit === 0)}`],
+    [
+      'inbound calls completed: store / SIPp',
+      `${inboundDone} / ${completedTotal} ${ok(inboundDone === completedTotal)}`,
+    ],
+    [
+      'balance = ledger net (cents)',
+      `${balance} / ${Number(moves?.net ?? 0)} ${ok(balance === Number(moves?.net ?? 0))}`,
+    ],
+    ['calls cost = ledger debits (cents)', `${costs} / ${debits} ${ok(costs === debits)}`],
+  ];
 }
