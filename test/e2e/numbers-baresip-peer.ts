@@ -1,0 +1,146 @@
+/**
+ * Run inside a private network namespace by numbers-baresip.test.ts (baresip will not start on `lo` alone,
+ * /work/shared/TESTING-WITH-PEERS.md): the whole switch, two SIPp trunks (a carrier on the catch-all route and a
+ * PSAP on the `emergency` route), the account's webhook server and baresip as the phone. Prints one JSON line.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { insertRoute } from '../../store/index.js';
+import { AccountServer, addCarrier, api, carrier, createAccountWithDid, startTestSwitch } from './harness.js';
+import { nextPort } from '../support/ports.js';
+import { waitForBound } from '../support/wait.js';
+
+const DID = '+254700000451';
+const ctx = await startTestSwitch();
+const server = new AccountServer();
+await server.listen();
+const acct = await createAccountWithDid(ctx.db, DID);
+const CARRIER = nextPort();
+const PSAP = nextPort();
+const SINK = nextPort(); // where the SIPp trunks send their RTP (nobody listens: not about audio)
+// Phones and trunks share 127.0.0.1 here: the trunks take only outbound legs (their INVITEs would come from .2).
+const carrierTrunk = await addCarrier(ctx.db, CARRIER, 'a-carrier', ctx.sw, ['127.0.0.2']);
+const psapTrunk = await addCarrier(ctx.db, PSAP, 'b-psap', ctx.sw, ['127.0.0.3']);
+await insertRoute(ctx.db, { prefix: '', trunk_id: carrierTrunk.id, priority: 0, weight: 1, buy_rate_cents: 0 });
+await insertRoute(ctx.db, { prefix: 'emergency', trunk_id: psapTrunk.id, priority: 0, weight: 1, buy_rate_cents: 0 });
+server.verbs('/out', '<Response><Dial timeout="10" timeLimit="2"><Number>+254712345678</Number></Dial></Response>');
+await ctx
+  .db('accounts')
+  .where({ id: acct.id })
+  .update({ webhook_voice_outbound: server.url('/out') });
+const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: 'phone@example.com' });
+const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
+  uuid: user.body.uuid,
+  ttl_seconds: 600,
+});
+const ext: string = user.body.extension_number;
+const token: string = minted.body.token;
+const domain = `${acct.id}.sip.simu.test`;
+const work = mkdtempSync(path.join(os.tmpdir(), 'simu-numbers-baresip-'));
+
+/** One baresip run that dials `target` and quits after `seconds`; returns what it logged. */
+async function dial(target: string, seconds: number): Promise<string> {
+  const dir = mkdtempSync(path.join(work, 'phone-'));
+  const sipPort = nextPort();
+  writeFileSync(
+    path.join(dir, 'config'),
+    [
+      `sip_listen 127.0.0.1:${sipPort}`,
+      'module_path /usr/lib/baresip/modules',
+      'module g711.so',
+      'module aubridge.so',
+      'module_app account.so',
+      'module_app menu.so',
+      'audio_player aubridge,nil',
+      'audio_source aubridge,nil',
+      'audio_alert aubridge,nil',
+    ].join('\n') + '\n',
+  );
+  writeFileSync(
+    path.join(dir, 'accounts'),
+    `<sip:${ext}@${domain};transport=udp>;auth_user=${ext};auth_pass=${token};` +
+      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
+  );
+  const phone = spawn('baresip', ['-4', '-n', 'v0', '-f', dir, '-e', `/dial ${target}`, '-t', String(seconds)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  phone.stdout.on('data', (d) => (log += String(d)));
+  phone.stderr.on('data', (d) => (log += String(d)));
+  const timer = setTimeout(() => phone.pid && process.kill(phone.pid, 'SIGKILL'), (seconds + 5) * 1000);
+  await new Promise((r) => phone.on('exit', r));
+  clearTimeout(timer);
+  return log;
+}
+
+/** The account's newest CDR once it has ended. */
+async function lastCall() {
+  for (let i = 0; i < 100; i++) {
+    const row = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
+    if (row?.ended_at) return row;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
+/** Request-URI and From of the INVITEs a SIPp logged with -trace_msg. */
+function invites(file: string): Array<{ ruri: string; from: string }> {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/^INVITE (\S+) SIP\/2\.0[\s\S]*?^From:\s*([^\r\n]*)/gm)].map((m) => ({
+    ruri: m[1],
+    from: m[2],
+  }));
+}
+
+const report: Record<string, unknown> = {};
+// 1. With money: the national form reaches the webhook and the carrier in E.164.
+const carrierLog = path.join(work, 'carrier.log');
+const uas = carrier({ port: CARRIER, sink: SINK, extra: ['-trace_msg', '-message_file', carrierLog] });
+await waitForBound(CARRIER);
+report.national = {
+  log: (await dial('0712345678', 8)).slice(-1500),
+  webhookTo: server.requests.find((r) => r.url === '/out')?.json?.To,
+  carrierInvites: invites(carrierLog),
+  cdr: await lastCall(),
+  sipp: uas.output().slice(-1500),
+};
+uas.kill();
+
+// 2. Zero balance: the same number is refused (402) and never reaches a carrier; 112 reaches the emergency route.
+await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 0 });
+const carrierLog2 = path.join(work, 'carrier2.log');
+const uas2 = carrier({ port: CARRIER, sink: SINK, extra: ['-trace_msg', '-message_file', carrierLog2] });
+await waitForBound(CARRIER);
+const refusedLog = await dial('0712345678', 4);
+report.refused = { log: refusedLog.slice(-800), cdr: await lastCall(), carrierInvites: invites(carrierLog2) };
+uas2.kill();
+const psapLog = path.join(work, 'psap.log');
+const psap = carrier({
+  port: PSAP,
+  sink: SINK,
+  scenario: 'uas-answer-hangup.xml',
+  extra: ['-d', '2000', '-trace_msg', '-message_file', psapLog],
+});
+await waitForBound(PSAP);
+const emergencyLog = await dial('112', 8);
+const psapExit = await Promise.race([psap.exited, new Promise((r) => setTimeout(() => r('running'), 3000))]);
+const emergencyCdr = await lastCall();
+report.emergency = {
+  log: emergencyLog.slice(-1500),
+  psapExit,
+  psapInvites: invites(psapLog),
+  sipp: psap.output().slice(-1500),
+  cdr: emergencyCdr,
+  events: emergencyCdr
+    ? (await ctx.db('call_events').where({ call_id: emergencyCdr.id }).orderBy('created_at')).map((e) => e.code)
+    : [],
+  wallet: (await ctx.db('wallet_transactions').where({ call_id: emergencyCdr?.id ?? '' })).length,
+};
+psap.kill();
+console.log(JSON.stringify(report));
+await server.close();
+await ctx.sw.stop();
+process.exit(0);
