@@ -16,13 +16,23 @@ import type { Document, Element } from 'libxmljs2';
 import { VerbDocumentError } from './errors.js';
 import { findIgnoredAttributes } from './ignored-attributes.js';
 import {
+  Problems,
+  absoluteHttpUrl,
+  attr,
+  boolAttr,
+  intAttr,
+  loopOf,
+  optIntAttr,
+  optionalAction,
+  ownText,
+} from './parse-element.js';
+import { gatherVerb } from './parse-gather.js';
+import {
   DEFAULTS,
-  MAX_GATHER_HINTS,
   MAX_LOOP,
   VERB_NAMES,
   type DialRecordMode,
   type DialTarget,
-  type GatherPrompt,
   type PlaySource,
   type Verb,
   type VerbDocument,
@@ -90,19 +100,6 @@ const ATTRIBUTE_HINTS: Readonly<Record<string, string>> = {
   Number: 'an E.164 number such as +254700000001',
   Extension: 'an extension number of 1 to 20 digits',
 };
-
-class Problems {
-  readonly list: string[] = [];
-  firstLine: number | undefined;
-  add(line: number | null | undefined, text: string): void {
-    const at = line !== null && line !== undefined && line > 0 ? line : undefined;
-    this.firstLine ??= at;
-    this.list.push(at === undefined ? text : `line ${at}: ${text}`);
-  }
-  throwIfAny(): void {
-    if (this.list.length > 0) throw new VerbDocumentError(this.list, this.firstLine);
-  }
-}
 
 function lineOfOffset(text: string, offset: number): number {
   let line = 1;
@@ -222,65 +219,6 @@ function responsePayload(root: Element, problems: Problems): Record<string, unkn
   return value as Record<string, unknown>;
 }
 
-function attr(el: Element, name: string): string | undefined {
-  return el.attr(name)?.value();
-}
-
-function intAttr(el: Element, name: string, fallback: number): number {
-  const v = attr(el, name);
-  return v === undefined ? fallback : Number.parseInt(v.trim(), 10);
-}
-
-function optIntAttr(el: Element, name: string): number | undefined {
-  const v = attr(el, name);
-  return v === undefined ? undefined : Number.parseInt(v.trim(), 10);
-}
-
-/** xs:boolean allows true, false, 1, 0 (with surrounding whitespace). */
-function boolAttr(el: Element, name: string, fallback: boolean): boolean {
-  const v = attr(el, name)?.trim();
-  return v === undefined ? fallback : v === 'true' || v === '1';
-}
-
-/** Text of the element itself (text and CDATA children), not of its child elements. */
-function ownText(el: Element): string {
-  let text = '';
-  for (const child of el.childNodes()) {
-    const t = child.type() as string;
-    if (t === 'text' || t === 'cdata') text += (child as unknown as { text(): string }).text();
-  }
-  return text.trim();
-}
-
-/** Spec: webhook URLs are where signed POSTs go, so only absolute http and https URLs make sense. */
-function absoluteHttpUrl(value: string, what: string, line: number, problems: Problems): string | undefined {
-  const text = value.trim();
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    problems.add(line, `${what} '${text}' is not an absolute URL; expected http:// or https://`);
-    return undefined;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    problems.add(line, `${what} '${text}' uses ${url.protocol.replace(/:$/, '')}; only http and https are allowed`);
-    return undefined;
-  }
-  return text;
-}
-
-function loopOf(el: Element, fallback: number): { loop: number; untilInterrupted: boolean } {
-  const loop = intAttr(el, 'loop', fallback);
-  return loop === 0 ? { loop: MAX_LOOP, untilInterrupted: true } : { loop, untilInterrupted: false };
-}
-
-function optionalAction(el: Element, line: number, problems: Problems): { action?: string } {
-  const raw = attr(el, 'action');
-  if (raw === undefined) return {};
-  const action = absoluteHttpUrl(raw, `${el.name()} action`, line, problems);
-  return action === undefined ? {} : { action };
-}
-
 function toVerb(el: Element, problems: Problems): Verb | undefined {
   const line = el.line();
   const name = el.name();
@@ -356,7 +294,7 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
     case 'Hangup':
       return { verb: 'Hangup', line };
     case 'Gather':
-      return gatherVerb(el, line, problems);
+      return gatherVerb(el, line, problems, toVerb);
     case 'Reject':
       return { verb: 'Reject', line, reason: (attr(el, 'reason') ?? DEFAULTS.Reject.reason) as 'busy' | 'rejected' };
     default:
@@ -407,37 +345,4 @@ function dialTarget(el: Element, line: number, problems: Problems): DialTarget |
     return undefined;
   }
   return { kind: 'number', number: text };
-}
-
-/** Gather: attributes (the schema checked their values) and its nested Say, Play and Pause prompts. */
-function gatherVerb(el: Element, line: number, problems: Problems): Verb {
-  const input = (attr(el, 'input') ?? DEFAULTS.Gather.input).trim().split(/\s+/);
-  const numDigits = optIntAttr(el, 'numDigits');
-  const hints = (attr(el, 'hints') ?? '')
-    .split(',')
-    .map((h) => h.trim())
-    .filter((h) => h !== '');
-  if (hints.length > MAX_GATHER_HINTS) {
-    problems.add(line, `Gather has ${hints.length} hints; the limit is ${MAX_GATHER_HINTS}`);
-  }
-  const prompts: GatherPrompt[] = [];
-  for (const child of el.childNodes()) {
-    if (child.type() !== 'element') continue;
-    const prompt = toVerb(child as Element, problems);
-    if (prompt?.verb === 'Say' || prompt?.verb === 'Play' || prompt?.verb === 'Pause') prompts.push(prompt);
-  }
-  return {
-    verb: 'Gather',
-    line,
-    dtmf: input.includes('dtmf'),
-    speech: input.includes('speech'),
-    ...(numDigits === undefined ? {} : { numDigits }),
-    finishOnKey: (attr(el, 'finishOnKey') ?? DEFAULTS.Gather.finishOnKey).trim(),
-    timeout: intAttr(el, 'timeout', DEFAULTS.Gather.timeout),
-    ...optionalAction(el, line, problems),
-    method: 'POST',
-    actionOnEmptyResult: boolAttr(el, 'actionOnEmptyResult', DEFAULTS.Gather.actionOnEmptyResult),
-    hints: hints.slice(0, MAX_GATHER_HINTS),
-    prompts,
-  };
 }

@@ -98,8 +98,10 @@ describe('e2e: Gather hears keys (RFC 4733, SIP INFO, in-band tones) and barges 
     assert.equal(await sipp.exited, 0, sipp.output());
     const got = actions(before);
     assert.equal(got.length, 1, 'one action request');
+    // Each key reaches the call twice (our endpoint reads its first packet, rtpengine logs it when it ends): '12'
+    // rather than '1122' is also the proof that one press reported by two sources counts once.
     assert.equal(got[0]!.json.Digits, '12');
-    assert.equal(got[0]!.json.CallSid.startsWith('call_') || typeof got[0]!.json.CallSid === 'string', true);
+    assert.match(got[0]!.json.CallSid, /^call_/, 'the usual call-control fields beside Digits');
     const codes = server.requests.slice(before).map((r) => r.json?.code);
     assert.ok(codes.includes('GATHER.0100') && codes.includes('GATHER.0200'), codes.join());
     const completed = server.requests.slice(before).find((r) => r.json?.code === 'GATHER.0200')!.json;
