@@ -54,9 +54,18 @@ export const CallListQuery = z.object({
   offset: Offset,
 });
 
+/**
+ * A phone number as people write it (E.164, or national / `00` forms read with the account's country by the
+ * route: numbers/normalise); bounded here, read there.
+ */
+export const DialledNumber = z
+  .string()
+  .min(1, 'expected a phone number such as +254712345678 or 0712345678')
+  .max(32, 'expected a phone number of at most 32 characters');
+
 export const OriginateBody = z.object({
-  to: E164,
-  from: E164,
+  to: DialledNumber,
+  from: DialledNumber,
   url: HttpUrl,
   timeout: z.number().int().min(1).max(600).default(30),
   customPayload: z.record(z.string(), z.unknown()).nullable().optional(),

@@ -1,5 +1,6 @@
 import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
 import { ReasonCodes } from '../../events/index.js';
+import { NumberFormatError, normalise } from '../../numbers/index.js';
 import type { Context } from 'koa';
 import {
   LIVE_CALL_STATUSES,
@@ -13,7 +14,7 @@ import {
 } from '../../store/index.js';
 import { authOf } from '../auth.js';
 import { CallListCache } from '../call-list-cache.js';
-import { ApiError, notFound } from '../errors.js';
+import { ApiError, notFound, ValidationError } from '../errors.js';
 import { withIdempotency } from '../idempotency.js';
 import { callOut } from '../present.js';
 import type { RouteDeps, RouteTable } from '../route-table.js';
@@ -21,6 +22,16 @@ import * as S from '../schemas.js';
 import { parseBody, parseQuery } from '../validation.js';
 
 const toIso = (s: string | undefined): string | undefined => (s ? new Date(s).toISOString() : undefined);
+
+function e164Field(value: string, field: string, country: string): string {
+  try {
+    return normalise(value, country);
+  } catch (e) {
+    if (e instanceof NumberFormatError)
+      throw new ValidationError(`The field "${field}" is not a number that reads as E.164: ${e.message} (${e.code})`);
+    throw e;
+  }
+}
 
 export function callRoutes(t: RouteTable, d: RouteDeps): void {
   const cache = new CallListCache(d.readDb, { pageTtlMs: d.config.api.listCacheMs });
@@ -66,8 +77,16 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [400, 401, 402, 403, 409, 422, 429, 503],
     },
     async (ctx) => {
-      const body = await parseBody(ctx, S.OriginateBody);
+      const parsed = await parseBody(ctx, S.OriginateBody);
       const account = authOf(ctx).account;
+      // Numbers are stored, rated, matched and sent in E.164 (issue 17, item 5): `0712 345 678` is read with the
+      // account's country; a string that is no number is a 400 naming the field and why.
+      const country = account.country ?? d.config.numbers?.defaultCountry ?? 'KE';
+      const body = {
+        ...parsed,
+        to: e164Field(parsed.to, 'to', country),
+        from: e164Field(parsed.from, 'from', country),
+      };
       // Overload control first: a refusal costs nothing of the store and is not an idempotent result (a retry
       // after Retry-After places the call).
       const load = d.overload?.admitNewCall();

@@ -1,4 +1,5 @@
 import { AdmissionRefusedError } from '../../billing/index.js';
+import { NumberFormatError, normalise } from '../../numbers/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import {
@@ -14,16 +15,41 @@ import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import type { LiveCall } from '../live-call.js';
 import { uasLeg } from './uas-leg.js';
 
-/** A carrier's Request-URI user part as E.164: carriers send `+2547…`, `2547…` or `tel:`-style digits. */
-export function didFromRequest(req: SipRequest): string {
-  const user = decodeURIComponent((req.uri as { user?: string }).user ?? '').replace(/[^\d+]/g, '');
-  return user.startsWith('+') ? user : `+${user}`;
+/**
+ * A carrier's Request-URI user part as E.164: carriers send `+2547…`, `2547…`, `002547…` or the national `07…`,
+ * read with the platform's country (numbers.defaultCountry). What is no number of that plan keeps the old reading
+ * (its digits after a `+`), which then matches no DID.
+ */
+export function didFromRequest(req: SipRequest, country = 'KE'): string {
+  const user = safeDecode((req.uri as { user?: string }).user ?? '');
+  try {
+    return normalise(user, country);
+  } catch (e) {
+    if (!(e instanceof NumberFormatError)) throw e;
+    const digits = user.replace(/[^\d+]/g, '');
+    return digits.startsWith('+') ? digits : `+${digits}`;
+  }
 }
 
-export function callerFromRequest(req: SipRequest): string {
+/** The caller's number in E.164 when it is one (national forms included); else as the carrier sent it. */
+export function callerFromRequest(req: SipRequest, country = 'KE'): string {
   const from = req.headers.get('from') ?? '';
   const m = /sips?:([^@;>]+)@/.exec(from) ?? /tel:([^;>]+)/.exec(from);
-  return m ? decodeURIComponent(m[1]) : 'anonymous';
+  if (!m) return 'anonymous';
+  const caller = safeDecode(m[1]);
+  try {
+    return normalise(caller, country);
+  } catch {
+    return caller;
+  }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 /**
@@ -40,8 +66,9 @@ export async function runInbound(
   srv: Responder,
   trunk: TrunkRow,
 ): Promise<void> {
-  const did = didFromRequest(req);
-  const caller = callerFromRequest(req);
+  const country = d.config.numbers?.defaultCountry ?? 'KE';
+  const did = didFromRequest(req, country);
+  const caller = callerFromRequest(req, country);
   const number = await findNumberByE164(d.db, did);
   if (!number?.account_id || !number.is_active) {
     srv.send(404, 'Not Found');
