@@ -21,6 +21,7 @@ export {
   type TrunkStateChange,
   type TrunkPinger,
 } from './trunk-health.js';
+export { UpstreamRegistrations, REGISTER_BACKOFF, type RegistrationChange } from './upstream-registration.js';
 export {
   Registrar,
   DEFAULT_REGISTRAR_SETTINGS,

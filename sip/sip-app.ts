@@ -1,6 +1,6 @@
 import type { Config, Logger } from '../config/index.js';
 import { isEmergencyNumber } from '../numbers/index.js';
-import { setTrunkHealth, type Db, type TrunkRow } from '../store/index.js';
+import { setTrunkHealth, setTrunkRegistration, type Db, type TrunkRow } from '../store/index.js';
 import {
   DEFAULT_CONNECTION_LIMITS,
   UserAgent,
@@ -11,6 +11,7 @@ import {
 import { addressMatches, TrunkDirectory } from './trunks.js';
 import { TrunkHealth, type TrunkStateChange } from './trunk-health.js';
 import { pingTrunk } from './trunk-ping.js';
+import { UpstreamRegistrations, type RegistrationChange } from './upstream-registration.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
 import type { NewCallGate } from '../billing/index.js';
 
@@ -39,6 +40,8 @@ export class SipApplication {
   readonly trunks: TrunkDirectory;
   /** OPTIONS pings of the trunks that have them on, and Retry-After holds (issue 17, item 3). */
   readonly trunkHealth: TrunkHealth;
+  /** REGISTERs of the trunks that register to their carrier (issue 17, item 4). */
+  readonly upstream: UpstreamRegistrations;
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
@@ -96,6 +99,8 @@ export class SipApplication {
     });
     this.trunkHealth.on('change', (c) => this.#trunkChanged(c));
     this.trunks = new TrunkDirectory(deps.db, { allowLossMaking: routing.allowLossMaking, health: this.trunkHealth });
+    this.upstream = new UpstreamRegistrations(this.ua);
+    this.upstream.on('change', (c) => this.#registrationChanged(c));
     this.ua.onRequest('OPTIONS', (_req, srv) =>
       srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER' } }),
     );
@@ -126,6 +131,7 @@ export class SipApplication {
     const inbound = await this.trunks.inboundAddresses();
     this.#carriers = [...inbound, ...(await this.trunks.hosts())];
     this.deps.security?.setTrustedAddresses(inbound);
+    if (this.ua.address('UDP')) this.upstream.sync(await this.trunks.all()); // once listening: REGISTERs need a socket
   }
 
   /** Whether an IP is a carrier's (a trunk's inbound address or range, or its host), as of the last refresh. */
@@ -147,6 +153,13 @@ export class SipApplication {
       ...extra,
     });
     this.trunkHealth.start(() => this.trunks.all());
+    this.upstream.sync(await this.trunks.all());
+  }
+
+  /** A trunk's upstream registration changed: logged and stored for `simu trunks list`. */
+  #registrationChanged(c: RegistrationChange): void {
+    this.#log.info({ trunk: c.trunk.name, registration: c.state, seconds: c.seconds, status: c.status }, 'upstream');
+    void setTrunkRegistration(this.deps.db, c.trunk.id, c.state).catch(() => undefined);
   }
 
   /** A trunk went up or down: logged and stored for `simu trunks list` (the engine streams it to staff). */
@@ -167,7 +180,8 @@ export class SipApplication {
     if (load && !load.ok)
       return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
     const source = req.source?.address ?? '';
-    const trunk = await this.trunks.matchSource(source);
+    // An INVITE to a trunk's registered Contact is that trunk's, whatever its source; else by source address.
+    const trunk = this.upstream.claim(req) ?? (await this.trunks.matchSource(source));
     let origin: InviteOrigin;
     if (
       trunk &&
@@ -197,6 +211,7 @@ export class SipApplication {
   async close(): Promise<void> {
     clearInterval(this.#trustedTimer);
     this.trunkHealth.stop();
+    await this.upstream.close();
     await this.ua.close();
     await this.deps.security?.close();
   }

@@ -57,11 +57,11 @@ for (const prefix of prefixes) {
   }
   routes += on;
   if (rows.length >= 500) {
-    await db.batchInsert('routes', rows as never[], 500);
+    await db.batchInsert('routes', rows, 500);
     rows = [];
   }
 }
-if (rows.length) await db.batchInsert('routes', rows as never[], 500);
+if (rows.length) await db.batchInsert('routes', rows, 500);
 await putSetting(db, 'routes_version', 'bench');
 
 const t0 = performance.now();

@@ -9,6 +9,7 @@ export const trunksCommands: CommandGroup = {
              [--inbound ADDR[,CIDR...]]          a carrier: where outbound calls go, where inbound come from
              [--ping on|off]                     OPTIONS pings: a trunk that stops answering is skipped
   trunks ping NAME on|off                        turn a trunk's OPTIONS pings on or off
+  trunks register NAME on|off [--expires 3600]   REGISTER to the carrier with the trunk's username and password
   trunks list | trunks remove NAME               list shows health (up, down, unknown: not pinged)`,
   commands: {
     async 'trunks add'(db, args, out) {
@@ -59,6 +60,7 @@ export const trunksCommands: CommandGroup = {
             (t) =>
               `${t.name.padEnd(16)} ${t.transport}:${t.host}:${t.port}  inbound ${t.inbound_addresses.join(',')}  ` +
               `health ${t.health}${t.options_ping ? '' : ' (not pinged)'}${t.health_changed_at ? ` since ${t.health_changed_at}` : ''}` +
+              (t.register ? `  registration ${t.registration}` : '') +
               (t.is_active ? '' : '  INACTIVE'),
           )
           .join('\n') || '(no trunks)',
@@ -72,6 +74,23 @@ export const trunksCommands: CommandGroup = {
       const on = onOff(value, 'the second word');
       if (!(await setTrunkOptions(db, name, { options_ping: on }))) throw new UsageError(`no trunk named ${name}`);
       out.print(`trunk ${name}: OPTIONS pings ${on ? 'on' : 'off'}`, { trunk: name, options_ping: on });
+    },
+    async 'trunks register'(db, args, out) {
+      const f = new Flags(args);
+      const expires = f.int('expires', { min: 60, max: 86400 });
+      f.done();
+      const [name, value] = args.positional;
+      if (!name || value === undefined) throw new UsageError('trunks register takes NAME and on or off');
+      const on = onOff(value, 'the second word');
+      const trunk = (await listTrunks(db)).find((t) => t.name === name);
+      if (!trunk) throw new UsageError(`no trunk named ${name}`);
+      if (on && !(trunk.username && trunk.password))
+        throw new UsageError(`trunk ${name} has no --username and --password to register with`);
+      await setTrunkOptions(db, name, {
+        register: on,
+        ...(expires === undefined ? {} : { register_expires: expires }),
+      });
+      out.print(`trunk ${name}: upstream registration ${on ? 'on' : 'off'}`, { trunk: name, register: on });
     },
     async 'trunks remove'(db, args, out) {
       new Flags(args).done();
