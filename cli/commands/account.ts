@@ -1,6 +1,7 @@
 import { insertAccountWithApiKey, listAccounts, getAccount, updateAccount } from '../../store/index.js';
 import { post, CURRENCY } from '../../billing/index.js';
 import { loadConfig } from '../../config/index.js';
+import { isSupportedCountryCode } from '../../numbers/index.js';
 import { Flags, UsageError } from '../args.js';
 import { presentAccount, money, account, type CommandGroup } from '../command.js';
 
@@ -10,7 +11,8 @@ export const accountCommands: CommandGroup = {
   help: `  account create --name N [--balance 100.00]     create an account; prints it and its first API key (once)
   account list | account suspend ID | account resume ID
   account caps ID [--concurrency N] [--cps N] [--max-duration SECONDS]
-  account retention ID --days N|default          days new recordings of the account are kept`,
+  account retention ID --days N|default          days new recordings of the account are kept
+  account country ID CC|default                  country of the national numbers its phones dial (0712...)`,
   commands: {
     async 'account create'(db, args, out) {
       const f = new Flags(args);
@@ -91,6 +93,25 @@ export const accountCommands: CommandGroup = {
           ? `account ${a.id}: recordings kept for the platform default (${platform} days)`
           : `account ${a.id}: new recordings kept for ${days} days`,
         { uuid: a.id, recording_retention_days: days, platform_default_days: platform },
+      );
+    },
+
+    /** `account country ID CC | default`: the country whose national numbers the account's phones dial. */
+    async 'account country'(db, args, out) {
+      new Flags(args).done();
+      const id = (await account(db, args.positional[0])).id;
+      const raw = (args.positional[1] ?? '').trim();
+      if (!raw) throw new UsageError('give a country code (KE, TZ, GB ...) or "default"');
+      const country = raw === 'default' ? null : raw.toUpperCase();
+      if (country !== null && !isSupportedCountryCode(country))
+        throw new UsageError(`${JSON.stringify(raw)} is not a country code (ISO 3166-1 alpha-2, such as KE)`);
+      const a = await updateAccount(db, id, { country });
+      const platform = loadConfig().numbers.defaultCountry;
+      out.print(
+        country === null
+          ? `account ${a.id}: national numbers read as the platform default (${platform})`
+          : `account ${a.id}: national numbers read as ${country}`,
+        { uuid: a.id, country, platform_default_country: platform },
       );
     },
   },

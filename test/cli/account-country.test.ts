@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { getAccount, openDb, type Db } from '../../store/index.js';
+import { simu } from '../support/cli.js';
+
+describe('simu account country', function () {
+  this.timeout(30000);
+  let db: Db;
+  const saved = process.env.SIMU_DATA_DIR;
+  before(() => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-country-'));
+    process.env.SIMU_DATA_DIR = dataDir;
+    db = openDb({ databaseUrl: '', dataDir });
+  });
+  after(async () => {
+    await db.destroy();
+    if (saved === undefined) delete process.env.SIMU_DATA_DIR;
+    else process.env.SIMU_DATA_DIR = saved;
+  });
+
+  it('sets, shows and resets the country national numbers are read with; refuses what is no country', async () => {
+    const created = await simu('account', 'create', '--name', 'Dar', '--json');
+    const id = JSON.parse(created.stdout).account.uuid;
+    const r = await simu('account', 'country', id, 'tz', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { uuid: id, country: 'TZ', platform_default_country: 'KE' });
+    assert.equal((await getAccount(db, id)).country, 'TZ');
+    const bad = await simu('account', 'country', id, 'XX');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /not a country code/);
+    assert.equal((await simu('account', 'country', id, 'default')).code, 0);
+    assert.equal((await getAccount(db, id)).country, null);
+  });
+});
