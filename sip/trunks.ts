@@ -1,4 +1,5 @@
 import { RateBook, type RateCard } from '../billing/index.js';
+import { numberForTrunk } from '../numbers/index.js';
 import { listRoutes, listTrunks, routesVersion, type Db, type TrunkRow } from '../store/index.js';
 import { EMERGENCY_PREFIX, RouteTable, type PlannedRoute, type RoutePlan } from './routing.js';
 import type { TrunkHealth } from './trunk-health.js';
@@ -50,7 +51,10 @@ export function trunkTarget(trunk: TrunkRow, why: string, buyRateCents?: number)
   return {
     trunk,
     outbound: `${hostPort};transport=${trunk.transport}`,
-    requestUri: (e164) => `sip:${e164}@${hostPort}${trunk.transport === 'udp' ? '' : `;transport=${trunk.transport}`}`,
+    // The number in the form this trunk wants (numbers/: E.164 by default, national, or a tech prefix; a `#` in it
+    // is escaped, RFC 3261 §25.1 user part).
+    requestUri: (e164) =>
+      `sip:${userPart(numberForTrunk(e164, trunk.number_format))}@${hostPort}${trunk.transport === 'udp' ? '' : `;transport=${trunk.transport}`}`,
     auth: trunk.username && trunk.password ? { username: trunk.username, password: trunk.password } : undefined,
     why,
     buyRateCents,
@@ -186,6 +190,8 @@ export class TrunkDirectory {
     this.#routes = undefined;
   }
 }
+
+const userPart = (n: string): string => n.replace(/#/g, '%23');
 
 function firstUp(trunks: TrunkRow[], isUp: (id: string) => boolean): TrunkRoute[] {
   const t = trunks.find((x) => isUp(x.id));

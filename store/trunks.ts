@@ -24,6 +24,8 @@ export interface TrunkRow {
   register_expires: number;
   registration: TrunkRegistrationState;
   registration_changed_at: string | null;
+  /** The form numbers take in this trunk's Request-URIs: null or `e164`, `national`, `prefix:<tech prefix>`. */
+  number_format?: string | null;
 }
 
 export type TrunkHealthState = 'unknown' | 'up' | 'down';

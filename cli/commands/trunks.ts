@@ -1,4 +1,5 @@
 import { insertTrunk, listTrunks, removeTrunk, setTrunkOptions } from '../../store/index.js';
+import { checkTrunkNumberFormat } from '../../numbers/index.js';
 import { Flags, UsageError } from '../args.js';
 import { type CommandGroup } from '../command.js';
 
@@ -8,6 +9,7 @@ export const trunksCommands: CommandGroup = {
   help: `  trunks add --name N --host H [--port 5060] [--transport udp|tcp|tls] [--username U --password P]
              [--inbound ADDR[,CIDR...]]          a carrier: where outbound calls go, where inbound come from
              [--ping on|off]                     OPTIONS pings: a trunk that stops answering is skipped
+             [--number-format e164|national|prefix:TECH]  how numbers go in its Request-URIs (e164)
   trunks ping NAME on|off                        turn a trunk's OPTIONS pings on or off
   trunks register NAME on|off [--expires 3600]   REGISTER to the carrier with the trunk's username and password
   trunks list | trunks remove NAME               list shows health (up, down, unknown: not pinged)`,
@@ -21,6 +23,7 @@ export const trunksCommands: CommandGroup = {
       const username = f.string('username') ?? null;
       const password = f.string('password') ?? null;
       const ping = onOff(f.string('ping', { default: 'off' })!, '--ping');
+      const numberFormat = f.string('number-format') ?? null;
       const inbound = (f.string('inbound') ?? host)
         .split(',')
         .map((s) => s.trim())
@@ -31,6 +34,13 @@ export const trunksCommands: CommandGroup = {
       if (!/^[A-Za-z0-9._-]+$/.test(host))
         throw new UsageError(`--host must be a host name or address, not ${JSON.stringify(host)}`);
       if ((username === null) !== (password === null)) throw new UsageError('--username and --password go together');
+      if (numberFormat !== null) {
+        try {
+          checkTrunkNumberFormat(numberFormat);
+        } catch (e) {
+          throw new UsageError(`--number-format: ${(e as Error).message}`);
+        }
+      }
       for (const addr of inbound) {
         if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(addr))
           throw new UsageError(`--inbound takes addresses or CIDR ranges, not ${addr}`);
@@ -43,6 +53,7 @@ export const trunksCommands: CommandGroup = {
         username,
         password,
         inbound_addresses: inbound,
+        number_format: numberFormat,
         options_ping: ping,
       });
       const shown = { ...t, password: t.password ? '***' : null };
