@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import S3rver from 's3rver';
 import { roomLogger } from '../../config/index.js';
-import { RecordingRetention, readWav, rms } from '../../media/index.js';
+import { RecordingRetention, readWav } from '../../media/index.js';
 import {
   carrierCallsDid,
   startTestSwitch,
@@ -21,22 +21,17 @@ import {
   type SippRun,
   type TestAccount,
   allocateSwitchPorts,
+  speechSecondsOf,
 } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 
+// The S3 suite's switch and peers (the first suite has its own, test/e2e/carrier-switch.ts).
 const PORTS = allocateSwitchPorts();
-const SINK = nextPort();
 const SINK_2 = nextPort();
 const CARRIER = nextPort(); // takes outbound legs
 const CALLER = nextPort(); // SIPp delivering inbound calls
 const CALLER_MEDIA = nextPorts(4); // a speaking caller's RTP (SIPp -mp)
-
-/** Seconds of 20 ms frames at speech level in 8 kHz samples (the same measure RtpSink applies to what it hears). */
-function speechSecondsOf(samples: Int16Array, threshold = 300): number {
-  let loud = 0;
-  for (let i = 0; i + 160 <= samples.length; i += 160) if (rms(samples, i, i + 160) > threshold) loud++;
-  return loud * 0.02;
-}
 
 /**
  * Issue 11 "done when": an uploaded asset (espeak-ng speech converted by sox to Ogg Vorbis, uploaded through the
@@ -45,22 +40,15 @@ function speechSecondsOf(samples: Int16Array, threshold = 300): number {
  */
 describe('e2e: account assets played to a caller, and recording retention', function () {
   this.timeout(60000);
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
-  let sink: RtpSink;
-  let sipp: SippRun | undefined;
+  const DID = '+254711280001';
+  const t = useCarrierSwitch({ did: DID, statusWebhook: false });
+  const { server } = t;
   let dir: string;
   let speaks: string;
   let assetSpeech: number;
   let assetUuid: string;
-  const DID = '+254711280001';
 
   before(async () => {
-    ctx = await startTestSwitch(PORTS);
-    await server.listen();
-    acct = await createAccountWithDid(ctx.db, DID);
-    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw); // the running edge sees it at once
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-assets-'));
     const wav = path.join(dir, 'greeting.wav');
     execFileSync('espeak-ng', [
@@ -70,62 +58,46 @@ describe('e2e: account assets played to a caller, and recording retention', func
     ]);
     const ogg = path.join(dir, 'greeting.ogg');
     execFileSync('sox', [wav, ogg]);
-    const up = await fetch(`${ctx.baseUrl}/api/assets/upload?name=greeting`, {
+    const up = await fetch(`${t.ctx.baseUrl}/api/assets/upload?name=greeting`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'audio/ogg' },
+      headers: { authorization: `Bearer ${t.acct.key}`, 'content-type': 'audio/ogg' },
       body: new Uint8Array(readFileSync(ogg)),
     });
     const asset = await up.json();
     assert.equal(up.status, 201, JSON.stringify(asset));
     assert.equal(asset.original_format, 'ogg');
     assetUuid = asset.uuid;
-    const stored = path.join(ctx.config.dataDir, 'assets', acct.id, `${asset.uuid}.wav`);
+    const stored = path.join(t.ctx.config.dataDir, 'assets', t.acct.id, `${asset.uuid}.wav`);
     assetSpeech = speechSecondsOf((await readWav(stored)).samples);
     assert.ok(assetSpeech > 1.5, `the asset holds ${assetSpeech} s of speech`);
     // The caller of the Record test speaks real speech (raw mu-law for SIPp's rtp_stream).
     speaks = speakingCarrierScenario(ulawOf(wav));
   });
 
-  beforeEach(async () => {
-    sink = await new RtpSink().bind(SINK);
-  });
-
-  afterEach(() => {
-    sipp?.kill();
-    sink.close();
-  });
-
-  after(async () => {
-    sipp?.kill();
-    await server.close();
-    await ctx?.sw.stop();
+  after(() => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function setInboundUrl(url: string) {
-    await ctx.db('numbers').where({ number: DID }).update({ webhook_voice_inbound: url });
-  }
-
   function carrierCalls(scenario = path.join(SCENARIOS, 'uac-inbound.xml'), extra: string[] = []) {
-    return carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK, scenario, extra });
+    return t.carrierCalls(scenario, undefined, extra);
   }
 
   async function lastCall() {
-    return (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+    return (await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
   }
 
   async function eventsOf(callId: string) {
-    const rows = await ctx.db('call_events').where({ call_id: callId }).orderBy('created_at');
+    const rows = await t.ctx.db('call_events').where({ call_id: callId }).orderBy('created_at');
     return rows.map((r) => ({ code: r.code as string, data: JSON.parse(r.data) }));
   }
 
   it('<Play asset="greeting"> plays the uploaded audio: the caller hears speech for about its length', async () => {
     server.verbs('/play', '<Response><Play asset="greeting"/><Hangup/></Response>');
-    await setInboundUrl(server.url('/play'));
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
-    await server.waitFor(() => sink.packets > 0, 5000, 'audio');
-    const heard = sink.speechSeconds();
+    await t.setInboundUrl(server.url('/play'));
+    t.sipp = carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
+    await server.waitFor(() => t.sink.packets > 0, 5000, 'audio');
+    const heard = t.sink.speechSeconds();
     assert.ok(heard >= assetSpeech * 0.75, `heard ${heard} s of the asset's ${assetSpeech} s of speech`);
     assert.ok(heard <= assetSpeech + 1, `heard ${heard} s: no more than the asset holds`);
     const call = await lastCall();
@@ -135,16 +107,16 @@ describe('e2e: account assets played to a caller, and recording retention', func
   });
 
   it('a deactivated asset gives PLAY.0404 and the call goes on to the next verb (its Say is heard)', async () => {
-    const off = await api(ctx.baseUrl, acct.key, 'POST', '/api/assets/deactivate', { uuid: assetUuid });
+    const off = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/assets/deactivate', { uuid: assetUuid });
     assert.equal(off.status, 200);
     assert.equal(off.body.is_active, false);
     server.verbs(
       '/play2',
       '<Response><Play asset="greeting"/><Say>The greeting is switched off.</Say><Hangup/></Response>',
     );
-    await setInboundUrl(server.url('/play2'));
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/play2'));
+    t.sipp = carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const call = await lastCall();
     assert.equal(call.status, 'completed');
     const events = await eventsOf(call.uuid);
@@ -155,45 +127,45 @@ describe('e2e: account assets played to a caller, and recording retention', func
       events.some((e) => e.code === 'TTS.0200' || e.code.startsWith('TTS')),
       'the Say after it ran',
     );
-    const heard = sink.speechSeconds();
+    const heard = t.sink.speechSeconds();
     assert.ok(heard >= 1, `the Say was heard: ${heard} s`);
     assert.ok(heard < assetSpeech * 0.9, `the greeting itself was not played (${heard} s heard)`);
   });
 
   it('a recording kept per the account retention; expired and swept, its file goes and its URL is refused', async () => {
-    await ctx.db('accounts').where({ id: acct.id }).update({ recording_retention_days: 7 });
+    await t.ctx.db('accounts').where({ id: t.acct.id }).update({ recording_retention_days: 7 });
     server.verbs('/rec', '<Response><Record maxLength="4" timeout="2" playBeep="false"/><Hangup/></Response>');
-    await setInboundUrl(server.url('/rec'));
-    sipp = carrierCalls(speaks, ['-mp', String(CALLER_MEDIA)]);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/rec'));
+    t.sipp = carrierCalls(speaks, ['-mp', String(CALLER_MEDIA)]);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const call = await lastCall();
-    const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
+    const recs = await api(t.ctx.baseUrl, t.acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
     assert.equal(recs.body.length, 1, JSON.stringify(recs.body));
     const rec = recs.body[0];
     const days = (Date.parse(rec.expires_at) - Date.parse(rec.created_at)) / 86400_000;
     assert.ok(Math.abs(days - 7) < 0.01, `kept ${days} days (the account's own retention)`);
-    const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: rec.uuid });
+    const dl = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/recordings/download', { uuid: rec.uuid });
     assert.equal(dl.status, 200);
     assert.equal((await fetch(dl.body.url)).status, 200, 'downloadable before it expires');
-    const row = await ctx.db('recordings').where({ id: rec.uuid }).first();
+    const row = await t.ctx.db('recordings').where({ id: rec.uuid }).first();
     assert.ok(existsSync(row.storage_path));
 
-    await ctx
+    await t.ctx
       .db('recordings')
       .where({ id: rec.uuid })
       .update({ expires_at: new Date(Date.now() - 1000).toISOString() });
-    const job = new RecordingRetention({ db: ctx.db, dataDir: ctx.config.dataDir, log: roomLogger('calls') });
+    const job = new RecordingRetention({ db: t.ctx.db, dataDir: t.ctx.config.dataDir, log: roomLogger('calls') });
     assert.equal(await job.runOnce(), 1);
     await job.close();
 
     assert.equal(existsSync(row.storage_path), false, 'the audio file is gone');
-    const after = await ctx.db('recordings').where({ id: rec.uuid }).first();
+    const after = await t.ctx.db('recordings').where({ id: rec.uuid }).first();
     assert.ok(after.media_deleted_at, 'media_deleted_at is set');
     assert.equal(Number(after.size_bytes), Number(row.size_bytes), 'the row keeps its size');
     const media = await fetch(dl.body.url);
     assert.equal(media.status, 404);
     assert.equal((await media.json()).code, 'RECORDING_NOT_FOUND');
-    const again = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: rec.uuid });
+    const again = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/recordings/download', { uuid: rec.uuid });
     assert.equal(again.status, 404);
   });
 });

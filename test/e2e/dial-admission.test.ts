@@ -1,22 +1,7 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
-import {
-  carrierCallsDid,
-  startTestSwitch,
-  createAccountWithDid,
-  addCarrier,
-  AccountServer,
-  RtpSink,
-  carrier,
-  type SippRun,
-  type TestAccount,
-  allocateSwitchPorts,
-} from './harness.js';
-import { nextPort } from '../support/ports.js';
-
-const PORTS = allocateSwitchPorts();
-const SINK = nextPort();
-const CALLER = nextPort(); // SIPp delivering inbound calls
+import { carrier, createAccountWithDid } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 
 /**
  * Issue 22, item 8: a Dial to the PSTN is a new call of the account and passes the admission originate passes
@@ -25,41 +10,19 @@ const CALLER = nextPort(); // SIPp delivering inbound calls
  */
 describe('e2e: a Dial leg to the PSTN goes through admission', function () {
   this.timeout(60000);
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
-  let sink: RtpSink;
-  let sipp: SippRun | undefined;
   const DID = '+254711300001';
   const POOR_DID = '+254711300002';
-  const CARRIER_PORT = nextPort();
+  // The carrier sends from 127.0.0.1 (SIPp at t.callerPort) and takes the Dial legs at t.carrierPort.
+  const t = useCarrierSwitch({ did: DID });
+  const { server } = t;
+  const CARRIER_PORT = t.carrierPort;
 
-  before(async () => {
-    ctx = await startTestSwitch(PORTS);
-    await server.listen();
-    acct = await createAccountWithDid(ctx.db, DID);
-    await ctx
-      .db('accounts')
-      .where({ id: acct.id })
-      .update({ webhook_status: server.url('/status') });
-    // The carrier sends from 127.0.0.1 (SIPp at CALLER) and takes the Dial legs at CARRIER_PORT.
-    await addCarrier(ctx.db, CARRIER_PORT, 'carrier', ctx.sw);
+  before(() => {
     server.verbs('/after', '<Response><Say>The call could not be connected.</Say><Hangup/></Response>');
   });
 
-  beforeEach(async () => {
-    sink = await new RtpSink().bind(SINK);
-  });
-
   afterEach(async () => {
-    sipp?.kill();
-    sink.close();
-    await ctx.db('accounts').where({ id: acct.id }).update({ status: 'active', max_concurrent_calls: 50 });
-  });
-
-  after(async () => {
-    await server.close();
-    await ctx?.sw.stop();
+    await t.ctx.db('accounts').where({ id: t.acct.id }).update({ status: 'active', max_concurrent_calls: 50 });
   });
 
   /** The carrier's side of the Dial legs, as a bare socket: it sees every datagram the switch sends it. */
@@ -72,12 +35,12 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
   }
 
   function carrierCalls(did: string) {
-    return carrierCallsDid({ sip: PORTS.sip, did, port: CALLER, sink: SINK });
+    return t.carrierCalls(undefined, did);
   }
 
   async function dialDocument(did: string, route: string, xml: string) {
     server.verbs(route, xml);
-    await ctx
+    await t.ctx
       .db('numbers')
       .where({ number: did })
       .update({ webhook_voice_inbound: server.url(route) });
@@ -88,14 +51,14 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
     const requests = server.requests.slice(before);
     const action = requests.find((r) => r.url === '/after')?.json;
     const done = requests.find((r) => r.json?.code === 'DIAL.0300')?.json;
-    const parent = await ctx.db('calls').where({ to_number: parentDid }).orderBy('created_at', 'desc').first();
-    const children = await ctx.db('calls').where({ parent_call_id: parent.id });
+    const parent = await t.ctx.db('calls').where({ to_number: parentDid }).orderBy('created_at', 'desc').first();
+    const children = await t.ctx.db('calls').where({ parent_call_id: parent.id });
     return { action, done, parent, children };
   }
 
   it('at the concurrency cap, the Dial is refused: no INVITE to the carrier, no child CDR, LIMIT.0429 reaches DIAL.0300, the action gets failed', async () => {
     // The inbound call itself is the account's one live call.
-    await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 1 });
+    await t.ctx.db('accounts').where({ id: t.acct.id }).update({ max_concurrent_calls: 1 });
     await dialDocument(
       DID,
       '/cap',
@@ -104,8 +67,8 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
     const callee = await silentCallee();
     const before = server.requests.length;
     try {
-      sipp = carrierCalls(DID);
-      assert.equal(await sipp.exited, 0, sipp.output());
+      t.sipp = carrierCalls(DID);
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
       await server.waitFor(() => server.requests.slice(before).some((r) => r.url === '/after'), 10000, 'the action');
       const r = await refusal(before, DID);
       assert.equal(r.action.DialCallStatus, 'failed');
@@ -118,14 +81,14 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
       assert.equal((await refusal(before, DID)).done.data.reason, 'LIMIT.0429');
       assert.equal(r.children.length, 0, 'a refused leg is not written');
       assert.deepEqual(callee.received, [], 'the carrier was sent nothing');
-      assert.ok(sink.speechSeconds() >= 1, `the call went on with the action's verbs: ${sink.speechSeconds()} s`);
+      assert.ok(t.sink.speechSeconds() >= 1, `the call went on with the action's verbs: ${t.sink.speechSeconds()} s`);
     } finally {
       await callee.close();
     }
   });
 
   it('below the cap the same Dial reaches the carrier (SIPp answers busy): DialCallStatus=busy, one child CDR', async () => {
-    await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 2 });
+    await t.ctx.db('accounts').where({ id: t.acct.id }).update({ max_concurrent_calls: 2 });
     await dialDocument(
       DID,
       '/cap',
@@ -135,8 +98,8 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
     const before = server.requests.length;
     try {
       await new Promise((r) => setTimeout(r, 300));
-      sipp = carrierCalls(DID);
-      assert.equal(await sipp.exited, 0, sipp.output());
+      t.sipp = carrierCalls(DID);
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
       assert.equal(await callee.exited, 0, callee.output());
       await server.waitFor(() => server.requests.slice(before).some((r) => r.url === '/after'), 10000, 'the action');
       const r = await refusal(before, DID);
@@ -160,10 +123,10 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
     const callee = await silentCallee();
     const before = server.requests.length;
     try {
-      sipp = carrierCalls(DID);
+      t.sipp = carrierCalls(DID);
       await server.waitFor(() => server.requests.slice(before).some((r) => r.url === '/suspend'), 10000, 'the call');
-      await ctx.db('accounts').where({ id: acct.id }).update({ status: 'suspended' });
-      assert.equal(await sipp.exited, 0, sipp.output());
+      await t.ctx.db('accounts').where({ id: t.acct.id }).update({ status: 'suspended' });
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
       await server.waitFor(
         () => server.requests.slice(before).some((q) => q.json?.code === 'DIAL.0300'),
         10000,
@@ -183,8 +146,8 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
   it('a balance below the first block of the leg (on top of the live call): BILL.0402, nothing dialled nor charged', async () => {
     // 1.50 KES: enough for the inbound call (admitted against 0.01), not for one more first minute at 1.00 on top
     // of the live call's own (2 x 1.00).
-    const poor = await createAccountWithDid(ctx.db, POOR_DID, 150);
-    await ctx
+    const poor = await createAccountWithDid(t.ctx.db, POOR_DID, 150);
+    await t.ctx
       .db('accounts')
       .where({ id: poor.id })
       .update({ webhook_status: server.url('/status') });
@@ -196,8 +159,8 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
     const callee = await silentCallee();
     const before = server.requests.length;
     try {
-      sipp = carrierCalls(POOR_DID);
-      assert.equal(await sipp.exited, 0, sipp.output());
+      t.sipp = carrierCalls(POOR_DID);
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
       await server.waitFor(
         () => server.requests.slice(before).some((q) => q.json?.code === 'DIAL.0300'),
         10000,
@@ -208,7 +171,7 @@ describe('e2e: a Dial leg to the PSTN goes through admission', function () {
       assert.equal(r.done.data.reason, 'BILL.0402');
       assert.equal(r.children.length, 0);
       assert.deepEqual(callee.received, [], 'the carrier was sent nothing');
-      const charged = await ctx.db('wallet_transactions').where({ account_id: poor.id, kind: 'call' });
+      const charged = await t.ctx.db('wallet_transactions').where({ account_id: poor.id, kind: 'call' });
       assert.ok(
         charged.every((t) => t.call_id === r.parent.id),
         'only the inbound call itself is charged',

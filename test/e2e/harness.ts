@@ -230,10 +230,7 @@ export class RtpSink {
 
   /** Seconds of received audio whose 20 ms frames are at speech level (RMS above `threshold`). */
   speechSeconds(threshold = 300): number {
-    const samples = decodeG711(Buffer.concat(this.payloads), 0);
-    let loud = 0;
-    for (let i = 0; i + 160 <= samples.length; i += 160) if (rms(samples, i, i + 160) > threshold) loud++;
-    return loud * 0.02;
+    return speechSecondsOf(decodeG711(Buffer.concat(this.payloads), 0), threshold);
   }
 
   close(): void {
@@ -242,6 +239,13 @@ export class RtpSink {
 }
 
 export { runSipp, type SippRun } from '../support/sipp.js';
+
+/** Seconds of 20 ms frames at speech level (RMS above `threshold`) in 8 kHz samples: what RtpSink counts as heard. */
+export function speechSecondsOf(samples: Int16Array, threshold = 300): number {
+  let loud = 0;
+  for (let i = 0; i + 160 <= samples.length; i += 160) if (rms(samples, i, i + 160) > threshold) loud++;
+  return loud * 0.02;
+}
 
 /**
  * A SIPp carrier calling `did` at the switch's SIP port `sip` from 127.0.0.1:`port`, one call by default, with

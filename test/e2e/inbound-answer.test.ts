@@ -2,25 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  carrierCallsDid,
-  startTestSwitch,
-  createAccountWithDid,
-  addCarrier,
-  AccountServer,
-  RtpSink,
-  api,
-  SCENARIOS,
-  type SippRun,
-  type TestAccount,
-  allocateSwitchPorts,
-} from './harness.js';
-import { nextPort } from '../support/ports.js';
-
-const PORTS = allocateSwitchPorts();
-const SINK = nextPort();
-const CARRIER = nextPort(); // takes outbound legs
-const CALLER = nextPort(); // SIPp delivering inbound calls
+import { api, SCENARIOS } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 
 /**
  * Issue 15, item 4: an inbound call rings (180) while its voice_inbound document is fetched and is answered only
@@ -29,42 +12,10 @@ const CALLER = nextPort(); // SIPp delivering inbound calls
  */
 describe('e2e: inbound calls ring until call control needs media', function () {
   this.timeout(60000);
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
-  let sink: RtpSink;
-  let sipp: SippRun | undefined;
   const DID = '+254711500001';
+  const t = useCarrierSwitch({ did: DID, account: { fallback_mode: 'drop', fallback_value: '' } });
+  const { server } = t;
   const scenarios = mkdtempSync(path.join(os.tmpdir(), 'simu-refused-'));
-
-  before(async () => {
-    ctx = await startTestSwitch(PORTS);
-    await server.listen();
-    acct = await createAccountWithDid(ctx.db, DID);
-    await ctx
-      .db('accounts')
-      .where({ id: acct.id })
-      .update({ webhook_status: server.url('/status'), fallback_mode: 'drop', fallback_value: '' });
-    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
-  });
-
-  beforeEach(async () => {
-    sink = await new RtpSink().bind(SINK);
-  });
-
-  afterEach(() => {
-    sipp?.kill();
-    sink.close();
-  });
-
-  after(async () => {
-    await server.close();
-    await ctx?.sw.stop();
-  });
-
-  async function setInboundUrl(url: string) {
-    await ctx.db('numbers').where({ number: DID }).update({ webhook_voice_inbound: url });
-  }
 
   /** SIPp calls the DID and must hear 180, then exactly `status` (a 200 fails it); or, without one, be answered. */
   function carrierCalls(status?: number) {
@@ -74,21 +25,21 @@ describe('e2e: inbound calls ring until call control needs media', function () {
       const template = readFileSync(path.join(SCENARIOS, 'uac-inbound-refused.xml'), 'utf8');
       writeFileSync(scenario, template.replace('response="EXPECTED_STATUS"', `response="${status}"`));
     }
-    return carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK, scenario });
+    return t.carrierCalls(scenario);
   }
 
   /** The account's newest call once it has ended. */
   async function lastCall() {
     const deadline = Date.now() + 10000;
     for (;;) {
-      const call = (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+      const call = (await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
       if (call?.ended_at || Date.now() > deadline) return call;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
 
   async function eventCodes(callId: string): Promise<string[]> {
-    return (await ctx.db('call_events').where({ call_id: callId })).map((e: { code: string }) => e.code);
+    return (await t.ctx.db('call_events').where({ call_id: callId })).map((e: { code: string }) => e.code);
   }
 
   /** Never answered and never billed: no answer time, no talk, no cost, no CALL.0200, no ledger row. */
@@ -107,30 +58,30 @@ describe('e2e: inbound calls ring until call control needs media', function () {
     assert.ok(codes.includes('CALL.0180'), `rang: ${codes.join(',')}`);
     assert.ok(!codes.includes('CALL.0200'), `never answered: ${codes.join(',')}`);
     assert.ok(codes.includes('CALL.0400'), `call.failed: ${codes.join(',')}`);
-    const charges = await ctx.db('wallet_transactions').where({ call_id: call.uuid });
+    const charges = await t.ctx.db('wallet_transactions').where({ call_id: call.uuid });
     assert.equal(charges.length, 0, 'nothing billed');
   }
 
   it('a document of only <Hangup/>: the caller hears 180, then 603 Decline; END.0603, never answered nor billed', async () => {
     server.verbs('/hangup', '<Response><Hangup/></Response>');
-    await setInboundUrl(server.url('/hangup'));
+    await t.setInboundUrl(server.url('/hangup'));
     const before = server.requests.length;
-    sipp = carrierCalls(603);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = carrierCalls(603);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const control = server.requests.slice(before).find((r) => r.url === '/hangup')!.json;
     assert.equal(control.CallStatus, 'ringing');
     const call = await lastCall();
     assert.equal(call.reason_code, 'END.0603');
     await assertUnansweredAndUnbilled(call);
-    assert.equal(sink.packets, 0, 'no media was sent to the caller');
+    assert.equal(t.sink.packets, 0, 'no media was sent to the caller');
   });
 
   it('a Redirect to a document that hangs up is followed while ringing: still 603, never answered', async () => {
     server.verbs('/first', `<Response><Redirect>${server.url('/hangup')}</Redirect></Response>`);
     server.verbs('/hangup', '<Response><Hangup/></Response>');
-    await setInboundUrl(server.url('/first'));
-    sipp = carrierCalls(603);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/first'));
+    t.sipp = carrierCalls(603);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const call = await lastCall();
     assert.equal(call.reason_code, 'END.0603');
     await assertUnansweredAndUnbilled(call);
@@ -138,13 +89,13 @@ describe('e2e: inbound calls ring until call control needs media', function () {
 
   it('a voice_inbound webhook that fails with the fallback drop: 500, WH.0400 (drop), END.0500, never answered nor billed', async () => {
     server.routes.set('/down', () => ({ status: 503, body: 'down for maintenance' }));
-    await setInboundUrl(server.url('/down'));
-    sipp = carrierCalls(500);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/down'));
+    t.sipp = carrierCalls(500);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const call = await lastCall();
     assert.equal(call.reason_code, 'END.0500');
     await assertUnansweredAndUnbilled(call);
-    const failed = await ctx.db('call_events').where({ call_id: call.uuid, code: 'WH.0400' });
+    const failed = await t.ctx.db('call_events').where({ call_id: call.uuid, code: 'WH.0400' });
     assert.equal(failed.length, 1, 'webhook.failed recorded');
     assert.equal(JSON.parse(failed[0].data).fallback, 'drop');
   });
@@ -155,10 +106,10 @@ describe('e2e: inbound calls ring until call control needs media', function () {
       body: '<Response><Say>Thank you for waiting. This call was answered by the first verb.</Say></Response>',
       delayMs: 1000,
     }));
-    await setInboundUrl(server.url('/slow'));
+    await t.setInboundUrl(server.url('/slow'));
     const before = server.requests.length;
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const asked = server.requests.slice(before).find((r) => r.url === '/slow')!;
     assert.equal(asked.json.CallStatus, 'ringing');
     const call = await lastCall();
@@ -171,6 +122,6 @@ describe('e2e: inbound calls ring until call control needs media', function () {
     );
     const codes = await eventCodes(call.uuid);
     assert.ok(codes.includes('CALL.0200'), `answered: ${codes.join(',')}`);
-    assert.ok(sink.speechSeconds() >= 1.5, `heard ${sink.speechSeconds()} s`);
+    assert.ok(t.sink.speechSeconds() >= 1.5, `heard ${t.sink.speechSeconds()} s`);
   });
 });

@@ -3,27 +3,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { waitForBound } from '../support/wait.js';
 import { decodeG711 } from '../../media/g711.js';
 import { toneEnergy } from '../media/rtp-peer.js';
-import {
-  carrierCallsDid,
-  startTestSwitch,
-  createAccountWithDid,
-  addCarrier,
-  AccountServer,
-  RtpSink,
-  carrier,
-  api,
-  speakingCarrierScenario,
-  speechUlawFile,
-  type SippRun,
-  type TestAccount,
-  allocateSwitchPorts,
-} from './harness.js';
+import { RtpSink, carrier, api, speakingCarrierScenario, speechUlawFile } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 
-const PORTS = allocateSwitchPorts();
-const SINK = nextPort();
-const CARRIER = nextPort(); // takes outbound legs (Dial)
-const CALLER = nextPort(); // SIPp delivering inbound calls
 const CALLER_MEDIA = nextPorts(4); // a speaking caller's RTP (SIPp -mp)
 const CALLEE_SINK = nextPort();
 const CALLEE_SINK_2 = nextPort();
@@ -31,60 +14,27 @@ const CALLEE_SINK_2 = nextPort();
 /** Issue 6 "done when", inbound side: carrier calls to DIDs, fallback, Redirect chain, Record. */
 describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
   this.timeout(60000);
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
-  let sink: RtpSink;
-  let sipp: SippRun | undefined;
-  let speech: string;
   const DID = '+254711200001';
+  // The carrier sends from 127.0.0.1 (SIPp at t.callerPort) and takes outbound legs (Dial) at t.carrierPort.
+  const t = useCarrierSwitch({ did: DID });
+  const { server } = t;
+  let speech: string;
 
   before(async () => {
-    ctx = await startTestSwitch(PORTS);
-    await server.listen();
-    acct = await createAccountWithDid(ctx.db, DID);
-    await ctx
-      .db('accounts')
-      .where({ id: acct.id })
-      .update({ webhook_status: server.url('/status') });
-    // The carrier sends from 127.0.0.1 and takes outbound legs (Dial) at 127.0.0.1:CARRIER.
-    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
     // What the caller says in the Record test: real speech as raw mu-law for SIPp's rtp_stream.
     speech = speakingCarrierScenario(speechUlawFile('Hello, I am leaving a message for the test of recording.'));
   });
 
-  beforeEach(async () => {
-    sink = await new RtpSink().bind(SINK);
-  });
-
-  afterEach(() => {
-    sipp?.kill();
-    sink.close();
-  });
-
-  after(async () => {
-    await server.close();
-    await ctx?.sw.stop();
-  });
-
-  async function setInboundUrl(url: string) {
-    await ctx.db('numbers').where({ number: DID }).update({ webhook_voice_inbound: url });
-  }
-
-  function carrierCalls(scenario = 'uac-inbound.xml', did = DID.slice(1), extra: string[] = []) {
-    return carrierCallsDid({ sip: PORTS.sip, did, port: CALLER, sink: SINK, scenario, extra });
-  }
-
   async function lastCall() {
-    const list = await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1');
+    const list = await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/calls/?limit=1');
     return list.body.calls[0];
   }
 
   it('a call to a DID runs the voice_inbound verbs: the caller hears the Say, the CDR is inbound and completed', async () => {
     server.verbs('/in', '<Response><Say>Welcome to the inbound test of Simu.</Say><Hangup/></Response>');
-    await setInboundUrl(server.url('/in'));
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/in'));
+    t.sipp = t.carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     await server.waitFor(() => server.statusEvents().includes('CALL.0300'), 10000, 'call.completed');
     const call = await lastCall();
     assert.equal(call.direction, 'inbound');
@@ -96,45 +46,45 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     assert.equal(control.CallStatus, 'ringing');
     assert.equal(control.Direction, 'inbound');
     assert.equal(control.To, DID);
-    assert.ok(sink.speechSeconds() >= 1.5, `heard ${sink.speechSeconds()} s`);
+    assert.ok(t.sink.speechSeconds() >= 1.5, `heard ${t.sink.speechSeconds()} s`);
   });
 
   it('a call to a number nobody owns gets 404 and is never answered', async () => {
-    sipp = carrierCalls('uac-unknown.xml', '254799999999');
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = t.carrierCalls('uac-unknown.xml', '254799999999');
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
   });
 
   it('a webhook that fails triggers the fallback message, which the caller hears, and WH.0400', async () => {
     server.routes.set('/down', () => ({ status: 500, body: 'boom' }));
-    await setInboundUrl(server.url('/down'));
-    await ctx
+    await t.setInboundUrl(server.url('/down'));
+    await t.ctx
       .db('accounts')
-      .where({ id: acct.id })
+      .where({ id: t.acct.id })
       .update({ fallback_mode: 'message', fallback_value: 'Sorry, we cannot take your call right now.' });
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = t.carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     // WH.* events go to the stream and the call's event log, not down the status route (events/index.ts).
-    const events = await ctx.db('call_events').where({ account_id: acct.id, code: 'WH.0400' });
+    const events = await t.ctx.db('call_events').where({ account_id: t.acct.id, code: 'WH.0400' });
     assert.ok(events.length >= 1, 'webhook.failed recorded');
     assert.equal(JSON.parse(events[events.length - 1].data).fallback, 'message');
-    assert.ok(sink.speechSeconds() >= 1, `fallback heard ${sink.speechSeconds()} s`);
-    await ctx.db('accounts').where({ id: acct.id }).update({ fallback_mode: 'drop', fallback_value: '' });
+    assert.ok(t.sink.speechSeconds() >= 1, `fallback heard ${t.sink.speechSeconds()} s`);
+    await t.ctx.db('accounts').where({ id: t.acct.id }).update({ fallback_mode: 'drop', fallback_value: '' });
   });
 
   it('a Redirect chain is followed to the document that speaks', async () => {
     server.verbs('/r1', `<Response><Redirect>${server.url('/r2')}</Redirect></Response>`);
     server.verbs('/r2', `<Response><Redirect>${server.url('/r3')}</Redirect></Response>`);
     server.verbs('/r3', '<Response><Say>You reached the end of the chain.</Say><Hangup/></Response>');
-    await setInboundUrl(server.url('/r1'));
+    await t.setInboundUrl(server.url('/r1'));
     const before = server.requests.length;
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = t.carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const urls = server.requests
       .slice(before)
       .map((r) => r.url)
       .filter((u) => u.startsWith('/r'));
     assert.deepEqual(urls, ['/r1', '/r2', '/r3']);
-    assert.ok(sink.speechSeconds() >= 1, `heard ${sink.speechSeconds()} s`);
+    assert.ok(t.sink.speechSeconds() >= 1, `heard ${t.sink.speechSeconds()} s`);
   });
 
   it('Record captures what the caller said, calls the action with RecordingDuration and RecordingPath, and the recording downloads', async () => {
@@ -143,20 +93,20 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       `<Response><Record action="${server.url('/after')}" maxLength="6" timeout="2" playBeep="false"/></Response>`,
     );
     server.verbs('/after', '<Response><Hangup/></Response>');
-    await setInboundUrl(server.url('/rec'));
-    sipp = carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/rec'));
+    t.sipp = t.carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const after = server.requests.find((r) => r.url === '/after')!.json;
     assert.ok(after.RecordingDuration >= 2, `RecordingDuration ${after.RecordingDuration}`);
     assert.ok(after.RecordingPath, 'RecordingPath');
     await server.waitFor(() => server.statusEvents().includes('REC.0300'), 10000, 'recording.completed');
     const call = await lastCall();
-    const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
+    const recs = await api(t.ctx.baseUrl, t.acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
     assert.equal(recs.body.length, 1);
     assert.ok(recs.body[0].duration_seconds >= 2);
     // Issue 22, item 13: the storage reference is the Recording's uuid, not a path on the server.
     assert.equal(after.RecordingPath, recs.body[0].uuid);
-    const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
+    const dl = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
     assert.equal(dl.status, 200, JSON.stringify(dl.body));
     const url = dl.body.url as string;
     const media = await fetch(url);
@@ -182,7 +132,7 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       `<Response><Record action="${server.url('/keyed-after')}" maxLength="30" timeout="15" finishOnKey="1#" playBeep="false"/></Response>`,
     );
     server.verbs('/keyed-after', '<Response><Hangup/></Response>');
-    await setInboundUrl(server.url('/keyed'));
+    await t.setInboundUrl(server.url('/keyed'));
     // The caller speaks (about 3.5 s), then presses 1 (SIPp's RFC 2833 capture), then waits for our BYE.
     const keyed = speech.replace(/\.xml$/, '-key.xml');
     writeFileSync(
@@ -194,8 +144,8 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       ),
     );
     const before = server.requests.length;
-    sipp = carrierCalls(keyed, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = t.carrierCalls(keyed, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const after = server.requests.slice(before).find((r) => r.url === '/keyed-after')?.json;
     assert.ok(after, 'the action was requested');
     // Ended by the key: silence (15 s) or maxLength (30 s) would have made it far longer.
@@ -207,10 +157,10 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
 
   it('Record plays its beep (1 kHz) to the caller first', async () => {
     server.verbs('/beep', '<Response><Record maxLength="2" timeout="1"/></Response>');
-    await setInboundUrl(server.url('/beep'));
-    sipp = carrierCalls(); // a silent caller: what it hears comes to our sink
-    assert.equal(await sipp.exited, 0, sipp.output());
-    const heard = decodeG711(Buffer.concat(sink.payloads), 0);
+    await t.setInboundUrl(server.url('/beep'));
+    t.sipp = t.carrierCalls(); // a silent caller: what it hears comes to our t.sink
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
+    const heard = decodeG711(Buffer.concat(t.sink.payloads), 0);
     assert.ok(toneEnergy(heard, 1000) > 1000, `a 1 kHz tone (energy ${toneEnergy(heard, 1000).toFixed(0)})`);
   });
 
@@ -219,10 +169,10 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       '/recorded',
       '<Response><RecordSession/><Say>This call is recorded for quality purposes. Thank you.</Say><Pause length="1"/><Hangup/></Response>',
     );
-    await setInboundUrl(server.url('/recorded'));
+    await t.setInboundUrl(server.url('/recorded'));
     const before = server.requests.length;
-    sipp = carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = t.carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     await server.waitFor(
       () => server.requests.slice(before).some((r) => r.json?.code === 'REC.0300'),
       10000,
@@ -231,10 +181,10 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     const codes = server.requests.slice(before).map((r) => r.json?.code);
     assert.ok(codes.indexOf('REC.0100') >= 0 && codes.indexOf('REC.0100') < codes.indexOf('REC.0300'), codes.join());
     const call = await lastCall();
-    const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
+    const recs = await api(t.ctx.baseUrl, t.acct.key, 'GET', `/api/recordings/?call_uuid=${call.uuid}`);
     assert.equal(recs.body.length, 1);
     assert.ok(recs.body[0].duration_seconds >= 3, `duration ${recs.body[0].duration_seconds}`);
-    const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
+    const dl = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
     const wav = Buffer.from(await (await fetch(dl.body.url as string)).arrayBuffer());
     assert.equal(wav.readUInt16LE(22), 2, 'two channels');
     const samples = new Int16Array(wav.buffer, wav.byteOffset + 44, Math.floor((wav.length - 44) / 2));
@@ -256,14 +206,14 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       '/dial',
       `<Response><Dial timeout="10" timeLimit="4" callerId="${DID}"><Number>+254722000099</Number></Dial></Response>`,
     );
-    await setInboundUrl(server.url('/dial'));
+    await t.setInboundUrl(server.url('/dial'));
     const callee = await new RtpSink().bind(CALLEE_SINK);
-    const uas = carrier({ port: CARRIER, sink: CALLEE_SINK });
+    const uas = carrier({ port: t.carrierPort, sink: CALLEE_SINK });
     try {
-      await waitForBound(CARRIER); // SIPp's port
+      await waitForBound(t.carrierPort); // SIPp's port
       const before = server.requests.length;
-      sipp = carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
-      assert.equal(await sipp.exited, 0, sipp.output());
+      t.sipp = t.carrierCalls(speech, DID.slice(1), ['-mp', String(CALLER_MEDIA)]);
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
       assert.equal(await uas.exited, 0, uas.output());
       await server.waitFor(
         () => server.requests.slice(before).some((r) => r.json?.code === 'CALL.0300'),
@@ -276,13 +226,13 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       assert.equal(dialDone.data.DialCallStatus, 'completed');
       assert.ok(callee.speechSeconds() >= 1, `the callee heard the caller for ${callee.speechSeconds()} s`);
       // The dialled PSTN leg has a CDR of its own, billed at the outbound rate, not carried at the inbound one.
-      const parent = await ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
-      const leg = await ctx.db('calls').where({ parent_call_id: parent.id }).first();
+      const parent = await t.ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
+      const leg = await t.ctx.db('calls').where({ parent_call_id: parent.id }).first();
       assert.equal(leg.direction, 'outbound');
       assert.equal(leg.to_number, '+254722000099');
       assert.equal(leg.from_number, DID, 'the callerId the account owns is presented');
       assert.equal(leg.status, 'completed');
-      const charged = (await ctx.db('wallet_transactions').where({ call_id: leg.id })).reduce(
+      const charged = (await t.ctx.db('wallet_transactions').where({ call_id: leg.id })).reduce(
         (sum: number, r: { amount_cents: number }) => sum + Number(r.amount_cents),
         0,
       );
@@ -305,43 +255,43 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       '/after-bridge',
       '<Response><Say>The other party has left the call. Thank you for calling.</Say><Hangup/></Response>',
     );
-    await setInboundUrl(server.url('/dial-then'));
+    await t.setInboundUrl(server.url('/dial-then'));
     const callee = await new RtpSink().bind(CALLEE_SINK_2);
     const uas = carrier({
-      port: CARRIER,
+      port: t.carrierPort,
       sink: CALLEE_SINK_2,
       scenario: 'uas-answer-hangup.xml',
       extra: ['-d', '2500'],
     });
     try {
-      await waitForBound(CARRIER); // SIPp's port
+      await waitForBound(t.carrierPort); // SIPp's port
       const before = server.requests.length;
-      // A silent caller: rtpengine then sends the caller's audio to the address in its SDP (our sink) rather than
+      // A silent caller: rtpengine then sends the caller's audio to the address in its SDP (our t.sink) rather than
       // latching on to the port a speaking SIPp sends from (the test above proves the bridge carries speech).
-      sipp = carrierCalls();
+      t.sipp = t.carrierCalls();
       await server.waitFor(
         () => server.requests.slice(before).some((r) => r.url === '/after-bridge'),
         20000,
         'the Dial action request',
       );
-      sink.payloads.length = 0; // from here on, what the caller hears is the action document
+      t.sink.payloads.length = 0; // from here on, what the caller hears is the action document
       assert.equal(await uas.exited, 0, uas.output());
-      assert.equal(await sipp.exited, 0, sipp.output());
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
       const after = server.requests.slice(before).find((r) => r.url === '/after-bridge')!.json;
       assert.equal(after.DialCallStatus, 'completed');
       assert.ok(
         after.DialCallDuration >= 2 && after.DialCallDuration <= 4,
         `DialCallDuration ${after.DialCallDuration}`,
       );
-      assert.ok(sink.speechSeconds() >= 1.5, `the caller heard the action's Say for ${sink.speechSeconds()} s`);
+      assert.ok(t.sink.speechSeconds() >= 1.5, `the caller heard the action's Say for ${t.sink.speechSeconds()} s`);
       await server.waitFor(
         () => server.requests.slice(before).some((r) => r.json?.code === 'CALL.0300'),
         10000,
         'call.completed',
       );
-      const parent = await ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
+      const parent = await t.ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
       assert.equal(parent.status, 'completed');
-      const leg = await ctx.db('calls').where({ parent_call_id: parent.id }).first();
+      const leg = await t.ctx.db('calls').where({ parent_call_id: parent.id }).first();
       assert.equal(leg.status, 'completed');
       assert.ok(Number(parent.duration_seconds) > Number(leg.duration_seconds), 'the caller stayed on after the leg');
       // record="record-from-answer": one mono recording of the call from the answer on, announced by REC.0300.
@@ -350,9 +300,9 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
         10000,
         'recording.completed',
       );
-      const recs = await api(ctx.baseUrl, acct.key, 'GET', `/api/recordings/?call_uuid=${parent.id}`);
+      const recs = await api(t.ctx.baseUrl, t.acct.key, 'GET', `/api/recordings/?call_uuid=${parent.id}`);
       assert.equal(recs.body.length, 1);
-      const dl = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
+      const dl = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/recordings/download', { uuid: recs.body[0].uuid });
       const wav = Buffer.from(await (await fetch(dl.body.url as string)).arrayBuffer());
       assert.equal(wav.readUInt16LE(22), 1, 'mono');
       assert.ok(recs.body[0].duration_seconds >= 3, `from the answer to the end: ${recs.body[0].duration_seconds} s`);
@@ -368,23 +318,23 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       `<Response><Dial action="${server.url('/after-spoof')}" callerId="+254799999999"><Number>+254722000097</Number></Dial></Response>`,
     );
     server.verbs('/after-spoof', '<Response><Say>That caller ID cannot be used.</Say><Hangup/></Response>');
-    await setInboundUrl(server.url('/spoof'));
+    await t.setInboundUrl(server.url('/spoof'));
     const before = server.requests.length;
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    t.sipp = t.carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const after = server.requests.slice(before).find((r) => r.url === '/after-spoof')!.json;
     assert.equal(after.DialCallStatus, 'failed');
     const done = server.requests.slice(before).find((r) => r.json?.code === 'DIAL.0300')!.json;
     assert.equal(done.data.reason, 'CALLER_ID_NOT_OWNED');
-    const parent = await ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
-    assert.equal((await ctx.db('calls').where({ parent_call_id: parent.id })).length, 0, 'nothing was dialled');
-    assert.ok(sink.speechSeconds() >= 1, `the call went on: ${sink.speechSeconds()} s heard`);
+    const parent = await t.ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
+    assert.equal((await t.ctx.db('calls').where({ parent_call_id: parent.id })).length, 0, 'nothing was dialled');
+    assert.ok(t.sink.speechSeconds() >= 1, `the call went on: ${t.sink.speechSeconds()} s heard`);
   });
 
   it('a Dial outside the allowlist is not dialled: DIAL.0403, the action gets DialCallStatus=failed, the call goes on', async () => {
-    await ctx.db('destination_rules').insert({
+    await t.ctx.db('destination_rules').insert({
       id: crypto.randomUUID(),
-      account_id: acct.id,
+      account_id: t.acct.id,
       kind: 'allow',
       prefix: '2547',
       created_at: new Date().toISOString(),
@@ -397,15 +347,15 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
       '/after-dial',
       '<Response><Say>The number you dialled cannot be reached from this account.</Say><Hangup/></Response>',
     );
-    await setInboundUrl(server.url('/blocked'));
-    sipp = carrierCalls();
-    assert.equal(await sipp.exited, 0, sipp.output());
+    await t.setInboundUrl(server.url('/blocked'));
+    t.sipp = t.carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const after = server.requests.find((r) => r.url === '/after-dial')!.json;
     assert.equal(after.DialCallStatus, 'failed');
     assert.equal(after.DialCallDuration, 0);
-    const blocked = await ctx.db('call_events').where({ account_id: acct.id, code: 'DIAL.0403' });
+    const blocked = await t.ctx.db('call_events').where({ account_id: t.acct.id, code: 'DIAL.0403' });
     assert.equal(blocked.length, 1);
-    assert.ok(sink.speechSeconds() >= 1, `the call went on and was heard: ${sink.speechSeconds()} s`);
-    await ctx.db('destination_rules').where({ account_id: acct.id }).delete();
+    assert.ok(t.sink.speechSeconds() >= 1, `the call went on and was heard: ${t.sink.speechSeconds()} s`);
+    await t.ctx.db('destination_rules').where({ account_id: t.acct.id }).delete();
   });
 });

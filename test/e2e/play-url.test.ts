@@ -5,32 +5,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { rms, readWav } from '../../media/index.js';
-import {
-  carrierCallsDid,
-  AccountServer,
-  RtpSink,
-  addCarrier,
-  api,
-  createAccountWithDid,
-  startTestSwitch,
-  type SippRun,
-  type TestAccount,
-  allocateSwitchPorts,
-} from './harness.js';
-import { nextPort } from '../support/ports.js';
-
-const PORTS = allocateSwitchPorts();
-const CARRIER = nextPort(); // takes outbound legs
-const SINK = nextPort();
-const CALLER = nextPort(); // SIPp delivering inbound calls
-
-/** Seconds of 20 ms frames at speech level in 8 kHz samples (the measure RtpSink applies to what it hears). */
-function speechSecondsOf(samples: Int16Array, threshold = 300): number {
-  let loud = 0;
-  for (let i = 0; i + 160 <= samples.length; i += 160) if (rms(samples, i, i + 160) > threshold) loud++;
-  return loud * 0.02;
-}
+import { readWav } from '../../media/index.js';
+import { api, speechSecondsOf } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 
 /**
  * Issue 22, item 1 "done when": a verb document Plays a URL ending in .m3u (a playlist served as audio/x-mpegurl by
@@ -42,26 +19,20 @@ function speechSecondsOf(samples: Int16Array, threshold = 300): number {
 describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing, and the call goes on', function () {
   this.timeout(60000);
   const DID = '+254711290001';
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
+  const t = useCarrierSwitch({
+    did: DID,
+    statusWebhook: false,
+    // The audio server is on loopback; the SSRF guard refuses that unless told (issue 22, engineer B).
+    env: { SIMU_WEBHOOK_ALLOW_PRIVATE: 'true' },
+  });
+  const { server } = t;
   let media: Server;
   let mediaBase: string;
-  let sink: RtpSink;
-  let sipp: SippRun | undefined;
   let dir: string;
   let marker: string;
   let secretSpeech: number;
 
   before(async () => {
-    ctx = await startTestSwitch({
-      ...PORTS,
-      // The audio server is on loopback; the SSRF guard refuses that unless told (issue 22, engineer B).
-      env: { SIMU_WEBHOOK_ALLOW_PRIVATE: 'true' },
-    });
-    await server.listen();
-    acct = await createAccountWithDid(ctx.db, DID);
-    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-e2e-play-url-'));
     marker = path.join(dir, `pwned-${process.pid}`);
     // Another tenant's recording, on this machine: several seconds of speech the caller must not hear.
@@ -91,35 +62,20 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
     mediaBase = `http://127.0.0.1:${(media.address() as AddressInfo).port}`;
   });
 
-  beforeEach(async () => {
-    sink = await new RtpSink().bind(SINK);
-  });
-
-  afterEach(() => {
-    sipp?.kill();
-    sink.close();
-  });
-
-  after(async () => {
-    sipp?.kill();
+  after(() => {
     media?.closeAllConnections();
     media?.close();
-    await server.close();
-    await ctx?.sw.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   async function callWithDocument(route: string, playUrl: string) {
     server.verbs(route, `<Response><Play>${playUrl}</Play><Say>The music is not available.</Say><Hangup/></Response>`);
-    await ctx
-      .db('numbers')
-      .where({ number: DID })
-      .update({ webhook_voice_inbound: server.url(route) });
-    sipp = carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK });
-    assert.equal(await sipp.exited, 0, sipp.output());
-    const call = (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+    await t.setInboundUrl(server.url(route));
+    t.sipp = t.carrierCalls();
+    assert.equal(await t.sipp.exited, 0, t.sipp.output());
+    const call = (await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
     assert.equal(call.status, 'completed');
-    const rows = await ctx.db('call_events').where({ call_id: call.uuid }).orderBy('created_at');
+    const rows = await t.ctx.db('call_events').where({ call_id: call.uuid }).orderBy('created_at');
     return rows.map((r) => ({ code: r.code as string, data: JSON.parse(r.data) }));
   }
 
@@ -132,7 +88,7 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
       events.some((e) => e.code.startsWith('TTS')),
       `the Say after the Play ran: ${codes}`,
     );
-    const heard = sink.speechSeconds();
+    const heard = t.sink.speechSeconds();
     assert.ok(heard >= 1, `the Say was heard: ${heard} s`);
     assert.ok(heard < secretSpeech * 0.8, `heard ${heard} s: not the ${secretSpeech} s private recording`);
   }
@@ -141,7 +97,7 @@ describe('e2e: <Play> of a playlist URL is refused, runs nothing, plays nothing,
     const url = `${mediaBase}/greeting.m3u`;
     const events = await callWithDocument('/greeting', url);
     assert.ok(!events.some((e) => e.code === 'PLAY.0404'), events.map((e) => e.code).join(','));
-    const heard = sink.speechSeconds();
+    const heard = t.sink.speechSeconds();
     assert.ok(heard >= secretSpeech * 0.8, `heard ${heard} s of the ${secretSpeech} s served`);
   });
 
