@@ -97,7 +97,7 @@ const ATTRIBUTE_HINTS: Readonly<Record<string, string>> = {
   'Gather@hints': 'a comma-separated list of words or phrases, at most 2048 characters',
   'Reject@reason': 'busy or rejected',
   'Response@customPayload': 'a JSON object of at most 8192 characters',
-  Number: 'an E.164 number such as +254700000001',
+  Number: 'a phone number such as +254700000001 or 0700 000001',
   Extension: 'an extension number of 1 to 20 digits',
 };
 
@@ -321,9 +321,10 @@ function playSource(el: Element, line: number, problems: Problems): PlaySource |
   return url === undefined ? undefined : { kind: 'url', url };
 }
 
-const E164 = /^\+[1-9][0-9]{1,14}$/;
+/** A number as people write it (the XSD's DialledNumber); read into E.164 with the account's country when dialled. */
+const DIALLED = /^\+?[0-9][0-9 .()-]{1,31}$/;
 
-/** Dial takes exactly one target: its own text (an E.164 number), one <Number> or one <Extension>. */
+/** Dial takes exactly one target: its own text (a phone number), one <Number> or one <Extension>. */
 function dialTarget(el: Element, line: number, problems: Problems): DialTarget | undefined {
   const text = ownText(el);
   const children = el.childNodes().filter((n) => n.type() === 'element') as Element[];
@@ -340,8 +341,8 @@ function dialTarget(el: Element, line: number, problems: Problems): DialTarget |
     problems.add(line, 'Dial has no target; give an E.164 number as text, a <Number> or an <Extension>');
     return undefined;
   }
-  if (!E164.test(text)) {
-    problems.add(line, `Dial text '${text}' is not an E.164 number such as +254700000001`);
+  if (!DIALLED.test(text)) {
+    problems.add(line, `Dial text '${text}' is not a phone number such as +254700000001 or 0700 000001`);
     return undefined;
   }
   return { kind: 'number', number: text };

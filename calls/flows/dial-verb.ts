@@ -12,6 +12,7 @@ import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { ChildLeg } from '../child-leg.js';
 import { relayReinvites } from '../reinvite-relay.js';
 import { failureReason } from './originate.js';
+import { e164ForAccount } from './account-country.js';
 
 export const DIALLED_LEG = 'B';
 
@@ -47,6 +48,13 @@ export async function runDial(
     });
     return result;
   };
+  if (target.kind === 'number') {
+    // Numbers as people write them (issue 17, item 5): `0712 345 678` is read with the account's country; what is
+    // no number is not dialled (DIAL.0300 failed with the NUMBER_* reason) and the call goes on.
+    const read = await e164ForAccount(d, row.account_id, target.number);
+    if (!read.ok) return finish({ status: 'failed', durationSeconds: 0 }, read.code);
+    target = { kind: 'number', number: read.e164 };
+  }
   if (o.callerId !== undefined) {
     // Caller ID spoofing control: a Dial presents only an active number of the account. Anything else is not
     // dialled; DIAL.0300 says failed with reason CALLER_ID_NOT_OWNED and the call goes on.

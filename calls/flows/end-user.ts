@@ -7,7 +7,6 @@ import {
   findEndUserAnyAccount,
   findEndUserByExtension,
   getAccount,
-  getAccountSettings,
   insertCall,
   listOwnedNumbers,
   nowIso,
@@ -19,6 +18,7 @@ import type { FlowDeps } from './flow-deps.js';
 import { dialLeg, fromUser, mediaProfileFor } from './dial-leg.js';
 import { bridgePhone } from './phone-bridge.js';
 import { runEmergency } from './emergency.js';
+import { accountCountry } from './account-country.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { BridgedCall } from '../bridged-call.js';
@@ -131,8 +131,7 @@ async function readDialled(d: EndUserFlowDeps, accountId: string, user: string):
   } catch {
     return undefined;
   }
-  const account = await getAccountSettings(d.db, accountId);
-  const country = account.country ?? d.config.numbers?.defaultCountry ?? 'KE';
+  const country = await accountCountry(d, accountId);
   try {
     return classifyDialled(text, { country, emergencyNumbers: d.config.numbers?.emergencyNumbers });
   } catch (e) {

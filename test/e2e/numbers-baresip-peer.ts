@@ -25,7 +25,7 @@ const carrierTrunk = await addCarrier(ctx.db, CARRIER, 'a-carrier', ctx.sw, ['12
 const psapTrunk = await addCarrier(ctx.db, PSAP, 'b-psap', ctx.sw, ['127.0.0.3']);
 await insertRoute(ctx.db, { prefix: '', trunk_id: carrierTrunk.id, priority: 0, weight: 1, buy_rate_cents: 0 });
 await insertRoute(ctx.db, { prefix: 'emergency', trunk_id: psapTrunk.id, priority: 0, weight: 1, buy_rate_cents: 0 });
-server.verbs('/out', '<Response><Dial timeout="10" timeLimit="2"><Number>+254712345678</Number></Dial></Response>');
+server.verbs('/out', '<Response><Dial timeout="10" timeLimit="2"><Number>0712 345 678</Number></Dial></Response>');
 await ctx
   .db('accounts')
   .where({ id: acct.id })

@@ -220,10 +220,10 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
     ],
     ['Dial without target', '<Response><Dial/></Response>', 1, /Dial has no target/],
     [
-      'Dial text not E.164',
-      '<Response><Dial>0711000000</Dial></Response>',
+      'Dial text not a phone number (national forms are read when dialled: numbers/)',
+      '<Response><Dial>call-0711000000</Dial></Response>',
       1,
-      /Dial text '0711000000' is not an E.164 number/,
+      /Dial text 'call-0711000000' is not a phone number/,
     ],
     [
       'Dial text and child',
@@ -238,10 +238,10 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
       /Element 'Number': This element is not expected/,
     ],
     [
-      'Dial Number not E.164',
-      '<Response><Dial><Number>0711</Number></Dial></Response>',
+      'Dial Number not a phone number',
+      '<Response><Dial><Number>#0711</Number></Dial></Response>',
       1,
-      /Element 'Number'.*expected an E.164 number/,
+      /Element 'Number'.*expected a phone number/,
     ],
     [
       'Dial Client hints Extension',
