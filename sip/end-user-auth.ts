@@ -106,8 +106,8 @@ export class EndUserAuth {
     const who = { source: req.source?.address ?? '', account: aor.accountId ?? aor.realm, user: aor.extension };
     const locked = this.#gate?.isLockedOut(who) ?? false;
     // The same queries for unknown accounts, unknown users and locked users (docs/security.md, no enumeration).
-    const user = await this.#credentials.endUser(aor.accountId, aor.extension);
-    const rows = await this.#credentials.tokensOf(locked ? undefined : user);
+    const user = await this.#credentials.lookup(aor.accountId, aor.extension, locked);
+    const rows = user.tokens;
     const tries: Array<{ row: PhoneTokenRow | undefined; password: string | undefined }> = [];
     for (const row of rows) for (const c of await this.#credentials.candidates(row)) tries.push({ row, password: c });
     // Padded with the dummy secret (always 'wrong') to one token's worth of checks, so an unknown extension costs
@@ -119,13 +119,13 @@ export class EndUserAuth {
         req,
         withDummySecret(() => t.password),
       );
-      if (v.ok && t.row && user) {
+      if (v.ok && t.row && user.endUserId) {
         const row = t.row;
         if (!phoneTokenIsValid(row, new Date(this.#clock.now()))) {
           this.#reject(srv, row, row.revoked_at ? 'revoked' : 'expired', req.method);
           return { ok: false };
         }
-        if (!user.is_active) {
+        if (!user.isActive) {
           srv.send(403, 'Forbidden');
           return { ok: false };
         }

@@ -6,13 +6,7 @@
  * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
  */
 import { signPhoneToken } from './phone-token.js';
-import {
-  findEndUserByExtension,
-  recentPhoneTokens,
-  type Db,
-  type EndUserRow,
-  type PhoneTokenRow,
-} from '../store/index.js';
+import { phoneCredentials, type Db, type PhoneCredentials, type PhoneTokenRow } from '../store/index.js';
 
 /** How many of an end-user's most recent tokens a digest is tried against (revoked and expired ones included,
  * so a phone still using a revoked token is told 403 and AUTH.0401, not challenged for ever). */
@@ -60,20 +54,14 @@ export class PhoneCredentialStore {
   ) {}
 
   /**
-   * The end-user with this extension in this account, enabled or not (the caller refuses a disabled one only
-   * after its credentials proved right, so disabled and unknown users cannot be told apart). One indexed query,
-   * made for unknown accounts too.
+   * The end-user with this extension in this account, enabled or not (the caller refuses a disabled one only after
+   * its credentials proved right, so disabled and unknown users cannot be told apart), and its most recent tokens,
+   * newest first: one indexed query, the same for unknown accounts and unknown users. A locked-out user's tokens
+   * are read too (the same work) and dropped.
    */
-  async endUser(accountId: string | undefined, extension: string): Promise<EndUserRow | undefined> {
-    return findEndUserByExtension(this.db, accountId ?? '', extension);
-  }
-
-  /**
-   * The end-user's most recent tokens, newest first. Without a user (unknown, or locked out) the same query runs
-   * for no one, so the database work does not tell existing extensions apart.
-   */
-  async tokensOf(user: EndUserRow | undefined): Promise<PhoneTokenRow[]> {
-    return recentPhoneTokens(this.db, user?.account_id ?? '', user?.id ?? '', TOKENS_TRIED);
+  async lookup(accountId: string | undefined, extension: string, locked: boolean): Promise<PhoneCredentials> {
+    const c = await phoneCredentials(this.db, accountId ?? '', extension, TOKENS_TRIED);
+    return locked ? { ...c, tokens: [] } : c;
   }
 
   /** The JWT strings the token could be (see the file comment): the likelier first. */

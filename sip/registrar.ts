@@ -12,9 +12,7 @@ import { EventCodes, type EventCode } from '../events/index.js';
 import {
   liveRegistrations,
   pruneRegistrations,
-  replaceRegistrations,
   resetRegistrationStates,
-  setRegistrationState,
   unusablePhoneTokenIds,
   type Db,
   type RegistrationRow,
@@ -32,6 +30,7 @@ import {
 } from './stack/index.js';
 import { LocationService, type Binding } from './location.js';
 import { EndUserAuth, aorOf } from './end-user-auth.js';
+import { RegistrationWriter, type RegisteredUser } from './registration-writer.js';
 
 /** Where AUTH.0200 / AUTH.0401 go: the events room's EventPublisher fits. */
 export interface PhoneEventSink {
@@ -63,6 +62,11 @@ export interface RegistrarSettings {
    * REGISTER naming more contacts than this gets 403.
    */
   maxBindingsPerUser: number;
+  /**
+   * How long a refresh that only moves a binding's expiry may wait before it is written to the store, grouped
+   * with others (sip/registration-writer.ts); any other change is written at once.
+   */
+  refreshWriteDelayMs: number;
 }
 
 export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
@@ -73,6 +77,7 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   digestAlgorithms: ['MD5'],
   requireEncryption: false,
   maxBindingsPerUser: 10,
+  refreshWriteDelayMs: 1000,
 };
 
 export interface RegistrarOptions {
@@ -98,10 +103,9 @@ export class Registrar {
   readonly #auth: EndUserAuth;
   #sweepTimer?: TimerHandle;
   #closed = false;
-  /** Writes in flight, so close() and tests can wait for them. */
+  /** Events and checks in flight, so close() and tests can wait for them. */
   readonly #pending = new Set<Promise<unknown>>();
-  /** The last registration_state write queued per end-user. */
-  readonly #stateWrites = new Map<string, Promise<void>>();
+  readonly #writer: RegistrationWriter;
 
   constructor(opts: RegistrarOptions) {
     this.#db = opts.db;
@@ -110,6 +114,13 @@ export class Registrar {
     this.#clock = opts.clock ?? systemClock;
     this.location = opts.location ?? new LocationService({ clock: this.#clock });
     this.settings = { ...DEFAULT_REGISTRAR_SETTINGS, ...opts.settings };
+    this.#writer = new RegistrationWriter({
+      db: opts.db,
+      location: this.location,
+      clock: this.#clock,
+      logger: opts.logger,
+      refreshDelayMs: this.settings.refreshWriteDelayMs,
+    });
     this.#auth = new EndUserAuth({
       db: opts.db,
       secret: opts.secret,
@@ -143,17 +154,19 @@ export class Registrar {
     this.#scheduleSweep();
   }
 
-  /** Stops the sweep and waits for state writes in flight. Safe twice. */
+  /** Stops the sweep and writes what is pending (refreshes waiting to be grouped too). Safe twice. */
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#sweepTimer) this.#clock.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     await this.settled();
+    await this.#writer.close();
   }
 
-  /** Resolves when the store writes and events started so far are done. */
+  /** Resolves when the store writes (refreshes waiting to be grouped included) and events started so far are done. */
   async settled(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    await this.#writer.settled();
   }
 
   #scheduleSweep(): void {
@@ -230,6 +243,8 @@ export class Registrar {
     }
     const upserts: Binding[] = [];
     const removals: string[] = [];
+    // Whether only expiries move (a refresh of the same contacts from the same place): then the write can wait.
+    let onlyExpiries = true;
     for (const value of contacts) {
       const na = parseNameAddr(value);
       if (!na) return void srv.send(400, 'Bad Request');
@@ -251,6 +266,7 @@ export class Registrar {
         });
       }
       const src = req.source;
+      if (!sameReach(existing, now, src, id.tokenId)) onlyExpiries = false;
       upserts.push({
         accountId: id.accountId,
         endUserId: id.endUserId,
@@ -270,7 +286,8 @@ export class Registrar {
 
     const max = this.settings.maxBindingsPerUser;
     const change = this.location.apply(id.accountId, id.extension, upserts, removals, max);
-    if (change.current.length > 0) this.#syncState(id, new Date(now).toISOString());
+    const urgent = !onlyExpiries || removals.length > 0 || change.added.length > 0 || change.removed.length > 0;
+    if (change.current.length > 0) this.#syncState(id, new Date(now).toISOString(), urgent);
     else if (change.removed.length > 0) this.#syncState(id);
     // AUTH.0200 once per new binding, not on each refresh: a phone refreshing every few minutes would
     // otherwise flood the account's status callbacks (docs/softphones.md).
@@ -305,55 +322,15 @@ export class Registrar {
     );
   }
 
-  /**
-   * Writes the end-user's registration_state as the location service has it when the write runs, one write at a
-   * time per end-user: a sweep's 'unregistered' and a new REGISTER's 'registered' can then never land out of order
-   * (a PostgreSQL pool would otherwise run them on two connections).
-   */
-  #syncState(u: { endUserId: string; accountId: string; extension: string }, registeredAt?: string): void {
-    const previous = this.#stateWrites.get(u.endUserId) ?? Promise.resolve();
-    const next = previous.then(async () => {
-      const state = this.location.isRegistered(u.accountId, u.extension) ? 'registered' : 'unregistered';
-      // UDP bindings are kept across restarts (store/registrations.ts); stream ones die with their connection.
-      const kept = this.location
-        .lookup(u.accountId, u.extension)
-        .filter((b) => b.transport === 'UDP' && b.endUserId === u.endUserId)
-        .map(rowOf);
-      try {
-        await setRegistrationState(this.#db, u.endUserId, state, registeredAt);
-        await replaceRegistrations(this.#db, u.endUserId, kept);
-      } catch (err) {
-        this.#log.warn({ err, endUserId: u.endUserId }, 'registration state not written');
-      }
-    });
-    this.#stateWrites.set(u.endUserId, next);
-    void next.finally(() => {
-      if (this.#stateWrites.get(u.endUserId) === next) this.#stateWrites.delete(u.endUserId);
-    });
-    this.#track(next);
+  /** The end-user's registration changed: written at once, or grouped with others if `urgent` is false. */
+  #syncState(u: RegisteredUser, registeredAt?: string, urgent = true): void {
+    this.#writer.mark(u, { registeredAt, urgent });
   }
 
   #track(p: Promise<unknown>): void {
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
   }
-}
-
-function rowOf(b: Binding): RegistrationRow {
-  return {
-    end_user_id: b.endUserId,
-    contact: b.contact,
-    account_id: b.accountId,
-    extension: b.extension,
-    source_address: b.sourceAddress,
-    source_port: b.sourcePort,
-    flow_id: b.flowId,
-    token_id: b.tokenId,
-    call_id: b.callId,
-    cseq: b.cseq,
-    registered_at: b.registeredAt,
-    expires_at: b.expiresAt,
-  };
 }
 
 function bindingOf(r: RegistrationRow): Binding {
@@ -372,6 +349,19 @@ function bindingOf(r: RegistrationRow): Binding {
     callId: r.call_id,
     cseq: r.cseq,
   };
+}
+
+/** Whether a live binding is reached where the REGISTER came from, with the same token (only its expiry moves). */
+function sameReach(b: Binding | undefined, now: number, src: SipRequest['source'], tokenId: string): boolean {
+  return (
+    b !== undefined &&
+    b.expiresAt > now &&
+    b.tokenId === tokenId &&
+    b.transport === (src?.transport ?? 'UDP') &&
+    b.sourceAddress === (src?.address ?? '') &&
+    b.sourcePort === (src?.port ?? 0) &&
+    b.flowId === (src?.flowId ?? '')
+  );
 }
 
 function parseExpires(v: string | undefined | null): number | undefined {

@@ -5,7 +5,11 @@ import {
   insertAccount,
   insertEndUser,
   insertPhoneToken,
+  phoneCredentials,
   recentPhoneTokens,
+  liveRegistrations,
+  writeRegistrations,
+  type RegistrationRow,
   resetRegistrationStates,
   setRegistrationState,
   updateEndUser,
@@ -75,6 +79,99 @@ for (const kind of BOTH_DBS) {
       assert.equal(rows[0].issued_at, 1700000002, 'a number on both stores (bigint is a string from pg)');
       assert.equal(rows[0].max_concurrent, 2);
       assert.deepEqual(await recentPhoneTokens(db, '', '', 2), []);
+    });
+
+    it('reads an end-user and its recent tokens in one query; unknown extensions and accounts alike', async () => {
+      const a = await insertAccount(db, 'Creds');
+      const u = await insertEndUser(db, a.id, 'c@example.com', 'C');
+      const none = await insertEndUser(db, a.id, 'n@example.com', 'N');
+      await updateEndUser(db, a.id, none.id, { is_active: false });
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const t = await insertPhoneToken(db, {
+          account_id: a.id,
+          end_user_id: u.id,
+          extension_number: u.extension_number,
+          max_concurrent: 3,
+          expires_at: '2999-01-01T00:00:00.000Z',
+          issued_at: 1700000000 + i,
+        });
+        ids.push(t.id);
+        await new Promise((r) => setTimeout(r, 5)); // distinct created_at
+      }
+      const c = await phoneCredentials(db, a.id, u.extension_number, 2);
+      assert.equal(c.endUserId, u.id);
+      assert.equal(c.isActive, true);
+      assert.deepEqual(
+        c.tokens.map((t) => [t.id, t.end_user_id, t.max_concurrent, t.issued_at]),
+        [
+          [ids[2], u.id, 3, 1700000002],
+          [ids[1], u.id, 3, 1700000001],
+        ],
+      );
+      assert.deepEqual(await phoneCredentials(db, a.id, none.extension_number, 2), {
+        endUserId: none.id,
+        isActive: false,
+        tokens: [],
+      });
+      const unknown = { endUserId: undefined, isActive: false, tokens: [] };
+      assert.deepEqual(await phoneCredentials(db, a.id, '9999', 2), unknown);
+      assert.deepEqual(await phoneCredentials(db, '', u.extension_number, 2), unknown);
+    });
+
+    it('writes many end-users registrations in one go: states, times, kept rows replaced', async () => {
+      const a = await insertAccount(db, 'Writes');
+      const users = [];
+      for (let i = 0; i < 75; i++) users.push(await insertEndUser(db, a.id, `w${i}@example.com`, `W${i}`));
+      const far = Date.now() + 3600_000;
+      const row = (id: string, contact: string): RegistrationRow => ({
+        end_user_id: id,
+        contact,
+        account_id: a.id,
+        extension: '1001',
+        source_address: '127.0.0.1',
+        source_port: 5060,
+        flow_id: 'udp:127.0.0.1:5060',
+        token_id: 't',
+        call_id: 'c',
+        cseq: 1,
+        registered_at: 1,
+        expires_at: far,
+      });
+      // 73 registered (64 + 8 + 1 in chunks), one with two contacts; one registered without a new time; one gone.
+      const at = (i: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString();
+      const writes = users.slice(0, 73).map((u, i) => ({
+        endUserId: u.id,
+        state: 'registered' as const,
+        lastRegisteredAt: at(i),
+        rows: i === 0 ? [row(u.id, 'sip:a@x'), row(u.id, 'sip:b@x')] : [row(u.id, 'sip:a@x')],
+      }));
+      await setRegistrationState(db, users[73].id, 'registered', at(99));
+      await setRegistrationState(db, users[74].id, 'registered', at(98));
+      await writeRegistrations(db, [
+        ...writes,
+        { endUserId: users[73].id, state: 'registered', rows: [row(users[73].id, 'sip:a@x')] },
+        { endUserId: users[74].id, state: 'unregistered', rows: [] },
+      ]);
+      const got = await db('end_users').where({ account_id: a.id }).orderBy('email');
+      const byId = new Map(got.map((r: any) => [r.id, r]));
+      users.slice(0, 73).forEach((u, i) => {
+        assert.deepEqual([byId.get(u.id).registration_state, byId.get(u.id).last_registered_at], ['registered', at(i)]);
+      });
+      assert.deepEqual(
+        [byId.get(users[73].id).registration_state, byId.get(users[73].id).last_registered_at],
+        ['registered', at(99)],
+      );
+      assert.equal(byId.get(users[74].id).registration_state, 'unregistered');
+      const live = (await liveRegistrations(db, Date.now())).filter((r) => r.account_id === a.id);
+      assert.equal(live.length, 0, 'token t does not exist: liveRegistrations joins tokens');
+      assert.equal((await db('registrations').where({ account_id: a.id })).length, 75);
+      // Written again with fewer contacts: the old rows are replaced, not added to.
+      await writeRegistrations(db, [{ ...writes[0]!, rows: [row(users[0].id, 'sip:b@x')] }]);
+      assert.deepEqual(
+        (await db('registrations').where({ end_user_id: users[0].id })).map((r: any) => r.contact),
+        ['sip:b@x'],
+      );
     });
   });
 }

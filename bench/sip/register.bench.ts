@@ -1,0 +1,323 @@
+/**
+ * Registrations through the whole switch, measured from outside: N end-users with phone tokens (minted as
+ * POST /api/phone-tokens/mint does) register with SIPp, digest with the token's short form as password: REGISTER,
+ * 401 challenge, REGISTER with Authorization, 200. The switch runs in this process on SQLite (its CPU is this
+ * process's, less a little for the bench's own bookkeeping), SIPp is a child.
+ *
+ * Per step: offered rate, registrations, done (200), failed, REGISTER->401 and whole registration (first REGISTER ->
+ * 200) p50/p99 from SIPp's own timers, switch CPU ms per registration, event-loop delay p99, SQL statements per
+ * registration; beside it the Kamailio registrar figure at that rate from ../shared/bench-anchors (run_03).
+ *
+ *   npx tsx bench/sip/register.bench.ts [rates=500,1000,2000,3000] [seconds=10] [users=2000] [mode=refresh|new]
+ *
+ * mode refresh (the anchor's workload): each phone registers the same contact again, with a new Call-ID each time.
+ * mode new: every registration names a contact not seen before (a binding change each time: the worst case).
+ * Flood bans are raised for the bench: every phone here is 127.0.0.1 (real phones come from their own addresses).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import inspector from 'node:inspector';
+import os from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { startTestSwitch } from '../../test/e2e/harness.js';
+import { loadServerSecret } from '../../cli/first-run.js';
+import { insertAccount, insertEndUser, insertPhoneToken, type Db } from '../../store/index.js';
+import { signPhoneToken } from '../../sip/index.js';
+import { shortPassword } from '../../sip/registrar-credentials.js';
+
+const RATES = (process.argv[2] ?? '500,1000,2000,3000').split(',').map(Number);
+const SECONDS = Number(process.argv[3] ?? 10);
+const USERS = Number(process.argv[4] ?? 2000);
+const MODE = process.argv[5] === 'new' ? 'new' : 'refresh';
+const ACCOUNTS = Math.max(1, Math.ceil(USERS / 200));
+const TOP = Number(process.env.SQL_TOP ?? 12);
+const PORTS = { http: 22680, sip: 22665, ng: 22628, dtmf: 22629, rtpMin: 31000, rtpMax: 31099, phones: 22661 };
+const ANCHORS =
+  process.env.SIMU_BENCH_ANCHORS ?? path.resolve(import.meta.dirname, '..', '..', '..', 'shared', 'bench-anchors');
+
+const ctx = await startTestSwitch({
+  ...PORTS,
+  env: { SIMU_SIP_FLOOD_MAX_REQUESTS: '1000000', SIMU_SIP_FLOOD_WINDOW_SECONDS: '1' },
+});
+const dir = mkdtempSync(path.join(os.tmpdir(), 'register-bench-'));
+const csv = path.join(dir, 'phones.csv');
+const made = Date.now();
+writeFileSync(csv, await makePhones(ctx.db, loadServerSecret(ctx.config.dataDir)));
+console.error(`${USERS} end-users with phone tokens in ${ACCOUNTS} accounts, ${Date.now() - made} ms`);
+const scenario = path.join(dir, 'register.xml');
+writeFileSync(scenario, scenarioXml(MODE));
+
+let statements = 0;
+const bySql = new Map<string, number>();
+ctx.db.on('query', (q: { sql: string }) => {
+  statements++;
+  const shape = q.sql
+    .replace(/\s+/g, ' ')
+    .replace(/\(\?(, \?)*\)/g, '(?)')
+    .slice(0, 110);
+  bySql.set(shape, (bySql.get(shape) ?? 0) + 1);
+});
+const loop = monitorEventLoopDelay({ resolution: 5 });
+loop.enable();
+
+const anchors = kamailioAnchors();
+const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
+const rows: string[] = [];
+for (const rate of RATES) rows.push(await step(rate));
+const profile = await profiler?.();
+
+console.log(
+  `\nregister bench: ${USERS} phones in ${ACCOUNTS} accounts, mode ${MODE}, SQLite, ${SECONDS} s per step, ` +
+    `${os.cpus().length}-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
+);
+console.log(
+  'flow: SIPp REGISTER -> 401 (digest challenge) -> REGISTER + Authorization (MD5, token short form) -> 200\n',
+);
+console.log(
+  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg | loop delay p99 ms | SQL/reg | Kamailio at this rate (anchor) |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) console.log(r);
+console.log(`\nKamailio registrar anchor (${path.join(ANCHORS, 'results', '03_registrar_c1.txt')}):`);
+for (const a of anchors.values()) console.log(`  ${a.line}`);
+const regs = RATES.reduce((n, r) => n + r * SECONDS, 0);
+console.log(`\nSQL statements by shape, per registration (all steps, ${regs}), the ${TOP} most frequent:\n`);
+console.log('| per reg | statement |');
+console.log('|---|---|');
+for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+  console.log(`| ${(n / regs).toFixed(3)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
+if (profile) printProfile(profile, process.env.BENCH_PROFILE!);
+await ctx.sw.stop();
+process.exit(0);
+
+async function step(rate: number): Promise<string> {
+  const count = rate * SECONDS;
+  const out = mkdtempSync(path.join(dir, `r${rate}-`));
+  const cpu0 = process.cpuUsage();
+  const sql0 = statements;
+  loop.reset();
+  const phones = spawn(
+    'sipp',
+    [
+      `127.0.0.1:${PORTS.sip}`,
+      '-sf',
+      scenario,
+      '-inf',
+      csv,
+      '-i',
+      '127.0.0.1',
+      '-p',
+      String(PORTS.phones),
+      '-r',
+      String(rate),
+      '-m',
+      String(count),
+      '-l',
+      String(rate * 5),
+      '-recv_timeout',
+      '5000',
+      '-timeout',
+      `${SECONDS + 60}s`,
+      '-nostdin',
+      '-trace_rtt',
+      '-rtt_freq',
+      '1',
+      '-trace_stat',
+      '-fd',
+      '1',
+      '-trace_err',
+      ...(process.env.SIPP_TRACE ? ['-trace_msg'] : []),
+    ],
+    { cwd: out, stdio: 'ignore' },
+  );
+  await exited(phones, SECONDS * 1000 + 70_000);
+  await quiet(); // the switch's writes that the last registrations started
+  const cpu = process.cpuUsage(cpu0);
+  const sql = statements - sql0;
+  const loopP99 = loop.percentile(99) / 1e6;
+
+  const stat = lastCsvRow(out);
+  const done = Number(stat.get('SuccessfulCall(C)') ?? 0);
+  const failed = Number(stat.get('FailedCall(C)') ?? 0);
+  const rtt = rttOf(out);
+  const q = (xs: number[], p: number) =>
+    xs.length === 0
+      ? '-'
+      : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
+  const per = Math.max(1, done);
+  const switchMs = (cpu.user + cpu.system) / 1000 / per;
+  const a = anchors.get(rate);
+  const anchor = a ? `${a.failed} failed, p50/p99 ${a.p50}/${a.p99} ms` : '-';
+  const pct = ((100 * failed) / Math.max(1, count)).toFixed(2);
+  return `| ${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} | ${loopP99.toFixed(1)} | ${(sql / per).toFixed(2)} | ${anchor} |`;
+}
+
+/** The end-users and their tokens, as the API creates them; returns SIPp's injection file (extension, domain, auth). */
+async function makePhones(db: Db, secret: string): Promise<string> {
+  const lines = ['SEQUENTIAL'];
+  const perAccount = Math.ceil(USERS / ACCOUNTS);
+  for (let a = 0; a < ACCOUNTS; a++) {
+    const account = await insertAccount(db, `bench-${a}`);
+    for (let i = 0; i < perAccount && a * perAccount + i < USERS; i++) {
+      const user = await insertEndUser(db, account.id, `phone-${a}-${i}@bench.test`, `Phone ${i}`);
+      const issuedAt = Math.floor(Date.now() / 1000);
+      const expiresAt = issuedAt + 86_400;
+      const row = await insertPhoneToken(db, {
+        account_id: account.id,
+        end_user_id: user.id,
+        extension_number: user.extension_number,
+        max_concurrent: 1,
+        expires_at: new Date(expiresAt * 1000).toISOString(),
+        issued_at: issuedAt,
+      });
+      const claims = {
+        tokenId: row.id,
+        accountId: account.id,
+        endUserId: user.id,
+        extension: user.extension_number,
+        maxConcurrent: row.max_concurrent,
+        expiresAt,
+      };
+      const password = shortPassword(await signPhoneToken(secret, claims, issuedAt));
+      const ext = user.extension_number;
+      lines.push(`${ext};${account.id}.sip.bench;[authentication username=${ext} password=${password}]`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * One SIPp call = one registration. Timer 1: REGISTER -> 401; timer 2: first REGISTER -> 200 (the whole
+ * registration, as the anchor's RTD 2). field0 = extension, field1 = account (the domain), field2 = credentials.
+ */
+function scenarioXml(mode: 'refresh' | 'new'): string {
+  const contact = `<sip:[field0]@[local_ip]:[local_port]${mode === 'new' ? ';line=[call_number]' : ''}>`;
+  const register = (cseq: number, auth: string) => `
+      REGISTER sip:[field1] SIP/2.0
+      Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+      From: <sip:[field0]@[field1]>;tag=[pid]reg[call_number]
+      To: <sip:[field0]@[field1]>
+      Call-ID: [call_id]
+      CSeq: ${cseq} REGISTER
+      Contact: ${contact}${auth}
+      Max-Forwards: 70
+      Expires: 3600
+      User-Agent: simu-register-bench
+      Content-Length: 0
+`;
+  return `<?xml version="1.0" encoding="ISO-8859-1" ?>
+<scenario name="register with digest (bench)">
+  <send retrans="500"><![CDATA[
+${register(1, '')}
+    ]]></send>
+  <recv response="401" auth="true" rtd="1"/>
+  <send retrans="500"><![CDATA[
+${register(2, '\n      [field2]')}
+    ]]></send>
+  <recv response="200" rtd="2"/>
+</scenario>
+`;
+}
+
+/** Waits until no statement has run for 300 ms (at most 15 s). */
+async function quiet(): Promise<void> {
+  const until = Date.now() + 15_000;
+  let last = -1;
+  while (Date.now() < until && statements !== last) {
+    last = statements;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+function exited(proc: ChildProcess, timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** SIPp's -trace_stat file: the last row, by column name. */
+function lastCsvRow(out: string): Map<string, string> {
+  const file = readdirSync(out).find((f) => f.endsWith('.csv') && !f.includes('_rtt') && !f.includes('counts'));
+  if (!file) return new Map();
+  const lines = readFileSync(path.join(out, file), 'utf8').trim().split('\n');
+  const head = lines[0]!.split(';');
+  const last = lines[lines.length - 1]!.split(';');
+  return new Map(head.map((h, i) => [h, last[i] ?? '']));
+}
+
+/** -trace_rtt: "Date_ms;response_time_ms;rtd_no" rows, by timer. */
+function rttOf(out: string): Record<number, number[]> {
+  const res: Record<number, number[]> = { 1: [], 2: [] };
+  for (const f of readdirSync(out).filter((n) => n.endsWith('_rtt.csv'))) {
+    for (const line of readFileSync(path.join(out, f), 'utf8').split('\n').slice(1)) {
+      const cols = line.split(';');
+      const ms = Number(cols[1]);
+      const rtd = Number(cols[2]);
+      if (Number.isFinite(ms) && (rtd === 1 || rtd === 2)) res[rtd]!.push(ms);
+    }
+  }
+  return res;
+}
+
+/** CPU profile of the steps only (not the set-up): node's inspector, in this process. */
+async function startProfile(): Promise<() => Promise<Profile>> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) =>
+      session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))),
+    );
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 200 });
+  await post('Profiler.start');
+  return async () => (await post('Profiler.stop')).profile as Profile;
+}
+
+interface Profile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Writes the profile and prints the frames with the most self time, as a share of the busy (non-idle) time. */
+function printProfile(p: Profile, file: string): void {
+  writeFileSync(file, JSON.stringify(p));
+  const frame = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+  const self = new Map<string, number>();
+  p.samples.forEach((id, i) => {
+    const f = frame.get(id)!;
+    const where = f.url.replace(/^.*\/(node_modules|work\/main)\//, '$1/').replace(/^work\/main\//, '');
+    const key = `${f.functionName || '(anonymous)'} ${where}${where ? ':' + (f.lineNumber + 1) : ''}`;
+    self.set(key, (self.get(key) ?? 0) + (p.timeDeltas[i] ?? 0));
+  });
+  const idle = self.get('(idle) ') ?? 0;
+  const busy = [...self.values()].reduce((a, b) => a + b, 0) - idle;
+  console.log(`\nCPU profile of the steps (${file}): busy ${(busy / 1000).toFixed(0)} ms; top frames by self time:\n`);
+  console.log('| self % of busy | frame |');
+  console.log('|---|---|');
+  for (const [k, v] of [...self]
+    .filter(([k]) => k !== '(idle) ')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 20))
+    console.log(`| ${((100 * v) / busy).toFixed(1)} | \`${k}\` |`);
+}
+
+/** The anchor's registrar lines by rate: `registrar c=1 r=4000 ... failed=0 (0.000%) ... rt_ms_p50/p95/p99/max=0/4/8/520`. */
+function kamailioAnchors(): Map<number, { line: string; failed: string; p50: string; p99: string }> {
+  const file = path.join(ANCHORS, 'results', '03_registrar_c1.txt');
+  const out = new Map<number, { line: string; failed: string; p50: string; p99: string }>();
+  if (!existsSync(file)) return out;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const r = /\br=(\d+)/.exec(line);
+    const f = /failed=(\d+ \([\d.]+%\))/.exec(line);
+    const t = /rt_ms_p50\/p95\/p99\/max=(\d+)\/\d+\/(\d+)\//.exec(line);
+    if (r && f && t)
+      out.set(Number(r[1]), { line: line.trim().replace(/\s+/g, ' '), failed: f[1]!, p50: t[1]!, p99: t[2]! });
+  }
+  return out;
+}

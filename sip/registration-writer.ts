@@ -1,0 +1,160 @@
+/**
+ * The registrar's writes to the store: each end-user's `registration_state` and `last_registered_at`, and its
+ * kept UDP registrations (restored after a restart, store/registrations.ts), as the location service has them when
+ * the write runs. Writes are grouped: every end-user marked while a write is in flight goes into the next one, one
+ * transaction for all of them (group commit), and only one write runs at a time, so a sweep's 'unregistered' and a
+ * REGISTER's 'registered' can never land out of order.
+ *
+ * A change of where a phone is reached (a new or removed contact, another source address, port, flow or token, a
+ * state change) is written at once. A refresh that only moves a binding's expiry (the same contact from the same
+ * place, the common REGISTER) waits up to `refreshDelayMs` and is written with the others: a crash loses at most
+ * that much of refreshes, whose bindings then come back with the expiry they had before (still live: a phone
+ * refreshes before its binding expires). close() and settled() write everything pending.
+ */
+import type { Logger } from '../config/index.js';
+import { writeRegistrations, type Db, type RegistrationRow, type RegistrationWrite } from '../store/index.js';
+import type { Clock, TimerHandle } from './stack/index.js';
+import type { Binding, LocationService } from './location.js';
+
+export interface RegisteredUser {
+  accountId: string;
+  extension: string;
+  endUserId: string;
+}
+
+export interface RegistrationWriterOptions {
+  db: Db;
+  location: LocationService;
+  clock: Clock;
+  logger: Logger;
+  /** How long a refresh that changed nothing but its expiry may wait before it is written. */
+  refreshDelayMs: number;
+}
+
+interface Pending {
+  user: RegisteredUser;
+  registeredAt?: string;
+}
+
+export class RegistrationWriter {
+  readonly #o: RegistrationWriterOptions;
+  readonly #dirty = new Map<string, Pending>();
+  #urgent = false;
+  #timer?: TimerHandle;
+  #immediate?: NodeJS.Immediate;
+  #flushing?: Promise<void>;
+
+  constructor(opts: RegistrationWriterOptions) {
+    this.#o = opts;
+  }
+
+  /**
+   * The end-user's registration changed; `registeredAt` when it registered (ISO-8601). `urgent` unless the change
+   * is a refresh that only moved expiries.
+   */
+  mark(user: RegisteredUser, opts: { registeredAt?: string; urgent: boolean }): void {
+    const prev = this.#dirty.get(user.endUserId);
+    this.#dirty.set(user.endUserId, { user, registeredAt: opts.registeredAt ?? prev?.registeredAt });
+    if (opts.urgent) this.#urgent = true;
+    this.#schedule();
+  }
+
+  /** Resolves when everything marked so far is written (or failed and was logged). */
+  async settled(): Promise<void> {
+    while (this.#flushing || this.#dirty.size > 0) {
+      if (this.#flushing) await this.#flushing;
+      else await this.#flush();
+    }
+  }
+
+  /** Writes what is pending and stops the timers. */
+  async close(): Promise<void> {
+    await this.settled();
+    this.#stopTimers();
+  }
+
+  #schedule(): void {
+    if (this.#flushing || this.#dirty.size === 0) return;
+    if (this.#urgent) {
+      // The next turn of the loop: the REGISTERs read in this one are written together.
+      this.#immediate ??= setImmediate(() => {
+        this.#immediate = undefined;
+        void this.#flush();
+      });
+    } else {
+      this.#timer ??= this.#o.clock.setTimeout(() => {
+        this.#timer = undefined;
+        void this.#flush();
+      }, this.#o.refreshDelayMs);
+    }
+  }
+
+  #stopTimers(): void {
+    if (this.#timer) this.#o.clock.clearTimeout(this.#timer);
+    if (this.#immediate) clearImmediate(this.#immediate);
+    this.#timer = undefined;
+    this.#immediate = undefined;
+  }
+
+  #flush(): Promise<void> {
+    if (this.#flushing) return this.#flushing;
+    this.#stopTimers();
+    const batch = [...this.#dirty.values()];
+    this.#dirty.clear();
+    this.#urgent = false;
+    if (batch.length === 0) return Promise.resolve();
+    this.#flushing = this.#write(batch).finally(() => {
+      this.#flushing = undefined;
+      this.#schedule();
+    });
+    return this.#flushing;
+  }
+
+  async #write(batch: Pending[]): Promise<void> {
+    // The state as the location service has it now, not as it was when marked.
+    const writes = batch.map((p) => this.#writeOf(p));
+    try {
+      await writeRegistrations(this.#o.db, writes);
+    } catch (err) {
+      if (writes.length === 1) {
+        this.#o.logger.warn({ err, endUserId: writes[0]!.endUserId }, 'registration state not written');
+        return;
+      }
+      // One bad end-user must not keep the others from being written: each alone, failures logged.
+      for (const w of writes) {
+        await writeRegistrations(this.#o.db, [w]).catch((e: unknown) =>
+          this.#o.logger.warn({ err: e, endUserId: w.endUserId }, 'registration state not written'),
+        );
+      }
+    }
+  }
+
+  #writeOf(p: Pending): RegistrationWrite {
+    const { accountId, extension, endUserId } = p.user;
+    const live = this.#o.location.lookup(accountId, extension);
+    return {
+      endUserId,
+      state: live.length > 0 ? 'registered' : 'unregistered',
+      lastRegisteredAt: live.length > 0 ? p.registeredAt : undefined,
+      // UDP bindings are kept across restarts; stream ones die with their connection.
+      rows: live.filter((b) => b.transport === 'UDP' && b.endUserId === endUserId).map(rowOf),
+    };
+  }
+}
+
+function rowOf(b: Binding): RegistrationRow {
+  return {
+    end_user_id: b.endUserId,
+    contact: b.contact,
+    account_id: b.accountId,
+    extension: b.extension,
+    source_address: b.sourceAddress,
+    source_port: b.sourcePort,
+    flow_id: b.flowId,
+    token_id: b.tokenId,
+    call_id: b.callId,
+    cseq: b.cseq,
+    registered_at: b.registeredAt,
+    expires_at: b.expiresAt,
+  };
+}
