@@ -120,7 +120,8 @@ export class UpstreamRegistrations extends TypedEmitter<{ change: [RegistrationC
     }
     if (b.stopped) return;
     if (res && res.status >= 200 && res.status < 300) {
-      const granted = grantedSeconds(res, b.token) ?? b.trunk.register_expires;
+      // Bounded: a registrar's huge grant must not overflow the timer (2^31 ms fires at once, a REGISTER loop).
+      const granted = Math.min(86_400, grantedSeconds(res, b.token) ?? b.trunk.register_expires);
       b.failures = 0;
       this.#set(b, 'registered', { seconds: granted, status: res.status });
       this.#after(b, Math.max(1, Math.floor(granted / 2)));
