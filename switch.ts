@@ -56,7 +56,7 @@ export class Switch {
   /** Starts every room; resolves to the start-up banner. */
   async start(): Promise<string> {
     const { config } = this;
-    const db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    const db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, groupCommit: true });
     this.#db = db;
     this.#closers.push(() => db.destroy());
     await migrate(db);

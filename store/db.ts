@@ -2,6 +2,10 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
+import { tuneConnection, type GroupCommitStats } from './sqlite-connection.js';
+import { roomLogger } from '../kit/index.js';
+
+const log = roomLogger('store');
 
 export type Db = Knex;
 /** An open transaction: every store function that takes a Db takes one, and then runs inside it. */
@@ -13,6 +17,12 @@ export interface DbOptions {
   dataDir: string;
   /** SQLite file name inside dataDir (tests use their own). */
   sqliteFile?: string;
+  /**
+   * SQLite: writes outside transactions share one commit per turn of the event loop (store/sqlite-connection.ts).
+   * For the switch, the one writer of its process; off for short-lived tools and for several connections writing
+   * one file from one process (a connection holding its batch would make the other wait on a loop it blocks).
+   */
+  groupCommit?: boolean;
 }
 
 export function isPostgres(db: Db): boolean {
@@ -27,7 +37,8 @@ export function isPostgres(db: Db): boolean {
  * the libuv thread pool and back per statement (node-sqlite3), which cost the carrier path about a third of its
  * CPU per call (bench/calls/carrier.bench.ts). Statements are prepared once per distinct SQL text and reused.
  * Reads that may be slow (the calls list, search) go to the read pool (store/read-pool.ts), which stays on
- * node-sqlite3 so that they run off the event loop.
+ * node-sqlite3 so that they run off the event loop. Writes outside transactions share one commit per turn of
+ * the event loop (group commit, store/sqlite-connection.ts).
  */
 export function openDb(opts: DbOptions): Db {
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
@@ -35,7 +46,8 @@ export function openDb(opts: DbOptions): Db {
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const filename = path.join(opts.dataDir, opts.sqliteFile ?? 'simu.db');
-  return knexFactory({
+  let stats: GroupCommitStats | undefined;
+  const db = knexFactory({
     client: 'better-sqlite3',
     connection: { filename },
     useNullAsDefault: true,
@@ -48,7 +60,9 @@ export function openDb(opts: DbOptions): Db {
           conn.pragma('busy_timeout = 5000');
           conn.pragma('foreign_keys = ON');
           conn.pragma('synchronous = NORMAL');
-          cachePreparedStatements(conn);
+          stats = tuneConnection(conn, opts.groupCommit === true, (err) =>
+            log.error({ err }, 'store: a group commit failed; its writes are lost'),
+          );
           done(null, conn);
         } catch (err) {
           done(err as Error, conn);
@@ -56,32 +70,15 @@ export function openDb(opts: DbOptions): Db {
       },
     },
   });
+  commitStats.set(db, () => stats);
+  return db;
 }
 
-/** Distinct SQL texts kept prepared; the hot path uses a few dozen, so the bound only matters for odd workloads. */
-const PREPARED_CACHE_SIZE = 500;
+const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
 
-/**
- * knex's better-sqlite3 client prepares every statement anew; this keeps prepared statements by SQL text (knex
- * builds the same text for the same query shape, values are bound). A statement is reusable once it has run,
- * which on this synchronous driver is before prepare() is called again. Schema changes (migrations) invalidate
- * prepared statements, so the cache is emptied whenever a statement that is not a read or a plain write runs.
- */
-function cachePreparedStatements(conn: { prepare: (sql: string) => unknown }): void {
-  const prepare = conn.prepare.bind(conn);
-  const cache = new Map<string, unknown>();
-  conn.prepare = (sql: string) => {
-    let st = cache.get(sql);
-    if (st !== undefined) return st;
-    st = prepare(sql);
-    if (!/^\s*(select|insert|update|delete|with)\b/i.test(sql)) {
-      cache.clear();
-      return st;
-    }
-    if (cache.size >= PREPARED_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-    cache.set(sql, st);
-    return st;
-  };
+/** The SQLite group commit's counters (store/sqlite-connection.ts); undefined for PostgreSQL. */
+export function groupCommitStats(db: Db): GroupCommitStats | undefined {
+  return commitStats.get(db)?.();
 }
 
 /**

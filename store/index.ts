@@ -1,4 +1,14 @@
-export { openDb, migrate, pingDb, isPostgres, inTransaction, type Db, type Tx, type DbOptions } from './db.js';
+export {
+  openDb,
+  migrate,
+  pingDb,
+  isPostgres,
+  inTransaction,
+  groupCommitStats,
+  type Db,
+  type Tx,
+  type DbOptions,
+} from './db.js';
 // The bans table, as one namespace: sip/security wraps it with address checks under the same names (addBan ...).
 export * as bansTable from './bans.js';
 export { newId, nowIso, sha256Hex, randomToken, newCallSid } from './ids.js';
