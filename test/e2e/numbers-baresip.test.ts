@@ -5,15 +5,12 @@
  * numbers-baresip-peer.ts, inside the namespace.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { namespacePeersUsable, runNamespacePeer } from '../support/netns-peer.js';
 
 const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'numbers-baresip-peer.ts');
-const usable =
-  process.getuid?.() === 0 &&
-  spawnSync('which', ['baresip']).status === 0 &&
-  spawnSync('which', ['unshare']).status === 0;
 
 interface Cdr {
   direction: string;
@@ -36,66 +33,41 @@ interface Report {
   };
 }
 
-function runPeer(children: Set<ChildProcess>): Promise<Report> {
-  const script = [
-    'set -e',
-    'ip link set lo up',
-    'ip link add v0 type veth peer name v1',
-    'ip addr add 10.77.0.1/24 dev v0; ip addr add 10.77.0.2/24 dev v1',
-    'ip link set v0 up; ip link set v1 up',
-    `exec node --import tsx ${PEER}`,
-  ].join('\n');
-  const child = spawn('unshare', ['-n', 'bash', '-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d) => (out += String(d)));
-  child.stderr!.on('data', (d) => (err += String(d)));
-  return new Promise((resolve, reject) =>
-    child.on('exit', () => {
-      children.delete(child);
-      const line = out.trim().split('\n').at(-1) ?? '';
-      try {
-        resolve(JSON.parse(line) as Report);
-      } catch {
-        reject(new Error(`peer printed no report: ${out.slice(-1000)} ${err.slice(-2000)}`));
-      }
-    }),
-  );
-}
+(namespacePeersUsable ? describe : describe.skip)(
+  'e2e: numbers and emergency calls from baresip (network namespace)',
+  function () {
+    this.timeout(120000);
+    const children = new Set<ChildProcess>();
+    let r: Report;
+    before(async () => {
+      r = await runNamespacePeer<Report>(PEER, {}, children);
+    });
+    after(() => {
+      for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+    });
 
-(usable ? describe : describe.skip)('e2e: numbers and emergency calls from baresip (network namespace)', function () {
-  this.timeout(120000);
-  const children = new Set<ChildProcess>();
-  let r: Report;
-  before(async () => {
-    r = await runPeer(children);
-  });
-  after(() => {
-    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
-  });
+    it('0712345678 from the phone reaches the webhook and the carrier as +254712345678', () => {
+      assert.equal(r.national.webhookTo, '+254712345678', r.national.log);
+      assert.equal(r.national.carrierInvites.length, 1, r.national.log);
+      assert.match(r.national.carrierInvites[0].ruri, /^sip:\+254712345678@/);
+      assert.equal(r.national.cdr?.to_number, '+254712345678');
+    });
 
-  it('0712345678 from the phone reaches the webhook and the carrier as +254712345678', () => {
-    assert.equal(r.national.webhookTo, '+254712345678', r.national.log);
-    assert.equal(r.national.carrierInvites.length, 1, r.national.log);
-    assert.match(r.national.carrierInvites[0].ruri, /^sip:\+254712345678@/);
-    assert.equal(r.national.cdr?.to_number, '+254712345678');
-  });
+    it('with a zero balance the same number is refused (BILL.0402) and no carrier sees it', () => {
+      assert.equal(r.refused.cdr?.status, 'failed', r.refused.log);
+      assert.equal(r.refused.cdr?.reason_code, 'BILL.0402');
+      assert.equal(r.refused.carrierInvites.length, 0);
+    });
 
-  it('with a zero balance the same number is refused (BILL.0402) and no carrier sees it', () => {
-    assert.equal(r.refused.cdr?.status, 'failed', r.refused.log);
-    assert.equal(r.refused.cdr?.reason_code, 'BILL.0402');
-    assert.equal(r.refused.carrierInvites.length, 0);
-  });
-
-  it('112 with a zero balance reaches the emergency route with the DID as caller, flagged and not billed', () => {
-    assert.equal(r.emergency.psapInvites.length, 1, r.emergency.log);
-    assert.match(r.emergency.psapInvites[0].ruri, /^sip:112@/);
-    assert.match(r.emergency.psapInvites[0].from, /sip:\+254700000451@/);
-    assert.equal(r.emergency.cdr?.to_number, '112');
-    assert.ok(r.emergency.cdr?.emergency, 'the CDR carries the emergency flag');
-    assert.equal(r.emergency.cdr?.status, 'completed', JSON.stringify(r.emergency.cdr));
-    assert.ok(r.emergency.events.includes('ROUTE.0100'), r.emergency.events.join(','));
-    assert.equal(r.emergency.wallet, 0, 'nothing billed');
-  });
-});
+    it('112 with a zero balance reaches the emergency route with the DID as caller, flagged and not billed', () => {
+      assert.equal(r.emergency.psapInvites.length, 1, r.emergency.log);
+      assert.match(r.emergency.psapInvites[0].ruri, /^sip:112@/);
+      assert.match(r.emergency.psapInvites[0].from, /sip:\+254700000451@/);
+      assert.equal(r.emergency.cdr?.to_number, '112');
+      assert.ok(r.emergency.cdr?.emergency, 'the CDR carries the emergency flag');
+      assert.equal(r.emergency.cdr?.status, 'completed', JSON.stringify(r.emergency.cdr));
+      assert.ok(r.emergency.events.includes('ROUTE.0100'), r.emergency.events.join(','));
+      assert.equal(r.emergency.wallet, 0, 'nothing billed');
+    });
+  },
+);

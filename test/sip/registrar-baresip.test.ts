@@ -4,17 +4,14 @@
  * network namespace (registrar-baresip-peer.ts, /work/shared/TESTING-WITH-PEERS.md); the peer prints a JSON line.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { namespacePeersUsable as usable, runNamespacePeer } from '../support/netns-peer.js';
 
 const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'registrar-baresip-peer.ts');
-const usable =
-  process.getuid?.() === 0 &&
-  spawnSync('which', ['baresip']).status === 0 &&
-  spawnSync('which', ['unshare']).status === 0;
 
 interface PeerReport {
   registered: boolean;
@@ -28,34 +25,7 @@ interface PeerReport {
 
 function runPeer(port: number, algorithms: string, children: Set<ChildProcess>): Promise<PeerReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-baresip-'));
-  const script = [
-    'set -e',
-    'ip link set lo up',
-    'ip link add v0 type veth peer name v1',
-    'ip addr add 10.77.0.1/24 dev v0; ip addr add 10.77.0.2/24 dev v1',
-    'ip link set v0 up; ip link set v1 up',
-    `exec node --import tsx ${PEER}`,
-  ].join('\n');
-  const child = spawn('unshare', ['-n', 'bash', '-c', script], {
-    env: { ...process.env, REG_PORT: String(port), REG_DIR: dir, REG_ALGS: algorithms },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d) => (out += String(d)));
-  child.stderr!.on('data', (d) => (err += String(d)));
-  return new Promise((resolve, reject) =>
-    child.on('exit', () => {
-      children.delete(child);
-      const line = out.trim().split('\n').at(-1) ?? '';
-      try {
-        resolve(JSON.parse(line) as PeerReport);
-      } catch {
-        reject(new Error(`peer printed no report: ${out.slice(-500)} ${err.slice(-1000)}`));
-      }
-    }),
-  );
+  return runNamespacePeer<PeerReport>(PEER, { REG_PORT: String(port), REG_DIR: dir, REG_ALGS: algorithms }, children);
 }
 
 (usable ? describe : describe.skip)('sip/registrar with baresip as the phone (network namespace)', function () {

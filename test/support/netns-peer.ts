@@ -1,0 +1,48 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+
+/** Whether a test may run baresip in a network namespace here (root, baresip and unshare installed). */
+export const namespacePeersUsable =
+  process.getuid?.() === 0 &&
+  spawnSync('which', ['baresip']).status === 0 &&
+  spawnSync('which', ['unshare']).status === 0;
+
+/**
+ * Runs the TypeScript `peer` inside a private network namespace with lo up and a veth pair v0 (10.77.0.1) / v1
+ * (10.77.0.2): baresip will not start on `lo` alone (/work/shared/TESTING-WITH-PEERS.md). The peer prints its
+ * report as the last line of stdout, parsed as JSON. The child is kept in `children` while it runs (to be killed
+ * by PID in an after hook).
+ */
+export function runNamespacePeer<T>(
+  peer: string,
+  env: Record<string, string>,
+  children: Set<ChildProcess>,
+): Promise<T> {
+  const script = [
+    'set -e',
+    'ip link set lo up',
+    'ip link add v0 type veth peer name v1',
+    'ip addr add 10.77.0.1/24 dev v0; ip addr add 10.77.0.2/24 dev v1',
+    'ip link set v0 up; ip link set v1 up',
+    `exec node --import tsx ${peer}`,
+  ].join('\n');
+  const child = spawn('unshare', ['-n', 'bash', '-c', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.stderr!.on('data', (d) => (err += String(d)));
+  return new Promise((resolve, reject) =>
+    child.on('exit', () => {
+      children.delete(child);
+      const line = out.trim().split('\n').at(-1) ?? '';
+      try {
+        resolve(JSON.parse(line) as T);
+      } catch {
+        reject(new Error(`peer printed no report: ${out.slice(-1000)} ${err.slice(-2000)}`));
+      }
+    }),
+  );
+}
