@@ -5,7 +5,8 @@
  *
  *   npx tsx bench/media/media-bench.ts [--steps 50,100,200,300] [--ivr-steps 50,100,200] [--seconds 10]
  *
- * Ports: ng 22350, rtpengine RTP 40000-44999, our sockets 45000-45999 (the media room's ranges).
+ * Ports from test/support/ports.ts, below the kernel's ephemeral range and apart from any test run on the box: the
+ * ng port and our sockets from this process's block, rtpengine's RTP ports a whole extra block (500 bridged calls).
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import {
 } from '../../media/index.js';
 import { newSupervisor, quietLogger, tempDir } from '../../test/media/helpers.js';
 import { tone } from '../../test/media/rtp-peer.js';
+import { extraBlock, nextPort } from '../../test/support/ports.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i] ?? '', process.argv[i + 1] ?? '');
@@ -28,11 +30,10 @@ const STEPS = (args.get('--steps') ?? '50,100,200,300').split(',').map(Number);
 const IVR_STEPS = (args.get('--ivr-steps') ?? '50,100,200').split(',').map(Number);
 const TICKS = 100; // USER_HZ on Linux
 
-let nextPort = 45000;
+/** A socket of ours on a port of this process's block (nextPort skips any port held right now). */
 async function openSocket(): Promise<Socket> {
   for (let attempt = 0; attempt < 1000; attempt += 1) {
-    const port = nextPort;
-    nextPort = nextPort >= 45999 ? 45000 : nextPort + 1;
+    const port = nextPort();
     const s = createSocket({ type: 'udp4', recvBufferSize: 1 << 18 });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -45,7 +46,7 @@ async function openSocket(): Promise<Socket> {
       s.close();
     }
   }
-  throw new Error('no free port left in 45000-45999');
+  throw new Error('no free port left in the test port block');
 }
 
 class Leg {
@@ -112,7 +113,8 @@ async function settle(count: () => number): Promise<void> {
 
 async function main(): Promise<void> {
   const data = tempDir('bench');
-  const supervisor = await newSupervisor(data.dir, { ngPort: 22350, portMin: 40000, portMax: 44999 });
+  const rtp = extraBlock();
+  const supervisor = await newSupervisor(data.dir, { ngPort: nextPort(), portMin: rtp.first, portMax: rtp.last });
   await supervisor.start();
   const pid = supervisor.pid ?? 0;
   const media = new MediaService({

@@ -5,9 +5,13 @@
 import { MediaEngines, MediaService } from '../../media/index.js';
 import { newSupervisor, quietLogger, tempDir } from '../../test/media/helpers.js';
 import { RtpPeer } from '../../test/media/rtp-peer.js';
+import { extraBlock } from '../../test/support/ports.js';
 
 const data = tempDir('probe');
-const supervisor = await newSupervisor(data.dir, { ngPort: 22351, portMin: 43000, portMax: 44999 });
+// ng from this process's test port block (test/support/ports.ts), rtpengine's RTP ports a whole extra block (100
+// IVR calls need more than the 400 newSupervisor takes by default): no fixed numbers in the ephemeral range.
+const rtp = extraBlock();
+const supervisor = await newSupervisor(data.dir, { portMin: rtp.first, portMax: rtp.last });
 await supervisor.start();
 const media = new MediaService({
   engines: new MediaEngines({ urls: [], local: supervisor }),

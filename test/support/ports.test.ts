@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { BLOCK, nextPort, nextPorts, portRange, testPortBlock } from './ports.js';
+import { BLOCK, extraBlock, nextPort, nextPorts, portRange, testPortBlock } from './ports.js';
 
 /** The block another mocha-like process claims (node with tsx, this module). */
 function blockOfChild(): number {
@@ -33,6 +33,18 @@ describe('test ports allocated per run', () => {
     writeFileSync(`/tmp/simu-test-ports-${free}.lock`, '2147483646'); // no such pid
     assert.equal(blockOfChild(), free);
     assert.notEqual(free, mine);
+  });
+
+  it("an extra block for a wide range is another whole block, locked with this pid, apart from the run's own", () => {
+    const mine = testPortBlock();
+    const extra = extraBlock();
+    assert.equal(extra.last - extra.first + 1, BLOCK);
+    assert.ok(
+      extra.last < mine.first || extra.first > mine.last,
+      `${extra.first}-${extra.last} apart from ${mine.first}`,
+    );
+    assert.equal(readFileSync(`/tmp/simu-test-ports-${extra.first}.lock`, 'utf8'), String(process.pid));
+    assert.notEqual(blockOfChild(), extra.first, 'another run does not get it');
   });
 
   it('hands out consecutive ports within the block and skips one some socket holds', async () => {
