@@ -138,6 +138,45 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
     assert.doesNotMatch(other.output(), /INVITE\s*-+>\s*[1-9]/, 'the second carrier never got an INVITE');
   });
 
+  it("a Dial <Number> leg fails over too: a 500 from the first trunk, answered by the second, attempts on the leg's CDR", async () => {
+    const [pFirst, pFail, pLeg] = [nextPort(), nextPort(), nextPort()];
+    const tFirst = await addCarrier(ctx.db, pFirst, 'cparent', ctx.sw);
+    const tFail = await addCarrier(ctx.db, pFail, 'cfail', ctx.sw);
+    const tLeg = await addCarrier(ctx.db, pLeg, 'cleg', ctx.sw);
+    await route('2507', tFirst, 0); // the originated call
+    await route('2609', tFail, 0); // the Dial's number: cfail first, then cleg
+    await route('2609', tLeg, 1);
+    server.verbs('/dial', '<Response><Dial timeLimit="1"><Number>+260977000001</Number></Dial><Hangup/></Response>');
+    const parent = carrier({ port: pFirst, sink: SINK });
+    const failing = carrier({ port: pFail, scenario: 'uas-500.xml' });
+    const leg = carrier({ port: pLeg, sink: SINK });
+    sipps.push(parent, failing, leg);
+    await Promise.all([waitForBound(pFirst), waitForBound(pFail), waitForBound(pLeg)]);
+    const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+      to: '+250788000001',
+      from: acct.did,
+      url: server.url('/dial'),
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const uuid = res.body.uuid as string;
+    await eventually(async () => (await callOf(uuid)).status === 'completed', 'the call completed', 30000);
+    assert.equal(await leg.exited, 0, leg.output());
+    assert.equal(await failing.exited, 0, failing.output());
+    const child = await ctx.db('calls').where({ parent_call_id: uuid }).first();
+    assert.equal(child.status, 'completed');
+    assert.deepEqual(
+      (await attempts(child.id)).map((a) => [a.trunk, a.status, a.failover]),
+      [
+        ['cfail', 500, true],
+        ['cleg', 200, false],
+      ],
+    );
+    assert.deepEqual(
+      (await attempts(uuid)).map((a) => a.trunk),
+      ['cparent'],
+    );
+  });
+
   it('a trunk whose OPTIONS go unanswered is marked down, skipped without delay, and comes back', async () => {
     const staff = new WebSocket(
       `${ctx.baseUrl.replace('http', 'ws')}/api/stream?token=${encodeURIComponent((await mintStaffStreamToken(ctx.db)).token)}`,
