@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
-import { probeStoreQueue } from '../../store/index.js';
+import { groupCommitStats, probeStoreQueue } from '../../store/index.js';
 
 const RATES = (process.argv[2] ?? '10,25,50').split(',').map(Number);
 const SECONDS = Number(process.argv[3] ?? 10);
@@ -65,9 +65,9 @@ console.log(
 );
 console.log('flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after 1 s\n');
 console.log(
-  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | store wait max ms | SQL/call |',
+  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | store wait max ms | SQL/call | group commits/call |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 const calls = RATES.reduce((n, r) => n + r * SECONDS, 0);
 console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the ${TOP} most frequent:\n`);
@@ -114,6 +114,7 @@ async function step(rate: number): Promise<string> {
   const cpu0 = process.cpuUsage();
   const rtp0 = rtpengineTicks();
   const sql0 = statements;
+  const commits0 = groupCommitStats(ctx.db)?.commits ?? 0;
   loop.reset();
   // The store's backlog as overload control sees it: the longest wait for a connection, sampled every 250 ms.
   const probe = probeStoreQueue(ctx.db);
@@ -152,6 +153,7 @@ async function step(rate: number): Promise<string> {
   const cpu = process.cpuUsage(cpu0);
   const rtpMs = ((rtpengineTicks() - rtp0) * 1000) / 100; // clock ticks of 10 ms
   const sql = statements - sql0;
+  const commitsDone = (groupCommitStats(ctx.db)?.commits ?? 0) - commits0;
   const loopP99 = loop.percentile(99) / 1e6;
   clearInterval(sampler);
   probe.close();
@@ -169,7 +171,7 @@ async function step(rate: number): Promise<string> {
       ? '-'
       : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
   const switchMs = (cpu.user + cpu.system) / 1000 / Math.max(1, completed);
-  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} |`;
+  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} | ${groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
 }
 
 function sipp(cwd: string, args: string[]): ChildProcess {
