@@ -322,6 +322,32 @@ describe('web: portal and softphone in headless Chromium', function () {
     });
   });
 
+  it('the keypad drives a Gather: 4 then 2, pressed during its prompt, reach the action as Digits', async () => {
+    hook.verbs(
+      '/outbound',
+      `<Response><Gather numDigits="2" timeout="10" action="${hook.url('/gathered')}">` +
+        '<Say>Please enter the two digit code of your branch, then wait while we look it up for you.</Say>' +
+        '</Gather></Response>',
+    );
+    hook.verbs('/gathered', '<Response><Hangup/></Response>');
+    const before = hook.requests.length;
+    await page.fill('[data-dial] input[name=to]', '+254722555001');
+    await page.click('[data-dial] button');
+    await page.waitForFunction(() => document.querySelector('[data-call]')?.textContent === 'connected', null, {
+      timeout: 20_000,
+    });
+    await page.waitForSelector('[data-keypad]:not([hidden])');
+    await new Promise((r) => setTimeout(r, 1000)); // the prompt is playing
+    await page.click('[data-key="4"]');
+    await new Promise((r) => setTimeout(r, 300));
+    await page.click('[data-key="2"]');
+    await hook.waitFor(() => hook.requests.slice(before).some((r) => r.url === '/gathered'), 10_000, 'the action');
+    assert.equal(hook.requests.slice(before).find((r) => r.url === '/gathered')!.json.Digits, '42');
+    await page.waitForFunction(() => /ended/.test(document.querySelector('[data-call]')?.textContent ?? ''), null, {
+      timeout: 10_000,
+    });
+  });
+
   it('the dashboard (open in a second tab during the call) showed the live events', async () => {
     assert.ok(dash, 'the dashboard tab was not opened');
     const text = (await dash.textContent('#events'))!;
