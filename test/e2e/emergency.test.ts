@@ -37,7 +37,8 @@ describe('e2e: emergency calls are never refused', function () {
   const work = mkdtempSync(path.join(os.tmpdir(), 'simu-emergency-'));
 
   before(async () => {
-    ctx = await startTestSwitch(PORTS);
+    // Overload control lets one new call a second through: the emergency call comes right after one that used it.
+    ctx = await startTestSwitch({ ...PORTS, env: { SIMU_PLATFORM_MAX_CPS: '1' } });
     acct = await createAccountWithDid(ctx.db, DID, 0);
     const first = await addCarrier(ctx.db, CARRIER, 'a-carrier', ctx.sw, ['127.0.0.2']);
     const psap = await addCarrier(ctx.db, PSAP, 'b-psap', ctx.sw, ['127.0.0.3']);
@@ -74,9 +75,7 @@ describe('e2e: emergency calls are never refused', function () {
     await ctx?.sw.stop();
   });
 
-  it('a PSTN number from the same phone is refused (suspended), 112 reaches the emergency route', async () => {
-    await assert.rejects(phone.call('0712345678'), (e: unknown) => e instanceof SipError && e.status === 403);
-
+  it('a PSTN number from the same phone is refused (suspended, then shed), 112 reaches the emergency route', async () => {
     const log = path.join(work, 'psap.log');
     const psap = carrier({
       port: PSAP,
@@ -85,6 +84,9 @@ describe('e2e: emergency calls are never refused', function () {
       extra: ['-d', '1000', '-trace_msg', '-message_file', log],
     });
     await waitForBound(PSAP);
+    await assert.rejects(phone.call('0712345678'), (e: unknown) => e instanceof SipError && e.status === 403);
+    // The platform's one call this second is used: the next ordinary call is shed, an emergency call is not.
+    await assert.rejects(phone.call('0712345678'), (e: unknown) => e instanceof SipError && e.status === 503);
     const dialog = await phone.call('112');
     await new Promise<void>((resolve) => dialog.once('bye', () => resolve()));
     assert.equal(await psap.exited, 0, psap.output());
