@@ -112,6 +112,14 @@ export async function configureNumber(
   return row ? normaliseNumber(row) : undefined;
 }
 
+/**
+ * findNumberByE164 through the per-process read cache (store/read-cache.ts): every inbound call looks its DID up.
+ * A number acquired, configured or released in this process applies at once; by another process within two seconds.
+ */
+export async function findNumberByE164Cached(db: Db, number: string): Promise<NumberRow | undefined> {
+  return cachedRead(db, 'numbers', `e164:${number}`, () => findNumberByE164(db, number));
+}
+
 /** findNumberOf through the per-process read cache (store/read-cache.ts): the call path's status-URL lookup. */
 export async function findNumberOfCached(db: Db, accountId: string, id: string): Promise<NumberRow | undefined> {
   return cachedRead(db, 'numbers', `${accountId}:${id}`, () => findNumberOf(db, accountId, id));

@@ -3,7 +3,7 @@ import { NumberFormatError, normalise } from '../../numbers/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import {
-  findNumberByE164,
+  findNumberByE164Cached,
   getAccountSettings,
   insertCall,
   nowIso,
@@ -69,7 +69,7 @@ export async function runInbound(
   const country = d.config.numbers?.defaultCountry ?? 'KE';
   const did = didFromRequest(req, country);
   const caller = callerFromRequest(req, country);
-  const number = await findNumberByE164(d.db, did);
+  const number = await findNumberByE164Cached(d.db, did);
   if (!number?.account_id || !number.is_active) {
     srv.send(404, 'Not Found');
     if (number?.account_id) {
