@@ -1,0 +1,279 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, constants, openSync, readdirSync, readlinkSync, writeSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rms } from '../g711.js';
+import { dictionaryWords, hintGrammar, openGrammar, sanitiseHints } from './hints.js';
+
+/**
+ * Speech input for Gather (issue 16, item 3): Debian's pocketsphinx with its US English model, no network. The
+ * decoding runs in child processes (`pocketsphinx_continuous`, spawned with an argument array, never a shell),
+ * so the event loop only copies audio; each is bounded in address space (prlimit) and in time, and killed when
+ * the recognition ends, is aborted or its call ends.
+ *
+ * Two things learnt on this box (pocketsphinx 5prealpha, en-us 16 kHz model, espeak-ng voices at 8 kHz):
+ * - Telephone audio has nothing above 4 kHz, where the model expects the energy of /s/ and /f/: upsampled with an
+ *   interpolating filter, "sales" and "support" were heard as "one"; upsampled by inserting zeros (the spectrum
+ *   of 0-4 kHz mirrored into 4-8 kHz, a crude bandwidth extension) 6 of 6 hint words were right for a woman's voice
+ *   and 5 of 6 for a man's.
+ * - pocketsphinx_continuous prints no usable confidence (posteriors are 1.0 under a grammar). The confidence here
+ *   is the agreement of two decoders on the same audio: the hints alone (what the caller said, forced to the
+ *   closest hint) and the hints beside everyday other words. Both give the same hint: 0.9; another hint: 0.5; an
+ *   other word or nothing: 0.2. A word outside the hints (espeak's "banana", "weather") went to other words.
+ */
+export interface SpeechModel {
+  /** The acoustic model directory. */
+  readonly hmm: string;
+  /** The pronouncing dictionary. */
+  readonly dict: string;
+  /** A language model for speech without hints. */
+  readonly lm: string;
+}
+
+/** Debian's pocketsphinx-en-us. */
+export const EN_US_MODEL: SpeechModel = {
+  hmm: '/usr/share/pocketsphinx/model/en-us/en-us',
+  dict: '/usr/share/pocketsphinx/model/en-us/cmudict-en-us.dict',
+  lm: '/usr/share/pocketsphinx/model/en-us/en-us.lm.bin',
+};
+
+export interface SpeechResult {
+  readonly transcript: string;
+  /** 0..1: how far the two decoders agree (see above). */
+  readonly confidence: number;
+}
+
+export interface RecognizerOptions {
+  readonly hints: readonly string[];
+  /** Longest audio listened to, seconds (1..60, default 15). */
+  readonly maxSeconds?: number;
+  readonly model?: SpeechModel;
+  /** Address-space limit of each decoder process (default 512 MiB). */
+  readonly memoryBytes?: number;
+  /** Called once when the audio first reaches speech level (barge-in on a prompt). */
+  readonly onSpeechStart?: () => void;
+}
+
+const run = promisify(execFile);
+const RATE = 16000;
+/** How long the second decoder may lag behind the first once the first has its answer. */
+const AGREEMENT_WAIT_MS = 1500;
+/** After the end of audio, how long the decoders get for their last utterance. */
+const DRAIN_MS = 3000;
+const SPEECH_RMS = 600;
+
+/**
+ * One `pocketsphinx_continuous` reading raw 16 kHz 16-bit audio from a FIFO we write: its first hypothesis, or
+ * null. Not its stdin: Node's stdio pipes are socket pairs, and `-infile /dev/stdin` cannot open a socket (it
+ * exits 1). We hold the FIFO open read-write and non-blocking, so neither our open nor a write ever blocks the
+ * event loop or a libuv thread: a write to a full FIFO (the decoder stuck, 2 s of audio behind) is dropped.
+ */
+class Decoder {
+  readonly #proc: ChildProcess;
+  readonly #fifo: string;
+  #fd: number | undefined;
+  #ending = false;
+  #exited = false;
+  readonly first: Promise<string | null>;
+
+  constructor(args: string[], fifo: string, memoryBytes: number) {
+    this.#fifo = fifo;
+    this.#fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+    this.#proc = spawn(
+      'prlimit',
+      [`--as=${memoryBytes}`, '--', 'pocketsphinx_continuous', ...args, '-infile', fifo, '-logfn', '/dev/null'],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    this.first = new Promise((resolve) => {
+      let text = '';
+      this.#proc.stdout!.on('data', (chunk: Buffer) => {
+        text = (text + chunk.toString('utf8')).slice(-4096);
+        const line = text
+          .split('\n')
+          .slice(0, -1)
+          .map((l) => l.trim())
+          .find((l) => l !== '');
+        if (line !== undefined) resolve(line);
+      });
+      this.#proc.once('exit', () => {
+        this.#exited = true;
+        this.#closeFifo();
+        resolve(null);
+      });
+      this.#proc.once('error', () => resolve(null));
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.#proc.pid;
+  }
+
+  /** Writes in pieces of at most PIPE_BUF (4096 bytes), each atomic: a dropped piece never splits a sample. */
+  write(pcm: Buffer): void {
+    if (this.#fd === undefined) return;
+    for (let at = 0; at < pcm.length; at += 4096) {
+      try {
+        writeSync(this.#fd, pcm, at, Math.min(4096, pcm.length - at));
+      } catch {
+        return; // EAGAIN: the decoder is behind; this audio is dropped
+      }
+    }
+  }
+
+  /**
+   * End of audio: the decoder reads EOF once our end of the FIFO is closed (we are its only writer), but only if it
+   * has opened the FIFO by then: closed before that, the audio would be lost and its open would wait forever. So
+   * the close waits, every 20 ms, until the decoder holds the FIFO (its /proc fd table; our own read-write end
+   * makes a non-blocking open succeed whoever else reads).
+   */
+  end(): void {
+    const fd = this.#fd;
+    if (fd === undefined || this.#ending) return;
+    this.#ending = true;
+    const tryClose = (): void => {
+      if (this.#fd === undefined) return;
+      if (this.#readerHasFifo() || this.#exited) return this.#closeFifo();
+      setTimeout(tryClose, 20).unref();
+    };
+    tryClose();
+  }
+
+  #readerHasFifo(): boolean {
+    try {
+      const dir = `/proc/${this.#proc.pid}/fd`;
+      return readdirSync(dir).some((fd) => {
+        try {
+          return readlinkSync(`${dir}/${fd}`) === this.#fifo;
+        } catch {
+          return false;
+        }
+      });
+    } catch {
+      return false;
+    }
+  }
+
+  #closeFifo(): void {
+    if (this.#fd === undefined) return;
+    closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+
+  kill(): void {
+    this.#closeFifo();
+    if (this.#proc.exitCode === null && this.#proc.signalCode === null) this.#proc.kill('SIGKILL');
+  }
+}
+
+/**
+ * One recognition: audio in (`push`, 8 or 16 kHz), one result out (`result`). Created with `open`; `close()` ends
+ * it at any time (the result is then null if nothing was recognised yet). Safe to close twice.
+ */
+export class SpeechRecognizer {
+  readonly result: Promise<SpeechResult | null>;
+  readonly #decoders: Decoder[];
+  readonly #hints: readonly string[];
+  readonly #dir: string;
+  readonly #maxSamples: number;
+  readonly #onSpeechStart: (() => void) | undefined;
+  readonly #timer: NodeJS.Timeout;
+  #samples = 0;
+  #spoke = false;
+  #ended = false;
+  #closed = false;
+
+  private constructor(dir: string, hints: readonly string[], decoders: Decoder[], o: RecognizerOptions) {
+    this.#dir = dir;
+    this.#hints = hints;
+    this.#decoders = decoders;
+    const maxSeconds = Math.min(60, Math.max(1, o.maxSeconds ?? 15));
+    this.#maxSamples = maxSeconds * RATE;
+    this.#onSpeechStart = o.onSpeechStart;
+    // Whatever the audio does, the decoders live at most maxSeconds plus the drain.
+    this.#timer = setTimeout(() => this.close(), maxSeconds * 1000 + DRAIN_MS);
+    this.result = this.#decide().finally(() => this.close());
+  }
+
+  /** Starts the decoders for `hints` (sanitised; none usable: the open language model). */
+  static async open(o: RecognizerOptions): Promise<SpeechRecognizer> {
+    const model = o.model ?? EN_US_MODEL;
+    const words = await dictionaryWords(model.dict);
+    const isWord = (w: string) => words.has(w);
+    const hints = sanitiseHints(o.hints, isWord);
+    const dir = await mkdtemp(join(tmpdir(), 'simu-speech-'));
+    const base = ['-hmm', model.hmm, '-dict', model.dict, '-samprate', String(RATE)];
+    const memory = o.memoryBytes ?? 512 * 1024 * 1024;
+    const searches: string[][] = [];
+    if (hints.length === 0) {
+      searches.push(['-lm', model.lm]);
+    } else {
+      await writeFile(join(dir, 'hints.gram'), hintGrammar(hints));
+      await writeFile(join(dir, 'open.gram'), openGrammar(hints, isWord));
+      searches.push(['-jsgf', join(dir, 'hints.gram')], ['-jsgf', join(dir, 'open.gram')]);
+    }
+    const decoders: Decoder[] = [];
+    for (const [i, search] of searches.entries()) {
+      const fifo = join(dir, `audio-${i}.fifo`);
+      await run('mkfifo', ['-m', '600', fifo]);
+      decoders.push(new Decoder([...base, ...search], fifo, memory));
+    }
+    return new SpeechRecognizer(dir, hints, decoders, o);
+  }
+
+  /** The decoder processes' ids (tests check they are gone after close). */
+  get pids(): number[] {
+    return this.#decoders.map((d) => d.pid).filter((p): p is number => p !== undefined);
+  }
+
+  /** Audio of the caller, 16-bit mono at 8 or 16 kHz; past maxSeconds it ends the audio. */
+  push(samples: Int16Array, rate: 8000 | 16000): void {
+    if (this.#ended) return;
+    if (!this.#spoke && samples.length > 0 && rms(samples, 0, samples.length) > SPEECH_RMS) {
+      this.#spoke = true;
+      this.#onSpeechStart?.();
+    }
+    const pcm = rate === 8000 ? foldUp(samples) : Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+    for (const d of this.#decoders) d.write(pcm);
+    this.#samples += pcm.length / 2;
+    if (this.#samples >= this.#maxSamples) this.end();
+  }
+
+  /** No more audio: the decoders finish their last utterance (bounded by the drain time). */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    for (const d of this.#decoders) d.end();
+  }
+
+  /** Kills the decoders and removes the grammar files. Safe twice. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#ended = true;
+    clearTimeout(this.#timer);
+    for (const d of this.#decoders) d.kill();
+    void rm(this.#dir, { recursive: true, force: true });
+  }
+
+  async #decide(): Promise<SpeechResult | null> {
+    const [forced, open] = this.#decoders;
+    const heard = await forced!.first;
+    if (heard === null) return null;
+    if (!open) return { transcript: heard, confidence: 0.5 };
+    const other = await Promise.race([open.first, new Promise<null>((r) => setTimeout(r, AGREEMENT_WAIT_MS))]);
+    const confidence = other === heard ? 0.9 : other !== null && this.#hints.includes(other) ? 0.5 : 0.2;
+    return { transcript: heard, confidence };
+  }
+}
+
+/**
+ * 8 kHz to 16 kHz by inserting a zero after each sample, with no interpolating filter: the 0-4 kHz spectrum is
+ * mirrored into 4-8 kHz, which gives the 16 kHz model energy where it expects fricatives (see above).
+ */
+export function foldUp(samples: Int16Array): Buffer {
+  const out = Buffer.alloc(samples.length * 4);
+  for (let i = 0; i < samples.length; i += 1) out.writeInt16LE(samples[i]!, i * 4);
+  return out;
+}
