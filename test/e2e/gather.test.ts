@@ -156,6 +156,29 @@ describe('e2e: Gather hears keys (RFC 4733, SIP INFO, in-band tones) and barges 
     assert.equal(got[0]!.json.Digits, '37');
   });
 
+  it('no input: the next verb runs after the timeout; with actionOnEmptyResult the action gets empty Digits', async () => {
+    server.verbs('/after', '<Response><Hangup/></Response>');
+    const doc = (attrs: string) =>
+      `<Response><Gather action="${server.url('/got')}" timeout="1"${attrs}><Say>Press a key.</Say></Gather>` +
+      `<Redirect>${server.url('/after')}</Redirect></Response>`;
+    await answerWith(doc(''));
+    let before = server.requests.length;
+    sipp = call('uac-inbound.xml'); // a caller that presses nothing
+    assert.equal(await sipp.exited, 0, sipp.output());
+    let urls = server.requests.slice(before).map((r) => r.url);
+    assert.ok(urls.includes('/after') && !urls.includes('/got'), urls.join());
+    const completed = server.requests.slice(before).find((r) => r.json?.code === 'GATHER.0200')!.json;
+    assert.deepEqual([completed.data.digits, completed.data.end], ['', 'timeout']);
+
+    await answerWith(doc(' actionOnEmptyResult="true"'));
+    before = server.requests.length;
+    sipp = call('uac-inbound.xml');
+    assert.equal(await sipp.exited, 0, sipp.output());
+    urls = server.requests.slice(before).map((r) => r.url);
+    assert.ok(!urls.includes('/after'), urls.join());
+    assert.equal(actions(before)[0]?.json.Digits, '');
+  });
+
   it('barge-in: the prompt stops reaching the caller within 200 ms of its first key; the Gather goes on listening', async () => {
     await answerWith(
       `<Response><Gather action="${server.url('/got')}" numDigits="4" timeout="2"><Say>${PROMPT}</Say></Gather></Response>`,
