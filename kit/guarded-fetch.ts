@@ -167,8 +167,7 @@ function exchange(
   return new Promise<Response>((resolve, reject) => {
     const outgoing = { ...headers };
     if (body !== undefined) outgoing['content-length'] = String(body.length);
-    // agent: false, one connection per exchange: a pooled socket would outlive the address check it was made for.
-    const req = send(url, { method, headers: outgoing, lookup, agent: false });
+    const req = send(url, { method, headers: outgoing, lookup, agent: agentFor(url, to) });
     const onAbort = () => req.destroy(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     req.on('error', (err) => {
@@ -202,6 +201,36 @@ function exchange(
     });
     req.end(body);
   });
+}
+
+/**
+ * Kept-alive connections, one pool per (scheme, checked address, port, host name): a request reuses a connection
+ * only to the very address its own resolution was just checked and pinned to, so a pooled socket can never carry a
+ * request past the policy (a name that now resolves elsewhere is checked again and gets another pool, or is
+ * refused). Saves a TCP (and TLS) handshake per call control request to a busy customer server. Bounded: at most
+ * MAX_POOLS pools (the least recently used is closed), MAX_SOCKETS connections each, idle ones closed after 4 s.
+ */
+const MAX_POOLS = 256;
+const MAX_SOCKETS = 64;
+const IDLE_MS = 4000;
+const pools = new Map<string, http.Agent>();
+
+function agentFor(url: URL, to: Pinned): http.Agent {
+  const key = `${url.protocol}//${to.address}:${url.port}/${url.hostname}`;
+  let agent = pools.get(key);
+  if (agent) {
+    pools.delete(key); // re-inserted last: the map's order is least recently used first
+  } else {
+    const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: 8, timeout: IDLE_MS };
+    agent = url.protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
+    if (pools.size >= MAX_POOLS) {
+      const [oldest, old] = pools.entries().next().value as [string, http.Agent];
+      pools.delete(oldest);
+      old.destroy();
+    }
+  }
+  pools.set(key, agent);
+  return agent;
 }
 
 function describe(err: unknown): string {

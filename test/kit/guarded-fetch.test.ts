@@ -6,16 +6,19 @@ import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../../kit/index
 /** A real HTTP server on `host`, answering with `handler`; counts the requests it got. */
 async function serve(host: string, handler: http.RequestListener) {
   let hits = 0;
+  let connections = 0;
   const server = http.createServer((req, res) => {
     hits++;
     handler(req, res);
   });
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: (path = '/') => `http://${host}:${port}${path}`,
     port,
     hits: () => hits,
+    connections: () => connections,
     close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
   };
 }
@@ -115,5 +118,17 @@ describe('kit: guarded fetch (issue 22, SSRF)', () => {
     const err = (await fetchOut(s.url(), { signal: AbortSignal.timeout(200) }).catch((e) => e)) as Error;
     assert.equal(err.name, 'TimeoutError');
     assert.ok(Date.now() - t0 < 2000);
+  });
+
+  it('keeps connections alive only to the address just checked: reused while allowed, never past a refusal', async () => {
+    const s = await serve('127.0.0.1', (_q, r) => r.end('ok'));
+    closers.push(s.close);
+    const open = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true }) });
+    for (let i = 0; i < 3; i++) assert.equal(await (await open(s.url(`/${i}`))).text(), 'ok');
+    assert.equal(s.connections(), 1, 'three requests over one kept-alive connection');
+    // The same URL under a policy that refuses the address: the pooled connection is not used.
+    const strict = createGuardedFetch({ policy: new UrlPolicy() });
+    assert.equal((await refusal(strict(s.url('/again')))).code, 'URL_FORBIDDEN');
+    assert.equal(s.hits(), 3);
   });
 });
