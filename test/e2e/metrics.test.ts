@@ -4,6 +4,8 @@ import { putSetting, sha256Hex } from '../../store/index.js';
 import {
   AccountServer,
   addCarrier,
+  api,
+  carrier,
   allocateSwitchPorts,
   carrierCallsDid,
   createAccountWithDid,
@@ -11,11 +13,12 @@ import {
   type TestAccount,
 } from './harness.js';
 import { nextPort } from '../support/ports.js';
-import { eventually } from '../support/wait.js';
+import { eventually, waitForBound } from '../support/wait.js';
 
 const PORTS = allocateSwitchPorts();
 const CALLER = nextPort();
 const SINK = nextPort();
+const CARRIER = nextPort();
 const DID = '+254711900001';
 const OFF_DID = '+254711900002'; // owned but inactive: refused with a failed CDR
 
@@ -49,7 +52,7 @@ describe('e2e: GET /metrics', function () {
       acquired_at: new Date().toISOString(),
       created_at: new Date().toISOString(),
     });
-    await addCarrier(ctx.db, nextPort(), 'carrier', ctx.sw);
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
     server.verbs('/in', '<Response><Pause length="1"/><Hangup/></Response>');
     await ctx
       .db('accounts')
@@ -135,5 +138,49 @@ describe('e2e: GET /metrics', function () {
     assert.ok(samples(text, 'simu_outbox_backlog').has(''));
     assert.ok(samples(text, 'simu_event_loop_delay_seconds').has('{quantile="0.99"}'));
     assert.equal(samples(text, 'simu_post_dial_delay_seconds_count').get('{direction="inbound"}'), 12);
+  });
+
+  it('per trunk: attempts, ASR and ACD of the outbound calls it carried, and the outbound post-dial delay', async () => {
+    const uas = carrier({
+      port: CARRIER,
+      sink: SINK,
+      calls: 2,
+      scenario: 'uas-answer-hangup.xml',
+      extra: ['-d', '1000'],
+    });
+    server.verbs('/out-long', '<Response><Pause length="5"/><Hangup/></Response>'); // the carrier hangs up first
+    await waitForBound(CARRIER);
+    for (let i = 0; i < 2; i++) {
+      const r = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+        to: '0712 345 678',
+        from: DID,
+        url: server.url('/out-long'),
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    assert.equal(await uas.exited, 0, uas.output());
+    await eventually(
+      async () => {
+        const live = await ctx.db('calls').whereIn('status', ['initiated', 'ringing', 'answered']).count({ n: '*' });
+        return Number(live[0].n) === 0;
+      },
+      'every CDR closed',
+      15000,
+    );
+    const outbound = await ctx.db('calls').where({ direction: 'outbound', status: 'completed' });
+    assert.equal(outbound.length, 2);
+    const text = await eventually(
+      async () => {
+        const t = await (await scrape(`Bearer ${token}`)).text();
+        return samples(t, 'simu_calls_total').get('{direction="outbound",status="completed"}') === 2 ? t : undefined;
+      },
+      'the outbound calls counted',
+      5000,
+    );
+    assert.equal(samples(text, 'simu_trunk_attempts_total').get('{trunk="carrier",outcome="answered"}'), 2);
+    assert.equal(samples(text, 'simu_trunk_asr_ratio').get('{trunk="carrier"}'), 1);
+    const talk = outbound.reduce((a, c) => a + Number(c.talk_seconds), 0);
+    assert.equal(samples(text, 'simu_trunk_acd_seconds').get('{trunk="carrier"}'), talk / 2, 'ACD = CDR talk / calls');
+    assert.equal(samples(text, 'simu_post_dial_delay_seconds_count').get('{direction="outbound"}'), 2);
   });
 });
