@@ -16,6 +16,7 @@ import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
+import { CallSpeech } from './call-speech.js';
 import { publishTrunkState } from './trunk-events.js';
 import { UrlPolicy } from '../kit/index.js';
 import type { InterpreterStart } from '../verbs/index.js';
@@ -50,11 +51,14 @@ export class SwitchCallEngine implements CallEngine {
   /** Where call-control, action and Redirect URLs may point (issue 22, SSRF; docs/security.md). */
   readonly #urlPolicy: UrlPolicy;
   readonly #assetStorage: MediaStorage;
+  /** Gather input="speech": pocketsphinx on the caller's audio (calls/call-speech.ts). */
+  readonly #speech: CallSpeech;
   #closed = false;
 
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
     this.#assetStorage = mediaStorageFor(deps.config);
+    this.#speech = new CallSpeech(deps.media);
     const { allowPrivate, allowNetworks } = deps.config.webhooks;
     this.#urlPolicy = new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] });
     this.#flow = {
@@ -119,6 +123,7 @@ export class SwitchCallEngine implements CallEngine {
           ),
         recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
         assetStorage: this.#assetStorage,
+        speech: this.#speech,
       },
       life,
     );

@@ -73,6 +73,13 @@ export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';
 export { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
 export { checkDigits, digitsDurationMs, DIGITS_PATTERN, MAX_DIGITS } from './digit-sender.js';
+export {
+  SpeechRecognizer,
+  EN_US_MODEL,
+  type SpeechModel,
+  type SpeechResult,
+  type RecognizerOptions,
+} from './speech/recognizer.js';
 export { EspeakTtsEngine, type TtsEngine, type TtsRequest, type TtsResult } from './tts.js';
 export { AudioFetcher, type FetchedAudio } from './audio-fetch.js';
 export { pcapToStereoWav, findCallPcaps } from './session-recording.js';

@@ -57,6 +57,8 @@ export class IvrEndpoint {
   #recording: ActiveRecording | undefined;
   #lastTimestamp: number | undefined;
   #packets = 0;
+  /** Who hears the caller's audio as it arrives (speech recognition, media/speech/). */
+  readonly #taps = new Set<(samples: Int16Array) => void>();
   /** Who hears the caller's keys (onKeys), and the tone detector for a leg without telephone-event. */
   #onKey: ((digit: string, source: 'rtp-event' | 'inband') => void) | undefined;
   #tones: DtmfDetector | undefined;
@@ -112,6 +114,13 @@ export class IvrEndpoint {
     });
   }
 
+  /** Hands each 20 ms of the caller's audio (8 kHz PCM) to `onAudio` until the returned function is called. */
+  tapAudio(onAudio: (samples: Int16Array) => void): () => void {
+    const tap = (samples: Int16Array): void => onAudio(samples);
+    this.#taps.add(tap);
+    return () => void this.#taps.delete(tap);
+  }
+
   /** Sends one RTP packet to rtpengine from this endpoint's own socket (false: not anchored or closed). */
   send(packet: Buffer): boolean {
     const to = this.#engineSide;
@@ -126,8 +135,9 @@ export class IvrEndpoint {
     if (!rtp || rtp.payloadType !== 0) return; // PCMU only
     this.#packets += 1;
     const rec = this.#recording;
-    if (!rec && !this.#tones) return;
+    if (!rec && !this.#tones && this.#taps.size === 0) return;
     const samples = decodeG711(rtp.payload, 0);
+    for (const tap of this.#taps) tap(samples);
     if (this.#tones) for (const k of this.#tones.push(samples)) this.#onKey?.(k.digit, 'inband');
     if (!rec) return;
     // Fill gaps (lost packets, DTX) from the RTP timestamp so the recording keeps real time, up to 1 s.

@@ -293,6 +293,11 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return this.#session(callId).sendDigits(legTag, digits, opts);
   }
 
+  /** The caller's audio of an IVR leg as it arrives (MediaSession.tapAudio); the returned function stops it. */
+  tapAudio(callId: string, legTag: string, onAudio: (samples: Int16Array) => void): () => void {
+    return this.#session(callId).tapAudio(legTag, onAudio);
+  }
+
   /** Start recording both directions of a bridged call (RecordSession). */
   async startSessionRecording(callId: string, legs: [string, string]): Promise<void> {
     return this.#session(callId).startRecording({ kind: 'bridge', legs });

@@ -246,6 +246,14 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     );
   }
 
+  /** The caller's audio of IVR leg `legTag` as it arrives (speech recognition); MEDIA_LEG_BRIDGED when not one. */
+  tapAudio(legTag: string, onAudio: (samples: Int16Array) => void): () => void {
+    this.#assertOpen();
+    const endpoint = this.#ivr.get(legTag);
+    if (!endpoint) throw new MediaError('MEDIA_LEG_BRIDGED', `leg ${legTag} is not answered by the platform now`);
+    return endpoint.tapAudio(onAudio);
+  }
+
   /** Record what an IVR leg says (Record verb): ends on silence, at max length, by the signal, or at close. */
   record(legTag: string, opts: LegRecordOptions = {}): Promise<RecordingResult> {
     const endpoint = this.#ivr.get(legTag);

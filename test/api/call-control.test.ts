@@ -54,7 +54,7 @@ describe('api: live call control (update, digits)', function () {
     const call = await liveCall(owner);
     const r = await update(call.id, { twiml: '<Response><Say>Moved</Say><Hangup/></Response>' });
     assert.equal(r.status, 200, r.text);
-    const to = h.engine.redirects.at(-1)!.to as { document: { verbs: Array<{ verb: string }> } };
+    const to = h.engine.redirects.at(-1)!.to as unknown as { document: { verbs: Array<{ verb: string }> } };
     assert.deepEqual(
       to.document.verbs.map((v) => v.verb),
       ['Say', 'Hangup'],
