@@ -57,7 +57,7 @@ describe('e2e: GET /metrics', function () {
     await ctx
       .db('accounts')
       .where({ id: acct.id })
-      .update({ webhook_voice_inbound: server.url('/in') });
+      .update({ webhook_voice_inbound: server.url('/in'), webhook_status: server.url('/status') });
     await putSetting(ctx.db, METRICS_TOKEN_SETTING, sha256Hex(token));
   });
 
@@ -182,5 +182,30 @@ describe('e2e: GET /metrics', function () {
     const talk = outbound.reduce((a, c) => a + Number(c.talk_seconds), 0);
     assert.equal(samples(text, 'simu_trunk_acd_seconds').get('{trunk="carrier"}'), talk / 2, 'ACD = CDR talk / calls');
     assert.equal(samples(text, 'simu_post_dial_delay_seconds_count').get('{direction="outbound"}'), 2);
+  });
+
+  it('status callbacks: the latency histogram counts every delivery, the backlog drains to 0', async () => {
+    await eventually(
+      async () => {
+        const t = await (await scrape(`Bearer ${token}`)).text();
+        const pending = await ctx.db('event_outbox').where({ state: 'pending' }).count({ n: '*' });
+        return samples(t, 'simu_outbox_backlog').get('') === 0 && Number(pending[0].n) === 0;
+      },
+      'the outbox to drain',
+      20000,
+    );
+    const delivered = Number((await ctx.db('event_outbox').where({ state: 'delivered' }).count({ n: '*' }))[0].n);
+    assert.ok(delivered > 0);
+    const text = await eventually(
+      async () => {
+        const t = await (await scrape(`Bearer ${token}`)).text();
+        const n = samples(t, 'simu_status_callback_latency_seconds_count').get('{outcome="delivered"}');
+        return n === delivered ? t : undefined;
+      },
+      `the histogram to count ${delivered} deliveries`,
+      5000,
+    );
+    const sum = samples(text, 'simu_status_callback_latency_seconds_sum').get('{outcome="delivered"}') ?? -1;
+    assert.ok(sum > 0 && sum < delivered * 30, `latency sum ${sum} s`);
   });
 });
