@@ -48,6 +48,7 @@ export async function runGather(deps: GatherRunDeps, options: GatherOptions): Pr
     if (promptsDone) restartTimer();
   };
   const unlisten = deps.listen(onDigit);
+  options.onListening?.();
   const onAbort = (): void => finish('stopped');
   options.signal.addEventListener('abort', onAbort, { once: true });
   if (options.signal.aborted) finish('stopped');

@@ -74,6 +74,8 @@ export interface GatherOptions {
    * must stop at once, and the rest are skipped.
    */
   readonly prompts: (bargeIn: AbortSignal) => Promise<void>;
+  /** Called once listening starts (after a ringing call is answered), before the prompts. */
+  readonly onListening?: () => void;
   readonly signal: AbortSignal;
 }
 

@@ -13,6 +13,7 @@ import {
   SCENARIOS,
   addCarrier,
   allocateSwitchPorts,
+  api,
   carrierCallsDid,
   createAccountWithDid,
   startTestSwitch,
@@ -107,6 +108,13 @@ describe('e2e: Gather hears keys (RFC 4733, SIP INFO, in-band tones) and barges 
     const completed = server.requests.slice(before).find((r) => r.json?.code === 'GATHER.0200')!.json;
     assert.equal(completed.data.digits, '12');
     assert.equal(completed.data.end, 'finish_key');
+    // The call was ringing when the Gather came: it answered it first, and listened from then on (event ids are
+    // UUIDv7, in emission order).
+    const last = (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+    const order = (await ctx.db('call_events').where({ call_id: last.uuid }).orderBy('id')).map(
+      (e: { code: string }) => e.code,
+    );
+    assert.ok(order.indexOf('CALL.0200') < order.indexOf('GATHER.0100'), order.join());
   });
 
   it('SIP INFO keys (application/dtmf-relay and application/dtmf) are answered 200 and reach the action', async () => {

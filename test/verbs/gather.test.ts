@@ -30,6 +30,7 @@ function fakeCall(o: { result?: GatherResult; ringing?: boolean; bargeAfter?: st
     pause: async (s) => void log.push(`pause:${s}`),
     gather: async (options) => {
       gathers.push(options);
+      options.onListening?.();
       await options.prompts(barge.signal);
       return o.result ?? { digits: '', end: 'timeout' };
     },

@@ -21,11 +21,6 @@ export class Gather extends VerbTaskBase {
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const v = this.verb;
     const input = [v.dtmf ? 'dtmf' : '', v.speech ? 'speech' : ''].filter((s) => s !== '').join(' ');
-    ctx.emit({
-      code: EventCodes.gatherStarted,
-      event: 'gather.started',
-      data: { input, ...(v.numDigits === undefined ? {} : { numDigits: v.numDigits }), timeout: v.timeout },
-    });
     const result = await ctx.gather({
       dtmf: v.dtmf,
       speech: v.speech,
@@ -34,6 +29,13 @@ export class Gather extends VerbTaskBase {
       timeoutSeconds: v.timeout,
       hints: v.hints,
       prompts: (bargeIn) => this.#playPrompts(ctx, AbortSignal.any([this.signal, bargeIn])),
+      // gather.started once it listens: after the answer (call.answered) on a call that was still ringing.
+      onListening: () =>
+        ctx.emit({
+          code: EventCodes.gatherStarted,
+          event: 'gather.started',
+          data: { input, ...(v.numDigits === undefined ? {} : { numDigits: v.numDigits }), timeout: v.timeout },
+        }),
       signal: this.signal,
     });
     ctx.emit({
