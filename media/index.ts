@@ -24,7 +24,7 @@
  *   media.stopPlayback(callSid, aTag);                                              // barge-in
  *   const rec = await media.record(callSid, aTag, { maxLengthSec, silenceTimeoutSec, signal }); // {path, durationSec, sizeBytes, reason}
  *   await media.startSessionRecording(callSid, [aTag, bTag]);  // RecordSession; stopSessionRecording(callSid) -> RecordingResult
- *   media.on('dtmf', ({ callId, legTag, digit, durationMs }) => ...);
+ *   media.on('dtmf', ({ callId, legTag, digit, durationMs, source }) => ...);   // source: undefined (rtpengine log), 'rtp-event', 'inband'
  *   const { sessionRecording } = await media.deleteSession(callSid);               // at hangup; safe twice
  *   // The same per call, as an object (mediasoup's shape): its close() cascades to IVR endpoints, playbacks and
  *   // the recorder, rejects requests still waiting on the engine (MEDIA_NO_SESSION), and is safe twice.
