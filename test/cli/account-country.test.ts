@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { getAccount, openDb, type Db } from '../../store/index.js';
+import { getAccount, getSetting, openDb, sha256Hex, type Db } from '../../store/index.js';
+import { METRICS_TOKEN_SETTING } from '../../api/index.js';
 import { simu } from '../support/cli.js';
 
-describe('simu account country', function () {
+describe('simu account country and metrics token', function () {
   this.timeout(30000);
   let db: Db;
   const saved = process.env.SIMU_DATA_DIR;
@@ -32,5 +33,16 @@ describe('simu account country', function () {
     assert.match(bad.stderr, /not a country code/);
     assert.equal((await simu('account', 'country', id, 'default')).code, 0);
     assert.equal((await getAccount(db, id)).country, null);
+  });
+
+  it('metrics token: a new bearer token each time, only its SHA-256 stored', async () => {
+    const first = await simu('metrics', 'token', '--json');
+    assert.equal(first.code, 0, first.stderr);
+    const { token } = JSON.parse(first.stdout);
+    assert.match(token, /^mt_[A-Za-z0-9_-]{32}$/);
+    assert.equal(await getSetting(db, METRICS_TOKEN_SETTING), sha256Hex(token));
+    const second = JSON.parse((await simu('metrics', 'token', '--json')).stdout).token;
+    assert.notEqual(second, token);
+    assert.equal(await getSetting(db, METRICS_TOKEN_SETTING), sha256Hex(second), 'the last one replaces the first');
   });
 });
