@@ -1,13 +1,8 @@
 import assert from 'node:assert/strict';
-import { roomLogger } from '../../config/index.js';
-import type { Dialog } from '../../sip/stack/index.js';
-import { insertAccount, insertCall, nowIso, type Db } from '../../store/index.js';
+import { insertAccount, type Db } from '../../store/index.js';
 import { parseVerbDocument } from '../../verbs/index.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
-import { LiveCall } from '../../calls/live-call.js';
-import { ManualClock } from '../../kit/index.js';
 import { sqliteDb } from '../support/db.js';
-import { FakeBilling, FakeDialog, FakeLeg, FakeMedia, fakeEvents, until, type Steps, CALL_EPOCH } from './fakes.js';
+import { inboundLiveCall, until } from './fakes.js';
 
 /**
  * REST call update on a live call (calls/call-redirect.ts through LiveCall.redirect): the running verb is
@@ -18,7 +13,6 @@ import { FakeBilling, FakeDialog, FakeLeg, FakeMedia, fakeEvents, until, type St
 describe('calls: a live call moved to new verbs (REST call update)', () => {
   let db: Db;
   let accountId: string;
-  const log = roomLogger('calls');
   const doc = (xml: string) => ({ document: parseVerbDocument(xml) });
 
   before(async () => {
@@ -27,44 +21,11 @@ describe('calls: a live call moved to new verbs (REST call update)', () => {
   });
   after(async () => db?.destroy());
 
+  /** An inbound call whose leg answers as soon as a verb needs the line. */
   async function answeredInbound() {
-    const steps: Steps = [];
-    const clock = new ManualClock(CALL_EPOCH);
-    const row = await insertCall(db, {
-      account_id: accountId,
-      direction: 'inbound',
-      from_number: '+254733000001',
-      to_number: '+254711000001',
-      status: 'ringing',
-      started_at: nowIso(new Date(clock.now())),
-    });
-    const events = fakeEvents(steps);
-    const media = new FakeMedia(steps);
-    const call = new LiveCall(
-      {
-        db,
-        media,
-        events,
-        log,
-        billing: new FakeBilling(steps),
-        clock,
-        webhookTimeoutMs: 1000,
-        recordingRetentionDays: 30,
-      },
-      new CallLifecycle({ db, events, log }, row),
-    );
-    const dialog = new FakeDialog(steps);
-    const leg = new FakeLeg(
-      steps,
-      () => call.isEnding,
-      async () => {
-        call.attachDialog(dialog as unknown as Dialog);
-        await call.answered();
-      },
-    );
-    leg.mediaReady.resolve();
-    call.answerWhenNeeded(leg);
-    return { steps, call, media };
+    const t = await inboundLiveCall(db, accountId);
+    t.leg.mediaReady.resolve();
+    return t;
   }
 
   it('a call in a 60 s Pause runs the new document at once; the rest of the old one never runs', async () => {

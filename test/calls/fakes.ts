@@ -4,6 +4,12 @@ import type { CallMedia } from '../../calls/call-media.js';
 import type { SipRefusal, UnansweredLeg } from '../../calls/unanswered-leg.js';
 import type { EventPublisher } from '../../events/index.js';
 import type { RecordingResult } from '../../media/index.js';
+import { roomLogger } from '../../config/index.js';
+import { CallLifecycle } from '../../calls/lifecycle.js';
+import { LiveCall } from '../../calls/live-call.js';
+import { ManualClock } from '../../kit/index.js';
+import type { Dialog } from '../../sip/stack/index.js';
+import { insertCall, nowIso, type Db } from '../../store/index.js';
 
 /** Stand-ins for the calls room's unit tests: each writes what it is asked into one shared, ordered log. */
 export type Steps = string[];
@@ -177,4 +183,41 @@ export async function until(done: () => boolean, what = 'condition'): Promise<vo
 export function subsequence(steps: Steps, want: string[]): string[] {
   let i = 0;
   return steps.filter((s) => (s === want[i] ? (i += 1) > 0 : false));
+}
+
+/**
+ * An inbound LiveCall still ringing, over the real lifecycle and store, with every other part a stand-in logging to
+ * one `steps` list; its leg answers as calls/flows/uas-leg.ts does (media answer, then the 200 unless the call
+ * ended meanwhile, then answered) once the test resolves `leg.mediaReady`.
+ */
+export async function inboundLiveCall(db: Db, accountId: string) {
+  const log = roomLogger('calls');
+  const steps: Steps = [];
+  const clock = new ManualClock(CALL_EPOCH);
+  const row = await insertCall(db, {
+    account_id: accountId,
+    direction: 'inbound',
+    from_number: '+254733000001',
+    to_number: '+254711000001',
+    status: 'ringing',
+    started_at: nowIso(new Date(clock.now())),
+  });
+  const events = fakeEvents(steps);
+  const media = new FakeMedia(steps);
+  const billing = new FakeBilling(steps);
+  const call = new LiveCall(
+    { db, media, events, log, billing, clock, webhookTimeoutMs: 1000, recordingRetentionDays: 30 },
+    new CallLifecycle({ db, events, log }, row),
+  );
+  const dialog = new FakeDialog(steps);
+  const leg = new FakeLeg(
+    steps,
+    () => call.isEnding,
+    async () => {
+      call.attachDialog(dialog as unknown as Dialog);
+      await call.answered();
+    },
+  );
+  call.answerWhenNeeded(leg);
+  return { steps, clock, call, media, billing, dialog, leg };
 }

@@ -1,26 +1,9 @@
 import assert from 'node:assert/strict';
-import { roomLogger } from '../../config/index.js';
 import { ReasonCodes } from '../../events/index.js';
-import type { Dialog } from '../../sip/stack/index.js';
-import { insertAccount, insertCall, nowIso, type Db } from '../../store/index.js';
+import { insertAccount, type Db } from '../../store/index.js';
 import { parseVerbDocument } from '../../verbs/index.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
-import { LiveCall } from '../../calls/live-call.js';
-import { ManualClock } from '../../kit/index.js';
 import { sqliteDb } from '../support/db.js';
-import {
-  FakeBilling,
-  FakeDialog,
-  FakeLeg,
-  FakeMedia,
-  deferred,
-  fakeEvents,
-  settle,
-  subsequence,
-  until,
-  type Steps,
-  CALL_EPOCH,
-} from './fakes.js';
+import { deferred, inboundLiveCall, settle, subsequence, until } from './fakes.js';
 
 /**
  * LiveCall as the composition of its verbs (calls/verb-context.ts) and its teardown (calls/call-teardown.ts): an
@@ -32,7 +15,6 @@ import {
 describe('calls: a live call answers, runs verbs and ends once, whatever races', () => {
   let db: Db;
   let accountId: string;
-  const log = roomLogger('calls');
 
   before(async () => {
     db = await sqliteDb.open();
@@ -40,37 +22,7 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
   });
   after(async () => db?.destroy());
 
-  async function inbound() {
-    const steps: Steps = [];
-    const clock = new ManualClock(CALL_EPOCH);
-    const row = await insertCall(db, {
-      account_id: accountId,
-      direction: 'inbound',
-      from_number: '+254733000001',
-      to_number: '+254711000001',
-      status: 'ringing',
-      started_at: nowIso(new Date(clock.now())),
-    });
-    const events = fakeEvents(steps);
-    const media = new FakeMedia(steps);
-    const billing = new FakeBilling(steps);
-    const call = new LiveCall(
-      { db, media, events, log, billing, clock, webhookTimeoutMs: 1000, recordingRetentionDays: 30 },
-      new CallLifecycle({ db, events, log }, row),
-    );
-    const dialog = new FakeDialog(steps);
-    // As calls/flows/uas-leg.ts: media answer, then the 200 unless the call ended meanwhile, then answered.
-    const leg = new FakeLeg(
-      steps,
-      () => call.isEnding,
-      async () => {
-        call.attachDialog(dialog as unknown as Dialog);
-        await call.answered();
-      },
-    );
-    call.answerWhenNeeded(leg);
-    return { steps, clock, call, media, billing, dialog, leg };
-  }
+  const inbound = () => inboundLiveCall(db, accountId);
 
   const doc = (xml: string) => ({ document: parseVerbDocument(xml) });
 

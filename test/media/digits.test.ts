@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { MediaEngines, MediaError, MediaService, type RtpengineSupervisor } from '../../media/index.js';
-import { nextPort } from '../support/ports.js';
-import { newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
+import type { MediaError, MediaService } from '../../media/index.js';
+import { startMediaService, waitFor } from './helpers.js';
 import { RtpPeer, tone, type Received } from './rtp-peer.js';
 
 /** RFC 4733 events a peer received, one entry per event (start packet), in order: [digit, arrival ms]. */
@@ -18,9 +17,8 @@ function eventsOf(received: Received[], pt = 101): Array<[string, number]> {
 
 describe('media: digits sent into a call (ng play DTMF) reach the leg as RFC 4733 events', function () {
   this.timeout(60_000);
-  let supervisor: RtpengineSupervisor;
+  let svc: Awaited<ReturnType<typeof startMediaService>>;
   let media: MediaService;
-  let data: ReturnType<typeof tempDir>;
   const peers: RtpPeer[] = [];
   let n = 0;
   const callId = (): string => `digits-${process.pid}-${(n += 1)}`;
@@ -31,25 +29,13 @@ describe('media: digits sent into a call (ng play DTMF) reach the leg as RFC 473
   };
 
   before(async () => {
-    data = tempDir('digits');
-    const dtmfPort = nextPort();
-    supervisor = await newSupervisor(data.dir, { dtmfLogPort: dtmfPort });
-    await supervisor.start();
-    media = new MediaService({
-      engines: new MediaEngines({ urls: [], local: supervisor }),
-      dataDir: data.dir,
-      logger: quietLogger,
-      engineRecordingDir: supervisor.recordingDir,
-      dtmfPort,
-    });
-    await media.start();
+    svc = await startMediaService('digits');
+    media = svc.media;
   });
 
   after(async () => {
     for (const p of peers) p.close();
-    await media?.close();
-    await supervisor?.stop();
-    data?.remove();
+    await svc?.stop();
   });
 
   it('an IVR leg receives each key as a telephone-event, in order, with the w pause between them', async () => {

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { RtpengineSupervisor } from '../../media/index.js';
+import { MediaEngines, MediaService, RtpengineSupervisor } from '../../media/index.js';
 import { nextPort, portRange } from '../support/ports.js';
 import { eventually } from '../support/wait.js';
 
@@ -67,4 +67,33 @@ export function threadStates(pid: number): string[] {
 export function processStopped(pid: number): boolean {
   const states = threadStates(pid);
   return states.length > 0 && states.every((s) => s.startsWith('T'));
+}
+
+/**
+ * A supervised rtpengine and a MediaService over it, in a temporary data directory, its DTMF log wired to the
+ * service; `stop()` ends both and removes the directory.
+ */
+export async function startMediaService(prefix: string) {
+  const data = tempDir(prefix);
+  const dtmfPort = nextPort();
+  const supervisor = await newSupervisor(data.dir, { dtmfLogPort: dtmfPort });
+  await supervisor.start();
+  const media = new MediaService({
+    engines: new MediaEngines({ urls: [], local: supervisor }),
+    dataDir: data.dir,
+    logger: quietLogger,
+    engineRecordingDir: supervisor.recordingDir,
+    dtmfPort,
+  });
+  await media.start();
+  return {
+    media,
+    supervisor,
+    data,
+    async stop(): Promise<void> {
+      await media.close();
+      await supervisor.stop();
+      data.remove();
+    },
+  };
 }

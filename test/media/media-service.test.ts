@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import {
-  MediaEngines,
   MediaError,
   MediaService,
   readWav,
@@ -9,15 +8,14 @@ import {
   type DtmfEvent,
   type RtpengineSupervisor,
 } from '../../media/index.js';
-import { nextPort } from '../support/ports.js';
-import { newSupervisor, quietLogger, tempDir, waitFor } from './helpers.js';
+import { startMediaService, waitFor } from './helpers.js';
 import { bestCorrelation, envelope, RtpPeer, tone, toneEnergy } from './rtp-peer.js';
 
 describe('media: MediaService with a real rtpengine and real RTP peers', function () {
   this.timeout(60_000);
   let supervisor: RtpengineSupervisor;
   let media: MediaService;
-  let data: ReturnType<typeof tempDir>;
+  let svc: Awaited<ReturnType<typeof startMediaService>>;
   const peers: RtpPeer[] = [];
   let n = 0;
   const callId = (): string => `call-${process.pid}-${(n += 1)}`;
@@ -28,25 +26,14 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
   };
 
   before(async () => {
-    data = tempDir('svc');
-    const dtmfPort = nextPort();
-    supervisor = await newSupervisor(data.dir, { dtmfLogPort: dtmfPort });
-    await supervisor.start();
-    media = new MediaService({
-      engines: new MediaEngines({ urls: [], local: supervisor }),
-      dataDir: data.dir,
-      logger: quietLogger,
-      engineRecordingDir: supervisor.recordingDir,
-      dtmfPort,
-    });
-    await media.start();
+    svc = await startMediaService('svc');
+    media = svc.media;
+    supervisor = svc.supervisor;
   });
 
   after(async () => {
     for (const p of peers) p.close();
-    await media?.close();
-    await supervisor?.stop();
-    data?.remove();
+    await svc?.stop();
   });
 
   it('a bridge carries audio both ways (A sends 440 Hz as PCMU, B sends 1000 Hz as PCMA)', async () => {
