@@ -15,7 +15,6 @@ import {
   resetRegistrationStates,
   unusablePhoneTokenIds,
   type Db,
-  type RegistrationRow,
 } from '../store/index.js';
 import type { EndUserIdentity, SipApplication } from './sip-app.js';
 import type { SecurityGate } from './security/index.js';
@@ -30,7 +29,7 @@ import {
 } from './stack/index.js';
 import { LocationService, type Binding } from './location.js';
 import { EndUserAuth, aorOf } from './end-user-auth.js';
-import { RegistrationWriter, type RegisteredUser } from './registration-writer.js';
+import { RegistrationWriter, bindingOf, type RegisteredUser } from './registration-writer.js';
 
 /** Where AUTH.0200 / AUTH.0401 go: the events room's EventPublisher fits. */
 export interface PhoneEventSink {
@@ -331,24 +330,6 @@ export class Registrar {
     this.#pending.add(p);
     void p.finally(() => this.#pending.delete(p));
   }
-}
-
-function bindingOf(r: RegistrationRow): Binding {
-  return {
-    accountId: r.account_id,
-    endUserId: r.end_user_id,
-    extension: r.extension,
-    contact: r.contact,
-    transport: 'UDP',
-    sourceAddress: r.source_address,
-    sourcePort: r.source_port,
-    flowId: r.flow_id,
-    expiresAt: r.expires_at,
-    registeredAt: r.registered_at,
-    tokenId: r.token_id,
-    callId: r.call_id,
-    cseq: r.cseq,
-  };
 }
 
 /** Whether a live binding is reached where the REGISTER came from, with the same token (only its expiry moves). */

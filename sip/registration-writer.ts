@@ -158,3 +158,22 @@ function rowOf(b: Binding): RegistrationRow {
     expires_at: b.expiresAt,
   };
 }
+
+/** A kept registration restored at start-up (UDP: the only ones kept). */
+export function bindingOf(r: RegistrationRow): Binding {
+  return {
+    accountId: r.account_id,
+    endUserId: r.end_user_id,
+    extension: r.extension,
+    contact: r.contact,
+    transport: 'UDP',
+    sourceAddress: r.source_address,
+    sourcePort: r.source_port,
+    flowId: r.flow_id,
+    expiresAt: r.expires_at,
+    registeredAt: r.registered_at,
+    tokenId: r.token_id,
+    callId: r.call_id,
+    cseq: r.cseq,
+  };
+}

@@ -49,15 +49,30 @@ const scenario = path.join(dir, 'register.xml');
 writeFileSync(scenario, scenarioXml(MODE));
 
 let statements = 0;
-const bySql = new Map<string, number>();
-ctx.db.on('query', (q: { sql: string }) => {
-  statements++;
-  const shape = q.sql
+const bySql = new Map<string, { n: number; ms: number }>();
+const started = new Map<string, { shape: string; at: number }>();
+const shapeOf = (sql: string) =>
+  sql
     .replace(/\s+/g, ' ')
     .replace(/\(\?(, \?)*\)/g, '(?)')
     .slice(0, 110);
-  bySql.set(shape, (bySql.get(shape) ?? 0) + 1);
+ctx.db.on('query', (q: { sql: string; __knexQueryUid: string }) => {
+  statements++;
+  const shape = shapeOf(q.sql);
+  const s = bySql.get(shape) ?? { n: 0, ms: 0 };
+  s.n++;
+  bySql.set(shape, s);
+  started.set(q.__knexQueryUid, { shape, at: performance.now() });
 });
+// From the statement handed to the driver to its answer (on SQLite, synchronous: about its run time).
+const answered = (_r: unknown, q: { __knexQueryUid: string }) => {
+  const s = started.get(q.__knexQueryUid);
+  if (!s) return;
+  started.delete(q.__knexQueryUid);
+  bySql.get(s.shape)!.ms += performance.now() - s.at;
+};
+ctx.db.on('query-response', answered);
+ctx.db.on('query-error', (_e: unknown, q: { __knexQueryUid: string }) => answered(undefined, q));
 const loop = monitorEventLoopDelay({ resolution: 5 });
 loop.enable();
 
@@ -88,10 +103,10 @@ console.log(`\nKamailio registrar anchor (${path.join(ANCHORS, 'results', '03_re
 for (const a of anchors.values()) console.log(`  ${a.line}`);
 const regs = USERS + RATES.reduce((n, r) => n + r * SECONDS, 0);
 console.log(`\nSQL statements by shape, per registration (all steps, ${regs}), the ${TOP} most frequent:\n`);
-console.log('| per reg | statement |');
-console.log('|---|---|');
-for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, TOP))
-  console.log(`| ${(n / regs).toFixed(3)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
+console.log('| per reg | µs each, query to answer | statement |');
+console.log('|---|---|---|');
+for (const [shape, { n, ms }] of [...bySql].sort((a, b) => b[1].n - a[1].n).slice(0, TOP))
+  console.log(`| ${(n / regs).toFixed(3)} | ${((1000 * ms) / n).toFixed(0)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
 if (profile) printProfile(profile, process.env.BENCH_PROFILE!);
 await ctx.sw.stop();
 process.exit(0);

@@ -14,8 +14,27 @@ import {
   setRegistrationState,
   updateEndUser,
   type Db,
+  type EndUserRow,
 } from '../../store/index.js';
 import { BOTH_DBS } from '../support/db.js';
+
+/** Three tokens of the end-user, issued at 1700000000 + 0, 1, 2, created in that order (distinct created_at). */
+async function threeTokens(db: Db, u: EndUserRow, maxConcurrent: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t = await insertPhoneToken(db, {
+      account_id: u.account_id,
+      end_user_id: u.id,
+      extension_number: u.extension_number,
+      max_concurrent: maxConcurrent,
+      expires_at: '2999-01-01T00:00:00.000Z',
+      issued_at: 1700000000 + i,
+    });
+    ids.push(t.id);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return ids;
+}
 
 /** The store functions sip/registrar and the end-user call flow work through (end_users, phone_tokens). */
 for (const kind of BOTH_DBS) {
@@ -58,19 +77,7 @@ for (const kind of BOTH_DBS) {
     it('lists an end-user’s most recent phone tokens, newest first, bounded', async () => {
       const a = await insertAccount(db, 'Tokens');
       const u = await insertEndUser(db, a.id, 't@example.com', 'T');
-      const ids: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        const t = await insertPhoneToken(db, {
-          account_id: a.id,
-          end_user_id: u.id,
-          extension_number: u.extension_number,
-          max_concurrent: 2,
-          expires_at: '2999-01-01T00:00:00.000Z',
-          issued_at: 1700000000 + i,
-        });
-        ids.push(t.id);
-        await new Promise((r) => setTimeout(r, 5)); // distinct created_at
-      }
+      const ids = await threeTokens(db, u, 2);
       const rows = await recentPhoneTokens(db, a.id, u.id, 2);
       assert.deepEqual(
         rows.map((r) => r.id),
@@ -86,19 +93,7 @@ for (const kind of BOTH_DBS) {
       const u = await insertEndUser(db, a.id, 'c@example.com', 'C');
       const none = await insertEndUser(db, a.id, 'n@example.com', 'N');
       await updateEndUser(db, a.id, none.id, { is_active: false });
-      const ids: string[] = [];
-      for (let i = 0; i < 3; i++) {
-        const t = await insertPhoneToken(db, {
-          account_id: a.id,
-          end_user_id: u.id,
-          extension_number: u.extension_number,
-          max_concurrent: 3,
-          expires_at: '2999-01-01T00:00:00.000Z',
-          issued_at: 1700000000 + i,
-        });
-        ids.push(t.id);
-        await new Promise((r) => setTimeout(r, 5)); // distinct created_at
-      }
+      const ids = await threeTokens(db, u, 3);
       const c = await phoneCredentials(db, a.id, u.extension_number, 2);
       assert.equal(c.endUserId, u.id);
       assert.equal(c.isActive, true);
