@@ -129,12 +129,13 @@ export function tuneConnection(
     let st = cache.get(sql);
     if (st === undefined) {
       st = wrap(prepare(sql), kindOf(sql), before);
-      // Schema changes invalidate what is prepared: anything but reads and plain writes empties the cache.
+      // Schema changes (DDL, PRAGMA) invalidate what is prepared and empty the cache; transaction control is kept.
       const kind = kindOf(sql);
-      if (kind === 'read' || kind === 'write') {
+      if (kind === 'other') cache.clear();
+      else {
         if (cache.size >= PREPARED_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
         cache.set(sql, st);
-      } else cache.clear();
+      }
     }
     return st;
   };

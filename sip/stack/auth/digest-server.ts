@@ -133,9 +133,18 @@ export class DigestServer {
     return { ok: true, username, algorithm };
   }
 
+  /**
+   * Forgets used nonces that have expired (an expired nonce is refused as stale anyway). The map is in the order
+   * nonces were used, close to the order they expire in, so the walk stops at the first one still live: the cost
+   * is the number forgotten, not the number held (at 1,500 REGISTER/s a full walk was ~45,000 entries a request).
+   * An entry left behind a longer-lived one is forgotten a little later; none is forgotten before it expires.
+   */
   #prune(now: number): void {
     if (this.#used.size < 1024) return;
-    for (const [n, until] of this.#used) if (until < now) this.#used.delete(n);
+    for (const [n, until] of this.#used) {
+      if (until >= now) return;
+      this.#used.delete(n);
+    }
   }
 }
 
