@@ -1,4 +1,11 @@
-import { countLiveCalls, getSettingCached, findAccount, ratesOfKindCached, type Db } from '../store/index.js';
+import {
+  countLiveCalls,
+  getSettingCached,
+  findAccount,
+  ratesOfKindCached,
+  type AccountRow,
+  type Db,
+} from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
 import { systemClock, type Clock as KitClock } from '../kit/index.js';
 
@@ -55,6 +62,12 @@ export interface Admission {
   admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T>;
 }
 
+/** What admission reads before taking the account's turn. */
+interface Prechecked {
+  account: AccountRow;
+  minimum: number;
+}
+
 /** The slice of the kit's one clock admission reads (the CPS window). */
 export type Clock = Pick<KitClock, 'now'>;
 
@@ -78,15 +91,26 @@ export class StoreAdmission implements Admission {
   }
 
   async admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
-    const prev = this.#turns.get(req.accountId) ?? Promise.resolve();
+    // What does not depend on the calls being placed is read before the turn: the turn holds only the live count
+    // and the placing, so an account's calls wait for each other as briefly as the store allows (on PostgreSQL each
+    // read is a round trip, and a busy DID's calls queued here).
+    // The wait is counted from the call's arrival, its own reads included (what overload control wants to know).
     const id = this.#waitSeq++;
     this.#waiting.set(id, this.#clock.now());
+    let pre: Prechecked;
+    try {
+      pre = await this.#before(req);
+    } catch (err) {
+      this.#waiting.delete(id);
+      throw err;
+    }
+    const prev = this.#turns.get(req.accountId) ?? Promise.resolve();
     const run = prev
       .catch(() => undefined)
       .then(() => {
         this.#maxTurnWaitMs = Math.max(this.#maxTurnWaitMs, this.#clock.now() - (this.#waiting.get(id) ?? 0));
         this.#waiting.delete(id);
-        return this.#check(req, place);
+        return this.#check(req, pre, place);
       });
     const tail = run.catch(() => undefined);
     this.#turns.set(req.accountId, tail);
@@ -108,7 +132,8 @@ export class StoreAdmission implements Admission {
     return wait;
   }
 
-  async #check<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
+  /** Account status, draining and the destination's first-minute price: refusals that need no turn. */
+  async #before(req: AdmissionRequest): Promise<Prechecked> {
     const account = await findAccount(this.#db, req.accountId);
     if (!account || account.status !== 'active')
       throw new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');
@@ -118,11 +143,17 @@ export class StoreAdmission implements Admission {
         'The platform is paused for maintenance and is not admitting new calls; retry shortly.',
         30,
       );
+    return { account, minimum: Math.max(1, await this.#firstMinuteCents(req.to)) };
+  }
+
+  async #check<T>(req: AdmissionRequest, pre: Prechecked, place: () => Promise<T>): Promise<T> {
+    // The balance and caps as read just before the turn (a settlement landing meanwhile is as if it landed after);
+    // the live count is read in the turn, where no other placement of the account can change it.
+    const { account, minimum } = pre;
     // Every live call of the account holds its first block (billing pays it on answer), so the balance must cover
     // one more first minute at this destination's rate on top of the calls already up: concurrent placements
     // cannot all be admitted against the same money. (The live calls are held at this call's rate: an
     // approximation that errs towards admitting fewer when rates differ a lot.)
-    const minimum = Math.max(1, await this.#firstMinuteCents(req.to));
     const live = await countLiveCalls(this.#db, req.accountId);
     if (account.balance_cents < minimum * (live + 1))
       throw new AdmissionRefusedError(
