@@ -40,7 +40,7 @@ export interface OverloadSettings {
 }
 
 export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
-  maxLoopDelayMs: 100,
+  maxLoopDelayMs: 40,
   maxStoreWaitMs: 100,
   platformMaxCps: 0,
   retryAfterSeconds: 2,

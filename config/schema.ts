@@ -409,7 +409,7 @@ export const SETTINGS = [
     key: 'overload.maxLoopDelayMs',
     env: 'SIMU_OVERLOAD_LOOP_DELAY_MS',
     kind: 'int',
-    default: '100',
+    default: '40',
     min: 10,
     max: 10000,
     help: 'Event-loop delay (p99 over 250 ms) above which new calls are shed with 503 + Retry-After.',

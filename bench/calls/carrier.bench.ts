@@ -29,7 +29,7 @@ const PORTS = { http: 22580, sip: 22565, ng: 22528, rtpMin: 30000, rtpMax: 39999
 // Loopback webhooks allowed; overload control at its production defaults (the test harness turns it off).
 const env: Record<string, string> = {
   SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
-  SIMU_OVERLOAD_LOOP_DELAY_MS: process.env.SIMU_OVERLOAD_LOOP_DELAY_MS ?? '100',
+  SIMU_OVERLOAD_LOOP_DELAY_MS: process.env.SIMU_OVERLOAD_LOOP_DELAY_MS ?? '40',
   SIMU_OVERLOAD_STORE_WAIT_MS: process.env.SIMU_OVERLOAD_STORE_WAIT_MS ?? '100',
 };
 if (STORE === 'postgres') {
