@@ -128,9 +128,9 @@ export function tuneConnection(
   conn.prepare = (sql: string): RawStatement => {
     let st = cache.get(sql);
     if (st === undefined) {
-      st = wrap(prepare(sql), kindOf(sql), before);
-      // Schema changes (DDL, PRAGMA) invalidate what is prepared and empty the cache; transaction control is kept.
       const kind = kindOf(sql);
+      st = wrap(prepare(sql), kind, before);
+      // Schema changes (DDL, PRAGMA) invalidate what is prepared and empty the cache; transaction control is kept.
       if (kind === 'other') cache.clear();
       else {
         if (cache.size >= PREPARED_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
