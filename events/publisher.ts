@@ -167,9 +167,9 @@ export class EventPublisher {
     if (input.accountId !== null) {
       const accountId = input.accountId;
       try {
-        // Resolved before the transaction, from the store's read cache (the DID's and the account's settings):
-        // a call's events do not read them again each time. The SQLite store has one connection, so a read on
-        // the root instance must not wait inside a transaction.
+        // Resolved before the write, from the store's read cache (the DID's and the account's settings): a call's
+        // events do not read them again each time. The SQLite store has one connection, so a read on the root
+        // instance must not wait inside the writer's transaction.
         const resolved = isStatusCallbackCode(input.code)
           ? await resolveStatusRoute(
               this.#db,

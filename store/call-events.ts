@@ -22,11 +22,6 @@ export interface NewCallEvent extends CallEventRow {
   call_id: string | null;
 }
 
-/** Records an event in the account's history (the publisher, in the transaction that also queues its callback). */
-export async function insertCallEvent(db: Db, row: NewCallEvent): Promise<void> {
-  await db('call_events').insert(row);
-}
-
 /** Rows per INSERT statement: 7 columns each, well under SQLite's and PostgreSQL's bound-parameter limits. */
 const EVENTS_PER_INSERT = 500;
 

@@ -41,10 +41,6 @@ export type OutboxPatch = Partial<
   Pick<NewOutboxRow, 'state' | 'attempts' | 'last_error' | 'next_attempt_at' | 'done_at'>
 >;
 
-export async function insertOutboxRow(db: Db, row: NewOutboxRow): Promise<void> {
-  await db('event_outbox').insert(row);
-}
-
 /** Rows per INSERT statement: 13 columns each, well under the bound-parameter limits of both stores. */
 const OUTBOX_ROWS_PER_INSERT = 200;
 

@@ -9,8 +9,8 @@ import {
   inTransaction,
   insertAccount,
   insertCall,
-  insertCallEvent,
-  insertOutboxRow,
+  insertCallEvents,
+  insertOutboxRows,
   addPoolNumbers,
   leaseOutboxRow,
   listCallEvents,
@@ -55,11 +55,11 @@ for (const kind of BOTH_DBS) {
     it('hands out due rows in id order, one per call at a time, leaving out excluded accounts', async () => {
       const a = await insertAccount(db, 'Out');
       const b = await insertAccount(db, 'Busy');
-      await insertOutboxRow(db, row('o1', a.id, 'c1'));
-      await insertOutboxRow(db, row('o2', a.id, 'c1')); // behind o1 of the same call
-      await insertOutboxRow(db, row('o3', a.id, 'c2', { next_attempt_at: '2024-01-01T00:00:09.000Z' })); // not due
-      await insertOutboxRow(db, row('o4', b.id, 'c3'));
-      await insertOutboxRow(db, row('o5', a.id, null, { attempts: 2 }));
+      await insertOutboxRows(db, [row('o1', a.id, 'c1')]);
+      await insertOutboxRows(db, [row('o2', a.id, 'c1')]); // behind o1 of the same call
+      await insertOutboxRows(db, [row('o3', a.id, 'c2', { next_attempt_at: '2024-01-01T00:00:09.000Z' })]); // not due
+      await insertOutboxRows(db, [row('o4', b.id, 'c3')]);
+      await insertOutboxRows(db, [row('o5', a.id, null, { attempts: 2 })]);
       const due = await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10);
       assert.deepEqual(
         due.map((r) => r.id),
@@ -104,15 +104,17 @@ for (const kind of BOTH_DBS) {
     it('records call events, finds an owned number, counts live calls of every account', async () => {
       const a = await insertAccount(db, 'Ev');
       const b = await insertAccount(db, 'Ev2');
-      await insertCallEvent(db, {
-        id: 'e1',
-        account_id: a.id,
-        call_id: 'c9',
-        code: 'CALL.0100',
-        event: 'call.initiated',
-        data: '{}',
-        created_at: T0,
-      });
+      await insertCallEvents(db, [
+        {
+          id: 'e1',
+          account_id: a.id,
+          call_id: 'c9',
+          code: 'CALL.0100',
+          event: 'call.initiated',
+          data: '{}',
+          created_at: T0,
+        },
+      ]);
       assert.equal((await listCallEvents(db, a.id, 'c9')).length, 1);
       await addPoolNumbers(db, ['+254711000099']);
       const n = (await findNumberByE164(db, '+254711000099'))!;
