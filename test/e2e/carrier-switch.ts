@@ -1,8 +1,13 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { nextPort, nextPorts } from '../support/ports.js';
 import {
   AccountServer,
   RtpSink,
+  SCENARIOS,
   addCarrier,
+  api,
   allocateSwitchPorts,
   carrierCallsDid,
   createAccountWithDid,
@@ -46,6 +51,7 @@ export class CarrierSwitch {
   sink!: RtpSink;
   /** The test's SIPp, killed after it. */
   sipp: SippRun | undefined;
+  #scenarios: string | undefined;
 
   constructor(readonly options: CarrierSwitchOptions) {}
 
@@ -60,6 +66,34 @@ export class CarrierSwitch {
   /** The carrier (SIPp at `callerPort`) calls `did` (the account's by default) with one of test/e2e/scenarios. */
   carrierCalls(scenario = 'uac-inbound.xml', did = this.did.slice(1), extra: string[] = []): SippRun {
     return carrierCallsDid({ sip: this.ports.sip, did, port: this.callerPort, sink: this.sinkPort, scenario, extra });
+  }
+
+  /**
+   * The carrier calls the account's DID and must hear 180, then exactly `status` (a 200 fails it:
+   * scenarios/uac-inbound-refused.xml); without a status the call is answered and hung up as uac-inbound.xml does.
+   */
+  carrierCallsExpecting(status?: number): SippRun {
+    if (status === undefined) return this.carrierCalls();
+    this.#scenarios ??= mkdtempSync(path.join(os.tmpdir(), 'simu-refused-'));
+    const scenario = path.join(this.#scenarios, `uac-inbound-refused-${status}.xml`);
+    const template = readFileSync(path.join(SCENARIOS, 'uac-inbound-refused.xml'), 'utf8');
+    writeFileSync(scenario, template.replace('response="EXPECTED_STATUS"', `response="${status}"`));
+    return this.carrierCalls(scenario);
+  }
+
+  /** The account's newest call as GET /api/calls shows it, once it has ended (or as it is after 10 s). */
+  async lastCall() {
+    const deadline = Date.now() + 10000;
+    for (;;) {
+      const call = (await api(this.ctx.baseUrl, this.acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+      if (call?.ended_at || Date.now() > deadline) return call;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** The codes of a call's stored events. */
+  async eventCodes(callId: string): Promise<string[]> {
+    return (await this.ctx.db('call_events').where({ call_id: callId })).map((e: { code: string }) => e.code);
   }
 
   async start(): Promise<void> {

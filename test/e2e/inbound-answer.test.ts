@@ -1,8 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { api, SCENARIOS } from './harness.js';
 import { useCarrierSwitch } from './carrier-switch.js';
 
 /**
@@ -15,33 +11,6 @@ describe('e2e: inbound calls ring until call control needs media', function () {
   const DID = '+254711500001';
   const t = useCarrierSwitch({ did: DID, account: { fallback_mode: 'drop', fallback_value: '' } });
   const { server } = t;
-  const scenarios = mkdtempSync(path.join(os.tmpdir(), 'simu-refused-'));
-
-  /** SIPp calls the DID and must hear 180, then exactly `status` (a 200 fails it); or, without one, be answered. */
-  function carrierCalls(status?: number) {
-    let scenario = path.join(SCENARIOS, 'uac-inbound.xml');
-    if (status !== undefined) {
-      scenario = path.join(scenarios, `uac-inbound-refused-${status}.xml`);
-      const template = readFileSync(path.join(SCENARIOS, 'uac-inbound-refused.xml'), 'utf8');
-      writeFileSync(scenario, template.replace('response="EXPECTED_STATUS"', `response="${status}"`));
-    }
-    return t.carrierCalls(scenario);
-  }
-
-  /** The account's newest call once it has ended. */
-  async function lastCall() {
-    const deadline = Date.now() + 10000;
-    for (;;) {
-      const call = (await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
-      if (call?.ended_at || Date.now() > deadline) return call;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  async function eventCodes(callId: string): Promise<string[]> {
-    return (await t.ctx.db('call_events').where({ call_id: callId })).map((e: { code: string }) => e.code);
-  }
-
   /** Never answered and never billed: no answer time, no talk, no cost, no CALL.0200, no ledger row. */
   async function assertUnansweredAndUnbilled(call: {
     uuid: string;
@@ -54,7 +23,7 @@ describe('e2e: inbound calls ring until call control needs media', function () {
     assert.equal(call.answered_at, null);
     assert.equal(call.talk_seconds, 0);
     assert.equal(Number(call.cost), 0);
-    const codes = await eventCodes(call.uuid);
+    const codes = await t.eventCodes(call.uuid);
     assert.ok(codes.includes('CALL.0180'), `rang: ${codes.join(',')}`);
     assert.ok(!codes.includes('CALL.0200'), `never answered: ${codes.join(',')}`);
     assert.ok(codes.includes('CALL.0400'), `call.failed: ${codes.join(',')}`);
@@ -66,11 +35,11 @@ describe('e2e: inbound calls ring until call control needs media', function () {
     server.verbs('/hangup', '<Response><Hangup/></Response>');
     await t.setInboundUrl(server.url('/hangup'));
     const before = server.requests.length;
-    t.sipp = carrierCalls(603);
+    t.sipp = t.carrierCallsExpecting(603);
     assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const control = server.requests.slice(before).find((r) => r.url === '/hangup')!.json;
     assert.equal(control.CallStatus, 'ringing');
-    const call = await lastCall();
+    const call = await t.lastCall();
     assert.equal(call.reason_code, 'END.0603');
     await assertUnansweredAndUnbilled(call);
     assert.equal(t.sink.packets, 0, 'no media was sent to the caller');
@@ -80,9 +49,9 @@ describe('e2e: inbound calls ring until call control needs media', function () {
     server.verbs('/first', `<Response><Redirect>${server.url('/hangup')}</Redirect></Response>`);
     server.verbs('/hangup', '<Response><Hangup/></Response>');
     await t.setInboundUrl(server.url('/first'));
-    t.sipp = carrierCalls(603);
+    t.sipp = t.carrierCallsExpecting(603);
     assert.equal(await t.sipp.exited, 0, t.sipp.output());
-    const call = await lastCall();
+    const call = await t.lastCall();
     assert.equal(call.reason_code, 'END.0603');
     await assertUnansweredAndUnbilled(call);
   });
@@ -90,9 +59,9 @@ describe('e2e: inbound calls ring until call control needs media', function () {
   it('a voice_inbound webhook that fails with the fallback drop: 500, WH.0400 (drop), END.0500, never answered nor billed', async () => {
     server.routes.set('/down', () => ({ status: 503, body: 'down for maintenance' }));
     await t.setInboundUrl(server.url('/down'));
-    t.sipp = carrierCalls(500);
+    t.sipp = t.carrierCallsExpecting(500);
     assert.equal(await t.sipp.exited, 0, t.sipp.output());
-    const call = await lastCall();
+    const call = await t.lastCall();
     assert.equal(call.reason_code, 'END.0500');
     await assertUnansweredAndUnbilled(call);
     const failed = await t.ctx.db('call_events').where({ call_id: call.uuid, code: 'WH.0400' });
@@ -108,11 +77,11 @@ describe('e2e: inbound calls ring until call control needs media', function () {
     }));
     await t.setInboundUrl(server.url('/slow'));
     const before = server.requests.length;
-    t.sipp = carrierCalls();
+    t.sipp = t.carrierCallsExpecting();
     assert.equal(await t.sipp.exited, 0, t.sipp.output());
     const asked = server.requests.slice(before).find((r) => r.url === '/slow')!;
     assert.equal(asked.json.CallStatus, 'ringing');
-    const call = await lastCall();
+    const call = await t.lastCall();
     assert.equal(call.status, 'completed');
     assert.equal(call.reason_code, 'END.0200');
     const answeredAt = Date.parse(call.answered_at);
@@ -120,7 +89,7 @@ describe('e2e: inbound calls ring until call control needs media', function () {
       answeredAt >= asked.at + 900,
       `answered ${answeredAt - asked.at} ms after the webhook was asked (its reply took 1000 ms)`,
     );
-    const codes = await eventCodes(call.uuid);
+    const codes = await t.eventCodes(call.uuid);
     assert.ok(codes.includes('CALL.0200'), `answered: ${codes.join(',')}`);
     assert.ok(t.sink.speechSeconds() >= 1.5, `heard ${t.sink.speechSeconds()} s`);
   });
