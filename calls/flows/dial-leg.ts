@@ -45,7 +45,8 @@ export async function dialLeg(d: FlowDeps, o: DialLegOptions): Promise<DialLegOu
     noAnswer = true;
     ring.abort();
   }, o.timeoutSeconds * 1000);
-  const onAbort = () => ring.abort();
+  // The canceller's reason travels on (a CancelReason puts a Reason header on the CANCEL, RFC 3326).
+  const onAbort = () => ring.abort(o.signal?.reason);
   o.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const dialog = await d.sip.ua.createUAC(o.target.uri, {

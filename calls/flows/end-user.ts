@@ -15,7 +15,8 @@ import {
   type NewCall,
 } from '../../store/index.js';
 import type { FlowDeps } from './flow-deps.js';
-import { dialLeg, fromUser, mediaProfileFor } from './dial-leg.js';
+import { fromUser, mediaProfileFor } from './dial-leg.js';
+import { forkableBindings, ringBindings } from './ring-bindings.js';
 import { bridgePhone } from './phone-bridge.js';
 import { runEmergency } from './emergency.js';
 import { accountCountry } from './account-country.js';
@@ -176,12 +177,12 @@ async function runInternal(
   }
   const call = d.trackBridge(row);
   call.onEnd(release); // the token's slot frees as the call starts ending, before the BYEs go out
-  const binding = bindings[0];
+  // Every registered phone of the extension rings at once; the first to answer takes the call (ring-bindings.ts).
+  const forks = forkableBindings(bindings);
   await bridgePhone(d, req, srv, call, {
-    side: mediaProfileFor(binding.target.transport),
+    side: mediaProfileFor(forks[0]!.target.transport),
     dial: (o) =>
-      dialLeg(d, {
-        target: { uri: binding.contact, proxy: binding.target, transport: binding.target.transport },
+      ringBindings(d, forks, {
         // The account's SIP domain as the caller wrote it (a bare uuid is not always a valid host: RFC 3261 §25).
         from: `<sip:${who.extension}@${domain}>`,
         to: `<sip:${ext}@${domain}>`,

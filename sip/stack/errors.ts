@@ -66,3 +66,14 @@ export class SipStateError extends SipError {
     super('SIP_STATE', 500, message);
   }
 }
+
+/**
+ * Passed as an AbortSignal's reason to cancel an outgoing INVITE with a `Reason` header on the CANCEL (RFC 3326),
+ * e.g. `SIP;cause=200;text="Call completed elsewhere"` when another fork answered (RFC 3261 §16.7 step 10).
+ */
+export class CancelReason {
+  constructor(readonly header: string) {}
+}
+
+/** The Reason a forking B2BUA puts on the CANCELs of the forks that lost (RFC 3326 §2, RFC 3261 §16.7). */
+export const COMPLETED_ELSEWHERE = new CancelReason('SIP;cause=200;text="Call completed elsewhere"');

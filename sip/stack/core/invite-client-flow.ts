@@ -4,7 +4,7 @@
  * retransmitted 2xx (§13.2.2.4).
  */
 import type { Clock } from '../clock.js';
-import { SipCanceledError, SipTimeoutError } from '../errors.js';
+import { CancelReason, SipCanceledError, SipTimeoutError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { SipRequest, SipResponse } from '../message/index.js';
 import { requestFromInvite, type TimerSettings, type TransactionLayer } from '../transaction/index.js';
@@ -99,6 +99,9 @@ export class InviteClient {
     this.#cancelSent = true;
     const inv = this.invite;
     const cancel = requestFromInvite(inv, 'CANCEL', inv.headers.get('to') ?? '');
+    // RFC 3326: why it is cancelled (another fork answered), when the canceller said.
+    const why: unknown = this.opts.signal?.reason;
+    if (why instanceof CancelReason) cancel.headers.set('reason', why.header);
     this.layer.sendRequest(cancel, this.transport.channelTo(this.target), {
       onResponse: () => {},
       onTimeout: () => this.logger.debug({ callId: inv.callId }, 'CANCEL timed out'),
