@@ -47,6 +47,16 @@ export { Responder, type ResponseOptions } from './core/responder.js';
 export { validateRequest, DEFAULT_POLICY, type RequestPolicy, type Rejection } from './core/request-validator.js';
 export { Dialog, type DialogEvents, type DialogState } from './dialog/dialog.js';
 export {
+  parseReferTo,
+  parseReplaces,
+  dialogMatches,
+  sipfrag,
+  ReferSubscription,
+  MAX_REFER_TO_LENGTH,
+  type ReferTo,
+  type ReplacesTarget,
+} from './dialog/refer.js';
+export {
   DigestServer,
   type DigestServerOptions,
   type DigestVerdict,

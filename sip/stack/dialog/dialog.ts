@@ -1,7 +1,8 @@
 /**
  * A dialog (RFC 3261 §12): its identity, sequence numbers, route set and remote target; building and sending
  * in-dialog requests (§12.2.1) and checking received ones (§12.2.2). Events: 'bye' when the peer hangs up,
- * 'destroy' whichever side ends it, 'modify' for a re-INVITE or UPDATE with a body, 'info', 'request' for the rest.
+ * 'destroy' whichever side ends it, 'modify' for a re-INVITE or UPDATE with a body, 'info', 'refer' (RFC 3515),
+ * 'request' for the rest.
  */
 import { SipDialogTerminatedError, SipResponseError } from '../errors.js';
 import { TypedEmitter } from '../../../kit/index.js';
@@ -38,7 +39,9 @@ export interface DialogEvents extends Record<string, unknown[]> {
   /** A re-INVITE or UPDATE with SDP. Answer with srv.send(200, ..., {body}); unanswered ones get 200 with localSdp. */
   modify: [req: SipRequest, srv: Responder];
   info: [req: SipRequest, srv: Responder];
-  /** Any other in-dialog request (NOTIFY, REFER, MESSAGE, OPTIONS). */
+  /** A REFER (RFC 3515): answer 202 and report with a ReferSubscription (refer.ts); unheard ones get 501. */
+  refer: [req: SipRequest, srv: Responder];
+  /** Any other in-dialog request (NOTIFY, MESSAGE, OPTIONS). */
   request: [req: SipRequest, srv: Responder];
 }
 
@@ -150,7 +153,9 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     h.append('call-id', this.callId);
     if (method !== 'ACK' && method !== 'CANCEL') this.#localSeq++;
     h.append('cseq', `${this.#localSeq} ${method}`);
-    if (method === 'INVITE' || method === 'UPDATE') h.append('contact', this.#host.contact(this.transport));
+    // RFC 6665 §8.1.2 wants a Contact in NOTIFY too (a REFER's subscription, RFC 3515).
+    if (method === 'INVITE' || method === 'UPDATE' || method === 'NOTIFY' || method === 'REFER')
+      h.append('contact', this.#host.contact(this.transport));
     applyHeaders(h, opts.headers);
     const req = new SipRequest(method, this.#remoteTarget, h, opts.body);
     if (opts.body !== undefined && !h.has('content-type')) h.set('content-type', opts.contentType ?? 'application/sdp');
@@ -228,6 +233,9 @@ export class Dialog extends TypedEmitter<DialogEvents> {
         return;
       case 'INFO':
         if (!this.safeEmit('info', req, srv)) srv.send(200);
+        return;
+      case 'REFER':
+        if (!this.safeEmit('refer', req, srv)) srv.send(501);
         return;
       case 'ACK':
         return;

@@ -1,1 +1,2 @@
 export * from './dialog.js';
+export * from './refer.js';
