@@ -1,0 +1,26 @@
+/** Test helpers for proving which tones a stretch of audio holds (Goertzel, one frequency at a time). */
+
+/** Amplitude of `freq` in `samples` (a sine of amplitude A gives about A), over the whole block. */
+export function toneAmplitude(samples: Int16Array, freq: number, rate = 8000): number {
+  const n = samples.length;
+  if (n === 0) return 0;
+  const coeff = 2 * Math.cos((2 * Math.PI * freq) / rate);
+  let s1 = 0;
+  let s2 = 0;
+  for (let i = 0; i < n; i += 1) {
+    const s0 = samples[i]! + coeff * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  const power = s1 * s1 + s2 * s2 - coeff * s1 * s2;
+  return (2 * Math.sqrt(Math.max(0, power))) / n;
+}
+
+/** A sine of `freq` Hz, `seconds` long, at `amplitude` (full scale 32767), starting at sample `offset`. */
+export function sine(freq: number, seconds: number, amplitude = 6000, rate = 8000, offset = 0): Int16Array {
+  const out = new Int16Array(Math.round(seconds * rate));
+  for (let i = 0; i < out.length; i += 1) {
+    out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * freq * (i + offset)) / rate));
+  }
+  return out;
+}
