@@ -20,6 +20,7 @@ import { numberRoutes } from './routes/numbers.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
 import { endUserRoutes } from './routes/users.js';
+import { walletTopupRoutes } from './routes/wallet-topups.js';
 import { metricsRoute } from './routes/metrics.js';
 import type { SwitchMetrics } from '../metrics/index.js';
 import { securityHeaders } from './security-headers.js';
@@ -85,6 +86,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   endUserRoutes(all, d);
   accountRoutes(all, d);
   assetRoutes(all, d);
+  walletTopupRoutes(all, d);
 
   publicRouter.get('/api/health', async (ctx) => {
     let h = { store: false, media: false };

@@ -10,15 +10,23 @@ export const MAX_BODY_BYTES = 64 * 1024;
  * malformed JSON is a 400 naming the problem, never a 500.
  */
 export async function readJsonBody(ctx: Context): Promise<unknown> {
+  return parseJsonText(ctx, (await readRawBody(ctx)).toString('utf8'));
+}
+
+/** The body's bytes, as sent (a signature is checked over them), refused past `max` bytes. */
+export async function readRawBody(ctx: Context, max = MAX_BODY_BYTES): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES)
-      throw new ApiError(413, 'BODY_TOO_LARGE', `The request body exceeds ${MAX_BODY_BYTES} bytes.`);
+    if (size > max) throw new ApiError(413, 'BODY_TOO_LARGE', `The request body exceeds ${max} bytes.`);
     chunks.push(chunk);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/** Parses a JSON body already read (see readJsonBody). */
+export function parseJsonText(ctx: Context, text: string): unknown {
   if (text.trim() === '') return undefined;
   const type = ctx.get('content-type');
   if (type && !/^application\/(.+\+)?json\b/i.test(type))

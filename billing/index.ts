@@ -52,3 +52,14 @@ export {
   type OverloadVerdict,
   type NewCallGate,
 } from './overload.js';
+  applyTopupPayment,
+  applyTopupReversal,
+  TopupRefusedError,
+  type TopupPayment,
+  type TopupReversal,
+  type TopupOutcome,
+} from './topups.js';
+  reconcileTopups,
+  type TopupReconciliation,
+  type TopupMismatch,
+} from './topup-reconcile.js';

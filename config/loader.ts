@@ -42,6 +42,7 @@ export interface Config {
   ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
   webhooks: { timeoutMs: number; allowPrivate: boolean; allowNetworks: string[] };
   recordings: { retentionDays: number };
+  prepaid: { topupToleranceSeconds: number; balanceShortCode: string; lastGoodMaxAgeSeconds: number };
   storage: {
     backend: 'local' | 's3';
     s3Endpoint: string;

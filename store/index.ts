@@ -39,3 +39,4 @@ export * from './call-credit.js';
 export * from './event-outbox.js';
 export { openReadPool } from './read-pool.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';
+export * from './wallet-topups.js';

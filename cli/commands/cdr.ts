@@ -64,7 +64,7 @@ export function csvField(v: string | number | boolean | null): string {
 
 const DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 
-function instant(v: string, flag: string): string {
+export function instant(v: string, flag: string): string {
   const ms = DATE.test(v) ? Date.parse(v.length === 10 ? `${v}T00:00:00Z` : v) : NaN;
   if (Number.isNaN(ms)) throw new UsageError(`--${flag} takes a date (2026-11-01) or an ISO-8601 instant, not ${v}`);
   return new Date(ms).toISOString();

@@ -16,6 +16,7 @@ import * as m014 from './014-webhook-route-key.js';
 import * as m015 from './015-routes.js';
 import * as m016 from './016-number-plan.js';
 import * as m017 from './017-calls-created-index.js';
+import * as m023 from './023-prepaid.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -39,6 +40,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['015-routes', m015],
   ['016-number-plan', m016],
   ['017-calls-created-index', m017],
+  ['023-prepaid', m023],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -1,0 +1,171 @@
+import {
+  findLedgerRowBySettlementKey,
+  findWalletTopup,
+  findAccount,
+  inTransaction,
+  insertWalletTopup,
+  isUniqueViolation,
+  newId,
+  type Db,
+  type WalletTopupRow,
+} from '../store/index.js';
+import { LedgerConflictError, postInTransaction } from './ledger.js';
+import { CURRENCY } from './money.js';
+
+/**
+ * Top-ups as a mobile-money provider confirms them (issue 23, item 5). A payment credits the account once per
+ * receipt; its reversal debits it once. The ledger row carries the receipt in its settlement key
+ * (`mm:<provider>:<receipt>`, and `...:reversal`), and `wallet_topups` keeps the callback beside it, so
+ * `reconcileTopups` can prove the two agree. The signature and timestamp are checked by the caller (api/) before
+ * anything here runs.
+ */
+export const TOPUP_KEY_PREFIX = 'mm:';
+
+export interface TopupPayment {
+  provider: string;
+  receipt: string;
+  accountId: string;
+  amountCents: number;
+  currency: string;
+  msisdn: string;
+  paidAt: string;
+}
+
+export interface TopupReversal {
+  provider: string;
+  /** The receipt of the payment being reversed. */
+  receipt: string;
+  /** The provider's own id of the reversal (kept in `reference`). */
+  reference: string;
+  amountCents: number;
+  currency: string;
+  msisdn: string;
+  paidAt: string;
+}
+
+export interface TopupOutcome {
+  duplicate: boolean;
+  topup: WalletTopupRow;
+}
+
+/** A callback that is well signed but cannot be applied; nothing was written. */
+export class TopupRefusedError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TopupRefusedError';
+  }
+}
+
+const keyOf = (provider: string, receipt: string, kind: 'payment' | 'reversal'): string =>
+  `${TOPUP_KEY_PREFIX}${provider}:${receipt}${kind === 'reversal' ? ':reversal' : ''}`;
+
+function checkCurrency(currency: string): void {
+  if (currency !== CURRENCY)
+    throw new TopupRefusedError(422, 'TOPUP_CURRENCY', `Only ${CURRENCY} is accepted; the callback says ${currency}.`);
+}
+
+/** Retries a transaction that lost a race (a unique index hit) so the loser finds the winner's row. */
+async function once<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if ((e instanceof LedgerConflictError || isUniqueViolation(e)) && attempt < 5) continue;
+      throw e;
+    }
+  }
+}
+
+/** Credits a confirmed payment once per (provider, receipt). */
+export async function applyTopupPayment(db: Db, p: TopupPayment): Promise<TopupOutcome> {
+  checkCurrency(p.currency);
+  if (!(await findAccount(db, p.accountId)))
+    throw new TopupRefusedError(404, 'TOPUP_UNKNOWN_ACCOUNT', 'No account has this account reference.');
+  return once(() =>
+    inTransaction(db, async (trx) => {
+      const prior = await findWalletTopup(trx, p.provider, p.receipt, 'payment');
+      if (prior) return { duplicate: true, topup: prior };
+      const key = keyOf(p.provider, p.receipt, 'payment');
+      const posted = await postInTransaction(trx, {
+        accountId: p.accountId,
+        direction: 'credit',
+        kind: 'topup',
+        amountCents: p.amountCents,
+        settlementKey: key,
+      });
+      const ledger = (await findLedgerRowBySettlementKey(trx, key))!;
+      const row: WalletTopupRow = {
+        id: newId(),
+        provider: p.provider,
+        receipt: p.receipt,
+        kind: 'payment',
+        reference: null,
+        account_id: p.accountId,
+        amount_cents: p.amountCents,
+        posted_cents: posted.amountCents,
+        currency: p.currency,
+        msisdn: p.msisdn,
+        paid_at: p.paidAt,
+        received_at: ledger.created_at,
+        ledger_id: ledger.id,
+      };
+      await insertWalletTopup(trx, row);
+      return { duplicate: false, topup: row };
+    }),
+  );
+}
+
+/**
+ * Reverses a payment once: debits what it credited, from the account it credited. Money already spent cannot be
+ * taken back below zero (the ledger never goes negative), so `posted_cents` may be less than the amount; the
+ * reconcile report shows the difference as unrecovered.
+ */
+export async function applyTopupReversal(db: Db, r: TopupReversal): Promise<TopupOutcome> {
+  checkCurrency(r.currency);
+  return once(() =>
+    inTransaction(db, async (trx) => {
+      const prior = await findWalletTopup(trx, r.provider, r.receipt, 'reversal');
+      if (prior) return { duplicate: true, topup: prior };
+      const payment = await findWalletTopup(trx, r.provider, r.receipt, 'payment');
+      if (!payment)
+        throw new TopupRefusedError(404, 'TOPUP_UNKNOWN_RECEIPT', 'No payment with this receipt was received.');
+      if (payment.amount_cents !== r.amountCents)
+        throw new TopupRefusedError(
+          422,
+          'TOPUP_AMOUNT_MISMATCH',
+          'A reversal must be for the whole amount of the payment it reverses.',
+        );
+      const key = keyOf(r.provider, r.receipt, 'reversal');
+      const posted = await postInTransaction(trx, {
+        accountId: payment.account_id,
+        direction: 'debit',
+        kind: 'adjustment',
+        amountCents: payment.posted_cents,
+        settlementKey: key,
+        capAtBalance: true,
+      });
+      const ledger = (await findLedgerRowBySettlementKey(trx, key))!;
+      const row: WalletTopupRow = {
+        id: newId(),
+        provider: r.provider,
+        receipt: r.receipt,
+        kind: 'reversal',
+        reference: r.reference,
+        account_id: payment.account_id,
+        amount_cents: payment.posted_cents,
+        posted_cents: posted.amountCents,
+        currency: r.currency,
+        msisdn: r.msisdn,
+        paid_at: r.paidAt,
+        received_at: ledger.created_at,
+        ledger_id: ledger.id,
+      };
+      await insertWalletTopup(trx, row);
+      return { duplicate: false, topup: row };
+    }),
+  );
+}

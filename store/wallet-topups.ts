@@ -1,0 +1,99 @@
+import type { Db, Tx } from './db.js';
+import { nowIso } from './ids.js';
+
+/** A mobile-money provider the operator trusts, with the secret its callbacks are signed with. */
+export interface TopupProviderRow {
+  name: string;
+  secret: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type TopupKind = 'payment' | 'reversal';
+
+/** One accepted top-up callback and the ledger row it posted (migration 023). */
+export interface WalletTopupRow {
+  id: string;
+  provider: string;
+  receipt: string;
+  kind: TopupKind;
+  /** A reversal's own id at the provider (its `receipt` is the payment's); null for a payment. */
+  reference: string | null;
+  account_id: string;
+  amount_cents: number;
+  posted_cents: number;
+  currency: string;
+  msisdn: string;
+  paid_at: string;
+  received_at: string;
+  ledger_id: string;
+}
+
+const topup = (r: any): WalletTopupRow => ({
+  ...r,
+  amount_cents: Number(r.amount_cents),
+  posted_cents: Number(r.posted_cents),
+});
+
+/** Adds a provider or replaces its secret (the old one stops verifying at once). */
+export async function setTopupProvider(db: Db, name: string, secret: string): Promise<TopupProviderRow> {
+  const now = nowIso();
+  const updated = await db('topup_providers').where({ name }).update({ secret, updated_at: now });
+  if (!updated) await db('topup_providers').insert({ name, secret, created_at: now, updated_at: now });
+  return (await db('topup_providers').where({ name }).first()) as TopupProviderRow;
+}
+
+export async function getTopupProvider(db: Db, name: string): Promise<TopupProviderRow | undefined> {
+  return (await db('topup_providers').where({ name }).first()) as TopupProviderRow | undefined;
+}
+
+export async function listTopupProviders(db: Db): Promise<TopupProviderRow[]> {
+  return (await db('topup_providers').orderBy('name')) as TopupProviderRow[];
+}
+
+export async function removeTopupProvider(db: Db, name: string): Promise<boolean> {
+  return (await db('topup_providers').where({ name }).delete()) > 0;
+}
+
+export async function findWalletTopup(
+  db: Db,
+  provider: string,
+  receipt: string,
+  kind: TopupKind,
+): Promise<WalletTopupRow | undefined> {
+  const row = await db('wallet_topups').where({ provider, receipt, kind }).first();
+  return row ? topup(row) : undefined;
+}
+
+/** Records an accepted callback; a unique violation (the same receipt and kind, raced) is thrown as is. */
+export async function insertWalletTopup(tx: Tx, row: WalletTopupRow): Promise<void> {
+  await tx('wallet_topups').insert(row);
+}
+
+/** Top-ups received in [from, to), oldest first. */
+export async function walletTopupsBetween(db: Db, from: string, to: string): Promise<WalletTopupRow[]> {
+  const rows = await db('wallet_topups')
+    .where('received_at', '>=', from)
+    .andWhere('received_at', '<', to)
+    .orderBy('received_at', 'asc');
+  return rows.map(topup);
+}
+
+/**
+ * Ledger rows posted for top-up callbacks (their settlement key starts with `prefix`, which holds no LIKE wildcard)
+ * in [from, to).
+ */
+export async function ledgerRowsWithKeyPrefix(
+  db: Db,
+  prefix: string,
+  from: string,
+  to: string,
+): Promise<Array<{ id: string; account_id: string; direction: string; amount_cents: number; settlement_key: string }>> {
+  if (/[%_\\]/.test(prefix)) throw new Error('a settlement key prefix holds no LIKE wildcard');
+  const rows = await db('wallet_transactions')
+    .where('settlement_key', 'like', `${prefix}%`)
+    .andWhere('created_at', '>=', from)
+    .andWhere('created_at', '<', to)
+    .select('id', 'account_id', 'direction', 'amount_cents', 'settlement_key');
+  return rows.map((r: any) => ({ ...r, amount_cents: Number(r.amount_cents) }));
+}
