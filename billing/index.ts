@@ -52,14 +52,18 @@ export {
   type OverloadVerdict,
   type NewCallGate,
 } from './overload.js';
+export {
   applyTopupPayment,
   applyTopupReversal,
   TopupRefusedError,
+  TOPUP_KEY_PREFIX,
   type TopupPayment,
   type TopupReversal,
   type TopupOutcome,
 } from './topups.js';
+export {
   reconcileTopups,
   type TopupReconciliation,
+  type ProviderTotals,
   type TopupMismatch,
 } from './topup-reconcile.js';
