@@ -13,7 +13,7 @@ import {
   reconcileCall,
   type BillingEmit,
 } from './billing/index.js';
-import { createApiServer, feedMetrics } from './api/index.js';
+import { createApiServer, feedMetrics, StatsRollup } from './api/index.js';
 import { SwitchMetrics } from './metrics/index.js';
 import {
   EventBus,
@@ -23,10 +23,17 @@ import {
   attachStream,
   type EventCode,
 } from './events/index.js';
-import { consumeStreamToken, countOutboxBacklog, lapsedStreamPrincipals, onAuthWrite } from './store/index.js';
+import {
+  consumeStreamToken,
+  countOutboxBacklog,
+  findCallAnyAccount,
+  lapsedStreamPrincipals,
+  LIVE_CALL_STATUSES,
+  onAuthWrite,
+} from './store/index.js';
 import { SwitchCallEngine } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
-import { Portal } from './web/index.js';
+import { Console, Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
 
 const log = roomLogger('switch');
@@ -242,8 +249,29 @@ export class Switch {
 
     const portal = new Portal({ db, config });
     this.#closers.push(() => portal.close());
+    // Issue 21: the operator console, and the hourly CDR roll-up its and the portal's charts read.
+    const rollup = new StatsRollup(db, { onError: (err) => log.warn({ err }, 'call stats roll-up failed') }).start();
+    this.#closers.push(() => rollup.close());
+    const operatorConsole = new Console({
+      db,
+      config,
+      live: {
+        hangup: async (id) => {
+          const call = await findCallAnyAccount(db, id);
+          if (!call || !LIVE_CALL_STATUSES.includes(call.status)) return false;
+          await calls.hangup(call);
+          return true;
+        },
+        overload: () => ({ ...overload.state() }),
+        registrations: () => registrar.location.size,
+        media: () => (this.#engines?.list() ?? []).map((e) => ({ address: e.address, healthy: e.healthy })),
+      },
+    });
+    this.#closers.push(async () => operatorConsole.close());
+    const consoleMw = operatorConsole.middleware();
+    const portalMw = portal.middleware();
     const { server } = createApiServer({
-      before: portal.middleware(),
+      before: (ctx, next) => consoleMw(ctx, () => portalMw(ctx, next)),
       db,
       config,
       calls,
@@ -280,7 +308,7 @@ export class Switch {
       `  SIP: udp and tcp ${config.sip.host}:${config.sip.port}` +
         (config.sip.wsPort > 0 ? `, ws ${config.sip.wsPort}` : '') +
         (config.sip.wssPort > 0 ? `, wss ${config.sip.wssPort}` : ''),
-      `  portal: ${config.publicBaseUrl}/portal/`,
+      `  portal: ${config.publicBaseUrl}/portal/, operator console: ${config.publicBaseUrl}/console/`,
       `  media: ${this.#supervisor ? `rtpengine pid ${this.#supervisor.pid} (supervised)` : `external rtpengine ${config.rtpengine.urls.join(', ')}`}`,
       `  data: ${config.dataDir}${config.databaseUrl ? ` (store: PostgreSQL)` : ' (store: SQLite)'}`,
     ];

@@ -18,3 +18,18 @@ export { securityHeaders } from './security-headers.js';
 export { redactingLogger, scrubSecrets } from './log-redaction.js';
 export { metricsRoute, METRICS_TOKEN_SETTING } from './routes/metrics.js';
 export { feedMetrics } from './metrics-feed.js';
+export { addOperator, findOperatorByEmailAddress, spendOperatorTotp } from './operator-users.js';
+export {
+  OperationError,
+  createAccountOp,
+  setAccountStatusOp,
+  setAccountCapsOp,
+  topUpOp,
+  liftBanOp,
+  setDrainingOp,
+  hangupOp,
+  type Actor,
+  type Caps,
+} from './operations.js';
+export { chartWindow, chartData, ChartWindowError } from './charts.js';
+export { StatsRollup } from './stats-rollup.js';

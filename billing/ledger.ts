@@ -45,6 +45,8 @@ export interface PostInput {
   settlementKey?: string | null;
   /** For debits: allow a partial debit down to zero instead of refusing (settling talk time already consumed). */
   capAtBalance?: boolean;
+  /** Why an operator moved the money (kept in the ledger row). */
+  reason?: string;
 }
 
 export interface PostResult {
@@ -99,6 +101,7 @@ export async function postInTransaction(trx: Tx, input: PostInput): Promise<Post
       settlement_key: input.settlementKey ?? null,
       created_at: nowIso(),
       seq: last + 1,
+      ...(input.reason && { reason: input.reason }),
     });
   } catch (e) {
     if (isUniqueViolation(e)) throw new LedgerConflictError();

@@ -1,6 +1,8 @@
+import { userInfo } from 'node:os';
 import type { Db, AccountRow } from '../store/index.js';
 import { findAccount } from '../store/index.js';
 import { parseMoney, formatMoney, MoneyFormatError } from '../billing/index.js';
+import { OperationError } from '../api/index.js';
 import { UsageError, type ParsedArgs } from './args.js';
 
 /**
@@ -30,6 +32,27 @@ export const presentAccount = (a: AccountRow) => ({
   wallet_balance: formatMoney(a.balance_cents),
   status: a.status,
 });
+
+/** Who the audit log names for an action taken at this command line (issue 21): cli:USER. */
+export function cliActor(): string {
+  let user = process.env.SUDO_USER || process.env.USER || '';
+  try {
+    user ||= userInfo().username;
+  } catch {
+    /* no passwd entry */
+  }
+  return `cli:${user || 'unknown'}`;
+}
+
+/** Runs one of the shared operator operations (api/operations.ts); its refusal is a usage error here. */
+export async function operation<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (e) {
+    if (e instanceof OperationError) throw new UsageError(e.message);
+    throw e;
+  }
+}
 
 /** An amount of money from the command line, e.g. 500.00, in cents. */
 export function money(value: string | undefined, what: string): number {

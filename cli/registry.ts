@@ -16,6 +16,7 @@ import { assetsCommands } from './commands/assets.js';
 import { portalUserCommands } from './commands/portal-user.js';
 import { cdrCommands } from './commands/cdr.js';
 import { metricsCommands } from './commands/metrics.js';
+import { operatorCommands } from './commands/operator.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -41,6 +42,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   portalUserCommands,
   cdrCommands,
   metricsCommands,
+  operatorCommands,
 ];
 
 function merge(groups: readonly CommandGroup[]): ReadonlyMap<string, Command> {

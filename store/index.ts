@@ -37,6 +37,8 @@ export * from './call-events.js';
 export * from './webhook-routes.js';
 export * from './call-credit.js';
 export * from './event-outbox.js';
+export * from './operators.js';
+export * from './call-stats.js';
 export { openReadPool } from './read-pool.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';
 export * from './wallet-topups.js';

@@ -11,6 +11,8 @@ export interface WalletTransactionRow {
   settlement_key: string | null;
   created_at: string;
   seq: number;
+  /** Why an operator moved the money (a console or CLI top-up); absent on the switch's own postings. */
+  reason?: string | null;
 }
 
 const normalise = (r: any): WalletTransactionRow => ({

@@ -1,9 +1,10 @@
-import { insertAccountWithApiKey, listAccounts, getAccount, updateAccount } from '../../store/index.js';
-import { post, CURRENCY } from '../../billing/index.js';
+import { listAccounts, getAccount, updateAccount } from '../../store/index.js';
+import { CURRENCY } from '../../billing/index.js';
+import { createAccountOp, setAccountCapsOp, setAccountStatusOp } from '../../api/index.js';
 import { loadConfig } from '../../config/index.js';
 import { isSupportedCountryCode } from '../../numbers/index.js';
 import { Flags, UsageError } from '../args.js';
-import { presentAccount, money, account, type CommandGroup } from '../command.js';
+import { presentAccount, money, account, cliActor, operation, type CommandGroup } from '../command.js';
 
 /** Accounts: create, list, suspend and resume, caps, recording retention. */
 export const accountCommands: CommandGroup = {
@@ -20,9 +21,7 @@ export const accountCommands: CommandGroup = {
       const balance = money(f.string('balance', { default: '0.00' }), '--balance');
       f.done();
       if (!name) throw new UsageError('--name must not be empty');
-      // Account, first key and opening balance are written together or not at all.
-      const { account: acct, key } = await insertAccountWithApiKey(db, name, 'default');
-      if (balance > 0) await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: balance });
+      const { account: acct, key } = await operation(createAccountOp(db, cliActor(), name, balance));
       const a = presentAccount(await getAccount(db, acct.id));
       out.print(
         `account ${a.uuid} "${a.name}" created, balance ${a.wallet_balance} ${CURRENCY}\nAPI key (shown once, store it now): ${key}`,
@@ -41,13 +40,13 @@ export const accountCommands: CommandGroup = {
     async 'account suspend'(db, args, out) {
       new Flags(args).done();
       const a = await account(db, args.positional[0]);
-      const r = presentAccount(await updateAccount(db, a.id, { status: 'suspended' }));
+      const r = presentAccount(await operation(setAccountStatusOp(db, cliActor(), a.id, 'suspended')));
       out.print(`account ${r.uuid} suspended: its keys now get 401 and new calls are refused (BILL.0407)`, r);
     },
     async 'account resume'(db, args, out) {
       new Flags(args).done();
       const a = await account(db, args.positional[0]);
-      const r = presentAccount(await updateAccount(db, a.id, { status: 'active' }));
+      const r = presentAccount(await operation(setAccountStatusOp(db, cliActor(), a.id, 'active')));
       out.print(`account ${r.uuid} active`, r);
     },
     async 'account caps'(db, args, out) {
@@ -60,11 +59,9 @@ export const accountCommands: CommandGroup = {
       if (concurrency === undefined && cps === undefined && maxDuration === undefined) {
         throw new UsageError('give at least one of --concurrency, --cps, --max-duration');
       }
-      const r = await updateAccount(db, a.id, {
-        ...(concurrency !== undefined && { max_concurrent_calls: concurrency }),
-        ...(cps !== undefined && { max_cps: cps }),
-        ...(maxDuration !== undefined && { max_call_seconds: maxDuration }),
-      });
+      const r = await operation(
+        setAccountCapsOp(db, cliActor(), a.id, { concurrency, cps, maxDurationSeconds: maxDuration }),
+      );
       const caps = { concurrency: r.max_concurrent_calls, cps: r.max_cps, max_duration_seconds: r.max_call_seconds };
       out.print(
         `account ${r.id}: concurrency ${caps.concurrency}, cps ${caps.cps}, max duration ${caps.max_duration_seconds} s`,

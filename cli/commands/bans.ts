@@ -1,6 +1,7 @@
-import { listBans, liftBan, addBan } from '../../sip/index.js';
+import { listBans, addBan } from '../../sip/index.js';
+import { liftBanOp } from '../../api/index.js';
 import { Flags, UsageError } from '../args.js';
-import { type CommandGroup } from '../command.js';
+import { cliActor, operation, type CommandGroup } from '../command.js';
 
 /** SIP sources banned by the security gate. */
 export const bansCommands: CommandGroup = {
@@ -24,7 +25,7 @@ export const bansCommands: CommandGroup = {
       new Flags(args).done();
       const address = args.positional[0];
       if (!address) throw new UsageError('an address is required');
-      if (!(await liftBan(db, address))) throw new UsageError(`${address} is not banned`);
+      await operation(liftBanOp(db, cliActor(), address));
       out.print(`ban on ${address} lifted; the running switch lets it in within a few seconds`, { lifted: address });
     },
     async 'bans add'(db, args, out) {

@@ -1,6 +1,7 @@
-import { putSetting, getSetting } from '../../store/index.js';
+import { getSetting } from '../../store/index.js';
+import { setDrainingOp } from '../../api/index.js';
 import { Flags } from '../args.js';
-import { type CommandGroup } from '../command.js';
+import { cliActor, operation, type CommandGroup } from '../command.js';
 
 /** Draining: stop or restart admitting new calls. */
 export const platformCommands: CommandGroup = {
@@ -9,14 +10,14 @@ export const platformCommands: CommandGroup = {
   commands: {
     async 'platform drain'(db, args, out) {
       new Flags(args).done();
-      await putSetting(db, 'draining', 'true');
+      await operation(setDrainingOp(db, cliActor(), true));
       out.print('platform draining: new calls are refused with PLATFORM.0503; calls in progress continue', {
         draining: true,
       });
     },
     async 'platform resume'(db, args, out) {
       new Flags(args).done();
-      await putSetting(db, 'draining', 'false');
+      await operation(setDrainingOp(db, cliActor(), false));
       out.print('platform admitting new calls', { draining: false });
     },
     async 'platform status'(db, args, out) {

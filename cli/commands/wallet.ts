@@ -1,7 +1,8 @@
-import { post, formatMoney, reconcileTopups, CURRENCY, type TopupReconciliation } from '../../billing/index.js';
+import { formatMoney, reconcileTopups, CURRENCY, type TopupReconciliation } from '../../billing/index.js';
 import { listTopupProviders, randomToken, removeTopupProvider, setTopupProvider } from '../../store/index.js';
 import { Flags, UsageError } from '../args.js';
-import { money, account, type Command, type CommandGroup } from '../command.js';
+import { money, account, cliActor, operation, type Command, type CommandGroup } from '../command.js';
+import { topUpOp } from '../../api/index.js';
 import { instant } from './cdr.js';
 
 const PROVIDER = /^[a-z0-9-]{1,40}$/;
@@ -75,7 +76,8 @@ const providerRemove: Command = async (db, args, out) => {
 /** Wallet top-ups: by the operator, and from mobile-money providers (issue 23). */
 export const walletCommands: CommandGroup = {
   noun: 'wallet',
-  help: `  wallet topup ID AMOUNT                         credit the wallet, e.g. 500.00 (KES)
+  help: `  wallet topup ID AMOUNT [--reason TEXT]         credit the wallet, e.g. 500.00 (KES); the reason is kept
+                                                 in the ledger and the operator audit log
   wallet provider set NAME [--secret-env VAR]    trust a mobile-money provider's signed top-up callbacks; the
                                                  secret is read from the environment variable VAR, or made and
                                                  printed once (give it to the provider); again: replaces it
@@ -85,11 +87,13 @@ export const walletCommands: CommandGroup = {
                                                  ledger; exit status 2 when they do not balance`,
   commands: {
     async 'wallet topup'(db, args, out) {
-      new Flags(args).done();
+      const f = new Flags(args);
+      const reason = f.string('reason') ?? '';
+      f.done();
       const a = await account(db, args.positional[0]);
       const amount = money(args.positional[1], 'AMOUNT');
       if (amount <= 0) throw new UsageError('AMOUNT must be more than 0.00');
-      const r = await post(db, { accountId: a.id, direction: 'credit', kind: 'topup', amountCents: amount });
+      const r = await operation(topUpOp(db, cliActor(), a.id, amount, reason));
       const result = { uuid: a.id, balance: formatMoney(r.balanceAfterCents), currency: CURRENCY };
       out.print(`account ${a.id}: +${formatMoney(amount)}, balance ${result.balance} ${CURRENCY}`, result);
     },

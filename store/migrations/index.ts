@@ -16,6 +16,7 @@ import * as m014 from './014-webhook-route-key.js';
 import * as m015 from './015-routes.js';
 import * as m016 from './016-number-plan.js';
 import * as m017 from './017-calls-created-index.js';
+import * as m022 from './022-operator-console.js';
 import * as m023 from './023-prepaid.js';
 
 /**
@@ -41,6 +42,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['016-number-plan', m016],
   ['017-calls-created-index', m017],
   ['023-prepaid', m023],
+  ['022-operator-console', m022],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -1,0 +1,46 @@
+import { getSetting, nextRollUpHour, putSetting, rollUpCallStats, type Db } from '../store/index.js';
+
+const SETTING = 'call_stats_rolled_hour';
+
+/**
+ * The periodic job behind the charts (issue 21): every `intervalMs` it recomputes the hourly CDR roll-up from the
+ * oldest hour that can still change (the oldest live call's, or the hour of its previous run). It reads ended
+ * calls through the created_at index and writes only the roll-up tables: a call's own path is untouched.
+ */
+export class StatsRollup {
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly opts: { intervalMs?: number; onError?: (e: unknown) => void } = {},
+  ) {}
+
+  start(): this {
+    const tick = () => void this.runOnce().catch((e) => this.opts.onError?.(e));
+    tick();
+    this.#timer = setInterval(tick, this.opts.intervalMs ?? 60_000);
+    this.#timer.unref();
+    return this;
+  }
+
+  /** One roll-up now (a run already under way is awaited instead of started twice). */
+  runOnce(): Promise<void> {
+    this.#running ??= this.#run().finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  async #run(): Promise<void> {
+    const startedHour = new Date().toISOString().slice(0, 13);
+    const last = (await getSetting(this.db, SETTING)) ?? null;
+    const from = await nextRollUpHour(this.db, last);
+    if (from !== null) await rollUpCallStats(this.db, from);
+    // Calls created from now on are in this hour or later; older live calls are found again next time.
+    await putSetting(this.db, SETTING, startedHour);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#running?.catch(() => undefined);
+  }
+}

@@ -1,0 +1,160 @@
+import type { Db } from './db.js';
+import { LIVE_CALL_STATUSES } from './calls.js';
+
+/**
+ * The charts' figures (issue 21). CDRs are rolled up per account, hour and direction (and, for outbound calls, per
+ * destination prefix and day) by a periodic job that reads ended calls through the created_at index: nothing is
+ * written on a call's own path. A chart query reads at most a few thousand roll-up rows, whatever the CDR count.
+ *
+ * Each run recomputes every hour from the oldest still-live call's hour (or the previous run's hour, if older
+ * nothing is live), so a call that ends late is counted in the hour it was created in once it has ended.
+ */
+export const DEST_PREFIX_LENGTH = 5;
+
+const hourOf = (iso: string) => iso.slice(0, 13);
+
+/** Recomputes the roll-ups from `fromHour` (YYYY-MM-DDTHH) on; returns how many hourly rows it wrote. */
+export async function rollUpCallStats(db: Db, fromHour: string): Promise<number> {
+  const fromTs = `${fromHour}:00:00`;
+  const fromDay = fromHour.slice(0, 10);
+  return db.transaction(async (trx) => {
+    await trx('call_stats_hourly').where('hour', '>=', fromHour).delete();
+    await trx.raw(
+      `INSERT INTO call_stats_hourly (account_id, hour, direction, calls, answered, talk_seconds, cost_cents)
+       SELECT account_id, substr(created_at, 1, 13), direction, count(*),
+              sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END),
+              sum(CASE WHEN answered_at IS NOT NULL THEN coalesce(talk_seconds, duration_seconds, 0) ELSE 0 END),
+              sum(cost_cents)
+       FROM calls WHERE created_at >= ? AND ended_at IS NOT NULL
+       GROUP BY account_id, substr(created_at, 1, 13), direction`,
+      [fromTs],
+    );
+    await trx('call_dest_daily').where('day', '>=', fromDay).delete();
+    await trx.raw(
+      `INSERT INTO call_dest_daily (account_id, day, prefix, calls, answered, cost_cents)
+       SELECT account_id, substr(created_at, 1, 10), substr(to_number, 1, ${DEST_PREFIX_LENGTH}), count(*),
+              sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END), sum(cost_cents)
+       FROM calls WHERE created_at >= ? AND ended_at IS NOT NULL AND direction = 'outbound'
+       GROUP BY account_id, substr(created_at, 1, 10), substr(to_number, 1, ${DEST_PREFIX_LENGTH})`,
+      [`${fromDay}T00:00:00`],
+    );
+    const [{ n }] = await trx('call_stats_hourly').where('hour', '>=', fromHour).count({ n: '*' });
+    return Number(n);
+  });
+}
+
+/** Where the next roll-up must start: the oldest live call's hour, or `lastHour` (the previous run's), if older. */
+export async function nextRollUpHour(db: Db, lastHour: string | null): Promise<string | null> {
+  const live = await db('calls').whereIn('status', LIVE_CALL_STATUSES).min({ at: 'created_at' }).first();
+  const oldestLive = live?.at ? hourOf(String(live.at)) : null;
+  if (lastHour === null) {
+    // First run: everything from the first CDR on.
+    const first = await db('calls').min({ at: 'created_at' }).first();
+    return first?.at ? hourOf(String(first.at)) : null;
+  }
+  return oldestLive !== null && oldestLive < lastHour ? oldestLive : lastHour;
+}
+
+export interface ChartWindow {
+  /** null: every account (the console). */
+  accountId: string | null;
+  /** ISO instants; the window is [from, to). */
+  from: string;
+  to: string;
+  bucket: 'hour' | 'day';
+}
+
+export interface ChartPoint {
+  bucket: string;
+  calls: number;
+  answered: number;
+  talk_seconds: number;
+  cost_cents: number;
+}
+
+/** Calls, answered calls, talk time and spend per hour or day of the window (from the hourly roll-up). */
+export async function callSeries(db: Db, w: ChartWindow): Promise<ChartPoint[]> {
+  const width = w.bucket === 'hour' ? 13 : 10;
+  const q = db('call_stats_hourly')
+    .select(db.raw(`substr(hour, 1, ${width}) as bucket`))
+    .sum({ calls: 'calls', answered: 'answered', talk_seconds: 'talk_seconds', cost_cents: 'cost_cents' })
+    .where('hour', '>=', hourOf(w.from))
+    .andWhere('hour', '<', hourOf(w.to))
+    .groupByRaw(`substr(hour, 1, ${width})`)
+    .orderBy('bucket');
+  if (w.accountId) q.andWhere('account_id', w.accountId);
+  return (await q).map((r: any) => ({
+    bucket: String(r.bucket),
+    calls: Number(r.calls),
+    answered: Number(r.answered),
+    talk_seconds: Number(r.talk_seconds),
+    cost_cents: Number(r.cost_cents),
+  }));
+}
+
+/** The destination prefixes of most outbound calls in the window's days. */
+export async function topDestinations(
+  db: Db,
+  w: Omit<ChartWindow, 'bucket'>,
+  limit = 10,
+): Promise<Array<{ prefix: string; calls: number; answered: number; cost_cents: number }>> {
+  const q = db('call_dest_daily')
+    .select('prefix')
+    .sum({ calls: 'calls', answered: 'answered', cost_cents: 'cost_cents' })
+    .where('day', '>=', w.from.slice(0, 10))
+    .andWhere('day', '<=', new Date(Date.parse(w.to) - 1).toISOString().slice(0, 10))
+    .groupBy('prefix')
+    .orderBy('calls', 'desc')
+    .limit(limit);
+  if (w.accountId) q.andWhere('account_id', w.accountId);
+  return (await q).map((r: any) => ({
+    prefix: String(r.prefix),
+    calls: Number(r.calls),
+    answered: Number(r.answered),
+    cost_cents: Number(r.cost_cents),
+  }));
+}
+
+/** Status callbacks that failed for good (the outbox gave up) per hour or day of the window. */
+export async function webhookFailureSeries(
+  db: Db,
+  w: ChartWindow,
+): Promise<Array<{ bucket: string; failures: number }>> {
+  const width = w.bucket === 'hour' ? 13 : 10;
+  const q = db('event_outbox')
+    .select(db.raw(`substr(done_at, 1, ${width}) as bucket`))
+    .count({ failures: '*' })
+    .where('state', 'failed')
+    .andWhere('done_at', '>=', w.from)
+    .andWhere('done_at', '<', w.to)
+    .groupByRaw(`substr(done_at, 1, ${width})`)
+    .orderBy('bucket');
+  if (w.accountId) q.andWhere('account_id', w.accountId);
+  return (await q).map((r: any) => ({ bucket: String(r.bucket), failures: Number(r.failures) }));
+}
+
+/** Calls in progress on every account (the console's live view), newest first. */
+export async function listLiveCallsAllAccounts(db: Db, limit = 200) {
+  return db('calls as c')
+    .leftJoin('accounts as a', 'a.id', 'c.account_id')
+    .whereIn('c.status', LIVE_CALL_STATUSES)
+    .orderBy('c.created_at', 'desc')
+    .limit(limit)
+    .select(
+      'c.id',
+      'c.account_id',
+      'a.name as account_name',
+      'c.direction',
+      'c.from_number',
+      'c.to_number',
+      'c.status',
+      'c.created_at',
+      'c.answered_at',
+    );
+}
+
+/** Calls created since `sinceIso` on every account (the console's calls/s). */
+export async function countCallsCreatedSince(db: Db, sinceIso: string): Promise<number> {
+  const [{ n }] = await db('calls').where('created_at', '>=', sinceIso).count({ n: '*' });
+  return Number(n);
+}

@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { addOperator, StatsRollup, totp } from '../../api/index.js';
+import { addBan, listBans } from '../../sip/index.js';
+import { addPoolNumbers, findAccount, insertTrunk } from '../../store/index.js';
+import { CarrierSwitch } from '../e2e/carrier-switch.js';
+import { RtpSink, SCENARIOS } from '../e2e/harness.js';
+import { launchChromium, type LaunchedChromium } from '../support/chromium.js';
+import { eventually } from '../support/wait.js';
+import { seedCdrs } from '../support/seed-cdrs.js';
+
+// SIMU_SCREENSHOTS=1 refreshes docs/screenshots/ (a plain run writes to a temporary directory).
+const SHOTS = process.env.SIMU_SCREENSHOTS
+  ? path.join(import.meta.dirname, '../../docs/screenshots')
+  : mkdtempSync(path.join(os.tmpdir(), 'simu-console-shots-'));
+const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
+
+/**
+ * Issue 21 "done when": the operator console in headless Chromium against the whole switch. An operator signs in
+ * (TOTP computed here), suspends an account and the carrier's call to it is refused (SIPp sees 403), resumes it,
+ * lifts a ban, watches SIPp's calls appear in the live view, hangs one up there and sees them all go; the audit
+ * log shows each action under the operator's email.
+ */
+describe('web: operator console in headless Chromium', function () {
+  this.timeout(180_000);
+  const t = new CarrierSwitch({ did: '+254711950001' });
+  let chrome: LaunchedChromium | undefined;
+  let page: Page;
+  let secret: string;
+  let signInAt = 0;
+  const email = 'ops@example.net';
+  const password = 'operator passphrase 1';
+  const base = () => `http://127.0.0.1:${t.ports.http}`;
+
+  before(async () => {
+    await t.start();
+    t.sink = await new RtpSink().bind(t.sinkPort);
+    // The switch answers the carrier's calls, holds them 6 s, then hangs up.
+    t.server.verbs('/inbound', '<Response><Pause length="6"/><Hangup/></Response>');
+    await t.setInboundUrl(t.server.url('/inbound'));
+    secret = (await addOperator(t.ctx.db, email, password)).totp_secret;
+    chrome = await launchChromium();
+    page = await (await chrome.browser.newContext({ viewport: VIEWPORTS.desktop })).newPage();
+  });
+
+  after(async () => {
+    t.sipp?.kill();
+    t.sink?.close();
+    await chrome?.close();
+    await t.stop();
+    if (!process.env.SIMU_SCREENSHOTS) rmSync(SHOTS, { recursive: true, force: true });
+  });
+
+  afterEach(async function () {
+    t.sipp?.kill();
+    if (this.currentTest?.state === 'failed' && page)
+      await page.screenshot({ path: `/tmp/simu-console-failed-${Date.now()}.png` }).catch(() => undefined);
+  });
+
+  const go = async (name: string) => {
+    await page.goto(`${base()}/console/#/${name}`);
+    await page.waitForSelector(`#page[data-page="${name}"]`);
+  };
+
+  it('refuses an account credential and a wrong code, then signs the operator in', async () => {
+    await page.goto(`${base()}/console/`);
+    await page.waitForSelector('#signin-form', { state: 'visible' });
+    await page.fill('input[name=email]', email);
+    await page.fill('input[name=password]', password);
+    await page.fill('input[name=code]', totp(secret, Date.now() + 10 * 60_000));
+    await page.click('#signin-form button');
+    await page.waitForFunction(() => document.querySelector('#signin-error')?.textContent !== '');
+    assert.match((await page.textContent('#signin-error'))!, /wrong/);
+    signInAt = Date.now();
+    await page.fill('input[name=code]', totp(secret, signInAt));
+    await page.click('#signin-form button');
+    await page.waitForSelector('#page[data-page="live"]');
+    assert.equal(await page.textContent('#me'), email);
+    assert.equal(await page.evaluate(() => document.cookie), '', 'the session cookie is HttpOnly');
+    // The portal's API does not open the console: without the console's cookie its API says signed out.
+    const r = await fetch(`${base()}/console/api/accounts`, { headers: { authorization: `Bearer ${t.acct.key}` } });
+    assert.equal(r.status, 401);
+  });
+
+  it('suspends the account: the carrier call to its number is refused, and resumed it is answered', async () => {
+    await go('accounts');
+    await page.click(`tr[data-account="${t.acct.id}"] button.suspend`);
+    await page.waitForSelector(`tr[data-account="${t.acct.id}"] button.resume`);
+    assert.equal((await findAccount(t.ctx.db, t.acct.id))?.status, 'suspended');
+    // Refused at admission: 403 at once, no 180 first (scenarios/uac-inbound-refused.xml without its 180).
+    const template = readFileSync(path.join(SCENARIOS, 'uac-inbound-refused.xml'), 'utf8');
+    const scenario = path.join(os.tmpdir(), `uac-refused-403-${process.pid}.xml`);
+    writeFileSync(
+      scenario,
+      template.replace('<recv response="180" />', '').replace('response="EXPECTED_STATUS"', 'response="403"'),
+    );
+    t.sipp = t.carrierCalls(scenario);
+    const refused = await t.sipp.done;
+    assert.equal(refused.code, 0, refused.stdout + refused.stderr);
+    // Read from the store: a suspended account's own key gets 401 at the API.
+    const call = await t.ctx.db('calls').where({ account_id: t.acct.id }).orderBy('created_at', 'desc').first();
+    assert.equal(call.reason_code, 'BILL.0407');
+    await page.click(`tr[data-account="${t.acct.id}"] button.resume`);
+    await page.waitForSelector(`tr[data-account="${t.acct.id}"] button.suspend`);
+    assert.equal((await findAccount(t.ctx.db, t.acct.id))?.status, 'active');
+  });
+
+  it('lifts a ban', async () => {
+    await addBan(t.ctx.db, { address: '192.0.2.77', seconds: 3600 });
+    await go('bans');
+    await page.click('tr[data-ban="192.0.2.77"] button.lift');
+    await page.waitForSelector('#no-bans');
+    assert.deepEqual(await listBans(t.ctx.db), []);
+  });
+
+  it('shows live calls appear while SIPp places them, hangs one up, and sees them all go', async () => {
+    await go('live');
+    await page.waitForSelector('#no-live-calls');
+    t.sipp = t.carrierCalls('uac-inbound.xml', t.did.slice(1), ['-m', '3', '-l', '3', '-r', '10']);
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-call]').length === 3, undefined, {
+      timeout: 15_000,
+    });
+    await shot('console-live', 'desktop');
+    const victim = await page.getAttribute('tr[data-call] button.hangup >> xpath=ancestor::tr', 'data-call');
+    await page.click(`tr[data-call="${victim}"] button.hangup`);
+    await page.waitForFunction(
+      (id) => !document.querySelector(`tr[data-call="${id}"]`) && document.querySelectorAll('tr[data-call]').length > 0,
+      victim,
+      { timeout: 5000 },
+    );
+    const row = await t.ctx.db('calls').where({ id: victim }).first();
+    assert.ok(row.ended_at, 'the hung-up call has ended');
+    await page.waitForSelector('#no-live-calls', { timeout: 20_000 });
+    const sipp = await t.sipp.done;
+    assert.equal(sipp.code, 0, sipp.stdout + sipp.stderr);
+  });
+
+  it('drains and resumes the platform; the audit log shows every action under the operator', async () => {
+    await go('platform');
+    await page.click('button.drain');
+    await page.waitForSelector('button.resume');
+    await page.click('button.resume');
+    await page.waitForSelector('button.drain');
+    await go('audit');
+    const actions = await page.$$eval('tr[data-action]', (rows) =>
+      rows.map((r) => [r.getAttribute('data-action'), r.children[1]!.textContent]),
+    );
+    const mine = actions.filter(([, who]) => who === `operator:${email}`).map(([a]) => a);
+    for (const a of [
+      'account.suspend',
+      'account.resume',
+      'ban.lift',
+      'call.hangup',
+      'platform.drain',
+      'platform.resume',
+    ])
+      assert.ok(mine.includes(a), `${a} in the audit log: ${JSON.stringify(actions)}`);
+  });
+
+  it('takes a screenshot of every page at 1280x800 and 390x844', async () => {
+    // Something to show: a pool, a second trunk, a ban, six weeks of CDRs rolled up for the charts.
+    await addPoolNumbers(t.ctx.db, ['+254711950100', '+254711950101', '+254711950102']);
+    await insertTrunk(t.ctx.db, {
+      name: 'backup-carrier',
+      host: '192.0.2.10',
+      port: 5060,
+      transport: 'udp',
+      username: null,
+      password: null,
+      inbound_addresses: ['192.0.2.10'],
+    });
+    await addBan(t.ctx.db, { address: '203.0.113.9', seconds: 3600, reason: 'scanner' });
+    await seedCdrs(t.ctx.db, { accountId: t.acct.id, count: 5000, days: 42 });
+    await new StatsRollup(t.ctx.db).runOnce();
+    for (const [name, size] of Object.entries(VIEWPORTS)) {
+      await page.setViewportSize(size);
+      for (const p of [
+        'live',
+        'accounts',
+        'charts',
+        'numbers',
+        'trunks',
+        'rates',
+        'destinations',
+        'bans',
+        'platform',
+        'audit',
+      ]) {
+        await go(p);
+        if (p === 'charts') await page.waitForSelector('#charts .uplot');
+        await shot(`console-${p}`, name as keyof typeof VIEWPORTS);
+      }
+    }
+    const charts = await (await fetch(`${base()}/console/api/charts?days=30`)).status;
+    assert.equal(charts, 401, 'the charts need a session');
+  });
+
+  async function shot(name: string, size: keyof typeof VIEWPORTS) {
+    await eventually(async () => {
+      await page.screenshot({ path: path.join(SHOTS, `${name}-${VIEWPORTS[size].width}.png`), fullPage: true });
+      return true;
+    }, 'a screenshot');
+  }
+});

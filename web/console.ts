@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import type { Context, Middleware } from 'koa';
+import type { Config } from '../config/index.js';
+import type { Db } from '../store/index.js';
+import {
+  checkPassword,
+  dummyPasswordHash,
+  findOperatorByEmailAddress,
+  RequestRateLimiter,
+  spendOperatorTotp,
+} from '../api/index.js';
+import { sourceKey } from './request-keys.js';
+import { confined, readJsonBody, sendStatic, VENDOR_FILES, WebError } from './web-kit.js';
+import { consoleApi, type ConsoleLive } from './console-api.js';
+
+/**
+ * The operator console (issue 21) on the API's HTTP server: pages under /console/, its JSON under /console/api/.
+ * Its own sign-in (operators made with `simu operator add`: email, scrypt password, TOTP spent once), never an
+ * account's credentials. Sessions as the portal's: a 256-bit id in an HttpOnly SameSite=Strict cookie scoped to
+ * /console, 8 h idle / 12 h in all; a state-changing request must carry `X-Simu-Console: 1` (a cross-site form
+ * cannot). Every action runs the operation the CLI runs (api/operations.ts) and is audited with the operator's
+ * email.
+ */
+export interface ConsoleDeps {
+  db: Db;
+  config?: Config;
+  live?: ConsoleLive;
+  now?: () => number;
+  secureCookies?: boolean;
+}
+
+interface Session {
+  operatorId: string;
+  email: string;
+  createdAt: number;
+  lastSeen: number;
+}
+
+export const CONSOLE_COOKIE = 'simu_console';
+const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
+const IDLE_MS = 8 * 3600_000;
+const MAX_MS = 12 * 3600_000;
+const MAX_FAILURES = 5;
+const LOCKOUT_MS = 15 * 60_000;
+
+export class Console {
+  readonly #sessions = new Map<string, Session>();
+  readonly #failures = new Map<string, { count: number; until: number }>();
+  readonly #now: () => number;
+  readonly #limiter: RequestRateLimiter;
+
+  constructor(private readonly deps: ConsoleDeps) {
+    this.#now = deps.now ?? Date.now;
+    this.#limiter = new RequestRateLimiter({ ratePerSecond: 10 / 60, burst: 10, now: this.#now });
+  }
+
+  middleware(): Middleware {
+    return async (ctx, next) => {
+      const p = ctx.path;
+      if (p !== '/console' && !p.startsWith('/console/')) return next();
+      try {
+        if (p.startsWith('/console/api/')) return await this.#api(ctx);
+        return await this.#static(ctx);
+      } catch (e) {
+        if (!(e instanceof WebError)) throw e;
+        ctx.status = e.status;
+        ctx.body = { detail: e.message, code: e.code };
+      }
+    };
+  }
+
+  close(): void {
+    this.#sessions.clear();
+  }
+
+  async #static(ctx: Context): Promise<void> {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
+    // The API strips a trailing slash before this runs: /console/ arrives as /console.
+    const rel = ctx.path.slice('/console/'.length);
+    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
+    if (vendor !== undefined) {
+      const file = VENDOR_FILES[vendor];
+      return file ? sendStatic(ctx, file) : void (ctx.status = 404);
+    }
+    // The charts script is the portal's too.
+    if (rel === 'charts.js') return sendStatic(ctx, path.join(STATIC_DIR, '..', 'charts.js'));
+    const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
+    if (!file) return void (ctx.status = 404);
+    await sendStatic(ctx, file);
+  }
+
+  #session(ctx: Context): Session | null {
+    const sid = ctx.cookies.get(CONSOLE_COOKIE);
+    const s = sid ? this.#sessions.get(sid) : undefined;
+    if (!sid || !s) return null;
+    const now = this.#now();
+    if (s.lastSeen + IDLE_MS < now || s.createdAt + MAX_MS < now) {
+      this.#sessions.delete(sid);
+      return null;
+    }
+    s.lastSeen = now;
+    return s;
+  }
+
+  async #api(ctx: Context): Promise<void> {
+    const route = `${ctx.method} ${ctx.path.replace(/\/+$/, '')}`;
+    if (route === 'POST /console/api/signin') return this.#signIn(ctx);
+    const s = this.#session(ctx);
+    if (!s) throw new WebError(401, 'CONSOLE_SIGNED_OUT', 'Sign in first.');
+    if (ctx.method !== 'GET' && ctx.get('x-simu-console') !== '1')
+      throw new WebError(403, 'CONSOLE_CSRF', 'Missing the X-Simu-Console header.');
+    if (route === 'GET /console/api/me') return void (ctx.body = { email: s.email });
+    if (route === 'POST /console/api/signout') {
+      this.#sessions.delete(ctx.cookies.get(CONSOLE_COOKIE) ?? '');
+      ctx.cookies.set(CONSOLE_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/console', maxAge: 0 });
+      return void (ctx.body = { message: 'signed out' });
+    }
+    await consoleApi(ctx, route.replace(' /console/api', ' '), {
+      db: this.deps.db,
+      actor: `operator:${s.email}`,
+      live: this.deps.live,
+      now: this.#now,
+    });
+  }
+
+  async #signIn(ctx: Context): Promise<void> {
+    const admit = this.#limiter.take(sourceKey(ctx.ip));
+    if (!admit.ok) {
+      ctx.set('Retry-After', String(admit.retryAfterSeconds));
+      throw new WebError(
+        429,
+        'CONSOLE_SIGNIN_THROTTLED',
+        'Too many sign-in attempts from this address; wait a little.',
+      );
+    }
+    const body = await readJsonBody(ctx);
+    const email = String(body.email ?? '')
+      .trim()
+      .toLowerCase()
+      .slice(0, 320);
+    const now = this.#now();
+    const f = this.#failures.get(email);
+    if (f && f.count >= MAX_FAILURES && f.until > now)
+      throw new WebError(429, 'CONSOLE_LOCKED', 'Too many failed sign-ins; try again later.');
+    const op = await findOperatorByEmailAddress(this.deps.db, email);
+    // The scrypt runs whether or not the email exists, so timing does not tell which operators exist.
+    const passOk = await checkPassword(
+      String(body.password ?? '').slice(0, 1024),
+      op?.password_hash ?? (await dummyPasswordHash()),
+    );
+    const ok = !!op && passOk && (await spendOperatorTotp(this.deps.db, op.id, String(body.code ?? ''), now));
+    if (!ok || !op) {
+      if (this.#failures.size > 10_000)
+        for (const [k, v] of this.#failures) if (v.until <= now) this.#failures.delete(k);
+      this.#failures.set(email, { count: f && f.until > now ? f.count + 1 : 1, until: now + LOCKOUT_MS });
+      throw new WebError(401, 'CONSOLE_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
+    }
+    this.#failures.delete(email);
+    const sid = randomBytes(32).toString('base64url');
+    this.#sessions.set(sid, { operatorId: op.id, email: op.email, createdAt: now, lastSeen: now });
+    ctx.cookies.set(CONSOLE_COOKIE, sid, {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/console',
+      secure: this.deps.secureCookies ?? this.deps.config?.publicBaseUrl.startsWith('https:') ?? false,
+      overwrite: true,
+    });
+    ctx.body = { email: op.email };
+  }
+}

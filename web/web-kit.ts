@@ -1,0 +1,69 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Context } from 'koa';
+
+/** An error a portal or console endpoint answers with: status, stable code, message. */
+export class WebError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A JSON object body of at most 64 KiB (hostile input: bounded before it is parsed). */
+export async function readJsonBody(ctx: Context): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of ctx.req) {
+    size += (c as Buffer).length;
+    if (size > 64 * 1024) throw new WebError(413, 'PAYLOAD_TOO_LARGE', 'Body too large.');
+    chunks.push(c as Buffer);
+  }
+  try {
+    const v = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
+  } catch {
+    throw new WebError(400, 'VALIDATION_ERROR', 'The body is not JSON.');
+  }
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+/** The charting library (uPlot, npm), served from node_modules: nothing is fetched from outside the box. */
+export const VENDOR_FILES: Record<string, string> = {
+  'uplot.js': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.iife.min.js'),
+  'uplot.css': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.min.css'),
+};
+
+/** Sends `file` (already confined to its directory by the caller) with the pages' security headers. */
+export async function sendStatic(ctx: Context, file: string): Promise<void> {
+  try {
+    ctx.body = await readFile(file);
+  } catch {
+    ctx.status = 404;
+    return;
+  }
+  ctx.type = TYPES[path.extname(file)] ?? 'application/octet-stream';
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('X-Frame-Options', 'SAMEORIGIN');
+  ctx.set(
+    'Content-Security-Policy',
+    "default-src 'self'; connect-src 'self' ws: wss:; media-src 'self' blob:; img-src 'self' data:; " +
+      "object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'self'",
+  );
+}
+
+/** A file under `dir` named by a request path, or null when the path leaves it. */
+export function confined(dir: string, rel: string): string | null {
+  const file = path.normalize(path.join(dir, rel));
+  return file.startsWith(dir + path.sep) ? file : null;
+}
