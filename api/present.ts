@@ -85,11 +85,16 @@ export function webhookConfigOut(a: AccountRow, numbers: NumberRow[]): z.infer<t
   return { endpoints, fallback_mode: a.fallback_mode, fallback_value: a.fallback_value, numbers: overrides };
 }
 
-export const accountOut = (a: AccountRow): z.infer<typeof S.AccountOut> => ({
+/**
+ * The Account object; `sip_domain` (beyond the spec, issue 19) is the domain its phones register to: the account's
+ * label under the switch's `sip.domain` (the uuid form `<uuid>.<sip.domain>` when it has no label yet).
+ */
+export const accountOut = (a: AccountRow, switchDomain: string): z.infer<typeof S.AccountOut> => ({
   uuid: a.id,
   name: a.name,
   wallet_balance: formatMoney(a.balance_cents),
   status: a.status,
+  sip_domain: `${a.sip_label ?? a.id}.${switchDomain}`,
 });
 
 export const recordingOut = (r: RecordingRow): z.infer<typeof S.RecordingOut> => ({

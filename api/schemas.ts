@@ -208,6 +208,8 @@ export const AccountOut = z.object({
   name: z.string(),
   wallet_balance: Money,
   status: z.enum(['active', 'suspended']),
+  /** Beyond the spec (issue 19): the SIP domain the account's phones use, e.g. `acme.sip.example.net`. */
+  sip_domain: z.string(),
 });
 export const WebhookConfigOut = z.object({
   endpoints: z.record(z.string(), z.string()),

@@ -19,6 +19,9 @@ export interface Config {
     maxConnections: number;
     firstMessageSeconds: number;
     maxBindingsPerUser: number;
+    domain: string;
+    keepAliveSeconds: number;
+    keepAliveMisses: number;
   };
   security: {
     floodMaxRequests: number;

@@ -8,16 +8,20 @@
 import { decodeJwt } from 'jose';
 import { EventCodes, type EventCode } from '../events/index.js';
 import { PhoneTokenRejectedError, verifyPhoneToken } from './phone-token.js';
-import { phoneTokenIsValid, type Db, type PhoneTokenRow } from '../store/index.js';
+import { accountIdOfSipLabel, phoneTokenIsValid, type Db, type PhoneTokenRow } from '../store/index.js';
 import type { EndUserIdentity } from './sip-app.js';
 import type { SecurityGate } from './security/index.js';
 import { withDummySecret } from './security/index.js';
 import { DigestServer, bearerChallenge, type Clock, type Responder, type SipRequest, type Uri } from './stack/index.js';
 import { CHECKS_PER_TOKEN, PhoneCredentialStore, accountOfHost, realmOfHost } from './registrar-credentials.js';
 
-/** The address-of-record a request names: account (if the domain's first label is one) and extension. */
+/**
+ * The address-of-record a request names: account (if the domain's first label is its uuid), the domain's first
+ * label (an account's readable SIP domain label, resolved by EndUserAuth.accountOf) and extension.
+ */
 export interface Aor {
   accountId: string | undefined;
+  label: string;
   realm: string;
   extension: string;
 }
@@ -103,10 +107,12 @@ export class EndUserAuth {
     };
     // A phone's first request carries no credentials: challenge without touching the store.
     if (!aor || !req.headers.has(proxy ? 'proxy-authorization' : 'authorization')) return challenge();
-    const who = { source: req.source?.address ?? '', account: aor.accountId ?? aor.realm, user: aor.extension };
+    const accountId = await this.accountOf(aor);
+    // Locked out by account, whichever of its domains (uuid or label) the phone names.
+    const who = { source: req.source?.address ?? '', account: accountId ?? aor.realm, user: aor.extension };
     const locked = this.#gate?.isLockedOut(who) ?? false;
     // The same queries for unknown accounts, unknown users and locked users (docs/security.md, no enumeration).
-    const user = await this.#credentials.lookup(aor.accountId, aor.extension, locked);
+    const user = await this.#credentials.lookup(accountId, aor.extension, locked);
     const rows = user.tokens;
     const tries: Array<{ row: PhoneTokenRow | undefined; password: string | undefined }> = [];
     for (const row of rows) for (const c of await this.#credentials.candidates(row)) tries.push({ row, password: c });
@@ -221,6 +227,14 @@ export class EndUserAuth {
     this.#report(accountId, EventCodes.phoneRejected, { tokenId, endUserId, extension, reason, method });
   }
 
+  /**
+   * The account an address-of-record's domain names: `<uuid>[.anything]` or `<label>[.anything]` where label is an
+   * account's SIP domain label (store/sip-domains.ts, read through the per-process cache). Undefined when none.
+   */
+  async accountOf(aor: Aor): Promise<string | undefined> {
+    return aor.accountId ?? (await accountIdOfSipLabel(this.#db, aor.label));
+  }
+
   #digestServer(realm: string, proxy: boolean): DigestServer {
     const key = `${proxy ? 'p' : 'u'}:${realm}`;
     let s = this.#digest.get(key);
@@ -256,7 +270,8 @@ export function aorOf(uri: Uri | undefined): Aor | undefined {
   } catch {
     return undefined;
   }
-  return { accountId: accountOfHost(u.host), realm: realmOfHost(u.host), extension };
+  const realm = realmOfHost(u.host);
+  return { accountId: accountOfHost(u.host), label: realm, realm, extension };
 }
 
 /** `Authorization: Bearer` (REGISTER) or, for INVITE, `Proxy-Authorization: Bearer` as well (RFC 8898 §2.2). */

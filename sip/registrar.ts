@@ -2,8 +2,8 @@
  * The registrar (RFC 3261 §10.3) of the switch's SIP edge. Authenticating the phone (digest or Bearer, lockout)
  * is sip/end-user-auth.ts, shared with the INVITEs of phones, which the registrar wires into the SIP application.
  *
- * Each account is its own SIP domain: a phone's address-of-record is `sip:<extension>@<account-uuid>` (or
- * `<account-uuid>.<anything>`), and its credential is a phone token, either as the digest password with the
+ * Each account is its own SIP domain: a phone's address-of-record is `sip:<extension>@<label>.<sip.domain>` (the
+ * account's readable label, store/sip-domains.ts) or `sip:<extension>@<account-uuid>[.<anything>]`, and its credential is a phone token, either as the digest password with the
  * extension as username (RFC 3261 §22, RFC 7616) or as `Authorization: Bearer <jwt>` (RFC 8898). Bindings live
  * in the LocationService; `end_users.registration_state` follows them. See docs/softphones.md.
  */
@@ -217,7 +217,8 @@ export class Registrar {
     if (!out.ok) return;
     const id = out.identity;
     // §10.3 step 3: the authenticated user must be allowed to change this address-of-record's bindings.
-    if (id.accountId !== aor.accountId || id.extension !== aor.extension) return void srv.send(403, 'Forbidden');
+    const aorAccount = await this.#auth.accountOf(aor);
+    if (id.accountId !== aorAccount || id.extension !== aor.extension) return void srv.send(403, 'Forbidden');
 
     const now = this.#clock.now();
     const headerExpires = parseExpires(req.headers.get('expires'));

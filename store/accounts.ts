@@ -2,6 +2,7 @@ import type { Db, Tx } from './db.js';
 import { newId, nowIso, randomToken } from './ids.js';
 import { NotFoundError } from './errors.js';
 import { cachedRead } from './read-cache.js';
+import { freeSipLabel, sipLabelOf } from './sip-domains.js';
 
 export interface AccountRow {
   id: string;
@@ -21,6 +22,8 @@ export interface AccountRow {
   created_at: string;
   /** ISO 3166-1 alpha-2 country of the national numbers the account's phones dial; null: the platform default. */
   country: string | null;
+  /** The account's SIP domain label under the switch's `sip.domain` (store/sip-domains.ts); null before migration 019. */
+  sip_label: string | null;
 }
 
 export const newSigningSecret = (): string => `whsec_${randomToken(24)}`;
@@ -61,6 +64,7 @@ export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
     balance_cents: 0,
     signing_secret: newSigningSecret(),
     created_at: nowIso(),
+    sip_label: await freeSipLabel(db, sipLabelOf(name)),
   };
   await db('accounts').insert(row);
   noteAuthWrite();

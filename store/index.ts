@@ -14,6 +14,7 @@ export * as bansTable from './bans.js';
 export { newId, nowIso, sha256Hex, randomToken, newCallSid } from './ids.js';
 export { NotFoundError, ConflictError, isUniqueViolation } from './errors.js';
 export * from './accounts.js';
+export * from './sip-domains.js';
 export * from './api-keys.js';
 export * from './numbers.js';
 export * from './trunks.js';

@@ -38,7 +38,7 @@ export function accountRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401],
     },
     async (ctx) => {
-      ctx.body = accountOut(await freshAccount(ctx, d.db));
+      ctx.body = accountOut(await freshAccount(ctx, d.db), d.config.sip.domain);
     },
   );
 

@@ -1,4 +1,4 @@
-import { listAccounts, getAccount, updateAccount } from '../../store/index.js';
+import { listAccounts, getAccount, setAccountSipLabel, updateAccount } from '../../store/index.js';
 import { CURRENCY } from '../../billing/index.js';
 import { createAccountOp, setAccountCapsOp, setAccountStatusOp } from '../../api/index.js';
 import { loadConfig } from '../../config/index.js';
@@ -13,7 +13,8 @@ export const accountCommands: CommandGroup = {
   account list | account suspend ID | account resume ID
   account caps ID [--concurrency N] [--cps N] [--max-duration SECONDS]
   account retention ID --days N|default          days new recordings of the account are kept
-  account country ID CC|default                  country of the national numbers its phones dial (0712...)`,
+  account country ID CC|default                  country of the national numbers its phones dial (0712...)
+  account sip-domain ID [LABEL]                  show or set its SIP domain label (LABEL.<sip.domain>)`,
   commands: {
     async 'account create'(db, args, out) {
       const f = new Flags(args);
@@ -91,6 +92,24 @@ export const accountCommands: CommandGroup = {
           : `account ${a.id}: new recordings kept for ${days} days`,
         { uuid: a.id, recording_retention_days: days, platform_default_days: platform },
       );
+    },
+
+    /**
+     * `account sip-domain ID [LABEL]`: the account's readable SIP domain, LABEL under the switch's `sip.domain`
+     * (issue 19). Phones registered under the old label must be set to the new one; the uuid form keeps working.
+     */
+    async 'account sip-domain'(db, args, out) {
+      new Flags(args).done();
+      const id = (await account(db, args.positional[0])).id;
+      const label = args.positional[1]?.trim();
+      if (label !== undefined) await setAccountSipLabel(db, id, label);
+      const a = await getAccount(db, id);
+      const domain = `${a.sip_label ?? a.id}.${loadConfig().sip.domain}`;
+      out.print(`account ${a.id}: SIP domain ${domain} (also ${a.id}.${loadConfig().sip.domain})`, {
+        uuid: a.id,
+        sip_label: a.sip_label,
+        sip_domain: domain,
+      });
     },
 
     /** `account country ID CC | default`: the country whose national numbers the account's phones dial. */

@@ -17,6 +17,7 @@ import * as m015 from './015-routes.js';
 import * as m016 from './016-number-plan.js';
 import * as m017 from './017-calls-created-index.js';
 import * as m022 from './022-operator-console.js';
+import * as m019 from './019-account-sip-domain.js';
 import * as m023 from './023-prepaid.js';
 
 /**
@@ -43,6 +44,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['017-calls-created-index', m017],
   ['023-prepaid', m023],
   ['022-operator-console', m022],
+  ['019-account-sip-domain', m019],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -557,6 +557,7 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       assert.equal(r.body.uuid, t.accountId);
       assert.match(r.body.wallet_balance, SH.MONEY);
       assert.equal(r.body.status, 'active');
+      assert.match(r.body.sip_domain, /^[a-z][a-z0-9-]*\.[a-z0-9.-]+$/);
     });
 
     it('webhooks: get, and post with the partial-update rules', async () => {

@@ -67,7 +67,16 @@ for (const kind of BOTH_DBS) {
         if (!done.some((m) => m.name === '014-webhook-route-key')) break;
         await db.migrate.down({ migrationSource });
       }
-      const a = await insertAccount(db, 'Before 014');
+      // Written as rows of that schema (insertAccount writes columns of later migrations).
+      const a = { id: randomUUID() };
+      await db('accounts').insert({
+        id: a.id,
+        name: 'Before 014',
+        status: 'active',
+        balance_cents: 0,
+        signing_secret: 'whsec_before014',
+        created_at: T0,
+      });
       await db('accounts').where({ id: a.id }).update({ webhook_status: URL });
       const numberId = randomUUID();
       const otherNumber = randomUUID();

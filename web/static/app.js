@@ -116,12 +116,13 @@ window.addEventListener('hashchange', route);
 
 // ---- dashboard: balance, recent calls, live events ----
 async function dashboard() {
-  const [bal, recent] = await Promise.all([api('/wallet/balance'), api('/calls?limit=5')]);
+  const [bal, recent, acct] = await Promise.all([api('/wallet/balance'), api('/calls?limit=5'), api('/account')]);
   page.innerHTML = `
     <h1>Dashboard</h1>
     <div class="row">
       <div class="card"><div>Balance</div><div class="big">${esc(bal.balance)} ${esc(bal.currency)}</div></div>
       <div class="card"><div>Calls</div><div class="big">${esc(recent.total)}</div></div>
+      <div class="card"><div>SIP domain</div><div class="big mono" id="sip-domain">${esc(acct.sip_domain)}</div></div>
     </div>
     <h2>Live events <span id="stream-state" class="badge">connecting</span></h2>
     <div class="card" id="events"></div>`;
@@ -314,9 +315,11 @@ async function recordings() {
 
 // ---- end-users and the softphone ----
 async function users() {
-  const list = await api('/users');
+  const [list, acct] = await Promise.all([api('/users'), api('/account')]);
   page.innerHTML = `
     <h1>End-users</h1>
+    <p>Phones register as <code>sip:&lt;extension&gt;@${esc(acct.sip_domain)}</code>, the phone token as password
+    (docs/softphones.md).</p>
     <form class="card row" id="new-user">
       <label>Email <input name="email" type="email" required /></label>
       <label>Display name <input name="display_name" /></label>
