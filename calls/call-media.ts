@@ -1,4 +1,4 @@
-import type { MediaService, RecordingResult } from '../media/index.js';
+import type { LegAudioPort, MediaService, RecordingResult } from '../media/index.js';
 
 /** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
 export const CALLER_LEG = 'A';
@@ -23,6 +23,8 @@ export interface CallMedia {
   /** RecordSession is running on this call. */
   isRecording(): boolean;
   startRecording(opts: { maxLengthSec?: number; mono?: boolean }): Promise<void>;
+  /** The caller's audio both ways as PCMU frames (queues, media streams); MediaError when not the platform's. */
+  audioPort?(): LegAudioPort;
   /** Ends the call's media (playbacks, recordings, ports); safe twice. Hands back the RecordSession file, if any. */
   close(): Promise<{ sessionRecording?: RecordingResult }>;
 }
@@ -38,6 +40,7 @@ export function mediaOfCall(media: MediaService, callId: string, legTag = CALLER
     sendDigits: (digits) => media.sendDigits(callId, legTag, digits),
     isRecording: () => media.isRecording(callId),
     startRecording: (opts) => media.startCallRecording(callId, legTag, opts),
+    audioPort: () => media.audioPort(callId, legTag),
     close: () => media.deleteSession(callId),
   };
 }

@@ -18,7 +18,9 @@ import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
 import { CallSpeech } from './call-speech.js';
 import { publishTrunkState } from './trunk-events.js';
-import { UrlPolicy } from '../kit/index.js';
+import { UrlPolicy, systemClock } from '../kit/index.js';
+import { QueueRegistry } from './queue/queue-registry.js';
+import { queueEvents } from './queue/call-queueing.js';
 import type { InterpreterStart } from '../verbs/index.js';
 
 export interface CallEngineDeps {
@@ -53,6 +55,8 @@ export class SwitchCallEngine implements CallEngine {
   readonly #assetStorage: MediaStorage;
   /** Gather input="speech": pocketsphinx on the caller's audio (calls/call-speech.ts). */
   readonly #speech: CallSpeech;
+  /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues). */
+  readonly queues = new QueueRegistry(systemClock, queueEvents);
   #closed = false;
 
   constructor(deps: CallEngineDeps) {
@@ -124,6 +128,7 @@ export class SwitchCallEngine implements CallEngine {
         recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
         assetStorage: this.#assetStorage,
         speech: this.#speech,
+        queues: this.queues,
       },
       life,
     );

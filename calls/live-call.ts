@@ -1,4 +1,5 @@
 import type { Logger } from '../config/index.js';
+import { fallbackPolicyOf } from './prepaid/fallback-message.js';
 import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
 import { MediaError } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
@@ -25,6 +26,7 @@ import { CallVerbs } from './verb-context.js';
 import type { DigitSource } from './call-digits.js';
 import { parseDtmfInfo } from './dtmf-info.js';
 import type { SpeechInput } from './speech-input.js';
+import type { QueueRegistry } from './queue/queue-registry.js';
 
 export { CALLER_LEG } from './call-media.js';
 export type { CallBilling } from './call-billing.js';
@@ -48,6 +50,8 @@ export interface LiveCallDeps {
   assetStorage?: AssetAudioSource;
   /** The recogniser for Gather input="speech" (calls/speech-input.ts); absent: a speech Gather hears nothing. */
   speech?: SpeechInput;
+  /** This process's call queues (Enqueue, Dial Queue). */
+  queues?: QueueRegistry;
 }
 
 /**
@@ -95,6 +99,7 @@ export class LiveCall {
         assetStorage: deps.assetStorage,
         keepRecording: (r) => keepRecording(recordings, life, r),
         speech: deps.speech,
+        queues: deps.queues,
       },
       {
         life,
@@ -107,6 +112,7 @@ export class LiveCall {
       },
     );
     this.#runner = new RedirectableVerbs(this.verbs);
+    this.#teardown.onEnd(() => void this.verbs.closeStreams());
   }
 
   get id(): string {
@@ -201,7 +207,7 @@ export class LiveCall {
   /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */
   async runVerbs(start: InterpreterStart): Promise<void> {
     const account = await getAccountSettings(this.#d.db, this.row.account_id);
-    this.verbs.useFallback({ mode: account.fallback_mode, value: account.fallback_value });
+    this.verbs.useFallback(fallbackPolicyOf(account));
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
     this.#teardown.verbsRunning(() => this.#runner.stop());
     const end = await this.#runner.run(start);
@@ -222,13 +228,13 @@ export class LiveCall {
    * `refusal` and ends it as failed with `reason`: never answered, never billed (END.0501: an end-user dialled
    * out and the account has no voice_outbound webhook).
    */
-  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal): Promise<CallRow> {
+  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal, language?: string): Promise<CallRow> {
     const leg = this.#teardown.ringingLeg;
     try {
       if (leg && !this.isEnding) {
         await leg.earlyMedia();
         await this.life.progress();
-        if (!this.isEnding) await this.#d.media.say(text);
+        if (!this.isEnding) await this.#d.media.say(text, language === undefined ? {} : { language });
       }
     } catch (e) {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');

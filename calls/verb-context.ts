@@ -22,14 +22,20 @@ import {
   type VerbContext,
   type VerbDocument,
   type VerbEvent,
+  type QueueTicket,
+  type StreamNoun,
 } from '../verbs/index.js';
-import { sleep, type Clock, type UrlPolicy } from '../kit/index.js';
+import { sleep, UrlPolicy, type Clock } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
 import type { CallMedia } from './call-media.js';
 import { CallDigits, type DigitSource } from './call-digits.js';
 import { runGather } from './gather-run.js';
 import type { CallLifecycle } from './lifecycle.js';
 import type { SpeechInput } from './speech-input.js';
+import { CallQueueing } from './queue/call-queueing.js';
+import { holdAudioFile } from './queue/hold-audio.js';
+import type { QueueRegistry } from './queue/queue-registry.js';
+import { CallStreams } from './streams/call-streams.js';
 
 export interface CallVerbsDeps {
   db: Db;
@@ -46,7 +52,11 @@ export interface CallVerbsDeps {
   keepRecording(r: RecordingResult): Promise<{ id: string }>;
   /** The speech recogniser for Gather input="speech"; absent: such a Gather hears nothing. */
   speech?: SpeechInput;
+  /** This process's call queues (Enqueue, Dial Queue); absent: those verbs end with QueueResult error. */
+  queues?: QueueRegistry;
 }
+
+const FAILED_DIAL: DialResult = { status: 'failed', durationSeconds: 0 };
 
 /** What the verbs need of the call they run on, beyond its media (LiveCall is it). */
 export interface VerbHost {
@@ -75,6 +85,8 @@ export class CallVerbs implements VerbContext {
   readonly #host: VerbHost;
   readonly #digits: CallDigits;
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
+  #queueing: CallQueueing | undefined;
+  #streams: CallStreams | undefined;
 
   constructor(deps: CallVerbsDeps, host: VerbHost) {
     this.#d = deps;
@@ -131,6 +143,7 @@ export class CallVerbs implements VerbContext {
 
   async dial(target: DialTarget, options: DialOptions): Promise<DialResult> {
     await this.#host.needMedia();
+    if (target.kind === 'queue') return this.#queues()?.dial(target.queue, options) ?? FAILED_DIAL;
     if (!this.#host.dial) return { status: 'failed', durationSeconds: 0 };
     return this.#host.dial(target, options);
   }
@@ -152,6 +165,62 @@ export class CallVerbs implements VerbContext {
       },
       options,
     );
+  }
+
+  /** <Enqueue> (calls/queue/): joins the account's queue on this process; answers the line first. */
+  async joinQueue(name: string, options: { readonly maxSize: number }): Promise<QueueTicket> {
+    await this.#host.needMedia();
+    const queues = this.#queues();
+    if (!queues) throw new TypeError('no queues in this set-up');
+    return queues.join(name, options.maxSize);
+  }
+
+  async playHold(options: { readonly signal: AbortSignal }): Promise<void> {
+    await this.#d.media.playFile(await holdAudioFile(), { signal: options.signal });
+  }
+
+  #queues(): CallQueueing | undefined {
+    const { queues, media } = this.#d;
+    if (!queues || !media.audioPort) return undefined;
+    const port = media.audioPort.bind(media);
+    this.#queueing ??= new CallQueueing(queues, this.#life, port);
+    return this.#queueing;
+  }
+
+  /** Media streams (calls/streams/call-streams.ts): <Start>, <Stop>, <Connect> <Stream>. */
+  async startStream(stream: StreamNoun): Promise<void> {
+    await this.#host.needMedia();
+    await this.#callStreams().start(stream);
+  }
+
+  async stopStream(name: string | undefined): Promise<void> {
+    await this.#streams?.stop(name);
+  }
+
+  async connectStream(stream: StreamNoun, options: { readonly signal: AbortSignal }): Promise<'closed' | 'failed'> {
+    await this.#host.needMedia();
+    return this.#callStreams().connect(stream, options.signal);
+  }
+
+  /** The call ended: its streams send `stop` and close. */
+  closeStreams(): Promise<void> {
+    return this.#streams?.close() ?? Promise.resolve();
+  }
+
+  #callStreams(): CallStreams {
+    const media = this.#d.media;
+    this.#streams ??= new CallStreams({
+      life: this.#life,
+      log: this.#d.log,
+      policy: this.#d.urlPolicy ?? UrlPolicy.strict,
+      secret: async () => (await getAccountSettings(this.#d.db, this.#life.row.account_id)).signing_secret,
+      port: () => {
+        if (!media.audioPort) throw new MediaError('MEDIA_NO_SESSION', 'no audio port in this set-up');
+        return media.audioPort();
+      },
+      listenKeys: (fn) => this.#digits.listen(({ digit }) => fn(digit)),
+    });
+    return this.#streams;
   }
 
   canReject(): boolean {

@@ -45,6 +45,12 @@ export const EventCodes = {
   trunkState: 'TRUNK.0100',
   gatherStarted: 'GATHER.0100',
   gatherCompleted: 'GATHER.0200',
+  queueJoined: 'QUEUE.0100',
+  queueBridged: 'QUEUE.0200',
+  queueLeft: 'QUEUE.0300',
+  streamStarted: 'STREAM.0100',
+  streamStopped: 'STREAM.0300',
+  streamFailed: 'STREAM.0400',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -101,6 +107,21 @@ export const EVENT_CATALOGUE = {
   },
   'GATHER.0100': { event: 'gather.started', label: 'A Gather began listening for keys (or speech).' },
   'GATHER.0200': { event: 'gather.completed', label: 'A Gather ended; carries the digits (and speech) it heard.' },
+  'QUEUE.0100': { event: 'queue.joined', label: 'A caller joined a queue (Enqueue); carries the queue and position.' },
+  'QUEUE.0200': {
+    event: 'queue.bridged',
+    label: "A queue's caller was taken by an agent's <Dial><Queue>; carries the queue and seconds waited.",
+  },
+  'QUEUE.0300': {
+    event: 'queue.left',
+    label: 'A caller left a queue; carries QueueResult (bridged, hangup, redirected, queue-full, error) and seconds.',
+  },
+  'STREAM.0100': { event: 'stream.started', label: "A media stream's WebSocket opened (Start or Connect Stream)." },
+  'STREAM.0300': { event: 'stream.stopped', label: 'A media stream ended; carries frames sent and frames dropped.' },
+  'STREAM.0400': {
+    event: 'stream.failed',
+    label: "A media stream's WebSocket could not be opened (URL refused, unreachable, handshake); the call goes on.",
+  },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 
 /**
@@ -114,6 +135,12 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.trunkState,
   EventCodes.gatherStarted,
   EventCodes.gatherCompleted,
+  EventCodes.queueJoined,
+  EventCodes.queueBridged,
+  EventCodes.queueLeft,
+  EventCodes.streamStarted,
+  EventCodes.streamStopped,
+  EventCodes.streamFailed,
 ]);
 
 export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];

@@ -110,13 +110,14 @@ function toBuffer(body: RequestInit['body']): Buffer | undefined {
   throw new TypeError('guarded fetch sends string or byte bodies only');
 }
 
-interface Pinned {
+export interface Pinned {
   readonly address: string;
   readonly family: 4 | 6;
 }
 
-/** Resolves the URL's host and checks every address it has; answers the one to connect to. */
-async function resolveAllowed(url: URL, policy: UrlPolicy, signal: AbortSignal): Promise<Pinned> {
+/** Resolves the URL's host and checks every address it has; answers the one to connect to (media streams pin a
+ * WebSocket to it the same way). */
+export async function resolveAllowed(url: URL, policy: UrlPolicy, signal: AbortSignal): Promise<Pinned> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: Pinned[];
   const literal = isIP(host);

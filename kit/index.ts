@@ -25,6 +25,8 @@ export { deriveKey } from './derive-key.js';
 export {
   createGuardedFetch,
   OutboundUrlError,
+  resolveAllowed,
+  type Pinned,
   type OutboundUrlErrorCode,
   type GuardedFetch,
   type GuardedFetchOptions,

@@ -17,7 +17,8 @@ export type MediaErrorCode =
   | 'MEDIA_CANCELLED' // a playback or recording was cancelled by the caller
   | 'MEDIA_BAD_DIGITS' // digits to send hold a key outside 0-9 * # A-D w, or too many
   | 'MEDIA_LEG_BRIDGED' // the leg is bridged to another (Dial), not answered by the platform
-  | 'MEDIA_RECORDING_FAILED'; // a recording could not be produced
+  | 'MEDIA_RECORDING_FAILED' // a recording could not be produced
+  | 'MEDIA_STREAM_FAILED'; // a media stream's WebSocket could not be opened (URL refused, unreachable, handshake)
 
 export class MediaError extends Error {
   readonly code: MediaErrorCode;

@@ -116,3 +116,13 @@ export {
   type StorageBackendName,
 } from './media-storage.js';
 export { S3Client, S3Error, type S3Options } from './s3-client.js';
+export {
+  LegAudioPort,
+  FRAME_BYTES,
+  MediaStream,
+  MAX_SEND_BUFFER_BYTES,
+  streamRequestUrl,
+  type MediaStreamOptions,
+  type MediaStreamStats,
+  type StreamTrack,
+} from './streams/index.js';

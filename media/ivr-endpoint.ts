@@ -59,6 +59,8 @@ export class IvrEndpoint {
   #packets = 0;
   /** Who hears the caller's audio as it arrives (speech recognition, media/speech/). */
   readonly #taps = new Set<(samples: Int16Array) => void>();
+  /** Who takes the caller's PCMU payloads undecoded (queue bridges, media streams: media/streams/). */
+  readonly #payloadTaps = new Set<(pcmu: Buffer) => void>();
   /** Who hears the caller's keys (onKeys), and the tone detector for a leg without telephone-event. */
   #onKey: ((digit: string, source: 'rtp-event' | 'inband') => void) | undefined;
   #tones: DtmfDetector | undefined;
@@ -121,6 +123,13 @@ export class IvrEndpoint {
     return () => void this.#taps.delete(tap);
   }
 
+  /** Hands each PCMU payload the caller sends, undecoded, to `onPayload` until the returned function is called. */
+  tapPayload(onPayload: (pcmu: Buffer) => void): () => void {
+    const tap = (pcmu: Buffer): void => onPayload(pcmu);
+    this.#payloadTaps.add(tap);
+    return () => void this.#payloadTaps.delete(tap);
+  }
+
   /** Sends one RTP packet to rtpengine from this endpoint's own socket (false: not anchored or closed). */
   send(packet: Buffer): boolean {
     const to = this.#engineSide;
@@ -134,6 +143,7 @@ export class IvrEndpoint {
     if (rtp && rtp.payloadType === this.#eventPt) return this.#onEvent(rtp.timestamp, rtp.payload);
     if (!rtp || rtp.payloadType !== 0) return; // PCMU only
     this.#packets += 1;
+    for (const tap of this.#payloadTaps) tap(rtp.payload);
     const rec = this.#recording;
     if (!rec && !this.#tones && this.#taps.size === 0) return;
     const samples = decodeG711(rtp.payload, 0);

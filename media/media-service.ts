@@ -13,6 +13,7 @@ import type { PlaybackOptions, PlaybackResult } from './playback.js';
 import { runTool } from './run-tool.js';
 import type { AudioCodec } from './sdp.js';
 import { EspeakTtsEngine, type TtsEngine } from './tts.js';
+import type { LegAudioPort } from './streams/audio-port.js';
 
 export type { PlaybackOptions, PlaybackResult } from './playback.js';
 export type { LegRecordOptions } from './media-session.js';
@@ -291,6 +292,11 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   /** RFC 4733 digits into the call towards leg `legTag` (MediaSession.sendDigits); resolves once played out. */
   async sendDigits(callId: string, legTag: string, digits: string, opts: { signal?: AbortSignal } = {}) {
     return this.#session(callId).sendDigits(legTag, digits, opts);
+  }
+
+  /** The caller's audio of an IVR leg both ways as PCMU frames (MediaSession.audioPort). */
+  audioPort(callId: string, legTag: string): LegAudioPort {
+    return this.#session(callId).audioPort(legTag);
   }
 
   /** The caller's audio of an IVR leg as it arrives (MediaSession.tapAudio); the returned function stops it. */

@@ -9,6 +9,7 @@ import { Playback, type PlaybackOptions, type PlaybackResult } from './playback.
 import { keepCodecs, type AudioCodec } from './sdp.js';
 import { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 import { TypedEmitter, type Clock } from '../kit/index.js';
+import { LegAudioPort } from './streams/audio-port.js';
 
 /** The ng commands a session sends (a fake of these is enough to unit-test a session). */
 export type SessionNgClient = Pick<
@@ -65,6 +66,8 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   readonly #o: MediaSessionOptions;
   readonly #ivr = new Map<string, IvrEndpoint>();
   readonly #playbacks = new Map<string, Playback>();
+  /** The audio port of each IVR endpoint that was asked for one (audioPort). */
+  readonly #ports = new WeakMap<IvrEndpoint, LegAudioPort>();
   /** Per leg the platform answers or places: the SDP that leg sent and its side's profile (for Dial and back). */
   readonly #callerSdp = new Map<string, { sdp: string; side?: LegMediaOptions }>();
   /** The profile asked for a leg the platform calls (offerIvr), until its answer arrives (completeIvr). */
@@ -252,6 +255,22 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     const endpoint = this.#ivr.get(legTag);
     if (!endpoint) throw new MediaError('MEDIA_LEG_BRIDGED', `leg ${legTag} is not answered by the platform now`);
     return endpoint.tapAudio(onAudio);
+  }
+
+  /**
+   * The caller's audio of IVR leg `legTag` both ways as PCMU frames (media/streams/audio-port.ts: queue bridges,
+   * media streams); MEDIA_LEG_BRIDGED when the leg is not answered by the platform now. One port per leg.
+   */
+  audioPort(legTag: string): LegAudioPort {
+    this.#assertOpen();
+    const endpoint = this.#ivr.get(legTag);
+    if (!endpoint) throw new MediaError('MEDIA_LEG_BRIDGED', `leg ${legTag} is not answered by the platform now`);
+    let port = this.#ports.get(endpoint);
+    if (!port) {
+      port = new LegAudioPort(endpoint);
+      this.#ports.set(endpoint, port);
+    }
+    return port;
   }
 
   /** Record what an IVR leg says (Record verb): ends on silence, at max length, by the signal, or at close. */

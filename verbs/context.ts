@@ -7,6 +7,7 @@
  * Time is the context's business too (Pause), so the interpreter has no timers of its own.
  */
 import type { EventCodes } from '../events/index.js';
+import type { LiveVerbContext } from './context-live.js';
 import type { ActionCallbackExtras, DialCallStatus } from './fetch.js';
 import type { DialRecordMode, DialTarget, PlaySource, VerbDocument } from './types.js';
 
@@ -145,7 +146,7 @@ export type VerbEvent =
  */
 export type HangupCause = 'verb' | 'end_of_document' | 'fallback' | 'redirect_limit' | 'error';
 
-export interface VerbContext {
+export interface VerbContext extends LiveVerbContext {
   say(text: string, options: SayOptions): Promise<void>;
   play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult>;
   /**

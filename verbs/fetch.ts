@@ -45,6 +45,15 @@ export interface ActionCallbackExtras {
   /** Gather with speech: what was recognised and how sure the recogniser is (0..1). */
   readonly SpeechResult?: string;
   readonly Confidence?: number;
+  /** Enqueue's action: how the caller left the queue, and its seconds in it (verbs/context-live.ts). */
+  readonly QueueResult?: string;
+  readonly QueueTime?: number;
+  /** Enqueue's waitUrl requests: the caller's place (1 = next), the queue's size and its average wait. */
+  readonly QueuePosition?: number;
+  readonly CurrentQueueSize?: number;
+  readonly AvgQueueTime?: number;
+  /** Connect's action: the stream that ended. */
+  readonly StreamSid?: string;
 }
 
 export interface CallControlFields extends ActionCallbackExtras {
@@ -86,6 +95,12 @@ export function buildCallControlFields(call: CallControlCall, extras: ActionCall
     'Digits',
     'SpeechResult',
     'Confidence',
+    'QueueResult',
+    'QueueTime',
+    'QueuePosition',
+    'CurrentQueueSize',
+    'AvgQueueTime',
+    'StreamSid',
   ] as const;
   for (const key of keys) {
     if (extras[key] !== undefined) fields[key] = extras[key];

@@ -22,6 +22,13 @@ export const KNOWN_ATTRIBUTES: Readonly<Record<string, readonly string[]>> = {
   Hangup: [],
   Gather: ['input', 'numDigits', 'finishOnKey', 'timeout', 'action', 'method', 'actionOnEmptyResult', 'hints'],
   Reject: ['reason'],
+  Queue: [],
+  Enqueue: ['waitUrl', 'action', 'method', 'maxSize'],
+  Start: [],
+  Stop: [],
+  Connect: ['action', 'method'],
+  Stream: ['url', 'name', 'track'],
+  Parameter: ['name', 'value'],
 };
 
 /** One unknown attribute of a document: the element it was on, its name, and the line of its first use. */

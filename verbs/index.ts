@@ -56,3 +56,5 @@ export {
 } from './interpreter.js';
 export { VERB_REGISTRY, createVerbTask, type VerbRegistry, type VerbTaskClass } from './verbs/registry.js';
 export { VerbTaskBase, type VerbOutcome, type VerbTask } from './verbs/verb-task.js';
+export * from './types-live.js';
+export type * from './context-live.js';

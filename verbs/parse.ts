@@ -27,6 +27,7 @@ import {
   ownText,
 } from './parse-element.js';
 import { gatherVerb } from './parse-gather.js';
+import { liveVerb } from './parse-live.js';
 import {
   DEFAULTS,
   MAX_LOOP,
@@ -297,6 +298,11 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
       return gatherVerb(el, line, problems, toVerb);
     case 'Reject':
       return { verb: 'Reject', line, reason: (attr(el, 'reason') ?? DEFAULTS.Reject.reason) as 'busy' | 'rejected' };
+    case 'Enqueue':
+    case 'Start':
+    case 'Stop':
+    case 'Connect':
+      return liveVerb(el, line, problems);
     default:
       // The schema already refused it; kept so a schema edit cannot silently let a verb through untyped.
       problems.add(line, `Element '${name}' is not a verb; expected one of ${VERB_NAMES.join(', ')}`);
@@ -335,6 +341,7 @@ function dialTarget(el: Element, line: number, problems: Problems): DialTarget |
   const child = children[0];
   if (child !== undefined) {
     const value = child.text().trim();
+    if (child.name() === 'Queue') return { kind: 'queue', queue: value };
     return child.name() === 'Number' ? { kind: 'number', number: value } : { kind: 'extension', extension: value };
   }
   if (text === '') {

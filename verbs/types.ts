@@ -3,6 +3,7 @@
  * (see DEFAULTS), numbers are numbers and booleans are booleans, so a verb never re-reads XML.
  */
 import type { IgnoredAttribute } from './ignored-attributes.js';
+import { LIVE_VERB_NAMES, type LiveVerb, type LiveVerbName } from './types-live.js';
 
 /** Largest repeat count for Say/Play. `loop="0"` ("until interrupted", as in TwiML) becomes this count. */
 export const MAX_LOOP = 1000;
@@ -26,7 +27,17 @@ export const MAX_GATHER_DIGITS = 64;
 export const MAX_GATHER_HINTS = 100;
 
 export type VerbName =
-  'Say' | 'Play' | 'Dial' | 'Record' | 'RecordSession' | 'Redirect' | 'Pause' | 'Hangup' | 'Gather' | 'Reject';
+  | 'Say'
+  | 'Play'
+  | 'Dial'
+  | 'Record'
+  | 'RecordSession'
+  | 'Redirect'
+  | 'Pause'
+  | 'Hangup'
+  | 'Gather'
+  | 'Reject'
+  | LiveVerbName;
 
 export const VERB_NAMES: readonly VerbName[] = [
   'Say',
@@ -39,6 +50,7 @@ export const VERB_NAMES: readonly VerbName[] = [
   'Hangup',
   'Gather',
   'Reject',
+  ...LIVE_VERB_NAMES,
 ];
 
 /** Only POST: every request the service sends is a signed JSON POST (spec, "Webhooks sent by the service"). */
@@ -72,7 +84,10 @@ export interface PlayVerb extends VerbBase {
 
 /** PSTN number in E.164, or an on-net extension of the same account (an end-user's `extension_number`). */
 export type DialTarget =
-  { readonly kind: 'number'; readonly number: string } | { readonly kind: 'extension'; readonly extension: string };
+  | { readonly kind: 'number'; readonly number: string }
+  | { readonly kind: 'extension'; readonly extension: string }
+  /** <Queue>: the longest-waiting caller of the account's queue of that name (calls/queue/). */
+  | { readonly kind: 'queue'; readonly queue: string };
 
 export type DialRecordMode =
   | 'do-not-record'
@@ -171,7 +186,8 @@ export type Verb =
   | PauseVerb
   | HangupVerb
   | GatherVerb
-  | RejectVerb;
+  | RejectVerb
+  | LiveVerb;
 
 export interface VerbDocument {
   readonly verbs: readonly Verb[];

@@ -221,6 +221,7 @@ async function resolveTarget(d: DialVerbDeps, accountId: string, target: DialTar
     const plan = await d.sip.trunks.outboundPlan(target.number);
     return plan.targets.length > 0 ? { kind: 'pstn', number: target.number, plan, transport: 'UDP' } : undefined;
   }
+  if (target.kind !== 'extension') return undefined; // a <Queue> is the calls' own (calls/queue/)
   const [binding] = d.locator?.lookup(accountId, target.extension) ?? [];
   return binding
     ? { kind: 'sip', uri: binding.contact, proxy: binding.target, transport: binding.target.transport }

@@ -109,7 +109,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
     },
     '/bad-doc': (res) => {
       res.writeHead(200);
-      res.end('<Response><Enqueue/></Response>');
+      res.end('<Response><Pay/></Response>');
     },
     '/huge': (res) => {
       res.writeHead(200);
@@ -270,7 +270,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
 
   it('a valid XML that is not a valid verb document -> invalid_document naming the line', async () => {
     const err = await failure('/bad-doc', 'invalid_document');
-    assert.match(err.message, /line 1: Element 'Enqueue'/);
+    assert.match(err.message, /line 1: Element 'Pay'/);
   });
 
   it('a reply over the size limit -> invalid_document', async () => {

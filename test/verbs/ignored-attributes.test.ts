@@ -50,7 +50,7 @@ describe('verbs: unknown attributes are ignored and reported (VERB.0299)', () =>
 
   it('unknown verbs and bad values of known attributes stay errors', () => {
     const bad = [
-      '<Response><Enqueue waitUrl="x"/></Response>',
+      '<Response><Pay input="dtmf"/></Response>',
       '<Response><Say loop="many" rate="fast">x</Say></Response>',
       '<Response><Dial method="GET">+254700000002</Dial></Response>',
       '<Response><Dial><Client>bob</Client></Dial></Response>',

@@ -79,7 +79,9 @@ describe('verbs/interpreter with real call-control webhooks', () => {
       say: (text) => Promise.resolve(void log.push(`say:${text}`)),
       play: () => Promise.resolve('played'),
       dial: (target) => {
-        log.push(`dial:${target.kind === 'number' ? target.number : target.extension}`);
+        log.push(
+          `dial:${target.kind === 'number' ? target.number : target.kind === 'extension' ? target.extension : target.kind}`,
+        );
         return Promise.resolve({ status: 'no-answer', durationSeconds: 0 });
       },
       record: (o) => {

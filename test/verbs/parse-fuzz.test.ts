@@ -48,7 +48,7 @@ function parsesOrRefuses(xml: string): void {
   }
 }
 
-const names = fc.constantFrom(...VERB_NAMES, 'Enqueue', 'say', 'Number', 'Extension');
+const names = fc.constantFrom(...VERB_NAMES, 'Pay', 'say', 'Number', 'Extension');
 const attrNames = fc.constantFrom(
   'loop',
   'voice',

@@ -166,9 +166,9 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
   const cases: Array<[string, string, number | undefined, RegExp]> = [
     [
       'unknown verb',
-      '<Response>\n<Enqueue/>\n</Response>',
+      '<Response>\n<Pay/>\n</Response>',
       2,
-      /Element 'Enqueue': This element is not expected. Expected is one of \( Say, Play, Dial/,
+      /Element 'Pay': This element is not expected. Expected is one of \( Say, Play, Dial/,
     ],
     ['verb names are case-sensitive', '<Response><say>hi</say></Response>', 1, /Element 'say'/],
     [

@@ -1,6 +1,8 @@
 /** Verb name -> the class that runs it. The interpreter creates one instance per verb it runs. */
 import type { Verb, VerbName } from '../types.js';
 import { Dial } from './dial.js';
+import { Enqueue } from './enqueue.js';
+import { Connect, Start, Stop } from './stream.js';
 import { Gather } from './gather.js';
 import { Hangup } from './hangup.js';
 import { Pause } from './pause.js';
@@ -26,6 +28,10 @@ export const VERB_REGISTRY: VerbRegistry = {
   Hangup,
   Gather,
   Reject,
+  Enqueue,
+  Start,
+  Stop,
+  Connect,
 };
 
 export function createVerbTask(verb: Verb, registry: VerbRegistry = VERB_REGISTRY): VerbTask {

@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { verifyWebhookSignature } from '../../events/index.js';
+import { decodeG711, encodeG711 } from '../../media/g711.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+import { sine, toneAmplitude } from '../support/tones.js';
+import { eventually } from '../support/wait.js';
+import {
+  AccountServer,
+  addCarrier,
+  allocateSwitchPorts,
+  carrierCallsDid,
+  createAccountWithDid,
+  speakingCarrierScenario,
+  startTestSwitch,
+  ulawOf,
+  type SippRun,
+} from './harness.js';
+import { RtpCapture } from './rtp-capture.js';
+
+const PORTS = allocateSwitchPorts();
+const SINK = nextPort(); // the SDP of the scenario does not use it; kept for carrierCallsDid
+/** SIPp's own media port (it plays the file from it, and what it hears arrives there: captured). */
+const SIPP_MEDIA = nextPorts(4);
+const CALLER = nextPort();
+const CARRIER = nextPort();
+
+/** Highest normalised cross-correlation of `needle` anywhere in `hay` (1: the same waveform). */
+function bestCorrelation(hay: Int16Array, needle: Int16Array): number {
+  let nn = 0;
+  for (const v of needle) nn += v * v;
+  let best = 0;
+  for (let lag = 0; lag + needle.length <= hay.length; lag++) {
+    let dot = 0;
+    let hh = 0;
+    for (let i = 0; i < needle.length; i++) {
+      const h = hay[lag + i]!;
+      dot += h * needle[i]!;
+      hh += h * h;
+    }
+    if (hh > 0) best = Math.max(best, dot / Math.sqrt(nn * hh));
+  }
+  return best;
+}
+
+/**
+ * Issue 18 item 3, done when: a local WebSocket server receives the caller's audio from a SIPp leg playing a known
+ * file (correlated with the source), sends back audio that the SIPp leg hears, and `clear` stops it within 100 ms.
+ */
+describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server', function () {
+  this.timeout(90000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  const server = new AccountServer();
+  let sink: RtpCapture;
+  let sipp: SippRun | undefined;
+  let wss: WebSocketServer;
+  let wsPort = 0;
+  const DID = '+254711800001';
+  let secret = '';
+  const upgrades: IncomingMessage[] = [];
+  let onSocket: (ws: WebSocket) => void = () => undefined;
+
+  before(async () => {
+    ctx = await startTestSwitch(PORTS);
+    await server.listen();
+    const account = await createAccountWithDid(ctx.db, DID);
+    secret = (await ctx.db('accounts').where({ id: account.id }).first()).signing_secret;
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
+    wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise<void>((r) => wss.once('listening', () => r()));
+    wsPort = (wss.address() as { port: number }).port;
+    wss.on('connection', (ws, req) => {
+      upgrades.push(req);
+      onSocket(ws);
+    });
+    server.verbs(
+      '/answer',
+      `<Response><Connect><Stream url="ws://127.0.0.1:${wsPort}/agent?x=1">` +
+        `<Parameter name="ticket" value="42"/></Stream></Connect><Say>bye</Say></Response>`,
+    );
+    await ctx
+      .db('numbers')
+      .where({ number: DID })
+      .update({ webhook_voice_inbound: server.url('/answer') });
+  });
+
+  beforeEach(async () => {
+    sink = await new RtpCapture(SIPP_MEDIA).start();
+  });
+
+  afterEach(() => {
+    sipp?.kill();
+    sink.stop();
+  });
+
+  after(async () => {
+    wss?.close();
+    await server.close();
+    await ctx?.sw.stop();
+  });
+
+  it('streams the caller to the server, plays the server back, and clear stops it within 100 ms', async () => {
+    // The known file: speech, 1 s of silence before it so the stream is open when it starts.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-stream-'));
+    const raw = path.join(dir, 'raw.wav');
+    const wav = path.join(dir, 'said.wav');
+    execFileSync('espeak-ng', ['-w', raw, 'one two three four five six seven']);
+    execFileSync('sox', [raw, '-r', '8000', '-c', '1', '-b', '16', wav, 'pad', '1', '1']);
+    const ulaw = ulawOf(wav);
+    const source = decodeG711(readFileSync(ulaw), 0);
+
+    const messages: any[] = [];
+    const inbound: Buffer[] = [];
+    let socket: WebSocket | undefined;
+    onSocket = (ws) => {
+      socket = ws;
+      ws.on('message', (data) => {
+        const m = JSON.parse(data.toString());
+        messages.push(m);
+        if (m.event === 'media') inbound.push(Buffer.from(m.media.payload, 'base64'));
+      });
+    };
+    sipp = carrierCallsDid({
+      sip: PORTS.sip,
+      did: DID,
+      port: CALLER,
+      sink: SINK,
+      scenario: speakingCarrierScenario(ulaw),
+      extra: ['-mp', String(SIPP_MEDIA)],
+    });
+    await eventually(() => socket, 'the stream to connect', 15000);
+
+    // The upgrade request is signed like every webhook: URL + timestamp + empty body.
+    const req = upgrades.at(-1)!;
+    const url = `ws://127.0.0.1:${wsPort}/agent?x=1`;
+    assert.ok(
+      verifyWebhookSignature(
+        secret,
+        url,
+        String(req.headers['x-voice-timestamp']),
+        '',
+        String(req.headers['x-voice-signature']),
+      ),
+      'X-Voice-Signature verifies',
+    );
+    await eventually(() => messages.find((m) => m.event === 'start'), 'the start message');
+    assert.equal(messages[0].event, 'connected');
+    const start = messages.find((m) => m.event === 'start');
+    assert.deepEqual(start.start.mediaFormat, { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 });
+    assert.deepEqual(start.start.customParameters, { ticket: '42' });
+    assert.deepEqual(start.start.tracks, ['inbound']);
+    assert.match(start.streamSid, /^MZ/);
+
+    // The caller's file arrives: wait for its length, then correlate the middle half second with the source.
+    await eventually(() => inbound.length * 160 >= source.length - 800, 'the caller audio', 20000);
+    const heard = decodeG711(Buffer.concat(inbound), 0);
+    const mid = Math.floor(source.length / 2);
+    const corr = bestCorrelation(heard, source.subarray(mid, mid + 4000));
+    assert.ok(corr > 0.9, `the streamed audio is the caller's file (correlation ${corr.toFixed(3)})`);
+    const media = messages.find((m) => m.event === 'media');
+    assert.equal(media.media.track, 'inbound');
+    assert.equal(media.media.chunk, '1');
+    assert.equal(typeof media.media.timestamp, 'string');
+
+    // Back to the caller: 4 s of 440 Hz in 1 s messages and a mark after them; clear after 1.5 s.
+    const tone = encodeG711(sine(440, 4, 8000), 0);
+    const sentAt = Date.now();
+    for (let i = 0; i < 4; i++) {
+      const payload = tone.subarray(i * 8000, (i + 1) * 8000).toString('base64');
+      socket!.send(JSON.stringify({ event: 'media', streamSid: start.streamSid, media: { payload } }));
+    }
+    socket!.send(JSON.stringify({ event: 'mark', streamSid: start.streamSid, mark: { name: 'end-of-tone' } }));
+    const has440 = (p: { samples: Int16Array }) => toneAmplitude(p.samples, 440) > 2000;
+    await eventually(() => sink.packets().filter((p) => p.at > sentAt && has440(p)).length > 25, 'the tone heard');
+    await new Promise((r) => setTimeout(r, 1500 - (Date.now() - sentAt)));
+    const clearAt = Date.now();
+    socket!.send(JSON.stringify({ event: 'clear', streamSid: start.streamSid }));
+    await eventually(() => messages.find((m) => m.event === 'mark'), 'the mark returned by clear', 3000);
+    await new Promise((r) => setTimeout(r, 700));
+    const lastTone = sink
+      .packets()
+      .filter((p) => has440(p))
+      .at(-1)!;
+    const heardSeconds = sink.packets().filter((p) => p.at > sentAt && has440(p)).length * 0.02;
+    assert.ok(heardSeconds > 1 && heardSeconds < 2.2, `the caller heard about 1.5 s of the tone: ${heardSeconds}`);
+    if (process.env.SIMU_TEST_FIGURES) console.log({ corr, clearMs: lastTone.at - clearAt, heardSeconds });
+    assert.ok(lastTone.at - clearAt < 100, `clear stopped the audio ${lastTone.at - clearAt} ms after it was sent`);
+    assert.equal(messages.find((m) => m.event === 'mark').mark.name, 'end-of-tone');
+
+    // The server closes: the next verb runs, then the document ends and the switch hangs up.
+    socket!.close();
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const codes = (await ctx.db('call_events').select('code')).map((r: { code: string }) => r.code);
+    assert.ok(codes.includes('STREAM.0100') && codes.includes('STREAM.0300'), codes.join(' '));
+  });
+});
