@@ -40,6 +40,7 @@ export * from './call-credit.js';
 export * from './event-outbox.js';
 export * from './operators.js';
 export * from './call-stats.js';
+export * from './call-timeline.js';
 export { openReadPool } from './read-pool.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';
 export * from './wallet-topups.js';

@@ -24,6 +24,8 @@ import {
   spendTotp,
 } from '../api/index.js';
 import { loosePath, sourceKey } from './request-keys.js';
+import { portalReads } from './portal-reads.js';
+import { VENDOR_FILES, WebError, sendStatic } from './web-kit.js';
 
 /**
  * The account portal on the API's HTTP server: static pages under /portal/, sign-in under /portal/api/, and
@@ -156,6 +158,9 @@ export class Portal {
   async #static(ctx: Context): Promise<void> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
     let rel = ctx.path.replace(/^\/portal\/?/, '');
+    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
+    if (vendor !== undefined)
+      return VENDOR_FILES[vendor] ? sendStatic(ctx, VENDOR_FILES[vendor]) : void (ctx.status = 404);
     if (rel === '' || !rel.includes('.')) rel = rel.startsWith('softphone') ? 'softphone.html' : 'index.html';
     const file = path.normalize(path.join(STATIC_DIR, rel));
     if (!file.startsWith(STATIC_DIR + path.sep)) return void (ctx.status = 404);
@@ -299,6 +304,14 @@ export class Portal {
       if (!ok) throw new PortalError(404, 'WEBHOOK_ROUTE_NOT_FOUND', 'No such webhook route.');
       ctx.body = { message: 'route re-enabled' };
       return;
+    }
+    // Issue 21: the code catalogue, the charts and a call's timeline.
+    try {
+      const read = await portalReads(db, s.accountId, route, ctx.query as Record<string, unknown>);
+      if (read !== undefined) return void (ctx.body = read);
+    } catch (e) {
+      if (e instanceof WebError) throw new PortalError(e.status, e.code, e.message);
+      throw e;
     }
     throw new PortalError(404, 'NOT_FOUND', 'No such portal endpoint.');
   }

@@ -231,11 +231,11 @@ describe('web: portal and softphone in headless Chromium', function () {
       await new Promise((r) => setTimeout(r, 200));
     }
     await page.click('#list table a');
-    await page.waitForSelector('#call-events');
-    await page.click('#recs button');
+    await page.waitForSelector('#timeline');
+    await page.click('#timeline li.recording button');
     const duration = await page.waitForFunction(
       () => {
-        const a = document.querySelector('#recs audio') as HTMLAudioElement | null;
+        const a = document.querySelector('#timeline audio') as HTMLAudioElement | null;
         return a && a.readyState >= 1 && Number.isFinite(a.duration) && a.duration > 0 ? a.duration : null;
       },
       null,
@@ -243,7 +243,9 @@ describe('web: portal and softphone in headless Chromium', function () {
     );
     const seconds = (await duration.jsonValue()) as number;
     assert.ok(seconds > 1 && seconds < 4, `recording plays ${seconds} s`);
-    assert.match((await page.textContent('#call-events'))!, /call\.(completed|answered)/);
+    assert.match((await page.textContent('#timeline'))!, /call\.(completed|answered)/);
+    // The cost breakdown, with its total.
+    assert.match((await page.textContent('#cost'))!, /Total \(KES\)/);
     await shot('call-detail');
     await page.goto(`${base}/portal/#/recordings`);
     await page.waitForSelector('#rec-table td');

@@ -2,6 +2,8 @@
 // The Simu account portal: one page, hash routes, every call through /portal/proxy/api (the REST API as the
 // signed-in account) or /portal/api (sign-in, one-time-code actions, call events, webhook routes).
 import { mountSoftphone } from './softphone.js';
+import { mountEventView } from './portal-events.js';
+import { callTimeline } from './portal-call.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const page = $('#page');
@@ -95,7 +97,7 @@ async function start() {
 }
 
 // ---- routes ----
-const pages = { dashboard, calls, call: callDetail, numbers, recordings, users, webhooks, keys, wallet };
+const pages = { dashboard, charts, calls, call: callDetail, numbers, recordings, users, webhooks, keys, wallet };
 
 async function route() {
   if (!me) return;
@@ -125,7 +127,9 @@ async function dashboard() {
       <div class="card"><div>SIP domain</div><div class="big mono" id="sip-domain">${esc(acct.sip_domain)}</div></div>
     </div>
     <h2>Live events <span id="stream-state" class="badge">connecting</span></h2>
-    <div class="card" id="events"></div>`;
+    <div class="card" id="event-view"></div>`;
+  const codes = await portal('/codes').catch(() => null);
+  const view = mountEventView($('#event-view'), codes);
   const { token } = await api('/stream/token', { method: 'POST' });
   const ws = new WebSocket(
     `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/stream?token=${encodeURIComponent(token)}`,
@@ -133,17 +137,14 @@ async function dashboard() {
   ws.onopen = () => ($('#stream-state').textContent = 'live');
   ws.onclose = () => $('#stream-state') && ($('#stream-state').textContent = 'closed');
   ws.onmessage = (m) => {
-    const box = $('#events');
-    if (!box) return;
-    const line = document.createElement('div');
+    if (!$('#events')) return;
     let f;
     try {
       f = JSON.parse(m.data);
     } catch {
       f = { raw: m.data };
     }
-    line.textContent = `${f.timestamp ?? new Date().toISOString()}  ${f.code ?? ''}  ${f.event ?? ''}  ${JSON.stringify(f.data ?? f)}`;
-    box.prepend(line);
+    view.add(f);
   };
   leave = () => ws.close();
 }
@@ -189,27 +190,22 @@ async function calls() {
   await load();
 }
 
+// ---- a call: one time axis of its events, callbacks, recordings and charges (web/static/portal-call.js) ----
 async function callDetail(uuid) {
-  const [c, events, recs] = await Promise.all([
-    api(`/calls/${uuid}`),
-    portal(`/calls/${uuid}/events`),
-    api(`/recordings?call_uuid=${encodeURIComponent(uuid)}`),
-  ]);
-  page.innerHTML = `
-    <h1>Call ${esc(c.sid)}</h1>
-    <div class="card"><table>${Object.entries(c)
-      .filter(([, v]) => typeof v !== 'object' || v === null)
-      .map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`)
-      .join('')}</table></div>
-    <h2>Recordings</h2><div class="card" id="recs">${recs.length ? '' : 'none'}</div>
-    <h2>Events</h2>
-    <table id="call-events"><tr><th>Time</th><th>Code</th><th>Event</th><th>Data</th></tr>${events
-      .map(
-        (e) =>
-          `<tr><td>${esc(when(e.timestamp))}</td><td>${esc(e.code)}</td><td>${esc(e.event)}</td><td class="mono">${esc(JSON.stringify(e.data))}</td></tr>`,
-      )
-      .join('')}</table>`;
-  for (const r of recs) $('#recs').append(recordingPlayer(r));
+  await callTimeline(page, uuid, { api, portal, recordingPlayer });
+}
+
+// ---- charts (issue 21): the account's traffic for a chosen window, drawn by charts.js with uPlot ----
+async function charts() {
+  page.innerHTML = `<h1>Traffic</h1>
+    <form class="row" id="chart-window"><label>Window <select name="days">
+      <option value="1">Last 24 hours</option><option value="7" selected>Last 7 days</option>
+      <option value="30">Last 30 days</option><option value="90">Last 90 days</option></select></label></form>
+    <div id="charts"></div>`;
+  const pick = $('#chart-window select');
+  const draw = async () => window.SimuCharts.render($('#charts'), await portal(`/charts?days=${pick.value}`));
+  pick.addEventListener('change', () => void draw());
+  await draw();
 }
 
 function recordingPlayer(r, compact = false) {
