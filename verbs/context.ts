@@ -29,6 +29,9 @@ export interface DialOptions {
   readonly timeLimit: number;
   readonly record: DialRecordMode;
   readonly signal: AbortSignal;
+  /** Every target of the Dial when it has several (the first is `dial`'s own target); rung at once unless `sequential`. */
+  readonly targets?: readonly DialTarget[];
+  readonly sequential?: boolean;
 }
 
 export interface DialResult {

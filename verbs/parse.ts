@@ -246,13 +246,15 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
       return source === undefined ? undefined : { verb: 'Play', line, source, ...loopOf(el, DEFAULTS.Play.loop) };
     }
     case 'Dial': {
-      const target = dialTarget(el, line, problems);
+      const targets = dialTargets(el, line, problems);
       const callerId = attr(el, 'callerId')?.trim();
-      if (target === undefined) return undefined;
+      if (targets === undefined) return undefined;
       return {
         verb: 'Dial',
         line,
-        target,
+        target: targets[0]!,
+        targets,
+        sequential: boolAttr(el, 'sequential', false),
         ...optionalAction(el, line, problems),
         method: 'POST',
         timeout: intAttr(el, 'timeout', DEFAULTS.Dial.timeout),
@@ -330,19 +332,20 @@ function playSource(el: Element, line: number, problems: Problems): PlaySource |
 /** A number as people write it (the XSD's DialledNumber); read into E.164 with the account's country when dialled. */
 const DIALLED = /^\+?[0-9][0-9 .()-]{1,31}$/;
 
-/** Dial takes exactly one target: its own text (a phone number), one <Number> or one <Extension>. */
-function dialTarget(el: Element, line: number, problems: Problems): DialTarget | undefined {
+/** Dial's targets: its own text (a phone number), or up to 10 <Number> / <Extension> nouns (the XSD's bound). */
+function dialTargets(el: Element, line: number, problems: Problems): DialTarget[] | undefined {
   const text = ownText(el);
   const children = el.childNodes().filter((n) => n.type() === 'element') as Element[];
   if (text !== '' && children.length > 0) {
     problems.add(line, `Dial has both text '${text}' and a <${children[0]!.name()}>; give exactly one target`);
     return undefined;
   }
-  const child = children[0];
-  if (child !== undefined) {
-    const value = child.text().trim();
-    if (child.name() === 'Queue') return { kind: 'queue', queue: value };
-    return child.name() === 'Number' ? { kind: 'number', number: value } : { kind: 'extension', extension: value };
+  if (children.length > 0) {
+    return children.map((child) => {
+      const value = child.text().trim();
+      if (child.name() === 'Queue') return { kind: 'queue', queue: value };
+      return child.name() === 'Number' ? { kind: 'number', number: value } : { kind: 'extension', extension: value };
+    });
   }
   if (text === '') {
     problems.add(line, 'Dial has no target; give an E.164 number as text, a <Number> or an <Extension>');
@@ -352,5 +355,5 @@ function dialTarget(el: Element, line: number, problems: Problems): DialTarget |
     problems.add(line, `Dial text '${text}' is not a phone number such as +254700000001 or 0700 000001`);
     return undefined;
   }
-  return { kind: 'number', number: text };
+  return [{ kind: 'number', number: text }];
 }

@@ -98,7 +98,12 @@ export type DialRecordMode =
 
 export interface DialVerb extends VerbBase {
   readonly verb: 'Dial';
+  /** The first of `targets` (the only one of a Dial with one noun). */
   readonly target: DialTarget;
+  /** Every noun, in document order (at most 10): rung at once, or one after another when `sequential`. */
+  readonly targets: readonly DialTarget[];
+  /** Beyond the spec: try the targets in order, each for `timeout` seconds, until one answers. */
+  readonly sequential: boolean;
   readonly action?: string;
   readonly method: WebhookMethod;
   /** Seconds to wait for an answer. */

@@ -82,7 +82,7 @@ async function attempt(
   silentSeconds: number,
 ): Promise<DialLegOutcome> {
   const ring = new AbortController();
-  const onAbort = () => ring.abort();
+  const onAbort = () => ring.abort(o.signal?.reason); // a CancelReason travels on to the CANCEL (RFC 3326)
   o.signal?.addEventListener('abort', onAbort, { once: true });
   let heard = false;
   let silent: NodeJS.Timeout | undefined;

@@ -1,37 +1,31 @@
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
-import type { OutboundPlan } from '../../sip/index.js';
-import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
 import { findActiveNumberOf } from '../../store/index.js';
 import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
-import type { FlowDeps } from './flow-deps.js';
-import { dialLeg, mediaProfileFor, type LegTarget } from './dial-leg.js';
+import { mediaProfileFor, type DialLegOptions, type DialLegOutcome } from './dial-leg.js';
 import { dialPstn } from './dial-pstn.js';
-import type { EndUserLocator } from './end-user.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
-import type { ChildLeg } from '../child-leg.js';
 import { relayReinvites } from '../reinvite-relay.js';
 import { failureReason } from './originate.js';
-import { e164ForAccount } from './account-country.js';
+import { raceForks } from './fork.js';
+import { ringBindings } from './ring-bindings.js';
+import { closeLeg, prepareLeg, type DialTargetDeps, type PreparedLeg } from './dial-targets.js';
 
 export const DIALLED_LEG = 'B';
 
-export interface DialVerbDeps extends FlowDeps {
-  locator?: EndUserLocator;
-  /**
-   * Opens the CDR and billing of a PSTN leg this call dials (calls/child-leg.ts): writes it as a live call. Run
-   * inside admission, so the leg counts against the account's caps from the moment it exists.
-   */
-  openChildLeg: (parent: LiveCall, from: string, to: string) => Promise<ChildLeg>;
-}
+export type DialVerbDeps = DialTargetDeps;
+
+/** How one ringing of a Dial ended, before DIAL.0300 says so. */
+type Rung = { result: DialResult; reason?: string };
 
 /**
  * The Dial verb on a call the platform answered (inbound, end-user) or placed (originate): ring the target (a PSTN
- * number through the carrier trunk, or an on-net extension of the same account at its registered contact), and on
- * answer move the caller's media from our IVR endpoint to the new leg inside rtpengine (media.offerFromIvr keeps
- * the caller's port, so the caller needs no re-INVITE). When the dialled leg hangs up or timeLimit passes, the
- * caller is moved back to the IVR (media.returnToIvr) and the verbs go on: the Dial's action document, or the
- * next verb (TwiML's rule). DIAL.0200 on answer, DIAL.0300 at the end.
+ * number through the carrier trunk, or an on-net extension of the same account at every registered contact), and
+ * on answer move the caller's media from our IVR endpoint to the new leg inside rtpengine (media.offerFromIvr keeps
+ * the caller's port, so the caller needs no re-INVITE). Several targets ring at once and the first to answer wins
+ * (TwiML simultaneous dial), or one after another with `sequential` (beyond the spec), each for the Dial's timeout.
+ * When the dialled leg hangs up or timeLimit passes, the caller is moved back to the IVR (media.returnToIvr) and the
+ * verbs go on: the Dial's action document, or the next verb (TwiML's rule). DIAL.0200 on answer, DIAL.0300 at the end.
  */
 export async function runDial(
   d: DialVerbDeps,
@@ -40,7 +34,7 @@ export async function runDial(
   o: DialOptions,
 ): Promise<DialResult> {
   const row = call.row;
-  const finish = async (result: DialResult, reason?: string): Promise<DialResult> => {
+  const finish = async ({ result, reason }: Rung): Promise<DialResult> => {
     await call.life.emit(EventCodes.dialCompleted, {
       DialCallStatus: result.status,
       DialCallDuration: result.durationSeconds,
@@ -48,78 +42,85 @@ export async function runDial(
     });
     return result;
   };
-  if (target.kind === 'number') {
-    // Numbers as people write them (issue 17, item 5): `0712 345 678` is read with the account's country; what is
-    // no number is not dialled (DIAL.0300 failed with the NUMBER_* reason) and the call goes on.
-    const read = await e164ForAccount(d, row.account_id, target.number);
-    if (!read.ok) return finish({ status: 'failed', durationSeconds: 0 }, read.code);
-    target = { kind: 'number', number: read.e164 };
-  }
+  const failed = (reason?: string): Rung => ({ result: { status: 'failed', durationSeconds: 0 }, reason });
   if (o.callerId !== undefined) {
     // Caller ID spoofing control: a Dial presents only an active number of the account. Anything else is not
     // dialled; DIAL.0300 says failed with reason CALLER_ID_NOT_OWNED and the call goes on.
     if (!(await findActiveNumberOf(d.db, row.account_id, o.callerId))) {
       d.log.info({ call: row.sid, callerId: o.callerId }, 'Dial callerId is not a number of the account');
-      return finish({ status: 'failed', durationSeconds: 0 }, 'CALLER_ID_NOT_OWNED');
+      return finish(failed('CALLER_ID_NOT_OWNED'));
     }
   }
-  if (target.kind === 'number') {
-    // Toll-fraud control: a destination outside the allowlist (or platform-blocked) is never dialled; DIAL.0403,
-    // the action callback gets DialCallStatus=failed and the parent call goes on with the next verb.
-    const verdict = await checkDestination(d.db, row.account_id, target.number);
-    if (!verdict.allowed) {
-      await call.life.emit(EventCodes.dialBlocked, { to: target.number, reason: verdict.reason });
-      return { status: 'failed', durationSeconds: 0 };
-    }
-  }
-  const leg = await resolveTarget(d, row.account_id, target);
-  if (!leg || !d.media.hasSession(row.id)) return finish({ status: 'failed', durationSeconds: 0 });
   const presented = o.callerId ?? row.from_number;
-  let child: ChildLeg | undefined;
-  if (target.kind === 'number') {
-    // A PSTN leg is a new call of the account (its own CDR, rated and billed as outbound), so it passes the same
-    // admission as originate (spec, Limits): suspension, draining, balance for its first block on top of the
-    // calls already live (the parent among them), concurrency and CPS caps. A refused leg is never written,
-    // dialled nor billed; DIAL.0300 carries the refusal's reason code and the verbs go on (docs/verbs.md).
-    // On-net extensions are not new calls (no CDR, not billed, like the callee side of an internal call).
-    const number = target.number;
-    try {
-      child = await d.admission.admit({ accountId: row.account_id, to: number }, () =>
-        d.openChildLeg(call, presented, number),
-      );
-    } catch (e) {
-      if (!(e instanceof AdmissionRefusedError)) throw e;
-      d.log.info({ call: row.sid, to: number, code: e.code }, 'Dial leg refused by admission');
-      return finish({ status: 'failed', durationSeconds: 0 }, e.code);
+  const targets = o.targets && o.targets.length > 1 ? o.targets : [target];
+  if (o.sequential && targets.length > 1) {
+    // One after another, each with the Dial's timeout and its own leg, until one answers or the caller leaves.
+    let last: Rung = failed();
+    for (const t of targets) {
+      if (o.signal.aborted || call.isEnding) break;
+      const p = await prepareLeg(d, call, t, presented);
+      if (!p.ok) {
+        last = failed(p.reason);
+        continue;
+      }
+      last = await ringAndBridge(d, call, [p.leg], o, presented);
+      if (last.result.status === 'completed') break;
     }
+    return finish(last);
   }
+  const legs: PreparedLeg[] = [];
+  let refused: { reason?: string; silent?: boolean } = {};
+  for (const t of targets) {
+    // One rtpengine offer serves every leg: the first target's media profile is the one they all take.
+    const profile = legs[0] ? mediaProfileFor(legs[0].leg.transport).profile : undefined;
+    const p = await prepareLeg(d, call, t, presented, profile);
+    if (p.ok) legs.push(p.leg);
+    else refused = p;
+  }
+  // A lone target blocked by the allowlist said so with DIAL.0403 and ends the Dial without DIAL.0300.
+  if (legs.length === 0 && targets.length === 1 && refused.silent) return { status: 'failed', durationSeconds: 0 };
+  if (legs.length === 0) return finish(failed(refused.reason));
+  return finish(await ringAndBridge(d, call, legs, o, presented));
+}
+
+/**
+ * Rings the prepared legs at once and, on the first answer, bridges the caller to it until either side ends it.
+ * Whatever happens, every admitted leg's CDR is closed: a live row would hold the account's concurrency slot and
+ * first block until the reconcile sweep (a leg already ended keeps its own reason: first end wins).
+ */
+async function ringAndBridge(
+  d: DialVerbDeps,
+  call: LiveCall,
+  legs: PreparedLeg[],
+  o: DialOptions,
+  presented: string,
+): Promise<Rung> {
+  const forks: Promise<unknown>[] = [];
   try {
-    return await bridge(d, call, leg, o, presented, child, finish);
+    return await bridge(d, call, legs, o, presented, forks);
   } finally {
-    // Whatever happened above, an admitted leg's CDR is closed: a live row would hold the account's concurrency
-    // slot and first block until the reconcile sweep. A leg already ended keeps its own reason (first end wins).
-    if (child && !child.life.isEnded) await child.end(ReasonCodes.carrierFailure).catch(() => undefined);
+    await Promise.allSettled(forks); // a lost fork's CDR is ended by its own fork once its CANCEL is answered
+    for (const leg of legs) await closeLeg(leg);
   }
 }
 
-/** Rings the resolved leg and, on answer, bridges the caller to it until either side ends it. */
 async function bridge(
   d: DialVerbDeps,
   call: LiveCall,
-  leg: ResolvedLeg,
+  legs: PreparedLeg[],
   o: DialOptions,
   presented: string,
-  child: ChildLeg | undefined,
-  finish: (result: DialResult) => Promise<DialResult>,
-): Promise<DialResult> {
+  forks: Promise<unknown>[],
+): Promise<Rung> {
   const row = call.row;
+  const failed: Rung = { result: { status: 'failed', durationSeconds: 0 } };
   let sdp: string;
+  const side = mediaProfileFor(legs[0]!.leg.transport);
   try {
-    sdp = await d.media.offerFromIvr(row.id, CALLER_LEG, DIALLED_LEG, { toSide: mediaProfileFor(leg.transport) });
+    sdp = await d.media.offerFromIvr(row.id, CALLER_LEG, DIALLED_LEG, { toSide: side });
   } catch (e) {
     d.log.warn({ err: e, call: row.sid }, 'Dial: the caller media could not be offered to a new leg');
-    await child?.end(ReasonCodes.carrierFailure);
-    return finish({ status: 'failed', durationSeconds: 0 });
+    return failed;
   }
   // Dial's `record`: a RecordSession of the rest of the call, from ringing or from answer (docs/verbs.md).
   const record = (from: 'ringing' | 'answer') =>
@@ -127,40 +128,30 @@ async function bridge(
       ? call.startSessionRecording({ channels: o.record.endsWith('-dual') ? 'dual' : 'mono' })
       : Promise.resolve();
   await record('ringing');
-  await child?.life.initiated();
-  const common = {
-    from: `<sip:${presented}@${d.config.publicHost}>`,
-    sdp,
-    timeoutSeconds: o.timeout,
-    signal: o.signal,
-    onRinging: () => void child?.life.ringing(),
-    // CALL.0183 on the leg's own CDR, like its CALL.0180 (an on-net extension has no CDR, so no event).
-    onEarlyMedia: () => void child?.life.progress(),
-  };
-  // A PSTN leg tries its routes in order with failover, each attempt a ROUTE.0100 on the leg's own CDR.
-  const outcome =
-    leg.kind === 'pstn'
-      ? await dialPstn(d, {
-          ...common,
-          number: leg.number,
-          plan: leg.plan,
-          onAttempt: async (code, data) => void (await child?.life.emit(code, data)),
-        })
-      : await dialLeg(d, { ...common, target: leg });
+  for (const leg of legs) await leg.child?.life.initiated();
+  const common = { from: `<sip:${presented}@${d.config.publicHost}>`, sdp, timeoutSeconds: o.timeout };
+  const outcome = await raceForks(
+    legs.map((leg) => (signal: AbortSignal) => {
+      const rung = ring(d, leg, { ...common, signal });
+      forks.push(rung);
+      return rung;
+    }),
+    o.signal,
+  );
   if (!outcome.ok) {
-    await child?.end(failureReason(outcome.error, outcome.noAnswer));
     const status = outcome.noAnswer ? 'no-answer' : dialStatusFor(outcome.error);
     await backToIvr(d, call);
-    return finish({ status, durationSeconds: 0 });
+    return { result: { status, durationSeconds: 0 } };
   }
-  if (child && !(await child.answered())) {
-    // The dialled destination cannot be rated: it is not carried for free.
-    await outcome.dialog.bye().catch(() => undefined);
-    await child.end(ReasonCodes.rejected);
-    await backToIvr(d, call);
-    return finish({ status: 'failed', durationSeconds: 0 });
-  }
+  const won = legs[outcome.index]!;
   const dialog = outcome.dialog;
+  if (won.child && !(await won.child.answered())) {
+    // The dialled destination cannot be rated: it is not carried for free.
+    await dialog.bye().catch(() => undefined);
+    await won.child.end(ReasonCodes.rejected);
+    await backToIvr(d, call);
+    return failed;
+  }
   // The caller's side keeps the profile it was answered or placed with (a browser stays on WebRTC).
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
   await call.life.emit(EventCodes.dialAnswered, {});
@@ -172,7 +163,7 @@ async function bridge(
         row.id,
         [
           { dialog: call.dialog, tag: CALLER_LEG, side: d.media.legSide(row.id, CALLER_LEG) ?? { profile: 'rtp' } },
-          { dialog, tag: DIALLED_LEG, side: mediaProfileFor(leg.transport) },
+          { dialog, tag: DIALLED_LEG, side },
         ],
         d.log,
       )
@@ -192,10 +183,38 @@ async function bridge(
   });
   relay?.stop();
   if (dialog.state !== 'terminated') await dialog.bye().catch(() => undefined);
-  await child?.end(ReasonCodes.normalHangup);
+  await won.child?.end(ReasonCodes.normalHangup);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);
   await backToIvr(d, call);
-  return finish({ status: 'completed', durationSeconds: seconds });
+  return { result: { status: 'completed', durationSeconds: seconds } };
+}
+
+/**
+ * Rings one leg: a PSTN number tries its routes in order with failover, each attempt a ROUTE.0100 on the leg's own
+ * CDR; an extension rings every registered phone. CALL.0180/0183 go on the leg's CDR (an extension has none), and
+ * a leg that does not connect has its CDR ended with its own reason (a lost fork: cancelled).
+ */
+async function ring(
+  d: DialVerbDeps,
+  { leg, child }: PreparedLeg,
+  common: Omit<DialLegOptions, 'target'>,
+): Promise<DialLegOutcome> {
+  const o = {
+    ...common,
+    onRinging: () => void child?.life.ringing(),
+    onEarlyMedia: () => void child?.life.progress(),
+  };
+  const outcome =
+    leg.kind === 'pstn'
+      ? await dialPstn(d, {
+          ...o,
+          number: leg.number,
+          plan: leg.plan,
+          onAttempt: async (code, data) => void (await child?.life.emit(code, data)),
+        })
+      : await ringBindings(d, leg.bindings, o);
+  if (!outcome.ok) await child?.end(failureReason(outcome.error, outcome.noAnswer));
+  return outcome;
 }
 
 /**
@@ -210,22 +229,6 @@ async function backToIvr(d: DialVerbDeps, call: LiveCall): Promise<void> {
     d.log.warn({ err: e, call: call.row.sid }, 'Dial: the caller could not be moved back to the IVR; hanging up');
     void call.end(ReasonCodes.normalHangup);
   }
-}
-
-/** A PSTN number goes out by the routes table (dial-pstn.ts); an extension to its registered contact. */
-type ResolvedLeg =
-  { kind: 'pstn'; number: string; plan: OutboundPlan; transport: 'UDP' } | (LegTarget & { kind: 'sip' });
-
-async function resolveTarget(d: DialVerbDeps, accountId: string, target: DialTarget): Promise<ResolvedLeg | undefined> {
-  if (target.kind === 'number') {
-    const plan = await d.sip.trunks.outboundPlan(target.number);
-    return plan.targets.length > 0 ? { kind: 'pstn', number: target.number, plan, transport: 'UDP' } : undefined;
-  }
-  if (target.kind !== 'extension') return undefined; // a <Queue> is the calls' own (calls/queue/)
-  const [binding] = d.locator?.lookup(accountId, target.extension) ?? [];
-  return binding
-    ? { kind: 'sip', uri: binding.contact, proxy: binding.target, transport: binding.target.transport }
-    : undefined;
 }
 
 function dialStatusFor(e: unknown): DialResult['status'] {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { DEFAULTS, MAX_LOOP, VerbDocumentError, parseVerbDocument } from '../../verbs/index.js';
+import { DEFAULTS, MAX_LOOP, VerbDocumentError, parseVerbDocument, type DialVerb } from '../../verbs/index.js';
 
 function invalid(xml: string): VerbDocumentError {
   try {
@@ -39,6 +39,8 @@ describe('verbs/parse: valid documents', () => {
         verb: 'Dial',
         line: 5,
         target: { kind: 'number', number: '+254711000001' },
+        targets: [{ kind: 'number', number: '+254711000001' }],
+        sequential: false,
         method: 'POST',
         timeout: 30,
         timeLimit: 14400,
@@ -87,6 +89,8 @@ describe('verbs/parse: valid documents', () => {
         // libxml numbers an element by the line where its start tag ends.
         line: 5,
         target: { kind: 'extension', extension: '1001' },
+        targets: [{ kind: 'extension', extension: '1001' }],
+        sequential: false,
         action: 'https://app.example.com/dial?step=2',
         method: 'POST',
         timeout: 45,
@@ -98,6 +102,8 @@ describe('verbs/parse: valid documents', () => {
         verb: 'Dial',
         line: 6,
         target: { kind: 'number', number: '+254711000002' },
+        targets: [{ kind: 'number', number: '+254711000002' }],
+        sequential: false,
         method: 'POST',
         timeout: 30,
         timeLimit: 14400,
@@ -232,8 +238,8 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
       /Dial has both text/,
     ],
     [
-      'Dial two Numbers',
-      '<Response><Dial><Number>+254711000000</Number><Number>+254711000001</Number></Dial></Response>',
+      'Dial eleven Numbers (at most 10 ring at once)',
+      `<Response><Dial>${'<Number>+254711000000</Number>'.repeat(11)}</Dial></Response>`,
       1,
       /Element 'Number': This element is not expected/,
     ],
@@ -322,6 +328,23 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
       if (line !== undefined) assert.match(err.message, new RegExp(`line ${line}:`));
     });
   }
+
+  it('Dial with several nouns keeps them in order, and sequential="true" (beyond the spec) is read', () => {
+    const doc = parseVerbDocument(
+      '<Response><Dial sequential="true" timeout="5"><Number>+254711000000</Number><Extension>1001</Extension>' +
+        '<Number>0711 000 002</Number></Dial><Dial><Number>+254711000003</Number><Number>+254711000004</Number></Dial></Response>',
+    );
+    const [first, second] = doc.verbs as DialVerb[];
+    assert.deepEqual(first!.targets, [
+      { kind: 'number', number: '+254711000000' },
+      { kind: 'extension', extension: '1001' },
+      { kind: 'number', number: '0711 000 002' },
+    ]);
+    assert.deepEqual(first!.target, first!.targets[0]);
+    assert.equal(first!.sequential, true);
+    assert.equal(second!.targets.length, 2);
+    assert.equal(second!.sequential, false);
+  });
 
   it('every problem in the document is reported, not only the first', () => {
     const err = invalid('<Response>\n<Say loop="a">x</Say>\n<Pause length="b"/>\n</Response>');

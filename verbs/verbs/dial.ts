@@ -15,8 +15,9 @@ export class Dial extends VerbTaskBase {
   }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
-    const { target, timeout, callerId, timeLimit, record, action } = this.verb;
+    const { target, targets, sequential, timeout, callerId, timeLimit, record, action } = this.verb;
     const result = await ctx.dial(target, {
+      ...(targets.length > 1 ? { targets, sequential } : {}),
       timeout,
       ...(callerId === undefined ? {} : { callerId }),
       timeLimit,
