@@ -1,10 +1,17 @@
-import { getSetting, nextRollUpHour, putSetting, rollUpCallStats, type Db } from '../store/index.js';
+import {
+  getSetting,
+  nextRollUpHour,
+  oldestLiveCallHour,
+  putSetting,
+  rollUpCallStats,
+  type Db,
+} from '../store/index.js';
 
 const SETTING = 'call_stats_rolled_hour';
 
 /**
  * The periodic job behind the charts (issue 21): every `intervalMs` it recomputes the hourly CDR roll-up from the
- * oldest hour that can still change (the oldest live call's, or the hour of its previous run). It reads ended
+ * oldest hour that can still change (the hour of its previous run, or of the oldest call in progress then or now). It reads ended
  * calls through the created_at index and writes only the roll-up tables: a call's own path is untouched.
  */
 export class StatsRollup {
@@ -35,8 +42,10 @@ export class StatsRollup {
     const last = (await getSetting(this.db, SETTING)) ?? null;
     const from = await nextRollUpHour(this.db, last);
     if (from !== null) await rollUpCallStats(this.db, from);
-    // Calls created from now on are in this hour or later; older live calls are found again next time.
-    await putSetting(this.db, SETTING, startedHour);
+    // The next run starts at the older of this hour (calls made from now on) and the hour of the oldest call still
+    // in progress now (it may end before the next run, and then its hour changes).
+    const live = await oldestLiveCallHour(this.db);
+    await putSetting(this.db, SETTING, live !== null && live < startedHour ? live : startedHour);
   }
 
   async close(): Promise<void> {

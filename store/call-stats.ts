@@ -6,8 +6,9 @@ import { LIVE_CALL_STATUSES } from './calls.js';
  * destination prefix and day) by a periodic job that reads ended calls through the created_at index: nothing is
  * written on a call's own path. A chart query reads at most a few thousand roll-up rows, whatever the CDR count.
  *
- * Each run recomputes every hour from the oldest still-live call's hour (or the previous run's hour, if older
- * nothing is live), so a call that ends late is counted in the hour it was created in once it has ended.
+ * Each run recomputes every hour from the hour it was told to keep by the run before: the older of that run's own
+ * hour and the hour of the oldest call then still in progress. So a call that ends late is counted in the hour it
+ * was created in by the first run after it ended.
  */
 export const DEST_PREFIX_LENGTH = 5;
 
@@ -43,10 +44,15 @@ export async function rollUpCallStats(db: Db, fromHour: string): Promise<number>
   });
 }
 
+/** The hour of the oldest call still in progress (it can still change its hour's figures), or null. */
+export async function oldestLiveCallHour(db: Db): Promise<string | null> {
+  const live = await db('calls').whereIn('status', LIVE_CALL_STATUSES).min({ at: 'created_at' }).first();
+  return live?.at ? hourOf(String(live.at)) : null;
+}
+
 /** Where the next roll-up must start: the oldest live call's hour, or `lastHour` (the previous run's), if older. */
 export async function nextRollUpHour(db: Db, lastHour: string | null): Promise<string | null> {
-  const live = await db('calls').whereIn('status', LIVE_CALL_STATUSES).min({ at: 'created_at' }).first();
-  const oldestLive = live?.at ? hourOf(String(live.at)) : null;
+  const oldestLive = await oldestLiveCallHour(db);
   if (lastHour === null) {
     // First run: everything from the first CDR on.
     const first = await db('calls').min({ at: 'created_at' }).first();
