@@ -16,6 +16,7 @@ import { accountRoutes } from './routes/account.js';
 import { assetRoutes } from './routes/assets.js';
 import { callRoutes } from './routes/calls.js';
 import { callControlRoutes } from './routes/call-control.js';
+import { conferenceRoutes } from './routes/conferences.js';
 import { numberRoutes } from './routes/numbers.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
@@ -80,6 +81,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   // Route modules register into `all`; the ones marked `auth: false` (signed media) skip the key check below.
   callRoutes(all, d);
   callControlRoutes(all, d);
+  conferenceRoutes(all, d);
   numberRoutes(all, d);
   recordingRoutes(all, d);
   phoneTokenRoutes(all, d);

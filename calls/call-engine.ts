@@ -1,5 +1,6 @@
 import type { CallRow } from '../store/index.js';
 import type { InterpreterStart } from '../verbs/index.js';
+import type { ConferenceControl } from './conference/conference-control.js';
 
 /**
  * What became of a REST control request on a live call: done; the switch does not hold the call (it ended, or
@@ -32,4 +33,6 @@ export interface CallEngine {
   sendDigits(call: CallRow, digits: string): Promise<CallControlOutcome>;
   /** Whether this process holds the call live (the switch knows it). */
   isLive(callId: string): boolean;
+  /** Live conferences (api/routes/conferences.ts); absent where the engine has none (API unit tests). */
+  readonly conferences?: ConferenceControl;
 }

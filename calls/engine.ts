@@ -22,6 +22,8 @@ import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
 import type { InterpreterStart } from '../verbs/index.js';
+import { Conferences, conferenceCallOf, joinConference } from './conference/index.js';
+import { join } from 'node:path';
 
 export interface CallEngineDeps {
   db: Db;
@@ -57,12 +59,23 @@ export class SwitchCallEngine implements CallEngine {
   readonly #speech: CallSpeech;
   /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues). */
   readonly queues = new QueueRegistry(systemClock, queueEvents);
+  /** Conferences of this process and the mixer clock (calls/conference/; docs/api.md, Conferences). */
+  readonly conferences: Conferences;
+  readonly #keep: { db: Db; clock: typeof systemClock; recordingRetentionDays: number };
   #closed = false;
 
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
     this.#assetStorage = mediaStorageFor(deps.config);
     this.#speech = new CallSpeech(deps.media);
+    this.#keep = { db: deps.db, clock: systemClock, recordingRetentionDays: deps.recordingRetentionDays ?? 90 };
+    this.conferences = new Conferences({
+      log: this.#log,
+      now: () => systemClock.now(),
+      port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
+      playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
+      recordingsDir: join(deps.config.dataDir, 'recordings'),
+    });
     const { allowPrivate, allowNetworks } = deps.config.webhooks;
     this.#urlPolicy = new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] });
     this.#flow = {
@@ -115,16 +128,18 @@ export class SwitchCallEngine implements CallEngine {
         webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
         urlPolicy: this.#urlPolicy,
         dialer: (c, target, options) =>
-          runDial(
-            {
-              ...this.#flow,
-              locator: this.#deps.locator,
-              openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
-            },
-            c,
-            target,
-            options,
-          ),
+          target.kind === 'conference'
+            ? joinConference(this.conferences, conferenceCallOf(c, this.#keep), target.conference, options.signal)
+            : runDial(
+                {
+                  ...this.#flow,
+                  locator: this.#deps.locator,
+                  openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
+                },
+                c,
+                target,
+                options,
+              ),
         recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
         assetStorage: this.#assetStorage,
         speech: this.#speech,

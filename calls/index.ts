@@ -1,3 +1,4 @@
 export { SwitchCallEngine, type CallEngineDeps } from './engine.js';
 export type { CallEngine, CallControlOutcome } from './call-engine.js';
 export { CallLifecycle } from './lifecycle.js';
+export type { ConferenceControl, ConferenceView, ParticipantView } from './conference/index.js';

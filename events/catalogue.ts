@@ -51,6 +51,10 @@ export const EventCodes = {
   streamStarted: 'STREAM.0100',
   streamStopped: 'STREAM.0300',
   streamFailed: 'STREAM.0400',
+  conferenceStarted: 'CONF.0100',
+  conferenceJoined: 'CONF.0110',
+  conferenceLeft: 'CONF.0120',
+  conferenceEnded: 'CONF.0300',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -122,6 +126,22 @@ export const EVENT_CATALOGUE = {
     event: 'stream.failed',
     label: "A media stream's WebSocket could not be opened (URL refused, unreachable, handshake); the call goes on.",
   },
+  'CONF.0100': {
+    event: 'conference.started',
+    label: 'A conference began mixing (a participant with startConferenceOnEnter joined); carries its sid and name.',
+  },
+  'CONF.0110': {
+    event: 'participant.joined',
+    label: "A call joined a conference (<Dial><Conference>); carries the conference's sid, name and participant count.",
+  },
+  'CONF.0120': {
+    event: 'participant.left',
+    label: 'A call left a conference; carries why (hangup, kicked, conference-ended) and the seconds it was in.',
+  },
+  'CONF.0300': {
+    event: 'conference.ended',
+    label: 'A conference ended (its last participant left, or one with endConferenceOnExit did); carries its length.',
+  },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 
 /**
@@ -141,6 +161,10 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.streamStarted,
   EventCodes.streamStopped,
   EventCodes.streamFailed,
+  EventCodes.conferenceStarted,
+  EventCodes.conferenceJoined,
+  EventCodes.conferenceLeft,
+  EventCodes.conferenceEnded,
 ]);
 
 export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];

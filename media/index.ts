@@ -68,6 +68,13 @@ export {
   type LegRecordOptions,
 } from './media-session.js';
 export { Playback, type PlaybackOptions, type PlaybackResult } from './playback.js';
+export {
+  ConferenceMixer,
+  MixerParticipant,
+  MIX_FRAME,
+  type MixerParticipantOptions,
+} from './mixer/conference-mixer.js';
+export { TickScheduler, type TickStats, type Tickable, type TickSchedulerOptions } from './mixer/tick-scheduler.js';
 export { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';

@@ -57,4 +57,5 @@ export {
 export { VERB_REGISTRY, createVerbTask, type VerbRegistry, type VerbTaskClass } from './verbs/registry.js';
 export { VerbTaskBase, type VerbOutcome, type VerbTask } from './verbs/verb-task.js';
 export * from './types-live.js';
+export * from './types-conference.js';
 export type * from './context-live.js';

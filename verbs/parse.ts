@@ -28,6 +28,7 @@ import {
 } from './parse-element.js';
 import { gatherVerb } from './parse-gather.js';
 import { liveVerb } from './parse-live.js';
+import { conferenceTarget } from './parse-conference.js';
 import {
   DEFAULTS,
   MAX_LOOP,
@@ -340,6 +341,8 @@ function dialTargets(el: Element, line: number, problems: Problems): DialTarget[
     problems.add(line, `Dial has both text '${text}' and a <${children[0]!.name()}>; give exactly one target`);
     return undefined;
   }
+  const conference = conferenceTarget(children, line, problems);
+  if (conference !== undefined) return [conference];
   if (children.length > 0) {
     return children.map((child) => {
       const value = child.text().trim();

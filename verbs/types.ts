@@ -4,6 +4,7 @@
  */
 import type { IgnoredAttribute } from './ignored-attributes.js';
 import { LIVE_VERB_NAMES, type LiveVerb, type LiveVerbName } from './types-live.js';
+import type { ConferenceNoun } from './types-conference.js';
 
 /** Largest repeat count for Say/Play. `loop="0"` ("until interrupted", as in TwiML) becomes this count. */
 export const MAX_LOOP = 1000;
@@ -87,7 +88,9 @@ export type DialTarget =
   | { readonly kind: 'number'; readonly number: string }
   | { readonly kind: 'extension'; readonly extension: string }
   /** <Queue>: the longest-waiting caller of the account's queue of that name (calls/queue/). */
-  | { readonly kind: 'queue'; readonly queue: string };
+  | { readonly kind: 'queue'; readonly queue: string }
+  /** <Conference>: join the account's conference of that name (calls/conference/); the Dial's only noun. */
+  | { readonly kind: 'conference'; readonly conference: ConferenceNoun };
 
 export type DialRecordMode =
   | 'do-not-record'

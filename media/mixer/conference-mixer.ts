@@ -9,8 +9,13 @@ const RTP_HEADER = 12;
 const PACKET_POOL = 4;
 
 export interface MixerParticipantOptions {
-  /** Sends one RTP packet towards the participant (e.g. IvrEndpoint.send). Must not keep the buffer. */
-  send: (packet: Buffer) => unknown;
+  /**
+   * Sends one frame towards the participant; must not keep the buffer. With `framing: 'rtp'` (the default) a
+   * whole RTP packet the mixer numbered itself; with 'payload' the 160 G.711 bytes alone, for a port that puts
+   * its own RTP header on (media/streams/audio-port.ts, so the leg keeps one RTP stream whoever feeds it).
+   */
+  send: (frame: Buffer) => unknown;
+  framing?: 'rtp' | 'payload';
   /** What the participant is sent: 0 = PCMU (default), 8 = PCMA. */
   payloadType?: G711PayloadType;
 }
@@ -34,6 +39,8 @@ export class MixerParticipant {
   readonly #pt: G711PayloadType;
   readonly #encode: Uint8Array;
   readonly #packets: Buffer[] = [];
+  /** What `send` is given of each pooled packet: the packet, or a view of its payload. */
+  readonly #frames: Buffer[] = [];
   #next = 0;
   #seq = randomInt(0x10000);
   #ts = randomInt(0x7fffffff);
@@ -50,6 +57,7 @@ export class MixerParticipant {
       p[0] = 0x80;
       p.writeUInt32BE(ssrc, 8);
       this.#packets.push(p);
+      this.#frames.push(opts.framing === 'payload' ? p.subarray(RTP_HEADER) : p);
     }
   }
 
@@ -61,6 +69,7 @@ export class MixerParticipant {
   /** Encodes `sum` minus this participant's own frame (N-1), clipped to 16 bits, and sends it as one packet. */
   sendMix(sum: Int32Array): void {
     const p = this.#packets[this.#next]!;
+    const frame = this.#frames[this.#next]!;
     this.#next = (this.#next + 1) % PACKET_POOL;
     p[1] = (this.#marker ? 0x80 : 0) | this.#pt;
     this.#marker = false;
@@ -78,7 +87,7 @@ export class MixerParticipant {
       p[RTP_HEADER + i] = enc[v & 0xffff]!;
     }
     this.framesSent += 1;
-    this.#send(p);
+    this.#send(frame);
   }
 }
 

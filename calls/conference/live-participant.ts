@@ -1,0 +1,20 @@
+import type { Clock } from '../../kit/index.js';
+import { keepRecording } from '../call-recording.js';
+import type { Db } from '../../store/index.js';
+import type { CallLifecycle } from '../lifecycle.js';
+import type { ConferenceCall } from './conference-room.js';
+
+/** A live call as a conference sees it: its ids, its event stream, and where its conference recording goes. */
+export function conferenceCallOf(
+  call: { readonly life: CallLifecycle },
+  keep: { db: Db; clock: Pick<Clock, 'now'>; recordingRetentionDays: number },
+): ConferenceCall {
+  const life = call.life;
+  return {
+    id: life.row.id,
+    sid: life.row.sid,
+    accountId: life.row.account_id,
+    emit: (code, data) => life.emit(code, data),
+    keepRecording: (r) => keepRecording(keep, life, r),
+  };
+}

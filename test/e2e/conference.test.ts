@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { nextPort, nextPorts } from '../support/ports.js';
+import { toneAmplitude } from '../support/tones.js';
+import { eventually } from '../support/wait.js';
+import { RtpCapture } from './rtp-capture.js';
+import { SCENARIOS, api, carrierCallsDid, type SippRun } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
+
+const TONES = [440, 660, 880] as const;
+
+/** One caller: a SIPp carrier leg playing its tone, and the socket that hears what the conference sends it. */
+interface Leg {
+  tone: number;
+  capture: RtpCapture;
+  sipp: SippRun;
+}
+
+/** What a leg was sent after `since` (ms since the epoch), decoded and in order. */
+function heard(leg: Leg, since: number): Int16Array {
+  const packets = leg.capture.packets().filter((p) => p.at >= since);
+  const out = new Int16Array(packets.length * 160);
+  packets.forEach((p, i) => out.set(p.samples.subarray(0, 160), i * 160));
+  return out;
+}
+
+describe('Conference: <Dial><Conference> mixes every participant but itself (issue 18)', function () {
+  this.timeout(120_000);
+  const DID = '+254711900181';
+  const t = useCarrierSwitch({ did: DID });
+  let dir: string;
+  const scenario = (tone: number) => path.join(dir, `tone-${tone}.xml`);
+  const legs: Leg[] = [];
+
+  before(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'simu-conference-'));
+    const template = readFileSync(path.join(SCENARIOS, 'uac-conference-tone.xml'), 'utf8');
+    for (const tone of TONES) {
+      const ulaw = path.join(dir, `tone-${tone}.ulaw`);
+      // Two seconds of the tone as raw mu-law, looped by SIPp's rtp_stream for as long as the caller stays.
+      execFileSync('sox', [
+        '-n',
+        '-r',
+        '8000',
+        '-c',
+        '1',
+        '-t',
+        'ul',
+        ulaw,
+        'synth',
+        '2',
+        'sine',
+        String(tone),
+        'vol',
+        '0.25',
+      ]);
+      writeFileSync(scenario(tone), template.replaceAll('[tone]', ulaw));
+    }
+  });
+
+  afterEach(() => {
+    for (const leg of legs.splice(0)) {
+      leg.sipp.kill();
+      leg.capture.stop();
+    }
+  });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function join(tone: number, staySeconds: number): Promise<Leg> {
+    // SIPp plays its tone from its media port and rtpengine answers to where the audio comes from: what the caller
+    // hears is captured on that port.
+    const mp = nextPorts(4);
+    const capture = await new RtpCapture(mp).start();
+    const sipp = carrierCallsDid({
+      sip: t.ctx.ports.sip,
+      did: DID.slice(1),
+      port: nextPort(),
+      sink: mp,
+      scenario: scenario(tone),
+      extra: ['-d', String(staySeconds * 1000), '-mp', String(mp)],
+    });
+    const leg = { tone, capture, sipp };
+    legs.push(leg);
+    return leg;
+  }
+
+  async function conference() {
+    const list = (await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/conferences')).body.conferences;
+    return list[0] as { sid: string; participant_count: number; status: string } | undefined;
+  }
+
+  async function participants(sid: string): Promise<Array<{ call_sid: string; muted: boolean }>> {
+    return (await api(t.ctx.baseUrl, t.acct.key, 'GET', `/api/conferences/${sid}/participants`)).body.participants;
+  }
+
+  /** Asserts each leg hears the tones of `audible` legs (by index) and not the others, its own never. */
+  function assertHearing(since: number, audible: (listener: number, speaker: number) => boolean): void {
+    const report: string[] = [];
+    let ok = true;
+    legs.forEach((listener, i) => {
+      const audio = heard(listener, since);
+      report.push(`${listener.tone} Hz leg: ${(audio.length / 8000).toFixed(1)} s captured`);
+      if (audio.length < 8000) ok = false;
+      legs.forEach((speaker, j) => {
+        const amp = toneAmplitude(audio, speaker.tone);
+        const expect = i !== j && audible(i, j);
+        report.push(`${listener.tone} Hz leg hears ${speaker.tone} Hz at ${amp.toFixed(0)} (expected ${expect})`);
+        if (expect ? amp < 2000 : amp > 400) ok = false;
+      });
+    });
+    assert.ok(ok, report.join('\n'));
+  }
+
+  it('three callers playing 440, 660 and 880 Hz: each hears the two others and not itself; a muted one is heard by nobody', async () => {
+    await t.setInboundUrl(t.server.url('/conference'));
+    t.server.verbs('/conference', '<Response><Dial><Conference beep="false">standup</Conference></Dial></Response>');
+    for (const tone of TONES) {
+      const before = (await conference())?.participant_count ?? 0;
+      await join(tone, 30);
+      // One at a time, so the participants' order is the legs' order.
+      await eventually(async () => (await conference())?.participant_count === before + 1, `${tone} Hz joined`, 15_000);
+    }
+    const conf = (await conference())!;
+    assert.equal(conf.status, 'in-progress');
+    let since = Date.now();
+    await new Promise((r) => setTimeout(r, 2500));
+    assertHearing(since, () => true);
+
+    // Mute the 440 Hz caller: the two others stop hearing it; it still hears them.
+    const [first] = await participants(conf.sid);
+    const muted = await api(
+      t.ctx.baseUrl,
+      t.acct.key,
+      'POST',
+      `/api/conferences/${conf.sid}/participants/${first!.call_sid}`,
+      {
+        muted: true,
+      },
+    );
+    assert.equal(muted.status, 200, JSON.stringify(muted.body));
+    assert.equal(muted.body.muted, true);
+    since = Date.now() + 200; // what was already on its way
+    await new Promise((r) => setTimeout(r, 2500));
+    assertHearing(since, (_listener, speaker) => speaker !== 0);
+
+    // Kick the 880 Hz caller: it leaves the conference (its Dial ends, its document has nothing more: hangup).
+    const third = (await participants(conf.sid))[2]!;
+    const kicked = await api(
+      t.ctx.baseUrl,
+      t.acct.key,
+      'POST',
+      `/api/conferences/${conf.sid}/participants/${third.call_sid}/kick`,
+    );
+    assert.equal(kicked.status, 204);
+    await eventually(async () => (await conference())?.participant_count === 2, 'the kicked caller gone', 10_000);
+
+    // The two others are hung up: the conference ends and is gone from the list.
+    for (const p of await participants(conf.sid)) {
+      const r = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/calls/hangup', { sid: p.call_sid });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    }
+    await eventually(async () => (await conference()) === undefined, 'the conference ended', 20_000);
+    const codes = (await t.ctx.db('call_events').select('code')).map((e: { code: string }) => e.code);
+    const count = (code: string) => codes.filter((c) => c === code).length;
+    assert.equal(count('CONF.0100'), 1, 'conference.started once');
+    assert.equal(count('CONF.0110'), 3, 'participant.joined for each caller');
+    assert.equal(count('CONF.0300'), 1, 'conference.ended once');
+  });
+});
