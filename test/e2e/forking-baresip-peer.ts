@@ -1,0 +1,153 @@
+/**
+ * Run inside a private network namespace by forking-baresip.test.ts (baresip will not start on `lo` alone,
+ * /work/shared/TESTING-WITH-PEERS.md): the whole switch on 127.0.0.1 and two baresip phones registered as ONE
+ * extension, one that answers by itself (writing what it hears with sndfile) and one that only rings. A third
+ * end-user (our stack's TestPhone) calls the extension and speaks; tcpdump on lo records the SIP that reaches the
+ * ringing phone. Prints one JSON line; children killed by PID.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { AccountServer, api, createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
+import { TestPhone, speechUlaw } from './phone.js';
+import { nextPorts } from '../support/ports.js';
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'simu-forking-baresip-'));
+const ctx = await startTestSwitch();
+const server = await new AccountServer().listen();
+const acct = await createAccountWithDid(ctx.db, '+254711950001');
+const domain = `${acct.id}.sip.simu.test`;
+const children: ChildProcess[] = [];
+
+async function endUser(n: number): Promise<{ ext: string; token: string }> {
+  const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: `fork${n}@example.com` });
+  const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
+    uuid: user.body.uuid,
+    ttl_seconds: 600,
+  });
+  return { ext: user.body.extension_number, token: minted.body.token };
+}
+
+/** A baresip registered as the callee; it rings until told to answer over its ctrl_tcp socket (sipPort + 3). */
+function baresip(name: string, u: { ext: string; token: string }) {
+  const dir = mkdtempSync(path.join(work, `${name}-`));
+  const sipPort = nextPorts(4); // baresip takes sip_listen's port and the next one (TLS)
+  writeFileSync(
+    path.join(dir, 'config'),
+    [
+      `sip_listen 127.0.0.1:${sipPort}`,
+      'audio_source aubridge,nil',
+      'audio_player aubridge,nil',
+      'audio_alert aubridge,nil',
+      'module_path /usr/lib/baresip/modules',
+      'module stdio.so',
+      'module g711.so',
+      'module aubridge.so',
+      'module sndfile.so',
+      `snd_path ${dir}`,
+      'module_app account.so',
+      'module_app menu.so',
+      'module_app ctrl_tcp.so',
+      `ctrl_tcp_listen 127.0.0.1:${sipPort + 3}`,
+    ].join('\n') + '\n',
+  );
+  writeFileSync(
+    path.join(dir, 'accounts'),
+    `<sip:${u.ext}@${domain};transport=udp>;auth_user=${u.ext};auth_pass=${u.token};` +
+      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
+  );
+  const child = spawn('baresip', ['-4', '-n', 'v0', '-f', dir, '-t', '40'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const phone = { dir, sipPort, log: '' };
+  child.stdout!.on('data', (d) => (phone.log += String(d)));
+  child.stderr!.on('data', (d) => (phone.log += String(d)));
+  return phone;
+}
+
+/** One ctrl_tcp command (a netstring holding JSON), as gather-baresip-peer.ts sends them. */
+const command = (port: number, cmd: string) =>
+  new Promise<void>((resolve) => {
+    const json = JSON.stringify({ command: cmd, params: '', token: cmd });
+    const sock = net.connect(port, '127.0.0.1', () => sock.write(`${Buffer.byteLength(json)}:${json},`));
+    const done = (): void => {
+      sock.destroy();
+      resolve();
+    };
+    sock.on('data', done);
+    sock.on('error', done);
+    setTimeout(done, 1000);
+  });
+
+const until = async (pred: () => boolean, ms: number) => {
+  const end = Date.now() + ms;
+  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  return pred();
+};
+
+/** Speech seconds in a 16-bit PCM WAV (the `data` chunk), at 8 kHz. */
+function wavSpeechSeconds(file: string): number {
+  const buf = readFileSync(file);
+  const at = buf.indexOf('data', 12);
+  if (at < 0) return 0;
+  const pcm = buf.subarray(at + 8);
+  return speechSecondsOf(new Int16Array(pcm.buffer, pcm.byteOffset, Math.floor(pcm.length / 2)));
+}
+
+const callee = await endUser(1);
+const caller = await endUser(2);
+const answering = baresip('answering', callee);
+const ringing = baresip('ringing', callee);
+// What reaches the ringing phone's port, as text (-A), line-buffered.
+const dump = spawn('tcpdump', ['-i', 'lo', '-l', '-n', '-A', '-s', '0', 'udp', 'port', String(ringing.sipPort)], {
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
+children.push(dump);
+let capture = '';
+dump.stdout!.on('data', (d) => (capture += String(d)));
+const registered = await until(() => /200 OK/.test(answering.log) && /200 OK/.test(ringing.log), 15000);
+await new Promise((r) => setTimeout(r, 500)); // tcpdump is listening
+
+const phone = await new TestPhone(caller.ext, caller.token, acct.id, nextPorts(2), nextPorts(2), ctx.ports.sip).start();
+let callError: string | undefined;
+let heardSeconds = 0;
+try {
+  await phone.register();
+  const placed = phone.call(callee.ext);
+  // Both phones ring; then one person picks up (baresip 1.0.0's answermode=auto did not answer here).
+  await until(() => /Incoming call/.test(answering.log) && /Incoming call/.test(ringing.log), 10000);
+  await new Promise((r) => setTimeout(r, 500));
+  await command(answering.sipPort + 3, 'accept');
+  await placed;
+  await phone.speak(speechUlaw('This is the caller speaking to whichever phone answered first.'));
+  await new Promise((r) => setTimeout(r, 300));
+  await phone.dialog!.bye();
+} catch (e) {
+  callError = String(e);
+}
+await until(() => /CANCEL sip:/.test(capture), 5000);
+await new Promise((r) => setTimeout(r, 1000)); // baresip writes and closes its dump files
+const decoded = readdirSync(answering.dir).filter((f) => f.endsWith('-dec.wav'));
+for (const f of decoded) heardSeconds = Math.max(heardSeconds, wavSpeechSeconds(path.join(answering.dir, f)));
+const ringingDecoded = readdirSync(ringing.dir).filter((f) => f.endsWith('-dec.wav'));
+const cancel = /CANCEL sip:[\s\S]*?(?=\n\d\d:\d\d:\d\d|$)/.exec(capture)?.[0] ?? '';
+const call = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
+console.log(
+  JSON.stringify({
+    registered,
+    callError,
+    heardSeconds,
+    answeringLog: answering.log.slice(-2500),
+    ringingLog: ringing.log.slice(-2500),
+    ringingInvited: /INVITE sip:/.test(capture),
+    cancel,
+    ringingAnswered: ringingDecoded.length > 0,
+    cdr: call && { direction: call.direction, status: call.status, reason_code: call.reason_code },
+  }),
+);
+for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+await phone.close();
+await server.close();
+await ctx.sw.stop();
+process.exit(0);
