@@ -18,6 +18,7 @@ import { callRoutes } from './routes/calls.js';
 import { callControlRoutes } from './routes/call-control.js';
 import { conferenceRoutes } from './routes/conferences.js';
 import { numberRoutes } from './routes/numbers.js';
+import { queueRoutes } from './routes/queues.js';
 import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
 import { endUserRoutes } from './routes/users.js';
@@ -83,6 +84,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   callControlRoutes(all, d);
   conferenceRoutes(all, d);
   numberRoutes(all, d);
+  queueRoutes(all, d);
   recordingRoutes(all, d);
   phoneTokenRoutes(all, d);
   endUserRoutes(all, d);

@@ -1,5 +1,6 @@
 import type { CallRow } from '../store/index.js';
 import type { InterpreterStart } from '../verbs/index.js';
+import type { QueueDirectory } from './queue/queue-registry.js';
 import type { ConferenceControl } from './conference/conference-control.js';
 
 /**
@@ -33,6 +34,8 @@ export interface CallEngine {
   sendDigits(call: CallRow, digits: string): Promise<CallControlOutcome>;
   /** Whether this process holds the call live (the switch knows it). */
   isLive(callId: string): boolean;
+  /** The call queues of this process (api/routes/queues.ts); absent where the engine has none (API unit tests). */
+  readonly queues?: QueueDirectory;
   /** Live conferences (api/routes/conferences.ts); absent where the engine has none (API unit tests). */
   readonly conferences?: ConferenceControl;
 }

@@ -2,3 +2,4 @@ export { SwitchCallEngine, type CallEngineDeps } from './engine.js';
 export type { CallEngine, CallControlOutcome } from './call-engine.js';
 export { CallLifecycle } from './lifecycle.js';
 export type { ConferenceControl, ConferenceView, ParticipantView } from './conference/index.js';
+export type { QueueDirectory, QueueInfo, QueueMemberInfo } from './queue/queue-registry.js';

@@ -71,7 +71,14 @@ export interface QueueEvents {
   left(call: QueueCall, name: string, result: QueueResult, queueTimeSeconds: number): void;
 }
 
-export class QueueRegistry {
+/** What the REST API reads and does with the queues (api/routes/queues.ts). */
+export interface QueueDirectory {
+  list(accountId: string): QueueInfo[];
+  members(accountId: string, name: string): QueueMemberInfo[] | undefined;
+  dequeueToUrl(accountId: string, name: string, callId: string | 'front', url: string): boolean;
+}
+
+export class QueueRegistry implements QueueDirectory {
   readonly #queues = new Map<string, Map<string, CallQueue>>();
   readonly #clock: Pick<Clock, 'now'>;
   readonly #events: QueueEvents;

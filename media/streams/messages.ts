@@ -48,7 +48,11 @@ export function startMessage(seq: number, s: StreamStartInfo): string {
   });
 }
 
-/** One chunk of audio: `chunk` counts the track's chunks from 1, `timestamp` is ms since the stream started. */
+/**
+ * One chunk of audio: `chunk` counts the track's chunks from 1, `timestamp` is ms since the stream started. Written
+ * as a template (the hot path: 50 a second per stream); every value in it is digits, base64 or our own sid, so
+ * nothing needs escaping, and it reads back as JSON.stringify of the same object would.
+ */
 export function mediaMessage(
   seq: number,
   streamSid: string,
@@ -57,12 +61,10 @@ export function mediaMessage(
   timestampMs: number,
   pcmu: Buffer,
 ): string {
-  return JSON.stringify({
-    event: 'media',
-    sequenceNumber: String(seq),
-    media: { track, chunk: String(chunk), timestamp: String(timestampMs), payload: pcmu.toString('base64') },
-    streamSid,
-  });
+  return (
+    `{"event":"media","sequenceNumber":"${seq}","media":{"track":"${track}","chunk":"${chunk}",` +
+    `"timestamp":"${Math.round(timestampMs)}","payload":"${pcmu.toString('base64')}"},"streamSid":"${streamSid}"}`
+  );
 }
 
 export function markMessage(seq: number, streamSid: string, name: string): string {

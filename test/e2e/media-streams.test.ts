@@ -61,6 +61,7 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
   let wss: WebSocketServer;
   let wsPort = 0;
   const DID = '+254711800001';
+  const FORK_DID = '+254711800002';
   let secret = '';
   const upgrades: IncomingMessage[] = [];
   let onSocket: (ws: WebSocket) => void = () => undefined;
@@ -87,6 +88,24 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
       .db('numbers')
       .where({ number: DID })
       .update({ webhook_voice_inbound: server.url('/answer') });
+    await ctx.db('numbers').insert({
+      id: 'n-fork',
+      number: FORK_DID,
+      account_id: account.id,
+      is_active: true,
+      acquired_at: new Date().toISOString(),
+      created_at: new Date().toISOString(),
+    });
+    await ctx
+      .db('numbers')
+      .where({ number: FORK_DID })
+      .update({ webhook_voice_inbound: server.url('/fork') });
+    server.verbs(
+      '/fork',
+      `<Response><Start><Stream name="tap" url="ws://127.0.0.1:${wsPort}/tap"/></Start>` +
+        `<Say>one two three four five six seven eight nine ten</Say><Stop><Stream name="tap"/></Stop>` +
+        `<Pause length="1"/></Response>`,
+    );
   });
 
   beforeEach(async () => {
@@ -197,5 +216,61 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
     assert.equal(await sipp.exited, 0, sipp.output());
     const codes = (await ctx.db('call_events').select('code')).map((r: { code: string }) => r.code);
     assert.ok(codes.includes('STREAM.0100') && codes.includes('STREAM.0300'), codes.join(' '));
+  });
+
+  it('<Start><Stream> forks the caller without holding up the verbs; <Stop><Stream> ends it', async () => {
+    const ulaw = ulawOf(
+      (() => {
+        const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-fork-'));
+        const wav = path.join(dir, 'tone.wav');
+        execFileSync('sox', [
+          '-n',
+          '-r',
+          '8000',
+          '-c',
+          '1',
+          '-b',
+          '16',
+          wav,
+          'synth',
+          '20',
+          'sine',
+          '500',
+          'vol',
+          '0.3',
+        ]);
+        return wav;
+      })(),
+    );
+    const messages: any[] = [];
+    let closedAt = 0;
+    onSocket = (ws) => {
+      ws.on('message', (data) => messages.push({ ...JSON.parse(data.toString()), at: Date.now() }));
+      ws.on('close', () => (closedAt = Date.now()));
+    };
+    const before = await ctx.db('call_events').count({ n: '*' }).first();
+    sipp = carrierCallsDid({
+      sip: PORTS.sip,
+      did: FORK_DID,
+      port: CALLER,
+      sink: SINK,
+      scenario: speakingCarrierScenario(ulaw),
+      extra: ['-mp', String(SIPP_MEDIA)],
+    });
+    assert.equal(await sipp.exited, 0, sipp.output());
+    const media = messages.filter((m) => m.event === 'media');
+    assert.ok(media.length > 50, `caller audio streamed while the Say played (${media.length} frames)`);
+    const heard = decodeG711(Buffer.concat(media.map((m) => Buffer.from(m.media.payload, 'base64'))), 0);
+    assert.ok(toneAmplitude(heard, 500) > 2000, "the caller's 500 Hz arrived");
+    assert.equal(messages.at(-1).event, 'stop', 'the stream ended with stop');
+    assert.ok(closedAt > 0);
+    // The verbs went on: the Say was synthesised, and the Stop came before the Pause and the end of the call.
+    const events = await ctx
+      .db('call_events')
+      .select('code')
+      .offset(Number((before as any).n));
+    const codes = events.map((r: { code: string }) => r.code);
+    assert.ok(codes.includes('TTS.0200') && codes.includes('STREAM.0300'), codes.join(' '));
+    assert.ok(codes.indexOf('STREAM.0300') < codes.lastIndexOf('CALL.0300'), codes.join(' '));
   });
 });
