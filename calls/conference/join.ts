@@ -1,6 +1,6 @@
 import { EventCodes } from '../../events/index.js';
 import type { ConferenceNoun, DialResult } from '../../verbs/index.js';
-import type { ConferenceCall, LeaveReason, Member } from './conference-room.js';
+import type { ConferenceCall, LeaveReason, Member, ParticipantPort } from './conference-room.js';
 import type { Conferences } from './conferences.js';
 import { MixRecorder } from './mix-recorder.js';
 
@@ -18,6 +18,14 @@ export async function joinConference(
 ): Promise<DialResult> {
   const d = conferences.d;
   if (signal.aborted) return { status: 'failed', durationSeconds: 0 };
+  let port: ParticipantPort;
+  try {
+    port = d.port(call.id);
+  } catch (err) {
+    // The call's media is gone or not the platform's now (MEDIA_NO_SESSION, MEDIA_LEG_BRIDGED): nothing to join.
+    d.log.info({ err, call: call.sid }, 'conference: the call has no audio port');
+    return { status: 'failed', durationSeconds: 0 };
+  }
   const room = conferences.roomFor(call.accountId, noun.name);
   if (room.size >= noun.maxParticipants) {
     await call.emit(EventCodes.dialCompleted, {
@@ -28,7 +36,6 @@ export async function joinConference(
     });
     return { status: 'failed', durationSeconds: 0 };
   }
-  const port = d.port(call.id);
   let leave: (reason: LeaveReason) => void = () => undefined;
   const left = new Promise<LeaveReason>((resolve) => (leave = resolve));
   const voice = room.mixer.add(call.id, { framing: 'payload', send: (frame) => port.send(frame) });
