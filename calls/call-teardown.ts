@@ -102,6 +102,12 @@ export class CallTeardown {
     if (!this.#dialogs.includes(dialog)) this.#dialogs.push(dialog);
   }
 
+  /** A leg left the call without ending it (a transfer moved it elsewhere or replaced it): it gets no BYE here. */
+  legDown(dialog: ByeDialog): void {
+    const i = this.#dialogs.indexOf(dialog);
+    if (i >= 0) this.#dialogs.splice(i, 1);
+  }
+
   /** Credit control is starting (billing.callAnswered): the end waits for it before it settles. */
   billingStarting(start: Promise<void>): void {
     this.#billingStart = start;

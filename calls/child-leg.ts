@@ -6,7 +6,8 @@ import type { CallBilling } from './live-call.js';
 /**
  * The PSTN leg a Dial verb places: a CDR of its own (`parent_call_id` = the call that dialled, direction
  * `outbound`), rated and settled by billing like any outbound call, so forwarding an inbound call to the PSTN
- * is never carried at the inbound rate.
+ * is never carried at the inbound rate. A transferred party's new leg is one too (calls/transfer/: `internal` to an
+ * extension, `outbound` to a number), rated by its own direction.
  */
 export class ChildLeg {
   constructor(
@@ -26,7 +27,7 @@ export class ChildLeg {
       await this.billing?.callAnswered({
         callId: row.id,
         accountId: row.account_id,
-        direction: 'outbound',
+        direction: row.direction,
         to: row.to_number,
         answeredAt: new Date(row.answered_at!),
       });

@@ -18,6 +18,7 @@ import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
 import { CallSpeech } from './call-speech.js';
 import { publishTrunkState } from './trunk-events.js';
+import { CallTransfers } from './transfer/transfer-hub.js';
 import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
@@ -57,6 +58,8 @@ export class SwitchCallEngine implements CallEngine {
   readonly #assetStorage: MediaStorage;
   /** Gather input="speech": pocketsphinx on the caller's audio (calls/call-speech.ts). */
   readonly #speech: CallSpeech;
+  /** REFER from phones on bridges (calls/transfer/; docs/softphones.md, "Transfer"). */
+  readonly #transfers: CallTransfers;
   /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues). */
   readonly queues = new QueueRegistry(systemClock, queueEvents);
   /** Conferences of this process and the mixer clock (calls/conference/; docs/api.md, Conferences). */
@@ -87,6 +90,10 @@ export class SwitchCallEngine implements CallEngine {
       events: deps.publisher,
       admission: deps.admission,
     };
+    this.#transfers = new CallTransfers(
+      { ...this.#flow, locator: deps.locator, billing: deps.billing },
+      { bridges: () => [...this.#live.values()].filter((c): c is BridgedCall => c instanceof BridgedCall) },
+    );
     // A caller's keys (RFC 4733 from rtpengine's log and read by our IVR endpoint, tones it heard) reach its call
     // (Gather, Record's finishOnKey; one press seen twice counts once); digits of bridged legs are not used. SIP
     // INFO keys arrive on the dialog (LiveCall).
@@ -156,7 +163,16 @@ export class SwitchCallEngine implements CallEngine {
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     // Emergency calls are never billed nor cut for credit (flows/emergency.ts).
     const billing = row.emergency ? undefined : this.#deps.billing;
-    const call = new BridgedCall({ media: this.#deps.media, log: this.#log, billing }, life);
+    const call = new BridgedCall(
+      {
+        media: this.#deps.media,
+        log: this.#log,
+        billing,
+        // Phones on an on-net call may transfer it; an emergency call is never transferred away from the PSAP.
+        onBridged: row.emergency ? undefined : (c, legs) => this.#transfers.watch(c, legs),
+      },
+      life,
+    );
     this.#live.set(row.id, call);
     void life.ended.then(() => this.#live.delete(row.id));
     return call;
@@ -222,11 +238,12 @@ export class SwitchCallEngine implements CallEngine {
 
   /** Ends a call for billing (BILL.0403, END.0408, END.0503); a call this process does not hold is left alone. */
   cut(callId: string, reason: (typeof ReasonCodes)[keyof typeof ReasonCodes]): void {
+    if (this.#transfers.cut(callId, reason)) return;
     void (this.#live.get(callId) ?? this.#children.get(callId))?.end(reason);
   }
 
   isLive(callId: string): boolean {
-    return this.#live.has(callId) || this.#children.has(callId);
+    return this.#live.has(callId) || this.#children.has(callId) || this.#transfers.has(callId);
   }
 
   /** Shutdown: every live call is ended (BYE sent, CDR closed). */

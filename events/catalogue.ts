@@ -45,6 +45,9 @@ export const EventCodes = {
   trunkState: 'TRUNK.0100',
   gatherStarted: 'GATHER.0100',
   gatherCompleted: 'GATHER.0200',
+  callTransferred: 'XFER.0200',
+  transferRefused: 'XFER.0403',
+  transferFailed: 'XFER.0480',
   queueJoined: 'QUEUE.0100',
   queueBridged: 'QUEUE.0200',
   queueLeft: 'QUEUE.0300',
@@ -111,6 +114,18 @@ export const EVENT_CATALOGUE = {
   },
   'GATHER.0100': { event: 'gather.started', label: 'A Gather began listening for keys (or speech).' },
   'GATHER.0200': { event: 'gather.completed', label: 'A Gather ended; carries the digits (and speech) it heard.' },
+  'XFER.0200': {
+    event: 'call.transferred',
+    label: 'A phone transferred the call (REFER): the other party now talks to the target on a new leg (childSid).',
+  },
+  'XFER.0403': {
+    event: 'transfer.refused',
+    label: 'A REFER named a target the account may not reach; carries reason (TransferRefusals); NOTIFY 403/404/480.',
+  },
+  'XFER.0480': {
+    event: 'transfer.failed',
+    label: "A transfer's target did not answer or could not be placed; the parties stay as they were.",
+  },
   'QUEUE.0100': { event: 'queue.joined', label: 'A caller joined a queue (Enqueue); carries the queue and position.' },
   'QUEUE.0200': {
     event: 'queue.bridged',
@@ -155,6 +170,9 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.trunkState,
   EventCodes.gatherStarted,
   EventCodes.gatherCompleted,
+  EventCodes.callTransferred,
+  EventCodes.transferRefused,
+  EventCodes.transferFailed,
   EventCodes.queueJoined,
   EventCodes.queueBridged,
   EventCodes.queueLeft,
@@ -166,6 +184,21 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.conferenceLeft,
   EventCodes.conferenceEnded,
 ]);
+
+/** Why a REFER's target was refused (XFER.0403's `reason`; docs/softphones.md, "Transfer"). */
+export const TransferRefusals = {
+  /** Not a sip/sips/tel URI, no user part, or a host that is not the account's domain. */
+  malformed: 'TRANSFER_TARGET_MALFORMED',
+  /** An extension of another account, an emergency number, or a number the allowlist blocks. */
+  notAllowed: 'TRANSFER_TARGET_NOT_ALLOWED',
+  /** No such active extension in the account, or no route carries the number. */
+  unknown: 'TRANSFER_TARGET_UNKNOWN',
+  /** The extension exists but no phone of it is registered. */
+  offline: 'TRANSFER_TARGET_OFFLINE',
+  /** An attended transfer's Replaces names no live call of the account. */
+  noDialog: 'TRANSFER_REPLACES_NO_DIALOG',
+} as const;
+export type TransferRefusal = (typeof TransferRefusals)[keyof typeof TransferRefusals];
 
 export type EventName = (typeof EVENT_CATALOGUE)[EventCode]['event'];
 

@@ -4,7 +4,7 @@
  * (RFC 3420): `100 Trying` while the referred request is under way, then its final status, which ends the
  * subscription (RFC 3515 §2.4.5, §2.4.7).
  */
-import { parseNameAddr, type Uri } from '../message/index.js';
+import { parseNameAddr, REASONS, type Uri } from '../message/index.js';
 import type { Dialog } from './dialog.js';
 
 /** Longest Refer-To or Replaces value read; anything longer is refused as malformed (hostile input is bounded). */
@@ -111,25 +111,25 @@ export class ReferSubscription {
     return this.#done;
   }
 
-  progress(status: number, reason: string): Promise<void> {
+  progress(status: number, reason?: string): Promise<void> {
     if (this.#done) return Promise.resolve();
     return this.#notify(status, reason, 'active;expires=60');
   }
 
-  finish(status: number, reason: string): Promise<void> {
+  finish(status: number, reason?: string): Promise<void> {
     if (this.#done) return Promise.resolve();
     this.#done = true;
     return this.#notify(status, reason, 'terminated;reason=noresource');
   }
 
-  #notify(status: number, reason: string, state: string): Promise<void> {
+  #notify(status: number, reason: string | undefined, state: string): Promise<void> {
     this.sent.push(status);
     const send = this.#queue.then(() =>
       this.#dialog.state === 'terminated'
         ? undefined
         : this.#dialog.request('NOTIFY', {
             headers: { Event: this.#event, 'Subscription-State': state },
-            body: sipfrag(status, reason),
+            body: sipfrag(status, reason ?? REASONS[status] ?? 'Unknown'),
             contentType: 'message/sipfrag;version=2.0',
           }),
     );

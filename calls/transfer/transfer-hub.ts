@@ -1,0 +1,74 @@
+import type { ReasonCode } from '../../events/index.js';
+import { insertCall, nowIso, type NewCall } from '../../store/index.js';
+import type { CallBilling } from '../call-billing.js';
+import { ChildLeg } from '../child-leg.js';
+import type { EndUserLocator } from '../flows/end-user.js';
+import type { FlowDeps } from '../flows/flow-deps.js';
+import { CallLifecycle } from '../lifecycle.js';
+import { watchTransfers } from './transfer.js';
+import type { TransferableBridge, TransferLeg } from './transfer-bridge.js';
+import type { TransferContext } from './transfer-steps.js';
+
+/** A live call the engine holds that may be a bridge a transfer can reach (BridgedCall, a Dial's bridge). */
+export interface BridgeSource {
+  bridges(): Iterable<TransferableBridge & { legs(): readonly TransferLeg[] }>;
+}
+
+/**
+ * The engine's side of call transfer (RFC 3515 REFER, RFC 3891 Replaces): watches phones' legs of bridges for
+ * REFER, opens the transferred party's new legs (CDR with `parent_call_id`, held so a billing cut of the leg ends
+ * the call it is part of) and finds the consultation call an attended transfer names.
+ */
+export class CallTransfers {
+  readonly #ctx: TransferContext | undefined;
+  /** New legs by their own call id -> the bridge they are part of. */
+  readonly #legs = new Map<string, TransferableBridge>();
+
+  constructor(deps: FlowDeps & { locator?: EndUserLocator; billing?: CallBilling }, source: BridgeSource) {
+    const locator = deps.locator;
+    // Without a location service there are no phones to transfer to (nor from).
+    this.#ctx = locator && {
+      ...deps,
+      locator,
+      openLeg: (parent, call) => this.#openLeg(deps, parent, call),
+      findBridge: (accountId, match) => {
+        for (const bridge of source.bridges()) {
+          if (bridge.life.row.account_id !== accountId || bridge.isEnding) continue;
+          const leg = bridge.legs().find((l) => match(l.dialog));
+          if (leg) return { bridge, leg };
+        }
+        return undefined;
+      },
+    };
+  }
+
+  /** Phones on these legs may transfer the call from now on. */
+  watch(bridge: TransferableBridge, legs: readonly TransferLeg[]): void {
+    const ctx = this.#ctx;
+    if (!ctx) return;
+    for (const leg of legs) watchTransfers(ctx, bridge, leg);
+  }
+
+  async #openLeg(
+    deps: FlowDeps & { billing?: CallBilling },
+    parent: TransferableBridge,
+    call: Omit<NewCall, 'parent_call_id'>,
+  ): Promise<ChildLeg> {
+    const row = await insertCall(deps.db, { ...call, parent_call_id: parent.life.row.id, started_at: nowIso() });
+    const life = new CallLifecycle({ db: deps.db, events: deps.events, log: deps.log }, row);
+    this.#legs.set(row.id, parent);
+    void life.ended.then(() => this.#legs.delete(row.id));
+    return new ChildLeg(life, deps.billing);
+  }
+
+  /** A billing cut of a transfer's new leg ends the call it is part of; false when `callId` is no such leg. */
+  cut(callId: string, reason: ReasonCode): boolean {
+    const bridge = this.#legs.get(callId);
+    if (bridge) void bridge.end(reason);
+    return bridge !== undefined;
+  }
+
+  has(callId: string): boolean {
+    return this.#legs.has(callId);
+  }
+}

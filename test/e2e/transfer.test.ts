@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startTestSwitch, createAccountWithDid, runSipp, api, SCENARIOS, type TestAccount } from './harness.js';
+import { TestPhone, speechUlaw } from './phone.js';
+import { nextPort, nextPorts } from '../support/ports.js';
+
+const PHONE_SIP = nextPorts(6);
+const PHONE_MEDIA = nextPorts(6);
+
+/** Retries `check` (assertions) until it passes or `ms` have gone; returns what it returned. */
+async function settled<T>(check: () => T | Promise<T>, ms = 10000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/**
+ * scenarios/phone-refer.xml for one case: its NOTIFY block `notifies` times, then the BYE from the switch (the
+ * transfer completed) or the phone's own (a refused transfer leaves it on the call). SIPp cannot loop back.
+ */
+function scenarioFor(dir: string, notifies: number, hangup: 'wait' | 'bye'): string {
+  const text = readFileSync(path.join(SCENARIOS, 'phone-refer.xml'), 'utf8');
+  const block = (name: string) => new RegExp(`<!--${name}-->\\n([\\s\\S]*?)<!--/${name}-->\\n`);
+  const notify = block('NOTIFY').exec(text)![1];
+  const built = text
+    .replace(block('NOTIFY'), notify.repeat(notifies))
+    .replace(block('SWITCH-BYE'), hangup === 'wait' ? '$1' : '')
+    .replace(block('OWN-BYE'), hangup === 'bye' ? '$1' : '');
+  const file = path.join(dir, `phone-refer-${notifies}-${hangup}.xml`);
+  writeFileSync(file, built);
+  return file;
+}
+
+/** The NOTIFYs a SIPp logged with -trace_msg: sipfrag status, Subscription-State, Event and Content-Type. */
+function notifies(file: string) {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/^NOTIFY \S+ SIP\/2\.0\r?\n([\s\S]*?)\r?\n\r?\n(SIP\/2\.0 (\d{3})[^\r\n]*)/gm)].map((m) => ({
+    status: Number(m[3]),
+    state: /^Subscription-State:\s*([^\r\n]*)/im.exec(m[1])?.[1],
+    event: /^Event:\s*([^\r\n]*)/im.exec(m[1])?.[1],
+    type: /^Content-Type:\s*([^\r\n]*)/im.exec(m[1])?.[1],
+  }));
+}
+
+/**
+ * Issue 19 item 2, transfer (RFC 3515 REFER) at the SIP level: a SIPp phone on an on-net call sends REFER, and what
+ * it gets back (202, NOTIFY with message/sipfrag, the end of the implicit subscription) is read from its trace. The
+ * transferee and the target are phones on our own stack with real RTP sockets (the target must hear the transferee).
+ */
+describe('e2e: call transfer (REFER, SIPp transferor)', function () {
+  this.timeout(60000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  let acct: TestAccount;
+  let other: TestAccount;
+  const phones: TestPhone[] = [];
+  const work = mkdtempSync(path.join(os.tmpdir(), 'simu-transfer-'));
+  let speech: Buffer;
+
+  before(async () => {
+    ctx = await startTestSwitch();
+    acct = await createAccountWithDid(ctx.db, '+254711390001');
+    other = await createAccountWithDid(ctx.db, '+254711390002');
+    speech = speechUlaw('The caller is speaking to the person the call was transferred to.');
+  });
+
+  after(async () => {
+    for (const p of phones) await p.close();
+    await ctx?.sw.stop();
+  });
+
+  async function endUser(account: TestAccount, n: number): Promise<{ ext: string; token: string }> {
+    const user = await api(ctx.baseUrl, account.key, 'POST', '/api/users/create', {
+      email: `x${n}-${account.id}@example.com`,
+    });
+    assert.equal(user.status, 201, JSON.stringify(user.body));
+    const minted = await api(ctx.baseUrl, account.key, 'POST', '/api/phone-tokens/mint', {
+      uuid: user.body.uuid,
+      ttl_seconds: 600,
+    });
+    return { ext: user.body.extension_number, token: minted.body.token };
+  }
+
+  async function phone(account: TestAccount, n: number): Promise<TestPhone> {
+    const u = await endUser(account, n);
+    const p = await new TestPhone(u.ext, u.token, account.id, PHONE_SIP + n, PHONE_MEDIA + n, ctx.ports.sip);
+    await p.start();
+    phones.push(p);
+    assert.equal(await p.register(), 200);
+    return p;
+  }
+
+  /** SIPp as extension `from` calling `to` and REFERring the call to `referTo`. */
+  function transferor(
+    from: { ext: string; token: string },
+    to: string,
+    referTo: string,
+    expect: { notifies: number; hangup: 'wait' | 'bye' },
+  ) {
+    const log = path.join(work, `sipp-${nextPort()}.log`);
+    const run = runSipp([
+      `127.0.0.1:${ctx.ports.sip}`,
+      ...['-sf', scenarioFor(work, expect.notifies, expect.hangup)],
+      ...['-s', to, '-key', 'ext', from.ext, '-key', 'token', from.token, '-key', 'domain', `${acct.id}.sip.test`],
+      ...['-key', 'refer_to', referTo],
+      ...['-i', '127.0.0.1', '-p', String(nextPort()), '-m', '1', '-trace_msg', '-message_file', log],
+    ]);
+    return { run, log };
+  }
+
+  const calls = (accountId: string) => ctx.db('calls').where({ account_id: accountId }).orderBy('created_at');
+  const codes = async (callId: string) =>
+    (await ctx.db('call_events').where({ call_id: callId }).orderBy('created_at')).map((e) => e.code as string);
+
+  it('blind transfer: 202, NOTIFY 100 Trying then 200 ending the subscription; the transferee talks to the target on a new leg with parent_call_id', async () => {
+    const a = await endUser(acct, 1);
+    const b = await phone(acct, 2);
+    const c = await phone(acct, 3);
+    const bAnswered = b.answerNext();
+    const cAnswered = c.answerNext();
+    const { run, log } = transferor(a, b.ext, `sip:${c.ext}@${acct.id}.sip.test`, {
+      notifies: 3,
+      hangup: 'wait',
+    });
+    await bAnswered;
+    await cAnswered;
+    const code = await run.exited;
+    assert.equal(code, 0, run.output().slice(-2000));
+    const n = notifies(log);
+    assert.equal(n[0]?.status, 100, JSON.stringify(n));
+    assert.equal(n.at(-1)?.status, 200, JSON.stringify(n));
+    assert.match(n.at(-1)?.state ?? '', /^terminated/);
+    assert.match(n[0]?.state ?? '', /^active/);
+    assert.ok(n.every((x) => /^refer/.test(x.event ?? '') && /^message\/sipfrag/.test(x.type ?? '')));
+    // The transferee (B) speaks; the target (C) hears it through the switch.
+    await b.speak(speech);
+    await settled(() => assert.ok(c.sink.speechSeconds() >= 1, `target heard ${c.sink.speechSeconds()} s`));
+    await b.dialog!.bye();
+    const rows = await settled(async () => {
+      const all = await calls(acct.id);
+      assert.ok(all.length >= 2 && all.every((r) => r.ended_at), JSON.stringify(all));
+      return all;
+    });
+    const parent = rows.find((r) => r.parent_call_id === null)!;
+    const child = rows.find((r) => r.parent_call_id === parent.id)!;
+    assert.ok(child, 'a new leg with parent_call_id');
+    assert.equal(parent.from_number, a.ext);
+    assert.equal(parent.to_number, b.ext);
+    assert.equal(child.direction, 'internal');
+    assert.equal(child.from_number, b.ext);
+    assert.equal(child.to_number, c.ext);
+    assert.equal(child.status, 'completed');
+    assert.ok((await codes(parent.id)).includes('XFER.0200'));
+    assert.deepEqual(await codes(child.id), ['CALL.0100', 'CALL.0180', 'CALL.0200', 'CALL.0300']);
+  });
+
+  it("a Refer-To naming another account's extension is refused: NOTIFY 403, XFER.0403, the call goes on and no leg is made", async () => {
+    const a = await endUser(acct, 4);
+    const b = phones[0];
+    const foreign = await endUser(other, 5);
+    const before = (await calls(acct.id)).length;
+    const answered = b.answerNext();
+    const { run, log } = transferor(a, b.ext, `sip:${foreign.ext}@${other.id}.sip.test`, {
+      notifies: 2,
+      hangup: 'bye',
+    });
+    await answered;
+    assert.equal(await run.exited, 0, run.output().slice(-2000));
+    const n = notifies(log);
+    assert.deepEqual(
+      n.map((x) => x.status),
+      [100, 403],
+    );
+    const rows = await settled(async () => {
+      const all = await calls(acct.id);
+      assert.equal(all.length, before + 1);
+      assert.ok(all.at(-1)!.ended_at);
+      return all;
+    });
+    const call = rows.at(-1)!;
+    assert.equal(call.status, 'completed');
+    assert.equal(call.reason_code, 'END.0200');
+    const events = await ctx.db('call_events').where({ call_id: call.id, code: 'XFER.0403' });
+    assert.equal(events.length, 1);
+    assert.match(events[0].data, /TRANSFER_TARGET_NOT_ALLOWED/);
+  });
+
+  it('a Refer-To naming no extension of the account is refused with NOTIFY 404 (TRANSFER_TARGET_UNKNOWN)', async () => {
+    const a = await endUser(acct, 6);
+    const b = phones[0];
+    const answered = b.answerNext();
+    const { run, log } = transferor(a, b.ext, `sip:9999@${acct.id}.sip.test`, {
+      notifies: 2,
+      hangup: 'bye',
+    });
+    await answered;
+    assert.equal(await run.exited, 0, run.output().slice(-2000));
+    assert.deepEqual(
+      notifies(log).map((x) => x.status),
+      [100, 404],
+    );
+    const call = (await calls(acct.id)).at(-1)!;
+    const events = await ctx.db('call_events').where({ call_id: call.id, code: 'XFER.0403' });
+    assert.match(events[0]?.data ?? '', /TRANSFER_TARGET_UNKNOWN/);
+  });
+});
