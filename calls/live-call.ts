@@ -1,5 +1,4 @@
 import type { Logger } from '../config/index.js';
-import { fallbackPolicyOf } from './prepaid/fallback-message.js';
 import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
 import { MediaError } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
@@ -207,7 +206,7 @@ export class LiveCall {
   /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */
   async runVerbs(start: InterpreterStart): Promise<void> {
     const account = await getAccountSettings(this.#d.db, this.row.account_id);
-    this.verbs.useFallback(fallbackPolicyOf(account));
+    this.verbs.useFallback({ mode: account.fallback_mode, value: account.fallback_value });
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
     this.#teardown.verbsRunning(() => this.#runner.stop());
     const end = await this.#runner.run(start);
@@ -228,13 +227,13 @@ export class LiveCall {
    * `refusal` and ends it as failed with `reason`: never answered, never billed (END.0501: an end-user dialled
    * out and the account has no voice_outbound webhook).
    */
-  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal, language?: string): Promise<CallRow> {
+  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal): Promise<CallRow> {
     const leg = this.#teardown.ringingLeg;
     try {
       if (leg && !this.isEnding) {
         await leg.earlyMedia();
         await this.life.progress();
-        if (!this.isEnding) await this.#d.media.say(text, language === undefined ? {} : { language });
+        if (!this.isEnding) await this.#d.media.say(text);
       }
     } catch (e) {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');
