@@ -1,7 +1,7 @@
 import { checkDestination } from '../../billing/index.js';
 import { TransferRefusals, type TransferRefusal } from '../../events/index.js';
 import { classifyDialled, NumberFormatError } from '../../numbers/index.js';
-import type { OutboundPlan } from '../../sip/index.js';
+import { accountOfHost, type OutboundPlan } from '../../sip/index.js';
 import type { Uri } from '../../sip/stack/index.js';
 import { findEndUserByExtension } from '../../store/index.js';
 import { accountCountry } from '../flows/account-country.js';
@@ -21,8 +21,9 @@ const refuse = (status: 400 | 403 | 404 | 480, reason: TransferRefusal): ReferTa
 
 /**
  * A Refer-To URI is hostile input: the switch never sends anything to the host it names. Only its user part is
- * read, with the account's dial plan, and only when the host is the account's own SIP domain as the transferring
- * phone wrote it (the host of its From) or the switch itself; `tel:` URIs are numbers. An extension must be an
+ * read, with the account's dial plan, and only when the host names the account (`<account-uuid>[.anything]`, the
+ * domain phones register with) or is a host the transferring phone used in the call (its From or To) or the
+ * switch itself; `tel:` URIs are numbers. An extension must be an
  * active end-user of the same account with a registered phone; a number must pass the account's destination
  * allowlist and have a route (admission is asked when the leg is placed, as for any outbound call of the account).
  * Emergency numbers are not transfer targets.
@@ -37,7 +38,10 @@ export async function resolveReferTarget(
   if (uri.scheme === 'tel' && 'number' in uri) user = uri.number;
   else if ((uri.scheme === 'sip' || uri.scheme === 'sips') && 'host' in uri) {
     const host = uri.host.toLowerCase();
-    if (!ownDomains.some((h) => h.toLowerCase() === host)) return refuse(403, TransferRefusals.notAllowed);
+    const named = accountOfHost(host);
+    // Another account's domain is refused; so is a host that is neither this account's nor one the phone used.
+    if (named ? named !== accountId.toLowerCase() : !ownDomains.some((h) => h.toLowerCase() === host))
+      return refuse(403, TransferRefusals.notAllowed);
     user = uri.user;
   }
   if (!user || user.length > MAX_TARGET_USER * 3) return refuse(400, TransferRefusals.malformed);

@@ -1,0 +1,59 @@
+/**
+ * Issue 19 item 2 "done when": a real softphone transfers a call. baresip 1.0.0 (B) answers a call from A and
+ * transfers it blind with its own `/transfer` command (REFER); baresip C rings, answers and hears A. baresip will
+ * not start on `lo` alone, so the switch and the phones run together in a private network namespace
+ * (transfer-baresip-peer.ts); the peer prints a JSON line.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { namespacePeersUsable as usable, runNamespacePeer } from '../support/netns-peer.js';
+
+const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'transfer-baresip-peer.ts');
+
+interface Report {
+  registered: boolean;
+  callError?: string;
+  transferred: boolean;
+  heardSeconds: number;
+  exts: { a: string; b: string; c: string };
+  calls: Array<{
+    id: string;
+    parent: string | null;
+    direction: string;
+    from: string;
+    to: string;
+    status: string;
+    reason: string;
+    events: string[];
+  }>;
+  bLog: string;
+  cLog: string;
+}
+
+(usable ? describe : describe.skip)('e2e: baresip transfers a call (network namespace)', function () {
+  this.timeout(90000);
+  const children = new Set<ChildProcess>();
+  after(() => {
+    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+  });
+
+  it("blind: baresip's /transfer moves the caller to a third phone, which hears it; the CDRs show the new leg with parent_call_id", async () => {
+    const r = await runNamespacePeer<Report>(PEER, {}, children);
+    const why = JSON.stringify({ ...r, bLog: r.bLog.slice(-1500), cLog: r.cLog.slice(-800) });
+    assert.equal(r.registered, true, why);
+    assert.equal(r.callError, undefined, why);
+    assert.equal(r.transferred, true, why);
+    assert.ok(r.heardSeconds >= 1, `the target heard ${r.heardSeconds} s of speech; ${why}`);
+    const parent = r.calls.find((c) => c.parent === null);
+    const child = r.calls.find((c) => c.parent === parent?.id);
+    assert.ok(parent && child, why);
+    assert.deepEqual([parent.direction, parent.from, parent.to], ['internal', r.exts.a, r.exts.b]);
+    // The new leg is the transferred caller's (A) to the target (C).
+    assert.deepEqual([child.direction, child.from, child.to], ['internal', r.exts.a, r.exts.c]);
+    assert.equal(child.status, 'completed', why);
+    assert.ok(parent.events.includes('XFER.0200'), why);
+    assert.deepEqual(child.events, ['CALL.0100', 'CALL.0180', 'CALL.0200', 'CALL.0300']);
+  });
+});
