@@ -95,11 +95,9 @@ async function ringAndBridge(
   o: DialOptions,
   presented: string,
 ): Promise<Rung> {
-  const forks: Promise<unknown>[] = [];
   try {
-    return await bridge(d, call, legs, o, presented, forks);
+    return await bridge(d, call, legs, o, presented);
   } finally {
-    await Promise.allSettled(forks); // a lost fork's CDR is ended by its own fork once its CANCEL is answered
     for (const leg of legs) await closeLeg(leg);
   }
 }
@@ -110,7 +108,6 @@ async function bridge(
   legs: PreparedLeg[],
   o: DialOptions,
   presented: string,
-  forks: Promise<unknown>[],
 ): Promise<Rung> {
   const row = call.row;
   const failed: Rung = { result: { status: 'failed', durationSeconds: 0 } };
@@ -131,11 +128,7 @@ async function bridge(
   for (const leg of legs) await leg.child?.life.initiated();
   const common = { from: `<sip:${presented}@${d.config.publicHost}>`, sdp, timeoutSeconds: o.timeout };
   const outcome = await raceForks(
-    legs.map((leg) => (signal: AbortSignal) => {
-      const rung = ring(d, leg, { ...common, signal });
-      forks.push(rung);
-      return rung;
-    }),
+    legs.map((leg) => (signal: AbortSignal) => ring(d, leg, { ...common, signal })),
     o.signal,
   );
   if (!outcome.ok) {
@@ -144,6 +137,8 @@ async function bridge(
     return { result: { status, durationSeconds: 0 } };
   }
   const won = legs[outcome.index]!;
+  // The legs that lost are being CANCELled: their CDRs end now (unanswered, unbilled), not when the CANCEL is done.
+  for (const leg of legs) if (leg !== won) await leg.child?.end(ReasonCodes.canceled);
   const dialog = outcome.dialog;
   if (won.child && !(await won.child.answered())) {
     // The dialled destination cannot be rated: it is not carried for free.
