@@ -242,4 +242,37 @@ describe('e2e: forking to every phone of an extension, Dial with several targets
     );
     assert.ok(Date.parse(legs[1].started_at) >= Date.parse(legs[0].ended_at), 'the second leg started after the first');
   });
+
+  it('a phone whose 2xx crosses the CANCEL is ACKed and hung up; the call stays with the phone that answered first', async () => {
+    const callee = await endUser();
+    const caller = await phone(await endUser());
+    const answering = await phone(callee);
+    const late = await sippPhone(callee, 'phone-late-answer.xml');
+    const answered = answering.answerNext(600);
+    await caller.call(callee.ext);
+    await answered;
+    assert.equal(await late.run.exited, 0, `the late phone got no ACK and BYE: ${late.run.output()}`);
+    const trace = readFileSync(late.log, 'utf8');
+    assert.match(trace, /^ACK sip:/m);
+    assert.match(trace, /^BYE sip:/m);
+    await caller.speak(speech.subarray(0, 8000));
+    await caller.dialog!.bye();
+    assert.ok(answering.sink.speechSeconds() >= 0.5, `the answering phone heard ${answering.sink.speechSeconds()} s`);
+    assert.equal((await lastCall('internal')).reason_code, 'END.0200');
+  });
+
+  it('an inbound DID call that Dials an extension rings every phone of it', async () => {
+    const callee = await endUser();
+    const answering = await phone(callee);
+    const ringing = await sippPhone(callee, 'phone-ring.xml');
+    const answered = answering.answerNext(600);
+    const { parent, legs } = await inboundDial(
+      `<Response><Dial timeout="10" timeLimit="2"><Extension>${callee.ext}</Extension></Dial></Response>`,
+    );
+    await answered;
+    assert.equal(await ringing.run.exited, 0, ringing.run.output());
+    assert.match(readFileSync(ringing.log, 'utf8'), /^Reason: SIP;cause=200;text="Call completed elsewhere"/im);
+    assert.equal(parent.reason_code, 'END.0200');
+    assert.deepEqual(legs, [], 'an extension is no leg of its own (not billed)');
+  });
 });
