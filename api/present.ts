@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { callHandlingOut } from './call-handling-schemas.js';
 import { formatMoney, CURRENCY } from '../billing/index.js';
 import type {
   AccountRow,
@@ -107,6 +108,8 @@ export const recordingOut = (r: RecordingRow): z.infer<typeof S.RecordingOut> =>
   storage_backend: r.storage_backend,
   expires_at: r.expires_at,
   created_at: r.created_at,
+  end_user_uuid: r.end_user_id ?? null,
+  voicemail_status: r.voicemail_status ?? null,
 });
 
 export const apiKeyOut = (k: ApiKeyRow): z.infer<typeof S.ApiKeyOut> => ({
@@ -141,6 +144,7 @@ export const endUserOut = (u: EndUserRow): z.infer<typeof S.EndUserOut> => ({
   is_active: u.is_active,
   last_registered_at: u.last_registered_at,
   created_at: u.created_at,
+  ...callHandlingOut(u),
 });
 
 export const phoneTokenOut = (t: PhoneTokenRow, now: Date = new Date()): z.infer<typeof S.PhoneTokenOut> => ({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CallHandlingOut, CallHandlingUpdate } from './call-handling-schemas.js';
 import { DIGITS_PATTERN, MAX_DIGITS } from '../media/index.js';
 
 /**
@@ -114,7 +115,13 @@ export const ConfigureNumberBody = z.object({
   friendly_name: z.string().max(200).nullable().optional(),
 });
 
-export const RecordingListQuery = z.object({ call_uuid: Uuid.optional(), limit: Limit, offset: Offset });
+export const RecordingListQuery = z.object({
+  call_uuid: Uuid.optional(),
+  /** Beyond the spec (issue 19): the voicemail messages of one end-user. */
+  end_user_uuid: Uuid.optional(),
+  limit: Limit,
+  offset: Offset,
+});
 export const RecordingDownloadBody = z.object({
   uuid: Uuid,
   ttl_seconds: z.number().int().min(1).max(86400).default(300),
@@ -130,11 +137,13 @@ export const EndUserCreateBody = z.object({
   email: z.email('expected an email address').max(320),
   display_name: z.string().max(200).default(''),
 });
-export const EndUserUpdateBody = z.object({
-  uuid: Uuid,
-  display_name: z.string().max(200).nullable().optional(),
-  is_active: z.boolean().nullable().optional(),
-});
+export const EndUserUpdateBody = z
+  .object({
+    uuid: Uuid,
+    display_name: z.string().max(200).nullable().optional(),
+    is_active: z.boolean().nullable().optional(),
+  })
+  .extend(CallHandlingUpdate.shape);
 
 export const WebhooksUpdateBody = z.object({
   purpose: Purpose.default('voice_inbound'),
@@ -201,6 +210,9 @@ export const RecordingOut = z.object({
   storage_backend: z.enum(['local']),
   expires_at: TsOrNull,
   created_at: Ts,
+  /** Beyond the spec (issue 19): a voicemail message's end-user and whether it was listened to. */
+  end_user_uuid: z.string().nullable(),
+  voicemail_status: z.enum(['new', 'saved']).nullable(),
 });
 export const RecordingDownloadOut = z.object({ url: z.string(), expires_at: Ts, ttl_seconds: z.number().int() });
 export const AccountOut = z.object({
@@ -236,16 +248,18 @@ export const TransactionOut = z.object({
   balance_before: Money,
   created_at: Ts,
 });
-export const EndUserOut = z.object({
-  uuid: z.string(),
-  email: z.string(),
-  display_name: z.string(),
-  extension_number: z.string(),
-  registration_state: z.enum(['registered', 'unregistered']),
-  is_active: z.boolean(),
-  last_registered_at: TsOrNull,
-  created_at: Ts,
-});
+export const EndUserOut = z
+  .object({
+    uuid: z.string(),
+    email: z.string(),
+    display_name: z.string(),
+    extension_number: z.string(),
+    registration_state: z.enum(['registered', 'unregistered']),
+    is_active: z.boolean(),
+    last_registered_at: TsOrNull,
+    created_at: Ts,
+  })
+  .extend(CallHandlingOut.shape);
 export const PhoneTokenOut = z.object({
   uuid: z.string(),
   end_user: z.string(),

@@ -16,7 +16,13 @@ export interface KeepRecordingDeps {
  * (REC.0300). The account's own retention when the operator set one (`simu account retention`), else the
  * platform's.
  */
-export async function keepRecording(d: KeepRecordingDeps, life: CallLifecycle, r: RecordingResult) {
+export async function keepRecording(
+  d: KeepRecordingDeps,
+  life: CallLifecycle,
+  r: RecordingResult,
+  /** A voicemail message: the mailbox's end-user, and `new` (calls/voicemail/deposit.ts). */
+  mailbox?: { end_user_id: string; voicemail_status: 'new' },
+) {
   const row = life.row;
   const seconds = Math.round(r.durationSec);
   const days = await recordingRetentionDaysFor(d.db, row.account_id, d.recordingRetentionDays);
@@ -29,6 +35,7 @@ export async function keepRecording(d: KeepRecordingDeps, life: CallLifecycle, r
     size_bytes: r.sizeBytes,
     storage_path: r.path,
     expires_at: expires,
+    ...mailbox,
   });
   await life.emit(EventCodes.recordingCompleted, { recordingUuid: rec.id, duration: seconds });
   return rec;

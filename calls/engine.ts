@@ -51,7 +51,7 @@ export class SwitchCallEngine implements CallEngine {
   readonly #flow: FlowDeps;
   readonly #live = new Map<string, LiveCall | BridgedCall>();
   /** Dial legs by their own call id -> the call that dialled them (a billing cut of a leg ends its parent). */
-  readonly #children = new Map<string, LiveCall>();
+  readonly #children = new Map<string, LiveCall | BridgedCall>();
   readonly #log = roomLogger('calls');
   /** Where call-control, action and Redirect URLs may point (issue 22, SSRF; docs/security.md). */
   readonly #urlPolicy: UrlPolicy;
@@ -115,6 +115,7 @@ export class SwitchCallEngine implements CallEngine {
           locator: deps.locator,
           trackIvr: (row) => this.#track(row),
           trackBridge: (row) => this.#trackBridge(row),
+          openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
         },
         req,
         srv,
@@ -178,9 +179,10 @@ export class SwitchCallEngine implements CallEngine {
     return call;
   }
 
-  async #openChildLeg(parent: LiveCall, from: string, to: string): Promise<ChildLeg> {
+  /** A PSTN leg of `parent` (a Dial, or a phone's call forwarded to a number): its own outbound CDR. */
+  async #openChildLeg(parent: LiveCall | BridgedCall, from: string, to: string): Promise<ChildLeg> {
     const row = await insertCall(this.#deps.db, {
-      account_id: parent.row.account_id,
+      account_id: parent.life.row.account_id,
       direction: 'outbound',
       from_number: from,
       to_number: to,

@@ -48,6 +48,8 @@ export const EventCodes = {
   callTransferred: 'XFER.0200',
   transferRefused: 'XFER.0403',
   transferFailed: 'XFER.0480',
+  callForwarded: 'FWD.0100',
+  voicemailLeft: 'VM.0300',
   queueJoined: 'QUEUE.0100',
   queueBridged: 'QUEUE.0200',
   queueLeft: 'QUEUE.0300',
@@ -126,6 +128,14 @@ export const EVENT_CATALOGUE = {
     event: 'transfer.failed',
     label: "A transfer's target did not answer or could not be placed; the parties stay as they were.",
   },
+  'FWD.0100': {
+    event: 'call.forwarded',
+    label: 'A call to an end-user went to its forward target (DND, busy, no answer).',
+  },
+  'VM.0300': {
+    event: 'voicemail.left',
+    label: "A caller left a message in an end-user's mailbox; its Recording exists.",
+  },
   'QUEUE.0100': { event: 'queue.joined', label: 'A caller joined a queue (Enqueue); carries the queue and position.' },
   'QUEUE.0200': {
     event: 'queue.bridged',
@@ -173,6 +183,8 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.callTransferred,
   EventCodes.transferRefused,
   EventCodes.transferFailed,
+  EventCodes.callForwarded,
+  EventCodes.voicemailLeft,
   EventCodes.queueJoined,
   EventCodes.queueBridged,
   EventCodes.queueLeft,

@@ -11,6 +11,7 @@ import {
 import { addressMatches, TrunkDirectory } from './trunks.js';
 import { TrunkHealth, type TrunkStateChange } from './trunk-health.js';
 import { pingTrunk } from './trunk-ping.js';
+import { MessageWaiting } from './message-waiting.js';
 import { UpstreamRegistrations, type RegistrationChange } from './upstream-registration.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
 import type { NewCallGate } from '../billing/index.js';
@@ -42,6 +43,8 @@ export class SipApplication {
   readonly trunkHealth: TrunkHealth;
   /** REGISTERs of the trunks that register to their carrier (issue 17, item 4). */
   readonly upstream: UpstreamRegistrations;
+  /** Message-waiting indication to phones (SUBSCRIBE/NOTIFY message-summary, RFC 3842). */
+  readonly mwi: MessageWaiting;
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
@@ -102,8 +105,15 @@ export class SipApplication {
     this.upstream = new UpstreamRegistrations(this.ua);
     this.upstream.on('change', (c) => this.#registrationChanged(c));
     this.ua.onRequest('OPTIONS', (_req, srv) =>
-      srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER' } }),
+      srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER, SUBSCRIBE' } }),
     );
+    this.mwi = new MessageWaiting({
+      ua: this.ua,
+      db: deps.db,
+      log: deps.logger,
+      authenticate: () => this.#authenticate,
+    });
+    this.ua.onRequest('SUBSCRIBE', (req, srv) => this.mwi.subscribe(req, srv));
     this.ua.onRequest('INVITE', (req, srv) => this.#invite(req, srv));
   }
 
@@ -210,6 +220,7 @@ export class SipApplication {
 
   async close(): Promise<void> {
     clearInterval(this.#trustedTimer);
+    this.mwi.close();
     this.trunkHealth.stop();
     await this.upstream.close();
     await this.ua.close();

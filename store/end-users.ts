@@ -16,12 +16,43 @@ export interface EndUserRow {
   last_registered_at: string | null;
   deleted_at: string | null;
   created_at: string;
+  /** Call handling (issue 19, item 3): calls are not rung while set (voicemail, or busy). */
+  dnd: boolean;
+  /** Forward targets: an extension of the account or an E.164 number; null when unset. */
+  forward_always: string | null;
+  forward_busy: string | null;
+  forward_no_answer: string | null;
+  /** Seconds the phones ring before no-answer forwarding or voicemail takes the call. */
+  no_answer_seconds: number;
+  voicemail_enabled: boolean;
+  /** The account asset played as the mailbox greeting; null: a spoken default. */
+  voicemail_greeting: string | null;
 }
+
+/** The call-handling fields of an end-user, as the API changes them. */
+export type CallHandlingPatch = Partial<
+  Pick<
+    EndUserRow,
+    | 'dnd'
+    | 'forward_always'
+    | 'forward_busy'
+    | 'forward_no_answer'
+    | 'no_answer_seconds'
+    | 'voicemail_enabled'
+    | 'voicemail_greeting'
+  >
+>;
 
 /** Extensions are assigned by the service per account, from this number upwards. */
 export const FIRST_EXTENSION = 1001;
 
-const normalise = (r: any): EndUserRow => ({ ...r, is_active: Boolean(r.is_active) });
+const normalise = (r: any): EndUserRow => ({
+  ...r,
+  is_active: Boolean(r.is_active),
+  dnd: Boolean(r.dnd),
+  voicemail_enabled: Boolean(r.voicemail_enabled),
+  no_answer_seconds: Number(r.no_answer_seconds ?? 20),
+});
 
 export class DuplicateEmailError extends ConflictError {
   constructor() {
@@ -86,7 +117,7 @@ export async function updateEndUser(
   db: Db,
   accountId: string,
   id: string,
-  patch: { display_name?: string; is_active?: boolean },
+  patch: { display_name?: string; is_active?: boolean } & CallHandlingPatch,
 ): Promise<EndUserRow | undefined> {
   if (Object.keys(patch).length > 0)
     await db('end_users').where({ account_id: accountId, id }).whereNull('deleted_at').update(patch);

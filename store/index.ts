@@ -25,6 +25,7 @@ export * from './calls.js';
 export * from './cdr-export.js';
 export * from './recordings.js';
 export * from './end-users.js';
+export * from './voicemail.js';
 export * from './phone-tokens.js';
 export * from './stream-tokens.js';
 export * from './idempotency-keys.js';

@@ -19,6 +19,10 @@ export interface RecordingRow {
   deleted_at: string | null;
   media_deleted_at: string | null;
   created_at: string;
+  /** A voicemail message's mailbox owner (store/voicemail.ts); null for other recordings. */
+  end_user_id: string | null;
+  /** `new` until the end-user listened to it, then `saved`; null for recordings that are not voicemail. */
+  voicemail_status: 'new' | 'saved' | null;
 }
 
 const normalise = (r: any): RecordingRow => ({
@@ -34,6 +38,8 @@ export interface NewRecording {
   duration_seconds?: number | null;
   size_bytes?: number | null;
   storage_path: string;
+  end_user_id?: string | null;
+  voicemail_status?: 'new' | null;
   expires_at?: string | null;
   created_at?: string;
 }
@@ -68,10 +74,11 @@ export async function findRecordingForMedia(db: Db, id: string): Promise<Recordi
 export async function listRecordings(
   db: Db,
   accountId: string,
-  opts: { callId?: string; limit: number; offset: number },
+  opts: { callId?: string; endUserId?: string; limit: number; offset: number },
 ): Promise<RecordingRow[]> {
   const q = db('recordings').where({ account_id: accountId }).whereNull('deleted_at');
   if (opts.callId) q.where({ call_id: opts.callId });
+  if (opts.endUserId) q.where({ end_user_id: opts.endUserId });
   const rows = await q
     .orderBy([
       { column: 'created_at', order: 'desc' },

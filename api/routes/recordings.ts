@@ -47,6 +47,7 @@ export function recordingRoutes(t: RouteTable, d: RouteDeps): void {
       const q = parseQuery(ctx, S.RecordingListQuery);
       const rows = await listRecordings(d.db, authOf(ctx).account.id, {
         callId: q.call_uuid,
+        endUserId: q.end_user_uuid,
         limit: q.limit,
         offset: q.offset,
       });

@@ -1,8 +1,15 @@
 import { z } from 'zod';
-import { deleteEndUser, insertEndUser, listEndUsers, updateEndUser } from '../../store/index.js';
+import {
+  deleteEndUser,
+  insertEndUser,
+  listEndUsers,
+  updateEndUser,
+  type CallHandlingPatch,
+} from '../../store/index.js';
 import { authOf } from '../auth.js';
 import { notFound } from '../errors.js';
 import { endUserOut } from '../present.js';
+import { callHandlingPatch } from '../call-handling-schemas.js';
 import type { RouteDeps, RouteTable } from '../route-table.js';
 import * as S from '../schemas.js';
 import { parseBody } from '../validation.js';
@@ -42,14 +49,15 @@ export function endUserRoutes(t: RouteTable, d: RouteDeps): void {
     {
       method: 'post',
       path: '/api/users/update',
-      summary: 'Change display name or enable/disable (only supplied fields change)',
+      summary:
+        'Change display name, enable/disable, and (beyond the spec) DND, forwarding and voicemail; only supplied fields change',
       body: S.EndUserUpdateBody,
       ok: { status: 200, schema: S.EndUserOut },
       errors: [400, 401, 404],
     },
     async (ctx) => {
       const body = await parseBody(ctx, S.EndUserUpdateBody);
-      const patch: { display_name?: string; is_active?: boolean } = {};
+      const patch: { display_name?: string; is_active?: boolean } & CallHandlingPatch = callHandlingPatch(body);
       if (body.display_name != null) patch.display_name = body.display_name;
       if (body.is_active != null) patch.is_active = body.is_active;
       const u = await updateEndUser(d.db, authOf(ctx).account.id, body.uuid, patch);

@@ -25,6 +25,9 @@ import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { BridgedCall } from '../bridged-call.js';
 import { NO_OUTBOUND_HANDLER } from '../unanswered-leg.js';
 import { uasLeg } from './uas-leg.js';
+import { CallHandling } from '../forwarding.js';
+import { isMailboxCode, runMailbox } from '../voicemail/mailbox.js';
+import type { ChildLeg } from '../child-leg.js';
 
 /** A registered contact of an end-user, as the location service holds it. */
 export interface ContactBinding {
@@ -44,6 +47,8 @@ export interface EndUserFlowDeps extends FlowDeps {
   locator: EndUserLocator;
   trackIvr: (row: CallRow) => LiveCall;
   trackBridge: (row: CallRow) => BridgedCall;
+  /** A forward to a number's outbound CDR (calls/forwarding.ts). */
+  openChildLeg?: (parent: BridgedCall, from: string, to: string) => Promise<ChildLeg>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -94,6 +99,7 @@ async function routeEndUserCall(
   const uri = req.uri as { user?: string; host?: string };
   const caller = fromUser(req);
   const domainAccount = accountOfDomain(uri.host);
+  if (isMailboxCode(uri.user)) return runMailbox(d, req, srv, who, release); // *97 (calls/voicemail/mailbox.ts)
   const dialled = await readDialled(d, who.accountId, uri.user ?? '');
   if (!dialled) {
     // RFC 3261 §21.4.22: not a number this switch can complete (a short code, letters, a wrong length).
@@ -160,7 +166,10 @@ async function runInternal(
     return;
   }
   const bindings = d.locator.lookup(who.accountId, ext);
-  if (bindings.length === 0) {
+  // DND, forwarding and voicemail of the callee (calls/forwarding.ts): undefined when it has none of them set.
+  const handling = CallHandling.of(d, callee);
+  const divertFirst = handling?.causeBeforeRinging(bindings.length);
+  if (bindings.length === 0 && !divertFirst) {
     // The CDR is written before the phone hears the answer, so a client reading it at once finds it.
     await recordRefusedCall(d.db, d.events, base, ReasonCodes.extensionOffline, ReasonCodes.extensionOffline);
     srv.send(480, 'Temporarily Unavailable');
@@ -177,6 +186,13 @@ async function runInternal(
   }
   const call = d.trackBridge(row);
   call.onEnd(release); // the token's slot frees as the call starts ending, before the BYEs go out
+  const handled = { req, srv, call, callerExtension: who.extension, domain };
+  if (handling && divertFirst) {
+    await call.life.initiated();
+    srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
+    await handling.divert(handled, divertFirst);
+    return void (await call.life.ended);
+  }
   // Every registered phone of the extension rings at once; the first to answer takes the call (ring-bindings.ts).
   const forks = forkableBindings(bindings);
   await bridgePhone(d, req, srv, call, {
@@ -187,10 +203,11 @@ async function runInternal(
         from: `<sip:${who.extension}@${domain}>`,
         to: `<sip:${ext}@${domain}>`,
         sdp: o.sdp,
-        timeoutSeconds: 30,
+        timeoutSeconds: handling?.ringSeconds ?? 30,
         signal: o.signal,
         onRinging: o.onRinging,
       }),
+    onUnanswered: handling && ((reason) => handling.unanswered(handled, reason)),
   });
 }
 

@@ -10,6 +10,13 @@ import { failureReason } from './originate.js';
 export interface BridgeTarget {
   side: LegMediaOptions;
   dial(o: { sdp: string; signal: AbortSignal; onRinging: () => void }): Promise<DialLegOutcome>;
+  /**
+   * The far side did not answer (busy, no answer, refused): per end-user call handling (calls/forwarding.ts) may
+   * take the still-ringing caller elsewhere (a forward, voicemail). True when it did; the caller is then its.
+   */
+  onUnanswered?(reason: ReasonCode): Promise<boolean>;
+  /** The call was already set up and rung once (a forward after it): CALL.0100 is not emitted again. */
+  continued?: boolean;
 }
 
 /**
@@ -26,7 +33,7 @@ export async function bridgePhone(
   target: BridgeTarget,
 ): Promise<void> {
   const row = call.life.row;
-  await call.life.initiated();
+  if (!target.continued) await call.life.initiated();
   const cancel = new AbortController();
   call.onEnd(() => cancel.abort());
   srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
@@ -42,6 +49,7 @@ export async function bridgePhone(
     });
     if (!leg.ok) {
       const reason = call.isEnding ? ReasonCodes.canceled : failureReason(leg.error, leg.noAnswer);
+      if (!call.isEnding && !srv.canceled && (await target.onUnanswered?.(reason))) return;
       srv.send(statusFor(reason), undefined);
       await call.end(reason);
       return;

@@ -16,6 +16,7 @@ import * as m014 from './014-webhook-route-key.js';
 import * as m015 from './015-routes.js';
 import * as m016 from './016-number-plan.js';
 import * as m017 from './017-calls-created-index.js';
+import * as m018 from './018-call-handling.js';
 import * as m022 from './022-operator-console.js';
 import * as m019 from './019-account-sip-domain.js';
 import * as m023 from './023-prepaid.js';
@@ -42,6 +43,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['015-routes', m015],
   ['016-number-plan', m016],
   ['017-calls-created-index', m017],
+  ['018-call-handling', m018],
   ['023-prepaid', m023],
   ['022-operator-console', m022],
   ['019-account-sip-domain', m019],

@@ -421,7 +421,7 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       const r = await h.req('GET', '/api/recordings/', { key: t.key });
       assert.equal(r.status, 200);
       assert.equal(r.body.length, 1);
-      SH.assertShape(r.body[0], SH.RECORDING);
+      SH.assertShape(r.body[0], SH.RECORDING, SH.RECORDING_BEYOND_SPEC);
       assert.equal(r.body[0].media_format, 'wav');
       assert.equal(r.body[0].storage_backend, 'local');
       const byCall = await h.req('GET', `/api/recordings?call_uuid=${r.body[0].call_uuid}`, { key: t.key });
@@ -481,7 +481,7 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
         body: { email: 'a@x.test', display_name: 'A' },
       });
       assert.equal(a.status, 201);
-      SH.assertShape(a.body, SH.END_USER);
+      SH.assertShape(a.body, SH.END_USER, SH.END_USER_BEYOND_SPEC);
       assert.equal(a.body.extension_number, '1001');
       assert.equal(a.body.registration_state, 'unregistered');
       const b = await h.req('POST', '/api/users/create', { key: acct.key, body: { email: 'b@x.test' } });
@@ -495,7 +495,7 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       SH.assertError(await h.req('POST', '/api/users/create', { key: acct.key, body: { email: 'not-an-email' } }), 400);
       const list = await h.req('GET', '/api/users/', { key: acct.key });
       assert.equal(list.body.length, 2);
-      for (const u of list.body) SH.assertShape(u, SH.END_USER);
+      for (const u of list.body) SH.assertShape(u, SH.END_USER, SH.END_USER_BEYOND_SPEC);
       const up = await h.req('POST', '/api/users/update', {
         key: acct.key,
         body: { uuid: a.body.uuid, is_active: false },

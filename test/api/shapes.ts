@@ -54,6 +54,8 @@ export const RECORDING: Shape = {
   expires_at: SN,
   created_at: S,
 };
+/** Beyond the spec (issue 19, docs/api.md "Call handling and voicemail"): a voicemail message's owner and state. */
+export const RECORDING_BEYOND_SPEC: Shape = { end_user_uuid: SN, voicemail_status: SN };
 /** `sip_domain` is beyond the spec (issue 19, docs/api.md). */
 export const ACCOUNT: Shape = { uuid: S, name: S, wallet_balance: S, status: S, sip_domain: S };
 export const WEBHOOKS: Shape = { endpoints: ['object'], fallback_mode: S, fallback_value: S, numbers: ['array'] };
@@ -70,6 +72,16 @@ export const END_USER: Shape = {
   is_active: B,
   last_registered_at: SN,
   created_at: S,
+};
+/** Beyond the spec (issue 19): per end-user call handling and voicemail. */
+export const END_USER_BEYOND_SPEC: Shape = {
+  dnd: B,
+  forward_always: SN,
+  forward_busy: SN,
+  forward_no_answer: SN,
+  no_answer_seconds: I,
+  voicemail_enabled: B,
+  voicemail_greeting_asset: SN,
 };
 export const PHONE_TOKEN: Shape = {
   uuid: S,

@@ -1,0 +1,183 @@
+import type { Logger } from '../config/index.js';
+import { mailboxCounts, type Db, type MailboxCounts } from '../store/index.js';
+import { formatUri, type Responder, type SipRequest, type Target, type UserAgent } from './stack/index.js';
+
+/** The end-user a phone's request was authenticated as (EndUserIdentity's fields this module reads). */
+export interface Subscriber {
+  accountId: string;
+  endUserId: string;
+  extension: string;
+}
+
+/** Authenticates a phone's request; null when it has answered it (challenge or refusal). */
+export type SubscriberAuthenticator = (req: SipRequest, srv: Responder) => Promise<Subscriber | null>;
+
+/** Bounds on what phones may hold (every outside input is bounded). */
+export const MWI_LIMITS = {
+  minExpires: 60,
+  maxExpires: 3600,
+  defaultExpires: 3600,
+  perEndUser: 8,
+  total: 10_000,
+};
+
+interface Subscription {
+  key: string;
+  accountId: string;
+  endUserId: string;
+  extension: string;
+  domain: string;
+  callId: string;
+  /** Our tag (the To tag of our 200) and the phone's (its From tag). */
+  localTag: string;
+  remoteTag: string;
+  localParty: string;
+  remoteParty: string;
+  remoteTarget: string;
+  /** Where its SUBSCRIBE came from: NOTIFYs go back there (the phone may be behind NAT). */
+  target: Target;
+  cseq: number;
+  expiresAt: number;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Message-waiting indication (RFC 3842 over RFC 6665): a phone SUBSCRIBEs to `Event: message-summary` for its own
+ * mailbox, is answered 200 and sent a NOTIFY at once with `Messages-Waiting: yes/no` and `Voice-Message: new/old`,
+ * then a NOTIFY on every change (a message left, heard or deleted). The subscription is authenticated like the
+ * phone's INVITEs (phone token, digest or Bearer) and always concerns the authenticated end-user's mailbox,
+ * whatever the Request-URI names. In-dialog refreshes are answered 481 by the stack (no dialog object holds a
+ * subscription); RFC 6665 §4.1.2.4 has the phone subscribe afresh then, which lands here.
+ */
+export class MessageWaiting {
+  readonly #subs = new Map<string, Subscription>();
+
+  constructor(
+    private readonly deps: {
+      ua: UserAgent;
+      db: Db;
+      log: Logger;
+      authenticate: () => SubscriberAuthenticator | undefined;
+    },
+  ) {}
+
+  get size(): number {
+    return this.#subs.size;
+  }
+
+  /** The UA's SUBSCRIBE handler. */
+  async subscribe(req: SipRequest, srv: Responder): Promise<void> {
+    const event = (req.headers.get('event') ?? '').split(';')[0]!.trim().toLowerCase();
+    // RFC 6665 §8.2.1 (RFC 3265 §3.1.4.1): an event package we do not serve gets 489 with Allow-Events.
+    if (event !== 'message-summary')
+      return void srv.send(489, 'Bad Event', { headers: { 'Allow-Events': 'message-summary' } });
+    const authenticate = this.deps.authenticate();
+    if (!authenticate) return void srv.send(403, 'Forbidden');
+    const who = await authenticate(req, srv);
+    if (!who) return;
+    const contact = req.contact?.uri;
+    if (!contact || !req.source || !req.fromTag) return void srv.send(400, 'Bad Request');
+    const expires = boundedExpires(req.headers.get('expires'));
+    const key = `${req.callId}|${req.fromTag}`;
+    this.#drop(key);
+    if (expires > 0 && !this.#room(who.endUserId)) return void srv.send(503, 'Service Unavailable');
+    srv.send(200, 'OK', { headers: { Expires: String(expires) } });
+    const src = req.source;
+    const sub: Subscription = {
+      key,
+      accountId: who.accountId,
+      endUserId: who.endUserId,
+      extension: who.extension,
+      domain: (req.uri as { host?: string }).host ?? '',
+      callId: req.callId,
+      localTag: srv.toTag,
+      remoteTag: req.fromTag,
+      localParty: stripTag(req.headers.get('to') ?? ''),
+      remoteParty: req.headers.get('from') ?? '',
+      remoteTarget: formatUri(contact),
+      target: { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId },
+      cseq: 0,
+      expiresAt: Date.now() + expires * 1000,
+      timer: setTimeout(() => this.#drop(key), expires * 1000),
+    };
+    sub.timer.unref();
+    // RFC 6665 §4.2.1.2: the first NOTIFY follows the 200 at once; an unsubscribe (Expires 0) gets a last one.
+    if (expires > 0) this.#subs.set(key, sub);
+    await this.#notify(sub, expires === 0);
+  }
+
+  /** The mailbox of `endUserId` changed: each of its subscriptions is sent the new counts. */
+  async changed(accountId: string, endUserId: string): Promise<void> {
+    const subs = [...this.#subs.values()].filter((s) => s.endUserId === endUserId && s.accountId === accountId);
+    if (subs.length === 0) return;
+    const counts = await mailboxCounts(this.deps.db, accountId, endUserId);
+    await Promise.all(subs.map((s) => this.#notify(s, false, counts)));
+  }
+
+  close(): void {
+    for (const key of [...this.#subs.keys()]) this.#drop(key);
+  }
+
+  #room(endUserId: string): boolean {
+    if (this.#subs.size >= MWI_LIMITS.total) return false;
+    let mine = 0;
+    for (const s of this.#subs.values()) if (s.endUserId === endUserId) mine++;
+    return mine < MWI_LIMITS.perEndUser;
+  }
+
+  #drop(key: string): void {
+    const s = this.#subs.get(key);
+    if (!s) return;
+    clearTimeout(s.timer);
+    this.#subs.delete(key);
+  }
+
+  async #notify(s: Subscription, last: boolean, known?: MailboxCounts): Promise<void> {
+    const counts = known ?? (await mailboxCounts(this.deps.db, s.accountId, s.endUserId));
+    const left = Math.max(0, Math.round((s.expiresAt - Date.now()) / 1000));
+    s.cseq += 1;
+    try {
+      const res = await this.deps.ua.request(s.remoteTarget, {
+        method: 'NOTIFY',
+        proxy: s.target,
+        contentType: 'application/simple-message-summary',
+        body: messageSummary(counts, `sip:${s.extension}@${s.domain}`),
+        headers: {
+          From: `${s.localParty};tag=${s.localTag}`,
+          To: s.remoteParty,
+          'Call-ID': s.callId,
+          CSeq: `${s.cseq} NOTIFY`,
+          Contact: this.deps.ua.contact(s.target.transport),
+          Event: 'message-summary',
+          'Subscription-State': last ? 'terminated;reason=timeout' : `active;expires=${left}`,
+        },
+      });
+      // RFC 6665 §4.2.2: a 481 (or any failure but a 408 retry) from the subscriber ends the subscription.
+      if (res.status >= 300) this.#drop(s.key);
+    } catch (e) {
+      this.deps.log.info({ err: e, endUser: s.endUserId }, 'message-summary NOTIFY not delivered');
+      this.#drop(s.key);
+    }
+  }
+}
+
+/** The RFC 3842 §5.2 body: `Messages-Waiting`, the account, and `Voice-Message: new/old`. */
+export function messageSummary(c: MailboxCounts, account: string): string {
+  return [
+    `Messages-Waiting: ${c.newMessages > 0 ? 'yes' : 'no'}`,
+    `Message-Account: ${account}`,
+    `Voice-Message: ${c.newMessages}/${c.oldMessages}`,
+    '',
+  ].join('\r\n');
+}
+
+function boundedExpires(header: string | undefined): number {
+  if (header === undefined || !/^\s*\d{1,10}\s*$/.test(header)) return MWI_LIMITS.defaultExpires;
+  const n = Number(header);
+  if (n === 0) return 0;
+  return Math.min(MWI_LIMITS.maxExpires, Math.max(MWI_LIMITS.minExpires, n));
+}
+
+function stripTag(party: string): string {
+  return party.replace(/;\s*tag=[^;]*/i, '');
+}
