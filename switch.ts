@@ -180,6 +180,7 @@ export class Switch {
       rates,
       emit: billingEmit,
       cut: (id, reason) => this.calls?.cut(id, reason),
+      warn: (id, w) => this.calls?.warnCredit(id, w),
     });
     const calls = new SwitchCallEngine({
       db,

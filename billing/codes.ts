@@ -9,6 +9,8 @@ export const BillingCodes = {
   walletDebited: EventCodes.walletDebited,
   /** wallet.low: the live monitor warns the allowance is nearing its end on active calls. */
   walletLow: EventCodes.walletLow,
+  /** call.credit_warning: the paying leg of a live call was told its allowance runs out soon (issue 23). */
+  creditWarning: EventCodes.creditWarning,
   /** wallet.exhausted, also the reason code of a call cut because the allowance ran out. */
   walletExhausted: EventCodes.walletExhausted,
   /** Reason code: cut at the account's absolute maximum-duration ceiling. */
@@ -32,6 +34,7 @@ export type CutReason =
 export type BillingEventCode =
   | typeof BillingCodes.walletDebited
   | typeof BillingCodes.walletLow
+  | typeof BillingCodes.creditWarning
   | typeof BillingCodes.walletExhausted
   | typeof BillingCodes.callCompleted
   | typeof BillingCodes.callFailed;

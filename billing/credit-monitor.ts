@@ -17,6 +17,7 @@ import { formatMoney } from './money.js';
 import { settleCall, settledCharges } from './settlement.js';
 import { EnforcementWatchdog } from './watchdog.js';
 import { systemTimers, type MonitorTimers } from './timers.js';
+import { warnCalls, type CreditWarn, type CreditWarning } from './warning.js';
 import type { Periodic } from '../kit/index.js';
 
 /**
@@ -38,6 +39,8 @@ export interface CreditMonitorOptions {
   /** Ends a call on the switch; the calls room then reports it with `callEnded`. Must not throw. */
   cut: (callId: string, reasonCode: CutReason) => void;
   emit: BillingEmit;
+  /** Told once per call, about the account's lead time before the cut (billing/warning.ts); must not throw. */
+  warn?: CreditWarn;
   /** This process, written on credit rows so a watchdog elsewhere knows whose heartbeat guards a call. */
   nodeId?: string | null;
   timers?: MonitorTimers;
@@ -86,6 +89,10 @@ interface LiveCall {
   ttsByTier: Map<string, number>;
   /** Its call_credit row was written (so a missing row means someone else settled the call). */
   recorded: boolean;
+  /** The "one minute left" notice (billing/warning.ts): the account's lead time and language, and whether given. */
+  warnLeadSeconds: number;
+  language: string;
+  warned: boolean;
   endedAtMs?: number;
   cutReason?: CutReason;
   cutAtMs?: number;
@@ -108,7 +115,10 @@ const toMs = (t: Date | number | string): number =>
   typeof t === 'number' ? t : typeof t === 'string' ? Date.parse(t) : t.getTime();
 
 export class CreditMonitor {
-  readonly #o: Required<Omit<CreditMonitorOptions, 'nodeId' | 'logger'>> & { nodeId: string | null };
+  readonly #o: Required<Omit<CreditMonitorOptions, 'nodeId' | 'logger' | 'warn'>> & {
+    nodeId: string | null;
+    warn?: CreditWarn;
+  };
   readonly #log: Logger;
   readonly #wallets = new Map<string, AccountWallet>();
   readonly #calls = new Map<string, LiveCall>();
@@ -187,6 +197,9 @@ export class CreditMonitor {
       maxCallSeconds: acct.max_call_seconds,
       ttsByTier: new Map(),
       recorded: false,
+      warnLeadSeconds: acct.credit_warning_seconds,
+      language: acct.language,
+      warned: false,
     };
     wallet.calls.set(call.callId, call);
     this.#calls.set(call.callId, call);
@@ -302,6 +315,20 @@ export class CreditMonitor {
         continue;
       }
       const secondsLeft = centsPerSecond > 0 ? (wallet.balanceCents - committed) / centsPerSecond : Infinity;
+      if (this.#o.warn && live.length > 0) {
+        const calls = [...wallet.calls.values()];
+        warnCalls(
+          {
+            accountId: wallet.accountId,
+            calls: live,
+            estimateSeconds: secondsLeft,
+            balanceCents: wallet.balanceCents,
+            nowMs: now,
+            committedAt: (t) => calls.reduce((sum, c) => sum + this.#committedCents(c, t), 0),
+          },
+          (id, w) => this.#warn(id, w),
+        );
+      }
       if (secondsLeft < this.#o.lowBalanceSeconds && live.length > 0) {
         if (!wallet.lowWarned) {
           wallet.lowWarned = true;
@@ -421,6 +448,20 @@ export class CreditMonitor {
     this.#log.info({ callId: call.callId, reason }, 'cutting call');
     if (reason === BillingCodes.walletExhausted) this.#emit(call.accountId, reason, { callId: call.callId });
     this.#invokeCut(call.callId, reason);
+  }
+
+  #warn(callId: string, w: CreditWarning): void {
+    this.#emit(w.accountId, BillingCodes.creditWarning, {
+      callId,
+      secondsLeft: w.secondsLeft,
+      leadSeconds: w.leadSeconds,
+      language: w.language,
+    });
+    try {
+      this.#o.warn?.(callId, w);
+    } catch (e) {
+      this.#log.error({ err: e, callId }, 'warn callback threw');
+    }
   }
 
   #invokeCut(callId: string, reason: CutReason): void {

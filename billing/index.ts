@@ -67,3 +67,10 @@ export {
   type ProviderTotals,
   type TopupMismatch,
 } from './topup-reconcile.js';
+export {
+  secondsUntilCut,
+  warnCalls,
+  MAX_WARNING_LEAD_SECONDS,
+  type CreditWarn,
+  type CreditWarning,
+} from './warning.js';

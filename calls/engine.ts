@@ -13,6 +13,8 @@ import type { FlowDeps } from './flows/flow-deps.js';
 import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
 import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
+import { CreditNotices, type CreditWarningNotice } from './prepaid/credit-notice.js';
+import { LastGoodDocuments } from './prepaid/last-good.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLeg } from './child-leg.js';
@@ -58,6 +60,10 @@ export class SwitchCallEngine implements CallEngine {
   readonly #assetStorage: MediaStorage;
   /** Gather input="speech": pocketsphinx on the caller's audio (calls/call-speech.ts). */
   readonly #speech: CallSpeech;
+  /** The "one minute left" notice to a prepaid call's paying leg (calls/prepaid/credit-notice.ts). */
+  readonly #creditNotices: CreditNotices;
+  /** The last known good call-control document of each number (calls/prepaid/last-good.ts). */
+  readonly #lastGood: LastGoodDocuments;
   /** REFER from phones on bridges (calls/transfer/; docs/softphones.md, "Transfer"). */
   readonly #transfers: CallTransfers;
   /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues). */
@@ -71,6 +77,13 @@ export class SwitchCallEngine implements CallEngine {
     this.#deps = deps;
     this.#assetStorage = mediaStorageFor(deps.config);
     this.#speech = new CallSpeech(deps.media);
+    this.#creditNotices = new CreditNotices({ media: deps.media, log: this.#log });
+    this.#lastGood = new LastGoodDocuments({
+      db: deps.db,
+      maxAgeSeconds: deps.config.prepaid.lastGoodMaxAgeSeconds,
+      clock: systemClock,
+      log: this.#log,
+    });
     this.#keep = { db: deps.db, clock: systemClock, recordingRetentionDays: deps.recordingRetentionDays ?? 90 };
     this.conferences = new Conferences({
       log: this.#log,
@@ -152,6 +165,7 @@ export class SwitchCallEngine implements CallEngine {
         assetStorage: this.#assetStorage,
         speech: this.#speech,
         queues: this.queues,
+        lastGood: this.#lastGood,
       },
       life,
     );
@@ -242,6 +256,12 @@ export class SwitchCallEngine implements CallEngine {
   cut(callId: string, reason: (typeof ReasonCodes)[keyof typeof ReasonCodes]): void {
     if (this.#transfers.cut(callId, reason)) return;
     void (this.#live.get(callId) ?? this.#children.get(callId))?.end(reason);
+  }
+
+  /** The credit monitor's warning (BILL.0311): the paying leg of the call (a Dial leg's parent) hears it. */
+  warnCredit(callId: string, w: CreditWarningNotice): void {
+    const call = this.#live.get(callId) ?? this.#children.get(callId);
+    if (call && !call.isEnding) this.#creditNotices.play(call.id, w, call.life.ended);
   }
 
   isLive(callId: string): boolean {

@@ -1,4 +1,6 @@
 import type { Logger } from '../config/index.js';
+import type { LastGoodDocuments } from './prepaid/last-good.js';
+import { fallbackPolicyOf } from './prepaid/fallback-message.js';
 import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
 import { MediaError } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
@@ -51,6 +53,8 @@ export interface LiveCallDeps {
   speech?: SpeechInput;
   /** This process's call queues (Enqueue, Dial Queue). */
   queues?: QueueRegistry;
+  /** The last known good call-control documents (calls/prepaid/last-good.ts). */
+  lastGood?: LastGoodDocuments;
 }
 
 /**
@@ -99,6 +103,7 @@ export class LiveCall {
         keepRecording: (r) => keepRecording(recordings, life, r),
         speech: deps.speech,
         queues: deps.queues,
+        lastGood: deps.lastGood,
       },
       {
         life,
@@ -206,7 +211,8 @@ export class LiveCall {
   /** Runs verb documents from `start` until they end, then hangs up (the interpreter calls hangup()). */
   async runVerbs(start: InterpreterStart): Promise<void> {
     const account = await getAccountSettings(this.#d.db, this.row.account_id);
-    this.verbs.useFallback({ mode: account.fallback_mode, value: account.fallback_value });
+    this.verbs.useFallback(fallbackPolicyOf(account));
+    if ('url' in start) this.verbs.expectCallControl(start.url);
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
     this.#teardown.verbsRunning(() => this.#runner.stop());
     const end = await this.#runner.run(start);
@@ -227,13 +233,13 @@ export class LiveCall {
    * `refusal` and ends it as failed with `reason`: never answered, never billed (END.0501: an end-user dialled
    * out and the account has no voice_outbound webhook).
    */
-  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal): Promise<CallRow> {
+  async refuseWithNotice(text: string, reason: ReasonCode, refusal: SipRefusal, language?: string): Promise<CallRow> {
     const leg = this.#teardown.ringingLeg;
     try {
       if (leg && !this.isEnding) {
         await leg.earlyMedia();
         await this.life.progress();
-        if (!this.isEnding) await this.#d.media.say(text);
+        if (!this.isEnding) await this.#d.media.say(text, language === undefined ? {} : { language });
       }
     } catch (e) {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');

@@ -1,7 +1,13 @@
 import type { Logger } from '../config/index.js';
 import { EventCodes } from '../events/index.js';
 import { MediaError, type RecordingResult } from '../media/index.js';
-import { getAccountSettings, findPlayableAsset, type AssetAudioSource, type Db } from '../store/index.js';
+import {
+  getAccountSettings,
+  findPlayableAsset,
+  type AccountSettings,
+  type AssetAudioSource,
+  type Db,
+} from '../store/index.js';
 import {
   callControlFetcher,
   type ActionCallbackExtras,
@@ -27,6 +33,7 @@ import {
 } from '../verbs/index.js';
 import { sleep, UrlPolicy, type Clock } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
+import type { LastGoodCall, LastGoodDocuments } from './prepaid/last-good.js';
 import type { CallMedia } from './call-media.js';
 import { CallDigits, type DigitSource } from './call-digits.js';
 import { runGather } from './gather-run.js';
@@ -54,6 +61,8 @@ export interface CallVerbsDeps {
   speech?: SpeechInput;
   /** This process's call queues (Enqueue, Dial Queue); absent: those verbs end with QueueResult error. */
   queues?: QueueRegistry;
+  /** The last known good call-control documents (calls/prepaid/last-good.ts); absent: never used. */
+  lastGood?: LastGoodDocuments;
 }
 
 const FAILED_DIAL: DialResult = { status: 'failed', durationSeconds: 0 };
@@ -85,6 +94,8 @@ export class CallVerbs implements VerbContext {
   readonly #host: VerbHost;
   readonly #digits: CallDigits;
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
+  /** The number's call-control URL until its first request (the only one a last good document may answer). */
+  #controlUrl: string | undefined;
   #queueing: CallQueueing | undefined;
   #streams: CallStreams | undefined;
 
@@ -290,6 +301,11 @@ export class CallVerbs implements VerbContext {
     this.#host.hangup(cause);
   }
 
+  /** The verbs start from the number's call-control URL (LiveCall.runVerbs). */
+  expectCallControl(url: string): void {
+    this.#controlUrl = url;
+  }
+
   async fetchDocument(
     url: string,
     extras: ActionCallbackExtras,
@@ -298,6 +314,33 @@ export class CallVerbs implements VerbContext {
     // The secret is read per request (from the store's read cache, which every write to accounts invalidates): a
     // rotation takes effect for every later request (spec, Authentication 6).
     const account = await getAccountSettings(this.#d.db, this.#life.row.account_id);
+    const lastGood = this.#lastGoodCall(url, account);
+    if (lastGood && this.#d.lastGood)
+      return this.#d.lastGood.fetch(
+        lastGood,
+        url,
+        (onSource) => this.#fetchWith(account, url, extras, options, onSource),
+        (code, data) => this.#life.emit(code, data),
+      );
+    return this.#fetchWith(account, url, extras, options);
+  }
+
+  /** The first request of an inbound call to its number, when the account opted in to the last good document. */
+  #lastGoodCall(url: string, account: AccountSettings): LastGoodCall | undefined {
+    if (url !== this.#controlUrl) return undefined;
+    this.#controlUrl = undefined;
+    const row = this.#life.row;
+    if (!account.last_good_document || row.direction !== 'inbound') return undefined;
+    return { id: row.id, sid: row.sid, accountId: row.account_id, number: row.to_number, from: row.from_number };
+  }
+
+  #fetchWith(
+    account: AccountSettings,
+    url: string,
+    extras: ActionCallbackExtras,
+    options: { readonly signal: AbortSignal },
+    onSource?: (xml: string, headers: Headers) => void,
+  ): Promise<VerbDocument> {
     const fetcher = callControlFetcher({
       call: () => {
         const row = this.#life.row;
@@ -314,6 +357,7 @@ export class CallVerbs implements VerbContext {
       secret: account.signing_secret,
       timeoutMs: this.#d.webhookTimeoutMs,
       ...(this.#d.urlPolicy === undefined ? {} : { urlPolicy: this.#d.urlPolicy }),
+      ...(onSource === undefined ? {} : { onSource }),
     });
     return fetcher(url, extras, options);
   }

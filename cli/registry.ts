@@ -1,6 +1,7 @@
 import type { Command, CommandGroup } from './command.js';
 import { accountCommands } from './commands/account.js';
 import { walletCommands } from './commands/wallet.js';
+import { prepaidCommands } from './commands/prepaid.js';
 import { numbersCommands } from './commands/numbers.js';
 import { trunksCommands } from './commands/trunks.js';
 import { ratesCommands } from './commands/rates.js';
@@ -27,6 +28,7 @@ import { operatorCommands } from './commands/operator.js';
 export const COMMAND_GROUPS: readonly CommandGroup[] = [
   accountCommands,
   walletCommands,
+  prepaidCommands,
   numbersCommands,
   trunksCommands,
   ratesCommands,

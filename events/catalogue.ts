@@ -26,6 +26,7 @@ export const EventCodes = {
   phoneRejected: 'AUTH.0401',
   walletDebited: 'BILL.0300',
   walletLow: 'BILL.0310',
+  creditWarning: 'BILL.0311', // beyond the spec (issue 23)
   walletInsufficient: 'BILL.0402',
   walletExhausted: 'BILL.0403',
   accountSuspended: 'BILL.0407',
@@ -85,6 +86,10 @@ export const EVENT_CATALOGUE = {
   'AUTH.0401': { event: 'phone.rejected', label: 'A phone token was expired or revoked.' },
   'BILL.0300': { event: 'wallet.debited', label: 'A usage charge was posted.' },
   'BILL.0310': { event: 'wallet.low', label: 'The allowance is nearing its end on active calls.' },
+  'BILL.0311': {
+    event: 'call.credit_warning',
+    label: "The paying leg of a live call was told its allowance runs out soon (the account's lead time).",
+  },
   'BILL.0402': { event: 'wallet.insufficient', label: 'New call refused before answer: no spendable allowance.' },
   'BILL.0403': { event: 'wallet.exhausted', label: 'Call terminated mid-call because the allowance ran out.' },
   'BILL.0407': { event: 'account.suspended', label: 'New call refused: account not active.' },
@@ -174,6 +179,7 @@ export const EVENT_CATALOGUE = {
  * EVENT_CATALOGUE is the spec's, word for word; test/events/catalogue.test.ts holds both lists apart.
  */
 export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode>([
+  EventCodes.creditWarning,
   EventCodes.verbAttributeIgnored,
   EventCodes.callRedirected,
   EventCodes.routeAttempt,

@@ -133,3 +133,14 @@ export {
   type MediaStreamStats,
   type StreamTrack,
 } from './streams/index.js';
+export {
+  NOTICES,
+  NOTICE_LANGUAGES,
+  NOTICE_VOICE,
+  notice,
+  noticeLanguageOf,
+  type NoticeKey,
+  type NoticeArgs,
+  type NoticeLanguage,
+} from './notices.js';
+export { spokenAmount, swahiliNumber, englishNumber } from './spoken-numbers.js';

@@ -22,6 +22,12 @@ export interface AccountRow {
   created_at: string;
   /** ISO 3166-1 alpha-2 country of the national numbers the account's phones dial; null: the platform default. */
   country: string | null;
+  /** Issue 23 (migration 023): the language of the switch's own notices to the account's callers (`en`, `sw`). */
+  language: string;
+  /** Seconds before a prepaid call is cut that its paying leg hears the warning; 0: never. */
+  credit_warning_seconds: number;
+  /** Opt-in to the last known good call-control document when a number's webhook fails (0/1 on SQLite). */
+  last_good_document: boolean | number;
   /** The account's SIP domain label under the switch's `sip.domain` (store/sip-domains.ts); null before migration 019. */
   sip_label: string | null;
 }
@@ -124,9 +130,22 @@ export async function setAccountBalance(tx: Tx, id: string, balanceCents: number
 export async function accountFunds(
   db: Db,
   id: string,
-): Promise<{ balance_cents: number; max_call_seconds: number } | undefined> {
-  const row = await db('accounts').where({ id }).first('balance_cents', 'max_call_seconds');
-  return row ? { balance_cents: Number(row.balance_cents), max_call_seconds: Number(row.max_call_seconds) } : undefined;
+): Promise<
+  { balance_cents: number; max_call_seconds: number; credit_warning_seconds: number; language: string } | undefined
+> {
+  // With the balance, what the live monitor needs at answer: the lead time and language of the "one minute left"
+  // notice (issue 23).
+  const row = await db('accounts')
+    .where({ id })
+    .first('balance_cents', 'max_call_seconds', 'credit_warning_seconds', 'language');
+  return row
+    ? {
+        balance_cents: Number(row.balance_cents),
+        max_call_seconds: Number(row.max_call_seconds),
+        credit_warning_seconds: Number(row.credit_warning_seconds),
+        language: String(row.language),
+      }
+    : undefined;
 }
 
 /** The account's balance alone (the credit monitor's refresh); undefined when there is no such account. */

@@ -34,6 +34,8 @@ export interface CallRow {
   created_at: string;
   /** An emergency call (112, 999, 911 or a configured number): admitted whatever the account's state. */
   emergency: boolean;
+  /** `last_good`: the call ran its number's last known good document (issue 23; null before migration 023). */
+  served_from?: string | null;
 }
 
 export const normaliseCall = (r: any): CallRow => ({

@@ -45,3 +45,4 @@ export * from './call-timeline.js';
 export { openReadPool } from './read-pool.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';
 export * from './wallet-topups.js';
+export * from './last-good-documents.js';

@@ -125,6 +125,8 @@ export interface FetchVerbDocumentOptions {
   readonly now?: () => number;
   /** Aborts the request (the call ended); the promise then rejects with reason `aborted`. */
   readonly signal?: AbortSignal;
+  /** Told the document's text and reply headers once it parsed (the last known good document, issue 23). */
+  readonly onSource?: (xml: string, headers: Headers) => void;
 }
 
 export const CALL_CONTROL_DEADLINE_MS = 10_000;
@@ -158,6 +160,7 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
       ? new WebhookFetchError('aborted', url, `request to ${url} aborted`, { cause: err })
       : new WebhookFetchError('timeout', url, `${what} from ${url} within ${timeoutMs} ms`, { cause: err });
   let xml: string;
+  let replyHeaders: Headers | undefined;
   try {
     let response: Response;
     try {
@@ -173,13 +176,16 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
       const status = response.status;
       throw new WebhookFetchError('http_status', url, `${url} answered HTTP ${status}; expected 200`, { status });
     }
+    replyHeaders = response.headers;
     xml = await readBody(response, url, signal, aborted);
   } finally {
     clearTimeout(timer);
   }
 
   try {
-    return parseVerbDocument(xml);
+    const document = parseVerbDocument(xml);
+    options.onSource?.(xml, replyHeaders ?? new Headers());
+    return document;
   } catch (err) {
     if (err instanceof VerbDocumentError) {
       throw new WebhookFetchError('invalid_document', url, `${url} answered with an ${err.message}`, {
@@ -251,6 +257,7 @@ export interface CallControlFetcherOptions {
   readonly urlPolicy?: UrlPolicy;
   readonly fetchImpl?: typeof fetch;
   readonly now?: () => number;
+  readonly onSource?: (xml: string, headers: Headers) => void;
 }
 
 /** VerbContext.fetchDocument for a live call: fields built from the call, extras added, signed and fetched. */
@@ -267,5 +274,6 @@ export function callControlFetcher(
       ...(options.urlPolicy === undefined ? {} : { urlPolicy: options.urlPolicy }),
       ...(options.fetchImpl === undefined ? {} : { fetchImpl: options.fetchImpl }),
       ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.onSource === undefined ? {} : { onSource: options.onSource }),
     });
 }

@@ -153,7 +153,7 @@ export class Interpreter {
   }
 
   async #runFallback(error: WebhookFetchError): Promise<void> {
-    const { mode, value } = this.#ctx.fallback;
+    const { mode, value, language } = this.#ctx.fallback;
     this.#ctx.emit({
       code: EventCodes.webhookFailed,
       event: 'webhook.failed',
@@ -166,7 +166,8 @@ export class Interpreter {
     });
     const signal = this.#abort.signal;
     try {
-      if (mode === 'message' && value.trim() !== '') await this.#ctx.say(value, { signal });
+      if (mode === 'message' && value.trim() !== '')
+        await this.#ctx.say(value, { signal, ...(language === undefined ? {} : { language }) });
       if (mode === 'play' && value.trim() !== '') await this.#ctx.play({ kind: 'url', url: value }, { signal });
     } finally {
       if (!this.killed) await this.#ctx.hangup('fallback');

@@ -19,6 +19,7 @@ import { fromUser, mediaProfileFor } from './dial-leg.js';
 import { forkableBindings, ringBindings } from './ring-bindings.js';
 import { bridgePhone } from './phone-bridge.js';
 import { runEmergency } from './emergency.js';
+import { NOTICES, notice, noticeLanguageOf } from '../../media/index.js';
 import { accountCountry } from './account-country.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
@@ -59,7 +60,8 @@ export function accountOfDomain(host: string | undefined): string | undefined {
   return UUID.test(label) ? label.toLowerCase() : undefined;
 }
 
-export const NO_OUTBOUND_HANDLER_NOTICE = 'This account cannot place outside calls yet. Goodbye.';
+/** END.0501's notice in English; the caller hears it in the account's language (media/notices.ts). */
+export const NO_OUTBOUND_HANDLER_NOTICE: string = NOTICES.noOutboundHandler.en;
 
 /**
  * A call from an authenticated end-user's phone: to an on-net extension of the same account (`internal`), or to
@@ -266,7 +268,8 @@ async function runToPstn(
     // its own event, before CALL.0400.
     call.answerWhenNeeded(uasLeg(d, call, req, srv, { callerSide: mediaProfileFor(req.source?.transport) }));
     await call.life.emit(EventCodes.noOutboundHandler, { reasonCode: ReasonCodes.noOutboundHandler });
-    await call.refuseWithNotice(NO_OUTBOUND_HANDLER_NOTICE, ReasonCodes.noOutboundHandler, NO_OUTBOUND_HANDLER);
+    const n = notice('noOutboundHandler', noticeLanguageOf(account.language));
+    await call.refuseWithNotice(n.text, ReasonCodes.noOutboundHandler, NO_OUTBOUND_HANDLER, n.language);
     return;
   }
   try {

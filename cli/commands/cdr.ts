@@ -23,6 +23,7 @@ export const CDR_COLUMNS = [
   'cost',
   'parent_call_uuid',
   'end_user_uuid',
+  'served_from',
 ] as const;
 
 type CdrOut = Record<(typeof CDR_COLUMNS)[number], string | number | boolean | null>;
@@ -47,6 +48,7 @@ function cdrOut(r: CallRow): CdrOut {
     cost: formatMoney(r.cost_cents),
     parent_call_uuid: r.parent_call_id,
     end_user_uuid: r.end_user_id,
+    served_from: r.served_from ?? null,
   };
 }
 

@@ -10,7 +10,8 @@ import type { Knex } from 'knex';
  *   posted carries the same receipt in its settlement key, so the two can be reconciled.
  * - accounts: the language the switch speaks to the account's callers (`en`, `sw`), the lead time of the
  *   "one minute left" notice (seconds, 0 = off), and the opt-in to the last known good call-control document.
- * - `last_good_documents`: per number, the last valid document its call-control webhook returned and when.
+ * - `last_good_documents`: per number, the last valid document its call-control webhook returned and when;
+ *   `calls.served_from` is `last_good` on a call that ran one (the CDR says so).
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('topup_providers', (t) => {
@@ -49,9 +50,13 @@ export async function up(knex: Knex): Promise<void> {
     t.string('fetched_at', 32).notNullable();
     t.primary(['account_id', 'number']);
   });
+  await knex.schema.alterTable('calls', (t) => {
+    t.string('served_from', 16); // 'last_good': the call ran its number's last known good document
+  });
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.schema.alterTable('calls', (t) => t.dropColumn('served_from'));
   await knex.schema.dropTableIfExists('last_good_documents');
   await knex.schema.alterTable('accounts', (t) => {
     t.dropColumn('last_good_document');

@@ -74,7 +74,12 @@ for (const kind of BOTH_DBS) {
         ['k1'],
       );
       assert.equal(await inTransaction(db, (tx) => lockAccountBalance(tx, newId())), undefined);
-      assert.deepEqual(await accountFunds(db, a.id), { balance_cents: 500, max_call_seconds: a.max_call_seconds });
+      assert.deepEqual(await accountFunds(db, a.id), {
+        balance_cents: 500,
+        max_call_seconds: a.max_call_seconds,
+        credit_warning_seconds: 60,
+        language: 'en',
+      });
     });
 
     it('keeps live credit rows: speech, heartbeats with committed cents, what other nodes committed', async () => {
