@@ -161,7 +161,12 @@ export class Switch {
       logger: roomLogger('sip'),
       events: publisher,
       gate: security,
-      settings: { requireEncryption: config.sip.requireEncryption, maxBindingsPerUser: config.sip.maxBindingsPerUser },
+      settings: {
+        requireEncryption: config.sip.requireEncryption,
+        maxBindingsPerUser: config.sip.maxBindingsPerUser,
+        keepAliveSeconds: config.sip.keepAliveSeconds,
+        keepAliveMisses: config.sip.keepAliveMisses,
+      },
     });
     await registrar.start();
     this.#closers.push(async () => registrar.close());

@@ -31,6 +31,11 @@ export interface Binding {
   /** RFC 3261 §10.3 step 7: a refresh must come with the same Call-ID and a higher CSeq to replace it. */
   callId: string;
   cseq: number;
+  /**
+   * Registered with RFC 5626 outbound (`;ob` on the Contact URI or reg-id and +sip.instance with Supported: outbound):
+   * the phone keeps its flow alive itself, told the interval by Flow-Timer (sip/nat/keep-alive.ts).
+   */
+  outbound?: boolean;
 }
 
 /** An end-user left with no binding (the registrar writes it back to `unregistered`). */
@@ -170,6 +175,34 @@ export class LocationService {
    */
   dropFlow(flowId: string): EmptiedUser[] {
     return this.#dropWhere((b) => b.flowId === flowId && b.transport !== 'UDP');
+  }
+
+  /** The live bindings registered over UDP (the ones a NAT may forget: sip/nat/keep-alive.ts). */
+  *udpBindings(): Iterable<Binding> {
+    const now = this.#clock.now();
+    for (const m of this.#byAor.values()) {
+      for (const b of m.values()) if (b.transport === 'UDP' && this.#reachable(b, now)) yield b;
+    }
+  }
+
+  /**
+   * Removes one binding if `still(current)` holds for it (it was not replaced meanwhile). Undefined when nothing was
+   * removed; else the end-users left with no binding (empty or the one end-user), like sweep().
+   */
+  dropIf(
+    accountId: string,
+    extension: string,
+    contact: string,
+    still: (current: Binding) => boolean,
+  ): EmptiedUser[] | undefined {
+    const key = aorKey(accountId, extension);
+    const m = this.#byAor.get(key);
+    const cur = m?.get(contact);
+    if (!m || !cur || !still(cur)) return undefined;
+    m.delete(contact);
+    if (m.size > 0) return [];
+    this.#byAor.delete(key);
+    return [{ accountId: cur.accountId, extension: cur.extension, endUserId: cur.endUserId }];
   }
 
   /** The phone tokens the current bindings were authenticated with. */

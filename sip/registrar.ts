@@ -30,6 +30,8 @@ import {
 import { LocationService, type Binding } from './location.js';
 import { EndUserAuth, aorOf } from './end-user-auth.js';
 import { RegistrationWriter, bindingOf, type RegisteredUser } from './registration-writer.js';
+import { NatKeepAlive } from './nat/keep-alive.js';
+import { outboundHeaders, registersOutbound } from './nat/outbound.js';
 
 /** Where AUTH.0200 / AUTH.0401 go: the events room's EventPublisher fits. */
 export interface PhoneEventSink {
@@ -66,6 +68,13 @@ export interface RegistrarSettings {
    * with others (sip/registration-writer.ts); any other change is written at once.
    */
   refreshWriteDelayMs: number;
+  /**
+   * Interval of the keep-alives sent to phones registered over UDP (sip/nat/keep-alive.ts), seconds; 0: none (the
+   * switch passes `sip.keepAliveSeconds`). Also the Flow-Timer told to RFC 5626 outbound phones.
+   */
+  keepAliveSeconds: number;
+  /** Keep-alives in a row left unanswered before a UDP binding is dropped as a dead flow. */
+  keepAliveMisses: number;
 }
 
 export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
@@ -77,6 +86,8 @@ export const DEFAULT_REGISTRAR_SETTINGS: RegistrarSettings = {
   requireEncryption: false,
   maxBindingsPerUser: 10,
   refreshWriteDelayMs: 1000,
+  keepAliveSeconds: 0,
+  keepAliveMisses: 3,
 };
 
 export interface RegistrarOptions {
@@ -105,6 +116,8 @@ export class Registrar {
   /** Events and checks in flight, so close() and tests can wait for them. */
   readonly #pending = new Set<Promise<unknown>>();
   readonly #writer: RegistrationWriter;
+  /** Keep-alives to UDP phones behind NAT, and dead-flow detection (sip/nat/keep-alive.ts). */
+  readonly nat: NatKeepAlive;
 
   constructor(opts: RegistrarOptions) {
     this.#db = opts.db;
@@ -127,6 +140,16 @@ export class Registrar {
       settings: this.settings,
       gate: opts.gate,
       report: (accountId, code, data) => this.#emit(accountId, code, data),
+    });
+    this.nat = new NatKeepAlive({
+      ua: opts.app.ua,
+      location: this.location,
+      clock: this.#clock,
+      logger: opts.logger,
+      settings: { intervalMs: this.settings.keepAliveSeconds * 1000, misses: this.settings.keepAliveMisses },
+      onDropped: (emptied) => {
+        for (const u of emptied) this.#syncState(u);
+      },
     });
     opts.gate?.setRegistrationLookup(this.location);
     opts.app.ua.onRequest('REGISTER', (req, srv) => this.#register(req, srv));
@@ -151,11 +174,13 @@ export class Registrar {
     );
     if (rows.length > 0) this.#log.info({ bindings: rows.length }, 'registrations restored');
     this.#scheduleSweep();
+    this.nat.start();
   }
 
   /** Stops the sweep and writes what is pending (refreshes waiting to be grouped too). Safe twice. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.nat.close();
     if (this.#sweepTimer) this.#clock.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     await this.settled();
@@ -226,14 +251,14 @@ export class Registrar {
     const callId = req.callId;
     const cseq = req.cseq.seq;
 
-    if (contacts.length === 0) return void this.#ok(srv, id, now); // a query (§10.3 step 8)
+    if (contacts.length === 0) return void this.#ok(srv, id, now, false); // a query (§10.3 step 8)
 
     // §10.3 step 6: `*` only alone and with Expires: 0; it removes every binding (older Call-ID/CSeq aside).
     if (contacts.includes('*')) {
       if (contacts.length !== 1 || headerExpires !== 0) return void srv.send(400, 'Bad Request');
       const removed = this.location.removeAll(id.accountId, id.extension);
       if (removed.length > 0) this.#syncState(id);
-      return void this.#ok(srv, id, now);
+      return void this.#ok(srv, id, now, false);
     }
 
     if (contacts.length > this.settings.maxBindingsPerUser) {
@@ -243,6 +268,7 @@ export class Registrar {
     }
     const upserts: Binding[] = [];
     const removals: string[] = [];
+    let outbound = false;
     // Whether only expiries move (a refresh of the same contacts from the same place): then the write can wait.
     let onlyExpiries = true;
     for (const value of contacts) {
@@ -267,6 +293,9 @@ export class Registrar {
       }
       const src = req.source;
       if (!sameReach(existing, now, src, id.tokenId)) onlyExpiries = false;
+      else this.nat.heard(existing!);
+      const ob = registersOutbound(req, na);
+      outbound ||= ob;
       upserts.push({
         accountId: id.accountId,
         endUserId: id.endUserId,
@@ -281,6 +310,7 @@ export class Registrar {
         tokenId: id.tokenId,
         callId,
         cseq,
+        ...(ob && { outbound: true }),
       });
     }
 
@@ -300,16 +330,23 @@ export class Registrar {
         contacts: change.added.map((b) => b.contact),
       });
     }
-    this.#ok(srv, id, now);
+    this.#ok(srv, id, now, outbound);
   }
 
-  /** 200 OK listing every current binding with its remaining time (§10.3 step 8). */
-  #ok(srv: Responder, id: EndUserIdentity, now: number): void {
+  /**
+   * 200 OK listing every current binding with its remaining time (§10.3 step 8); to an RFC 5626 outbound
+   * registration, `Require: outbound` and the keep-alive interval as `Flow-Timer` (§6, §4.4).
+   */
+  #ok(srv: Responder, id: EndUserIdentity, now: number, outbound: boolean): void {
     const contacts = this.location
       .lookup(id.accountId, id.extension)
       .map((b) => `<${b.contact}>;expires=${Math.max(0, Math.round((b.expiresAt - now) / 1000))}`);
     srv.send(200, 'OK', {
-      headers: { ...(contacts.length > 0 ? { Contact: contacts } : {}), Date: new Date(now).toUTCString() },
+      headers: {
+        ...(contacts.length > 0 ? { Contact: contacts } : {}),
+        Date: new Date(now).toUTCString(),
+        ...(outbound ? outboundHeaders(this.settings.keepAliveSeconds) : {}),
+      },
     });
   }
 

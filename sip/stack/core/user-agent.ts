@@ -453,6 +453,15 @@ export class UserAgent {
     });
   }
 
+  /**
+   * A CRLFCRLF keep-alive (RFC 5626 §4.4.1 framing) to a peer, outside any transaction: it keeps a NAT mapping on the
+   * way open and a receiving stack ignores it (as this one does, transport-layer.ts).
+   */
+  async sendKeepAlive(target: Target): Promise<void> {
+    const crlf = Buffer.from('\r\n\r\n', 'latin1');
+    await this.#transport.channelTo(target).send({ toBuffer: () => crlf } as unknown as SipRequest);
+  }
+
   /** §13.2.2.4: an ACK for a 2xx goes straight to the transport. */
   sendAck(ack: SipRequest, target: Target): void {
     this.#transport
