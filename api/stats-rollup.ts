@@ -41,7 +41,13 @@ export class StatsRollup {
     const startedHour = new Date().toISOString().slice(0, 13);
     const last = (await getSetting(this.db, SETTING)) ?? null;
     const from = await nextRollUpHour(this.db, last);
-    if (from !== null) await rollUpCallStats(this.db, from);
+    // Whole days before today one transaction each (a first start on an old store back-fills them all), then today.
+    const today = startedHour.slice(0, 10);
+    for (let h = from; h !== null;) {
+      const day = h.slice(0, 10);
+      await rollUpCallStats(this.db, h, day < today);
+      h = day < today ? new Date(Date.parse(`${day}T00:00:00Z`) + 86400_000).toISOString().slice(0, 13) : null;
+    }
     // The next run starts at the older of this hour (calls made from now on) and the hour of the oldest call still
     // in progress now (it may end before the next run, and then its hour changes).
     const live = await oldestLiveCallHour(this.db);

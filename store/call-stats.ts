@@ -14,32 +14,43 @@ export const DEST_PREFIX_LENGTH = 5;
 
 const hourOf = (iso: string) => iso.slice(0, 13);
 
-/** Recomputes the roll-ups from `fromHour` (YYYY-MM-DDTHH) on; returns how many hourly rows it wrote. */
-export async function rollUpCallStats(db: Db, fromHour: string): Promise<number> {
+/**
+ * Recomputes the roll-ups from `fromHour` (YYYY-MM-DDTHH) on, up to the end of `fromHour`'s day when `oneDay` (a
+ * long back-fill goes a day per transaction, so SQLite's one writer is never held for long); returns how many
+ * hourly rows it wrote.
+ */
+export async function rollUpCallStats(db: Db, fromHour: string, oneDay = false): Promise<number> {
   const fromTs = `${fromHour}:00:00`;
   const fromDay = fromHour.slice(0, 10);
+  const next = new Date(Date.parse(`${fromDay}T00:00:00Z`) + 86400_000).toISOString();
+  const untilTs = oneDay ? next.slice(0, 19) : '9999';
+  const untilHour = oneDay ? next.slice(0, 13) : '9999';
+  const untilDay = oneDay ? next.slice(0, 10) : '9999';
   return db.transaction(async (trx) => {
-    await trx('call_stats_hourly').where('hour', '>=', fromHour).delete();
+    await trx('call_stats_hourly').where('hour', '>=', fromHour).andWhere('hour', '<', untilHour).delete();
     await trx.raw(
       `INSERT INTO call_stats_hourly (account_id, hour, direction, calls, answered, talk_seconds, cost_cents)
        SELECT account_id, substr(created_at, 1, 13), direction, count(*),
               sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END),
               sum(CASE WHEN answered_at IS NOT NULL THEN coalesce(talk_seconds, duration_seconds, 0) ELSE 0 END),
               sum(cost_cents)
-       FROM calls WHERE created_at >= ? AND ended_at IS NOT NULL
+       FROM calls WHERE created_at >= ? AND created_at < ? AND ended_at IS NOT NULL
        GROUP BY account_id, substr(created_at, 1, 13), direction`,
-      [fromTs],
+      [fromTs, untilTs],
     );
-    await trx('call_dest_daily').where('day', '>=', fromDay).delete();
+    await trx('call_dest_daily').where('day', '>=', fromDay).andWhere('day', '<', untilDay).delete();
     await trx.raw(
       `INSERT INTO call_dest_daily (account_id, day, prefix, calls, answered, cost_cents)
        SELECT account_id, substr(created_at, 1, 10), substr(to_number, 1, ${DEST_PREFIX_LENGTH}), count(*),
               sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END), sum(cost_cents)
-       FROM calls WHERE created_at >= ? AND ended_at IS NOT NULL AND direction = 'outbound'
+       FROM calls WHERE created_at >= ? AND created_at < ? AND ended_at IS NOT NULL AND direction = 'outbound'
        GROUP BY account_id, substr(created_at, 1, 10), substr(to_number, 1, ${DEST_PREFIX_LENGTH})`,
-      [`${fromDay}T00:00:00`],
+      [`${fromDay}T00:00:00`, untilTs],
     );
-    const [{ n }] = await trx('call_stats_hourly').where('hour', '>=', fromHour).count({ n: '*' });
+    const [{ n }] = await trx('call_stats_hourly')
+      .where('hour', '>=', fromHour)
+      .andWhere('hour', '<', untilHour)
+      .count({ n: '*' });
     return Number(n);
   });
 }

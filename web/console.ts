@@ -157,6 +157,9 @@ export class Console {
       throw new WebError(401, 'CONSOLE_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
     }
     this.#failures.delete(email);
+    // Sessions that were never used again are dropped here (the map stays bounded by live sessions).
+    for (const [k, v] of this.#sessions)
+      if (v.lastSeen + IDLE_MS < now || v.createdAt + MAX_MS < now) this.#sessions.delete(k);
     const sid = randomBytes(32).toString('base64url');
     this.#sessions.set(sid, { operatorId: op.id, email: op.email, createdAt: now, lastSeen: now });
     ctx.cookies.set(CONSOLE_COOKIE, sid, {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Context, Middleware, Next } from 'koa';
 import type { Config } from '../config/index.js';
@@ -25,7 +24,8 @@ import {
 } from '../api/index.js';
 import { loosePath, sourceKey } from './request-keys.js';
 import { portalReads } from './portal-reads.js';
-import { VENDOR_FILES, WebError, sendStatic } from './web-kit.js';
+// The portal's errors are the web room's (status, stable code, message).
+import { VENDOR_FILES, WebError as PortalError, readJsonBody as readJson, sendStatic, confined } from './web-kit.js';
 
 /**
  * The account portal on the API's HTTP server: static pages under /portal/, sign-in under /portal/api/, and
@@ -74,25 +74,9 @@ export const SESSION_COOKIE = 'simu_portal';
 /** The name of the API key each portal session runs under (hidden on the portal's key page). */
 export const SESSION_KEY_NAME = 'portal-session';
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-};
 /** Failed sign-ins per email before a lockout, and its length. */
 const MAX_FAILURES = 5;
 const LOCKOUT_MS = 15 * 60_000;
-
-class PortalError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export class Portal {
   readonly #sessions = new Map<string, Session>();
@@ -162,25 +146,9 @@ export class Portal {
     if (vendor !== undefined)
       return VENDOR_FILES[vendor] ? sendStatic(ctx, VENDOR_FILES[vendor]) : void (ctx.status = 404);
     if (rel === '' || !rel.includes('.')) rel = rel.startsWith('softphone') ? 'softphone.html' : 'index.html';
-    const file = path.normalize(path.join(STATIC_DIR, rel));
-    if (!file.startsWith(STATIC_DIR + path.sep)) return void (ctx.status = 404);
-    try {
-      ctx.body = await readFile(file);
-    } catch {
-      ctx.status = 404;
-      return;
-    }
-    ctx.type = TYPES[path.extname(file)] ?? 'application/octet-stream';
-    ctx.set('Cache-Control', 'no-cache');
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('X-Frame-Options', 'SAMEORIGIN');
-    // Only our own scripts and styles run; WebSockets to the event stream and the SIP WS/WSS ports (another port,
-    // so not 'self'); recordings are same-origin signed URLs.
-    ctx.set(
-      'Content-Security-Policy',
-      "default-src 'self'; connect-src 'self' ws: wss:; media-src 'self' blob:; img-src 'self' data:; " +
-        "object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'self'",
-    );
+    const file = confined(STATIC_DIR, rel);
+    if (!file) return void (ctx.status = 404);
+    await sendStatic(ctx, file);
   }
 
   #session(ctx: Context): { sid: string; s: Session } | null {
@@ -306,13 +274,8 @@ export class Portal {
       return;
     }
     // Issue 21: the code catalogue, the charts and a call's timeline.
-    try {
-      const read = await portalReads(db, s.accountId, route, ctx.query as Record<string, unknown>);
-      if (read !== undefined) return void (ctx.body = read);
-    } catch (e) {
-      if (e instanceof WebError) throw new PortalError(e.status, e.code, e.message);
-      throw e;
-    }
+    const read = await portalReads(db, s.accountId, route, ctx.query as Record<string, unknown>);
+    if (read !== undefined) return void (ctx.body = read);
     throw new PortalError(404, 'NOT_FOUND', 'No such portal endpoint.');
   }
 
@@ -384,22 +347,6 @@ export class Portal {
           ? `ws://${c.publicHost}:${c.sip.wsPort}`
           : null;
     return { email: s.email, account: s.accountId, sip_websocket: sip };
-  }
-}
-
-async function readJson(ctx: Context): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of ctx.req) {
-    size += (c as Buffer).length;
-    if (size > 64 * 1024) throw new PortalError(413, 'PAYLOAD_TOO_LARGE', 'Body too large.');
-    chunks.push(c as Buffer);
-  }
-  try {
-    const v = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-    return v && typeof v === 'object' ? v : {};
-  } catch {
-    throw new PortalError(400, 'VALIDATION_ERROR', 'The body is not JSON.');
   }
 }
 
