@@ -15,6 +15,7 @@
  *   node --expose-gc --import tsx bench/media/conference.bench.ts [--steps 30,100,200,300,400] [--seconds 10] [--size 10]
  */
 import { createSocket, type Socket } from 'node:dgram';
+import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { ConferenceMixer } from '../../media/mixer/conference-mixer.js';
@@ -163,10 +164,15 @@ console.log(
       ? `heap growth over 50,000 ticks ${alone.heapGrowth} bytes`
       : 'heap not measured (run with --expose-gc)'),
 );
+console.log(
+  `load average at start: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} (the box has 2 cores, shared)`,
+);
 console.log(`conference mixing: conferences of ${SIZE}, ${SECONDS} s per step, ${SIZE - 1} voices summed per listener`);
 console.log(
   'participants | conferences | late % | CPU % of a core | main ELU % | p99 tick jitter ms | max ms | mix ms/tick | ' +
-    'mixed packets back at callers %',
+    'mixed packets back at callers % | load avg (1 min) at end',
 );
 for (const n of STEPS) {
   const r = await step(n);
@@ -181,6 +187,7 @@ for (const n of STEPS) {
       r.max.toFixed(1),
       r.workMean.toFixed(3),
       r.receivedPct.toFixed(1),
+      loadavg()[0]!.toFixed(1),
     ].join(' | '),
   );
 }

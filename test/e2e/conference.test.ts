@@ -1,92 +1,24 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { nextPort, nextPorts } from '../support/ports.js';
 import { toneAmplitude } from '../support/tones.js';
 import { eventually } from '../support/wait.js';
-import { RtpCapture } from './rtp-capture.js';
-import { SCENARIOS, api, carrierCallsDid, type SippRun } from './harness.js';
+import { api } from './harness.js';
 import { useCarrierSwitch } from './carrier-switch.js';
+import { ToneCallers, heardSince } from './conference-legs.js';
 
 const TONES = [440, 660, 880] as const;
-
-/** One caller: a SIPp carrier leg playing its tone, and the socket that hears what the conference sends it. */
-interface Leg {
-  tone: number;
-  capture: RtpCapture;
-  sipp: SippRun;
-}
-
-/** What a leg was sent after `since` (ms since the epoch), decoded and in order. */
-function heard(leg: Leg, since: number): Int16Array {
-  const packets = leg.capture.packets().filter((p) => p.at >= since);
-  const out = new Int16Array(packets.length * 160);
-  packets.forEach((p, i) => out.set(p.samples.subarray(0, 160), i * 160));
-  return out;
-}
 
 describe('Conference: <Dial><Conference> mixes every participant but itself (issue 18)', function () {
   this.timeout(120_000);
   const DID = '+254711900181';
   const t = useCarrierSwitch({ did: DID });
-  let dir: string;
-  const scenario = (tone: number) => path.join(dir, `tone-${tone}.xml`);
-  const legs: Leg[] = [];
+  const callers = new ToneCallers();
+  const legs = callers.legs;
 
-  before(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'simu-conference-'));
-    const template = readFileSync(path.join(SCENARIOS, 'uac-conference-tone.xml'), 'utf8');
-    for (const tone of TONES) {
-      const ulaw = path.join(dir, `tone-${tone}.ulaw`);
-      // Two seconds of the tone as raw mu-law, looped by SIPp's rtp_stream for as long as the caller stays.
-      execFileSync('sox', [
-        '-n',
-        '-r',
-        '8000',
-        '-c',
-        '1',
-        '-t',
-        'ul',
-        ulaw,
-        'synth',
-        '2',
-        'sine',
-        String(tone),
-        'vol',
-        '0.25',
-      ]);
-      writeFileSync(scenario(tone), template.replaceAll('[tone]', ulaw));
-    }
-  });
+  afterEach(() => callers.stop());
+  after(() => callers.remove());
 
-  afterEach(() => {
-    for (const leg of legs.splice(0)) {
-      leg.sipp.kill();
-      leg.capture.stop();
-    }
-  });
-
-  after(() => rmSync(dir, { recursive: true, force: true }));
-
-  async function join(tone: number, staySeconds: number): Promise<Leg> {
-    // SIPp plays its tone from its media port and rtpengine answers to where the audio comes from: what the caller
-    // hears is captured on that port.
-    const mp = nextPorts(4);
-    const capture = await new RtpCapture(mp).start();
-    const sipp = carrierCallsDid({
-      sip: t.ctx.ports.sip,
-      did: DID.slice(1),
-      port: nextPort(),
-      sink: mp,
-      scenario: scenario(tone),
-      extra: ['-d', String(staySeconds * 1000), '-mp', String(mp)],
-    });
-    const leg = { tone, capture, sipp };
-    legs.push(leg);
-    return leg;
-  }
+  const join = (tone: number, staySeconds: number) =>
+    callers.call({ sip: t.ctx.ports.sip, did: DID, tone, staySeconds });
 
   async function conference() {
     const list = (await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/conferences')).body.conferences;
@@ -102,7 +34,7 @@ describe('Conference: <Dial><Conference> mixes every participant but itself (iss
     const report: string[] = [];
     let ok = true;
     legs.forEach((listener, i) => {
-      const audio = heard(listener, since);
+      const audio = heardSince(listener, since);
       report.push(`${listener.tone} Hz leg: ${(audio.length / 8000).toFixed(1)} s captured`);
       if (audio.length < 8000) ok = false;
       legs.forEach((speaker, j) => {
