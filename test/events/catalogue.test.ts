@@ -30,6 +30,7 @@ PLATFORM.0001 platform.concurrent|PLATFORM.0503 platform.draining|SYS.0500 syste
  */
 const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|CALL.0210 call.redirected|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|
 GATHER.0100 gather.started|GATHER.0200 gather.completed|
+FWD.0100 call.forwarded|VM.0300 voicemail.left|
 BILL.0311 call.credit_warning|
 QUEUE.0100 queue.joined|QUEUE.0200 queue.bridged|QUEUE.0300 queue.left|STREAM.0100 stream.started|
 STREAM.0300 stream.stopped|STREAM.0400 stream.failed|
