@@ -10,3 +10,4 @@ export {
 } from './media-stream.js';
 export { parseInbound, MAX_INBOUND_MESSAGE_BYTES, type InboundMessage, type StreamTrack } from './messages.js';
 export { Playout, MAX_QUEUED_BYTES } from './playout.js';
+export { FrameTicker } from './frame-ticker.js';

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { LookupFunction } from 'node:net';
 import WebSocket from 'ws';
 import { signWebhook } from '../../events/index.js';
-import { resolveAllowed, systemClock, type Clock, type Periodic, type UrlPolicy } from '../../kit/index.js';
+import { resolveAllowed, systemClock, type Clock, type UrlPolicy } from '../../kit/index.js';
 import { MediaError } from '../errors.js';
 import type { LegAudioPort } from './audio-port.js';
+import { FrameTicker } from './frame-ticker.js';
 import {
   MAX_INBOUND_MESSAGE_BYTES,
   connectedMessage,
@@ -38,7 +39,9 @@ export interface MediaStreamOptions {
   readonly secret: string;
   readonly policy: UrlPolicy;
   readonly port: LegAudioPort;
-  readonly clock?: Pick<Clock, 'now' | 'every'>;
+  readonly clock?: Pick<Clock, 'now'>;
+  /** The 20 ms clock of the server's audio to the caller; the process's shared one unless a test gives its own. */
+  readonly ticker?: FrameTicker;
   readonly maxSendBufferBytes?: number;
 }
 
@@ -65,7 +68,7 @@ export function streamRequestUrl(url: URL): string {
 export class MediaStream {
   readonly streamSid = `MZ${randomBytes(16).toString('hex')}`;
   readonly #o: MediaStreamOptions;
-  readonly #clock: Pick<Clock, 'now' | 'every'>;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #playout = new Playout();
   #ws: WebSocket | undefined;
   #seq = 1;
@@ -75,7 +78,7 @@ export class MediaStream {
   #sent = 0;
   #dropped = 0;
   #untaps: (() => void)[] = [];
-  #ticker: Periodic | undefined;
+  #untick: (() => void) | undefined;
   #stopped = false;
   readonly closed: Promise<void>;
   #resolveClosed!: () => void;
@@ -146,7 +149,7 @@ export class MediaStream {
       ws.on('message', (data, isBinary) => {
         if (!isBinary) this.#onServerMessage(data.toString());
       });
-      this.#ticker = this.#clock.every(20, () => this.#tick(), 'media-stream-playout');
+      this.#untick = (this.#o.ticker ?? FrameTicker.shared).add(() => this.#tick());
     }
   }
 
@@ -205,7 +208,7 @@ export class MediaStream {
   #finish(): void {
     if (this.#stopped) return;
     this.#stopped = true;
-    this.#ticker?.cancel();
+    this.#untick?.();
     for (const untap of this.#untaps) untap();
     this.#untaps = [];
     this.#resolveClosed();
