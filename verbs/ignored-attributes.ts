@@ -12,7 +12,7 @@ export const KNOWN_ATTRIBUTES: Readonly<Record<string, readonly string[]>> = {
   Response: ['customPayload'],
   Say: ['voice', 'language', 'loop'],
   Play: ['asset', 'loop'],
-  Dial: ['action', 'method', 'timeout', 'callerId', 'timeLimit', 'record'],
+  Dial: ['action', 'method', 'timeout', 'callerId', 'timeLimit', 'record', 'sequential'],
   Number: [],
   Extension: [],
   Record: ['action', 'method', 'maxLength', 'timeout', 'finishOnKey', 'playBeep'],
