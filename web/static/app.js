@@ -4,6 +4,7 @@
 import { mountSoftphone } from './softphone.js';
 import { mountEventView } from './portal-events.js';
 import { callTimeline } from './portal-call.js';
+import { mountCallHandling } from './call-handling.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const page = $('#page');
@@ -327,7 +328,8 @@ async function users() {
         (u) => `<tr><td>${esc(u.extension_number)}</td><td>${esc(u.email)}</td><td>${esc(u.display_name)}</td>
         <td>${esc(u.registration_state)}</td><td>${badge(u.is_active ? 'active' : 'disabled')}</td>
         <td><button class="secondary" data-toggle="${esc(u.uuid)}" data-active="${u.is_active}">${u.is_active ? 'Disable' : 'Enable'}</button>
-        ${u.is_active ? `<button data-mint="${esc(u.uuid)}">Phone token</button>` : ''}</td></tr>`,
+        ${u.is_active ? `<button data-mint="${esc(u.uuid)}">Phone token</button>` : ''}
+        <button class="secondary" data-handling="${esc(u.uuid)}">Calls${u.dnd ? ' (DND)' : ''}</button></td></tr>`,
       )
       .join('')}</table>
     <div id="phone"></div>`;
@@ -348,6 +350,10 @@ async function users() {
         body: { uuid: b.dataset.toggle, is_active: b.dataset.active !== 'true' },
       });
       route();
+    }
+    if (b.dataset.handling) {
+      const u = list.find((x) => x.uuid === b.dataset.handling);
+      if (u) await mountCallHandling($('#phone'), u, api, route);
     }
     if (b.dataset.mint) {
       const minted = await api('/phone-tokens/mint', { method: 'POST', body: { uuid: b.dataset.mint } });
