@@ -275,4 +275,24 @@ describe('e2e: forking to every phone of an extension, Dial with several targets
     assert.equal(parent.reason_code, 'END.0200');
     assert.deepEqual(legs, [], 'an extension is no leg of its own (not billed)');
   });
+
+  it('Dial with an Extension and a Number at once: the number answers, the phone gets the CANCEL, one leg billed', async () => {
+    const callee = await endUser();
+    const ringing = await sippPhone(callee, 'phone-ring.xml');
+    const answer = carrier({ port: TRUNK_A, scenario: 'uas-answer.xml', sink: SINK });
+    await waitForBound(TRUNK_A);
+    const { parent, legs } = await inboundDial(
+      `<Response><Dial timeout="10" timeLimit="2"><Extension>${callee.ext}</Extension>` +
+        '<Number>+254720000003</Number></Dial></Response>',
+    );
+    answer.kill();
+    assert.equal(await ringing.run.exited, 0, ringing.run.output());
+    assert.match(readFileSync(ringing.log, 'utf8'), /^Reason: SIP;cause=200;text="Call completed elsewhere"/im);
+    assert.deepEqual(
+      legs.map((l) => [l.to_number, l.reason_code]),
+      [['+254720000003', 'END.0200']],
+    );
+    const dial = await ctx.db('call_events').where({ call_id: parent.id, code: 'DIAL.0300' }).first();
+    assert.equal(JSON.parse(dial.data).DialCallStatus, 'completed');
+  });
 });
