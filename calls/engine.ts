@@ -150,7 +150,13 @@ export class SwitchCallEngine implements CallEngine {
         urlPolicy: this.#urlPolicy,
         dialer: (c, target, options) =>
           target.kind === 'conference'
-            ? joinConference(this.conferences, conferenceCallOf(c, this.#keep), target.conference, options.signal)
+            ? joinConference(
+                this.conferences,
+                conferenceCallOf(c, this.#keep),
+                target.conference,
+                options.signal,
+                options.record,
+              )
             : runDial(
                 {
                   ...this.#flow,

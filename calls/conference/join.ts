@@ -1,5 +1,5 @@
 import { EventCodes } from '../../events/index.js';
-import type { ConferenceNoun, DialResult } from '../../verbs/index.js';
+import type { ConferenceNoun, DialRecordMode, DialResult } from '../../verbs/index.js';
 import type { ConferenceCall, LeaveReason, Member, ParticipantPort } from './conference-room.js';
 import type { Conferences } from './conferences.js';
 import { MixRecorder } from './mix-recorder.js';
@@ -15,7 +15,10 @@ export async function joinConference(
   call: ConferenceCall,
   noun: ConferenceNoun,
   signal: AbortSignal,
+  /** The Dial's own `record`: any record-from-* records the conference as `record="record-from-start"` does. */
+  dialRecord: DialRecordMode = 'do-not-record',
 ): Promise<DialResult> {
+  const record = noun.record === 'record-from-start' || dialRecord !== 'do-not-record';
   const d = conferences.d;
   if (signal.aborted) return { status: 'failed', durationSeconds: 0 };
   let port: ParticipantPort;
@@ -51,7 +54,7 @@ export async function joinConference(
     stopListening: port.onReceived((pcmu) => voice.hear(pcmu, 0)),
   };
   room.add(member);
-  if (noun.record === 'record-from-start' && !room.recorder) {
+  if (record && !room.recorder) {
     const recorder = new MixRecorder(conferences.recordingPath(room));
     room.recorder = { recorder, call };
     room.mixer.onMix = (mix) => recorder.take(mix);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readWav } from '../../media/index.js';
 import { toneAmplitude } from '../support/tones.js';
 import { eventually } from '../support/wait.js';
 import { api } from './harness.js';
@@ -49,7 +50,10 @@ describe('Conference: <Dial><Conference> mixes every participant but itself (iss
 
   it('three callers playing 440, 660 and 880 Hz: each hears the two others and not itself; a muted one is heard by nobody', async () => {
     await t.setInboundUrl(t.server.url('/conference'));
-    t.server.verbs('/conference', '<Response><Dial><Conference beep="false">standup</Conference></Dial></Response>');
+    t.server.verbs(
+      '/conference',
+      '<Response><Dial record="record-from-answer"><Conference beep="false">standup</Conference></Dial></Response>',
+    );
     for (const tone of TONES) {
       const before = (await conference())?.participant_count ?? 0;
       await join(tone, 30);
@@ -101,5 +105,19 @@ describe('Conference: <Dial><Conference> mixes every participant but itself (iss
     assert.equal(count('CONF.0100'), 1, 'conference.started once');
     assert.equal(count('CONF.0110'), 3, 'participant.joined for each caller');
     assert.equal(count('CONF.0300'), 1, 'conference.ended once');
+    // The Dial's record: the whole mix, kept as a recording of the first caller's call once the conference ended.
+    const recordings = await eventually(
+      async () => {
+        const r = await api(t.ctx.baseUrl, t.acct.key, 'GET', '/api/recordings');
+        return r.body.length > 0 ? r.body : undefined;
+      },
+      'the conference recording',
+      10_000,
+    );
+    assert.equal(recordings.length, 1, JSON.stringify(recordings));
+    assert.ok(recordings[0].duration_seconds >= 4, JSON.stringify(recordings[0]));
+    const row = await t.ctx.db('recordings').where({ id: recordings[0].uuid }).first();
+    const mix = (await readWav(row.storage_path)).samples;
+    for (const tone of TONES) assert.ok(toneAmplitude(mix, tone) > 1000, `${tone} Hz in the recorded mix`);
   });
 });
