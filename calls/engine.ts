@@ -162,6 +162,7 @@ export class SwitchCallEngine implements CallEngine {
                   ...this.#flow,
                   locator: this.#deps.locator,
                   openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
+                  transfers: this.#transfers,
                 },
                 c,
                 target,

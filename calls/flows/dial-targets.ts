@@ -1,3 +1,4 @@
+import type { DialBridgeDeps } from '../transfer/dial-bridge.js';
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import type { OutboundPlan } from '../../sip/index.js';
 import type { Target } from '../../sip/stack/index.js';
@@ -18,6 +19,8 @@ export interface DialTargetDeps extends FlowDeps {
    * inside admission, so the leg counts against the account's caps from the moment it exists.
    */
   openChildLeg: (parent: LiveCall, from: string, to: string) => Promise<ChildLeg>;
+  /** REFER from a dialled phone (calls/transfer/); absent: the dialled leg's REFER is answered 501. */
+  transfers?: DialBridgeDeps['transfers'];
 }
 
 /** A PSTN number goes out by the routes table (dial-pstn.ts); an extension rings its registered contacts. */

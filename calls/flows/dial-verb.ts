@@ -5,7 +5,7 @@ import type { DialOptions, DialResult, DialTarget } from '../../verbs/index.js';
 import { mediaProfileFor, type DialLegOptions, type DialLegOutcome } from './dial-leg.js';
 import { dialPstn } from './dial-pstn.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
-import { relayReinvites } from '../reinvite-relay.js';
+import { DialBridge } from '../transfer/dial-bridge.js';
 import { failureReason } from './originate.js';
 import { raceForks } from './fork.js';
 import { ringBindings } from './ring-bindings.js';
@@ -151,18 +151,9 @@ async function bridge(
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
   await call.life.emit(EventCodes.dialAnswered, {});
   await record('answer');
-  // Hold and resume from either side cross the bridge (reinvite-relay.ts) while it lasts.
-  const relay = call.dialog
-    ? relayReinvites(
-        d.media,
-        row.id,
-        [
-          { dialog: call.dialog, tag: CALLER_LEG, side: d.media.legSide(row.id, CALLER_LEG) ?? { profile: 'rtp' } },
-          { dialog, tag: DIALLED_LEG, side },
-        ],
-        d.log,
-      )
-    : undefined;
+  // Hold and resume from either side cross the bridge while it lasts; a dialled phone may transfer the caller with
+  // REFER (calls/transfer/dial-bridge.ts).
+  const bridged = new DialBridge(d, call, { dialog, tag: DIALLED_LEG, side }, won.leg.kind === 'sip');
   const answeredAt = Date.now();
   // Bridged until either side hangs up, the verb is killed (the caller hung up), or timeLimit passes.
   await new Promise<void>((resolve) => {
@@ -172,12 +163,11 @@ async function bridge(
       o.signal.removeEventListener('abort', done);
       resolve();
     }
-    dialog.once('bye', done);
+    bridged.onDialledBye(done);
     o.signal.addEventListener('abort', done, { once: true });
     call.onEnd(done);
   });
-  relay?.stop();
-  if (dialog.state !== 'terminated') await dialog.bye().catch(() => undefined);
+  await bridged.close();
   await won.child?.end(ReasonCodes.normalHangup);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);
   await backToIvr(d, call);

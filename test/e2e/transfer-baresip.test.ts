@@ -28,6 +28,7 @@ interface Report {
     reason: string;
     events: string[];
   }>;
+  pstn?: string;
   bLog: string;
   cLog: string;
 }
@@ -55,5 +56,23 @@ interface Report {
     assert.equal(child.status, 'completed', why);
     assert.ok(parent.events.includes('XFER.0200'), why);
     assert.deepEqual(child.events, ['CALL.0100', 'CALL.0180', 'CALL.0200', 'CALL.0300']);
+  });
+
+  it('an IVR-answered PSTN call Dialed to a phone is transferred by that phone to another extension, which hears the caller', async () => {
+    const r = await runNamespacePeer<Report>(PEER, { XFER_MODE: 'ivr' }, children);
+    const why = JSON.stringify({ ...r, bLog: r.bLog.slice(-1500), cLog: r.cLog.slice(-800) });
+    assert.equal(r.registered, true, why);
+    assert.equal(r.callError, undefined, why);
+    assert.equal(r.transferred, true, why);
+    assert.ok(r.heardSeconds >= 1, `the target heard ${r.heardSeconds} s of speech; ${why}`);
+    const parent = r.calls.find((c) => c.parent === null);
+    const child = r.calls.find((c) => c.parent === parent?.id);
+    assert.ok(parent && child, why);
+    assert.equal(parent.direction, 'inbound', why);
+    assert.deepEqual([child.direction, child.from, child.to], ['internal', parent.from, r.exts.c]);
+    assert.equal(child.status, 'completed', why);
+    assert.ok(parent.events.includes('DIAL.0200') && parent.events.includes('XFER.0200'), why);
+    // The Dial goes on with the new leg: DIAL.0300 comes after the transfer, when the target hangs up.
+    assert.ok(parent.events.indexOf('DIAL.0300') > parent.events.indexOf('XFER.0200'), why);
   });
 });
