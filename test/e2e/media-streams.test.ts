@@ -21,7 +21,7 @@ import {
   ulawOf,
   type SippRun,
 } from './harness.js';
-import { RtpCapture } from './rtp-capture.js';
+import { RtpCapture, toneUlawFile } from './rtp-capture.js';
 
 const PORTS = allocateSwitchPorts();
 const SINK = nextPort(); // the SDP of the scenario does not use it; kept for carrierCallsDid
@@ -219,29 +219,7 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
   });
 
   it('<Start><Stream> forks the caller without holding up the verbs; <Stop><Stream> ends it', async () => {
-    const ulaw = ulawOf(
-      (() => {
-        const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-fork-'));
-        const wav = path.join(dir, 'tone.wav');
-        execFileSync('sox', [
-          '-n',
-          '-r',
-          '8000',
-          '-c',
-          '1',
-          '-b',
-          '16',
-          wav,
-          'synth',
-          '20',
-          'sine',
-          '500',
-          'vol',
-          '0.3',
-        ]);
-        return wav;
-      })(),
-    );
+    const ulaw = toneUlawFile(500, 20);
     const messages: any[] = [];
     let closedAt = 0;
     onSocket = (ws) => {

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { rms } from '../../media/g711.js';
 import { nextPort, nextPorts } from '../support/ports.js';
@@ -18,32 +16,10 @@ import {
   startTestSwitch,
   type SippRun,
 } from './harness.js';
-import { RtpCapture, type HeardPacket } from './rtp-capture.js';
+import { RtpCapture, toneUlawFile, type HeardPacket } from './rtp-capture.js';
 
 const PORTS = allocateSwitchPorts();
 const CARRIER = nextPort();
-
-/** Raw mu-law of a `hz` sine, `seconds` long, at a third of full scale: what one SIPp leg says. */
-function toneFile(hz: number, seconds: number): string {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'simu-q-')), `${hz}.ulaw`);
-  execFileSync('sox', [
-    '-n',
-    '-r',
-    '8000',
-    '-c',
-    '1',
-    '-t',
-    'ul',
-    file,
-    'synth',
-    String(seconds),
-    'sine',
-    String(hz),
-    'vol',
-    '0.3',
-  ]);
-  return file;
-}
 
 /** A copy of a speaking scenario with its file (and how long it talks before hanging up) written in. */
 function scenario(name: string, ulaw: string, talkMs = 0): string {
@@ -143,7 +119,7 @@ describe('e2e: Enqueue and Dial Queue with SIPp callers and a SIPp agent', funct
       did,
       port: nextPort(),
       sink: media,
-      scenario: scenario(scenarioName, toneFile(hz, 60), talkMs),
+      scenario: scenario(scenarioName, toneUlawFile(hz, 60), talkMs),
       extra: ['-mp', String(media)],
     });
     const leg = { sipp, capture };

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,4 +74,12 @@ export class RtpCapture {
     this.#proc?.kill('SIGTERM');
     this.#proc = undefined;
   }
+}
+
+/** Raw mu-law of a `hz` sine, `seconds` long, at a third of full scale (sox): what a SIPp leg says (rtp_stream). */
+export function toneUlawFile(hz: number, seconds: number): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'simu-tone-')), `${hz}.ulaw`);
+  const args = ['-n', '-r', '8000', '-c', '1', '-t', 'ul', file, 'synth', String(seconds), 'sine', String(hz)];
+  execFileSync('sox', [...args, 'vol', '0.3']);
+  return file;
 }
