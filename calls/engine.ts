@@ -181,10 +181,10 @@ export class SwitchCallEngine implements CallEngine {
     return call;
   }
 
-  #trackBridge(row: CallRow): BridgedCall {
+  #trackBridge(row: CallRow, opts: { unbilled?: boolean } = {}): BridgedCall {
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     // Emergency calls are never billed nor cut for credit (flows/emergency.ts).
-    const billing = row.emergency ? undefined : this.#deps.billing;
+    const billing = row.emergency || opts.unbilled ? undefined : this.#deps.billing;
     const call = new BridgedCall(
       {
         media: this.#deps.media,

@@ -20,6 +20,7 @@ import { forkableBindings, ringBindings } from './ring-bindings.js';
 import { bridgePhone } from './phone-bridge.js';
 import { runEmergency } from './emergency.js';
 import { NOTICES, notice, noticeLanguageOf } from '../../media/index.js';
+import { isBalanceCode, runBalanceCall } from '../prepaid/balance-call.js';
 import { accountCountry } from './account-country.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
@@ -47,7 +48,8 @@ export interface EndUserLocator {
 export interface EndUserFlowDeps extends FlowDeps {
   locator: EndUserLocator;
   trackIvr: (row: CallRow) => LiveCall;
-  trackBridge: (row: CallRow) => BridgedCall;
+  /** `unbilled`: kept off the credit monitor (the balance short code, calls/prepaid/balance-call.ts). */
+  trackBridge: (row: CallRow, opts?: { unbilled?: boolean }) => BridgedCall;
   /** A forward to a number's outbound CDR (calls/forwarding.ts). */
   openChildLeg?: (parent: BridgedCall, from: string, to: string) => Promise<ChildLeg>;
 }
@@ -102,6 +104,8 @@ async function routeEndUserCall(
   const caller = fromUser(req);
   const domainAccount = accountOfDomain(uri.host);
   if (isMailboxCode(uri.user)) return runMailbox(d, req, srv, who, release); // *97 (calls/voicemail/mailbox.ts)
+  const balanceCode = d.config.prepaid.balanceShortCode; // *100# (calls/prepaid/balance-call.ts)
+  if (isBalanceCode(uri.user, balanceCode)) return runBalanceCall(d, req, srv, who, balanceCode, release);
   const dialled = await readDialled(d, who.accountId, uri.user ?? '');
   if (!dialled) {
     // RFC 3261 §21.4.22: not a number this switch can complete (a short code, letters, a wrong length).

@@ -1,0 +1,110 @@
+/**
+ * Run inside a private network namespace by balance-baresip.test.ts (baresip will not start on `lo` alone,
+ * /work/shared/TESTING-WITH-PEERS.md): the whole switch and baresip as a registered phone of the account, which
+ * dials the balance short code *100# twice: with 1,200.50 KES (English) and with nothing left (Swahili). baresip's
+ * sndfile module writes what it heard (dump-*-dec.wav); the peer reports the seconds of speech in it, what the
+ * switch's own sentence lasts, the CDRs and the ledger. Prints one JSON line.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { EspeakTtsEngine, notice, readWav } from '../../media/index.js';
+import { api, createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
+import { nextPorts } from '../support/ports.js';
+
+const DID = '+254700000452';
+const ctx = await startTestSwitch();
+const acct = await createAccountWithDid(ctx.db, DID);
+const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: 'balance@example.com' });
+const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
+  uuid: user.body.uuid,
+  ttl_seconds: 600,
+});
+const ext: string = user.body.extension_number;
+const token: string = minted.body.token;
+const domain = `${acct.id}.sip.simu.test`;
+const work = mkdtempSync(path.join(os.tmpdir(), 'simu-balance-baresip-'));
+const tts = new EspeakTtsEngine({ cacheDir: path.join(work, 'tts') });
+
+/** baresip registers, dials *100# and quits after `seconds`; returns its log and the speech it heard. */
+async function dialBalance(seconds: number): Promise<{ log: string; heardSeconds: number }> {
+  const dir = mkdtempSync(path.join(work, 'phone-'));
+  const sipPort = nextPorts(2);
+  writeFileSync(
+    path.join(dir, 'config'),
+    [
+      `sip_listen 127.0.0.1:${sipPort}`,
+      'module_path /usr/lib/baresip/modules',
+      'module g711.so',
+      'module aubridge.so',
+      'module sndfile.so',
+      'module_app account.so',
+      'module_app menu.so',
+      'audio_player aubridge,nil',
+      'audio_source aubridge,nil',
+      'audio_alert aubridge,nil',
+      `snd_path ${dir}`,
+    ].join('\n') + '\n',
+  );
+  writeFileSync(
+    path.join(dir, 'accounts'),
+    `<sip:${ext}@${domain};transport=udp>;auth_user=${ext};auth_pass=${token};` +
+      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
+  );
+  const phone = spawn(
+    'baresip',
+    ['-4', '-n', 'v0', '-f', dir, '-e', `/dial sip:*100%23@${domain}`, '-t', String(seconds)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  phone.stdout.on('data', (d) => (log += String(d)));
+  phone.stderr.on('data', (d) => (log += String(d)));
+  const timer = setTimeout(() => phone.pid && process.kill(phone.pid, 'SIGKILL'), (seconds + 5) * 1000);
+  await new Promise((r) => phone.on('exit', r));
+  clearTimeout(timer);
+  const heard = readdirSync(dir).find((f) => f.endsWith('-dec.wav'));
+  const heardSeconds = heard ? speechSecondsOf((await readWav(path.join(dir, heard))).samples) : -1;
+  return { log: log.slice(-2000), heardSeconds };
+}
+
+/** The account's newest CDR once it has ended. */
+async function lastCall() {
+  for (let i = 0; i < 100; i++) {
+    const row = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
+    if (row?.ended_at) return row;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
+/** Seconds of speech in the switch's own sentence (what a phone that heard all of it would count). */
+async function sentenceSeconds(n: { text: string; language: string }): Promise<number> {
+  const r = await tts.synthesize({ text: n.text, language: n.language });
+  return speechSecondsOf((await readWav(r.path)).samples);
+}
+
+const report: Record<string, unknown> = {};
+await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 120050 });
+const rich = await dialBalance(12);
+const richCall = await lastCall();
+report.rich = {
+  ...rich,
+  expectedSeconds: await sentenceSeconds(notice('balance', 'en', { cents: 120050 })),
+  cdr: richCall,
+  ledger: (await ctx.db('wallet_transactions').where({ call_id: richCall?.id ?? '' })).length,
+  balanceAfter: (await ctx.db('accounts').where({ id: acct.id }).first()).balance_cents,
+};
+
+await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 0, language: 'sw' });
+const broke = await dialBalance(10);
+const brokeCall = await lastCall();
+report.broke = {
+  ...broke,
+  expectedSeconds: await sentenceSeconds(notice('balance', 'sw', { cents: 0 })),
+  cdr: brokeCall,
+  ledger: (await ctx.db('wallet_transactions').where({ call_id: brokeCall?.id ?? '' })).length,
+};
+console.log(JSON.stringify(report));
+await ctx.sw.stop();
+process.exit(0);
