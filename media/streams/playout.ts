@@ -2,6 +2,8 @@ import { FRAME_BYTES } from './audio-port.js';
 
 /** Most audio a customer's server may queue ahead of what the caller has heard: 60 s. More is dropped. */
 export const MAX_QUEUED_BYTES = 60 * 8000;
+/** Most marks waiting at once; a server sending more has the extra ones ignored (never returned). */
+export const MAX_PENDING_MARKS = 1000;
 
 /**
  * The audio a bidirectional stream's server sent, waiting to be played to the caller at 8,000 bytes a second, with
@@ -35,6 +37,7 @@ export class Playout {
   }
 
   mark(name: string): void {
+    if (this.#marks.length >= MAX_PENDING_MARKS) return;
     this.#marks.push({ name, at: this.#played + this.#queued });
   }
 

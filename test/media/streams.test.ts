@@ -5,7 +5,7 @@ import { MediaError } from '../../media/index.js';
 import { LegAudioPort, type LegEndpoint } from '../../media/streams/audio-port.js';
 import { MediaStream } from '../../media/streams/media-stream.js';
 import { mediaMessage, parseInbound } from '../../media/streams/messages.js';
-import { Playout, MAX_QUEUED_BYTES } from '../../media/streams/playout.js';
+import { Playout, MAX_PENDING_MARKS, MAX_QUEUED_BYTES } from '../../media/streams/playout.js';
 import { parseRtp } from '../../media/rtp-packet.js';
 import { eventually } from '../support/wait.js';
 
@@ -76,6 +76,8 @@ describe('media/streams', () => {
       p.push(Buffer.alloc(MAX_QUEUED_BYTES));
       p.push(Buffer.alloc(160));
       assert.equal(p.dropped, 160);
+      for (let i = 0; i < MAX_PENDING_MARKS + 50; i++) p.mark(`m${i}`);
+      assert.equal(p.pendingMarks, MAX_PENDING_MARKS, 'a flood of marks is bounded');
     });
   });
 
