@@ -1,6 +1,6 @@
 import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
-import { openDb, migrate, pingDb, probeStoreQueue, type Db } from './store/index.js';
+import { openDb, openReadPool, migrate, pingDb, probeStoreQueue, type Db } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
 import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
 import {
@@ -253,13 +253,21 @@ export class Switch {
       metrics.close();
     });
 
-    const portal = new Portal({ db, config });
+    // Issue 21: the charts, the roll-up job and the console's live view read on their own SQLite connections.
+    const statsRead = openReadPool(db, 2);
+    this.#closers.push(async () => void (await statsRead?.destroy()));
+    const readDb = statsRead ?? db;
+    const portal = new Portal({ db, readDb, config });
     this.#closers.push(() => portal.close());
-    // Issue 21: the operator console, and the hourly CDR roll-up its and the portal's charts read.
-    const rollup = new StatsRollup(db, { onError: (err) => log.warn({ err }, 'call stats roll-up failed') }).start();
+    // The operator console, and the hourly CDR roll-up its and the portal's charts read.
+    const rollup = new StatsRollup(db, {
+      readDb,
+      onError: (err) => log.warn({ err }, 'call stats roll-up failed'),
+    }).start();
     this.#closers.push(() => rollup.close());
     const operatorConsole = new Console({
       db,
+      readDb,
       config,
       live: {
         hangup: async (id) => {

@@ -20,7 +20,8 @@ export class StatsRollup {
 
   constructor(
     private readonly db: Db,
-    private readonly opts: { intervalMs?: number; onError?: (e: unknown) => void } = {},
+    /** `readDb`: where the CDRs are aggregated (on SQLite, a read pool beside the store's one connection). */
+    private readonly opts: { intervalMs?: number; onError?: (e: unknown) => void; readDb?: Db } = {},
   ) {}
 
   start(): this {
@@ -45,7 +46,7 @@ export class StatsRollup {
     const today = startedHour.slice(0, 10);
     for (let h = from; h !== null;) {
       const day = h.slice(0, 10);
-      await rollUpCallStats(this.db, h, day < today);
+      await rollUpCallStats(this.db, h, day < today, this.opts.readDb);
       h = day < today ? new Date(Date.parse(`${day}T00:00:00Z`) + 86400_000).toISOString().slice(0, 13) : null;
     }
     // The next run starts at the older of this hour (calls made from now on) and the hour of the oldest call still

@@ -14,45 +14,54 @@ export const DEST_PREFIX_LENGTH = 5;
 
 const hourOf = (iso: string) => iso.slice(0, 13);
 
+const ANSWERED = 'sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END)';
+const TALK = 'sum(CASE WHEN answered_at IS NOT NULL THEN coalesce(talk_seconds, duration_seconds, 0) ELSE 0 END)';
+const PREFIX = `substr(to_number, 1, ${DEST_PREFIX_LENGTH})`;
+
 /**
  * Recomputes the roll-ups from `fromHour` (YYYY-MM-DDTHH) on, up to the end of `fromHour`'s day when `oneDay` (a
- * long back-fill goes a day per transaction, so SQLite's one writer is never held for long); returns how many
- * hourly rows it wrote.
+ * long back-fill goes a day at a time). The CDRs are aggregated by a read on `readDb` (on SQLite a connection of
+ * its own: the store's one connection, which the calls use, is not held by it); only the few result rows are
+ * written, in a short transaction. Returns how many hourly rows it wrote.
  */
-export async function rollUpCallStats(db: Db, fromHour: string, oneDay = false): Promise<number> {
-  const fromTs = `${fromHour}:00:00`;
+export async function rollUpCallStats(db: Db, fromHour: string, oneDay = false, readDb: Db = db): Promise<number> {
   const fromDay = fromHour.slice(0, 10);
   const next = new Date(Date.parse(`${fromDay}T00:00:00Z`) + 86400_000).toISOString();
-  const untilTs = oneDay ? next.slice(0, 19) : '9999';
-  const untilHour = oneDay ? next.slice(0, 13) : '9999';
-  const untilDay = oneDay ? next.slice(0, 10) : '9999';
-  return db.transaction(async (trx) => {
-    await trx('call_stats_hourly').where('hour', '>=', fromHour).andWhere('hour', '<', untilHour).delete();
-    await trx.raw(
-      `INSERT INTO call_stats_hourly (account_id, hour, direction, calls, answered, talk_seconds, cost_cents)
-       SELECT account_id, substr(created_at, 1, 13), direction, count(*),
-              sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END),
-              sum(CASE WHEN answered_at IS NOT NULL THEN coalesce(talk_seconds, duration_seconds, 0) ELSE 0 END),
-              sum(cost_cents)
-       FROM calls WHERE created_at >= ? AND created_at < ? AND ended_at IS NOT NULL
-       GROUP BY account_id, substr(created_at, 1, 13), direction`,
-      [fromTs, untilTs],
-    );
-    await trx('call_dest_daily').where('day', '>=', fromDay).andWhere('day', '<', untilDay).delete();
-    await trx.raw(
-      `INSERT INTO call_dest_daily (account_id, day, prefix, calls, answered, cost_cents)
-       SELECT account_id, substr(created_at, 1, 10), substr(to_number, 1, ${DEST_PREFIX_LENGTH}), count(*),
-              sum(CASE WHEN answered_at IS NOT NULL THEN 1 ELSE 0 END), sum(cost_cents)
-       FROM calls WHERE created_at >= ? AND created_at < ? AND ended_at IS NOT NULL AND direction = 'outbound'
-       GROUP BY account_id, substr(created_at, 1, 10), substr(to_number, 1, ${DEST_PREFIX_LENGTH})`,
-      [`${fromDay}T00:00:00`, untilTs],
-    );
-    const [{ n }] = await trx('call_stats_hourly')
-      .where('hour', '>=', fromHour)
-      .andWhere('hour', '<', untilHour)
-      .count({ n: '*' });
-    return Number(n);
+  const until = oneDay ? { ts: next.slice(0, 19), hour: next.slice(0, 13), day: next.slice(0, 10) } : null;
+  const ended = (from: string) => {
+    const q = readDb('calls').where('created_at', '>=', from).whereNotNull('ended_at');
+    return until ? q.andWhere('created_at', '<', until.ts) : q;
+  };
+  const hourly = (
+    await ended(`${fromHour}:00:00`)
+      .select('account_id', 'direction', readDb.raw('substr(created_at, 1, 13) as hour'))
+      .select(readDb.raw(`count(*) as calls, ${ANSWERED} as answered, ${TALK} as talk_seconds`))
+      .sum({ cost_cents: 'cost_cents' })
+      .groupByRaw('account_id, substr(created_at, 1, 13), direction')
+  ).map((r: any) => ({
+    ...r,
+    calls: +r.calls,
+    answered: +r.answered,
+    talk_seconds: +r.talk_seconds,
+    cost_cents: +r.cost_cents,
+  }));
+  const dest = (
+    await ended(`${fromDay}T00:00:00`)
+      .andWhere('direction', 'outbound')
+      .select('account_id', readDb.raw(`substr(created_at, 1, 10) as day, ${PREFIX} as prefix`))
+      .select(readDb.raw(`count(*) as calls, ${ANSWERED} as answered`))
+      .sum({ cost_cents: 'cost_cents' })
+      .groupByRaw(`account_id, substr(created_at, 1, 10), ${PREFIX}`)
+  ).map((r: any) => ({ ...r, calls: +r.calls, answered: +r.answered, cost_cents: +r.cost_cents }));
+  await db.transaction(async (trx) => {
+    const h = trx('call_stats_hourly').where('hour', '>=', fromHour);
+    await (until ? h.andWhere('hour', '<', until.hour) : h).delete();
+    const d = trx('call_dest_daily').where('day', '>=', fromDay);
+    await (until ? d.andWhere('day', '<', until.day) : d).delete();
+    for (let i = 0; i < hourly.length; i += 500) await trx('call_stats_hourly').insert(hourly.slice(i, i + 500));
+    for (let i = 0; i < dest.length; i += 500) await trx('call_dest_daily').insert(dest.slice(i, i + 500));
   });
+  return hourly.length;
 }
 
 /** The hour of the oldest call still in progress (it can still change its hour's figures), or null. */

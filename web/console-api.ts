@@ -40,6 +40,7 @@ export interface ConsoleLive {
 
 interface Ctx {
   db: Db;
+  readDb: Db;
   actor: string;
   live?: ConsoleLive;
   now: () => number;
@@ -134,7 +135,7 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
     case 'GET /charts': {
       const q = ctx.query as Record<string, unknown>;
       const account = typeof q.account === 'string' && /^[0-9a-fA-F-]{36}$/.test(q.account) ? q.account : null;
-      return chartData(db, chartWindow(q, account, c.now()));
+      return chartData(c.readDb, chartWindow(q, account, c.now()));
     }
   }
   throw new WebError(404, 'NOT_FOUND', 'No such console endpoint.');
@@ -142,7 +143,10 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
 
 async function live(c: Ctx) {
   const since = new Date(c.now() - 10_000).toISOString();
-  const [calls, recent] = await Promise.all([listLiveCallsAllAccounts(c.db), countCallsCreatedSince(c.db, since)]);
+  const [calls, recent] = await Promise.all([
+    listLiveCallsAllAccounts(c.readDb),
+    countCallsCreatedSince(c.readDb, since),
+  ]);
   return {
     calls,
     calls_per_second: recent / 10,

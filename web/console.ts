@@ -25,6 +25,8 @@ import { consoleApi, type ConsoleLive } from './console-api.js';
 export interface ConsoleDeps {
   db: Db;
   config?: Config;
+  /** Where the live view and the charts read (on SQLite a read pool: the store's one connection stays free). */
+  readDb?: Db;
   live?: ConsoleLive;
   now?: () => number;
   secureCookies?: boolean;
@@ -118,6 +120,7 @@ export class Console {
     }
     await consoleApi(ctx, route.replace(' /console/api', ' '), {
       db: this.deps.db,
+      readDb: this.deps.readDb ?? this.deps.db,
       actor: `operator:${s.email}`,
       live: this.deps.live,
       now: this.#now,

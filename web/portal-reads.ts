@@ -10,6 +10,7 @@ import { WebError } from './web-kit.js';
  */
 export async function portalReads(
   db: Db,
+  readDb: Db,
   accountId: string,
   route: string,
   query: Record<string, unknown>,
@@ -17,7 +18,7 @@ export async function portalReads(
   if (route === 'GET /portal/api/codes') return { events: EVENT_CATALOGUE, reasons: REASON_LABELS };
   if (route === 'GET /portal/api/charts') {
     try {
-      return await chartData(db, chartWindow(query, accountId));
+      return await chartData(readDb, chartWindow(query, accountId));
     } catch (e) {
       if (e instanceof ChartWindowError) throw new WebError(400, 'VALIDATION_ERROR', e.message);
       throw e;

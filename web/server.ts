@@ -46,6 +46,8 @@ import { VENDOR_FILES, WebError as PortalError, readJsonBody as readJson, sendSt
  */
 export interface PortalDeps {
   db: Db;
+  /** Where the charts read (on SQLite a read pool: the store's one connection stays free for calls). */
+  readDb?: Db;
   /** For the softphone's SIP WebSocket address and, with an https publicBaseUrl, `Secure` cookies. */
   config?: Config;
   /** True when the portal is served over https (the cookie gets `Secure`); defaults from config.publicBaseUrl. */
@@ -274,7 +276,13 @@ export class Portal {
       return;
     }
     // Issue 21: the code catalogue, the charts and a call's timeline.
-    const read = await portalReads(db, s.accountId, route, ctx.query as Record<string, unknown>);
+    const read = await portalReads(
+      db,
+      this.deps.readDb ?? db,
+      s.accountId,
+      route,
+      ctx.query as Record<string, unknown>,
+    );
     if (read !== undefined) return void (ctx.body = read);
     throw new PortalError(404, 'NOT_FOUND', 'No such portal endpoint.');
   }
