@@ -62,6 +62,7 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
   let wsPort = 0;
   const DID = '+254711800001';
   const FORK_DID = '+254711800002';
+  const KEYS_DID = '+254711800003';
   let secret = '';
   const upgrades: IncomingMessage[] = [];
   let onSocket: (ws: WebSocket) => void = () => undefined;
@@ -100,6 +101,16 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
       .db('numbers')
       .where({ number: FORK_DID })
       .update({ webhook_voice_inbound: server.url('/fork') });
+    await ctx.db('numbers').insert({
+      id: 'n-keys',
+      number: KEYS_DID,
+      account_id: account.id,
+      is_active: true,
+      acquired_at: new Date().toISOString(),
+      created_at: new Date().toISOString(),
+      webhook_voice_inbound: server.url('/keys'),
+    });
+    server.verbs('/keys', `<Response><Connect><Stream url="ws://127.0.0.1:${wsPort}/keys"/></Connect></Response>`);
     server.verbs(
       '/fork',
       `<Response><Start><Stream name="tap" url="ws://127.0.0.1:${wsPort}/tap"/></Start>` +
@@ -250,5 +261,30 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
     const codes = events.map((r: { code: string }) => r.code);
     assert.ok(codes.includes('TTS.0200') && codes.includes('STREAM.0300'), codes.join(' '));
     assert.ok(codes.indexOf('STREAM.0300') < codes.lastIndexOf('CALL.0300'), codes.join(' '));
+  });
+
+  it("the caller's keys reach the server as dtmf messages", async () => {
+    const messages: any[] = [];
+    let socket: WebSocket | undefined;
+    onSocket = (ws) => {
+      socket = ws;
+      ws.on('message', (data) => messages.push(JSON.parse(data.toString())));
+    };
+    sipp = carrierCallsDid({
+      sip: PORTS.sip,
+      did: KEYS_DID,
+      port: CALLER,
+      sink: SINK,
+      scenario: 'uac-inbound-keys.xml',
+    });
+    await eventually(() => messages.filter((m) => m.event === 'dtmf').length >= 3, 'three dtmf messages', 20000);
+    const dtmf = messages.filter((m) => m.event === 'dtmf');
+    assert.deepEqual(
+      dtmf.map((m) => m.dtmf),
+      ['1', '2', '#'].map((digit) => ({ track: 'inbound_track', digit })),
+    );
+    assert.match(dtmf[0].streamSid, /^MZ/);
+    socket!.close();
+    assert.equal(await sipp.exited, 0, sipp.output());
   });
 });
