@@ -75,4 +75,9 @@ interface Report {
     // The Dial goes on with the new leg: DIAL.0300 comes after the transfer, when the target hangs up.
     assert.ok(parent.events.indexOf('DIAL.0300') > parent.events.indexOf('XFER.0200'), why);
   });
+
+  // Known gap, not a switch failure: baresip 1.0.0 (Debian's baresip-core) has only blind transfer: its command
+  // list has `transfer` and no attended commands (`atransferstart`/`atransferexec` came in later baresip), and it
+  // never sends Replaces. Attended transfer is proven with a phone on our own stack (transfer.test.ts, "attended").
+  it.skip('attended: baresip consults the target and completes the transfer (needs baresip >= 2.x attended commands)');
 });

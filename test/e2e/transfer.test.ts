@@ -6,8 +6,8 @@ import { startTestSwitch, createAccountWithDid, runSipp, api, SCENARIOS, type Te
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 
-const PHONE_SIP = nextPorts(6);
-const PHONE_MEDIA = nextPorts(6);
+const PHONE_SIP = nextPorts(10);
+const PHONE_MEDIA = nextPorts(10);
 
 /** Retries `check` (assertions) until it passes or `ms` have gone; returns what it returned. */
 async function settled<T>(check: () => T | Promise<T>, ms = 10000): Promise<T> {
@@ -210,5 +210,60 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     const call = (await calls(acct.id)).at(-1)!;
     const events = await ctx.db('call_events').where({ call_id: call.id, code: 'XFER.0403' });
     assert.match(events[0]?.data ?? '', /TRANSFER_TARGET_UNKNOWN/);
+  });
+
+  it('attended: REFER with Replaces naming the consultation call joins the transferee to the target; the consultation call ends; a new leg with parent_call_id', async () => {
+    // SIPp keeps one dialog per scenario, so the transferor here is a phone on our own stack with two calls.
+    const a = await phone(acct, 7);
+    const b = await phone(acct, 8);
+    const c = await phone(acct, 9);
+    const bAnswered = b.answerNext();
+    await a.call(b.ext);
+    const x = await bAnswered; // A -> B, the call to transfer
+    const cAnswered = c.answerNext();
+    const y = await b.call(c.ext); // B -> C, the consultation call
+    await cAnswered;
+    const notified: Array<{ status: number; state: string }> = [];
+    x.on('request', (req, srv) => {
+      srv.send(200);
+      if (req.method !== 'NOTIFY') return;
+      const status = Number(/^SIP\/2\.0 (\d{3})/.exec(req.text)?.[1]);
+      notified.push({ status, state: req.headers.get('subscription-state') ?? '' });
+    });
+    const replaces = encodeURIComponent(`${y.callId};to-tag=${y.remoteTag};from-tag=${y.localTag}`);
+    const res = await x.request('REFER', {
+      headers: {
+        'Refer-To': `<sip:${c.ext}@${acct.id}.sip.test?Replaces=${replaces}>`,
+        'Referred-By': `<sip:${b.ext}@x>`,
+      },
+    });
+    assert.equal(res.status, 202);
+    await settled(() => assert.equal(notified.at(-1)?.status, 200, JSON.stringify(notified)));
+    assert.equal(notified[0]?.status, 100);
+    assert.match(notified.at(-1)!.state, /^terminated/);
+    // Both of B's calls are over: the switch sent BYE on each.
+    await settled(() => assert.deepEqual([x.state, y.state], ['terminated', 'terminated']));
+    // A speaks; C, re-INVITEd into A's call, hears it.
+    c.sink.payloads.length = 0; // what C heard from B in the consultation call does not count
+    await a.speak(speech);
+    await settled(() => assert.ok(c.sink.speechSeconds() >= 1, `target heard ${c.sink.speechSeconds()} s`));
+    await a.dialog!.bye();
+    const rows = await settled(async () => {
+      const all = (await calls(acct.id)).slice(-3);
+      assert.ok(
+        all.every((r) => r.ended_at),
+        JSON.stringify(all),
+      );
+      return all;
+    });
+    const parent = rows.find((r) => r.from_number === a.ext && r.to_number === b.ext)!;
+    const consultation = rows.find((r) => r.from_number === b.ext && r.to_number === c.ext)!;
+    const child = rows.find((r) => r.parent_call_id === parent?.id)!;
+    assert.ok(parent && consultation && child, JSON.stringify(rows));
+    assert.deepEqual([child.direction, child.from_number, child.to_number], ['internal', a.ext, c.ext]);
+    assert.equal(consultation.reason_code, 'END.0200');
+    assert.equal(child.status, 'completed');
+    const parentEvents = await ctx.db('call_events').where({ call_id: parent.id, code: 'XFER.0200' });
+    assert.match(parentEvents[0]?.data ?? '', /attended/);
   });
 });
