@@ -6,6 +6,7 @@ import type { BridgedCall } from './bridged-call.js';
 import type { ChildLeg } from './child-leg.js';
 import { dialLeg, mediaProfileFor, type DialLegOutcome } from './flows/dial-leg.js';
 import { dialPstn } from './flows/dial-pstn.js';
+import { raceForks } from './flows/fork.js';
 import type { FlowDeps } from './flows/flow-deps.js';
 import { failureReason } from './flows/originate.js';
 import { bridgePhone, type BridgeTarget } from './flows/phone-bridge.js';
@@ -115,31 +116,46 @@ export class CallHandling {
     };
   }
 
-  /** Rings the other extension's newest phone (one level: its own forwarding is not followed, so no loops). */
+  /**
+   * Rings every phone of the other extension with the newest one's media profile at once, as a direct call does
+   * (flows/fork.ts); one level: its own forwarding is not followed, so forwards cannot loop.
+   */
   async #toExtension(c: HandledCall, ext: string): Promise<void> {
     const d = this.d;
     const accountId = c.call.life.row.account_id;
     const other = await findEndUserByExtension(d.db, accountId, ext, { activeOnly: true });
-    const [binding] = other ? d.locator.lookup(accountId, ext) : [];
+    const all = other ? d.locator.lookup(accountId, ext) : [];
+    const side = all[0] && mediaProfileFor(all[0].target.transport);
+    const bindings = all.filter((b) => mediaProfileFor(b.target.transport).profile === side?.profile);
     const onUnanswered = this.#fallback(c);
-    if (!binding) {
+    if (!side) {
       if (!(onUnanswered && (await onUnanswered(ReasonCodes.extensionOffline)))) await refuse(c, 480);
       return;
     }
     await bridgePhone(d, c.req, c.srv, c.call, {
       continued: true,
-      side: mediaProfileFor(binding.target.transport),
+      side,
       onUnanswered,
-      dial: (o) =>
-        dialLeg(d, {
-          target: { uri: binding.contact, proxy: binding.target, transport: binding.target.transport },
-          from: `<sip:${c.callerExtension}@${c.domain}>`,
-          to: `<sip:${ext}@${c.domain}>`,
-          sdp: o.sdp,
-          timeoutSeconds: DEFAULT_RING_SECONDS,
-          signal: o.signal,
-          onRinging: o.onRinging,
-        }),
+      dial: (o) => {
+        let rang = false;
+        const onRinging = () => {
+          if (!rang) o.onRinging(); // the caller hears one 180, however many phones ring
+          rang = true;
+        };
+        const forks = bindings.map(
+          (b) => (signal: AbortSignal) =>
+            dialLeg(d, {
+              target: { uri: b.contact, proxy: b.target, transport: b.target.transport },
+              from: `<sip:${c.callerExtension}@${c.domain}>`,
+              to: `<sip:${ext}@${c.domain}>`,
+              sdp: o.sdp,
+              timeoutSeconds: DEFAULT_RING_SECONDS,
+              signal,
+              onRinging,
+            }),
+        );
+        return raceForks(forks, o.signal);
+      },
     });
   }
 

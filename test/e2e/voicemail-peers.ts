@@ -123,21 +123,23 @@ ${BYE}`,
 }
 
 /**
- * The phone dials the mailbox code; its media goes to `sink` (what it hears is kept there). With `key` it presses
- * that key (RFC 4733, SIPp's capture) `keyAfterMs` after the answer. The switch ends the call.
+ * The phone dials the mailbox code; its media goes to `sink` (what it hears is kept there). Without `key` it
+ * listens until the switch ends the call; with `key` it presses that key (RFC 4733, SIPp's capture) `keyAfterMs`
+ * after the answer and hangs up 1.5 s later.
  */
 export function phoneCallsMailbox(p: SippPhone, sink: number, o: { key?: string; keyAfterMs?: number } = {}) {
-  const press =
+  const end =
     o.key === undefined
-      ? ''
+      ? `<recv request="BYE" timeout="90000"/>
+${OK_TO_REQUEST}`
       : `<pause milliseconds="${o.keyAfterMs ?? 0}"/>
-  <nop><action><exec play_pcap_audio="/usr/share/sip-tester/dtmf_2833_${o.key}.pcap"/></action></nop>`;
+  <nop><action><exec play_pcap_audio="/usr/share/sip-tester/dtmf_2833_${o.key}.pcap"/></action></nop>
+  <pause milliseconds="1500"/>
+${BYE}`;
   const file = scenario(
     'phone-mailbox',
     `${INVITE(String(sink))}
-  ${press}
-  <recv request="BYE" timeout="90000"/>
-${OK_TO_REQUEST}`,
+  ${end}`,
   );
   return run(p, file, ['-s', '*97']);
 }
