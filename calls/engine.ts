@@ -122,6 +122,8 @@ export class SwitchCallEngine implements CallEngine {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
       if (origin.kind === 'trunk') return runInbound(this.#flow, (row) => this.#track(row), req, srv, origin.trunk);
       if (!deps.locator) return void srv.send(503, 'Service Unavailable');
+      // RFC 3891: a phone taking the place of a leg of a live call of its account (calls/transfer/replaces-invite.ts).
+      if (req.headers.get('replaces') !== undefined) return this.#transfers.replace(req, srv, origin.identity);
       return runEndUserCall(
         {
           ...this.#flow,

@@ -5,6 +5,9 @@ import { ChildLeg } from '../child-leg.js';
 import type { EndUserLocator } from '../flows/end-user.js';
 import type { FlowDeps } from '../flows/flow-deps.js';
 import { CallLifecycle } from '../lifecycle.js';
+import type { EndUserIdentity } from '../../sip/index.js';
+import type { Responder, SipRequest } from '../../sip/stack/index.js';
+import { inviteWithReplaces } from './replaces-invite.js';
 import { watchTransfers } from './transfer.js';
 import type { TransferableBridge, TransferLeg } from './transfer-bridge.js';
 import type { TransferContext } from './transfer-steps.js';
@@ -47,6 +50,12 @@ export class CallTransfers {
     const ctx = this.#ctx;
     if (!ctx) return;
     for (const leg of legs) watchTransfers(ctx, bridge, leg);
+  }
+
+  /** An INVITE with Replaces from a phone (replaces-invite.ts); 501 when there are no phones (no location service). */
+  async replace(req: SipRequest, srv: Responder, who: EndUserIdentity): Promise<void> {
+    if (!this.#ctx) return void srv.send(501);
+    await inviteWithReplaces(this.#ctx, req, srv, who);
   }
 
   async #openLeg(

@@ -266,4 +266,42 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     const parentEvents = await ctx.db('call_events').where({ call_id: parent.id, code: 'XFER.0200' });
     assert.match(parentEvents[0]?.data ?? '', /attended/);
   });
+
+  it('an INVITE with Replaces from a phone of the account takes the place of the leg it names; the other party hears it; RFC 3891 refusals', async () => {
+    const a = await phone(acct, 10);
+    const b = await phone(acct, 11);
+    const d = await phone(acct, 12);
+    const answered = b.answerNext();
+    await a.call(b.ext);
+    const x = await answered; // the switch's dialog with B is the one to replace
+    const invite = (replaces: string) =>
+      d.ua.createUAC(`sip:${b.ext}@${d.domain}`, {
+        localSdp: d.sdp,
+        from: `<sip:${d.ext}@${d.domain}>`,
+        proxy: d.proxy,
+        headers: { Authorization: `Bearer ${d.token}`, Replaces: replaces },
+      });
+    // RFC 3891 §3: a dialog that does not exist is 481; early-only naming a confirmed dialog is 486.
+    await assert.rejects(invite(`nope@x;to-tag=1;from-tag=2`), (e: { status?: number }) => e.status === 481);
+    const named = `${x.callId};to-tag=${x.localTag};from-tag=${x.remoteTag}`;
+    await assert.rejects(invite(`${named};early-only`), (e: { status?: number }) => e.status === 486);
+    d.dialog = await invite(named);
+    await settled(() => assert.equal(x.state, 'terminated')); // B was sent BYE
+    await d.speak(speech);
+    await settled(() => assert.ok(a.sink.speechSeconds() >= 1, `A heard ${a.sink.speechSeconds()} s`));
+    await a.dialog!.bye();
+    const rows = await settled(async () => {
+      const all = (await calls(acct.id)).slice(-2);
+      assert.ok(
+        all.every((r) => r.ended_at),
+        JSON.stringify(all),
+      );
+      return all;
+    });
+    const [parent, child] = rows;
+    assert.equal(child.parent_call_id, parent.id);
+    assert.deepEqual([child.direction, child.from_number, child.to_number], ['internal', d.ext, a.ext]);
+    assert.equal(child.status, 'completed');
+    assert.ok((await codes(parent.id)).includes('XFER.0200'));
+  });
 });
