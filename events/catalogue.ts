@@ -205,11 +205,11 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
 
 /** Why a REFER's target was refused (XFER.0403's `reason`; docs/softphones.md, "Transfer"). */
 export const TransferRefusals = {
-  /** Not a sip/sips/tel URI, no user part, or a host that is not the account's domain. */
+  /** Not a sip/sips/tel URI, or no user part (or one too long). */
   malformed: 'TRANSFER_TARGET_MALFORMED',
-  /** An extension of another account, an emergency number, or a number the allowlist blocks. */
+  /** A host naming another account, an emergency number, a number the allowlist blocks, no DID to present. */
   notAllowed: 'TRANSFER_TARGET_NOT_ALLOWED',
-  /** No such active extension in the account, or no route carries the number. */
+  /** Not a number, no such active extension in the account, or no route carries the number. */
   unknown: 'TRANSFER_TARGET_UNKNOWN',
   /** The extension exists but no phone of it is registered. */
   offline: 'TRANSFER_TARGET_OFFLINE',
