@@ -5,13 +5,12 @@
  * sndfile module writes what it heard (dump-*-dec.wav); the peer reports the seconds of speech in it, what the
  * switch's own sentence lasts, the CDRs and the ledger. Prints one JSON line.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EspeakTtsEngine, notice, readWav } from '../../media/index.js';
 import { api, createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
-import { nextPorts } from '../support/ports.js';
+import { baresipDials } from './baresip-phone.js';
 
 const DID = '+254700000452';
 const ctx = await startTestSwitch();
@@ -29,43 +28,18 @@ const tts = new EspeakTtsEngine({ cacheDir: path.join(work, 'tts') });
 
 /** baresip registers, dials *100# and quits after `seconds`; returns its log and the speech it heard. */
 async function dialBalance(seconds: number): Promise<{ log: string; heardSeconds: number }> {
-  const dir = mkdtempSync(path.join(work, 'phone-'));
-  const sipPort = nextPorts(2);
-  writeFileSync(
-    path.join(dir, 'config'),
-    [
-      `sip_listen 127.0.0.1:${sipPort}`,
-      'module_path /usr/lib/baresip/modules',
-      'module g711.so',
-      'module aubridge.so',
-      'module sndfile.so',
-      'module_app account.so',
-      'module_app menu.so',
-      'audio_player aubridge,nil',
-      'audio_source aubridge,nil',
-      'audio_alert aubridge,nil',
-      `snd_path ${dir}`,
-    ].join('\n') + '\n',
-  );
-  writeFileSync(
-    path.join(dir, 'accounts'),
-    `<sip:${ext}@${domain};transport=udp>;auth_user=${ext};auth_pass=${token};` +
-      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
-  );
-  const phone = spawn(
-    'baresip',
-    ['-4', '-n', 'v0', '-f', dir, '-e', `/dial sip:*100%23@${domain}`, '-t', String(seconds)],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let log = '';
-  phone.stdout.on('data', (d) => (log += String(d)));
-  phone.stderr.on('data', (d) => (log += String(d)));
-  const timer = setTimeout(() => phone.pid && process.kill(phone.pid, 'SIGKILL'), (seconds + 5) * 1000);
-  await new Promise((r) => phone.on('exit', r));
-  clearTimeout(timer);
-  const heard = readdirSync(dir).find((f) => f.endsWith('-dec.wav'));
-  const heardSeconds = heard ? speechSecondsOf((await readWav(path.join(dir, heard))).samples) : -1;
-  return { log: log.slice(-2000), heardSeconds };
+  const phone = { ext, token, domain, switchPort: ctx.ports.sip };
+  const { log, dir } = await baresipDials({
+    work,
+    phone,
+    target: `sip:*100%23@${domain}`,
+    seconds,
+    config: ['module sndfile.so', `snd_path ${work}/heard-${seconds}`],
+  });
+  const heardDir = `${work}/heard-${seconds}`;
+  const heard = readdirSync(heardDir).find((f) => f.endsWith('-dec.wav'));
+  const heardSeconds = heard ? speechSecondsOf((await readWav(path.join(heardDir, heard))).samples) : -1;
+  return { log: `${dir}\n${log.slice(-2000)}`, heardSeconds };
 }
 
 /** The account's newest CDR once it has ended. */
@@ -86,6 +60,7 @@ async function sentenceSeconds(n: { text: string; language: string }): Promise<n
 
 const report: Record<string, unknown> = {};
 await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 120050 });
+mkdirSync(`${work}/heard-12`);
 const rich = await dialBalance(12);
 const richCall = await lastCall();
 report.rich = {
@@ -97,6 +72,7 @@ report.rich = {
 };
 
 await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 0, language: 'sw' });
+mkdirSync(`${work}/heard-10`);
 const broke = await dialBalance(10);
 const brokeCall = await lastCall();
 report.broke = {

@@ -3,14 +3,14 @@
  * /work/shared/TESTING-WITH-PEERS.md): the whole switch, two SIPp trunks (a carrier on the catch-all route and a
  * PSAP on the `emergency` route), the account's webhook server and baresip as the phone. Prints one JSON line.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { insertRoute } from '../../store/index.js';
 import { AccountServer, addCarrier, api, carrier, createAccountWithDid, startTestSwitch } from './harness.js';
 import { nextPort } from '../support/ports.js';
 import { waitForBound } from '../support/wait.js';
+import { baresipDials } from './baresip-phone.js';
 
 const DID = '+254700000451';
 const ctx = await startTestSwitch();
@@ -42,37 +42,8 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'simu-numbers-baresip-'));
 
 /** One baresip run that dials `target` and quits after `seconds`; returns what it logged. */
 async function dial(target: string, seconds: number): Promise<string> {
-  const dir = mkdtempSync(path.join(work, 'phone-'));
-  const sipPort = nextPort();
-  writeFileSync(
-    path.join(dir, 'config'),
-    [
-      `sip_listen 127.0.0.1:${sipPort}`,
-      'module_path /usr/lib/baresip/modules',
-      'module g711.so',
-      'module aubridge.so',
-      'module_app account.so',
-      'module_app menu.so',
-      'audio_player aubridge,nil',
-      'audio_source aubridge,nil',
-      'audio_alert aubridge,nil',
-    ].join('\n') + '\n',
-  );
-  writeFileSync(
-    path.join(dir, 'accounts'),
-    `<sip:${ext}@${domain};transport=udp>;auth_user=${ext};auth_pass=${token};` +
-      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
-  );
-  const phone = spawn('baresip', ['-4', '-n', 'v0', '-f', dir, '-e', `/dial ${target}`, '-t', String(seconds)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  phone.stdout.on('data', (d) => (log += String(d)));
-  phone.stderr.on('data', (d) => (log += String(d)));
-  const timer = setTimeout(() => phone.pid && process.kill(phone.pid, 'SIGKILL'), (seconds + 5) * 1000);
-  await new Promise((r) => phone.on('exit', r));
-  clearTimeout(timer);
-  return log;
+  const phone = { ext, token, domain, switchPort: ctx.ports.sip };
+  return (await baresipDials({ work, phone, target, seconds })).log;
 }
 
 /** The account's newest CDR once it has ended. */
