@@ -98,7 +98,8 @@ export class MessageWaiting {
       target: { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId },
       cseq: 0,
       expiresAt: Date.now() + expires * 1000,
-      timer: setTimeout(() => this.#drop(key), expires * 1000),
+      // RFC 6665 §4.4.1: a subscription that ran out ends with a NOTIFY saying so.
+      timer: setTimeout(() => void this.#expire(key), expires * 1000),
     };
     sub.timer.unref();
     // RFC 6665 §4.2.1.2: the first NOTIFY follows the 200 at once; an unsubscribe (Expires 0) gets a last one.
@@ -123,6 +124,13 @@ export class MessageWaiting {
     let mine = 0;
     for (const s of this.#subs.values()) if (s.endUserId === endUserId) mine++;
     return mine < MWI_LIMITS.perEndUser;
+  }
+
+  async #expire(key: string): Promise<void> {
+    const s = this.#subs.get(key);
+    if (!s) return;
+    this.#drop(key);
+    await this.#notify(s, true).catch(() => undefined);
   }
 
   #drop(key: string): void {

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { MessageWaiting, MWI_LIMITS } from '../../sip/index.js';
+import dgram from 'node:dgram';
+import { createResponse, parseMessage, UserAgent, type SipRequest, type SipResponse } from '../../sip/stack/index.js';
+import { insertAccount, insertCall, insertRecording, type Db } from '../../store/index.js';
+import { sqliteDb } from '../support/db.js';
+import { quietLogger } from '../support/logger.js';
+import { nextPort } from '../support/ports.js';
+import { eventually } from '../support/wait.js';
+
+/**
+ * The message-waiting notifier (sip/message-waiting.ts) between two real user agents over UDP on loopback: the
+ * switch side with MessageWaiting over a real store, the phone a raw UDP socket that keeps every NOTIFY and answers
+ * it 200 (our own stack has no subscription dialogs to take them). Authentication is the only part stubbed (the
+ * registrar's is tested on its own): the identity it hands back is the subscriber's.
+ */
+describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function () {
+  this.timeout(20000);
+  let db: Db;
+  let accountId: string;
+  let sw: UserAgent;
+  const phone = dgram.createSocket('udp4');
+  let waiting: ((res: SipResponse) => void) | undefined;
+  let seq = 0;
+  let mwi: MessageWaiting;
+  const SW = nextPort();
+  const PHONE = nextPort();
+  const notifies: SipRequest[] = [];
+
+  before(async () => {
+    db = await sqliteDb.open();
+    accountId = (await insertAccount(db, 'mwi')).id;
+    sw = new UserAgent({ logger: quietLogger });
+    await sw.listen({ udp: { host: '127.0.0.1', port: SW } });
+    mwi = new MessageWaiting({
+      ua: sw,
+      db,
+      log: quietLogger,
+      authenticate: () => async () => ({ accountId, endUserId: 'eu-1', extension: '1001' }),
+    });
+    sw.onRequest('SUBSCRIBE', (req, srv) => mwi.subscribe(req, srv));
+    phone.on('message', (data) => {
+      const parsed = parseMessage(data);
+      if (!parsed.ok) return;
+      const m = parsed.message;
+      if (!m.isRequest) return waiting?.(m as SipResponse);
+      notifies.push(m as SipRequest);
+      phone.send(createResponse(m as SipRequest, 200).toBuffer(), SW, '127.0.0.1');
+    });
+    await new Promise<void>((r) => phone.bind(PHONE, '127.0.0.1', () => r()));
+  });
+
+  after(async () => {
+    mwi.close();
+    phone.close();
+    await sw.close();
+    await db.destroy();
+  });
+
+  /** A SUBSCRIBE from the phone; resolves with the switch's final response. */
+  function subscribe(expires: string, event = 'message-summary'): Promise<SipResponse> {
+    seq++;
+    const text = [
+      `SUBSCRIBE sip:1001@a.sip.test SIP/2.0`,
+      `Via: SIP/2.0/UDP 127.0.0.1:${PHONE};branch=z9hG4bK-mwi-${seq}-${Date.now()};rport`,
+      `From: <sip:1001@a.sip.test>;tag=phone${seq}`,
+      `To: <sip:1001@a.sip.test>`,
+      `Call-ID: mwi-${seq}-${Date.now()}@127.0.0.1`,
+      `CSeq: 1 SUBSCRIBE`,
+      `Contact: <sip:1001@127.0.0.1:${PHONE}>`,
+      `Event: ${event}`,
+      `Expires: ${expires}`,
+      `Max-Forwards: 70`,
+      `Content-Length: 0`,
+      '',
+      '',
+    ].join('\r\n');
+    return new Promise((resolve) => {
+      waiting = (res) => {
+        if (res.status < 200) return;
+        waiting = undefined;
+        resolve(res);
+      };
+      phone.send(text, SW, '127.0.0.1');
+    });
+  }
+
+  it('answers 200 with the bounded Expires and NOTIFYs the counts at once, in the subscription dialog', async () => {
+    const res = await subscribe('999999');
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('expires'), String(MWI_LIMITS.maxExpires));
+    await eventually(() => notifies.length === 1, 'the first NOTIFY', 5000);
+    const n = notifies[0]!;
+    assert.equal(n.headers.get('event'), 'message-summary');
+    assert.equal(n.headers.get('content-type'), 'application/simple-message-summary');
+    assert.match(n.headers.get('subscription-state') ?? '', /^active;expires=\d+/);
+    assert.equal(n.callId, res.headers.get('call-id'));
+    assert.equal(n.fromTag, res.toTag, 'From tag of the NOTIFY = To tag of our 200');
+    assert.match(n.text, /Messages-Waiting: no\r\n/);
+    assert.match(n.text, /Voice-Message: 0\/0/);
+  });
+
+  it('a new message is NOTIFYed as Messages-Waiting: yes with the new count', async () => {
+    const c = await insertCall(db, {
+      account_id: accountId,
+      direction: 'internal',
+      from_number: '1002',
+      to_number: '1001',
+    });
+    await insertRecording(db, {
+      account_id: accountId,
+      call_id: c.id,
+      call_sid: c.sid,
+      storage_path: '/x.wav',
+      end_user_id: 'eu-1',
+      voicemail_status: 'new',
+    });
+    await mwi.changed(accountId, 'eu-1');
+    assert.equal(notifies.length, 2);
+    assert.match(notifies[1]!.text, /Messages-Waiting: yes\r\n/);
+    assert.match(notifies[1]!.text, /Voice-Message: 1\/0/);
+    await mwi.changed(accountId, 'someone-else');
+    assert.equal(notifies.length, 2, "another end-user's change is not sent");
+  });
+
+  it('an unknown event package gets 489 with Allow-Events', async () => {
+    const res = await subscribe('60', 'presence');
+    assert.equal(res.status, 489);
+    assert.equal(res.headers.get('allow-events'), 'message-summary');
+  });
+
+  it('a subscription that runs out ends with a terminated NOTIFY', async () => {
+    const min = MWI_LIMITS.minExpires;
+    MWI_LIMITS.minExpires = 1;
+    try {
+      const before = mwi.size;
+      assert.equal((await subscribe('1')).status, 200);
+      assert.equal(mwi.size, before + 1);
+      await eventually(
+        () => notifies.some((n) => /terminated;reason=timeout/.test(n.headers.get('subscription-state') ?? '')),
+        'the terminating NOTIFY',
+        5000,
+      );
+      assert.equal(mwi.size, before);
+    } finally {
+      MWI_LIMITS.minExpires = min;
+    }
+  });
+});
