@@ -23,6 +23,7 @@ import { phoneTokenRoutes } from './routes/phone-tokens.js';
 import { recordingRoutes } from './routes/recordings.js';
 import { endUserRoutes } from './routes/users.js';
 import { walletTopupRoutes } from './routes/wallet-topups.js';
+import { prepaidSettingsRoutes } from './routes/prepaid-settings.js';
 import { metricsRoute } from './routes/metrics.js';
 import type { SwitchMetrics } from '../metrics/index.js';
 import { securityHeaders } from './security-headers.js';
@@ -91,6 +92,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   accountRoutes(all, d);
   assetRoutes(all, d);
   walletTopupRoutes(all, d);
+  prepaidSettingsRoutes(all, d);
 
   publicRouter.get('/api/health', async (ctx) => {
     let h = { store: false, media: false };

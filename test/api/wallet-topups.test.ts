@@ -243,3 +243,29 @@ describe('simu wallet provider / reconcile', function () {
     assert.equal((await simu('wallet', 'provider', 'set', 'Bad Name')).code, 2);
   });
 });
+
+describe('GET/POST /api/account/prepaid', function () {
+  this.timeout(30000);
+  let h: ApiHarness;
+  before(async () => {
+    h = await ApiHarness.start(BOTH_DBS[0]!);
+  });
+  after(async () => h?.stop());
+
+  it('shows the defaults, changes only what is sent, and refuses values out of range', async () => {
+    const t = await h.tenant('Prepaid', 0);
+    const first = await h.req('GET', '/api/account/prepaid', { key: t.key });
+    assert.deepEqual(first.body, { language: 'en', credit_warning_seconds: 60, last_good_document: false });
+    const set = await h.req('POST', '/api/account/prepaid', { key: t.key, body: { language: 'sw' } });
+    assert.deepEqual(set.body, { language: 'sw', credit_warning_seconds: 60, last_good_document: false });
+    const more = await h.req('POST', '/api/account/prepaid', {
+      key: t.key,
+      body: { credit_warning_seconds: 0, last_good_document: true },
+    });
+    assert.deepEqual(more.body, { language: 'sw', credit_warning_seconds: 0, last_good_document: true });
+    assert.equal((await h.req('POST', '/api/account/prepaid', { key: t.key, body: { language: 'fr' } })).status, 400);
+    const long = { credit_warning_seconds: 601 };
+    assert.equal((await h.req('POST', '/api/account/prepaid', { key: t.key, body: long })).status, 400);
+    assert.equal((await h.req('GET', '/api/account/prepaid', { key: null })).status, 401);
+  });
+});
