@@ -276,17 +276,27 @@
       ];
     },
     async audit() {
-      const rows = await api('GET', '/audit');
+      const [rows, accounts] = await Promise.all([api('GET', '/audit'), api('GET', '/accounts')]);
+      const names = new Map(accounts.map((a) => [a.uuid, a.name]));
+      const detail = (r) => {
+        const d = JSON.parse(r.detail);
+        return [d.amount_cents !== undefined && `${(d.amount_cents / 100).toFixed(2)}`, d.reason]
+          .filter(Boolean)
+          .join(' · ');
+      };
       return [
         h('h1', {}, 'Audit log'),
         h('p', { class: 'muted' }, 'Every operator action, from this console and from the command line.'),
         table(
-          ['When (UTC)', 'Who', 'What', 'On', 'Outcome'],
+          ['When (UTC)', 'Who', 'What', 'On', 'Detail', 'Outcome'],
           rows.map((r) => [
             r.at.replace('T', ' ').slice(0, 19),
             r.actor,
             r.action,
-            r.target,
+            names.has(r.target)
+              ? h('span', {}, names.get(r.target), h('br'), h('small', { class: 'muted' }, r.target))
+              : r.target,
+            detail(r),
             r.ok ? pill('done', 'ok') : pill(`refused: ${JSON.parse(r.detail).error || ''}`, 'bad'),
           ]),
           (i) => ({ 'data-action': rows[i].action }),
