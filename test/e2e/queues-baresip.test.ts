@@ -1,0 +1,42 @@
+/**
+ * Issue 18 item 2 with the agent the issue names: baresip (a real softphone, registered as an end-user in its own
+ * network namespace) calls out, its outbound document is <Dial><Queue>, and it is bridged to the caller that waited
+ * longest of three SIPp callers (440, 660, 880 Hz): what baresip decoded holds 440 Hz, not the others; that caller's
+ * action gets QueueResult bridged and a QueueTime right within a second. Runs in queues-baresip-peer.ts.
+ */
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { namespacePeersUsable as usable, runNamespacePeer } from '../support/netns-peer.js';
+
+const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'queues-baresip-peer.ts');
+
+interface Report {
+  log: string;
+  dec: string | null;
+  heard: Record<string, number>;
+  firstCaller: string;
+  left: { CallSid: string; QueueResult: string; QueueTime: number } | null;
+  expectedQueueTime: number | null;
+}
+
+(usable ? describe : describe.skip)('e2e: a baresip agent dials a queue (network namespace)', function () {
+  this.timeout(120000);
+  const children = new Set<ChildProcess>();
+  after(() => {
+    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+  });
+
+  it('baresip is bridged to the longest-waiting caller; QueueTime is right within a second', async () => {
+    const r = await runNamespacePeer<Report>(PEER, {}, children);
+    if (process.env.SIMU_TEST_FIGURES) console.log({ heard: r.heard, left: r.left, expected: r.expectedQueueTime });
+    assert.ok(r.dec, `baresip wrote what it heard: ${r.log}`);
+    const { 440: a, 660: b, 880: c } = r.heard as Record<number, number>;
+    assert.ok(a! > 1000, `baresip hears the first caller's 440 Hz: ${JSON.stringify(r.heard)}`);
+    assert.ok(b! < a! / 10 && c! < a! / 10, `and not the others: ${JSON.stringify(r.heard)}`);
+    assert.equal(r.left?.CallSid, r.firstCaller);
+    assert.equal(r.left?.QueueResult, 'bridged');
+    assert.ok(Math.abs(r.left!.QueueTime - r.expectedQueueTime!) <= 1, JSON.stringify(r));
+  });
+});
