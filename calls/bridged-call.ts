@@ -89,6 +89,8 @@ export class BridgedCall implements TransferableBridge {
     const onBye = () => void this.end(ReasonCodes.normalHangup, dialog);
     this.#byeListeners.set(dialog, onBye);
     dialog.on('bye', onBye);
+    // RFC 4028: a leg's session timer ran out: both legs get BYE (END.0422).
+    dialog.on('session-expired', () => void this.end(ReasonCodes.sessionExpired));
   }
 
   #relayBetweenLegs(): void {

@@ -150,6 +150,8 @@ export class LiveCall {
     this.#dialog = dialog;
     this.#teardown.legUp(dialog);
     dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, { remoteHungUp: true }));
+    // RFC 4028: the caller stopped refreshing its session timer (or our refresh failed): BYE and END.0422.
+    dialog.on('session-expired', () => void this.end(ReasonCodes.sessionExpired));
     // SIP INFO keys (application/dtmf-relay, application/dtmf): answered 200 and given to the verbs like any key.
     dialog.on('info', (req, srv) => {
       srv.send(200);

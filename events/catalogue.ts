@@ -241,6 +241,7 @@ export const ReasonCodes = {
   crossAccount: 'END.0488',
   extensionOffline: 'END.0410',
   noOutboundHandler: 'END.0501',
+  sessionExpired: 'END.0422',
   platformPaused: 'PLATFORM.0503',
 } as const;
 
@@ -267,6 +268,7 @@ export const REASON_LABELS = {
   'END.0488': 'Cross-account extension',
   'END.0410': 'Extension offline',
   'END.0501': 'No outbound voice webhook',
+  'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
   'PLATFORM.0503': 'Platform paused for maintenance',
 } as const satisfies Record<ReasonCode, string>;
 

@@ -27,4 +27,6 @@ export interface UacOptions {
 export interface UasOptions {
   localSdp?: string;
   headers?: HeaderInit;
+  /** false: no RFC 4028 session timer even if the INVITE asks for one (default: as asked, within Min-SE). */
+  sessionTimer?: boolean;
 }

@@ -3,12 +3,18 @@
  * rejection to send, if any. Pure, so the RFC 4475 application cases are tested without a network.
  */
 import { isSipUri, type SipRequest } from '../message/index.js';
+import { RFC_MIN_SE, readSessionExpires } from '../dialog/session-timer.js';
 
 export interface RequestPolicy {
   /** Option tags we support (Require values outside it get 420). */
   supported: readonly string[];
   /** Body types we understand (others get 415). */
   acceptedBodies: readonly string[];
+  /**
+   * RFC 4028 Min-SE: an INVITE asking for a shorter Session-Expires gets 422 with this Min-SE (§8.1, §9). Never
+   * below 90 s (§4) outside tests.
+   */
+  minSessionExpires?: number;
 }
 export const DEFAULT_POLICY: RequestPolicy = {
   supported: ['path', 'outbound', 'replaces', 'timer'],
@@ -42,6 +48,12 @@ export function validateRequest(req: SipRequest, policy: RequestPolicy = DEFAULT
     if (unknown.length > 0) {
       return { status: 420, headers: { Unsupported: req.headers.getAll('require').join(', ') } };
     }
+  }
+  // RFC 4028 §9: a session interval below our minimum gets 422 naming it.
+  if (req.method === 'INVITE') {
+    const se = readSessionExpires(req);
+    const min = policy.minSessionExpires ?? RFC_MIN_SE;
+    if (se && se.seconds < min) return { status: 422, headers: { 'Min-SE': String(min) } };
   }
   // §8.2.3: a body we cannot read gets 415 with Accept.
   const type = req.contentType;

@@ -61,6 +61,13 @@ export class Responder {
     return this.#tx;
   }
 
+  /** Headers added to this request's 2xx, whoever sends it (a dialog's session timer, RFC 4028 §10). */
+  addSuccessHeaders(headers: Record<string, string>): void {
+    this.#success = { ...this.#success, ...headers };
+  }
+
+  #success?: Record<string, string>;
+
   /** Sends a response; a second final response is ignored and returns undefined. */
   send(status: number, reason?: string, opts: ResponseOptions = {}): SipResponse | undefined {
     if (this.#final) return undefined;
@@ -70,6 +77,7 @@ export class Responder {
       res.headers.append('contact', this.#contact);
     }
     applyHeaders(res.headers, opts.headers);
+    if (this.#success && status >= 200 && status < 300) applyHeaders(res.headers, this.#success);
     if (opts.body !== undefined) {
       res.body = typeof opts.body === 'string' ? Buffer.from(opts.body) : opts.body;
       if (!res.headers.has('content-type')) res.headers.set('content-type', opts.contentType ?? 'application/sdp');

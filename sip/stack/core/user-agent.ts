@@ -35,6 +35,7 @@ import {
   type Target,
 } from '../transport/index.js';
 import { Dialog, targetForUri, type DialogHost } from '../dialog/dialog.js';
+import { RFC_MIN_SE, uasSessionTimer } from '../dialog/session-timer.js';
 import { DigestClient, type DigestCredentials } from '../auth/digest-client.js';
 import { DEFAULT_POLICY, validateRequest, type RequestPolicy } from './request-validator.js';
 import { Responder } from './responder.js';
@@ -313,9 +314,13 @@ export class UserAgent {
     this.#dialogs.set(dialog.id, dialog);
     const key = ackKey(req);
     const acked = new Promise<void>((resolve, reject) => this.#ackWaiters.set(key, { resolve, reject }));
-    srv.send(200, 'OK', { body: opts.localSdp, headers: opts.headers });
+    // RFC 4028: an INVITE asking for a session timer gets the interval and refresher in the 200 and a running timer.
+    const minSe = this.#policy.minSessionExpires ?? RFC_MIN_SE;
+    const timer = opts.sessionTimer === false ? undefined : uasSessionTimer(req, minSe);
+    srv.send(200, 'OK', { body: opts.localSdp, headers: timer ? { ...timer.headers, ...opts.headers } : opts.headers });
     try {
       await acked;
+      if (timer && dialog.state !== 'terminated') dialog.startSessionTimer(this.clock, timer, minSe);
       return dialog;
     } catch (err) {
       // §13.3.1.4: a 2xx that is never ACKed ends the dialog with BYE.

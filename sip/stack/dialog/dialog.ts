@@ -20,6 +20,8 @@ import {
 } from '../message/index.js';
 import type { Target } from '../transport/index.js';
 import type { Responder } from '../core/responder.js';
+import type { Clock } from '../clock.js';
+import { SessionTimer, supports } from './session-timer.js';
 
 /** What a dialog needs from the user agent that owns it. */
 export interface DialogHost {
@@ -43,6 +45,11 @@ export interface DialogEvents extends Record<string, unknown[]> {
   refer: [req: SipRequest, srv: Responder];
   /** Any other in-dialog request (NOTIFY, MESSAGE, OPTIONS). */
   request: [req: SipRequest, srv: Responder];
+  /**
+   * RFC 4028: the session timer ran out (the peer, as refresher, sent no refresh in time; or our refresh failed).
+   * The listener ends the call (BYE); with none, the dialog sends BYE itself.
+   */
+  'session-expired': [why: 'no-refresh' | 'refresh-failed'];
 }
 
 export interface DialogInit {
@@ -93,6 +100,9 @@ export class Dialog extends TypedEmitter<DialogEvents> {
   readonly createdAt: number;
   localSdp?: string;
   remoteSdp?: string;
+  /** The RFC 4028 session timer, once started (startSessionTimer). */
+  sessionTimer?: SessionTimer;
+  #minSe = 90;
 
   constructor(host: DialogHost, init: DialogInit) {
     super();
@@ -209,6 +219,25 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     await this.#host.send(req, this.#target()).catch(() => undefined);
   }
 
+  /**
+   * Starts the RFC 4028 session timer for `seconds` with the refresher agreed ('local': we re-INVITE every half
+   * interval; 'remote': the peer must, or 'session-expired' fires). Refreshes from the peer restart it.
+   */
+  startSessionTimer(clock: Clock, agreed: { seconds: number; refresher: 'local' | 'remote' }, minSe: number): void {
+    this.sessionTimer?.stop();
+    this.#minSe = minSe;
+    const peerRole = this.role === 'uas' ? 'uac' : 'uas';
+    const headers = (seconds: number, refresher: 'local' | 'remote') => ({
+      'Session-Expires': `${seconds};refresher=${refresher === 'local' ? this.role : peerRole}`,
+    });
+    this.sessionTimer = new SessionTimer(this, clock, agreed, headers);
+  }
+
+  /** The session timer ran out (SessionTimer calls it). */
+  sessionExpired(why: 'no-refresh' | 'refresh-failed'): void {
+    if (!this.safeEmit('session-expired', why)) void this.bye();
+  }
+
   /** §12.2.2: an in-dialog request from the peer; returns the status to reject it with, or null to accept. */
   checkSequence(req: SipRequest): number | null {
     if (req.method === 'ACK' || req.method === 'CANCEL') return null;
@@ -227,6 +256,10 @@ export class Dialog extends TypedEmitter<DialogEvents> {
         return;
       case 'INVITE':
       case 'UPDATE':
+        if (this.sessionTimer) {
+          const h = this.sessionTimer.refreshedBy(req, this.#minSe, this.role);
+          srv.addSuccessHeaders(supports(req, 'timer') ? { ...h, Require: 'timer' } : h);
+        }
         this.#refreshTarget(req.contact?.uri);
         if (req.body.length > 0) this.remoteSdp = req.text;
         if (!this.safeEmit('modify', req, srv)) this.#answerWithSdp(srv);
@@ -264,6 +297,7 @@ export class Dialog extends TypedEmitter<DialogEvents> {
   #end(reason: DialogEvents['destroy'][0], byeReq?: SipRequest): void {
     if (this.#state === 'terminated') return;
     this.#state = 'terminated';
+    this.sessionTimer?.stop();
     this.#host.forget(this);
     if (byeReq) this.safeEmit('bye', byeReq);
     this.safeEmit('destroy', reason);

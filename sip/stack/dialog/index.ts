@@ -1,2 +1,3 @@
 export * from './dialog.js';
 export * from './refer.js';
+export * from './session-timer.js';

@@ -51,6 +51,7 @@ const CANONICAL: Record<string, string> = {
   'mime-version': 'MIME-Version',
   rack: 'RAck',
   rseq: 'RSeq',
+  'min-se': 'Min-SE',
 };
 
 export function normalizeName(name: string): string {

@@ -171,6 +171,7 @@ export const REASONS: Record<number, string> = {
   415: 'Unsupported Media Type',
   416: 'Unsupported URI Scheme',
   420: 'Bad Extension',
+  422: 'Session Interval Too Small',
   480: 'Temporarily Unavailable',
   481: 'Call/Transaction Does Not Exist',
   482: 'Loop Detected',

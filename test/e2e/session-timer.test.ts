@@ -1,0 +1,95 @@
+/**
+ * Issue 19 item 7, "done when": RFC 4028 session timers for real. A SIPp carrier asks for Session-Expires 90 with
+ * itself as refresher and never refreshes: the switch answers with the timer agreed (Session-Expires: 90;
+ * refresher=uac, Require: timer), ends the call with BYE 60 s after answer (90 s minus min(32, 90/3), §10), with
+ * reason END.0422, billed to that moment. An interval below 90 s gets 422 with Min-SE: 90 and no call.
+ */
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import {
+  startTestSwitch,
+  createAccountWithDid,
+  addCarrier,
+  AccountServer,
+  runSipp,
+  SCENARIOS,
+  allocateSwitchPorts,
+  type TestAccount,
+} from './harness.js';
+import { nextPort } from '../support/ports.js';
+import { eventually } from '../support/wait.js';
+
+const PORTS = allocateSwitchPorts();
+const CARRIER = nextPort();
+const SINK = nextPort();
+
+describe('e2e: RFC 4028 session timers', function () {
+  this.timeout(150_000);
+  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
+  let acct: TestAccount;
+  const server = new AccountServer();
+
+  before(async () => {
+    ctx = await startTestSwitch(PORTS);
+    await server.listen();
+    server.verbs('/voice', '<Response><Say>Hello.</Say><Pause length="300"/></Response>');
+    acct = await createAccountWithDid(ctx.db, '+254711960001');
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_voice_inbound: server.url('/voice'), webhook_status: server.url('/status') });
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
+  });
+  after(async () => {
+    await server.close();
+    await ctx?.sw.stop();
+  });
+
+  const carrierCall = (scenario: string, se: number, limitSeconds: number) =>
+    runSipp(
+      [
+        `127.0.0.1:${PORTS.sip}`,
+        ...['-sf', path.join(SCENARIOS, scenario), '-s', acct.did.replace(/^\+/, '')],
+        ...['-key', 'media_sink', String(SINK), '-key', 'se', String(se)],
+        ...['-i', '127.0.0.1', '-p', String(CARRIER), '-m', '1'],
+        ...['-timeout', `${limitSeconds}s`, '-recv_timeout', `${limitSeconds * 1000}`],
+      ],
+      { limitMs: (limitSeconds + 10) * 1000 },
+    );
+
+  const lastCall = () => ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
+
+  it('Session-Expires 90 never refreshed: BYE from the switch 60 s after answer, END.0422, billed to then', async () => {
+    const started = Date.now();
+    const run = carrierCall('uac-inbound-session-timer.xml', 90, 100);
+    assert.equal(await run.exited, 0, run.output());
+    const byeAfter = (Date.now() - started) / 1000;
+    const call = await eventually(async () => {
+      const c = await lastCall();
+      return c?.ended_at ? c : undefined;
+    }, 'the call ended');
+    assert.equal(call.reason_code, 'END.0422');
+    assert.equal(call.status, 'completed');
+    const talked = (Date.parse(call.ended_at) - Date.parse(call.answered_at)) / 1000;
+    assert.ok(talked >= 59 && talked <= 63, `ended ${talked} s after answer (SIPp saw the BYE after ${byeAfter} s)`);
+    assert.ok(Math.abs(Number(call.duration_seconds) - talked) <= 1, `duration ${call.duration_seconds} s`);
+    // Inbound is rated 0.50 a minute (harness): about a minute's worth, not the 300 s the document would run.
+    assert.ok(Number(call.cost_cents) > 0 && Number(call.cost_cents) <= 100, `cost ${call.cost_cents} cents`);
+    console.log(
+      `      ended ${talked.toFixed(1)} s after answer, duration ${call.duration_seconds} s, cost ${call.cost_cents} cents`,
+    );
+    await server.waitFor(
+      () => server.requests.some((r) => r.url === '/status' && r.json?.data?.reasonCode === 'END.0422'),
+      10000,
+      'status callback with END.0422',
+    );
+  });
+
+  it('Session-Expires 60 (below Min-SE 90): 422 with Min-SE: 90, no call', async () => {
+    const before = await ctx.db('calls').where({ account_id: acct.id }).count({ n: '*' }).first();
+    const run = carrierCall('uac-inbound-se-too-small.xml', 60, 15);
+    assert.equal(await run.exited, 0, run.output());
+    const after = await ctx.db('calls').where({ account_id: acct.id }).count({ n: '*' }).first();
+    assert.equal(Number(after?.n), Number(before?.n));
+  });
+});
