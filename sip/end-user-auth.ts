@@ -8,7 +8,13 @@
 import { decodeJwt } from 'jose';
 import { EventCodes, type EventCode } from '../events/index.js';
 import { PhoneTokenRejectedError, verifyPhoneToken } from './phone-token.js';
-import { accountIdOfSipLabel, phoneTokenIsValid, type Db, type PhoneTokenRow } from '../store/index.js';
+import {
+  accountIdOfSipLabel,
+  phoneTokenIsValid,
+  type Db,
+  type PhoneCredentials,
+  type PhoneTokenRow,
+} from '../store/index.js';
 import type { EndUserIdentity } from './sip-app.js';
 import type { SecurityGate } from './security/index.js';
 import { withDummySecret } from './security/index.js';
@@ -112,48 +118,79 @@ export class EndUserAuth {
     const who = { source: req.source?.address ?? '', account: accountId ?? aor.realm, user: aor.extension };
     const locked = this.#gate?.isLockedOut(who) ?? false;
     // The same queries for unknown accounts, unknown users and locked users (docs/security.md, no enumeration).
-    const user = await this.#credentials.lookup(accountId, aor.extension, locked);
-    const rows = user.tokens;
-    const tries: Array<{ row: PhoneTokenRow | undefined; password: string | undefined }> = [];
-    for (const row of rows) for (const c of await this.#credentials.candidates(row)) tries.push({ row, password: c });
-    // Padded with the dummy secret (always 'wrong') to one token's worth of checks, so an unknown extension costs
-    // what the usual one-token end-user costs (docs/security.md: the same work for unknown users).
-    while (tries.length < CHECKS_PER_TOKEN) tries.push({ row: undefined, password: undefined });
-
-    for (const t of tries) {
-      const v = await digest.verify(
-        req,
-        withDummySecret(() => t.password),
-      );
-      if (v.ok && t.row && user.endUserId) {
-        const row = t.row;
-        if (!phoneTokenIsValid(row, new Date(this.#clock.now()))) {
-          this.#reject(srv, row, row.revoked_at ? 'revoked' : 'expired', req.method);
-          return { ok: false };
-        }
-        if (!user.isActive) {
-          srv.send(403, 'Forbidden');
-          return { ok: false };
-        }
-        this.#gate?.authSucceeded(who);
-        return { ok: true, token: row, identity: identityOf(row) };
-      }
-      if (v.ok) break; // cannot happen: nothing matches the dummy secret
-      if (v.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
-      if (v.reason === 'uri-mismatch') {
-        // RFC 2617 §3.2.2.5: credentials for another Request-URI are a bad request (and a failed attempt).
-        this.#gate?.authFailed(who);
-        srv.send(400, 'Bad Request', { headers: { Warning: '399 simu "digest uri does not match the Request-URI"' } });
+    let user = await this.#credentials.lookup(accountId, aor.extension, locked);
+    let found = await this.#match(req, digest, user);
+    if (found.reason === 'wrong' && user.fromMemory) {
+      // Nothing remembered matches: perhaps a token minted by another process since. The store once more.
+      user = await this.#credentials.lookup(accountId, aor.extension, locked, true);
+      found = await this.#match(req, digest, user);
+    }
+    const row = found.row;
+    if (row && user.endUserId) {
+      if (!phoneTokenIsValid(row, new Date(this.#clock.now()))) {
+        this.#reject(srv, row, row.revoked_at ? 'revoked' : 'expired', req.method);
         return { ok: false };
       }
-      if (v.reason !== 'wrong') {
-        // 'missing' (the first request of a phone) is not a failure; 'malformed' is.
-        if (v.reason === 'malformed') this.#gate?.authFailed(who);
-        return challenge();
+      if (!user.isActive) {
+        srv.send(403, 'Forbidden');
+        return { ok: false };
+      }
+      this.#gate?.authSucceeded(who);
+      return { ok: true, token: row, identity: identityOf(row) };
+    }
+    if (found.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
+    if (found.reason === 'uri-mismatch') {
+      // RFC 2617 §3.2.2.5: credentials for another Request-URI are a bad request (and a failed attempt).
+      this.#gate?.authFailed(who);
+      srv.send(400, 'Bad Request', { headers: { Warning: '399 simu "digest uri does not match the Request-URI"' } });
+      return { ok: false };
+    }
+    // 'missing' (the first request of a phone) is not a failure; 'malformed' and 'wrong' are.
+    if (found.reason === 'malformed' || found.reason === 'wrong') this.#gate?.authFailed(who);
+    return challenge();
+  }
+
+  /** Forgets the credentials remembered (the registrar's sweep found a token that no longer authenticates). */
+  forgetCredentials(): void {
+    this.#credentials.forget();
+  }
+
+  /** Stops following the store's credential writes. */
+  close(): void {
+    this.#credentials.close();
+  }
+
+  /**
+   * The token whose password the digest was made with, or why none: each of the user's tokens, as JWT and short
+   * form, then the dummy secret (always 'wrong') up to one token's worth of checks, so an unknown extension costs
+   * what the usual one-token end-user costs (docs/security.md: the same work for unknown users).
+   */
+  async #match(
+    req: SipRequest,
+    digest: DigestServer,
+    user: PhoneCredentials,
+  ): Promise<{ row?: PhoneTokenRow; reason?: string }> {
+    let checks = 0;
+    for (const row of user.tokens) {
+      for (const password of await this.#credentials.candidates(row)) {
+        checks += 1;
+        const v = await digest.verify(
+          req,
+          withDummySecret(() => password),
+        );
+        if (v.ok && user.endUserId) this.#credentials.matched(row, password);
+        if (v.ok) return user.endUserId ? { row } : { reason: 'wrong' };
+        if (v.reason !== 'wrong') return { reason: v.reason };
       }
     }
-    this.#gate?.authFailed(who);
-    return challenge();
+    for (; checks < CHECKS_PER_TOKEN; checks++) {
+      const v = await digest.verify(
+        req,
+        withDummySecret(() => undefined),
+      );
+      if (!v.ok && v.reason !== 'wrong') return { reason: v.reason };
+    }
+    return { reason: 'wrong' };
   }
 
   async #bearer(

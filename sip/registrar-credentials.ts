@@ -6,7 +6,13 @@
  * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
  */
 import { signPhoneToken } from './phone-token.js';
-import { phoneCredentials, type Db, type PhoneCredentials, type PhoneTokenRow } from '../store/index.js';
+import {
+  onCredentialWrites,
+  phoneCredentials,
+  type Db,
+  type PhoneCredentials,
+  type PhoneTokenRow,
+} from '../store/index.js';
 
 /** How many of an end-user's most recent tokens a digest is tried against (revoked and expired ones included,
  * so a phone still using a revoked token is told 403 and AUTH.0401, not challenged for ever). */
@@ -44,24 +50,75 @@ export function shortPassword(jwt: string): string {
   return jwt.slice(jwt.lastIndexOf('.') + 1);
 }
 
+/**
+ * How long a phone's credentials are answered from memory. A write in this process (a token minted or revoked, an
+ * end-user disabled, renumbered or deleted) drops them at once (store onCredentialWrites); a write by another
+ * process (the CLI, another node) is seen after at most this long, or at the registrar's next sweep for a token
+ * with a live binding here. A digest that matches nothing remembered is checked once more against the store, so a
+ * token minted elsewhere works at once.
+ */
+export const CREDENTIALS_TTL_MS = 60_000;
+/** Extensions remembered (unknown ones too, so they cost what known ones cost); the oldest go first. */
+const MAX_REMEMBERED = 50_000;
+
+export type LookedUp = PhoneCredentials & { fromMemory: boolean };
+
 export class PhoneCredentialStore {
   /** token id -> JWT candidates; tokens are immutable once minted, so this never goes stale. */
   readonly #candidates = new Map<string, string[]>();
+  /** `<account>\n<extension>` -> what the store answered, and when. */
+  readonly #remembered = new Map<string, { value: PhoneCredentials; at: number }>();
+  /** Moves at each credentials write: a read that began before it is not remembered. */
+  #generation = 0;
+  readonly #unsubscribe: () => void;
 
   constructor(
     private readonly db: Db,
     private readonly secret: string,
-  ) {}
+  ) {
+    this.#unsubscribe = onCredentialWrites(db, () => this.forget());
+  }
+
+  /** Drops every remembered credential (a write was seen, or the sweep found a token that no longer works). */
+  forget(): void {
+    this.#generation += 1;
+    this.#remembered.clear();
+  }
+
+  /** Stops following the store's writes. */
+  close(): void {
+    this.#unsubscribe();
+    this.forget();
+  }
 
   /**
    * The end-user with this extension in this account, enabled or not (the caller refuses a disabled one only after
    * its credentials proved right, so disabled and unknown users cannot be told apart), and its most recent tokens,
-   * newest first: one indexed query, the same for unknown accounts and unknown users. A locked-out user's tokens
-   * are read too (the same work) and dropped.
+   * newest first: one indexed query, the same for unknown accounts and unknown users, remembered for
+   * CREDENTIALS_TTL_MS unless `fresh`. A locked-out user's tokens are read too (the same work) and dropped.
    */
-  async lookup(accountId: string | undefined, extension: string, locked: boolean): Promise<PhoneCredentials> {
-    const c = await phoneCredentials(this.db, accountId ?? '', extension, TOKENS_TRIED);
-    return locked ? { ...c, tokens: [] } : c;
+  async lookup(accountId: string | undefined, extension: string, locked: boolean, fresh = false): Promise<LookedUp> {
+    const key = `${accountId ?? ''}\n${extension}`;
+    const hit = fresh ? undefined : this.#remembered.get(key);
+    let c = hit && Date.now() - hit.at < CREDENTIALS_TTL_MS ? hit.value : undefined;
+    const fromMemory = c !== undefined;
+    if (!c) {
+      const generation = this.#generation;
+      c = await phoneCredentials(this.db, accountId ?? '', extension, TOKENS_TRIED);
+      if (generation === this.#generation) {
+        this.#remembered.delete(key);
+        if (this.#remembered.size >= MAX_REMEMBERED) this.#remembered.delete(this.#remembered.keys().next().value!);
+        this.#remembered.set(key, { value: c, at: Date.now() });
+      }
+    }
+    return { ...c, tokens: locked ? [] : c.tokens, fromMemory };
+  }
+
+  /** The form `password` of the token matched: it is tried first from now on (a phone keeps to one form). */
+  matched(row: PhoneTokenRow, password: string): void {
+    const c = this.#candidates.get(row.id);
+    const i = c?.indexOf(password) ?? -1;
+    if (c && i > 0) c.unshift(...c.splice(i, 1));
   }
 
   /** The JWT strings the token could be (see the file comment): the likelier first. */

@@ -181,6 +181,7 @@ export class Registrar {
   async close(): Promise<void> {
     this.#closed = true;
     this.nat.close();
+    this.#auth.close();
     if (this.#sweepTimer) this.#clock.clearTimeout(this.#sweepTimer);
     this.#sweepTimer = undefined;
     await this.settled();
@@ -222,6 +223,7 @@ export class Registrar {
       return;
     }
     if (invalid.size === 0) return;
+    this.#auth.forgetCredentials(); // perhaps revoked by another process: the next REGISTER reads the store
     for (const u of this.location.dropTokens(invalid)) this.#syncState(u);
   }
 
