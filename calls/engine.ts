@@ -152,13 +152,7 @@ export class SwitchCallEngine implements CallEngine {
         urlPolicy: this.#urlPolicy,
         dialer: (c, target, options) =>
           target.kind === 'conference'
-            ? joinConference(
-                this.conferences,
-                conferenceCallOf(c, this.#keep),
-                target.conference,
-                options.signal,
-                options.record,
-              )
+            ? joinConference(this.conferences, conferenceCallOf(c, this.#keep), target.conference, options)
             : runDial(
                 {
                   ...this.#flow,

@@ -21,7 +21,8 @@ export interface ParticipantPort {
   send(pcmu: Buffer): boolean;
 }
 
-export type LeaveReason = 'hangup' | 'kicked' | 'conference-ended';
+/** Why a participant left: its call ended or moved on, REST kick, the conference ended, the Dial's timeLimit. */
+export type LeaveReason = 'hangup' | 'kicked' | 'conference-ended' | 'time-limit';
 
 export interface Member {
   readonly call: ConferenceCall;

@@ -14,11 +14,14 @@ export async function joinConference(
   conferences: Conferences,
   call: ConferenceCall,
   noun: ConferenceNoun,
-  signal: AbortSignal,
-  /** The Dial's own `record`: any record-from-* records the conference as `record="record-from-start"` does. */
-  dialRecord: DialRecordMode = 'do-not-record',
+  /**
+   * The Dial's: `signal` (the call ends or moves on), `record` (any record-from-* records the conference as
+   * `record="record-from-start"` does) and `timeLimit` (seconds the participant may stay).
+   */
+  dial: { signal: AbortSignal; record?: DialRecordMode; timeLimit?: number },
 ): Promise<DialResult> {
-  const record = noun.record === 'record-from-start' || dialRecord !== 'do-not-record';
+  const { signal } = dial;
+  const record = noun.record === 'record-from-start' || (dial.record ?? 'do-not-record') !== 'do-not-record';
   const d = conferences.d;
   if (signal.aborted) return { status: 'failed', durationSeconds: 0 };
   let port: ParticipantPort;
@@ -61,6 +64,8 @@ export async function joinConference(
   }
   const onAbort = (): void => leave('hangup');
   signal.addEventListener('abort', onAbort, { once: true });
+  const limit = dial.timeLimit === undefined ? undefined : setTimeout(() => leave('time-limit'), dial.timeLimit * 1000);
+  limit?.unref();
   try {
     await call.emit(EventCodes.conferenceJoined, { ...room.about(), muted: noun.muted });
     if (noun.startConferenceOnEnter) await room.start(call);
@@ -71,6 +76,7 @@ export async function joinConference(
     return { status: 'completed', durationSeconds: Math.round((d.now() - member.joinedAt) / 1000) };
   } finally {
     signal.removeEventListener('abort', onAbort);
+    clearTimeout(limit);
     // However the stay ended (an error on the way included), the call is out of the mix.
     await room.remove(member, 'hangup');
   }

@@ -89,14 +89,14 @@ describe('Conferences (calls/conference/): who waits, who is heard, when it ends
     const a = fake();
     const b = fake();
     const noun = { ...NOUN, startConferenceOnEnter: false, waitUrl: 'https://x.example/hold.wav' };
-    const stayA = joinConference(conferences, a, noun, a.hangup.signal);
+    const stayA = joinConference(conferences, a, noun, { signal: a.hangup.signal });
     await settle();
     const [conf] = conferences.list('acct-1');
     assert.equal(conf?.status, 'waiting');
     assert.deepEqual(played, [`${a.id} https://x.example/hold.wav`]);
     clock.advance(100);
     assert.equal(a.sent.length, 0, 'a waiting participant is sent no mix');
-    const stayB = joinConference(conferences, b, NOUN, b.hangup.signal);
+    const stayB = joinConference(conferences, b, NOUN, { signal: b.hangup.signal });
     await settle();
     assert.equal(conferences.find('acct-1', conf!.sid)?.status, 'in-progress');
     assert.deepEqual(codes(b), ['CONF.0110', 'CONF.0100']);
@@ -114,8 +114,13 @@ describe('Conferences (calls/conference/): who waits, who is heard, when it ends
   it('endConferenceOnExit: when that participant leaves, everyone leaves and CONF.0300 is said once', async () => {
     const host = fake();
     const guest = fake();
-    const stayHost = joinConference(conferences, host, { ...NOUN, endConferenceOnExit: true }, host.hangup.signal);
-    const stayGuest = joinConference(conferences, guest, NOUN, guest.hangup.signal);
+    const stayHost = joinConference(
+      conferences,
+      host,
+      { ...NOUN, endConferenceOnExit: true },
+      { signal: host.hangup.signal },
+    );
+    const stayGuest = joinConference(conferences, guest, NOUN, { signal: guest.hangup.signal });
     await settle();
     clock.advance(5000);
     host.hangup.abort();
@@ -128,12 +133,22 @@ describe('Conferences (calls/conference/): who waits, who is heard, when it ends
     assert.deepEqual(conferences.list('acct-1'), []);
   });
 
+  it("the Dial's timeLimit: the participant leaves when it is up (time-limit), the others stay", async () => {
+    const [a, b] = [fake(), fake()];
+    const stayA = joinConference(conferences, a, NOUN, { signal: a.hangup.signal, timeLimit: 0.05 });
+    void joinConference(conferences, b, NOUN, { signal: b.hangup.signal });
+    assert.equal((await stayA).status, 'completed');
+    assert.equal(a.events.at(-1)![1].reason, 'time-limit');
+    assert.equal(conferences.list('acct-1')[0]?.participantCount, 1);
+    b.hangup.abort();
+  });
+
   it('maxParticipants: a caller beyond it does not join (failed, CONFERENCE_FULL)', async () => {
     const noun = { ...NOUN, maxParticipants: 2 };
     const [a, b, c] = [fake(), fake(), fake()];
-    void joinConference(conferences, a, noun, a.hangup.signal);
-    void joinConference(conferences, b, noun, b.hangup.signal);
-    const third = await joinConference(conferences, c, noun, c.hangup.signal);
+    void joinConference(conferences, a, noun, { signal: a.hangup.signal });
+    void joinConference(conferences, b, noun, { signal: b.hangup.signal });
+    const third = await joinConference(conferences, c, noun, { signal: c.hangup.signal });
     assert.equal(third.status, 'failed');
     assert.equal(c.events[0]![0], 'DIAL.0300');
     assert.equal(c.events[0]![1].reason, 'CONFERENCE_FULL');
@@ -144,8 +159,8 @@ describe('Conferences (calls/conference/): who waits, who is heard, when it ends
   it('REST control: mute is heard by the others, hold plays the wait audio, kick ends the stay; another account sees nothing', async () => {
     const [a, b] = [fake(), fake()];
     const noun = { ...NOUN, waitUrl: 'https://x.example/hold.wav' };
-    void joinConference(conferences, a, noun, a.hangup.signal);
-    const stayB = joinConference(conferences, b, noun, b.hangup.signal);
+    void joinConference(conferences, a, noun, { signal: a.hangup.signal });
+    const stayB = joinConference(conferences, b, noun, { signal: b.hangup.signal });
     await settle();
     const sid = conferences.list('acct-1')[0]!.sid;
     assert.equal(conferences.find('acct-2', sid), undefined);
@@ -178,8 +193,8 @@ describe('Conferences (calls/conference/): who waits, who is heard, when it ends
 
   it('record-from-start: the whole mix is written as a WAV and kept as a recording of that call', async () => {
     const [a, b] = [fake(), fake()];
-    void joinConference(conferences, a, { ...NOUN, record: 'record-from-start' }, a.hangup.signal);
-    const stayB = joinConference(conferences, b, NOUN, b.hangup.signal);
+    void joinConference(conferences, a, { ...NOUN, record: 'record-from-start' }, { signal: a.hangup.signal });
+    const stayB = joinConference(conferences, b, NOUN, { signal: b.hangup.signal });
     await settle();
     const tone = encodeG711(sine(660, 150 * 0.02), 0);
     for (let i = 0; i < 150; i += 1) {
