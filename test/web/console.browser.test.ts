@@ -31,6 +31,7 @@ describe('web: operator console in headless Chromium', function () {
   let page: Page;
   let secret: string;
   let signInAt = 0;
+  const dialogs: string[] = [];
   const email = 'ops@example.net';
   const password = 'operator passphrase 1';
   const base = () => `http://127.0.0.1:${t.ports.http}`;
@@ -44,6 +45,11 @@ describe('web: operator console in headless Chromium', function () {
     secret = (await addOperator(t.ctx.db, email, password)).totp_secret;
     chrome = await launchChromium();
     page = await (await chrome.browser.newContext({ viewport: VIEWPORTS.desktop })).newPage();
+    // Suspend and drain ask first: the operator says yes (the questions are checked as they come).
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
   });
 
   after(async () => {
@@ -145,6 +151,7 @@ describe('web: operator console in headless Chromium', function () {
   it('drains and resumes the platform; the audit log shows every action under the operator', async () => {
     await go('platform');
     await page.click('button.drain');
+    await eventually(() => dialogs.some((m) => /Refuse every new call/.test(m)), 'the drain question');
     await page.waitForSelector('button.resume');
     await page.click('button.resume');
     await page.waitForSelector('button.drain');

@@ -1,4 +1,4 @@
-/* global location, FormData */
+/* global location, FormData, confirm */
 // The operator console's pages (issue 21). Every action calls /console/api, which runs the operation the CLI runs
 // and writes the audit log.
 (function () {
@@ -8,6 +8,8 @@
   const page = $('#page');
   let timer;
 
+  /** The actions that stop traffic ask first. */
+  const sure = (question) => confirm(question);
   const pill = (text, kind) => h('span', { class: `pill ${kind || ''}` }, text);
   const act = (label, fn, cls) =>
     h(
@@ -148,7 +150,13 @@
               },
             ),
             a.status === 'active'
-              ? act('Suspend', () => api('POST', `/accounts/${a.uuid}/suspend`).then(show), 'danger suspend')
+              ? act(
+                  'Suspend',
+                  () =>
+                    sure(`Suspend ${a.name}? Its keys stop working and its new calls are refused.`) &&
+                    api('POST', `/accounts/${a.uuid}/suspend`).then(show),
+                  'danger suspend',
+                )
               : act('Resume', () => api('POST', `/accounts/${a.uuid}/resume`).then(show), 'resume'),
           ]),
           (i) => ({ 'data-account': rows[i].uuid }),
@@ -272,7 +280,13 @@
         ),
         p.draining
           ? act('Resume admitting calls', () => api('POST', '/platform/resume').then(show), 'resume')
-          : act('Drain: refuse new calls', () => api('POST', '/platform/drain').then(show), 'danger drain'),
+          : act(
+              'Drain: refuse new calls',
+              () =>
+                sure('Refuse every new call on the platform? Calls in progress go on.') &&
+                api('POST', '/platform/drain').then(show),
+              'danger drain',
+            ),
       ];
     },
     async audit() {
