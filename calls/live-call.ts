@@ -145,11 +145,24 @@ export class LiveCall {
     return this.#dialog;
   }
 
+  /**
+   * The caller's phone transferred the call (calls/transfer/dial-bridge.ts): `next` is the caller's leg from now
+   * on (its BYE ends the call, it is BYEd at the end); the old leg is forgotten without a BYE here.
+   */
+  handOver(next: Dialog): void {
+    if (this.#dialog) this.#teardown.legDown(this.#dialog);
+    this.attachDialog(next);
+  }
+
   /** The leg is up (2xx sent or received): watch for the far end's BYE. */
   attachDialog(dialog: Dialog): void {
     this.#dialog = dialog;
     this.#teardown.legUp(dialog);
-    dialog.on('bye', () => void this.end(ReasonCodes.normalHangup, { remoteHungUp: true }));
+    // Only the caller's leg now ends the call: a leg a transfer handed over (handOver) no longer does.
+    dialog.on(
+      'bye',
+      () => void (this.#dialog === dialog && this.end(ReasonCodes.normalHangup, { remoteHungUp: true })),
+    );
     // RFC 4028: the caller stopped refreshing its session timer (or our refresh failed): BYE and END.0422.
     dialog.on('session-expired', () => void this.end(ReasonCodes.sessionExpired));
     // SIP INFO keys (application/dtmf-relay, application/dtmf): answered 200 and given to the verbs like any key.

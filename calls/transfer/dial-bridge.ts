@@ -1,5 +1,5 @@
 import type { Logger } from '../../config/index.js';
-import type { ReasonCode } from '../../events/index.js';
+import { ReasonCodes, type ReasonCode } from '../../events/index.js';
 import type { MediaService } from '../../media/index.js';
 import type { Dialog } from '../../sip/stack/index.js';
 import { CALLER_LEG } from '../call-media.js';
@@ -28,6 +28,8 @@ export class DialBridge implements TransferableBridge {
   #dialled: TransferLeg | undefined;
   #relay: { stop(): void } | undefined;
   #onBye: (() => void) | undefined;
+  /** The caller's phone transferred the call away: when the dialled leg ends, nobody is left for the verbs. */
+  #callerMoved = false;
   readonly #hooks: Array<() => void> = [];
   #closed = false;
 
@@ -44,10 +46,18 @@ export class DialBridge implements TransferableBridge {
       const side = d.media.legSide(row.id, CALLER_LEG) ?? { profile: 'rtp' as const };
       this.#caller = { dialog: call.dialog, tag: CALLER_LEG, side, party: row.from_number };
     }
-    this.#dialled = { ...dialled, party: userOf(dialled.dialog) ?? row.to_number };
+    // The dialled party: a phone by its Contact's user (its extension), else the number the call dialled.
+    this.#dialled = { ...dialled, party: (phone ? userOf(dialled.dialog) : undefined) ?? row.to_number };
     this.#relayBetweenLegs();
     call.onEnd(() => this.#runHooks());
-    if (phone && this.#caller) d.transfers?.watch(this, [this.#dialled]);
+    // A dialled phone may transfer the caller; a caller that is a phone (it dialled out through voice_outbound) may
+    // transfer the dialled party.
+    const watched = [phone ? this.#dialled : undefined, row.end_user_id ? this.#caller : undefined];
+    if (this.#caller)
+      d.transfers?.watch(
+        this,
+        watched.filter((l): l is TransferLeg => l !== undefined),
+      );
   }
 
   get life() {
@@ -74,8 +84,11 @@ export class DialBridge implements TransferableBridge {
 
   /** `fn` runs when the dialled leg hangs up (whichever leg it is by then). */
   onDialledBye(fn: () => void): void {
-    this.#onBye = fn;
-    this.#dialled?.dialog.once('bye', fn);
+    this.#onBye = () => {
+      if (this.#callerMoved) void this.#call.end(ReasonCodes.normalHangup);
+      fn();
+    };
+    this.#dialled?.dialog.once('bye', this.#onBye);
   }
 
   legs(): readonly TransferLeg[] {
@@ -92,7 +105,16 @@ export class DialBridge implements TransferableBridge {
   }
 
   replaceLeg(old: TransferLeg, next: TransferLeg): void {
-    if (old !== this.#dialled) return; // only the dialled leg is a phone's that may transfer (see the constructor)
+    if (old === this.#caller) {
+      // The calling phone handed the dialled party to `next`: it is the call's caller leg from now on.
+      this.#relay?.stop();
+      this.#caller = next;
+      this.#callerMoved = true;
+      this.#call.handOver(next.dialog);
+      this.#relayBetweenLegs();
+      return;
+    }
+    if (old !== this.#dialled) return;
     this.releaseLeg(old);
     this.#dialled = next;
     if (this.#onBye) next.dialog.once('bye', this.#onBye);
@@ -109,13 +131,14 @@ export class DialBridge implements TransferableBridge {
 
   /** The Dial is over: relaying stops, the dialled leg (if still up) is sent BYE, the transfers' legs close. */
   async close(): Promise<void> {
-    if (this.#closed) return;
     this.#relay?.stop();
+    this.#relay = undefined;
     const dialled = this.#dialled?.dialog;
     if (dialled && dialled.state !== 'terminated') await dialled.bye().catch(() => undefined);
     this.#runHooks();
   }
 
+  /** Once, whether the Dial ended or the whole call did (the call's end runs them before close()). */
   #runHooks(): void {
     this.#closed = true;
     for (const fn of this.#hooks.splice(0)) fn();

@@ -2,7 +2,19 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startTestSwitch, createAccountWithDid, runSipp, api, SCENARIOS, type TestAccount } from './harness.js';
+import {
+  startTestSwitch,
+  createAccountWithDid,
+  runSipp,
+  api,
+  addCarrier,
+  carrier,
+  AccountServer,
+  RtpSink,
+  SCENARIOS,
+  type TestAccount,
+} from './harness.js';
+import { waitForBound } from '../support/wait.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 
@@ -64,16 +76,23 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
   const phones: TestPhone[] = [];
   const work = mkdtempSync(path.join(os.tmpdir(), 'simu-transfer-'));
   let speech: Buffer;
+  const server = new AccountServer();
+  const CARRIER = nextPort();
+  const CARRIER_SINK = nextPort();
 
   before(async () => {
     ctx = await startTestSwitch();
     acct = await createAccountWithDid(ctx.db, '+254711390001');
     other = await createAccountWithDid(ctx.db, '+254711390002');
+    await server.listen();
+    // Phones send from 127.0.0.1, so the carrier's own calls would come from 127.0.0.2: it only takes Dial legs.
+    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw, ['127.0.0.2']);
     speech = speechUlaw('The caller is speaking to the person the call was transferred to.');
   });
 
   after(async () => {
     for (const p of phones) await p.close();
+    await server.close();
     await ctx?.sw.stop();
   });
 
@@ -303,5 +322,56 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     assert.deepEqual([child.direction, child.from_number, child.to_number], ['internal', d.ext, a.ext]);
     assert.equal(child.status, 'completed');
     assert.ok((await codes(parent.id)).includes('XFER.0200'));
+  });
+
+  it('a phone that dialled out (voice_outbound <Dial><Number>) transfers the PSTN party to an extension: the carrier is re-INVITEd and hears the target; a new leg with parent_call_id', async () => {
+    server.verbs(
+      '/out',
+      '<Response><Dial timeout="10" timeLimit="30"><Number>+254722000088</Number></Dial></Response>',
+    );
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_voice_outbound: server.url('/out') });
+    const heard = await new RtpSink().bind(CARRIER_SINK);
+    const uas = carrier({ port: CARRIER, sink: CARRIER_SINK, scenario: 'uas-answer-reinvite.xml' });
+    try {
+      await waitForBound(CARRIER);
+      const a = await phone(acct, 13);
+      const c = await phone(acct, 14);
+      const x = await a.call('254722000088');
+      const parentRow = await settled(async () => {
+        const row = (await calls(acct.id)).find((r) => r.to_number === '+254722000088' && r.parent_call_id === null);
+        assert.ok(row && (await codes(row.id)).includes('DIAL.0200'));
+        return row;
+      });
+      const notified: number[] = [];
+      x.on('request', (req, srv) => {
+        srv.send(200);
+        if (req.method === 'NOTIFY') notified.push(Number(/^SIP\/2\.0 (\d{3})/.exec(req.text)?.[1]));
+      });
+      const cAnswered = c.answerNext();
+      const res = await x.request('REFER', { headers: { 'Refer-To': `<sip:${c.ext}@${acct.id}.sip.test>` } });
+      assert.equal(res.status, 202);
+      await cAnswered;
+      await settled(() => assert.equal(notified.at(-1), 200, JSON.stringify(notified)));
+      await settled(() => assert.equal(x.state, 'terminated')); // the transferor was sent BYE
+      heard.payloads.length = 0; // what the carrier heard from A before does not count
+      await c.speak(speech);
+      await settled(() => assert.ok(heard.speechSeconds() >= 1, `the PSTN party heard ${heard.speechSeconds()} s`));
+      await c.dialog!.bye();
+      assert.equal(await uas.exited, 0, uas.output().slice(-2000));
+      const rows = await settled(async () => {
+        const all = (await calls(acct.id)).filter((r) => r.id === parentRow.id || r.parent_call_id === parentRow.id);
+        assert.ok(all.length === 3 && all.every((r) => r.ended_at), JSON.stringify(all));
+        return all;
+      });
+      const transferLeg = rows.find((r) => r.direction === 'internal')!;
+      assert.deepEqual([transferLeg.from_number, transferLeg.to_number], ['+254722000088', c.ext]);
+      assert.ok((await codes(parentRow.id)).includes('XFER.0200'));
+    } finally {
+      uas.kill();
+      heard.close();
+    }
   });
 });
