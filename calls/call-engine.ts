@@ -34,6 +34,8 @@ export interface CallEngine {
   sendDigits(call: CallRow, digits: string): Promise<CallControlOutcome>;
   /** Whether this process holds the call live (the switch knows it). */
   isLive(callId: string): boolean;
+  /** A voicemail message was deleted or changed outside a call: the end-user's phones get a message-summary NOTIFY. */
+  mailboxChanged?(accountId: string, endUserId: string): void;
   /** The call queues of this process (api/routes/queues.ts); absent where the engine has none (API unit tests). */
   readonly queues?: QueueDirectory;
   /** Live conferences (api/routes/conferences.ts); absent where the engine has none (API unit tests). */

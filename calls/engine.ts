@@ -271,6 +271,11 @@ export class SwitchCallEngine implements CallEngine {
     return this.#live.has(callId) || this.#children.has(callId) || this.#transfers.has(callId);
   }
 
+  /** A voicemail message changed outside a call (an API delete): the end-user's phones hear of it (MWI). */
+  mailboxChanged(accountId: string, endUserId: string): void {
+    void this.#deps.sip.mwi.changed(accountId, endUserId).catch(() => undefined);
+  }
+
   /** Shutdown: every live call is ended (BYE sent, CDR closed). */
   async close(): Promise<void> {
     this.#closed = true;

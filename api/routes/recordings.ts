@@ -88,8 +88,12 @@ export function recordingRoutes(t: RouteTable, d: RouteDeps): void {
     },
     async (ctx) => {
       const body = await parseBody(ctx, S.UuidBody);
-      if (!(await softDeleteRecording(d.db, authOf(ctx).account.id, body.uuid)))
+      const accountId = authOf(ctx).account.id;
+      const rec = await findRecording(d.db, accountId, body.uuid);
+      if (!rec || !(await softDeleteRecording(d.db, accountId, body.uuid)))
         throw notFound('Recording', 'RECORDING_NOT_FOUND');
+      // A voicemail message: the end-user's phones' message-waiting lamps follow (issue 19).
+      if (rec.end_user_id) d.calls.mailboxChanged?.(accountId, rec.end_user_id);
       ctx.body = { message: 'The recording was deleted.' };
     },
   );

@@ -212,6 +212,18 @@ describe('e2e: call handling and voicemail', function () {
     assert.equal(after.length, 1, 'one message was deleted');
   });
 
+  it('a message deleted through the API is NOTIFYed to the subscribed phone', async () => {
+    const [left] = await messagesOf('bob');
+    assert.equal(left?.voicemail_status, 'saved');
+    const subscribed = ctx.sw.sip!.mwi.size;
+    const mwi = phoneSubscribesToMwi(sippPhone('bob'), 'Voice-Message: 0/0', 1);
+    await eventually(() => ctx.sw.sip!.mwi.size > subscribed, 'the subscription', 10000);
+    await new Promise((r) => setTimeout(r, 300)); // its first NOTIFY (0/1) answered
+    const del = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/delete', { uuid: left!.uuid });
+    assert.equal(del.status, 200);
+    assert.equal(await mwi.exited, 0, `the phone got Voice-Message: 0/0\n${mwi.output()}`);
+  });
+
   it('refuses a SUBSCRIBE for another event package with 489', async () => {
     const bob = phones[0]!;
     const res = await bob.ua
