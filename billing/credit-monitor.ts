@@ -316,7 +316,6 @@ export class CreditMonitor {
       }
       const secondsLeft = centsPerSecond > 0 ? (wallet.balanceCents - committed) / centsPerSecond : Infinity;
       if (this.#o.warn && live.length > 0) {
-        const calls = [...wallet.calls.values()];
         warnCalls(
           {
             accountId: wallet.accountId,
@@ -324,7 +323,11 @@ export class CreditMonitor {
             estimateSeconds: secondsLeft,
             balanceCents: wallet.balanceCents,
             nowMs: now,
-            committedAt: (t) => calls.reduce((sum, c) => sum + this.#committedCents(c, t), 0),
+            committedAt: (t) => {
+              let sum = 0;
+              for (const c of wallet.calls.values()) sum += this.#committedCents(c, t);
+              return sum;
+            },
           },
           (id, w) => this.#warn(id, w),
         );
