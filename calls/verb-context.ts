@@ -31,7 +31,7 @@ import {
   type QueueTicket,
   type StreamNoun,
 } from '../verbs/index.js';
-import { sleep, UrlPolicy, type Clock } from '../kit/index.js';
+import { sleep, type Clock, type UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
 import type { LastGoodCall, LastGoodDocuments } from './prepaid/last-good.js';
 import type { CallMedia } from './call-media.js';
@@ -39,10 +39,8 @@ import { CallDigits, type DigitSource } from './call-digits.js';
 import { runGather } from './gather-run.js';
 import type { CallLifecycle } from './lifecycle.js';
 import type { SpeechInput } from './speech-input.js';
-import { CallQueueing } from './queue/call-queueing.js';
-import { holdAudioFile } from './queue/hold-audio.js';
+import { CallLiveVerbs } from './live-verbs.js';
 import type { QueueRegistry } from './queue/queue-registry.js';
-import { CallStreams } from './streams/call-streams.js';
 
 export interface CallVerbsDeps {
   db: Db;
@@ -64,8 +62,6 @@ export interface CallVerbsDeps {
   /** The last known good call-control documents (calls/prepaid/last-good.ts); absent: never used. */
   lastGood?: LastGoodDocuments;
 }
-
-const FAILED_DIAL: DialResult = { status: 'failed', durationSeconds: 0 };
 
 /** What the verbs need of the call they run on, beyond its media (LiveCall is it). */
 export interface VerbHost {
@@ -96,13 +92,22 @@ export class CallVerbs implements VerbContext {
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
   /** The number's call-control URL until its first request (the only one a last good document may answer). */
   #controlUrl: string | undefined;
-  #queueing: CallQueueing | undefined;
-  #streams: CallStreams | undefined;
+  /** Queues and media streams (calls/live-verbs.ts). */
+  readonly #live: CallLiveVerbs;
 
   constructor(deps: CallVerbsDeps, host: VerbHost) {
     this.#d = deps;
     this.#host = host;
     this.#digits = new CallDigits(deps.clock);
+    this.#live = new CallLiveVerbs({
+      db: deps.db,
+      media: deps.media,
+      log: deps.log,
+      life: host.life,
+      urlPolicy: deps.urlPolicy,
+      queues: deps.queues,
+      listenKeys: (fn) => this.#digits.listen(({ digit }) => fn(digit)),
+    });
   }
 
   get fallback(): FallbackPolicy {
@@ -154,7 +159,7 @@ export class CallVerbs implements VerbContext {
 
   async dial(target: DialTarget, options: DialOptions): Promise<DialResult> {
     await this.#host.needMedia();
-    if (target.kind === 'queue') return this.#queues()?.dial(target.queue, options) ?? FAILED_DIAL;
+    if (target.kind === 'queue') return this.#live.dialQueue(target.queue, options);
     if (!this.#host.dial) return { status: 'failed', durationSeconds: 0 };
     return this.#host.dial(target, options);
   }
@@ -181,57 +186,31 @@ export class CallVerbs implements VerbContext {
   /** <Enqueue> (calls/queue/): joins the account's queue on this process; answers the line first. */
   async joinQueue(name: string, options: { readonly maxSize: number }): Promise<QueueTicket> {
     await this.#host.needMedia();
-    const queues = this.#queues();
-    if (!queues) throw new TypeError('no queues in this set-up');
-    return queues.join(name, options.maxSize);
+    return this.#live.joinQueue(name, options.maxSize);
   }
 
-  async playHold(options: { readonly signal: AbortSignal }): Promise<void> {
-    await this.#d.media.playFile(await holdAudioFile(), { signal: options.signal });
-  }
-
-  #queues(): CallQueueing | undefined {
-    const { queues, media } = this.#d;
-    if (!queues || !media.audioPort) return undefined;
-    const port = media.audioPort.bind(media);
-    this.#queueing ??= new CallQueueing(queues, this.#life, port);
-    return this.#queueing;
+  playHold(options: { readonly signal: AbortSignal }): Promise<void> {
+    return this.#live.playHold(options.signal);
   }
 
   /** Media streams (calls/streams/call-streams.ts): <Start>, <Stop>, <Connect> <Stream>. */
   async startStream(stream: StreamNoun): Promise<void> {
     await this.#host.needMedia();
-    await this.#callStreams().start(stream);
+    await this.#live.startStream(stream);
   }
 
-  async stopStream(name: string | undefined): Promise<void> {
-    await this.#streams?.stop(name);
+  stopStream(name: string | undefined): Promise<void> {
+    return this.#live.stopStream(name);
   }
 
   async connectStream(stream: StreamNoun, options: { readonly signal: AbortSignal }): Promise<'closed' | 'failed'> {
     await this.#host.needMedia();
-    return this.#callStreams().connect(stream, options.signal);
+    return this.#live.connectStream(stream, options.signal);
   }
 
   /** The call ended: its streams send `stop` and close. */
   closeStreams(): Promise<void> {
-    return this.#streams?.close() ?? Promise.resolve();
-  }
-
-  #callStreams(): CallStreams {
-    const media = this.#d.media;
-    this.#streams ??= new CallStreams({
-      life: this.#life,
-      log: this.#d.log,
-      policy: this.#d.urlPolicy ?? UrlPolicy.strict,
-      secret: async () => (await getAccountSettings(this.#d.db, this.#life.row.account_id)).signing_secret,
-      port: () => {
-        if (!media.audioPort) throw new MediaError('MEDIA_NO_SESSION', 'no audio port in this set-up');
-        return media.audioPort();
-      },
-      listenKeys: (fn) => this.#digits.listen(({ digit }) => fn(digit)),
-    });
-    return this.#streams;
+    return this.#live.closeStreams();
   }
 
   canReject(): boolean {

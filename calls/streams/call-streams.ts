@@ -29,6 +29,8 @@ export class CallStreams {
   readonly #d: CallStreamsDeps;
   readonly #open = new Map<MediaStream, string | undefined>();
   #unlisten: (() => void) | undefined;
+  /** The call ended: a stream still connecting is stopped as soon as it opens. */
+  #closed = false;
 
   constructor(deps: CallStreamsDeps) {
     this.#d = deps;
@@ -58,6 +60,7 @@ export class CallStreams {
 
   /** The call ended: every stream is stopped (a `stop` message, then the close). */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.stop(undefined);
   }
 
@@ -67,6 +70,7 @@ export class CallStreams {
       void this.#d.life.emit(EventCodes.streamFailed, { url: noun.url, reason });
       return undefined;
     };
+    if (this.#closed) return undefined;
     if (this.#open.size >= MAX_STREAMS_PER_CALL) return fail(`a call holds at most ${MAX_STREAMS_PER_CALL} streams`);
     let stream: MediaStream;
     try {
@@ -86,6 +90,10 @@ export class CallStreams {
       if (!(e instanceof MediaError)) throw e;
       this.#d.log.info({ call: row.sid, code: e.code, err: e.message }, 'media stream not opened');
       return fail(e.message);
+    }
+    if (this.#closed) {
+      await stream.stop(); // the call ended while the socket was opening
+      return undefined;
     }
     this.#open.set(stream, noun.name);
     this.#unlisten ??= this.#d.listenKeys((digit) => {

@@ -1,0 +1,97 @@
+import type { Logger } from '../config/index.js';
+import { MediaError } from '../media/index.js';
+import { UrlPolicy } from '../kit/index.js';
+import { getAccountSettings, type Db } from '../store/index.js';
+import type { DialOptions, DialResult, QueueTicket, StreamNoun } from '../verbs/index.js';
+import type { CallMedia } from './call-media.js';
+import type { CallLifecycle } from './lifecycle.js';
+import { CallQueueing } from './queue/call-queueing.js';
+import { holdAudioFile } from './queue/hold-audio.js';
+import type { QueueRegistry } from './queue/queue-registry.js';
+import { CallStreams } from './streams/call-streams.js';
+
+export interface CallLiveVerbsDeps {
+  readonly db: Db;
+  readonly media: CallMedia;
+  readonly log: Logger;
+  readonly life: CallLifecycle;
+  readonly urlPolicy?: UrlPolicy;
+  /** This process's call queues; absent: Enqueue and Dial Queue fail. */
+  readonly queues?: QueueRegistry;
+  /** Deduplicated keys the caller presses (CallDigits); the returned function stops listening. */
+  listenKeys(fn: (digit: string) => void): () => void;
+}
+
+const FAILED_DIAL: DialResult = { status: 'failed', durationSeconds: 0 };
+
+/**
+ * One call's queues (calls/queue/) and media streams (calls/streams/): what CallVerbs runs <Enqueue>, <Dial><Queue>,
+ * <Start>/<Stop>/<Connect> <Stream> through, on the caller's audio port at our IVR end of its leg. The line is
+ * answered by CallVerbs before any of these.
+ */
+export class CallLiveVerbs {
+  readonly #d: CallLiveVerbsDeps;
+  #queueing: CallQueueing | undefined;
+  #streams: CallStreams | undefined;
+
+  constructor(deps: CallLiveVerbsDeps) {
+    this.#d = deps;
+  }
+
+  joinQueue(name: string, maxSize: number): QueueTicket {
+    const queues = this.#queues();
+    if (!queues) throw new TypeError('no queues in this set-up');
+    return queues.join(name, maxSize);
+  }
+
+  dialQueue(name: string, options: DialOptions): Promise<DialResult> {
+    return this.#queues()?.dial(name, options) ?? Promise.resolve(FAILED_DIAL);
+  }
+
+  async playHold(signal: AbortSignal): Promise<void> {
+    await this.#d.media.playFile(await holdAudioFile(), { signal });
+  }
+
+  startStream(stream: StreamNoun): Promise<void> {
+    return this.#callStreams().start(stream);
+  }
+
+  async stopStream(name: string | undefined): Promise<void> {
+    await this.#streams?.stop(name);
+  }
+
+  connectStream(stream: StreamNoun, signal: AbortSignal): Promise<'closed' | 'failed'> {
+    return this.#callStreams().connect(stream, signal);
+  }
+
+  /** The call ended: its streams send `stop` and close. */
+  closeStreams(): Promise<void> {
+    return this.#streams?.close() ?? Promise.resolve();
+  }
+
+  #port() {
+    const media = this.#d.media;
+    if (!media.audioPort) throw new MediaError('MEDIA_NO_SESSION', 'no audio port in this set-up');
+    return media.audioPort();
+  }
+
+  #queues(): CallQueueing | undefined {
+    const { queues, media, life } = this.#d;
+    if (!queues || !media.audioPort) return undefined;
+    this.#queueing ??= new CallQueueing(queues, life, () => this.#port());
+    return this.#queueing;
+  }
+
+  #callStreams(): CallStreams {
+    const { db, life } = this.#d;
+    this.#streams ??= new CallStreams({
+      life,
+      log: this.#d.log,
+      policy: this.#d.urlPolicy ?? UrlPolicy.strict,
+      secret: async () => (await getAccountSettings(db, life.row.account_id)).signing_secret,
+      port: () => this.#port(),
+      listenKeys: (fn) => this.#d.listenKeys(fn),
+    });
+    return this.#streams;
+  }
+}
