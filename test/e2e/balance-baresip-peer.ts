@@ -8,7 +8,7 @@
 import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { EspeakTtsEngine, notice, readWav } from '../../media/index.js';
+import { EspeakTtsEngine, SpeechRecognizer, notice, readWav } from '../../media/index.js';
 import { api, createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
 import { baresipDials } from './baresip-phone.js';
 
@@ -27,7 +27,9 @@ const work = mkdtempSync(path.join(os.tmpdir(), 'simu-balance-baresip-'));
 const tts = new EspeakTtsEngine({ cacheDir: path.join(work, 'tts') });
 
 /** baresip registers, dials *100# and quits after `seconds`; returns its log and the speech it heard. */
-async function dialBalance(seconds: number): Promise<{ log: string; heardSeconds: number }> {
+async function dialBalance(
+  seconds: number,
+): Promise<{ log: string; heardSeconds: number; recognised: { transcript: string; confidence: number } | null }> {
   const phone = { ext, token, domain, switchPort: ctx.ports.sip };
   const { log, dir } = await baresipDials({
     work,
@@ -38,8 +40,18 @@ async function dialBalance(seconds: number): Promise<{ log: string; heardSeconds
   });
   const heardDir = `${work}/heard-${seconds}`;
   const heard = readdirSync(heardDir).find((f) => f.endsWith('-dec.wav'));
-  const heardSeconds = heard ? speechSecondsOf((await readWav(path.join(heardDir, heard))).samples) : -1;
-  return { log: `${dir}\n${log.slice(-2000)}`, heardSeconds };
+  if (!heard) return { log: `${dir}\n${log.slice(-2000)}`, heardSeconds: -1, recognised: null };
+  const audio = await readWav(path.join(heardDir, heard));
+  // The project's speech Gather engine (media/speech) on what the phone heard, choosing among sentences the
+  // switch says; only the English one is in its model (pocketsphinx en-us).
+  const rec = await SpeechRecognizer.open({
+    hints: ['your balance is', 'talk time left', 'cannot place outside calls', 'thank you goodbye'],
+    maxSeconds: 15,
+  });
+  rec.push(audio.samples, audio.sampleRate === 16000 ? 16000 : 8000);
+  rec.end();
+  const recognised = await rec.result;
+  return { log: `${dir}\n${log.slice(-2000)}`, heardSeconds: speechSecondsOf(audio.samples), recognised };
 }
 
 /** The account's newest CDR once it has ended. */

@@ -1,7 +1,8 @@
 /**
- * Issue 23, item 2, "done when": a baresip phone dials *100# and hears its balance, checked by duration and energy
- * (what it heard holds about as much speech as the switch's sentence), unbilled, and not refused with a zero
- * balance (then in Swahili). baresip and the switch run in a network namespace (balance-baresip-peer.ts).
+ * Issue 23, item 2, "done when": a baresip phone dials *100# and hears its balance: the project's speech Gather
+ * engine recognises the English sentence, and by duration and energy what it heard holds about as much speech as
+ * the switch's sentence (the Swahili one too, which the engine has no model for); unbilled, and not refused with a
+ * zero balance. baresip and the switch run in a network namespace (balance-baresip-peer.ts).
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -15,6 +16,7 @@ interface Heard {
   log: string;
   heardSeconds: number;
   expectedSeconds: number;
+  recognised: { transcript: string; confidence: number } | null;
   cdr?: { direction: string; status: string; to_number: string; cost_cents: number; reason_code: string | null };
   ledger: number;
   balanceAfter?: number;
@@ -39,6 +41,8 @@ interface Heard {
 
   it('with 1,200.50 KES the phone hears the sentence, and the call is neither billed nor charged', () => {
     heardTheSentence(r.rich);
+    // The speech Gather engine hears "your balance is" in it, among other sentences of the switch.
+    assert.equal(r.rich.recognised?.transcript, 'your balance is', JSON.stringify(r.rich.recognised));
     assert.equal(r.rich.cdr?.direction, 'internal');
     assert.equal(r.rich.cdr?.to_number, '*100#');
     assert.equal(r.rich.cdr?.status, 'completed');
