@@ -109,4 +109,45 @@ describe('verbs: queues and media streams (parse-live.ts, enqueue.ts)', () => {
       didWork: true,
     });
   });
+
+  it('Enqueue without waitUrl: hold audio again and again, the position spoken at first and when it moves up', async () => {
+    const hold = new AbortController();
+    const positions = [3, 3, 2, 2, 1];
+    let round = 0;
+    const log: string[] = [];
+    let settle!: (o: QueueOutcome) => void;
+    const ticket: QueueTicket = {
+      position: () => positions[Math.min(round, positions.length - 1)]!,
+      size: () => 3,
+      waitedSeconds: () => 0,
+      averageWaitSeconds: () => 0,
+      holdOver: hold.signal,
+      outcome: new Promise((r) => (settle = r)),
+      leave: () => undefined,
+    };
+    const ctx = {
+      joinQueue: async () => ticket,
+      say: async (text: string) => void log.push(text),
+      playHold: async () => {
+        log.push('hold');
+        round += 1;
+        if (round === positions.length) {
+          hold.abort();
+          settle({ result: 'bridged', queueTimeSeconds: 9 });
+        }
+      },
+    } as unknown as VerbContext;
+    const verb = { verb: 'Enqueue', line: 1, name: 'q', method: 'POST', maxSize: 10 } as const;
+    await new Enqueue(verb).exec(ctx);
+    assert.deepEqual(log, [
+      'You are number 3 in the queue. Please hold.',
+      'hold',
+      'hold',
+      'You are number 2 in the queue. Please hold.',
+      'hold',
+      'hold',
+      'You are number 1 in the queue. Please hold.',
+      'hold',
+    ]);
+  });
 });

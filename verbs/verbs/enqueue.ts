@@ -10,7 +10,8 @@ import { CONTINUE_AFTER_WORK, VerbTaskBase, notifyAfterEnd, type VerbOutcome } f
  * are bridged until one hangs up), the API dequeues it to a URL, or the call ends.
  * While waiting it hears the waitUrl's document (Say, Play, Pause, Hangup; requested again each time it ends, with
  * QueuePosition, CurrentQueueSize, QueueTime and AvgQueueTime; a Hangup there leaves with QueueResult hangup), or
- * the waitUrl's audio in a loop, or by default its position spoken and the hold audio. Then the action, if any, gets QueueResult and QueueTime and its
+ * the waitUrl's audio in a loop, or by default the hold audio with its position spoken when it joins and each time
+ * it moves up. Then the action, if any, gets QueueResult and QueueTime and its
  * reply runs next; without one the document goes on.
  */
 export class Enqueue extends VerbTaskBase {
@@ -53,9 +54,15 @@ export class Enqueue extends VerbTaskBase {
   /** What the caller hears until `signal` aborts; a <Leave> or <Hangup> in the wait document returns early. */
   async #hold(ctx: VerbContext, ticket: QueueTicket, signal: AbortSignal, waitUrl: string | undefined): Promise<void> {
     let audioOnly = false;
+    let announced = 0;
     while (!signal.aborted) {
       if (waitUrl === undefined) {
-        await ctx.say(`You are number ${ticket.position()} in the queue. Please hold.`, { signal });
+        // The position is spoken when the caller joins and each time it moves up, not every loop (a Say is TTS).
+        const position = ticket.position();
+        if (position !== announced) {
+          announced = position;
+          await ctx.say(`You are number ${position} in the queue. Please hold.`, { signal });
+        }
         if (signal.aborted) return;
         if (ctx.playHold) await ctx.playHold({ signal });
         else await ctx.pause(10, { signal });
