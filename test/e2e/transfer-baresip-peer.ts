@@ -7,9 +7,8 @@
  * caller (SIPp through a carrier trunk, speaking on a loop) whose call the IVR answered and Dialed to B
  * (<Say> then <Dial><Extension>): the phone-to-trunk bridge. Prints one JSON line; children killed by PID.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -19,13 +18,13 @@ import {
   carrierCallsDid,
   createAccountWithDid,
   speakingCarrierScenario,
-  speechSecondsOf,
   speechUlawFile,
   startTestSwitch,
   type SippRun,
 } from './harness.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPort, nextPorts } from '../support/ports.js';
+import { baresipCommand, heardSeconds, startBaresip, until } from './baresip-ctrl.js';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-transfer-baresip-'));
 const ctx = await startTestSwitch();
@@ -45,76 +44,16 @@ async function endUser(n: number): Promise<{ ext: string; token: string }> {
   return { ext: user.body.extension_number, token: minted.body.token };
 }
 
-/** A registered baresip, driven over its ctrl_tcp socket (sipPort + 3), writing what it hears (sndfile). */
-function baresip(name: string, u: { ext: string; token: string }) {
-  const dir = mkdtempSync(path.join(work, `${name}-`));
-  const sipPort = nextPorts(4); // baresip takes sip_listen's port and the next one (TLS)
-  writeFileSync(
-    path.join(dir, 'config'),
-    [
-      `sip_listen 127.0.0.1:${sipPort}`,
-      'audio_source aubridge,nil',
-      'audio_player aubridge,nil',
-      'audio_alert aubridge,nil',
-      'module_path /usr/lib/baresip/modules',
-      'module stdio.so',
-      'module g711.so',
-      'module aubridge.so',
-      'module sndfile.so',
-      `snd_path ${dir}`,
-      'module_app account.so',
-      'module_app menu.so',
-      'module_app ctrl_tcp.so',
-      `ctrl_tcp_listen 127.0.0.1:${sipPort + 3}`,
-    ].join('\n') + '\n',
-  );
-  writeFileSync(
-    path.join(dir, 'accounts'),
-    `<sip:${u.ext}@${domain};transport=udp>;auth_user=${u.ext};auth_pass=${u.token};` +
-      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
-  );
-  const child = spawn('baresip', ['-4', '-n', 'v0', '-f', dir, '-t', '45'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const phone = { dir, ctrl: sipPort + 3, log: '' };
-  child.stdout!.on('data', (d) => (phone.log += String(d)));
-  child.stderr!.on('data', (d) => (phone.log += String(d)));
-  return phone;
-}
-
-/** One ctrl_tcp command (a netstring holding JSON), as gather-baresip-peer.ts sends them. */
-const command = (port: number, cmd: string, params = '') =>
-  new Promise<void>((resolve) => {
-    const json = JSON.stringify({ command: cmd, params, token: cmd });
-    const sock = net.connect(port, '127.0.0.1', () => sock.write(`${Buffer.byteLength(json)}:${json},`));
-    const done = (): void => {
-      sock.destroy();
-      resolve();
-    };
-    sock.on('data', done);
-    sock.on('error', done);
-    setTimeout(done, 1000);
-  });
-
-const until = async (pred: () => boolean | Promise<boolean>, ms: number) => {
-  const end = Date.now() + ms;
-  while (!(await pred()) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-  return pred();
-};
-
-/** Speech seconds in a 16-bit PCM WAV (the `data` chunk), at 8 kHz. */
-function wavSpeechSeconds(file: string): number {
-  const buf = readFileSync(file);
-  const at = buf.indexOf('data', 12);
-  if (at < 0) return 0;
-  const pcm = buf.subarray(at + 8);
-  return speechSecondsOf(new Int16Array(pcm.buffer, pcm.byteOffset, Math.floor(pcm.length / 2)));
-}
+const baresip = (name: string, u: { ext: string; token: string }) =>
+  startBaresip(work, name, u, { domain, switchPort: ctx.ports.sip, seconds: 45 });
+const command = baresipCommand;
 
 const a = await endUser(1);
 const bUser = await endUser(2);
 const cUser = await endUser(3);
 const b = baresip('receptionist', bUser);
 const c = baresip('target', cUser);
+children.push(b.child, c.child);
 const registered = await until(() => /200 OK/.test(b.log) && /200 OK/.test(c.log), 15000);
 const caller = await new TestPhone(a.ext, a.token, acct.id, nextPorts(2), nextPorts(2), ctx.ports.sip).start();
 const child = () => ctx.db('calls').where({ account_id: acct.id }).whereNotNull('parent_call_id').first();
@@ -193,9 +132,7 @@ try {
 }
 await until(async () => Boolean((await child())?.ended_at), 5000);
 await new Promise((r) => setTimeout(r, 1000)); // baresip writes and closes its dump files
-let heardSeconds = 0;
-for (const f of readdirSync(c.dir).filter((n) => n.endsWith('-dec.wav')))
-  heardSeconds = Math.max(heardSeconds, wavSpeechSeconds(path.join(c.dir, f)));
+const heard = heardSeconds(c);
 const rows = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at');
 const events = async (id: string) =>
   (await ctx.db('call_events').where({ call_id: id }).orderBy('created_at')).map((e) => e.code as string);
@@ -204,7 +141,7 @@ console.log(
     registered,
     callError,
     transferred,
-    heardSeconds,
+    heardSeconds: heard,
     exts: { a: a.ext, b: bUser.ext, c: cUser.ext },
     calls: await Promise.all(
       rows.map(async (r) => ({
