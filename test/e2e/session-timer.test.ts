@@ -85,6 +85,19 @@ describe('e2e: RFC 4028 session timers', function () {
     );
   });
 
+  it('a caller without timer support: the switch is the refresher and re-INVITEs within 45 s; the call goes on', async () => {
+    const started = Date.now();
+    const run = carrierCall('uac-inbound-switch-refreshes.xml', 90, 70);
+    assert.equal(await run.exited, 0, run.output());
+    const took = (Date.now() - started) / 1000;
+    assert.ok(took >= 44 && took < 60, `re-INVITE seen ${took} s after the call began`);
+    const call = await eventually(async () => {
+      const c = await lastCall();
+      return c?.ended_at ? c : undefined;
+    }, 'the call ended');
+    assert.equal(call.reason_code, 'END.0200', 'the carrier hung up: a normal end, not the timer');
+  });
+
   it('Session-Expires 60 (below Min-SE 90): 422 with Min-SE: 90, no call', async () => {
     const before = await ctx.db('calls').where({ account_id: acct.id }).count({ n: '*' }).first();
     const run = carrierCall('uac-inbound-se-too-small.xml', 60, 15);

@@ -13,6 +13,8 @@ import type { Dialog } from '../dialog/dialog.js';
 
 export interface InviteFlowOptions {
   onProvisional?: (res: SipResponse) => void;
+  /** RFC 3262: a reliable provisional (Require: 100rel, RSeq) arrived for the first time: PRACK it. */
+  onReliable?: (res: SipResponse, rseq: number) => void;
   onTrying?: () => void;
   signal?: AbortSignal;
 }
@@ -26,6 +28,8 @@ export class InviteClient {
   #ack?: SipRequest;
   #dialog?: Dialog;
   #reject?: (e: Error) => void;
+  /** The highest RSeq PRACKed (RFC 3262 §4: retransmissions and older ones are not PRACKed again). */
+  #rseq = -1;
 
   constructor(
     private readonly layer: TransactionLayer,
@@ -61,6 +65,7 @@ export class InviteClient {
           if (res.status < 200) {
             this.#provisional = true;
             if (this.canceled) this.#sendCancel();
+            if (res.status > 100) this.#reliable(res);
             if (res.status > 100) this.opts.onProvisional?.(res);
             else this.opts.onTrying?.();
             return;
@@ -82,6 +87,17 @@ export class InviteClient {
         },
       });
     });
+  }
+
+  #reliable(res: SipResponse): void {
+    const rseq = /^\s*(\d{1,10})\s*$/.exec(res.headers.get('rseq') ?? '')?.[1];
+    const required = res.headers
+      .getAll('require')
+      .flatMap((v) => v.split(','))
+      .some((t) => t.trim().toLowerCase() === '100rel');
+    if (!required || rseq === undefined || Number(rseq) <= this.#rseq) return;
+    this.#rseq = Number(rseq);
+    this.opts.onReliable?.(res, Number(rseq));
   }
 
   /** Sends the ACK for the 2xx that `run` resolved with, and remembers it for retransmitted 2xx. */

@@ -17,7 +17,7 @@ export interface RequestPolicy {
   minSessionExpires?: number;
 }
 export const DEFAULT_POLICY: RequestPolicy = {
-  supported: ['path', 'outbound', 'replaces', 'timer'],
+  supported: ['path', 'outbound', 'replaces', 'timer', '100rel'],
   acceptedBodies: [
     'application/sdp',
     'multipart/mixed',

@@ -6,6 +6,7 @@
 import { applyHeaders, createResponse, type HeaderInit, type SipRequest, type SipResponse } from '../message/index.js';
 import type { ServerTransaction, TransactionLayer } from '../transaction/index.js';
 import { newTag } from './ids.js';
+import { ReliableProvisionals, requires100rel, type ReliableHost } from './reliable-provisional.js';
 
 export interface ResponseOptions {
   headers?: HeaderInit;
@@ -26,11 +27,33 @@ export class Responder {
   #toTag?: string;
   #final?: SipResponse;
 
-  constructor(request: SipRequest, tx: ServerTransaction, layer: TransactionLayer, contact: string) {
+  /** RFC 3262 state when the INVITE requires 100rel (its 18x are sent reliably). */
+  readonly #reliable?: ReliableProvisionals;
+
+  constructor(
+    request: SipRequest,
+    tx: ServerTransaction,
+    layer: TransactionLayer,
+    contact: string,
+    reliable?: Omit<ReliableHost, 'resend'>,
+  ) {
     this.request = request;
     this.#tx = tx;
     this.#layer = layer;
     this.#contact = contact;
+    if (reliable && request.method === 'INVITE' && !request.toTag && requires100rel(request)) {
+      this.#reliable = new ReliableProvisionals(request, {
+        ...reliable,
+        resend: (res) => {
+          if (!this.#final) this.#layer.respond(this.#tx, res);
+        },
+      });
+    }
+  }
+
+  /** A PRACK for this INVITE's reliable provisional (RFC 3262 §3): the status to answer it with. */
+  prack(req: SipRequest): number {
+    return this.#reliable?.prack(req) ?? 481;
   }
 
   /** Our To tag: the one in the request (in-dialog) or one made for this transaction. */
@@ -71,6 +94,11 @@ export class Responder {
   /** Sends a response; a second final response is ignored and returns undefined. */
   send(status: number, reason?: string, opts: ResponseOptions = {}): SipResponse | undefined {
     if (this.#final) return undefined;
+    let reliable: Record<string, string> | null | undefined;
+    if (this.#reliable && status > 100 && status < 200) {
+      reliable = this.#reliable.prepare();
+      if (reliable === null) return undefined; // another reliable 18x is still unacknowledged (RFC 3262 §3)
+    }
     const res = createResponse(this.request, status, reason, status > 100 ? this.toTag : undefined);
     if (status > 100 && status < 300 && DIALOG_CREATING.has(this.request.method) && !this.request.toTag) {
       for (const rr of this.request.headers.getAll('record-route')) res.headers.append('record-route', rr);
@@ -82,8 +110,13 @@ export class Responder {
       res.body = typeof opts.body === 'string' ? Buffer.from(opts.body) : opts.body;
       if (!res.headers.has('content-type')) res.headers.set('content-type', opts.contentType ?? 'application/sdp');
     }
-    if (status >= 200) this.#final = res;
+    if (reliable) applyHeaders(res.headers, reliable);
+    if (status >= 200) {
+      this.#final = res;
+      this.#reliable?.stop();
+    }
     this.#layer.respond(this.#tx, res);
+    if (reliable) this.#reliable!.sent(res);
     return res;
   }
 

@@ -35,7 +35,7 @@ import {
   type Target,
 } from '../transport/index.js';
 import { Dialog, targetForUri, type DialogHost } from '../dialog/dialog.js';
-import { RFC_MIN_SE, uasSessionTimer } from '../dialog/session-timer.js';
+import { RFC_MIN_SE, readSessionExpires, uasSessionTimer } from '../dialog/session-timer.js';
 import { DigestClient, type DigestCredentials } from '../auth/digest-client.js';
 import { DEFAULT_POLICY, validateRequest, type RequestPolicy } from './request-validator.js';
 import { Responder } from './responder.js';
@@ -89,7 +89,7 @@ export interface RequestOptions {
   proxy?: Outbound;
 }
 
-const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE, REGISTER, MESSAGE, NOTIFY, REFER';
+const ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, INFO, UPDATE, REGISTER, MESSAGE, NOTIFY, REFER, PRACK';
 
 export class UserAgent {
   readonly logger: Logger;
@@ -107,6 +107,8 @@ export class UserAgent {
   readonly #host: DialogHost;
   readonly #flowClosedListeners: Array<(flowId: string) => void> = [];
   readonly #pinUdp?: (peerAddress: string) => boolean;
+  /** INVITEs with a reliable 18x waiting for its PRACK, by early-dialog id (RFC 3262). */
+  readonly #prackable = new Map<string, Responder>();
   #closed = false;
 
   constructor(opts: UserAgentOptions = {}) {
@@ -223,9 +225,22 @@ export class UserAgent {
 
   #onRequest(req: SipRequest, tx: ServerTransaction | null): void {
     if (!tx) return this.#onAck(req);
-    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'));
+    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'), {
+      clock: this.clock,
+      t1: this.timers.T1,
+      // RFC 3262: PRACKs for this INVITE's reliable 18x reach it through the early dialog's identity.
+      waiting: (on) => {
+        const key = Dialog.key(req.callId, srv.toTag, req.fromTag ?? '');
+        if (on) this.#prackable.set(key, srv);
+        else this.#prackable.delete(key);
+      },
+    });
     this.#responders.set(req, srv);
     if (req.method === 'CANCEL') return this.#onCancel(req, srv);
+    if (req.method === 'PRACK') {
+      const invite = this.#prackable.get(Dialog.key(req.callId, req.toTag ?? '', req.fromTag ?? ''));
+      return void srv.send(invite ? invite.prack(req) : 481);
+    }
     const toTag = req.toTag;
     if (toTag !== undefined) {
       const dialog = this.#dialogs.get(Dialog.key(req.callId, toTag, req.fromTag ?? ''));
@@ -332,6 +347,33 @@ export class UserAgent {
     }
   }
 
+  /**
+   * The dialog a response to our INVITE makes (§12.1.2): confirmed for a 2xx, early for a reliable 18x (RFC 3262,
+   * only to send its PRACK). `localSeq` is the last CSeq number used in it.
+   */
+  #uacDialog(invite: SipRequest, res: SipResponse, target: Target, localSdp: string | undefined, localSeq: number) {
+    return new Dialog(this.#host, {
+      role: 'uac',
+      callId: invite.callId,
+      localTag: invite.fromTag ?? '',
+      remoteTag: res.toTag ?? '',
+      localParty: stripTag(invite.headers.get('from') ?? ''),
+      remoteParty: stripTag(res.headers.get('to') ?? ''),
+      localSeq,
+      remoteSeq: undefined,
+      remoteTarget: res.contact?.uri ?? invite.uri,
+      routeSet: res.headers.getAll('record-route').reverse(), // §12.1.2: reversed
+      transport: target.transport,
+      // In-dialog requests (ACK, BYE) reuse the connection the 2xx came on: a WebSocket phone's Contact host
+      // cannot be resolved or connected to (RFC 7118 §5).
+      flowId: target.transport === 'UDP' ? undefined : (res.source?.flowId ?? target.flowId),
+      pinnedPeer: target.transport === 'UDP' ? this.#pinnedPeer(res.source) : undefined,
+      localSdp,
+      remoteSdp: res.body.length > 0 ? res.text : undefined,
+      createdAt: this.clock.now(),
+    });
+  }
+
   /** Places a call; resolves with the confirmed dialog, rejects with a SipError carrying the status. */
   async createUAC(uri: string | Uri, opts: UacOptions = {}): Promise<Dialog> {
     const { req, target } = this.#build('INVITE', uri, {
@@ -344,7 +386,18 @@ export class UserAgent {
     });
     const digest = opts.auth ? new DigestClient(opts.auth) : undefined;
     let invite = req;
+    // RFC 3262: PRACKs go in the early dialog and take CSeq numbers after the INVITE's; the dialog goes on from there.
+    let localSeq = invite.cseq.seq;
     for (let attempt = 0; ; attempt++) {
+      localSeq = Math.max(localSeq, invite.cseq.seq);
+      const sent = invite;
+      const onReliable = (res: SipResponse, rseq: number) => {
+        const early = this.#uacDialog(sent, res, target, opts.localSdp, localSeq);
+        localSeq += 1;
+        early
+          .request('PRACK', { headers: { RAck: `${rseq} ${sent.cseq.seq} INVITE` } })
+          .catch((err: unknown) => this.logger.debug({ err, callId: sent.callId }, 'PRACK not answered'));
+      };
       const flow = new InviteClient(
         this.#tx,
         this.#transport,
@@ -352,32 +405,24 @@ export class UserAgent {
         this.clock,
         invite,
         target,
-        opts,
+        { ...opts, onReliable },
         this.logger,
       );
       const res = await flow.run();
       if (res.status < 300) {
-        const dialog = new Dialog(this.#host, {
-          role: 'uac',
-          callId: invite.callId,
-          localTag: invite.fromTag ?? '',
-          remoteTag: res.toTag ?? '',
-          localParty: stripTag(invite.headers.get('from') ?? ''),
-          remoteParty: stripTag(res.headers.get('to') ?? ''),
-          localSeq: invite.cseq.seq,
-          remoteSeq: undefined,
-          remoteTarget: res.contact?.uri ?? invite.uri,
-          routeSet: res.headers.getAll('record-route').reverse(), // §12.1.2: reversed
-          transport: target.transport,
-          // In-dialog requests (ACK, BYE) reuse the connection the 2xx came on: a WebSocket phone's Contact host
-          // cannot be resolved or connected to (RFC 7118 §5).
-          flowId: target.transport === 'UDP' ? undefined : (res.source?.flowId ?? target.flowId),
-          pinnedPeer: target.transport === 'UDP' ? this.#pinnedPeer(res.source) : undefined,
-          localSdp: opts.localSdp,
-          remoteSdp: res.body.length > 0 ? res.text : undefined,
-          createdAt: this.clock.now(),
-        });
+        const dialog = this.#uacDialog(invite, res, target, opts.localSdp, localSeq);
         this.#dialogs.set(dialog.id, dialog);
+        // RFC 4028 §7.2: a 2xx naming a session timer starts it, refreshed by whoever it names (uac: us).
+        const se = readSessionExpires(res);
+        if (se) {
+          const minSe = this.#policy.minSessionExpires ?? RFC_MIN_SE;
+          const seconds = Math.max(se.seconds, minSe);
+          dialog.startSessionTimer(
+            this.clock,
+            { seconds, refresher: se.refresher === 'uas' ? 'remote' : 'local' },
+            minSe,
+          );
+        }
         flow.acknowledge(dialog);
         if (flow.canceled) {
           await dialog.bye();
