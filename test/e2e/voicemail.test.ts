@@ -224,6 +224,16 @@ describe('e2e: call handling and voicemail', function () {
     assert.equal(await mwi.exited, 0, `the phone got Voice-Message: 0/0\n${mwi.output()}`);
   });
 
+  it('offline: no phone registered and voicemail on, the call goes straight to the mailbox', async () => {
+    await handling('alice', { voicemail_enabled: true });
+    const caller = phoneCallsAndSpeaks(sippPhone('bob'), users.alice!.ext, ulaw, { waitMs: 12000, loops: 4 });
+    assert.equal(await caller.exited, 0, caller.output());
+    await eventually(async () => (await messagesOf('alice')).length === 1, "alice's message", 10000);
+    const [msg] = await messagesOf('alice');
+    assert.ok((await heardInMessage(msg!.uuid)) >= 1, 'the message has speech');
+    assert.ok((await codesOf(msg!.call_uuid)).includes('VM.0300'));
+  });
+
   it('refuses a SUBSCRIBE for another event package with 489', async () => {
     const bob = phones[0]!;
     const res = await bob.ua
