@@ -4,6 +4,7 @@ import { EventCodes, ReasonCodes } from '../../events/index.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest, Target } from '../../sip/stack/index.js';
 import {
+  accountIdOfSipLabel,
   findEndUserAnyAccount,
   findEndUserByExtension,
   getAccount,
@@ -122,7 +123,9 @@ async function routeEndUserCall(
       to_number: dialled.extension,
       end_user_id: who.endUserId,
     };
-    if (domainAccount && domainAccount !== who.accountId.toLowerCase()) {
+    // The domain may name the account by its readable label too (issue 19): another account's label is refused alike.
+    const named = domainAccount ?? (await accountIdOfSipLabel(d.db, (uri.host ?? '').split('.')[0] ?? ''));
+    if (named && named !== who.accountId.toLowerCase()) {
       // The CDR is written before the phone hears the answer, so a client reading it at once finds it.
       await recordRefusedCall(d.db, d.events, base, ReasonCodes.crossAccount, ReasonCodes.crossAccount);
       srv.send(403, 'Forbidden');

@@ -5,23 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import {
-  startTestSwitch,
-  createAccountWithDid,
-  addCarrier,
-  AccountServer,
-  runSipp,
-  api,
-  SCENARIOS,
-  allocateSwitchPorts,
-  type TestAccount,
-} from './harness.js';
-import { nextPort } from '../support/ports.js';
+import { runSipp, api, SCENARIOS } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 import { eventually, waitForBound } from '../support/wait.js';
-
-const PORTS = allocateSwitchPorts();
-const CARRIER = nextPort();
-const SINK = nextPort();
 
 /** SIPp's scenario screen: [messages, retransmissions] counted on the first line receiving `status`. */
 function counts(output: string, status: number): [number, number] {
@@ -32,42 +18,21 @@ function counts(output: string, status: number): [number, number] {
 
 describe('e2e: RFC 3262 reliable provisionals (carrier requires 100rel)', function () {
   this.timeout(60_000);
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
-
+  const t = useCarrierSwitch({ did: '+254711970001', statusWebhook: false });
   before(async () => {
-    ctx = await startTestSwitch(PORTS);
-    await server.listen();
     // The document comes back after 2 s, so the call rings (reliable 180, PRACK) before it is answered.
-    server.routes.set('/voice', () => ({ body: '<Response><Say>Hello.</Say><Hangup/></Response>', delayMs: 2000 }));
-    acct = await createAccountWithDid(ctx.db, '+254711970001');
-    await ctx
-      .db('accounts')
-      .where({ id: acct.id })
-      .update({ webhook_voice_inbound: server.url('/voice') });
-    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
+    t.server.routes.set('/voice', () => ({ body: '<Response><Say>Hello.</Say><Hangup/></Response>', delayMs: 2000 }));
+    await t.setInboundUrl(t.server.url('/voice'));
   });
-  after(async () => {
-    await server.close();
-    await ctx?.sw.stop();
-  });
+  const lastCall = () => t.ctx.db('calls').where({ account_id: t.acct.id }).orderBy('created_at', 'desc').first();
 
   it('Require: 100rel: reliable 180 with RSeq, retransmitted until PRACK (200), then answered and completed', async () => {
-    const run = runSipp(
-      [
-        `127.0.0.1:${PORTS.sip}`,
-        ...['-sf', path.join(SCENARIOS, 'uac-inbound-100rel.xml'), '-s', acct.did.replace(/^\+/, '')],
-        ...['-key', 'media_sink', String(SINK)],
-        ...['-i', '127.0.0.1', '-p', String(CARRIER), '-m', '1', '-timeout', '30s'],
-      ],
-      { limitMs: 40_000 },
-    );
+    const run = (t.sipp = t.carrierCalls('uac-inbound-100rel.xml', undefined, ['-timeout', '30s']));
     assert.equal(await run.exited, 0, run.output());
     const [, retrans] = counts(run.output(), 180);
     assert.ok(retrans >= 1, `the 180 was retransmitted while no PRACK came (${retrans})\n${run.output()}`);
     const call = await eventually(async () => {
-      const c = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
+      const c = await lastCall();
       return c?.ended_at ? c : undefined;
     }, 'the call ended');
     assert.equal(call.status, 'completed');
@@ -75,24 +40,21 @@ describe('e2e: RFC 3262 reliable provisionals (carrier requires 100rel)', functi
   });
 
   it('an outbound trunk leg that gets a reliable 183 PRACKs it (RAck checked by the carrier), then is answered', async () => {
-    const carrier = runSipp(
-      [
-        ...['-sf', path.join(SCENARIOS, 'uas-reliable-183.xml'), '-key', 'media_sink', String(SINK)],
-        ...['-i', '127.0.0.1', '-p', String(CARRIER), '-m', '1', '-timeout', '30s'],
-      ],
-      { limitMs: 40_000 },
-    );
-    await waitForBound(CARRIER);
-    server.verbs('/out', '<Response><Say>Hello there.</Say><Hangup/></Response>');
-    const res = await api(ctx.baseUrl, acct.key, 'POST', '/api/calls/originate', {
+    const carrier = (t.sipp = runSipp([
+      ...['-sf', path.join(SCENARIOS, 'uas-reliable-183.xml'), '-key', 'media_sink', String(t.sinkPort)],
+      ...['-i', '127.0.0.1', '-p', String(t.carrierPort), '-m', '1', '-timeout', '30s'],
+    ]));
+    await waitForBound(t.carrierPort);
+    t.server.verbs('/out', '<Response><Say>Hello there.</Say><Hangup/></Response>');
+    const res = await api(t.ctx.baseUrl, t.acct.key, 'POST', '/api/calls/originate', {
       to: '+254722000771',
-      from: acct.did,
-      url: server.url('/out'),
+      from: t.did,
+      url: t.server.url('/out'),
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.equal(await carrier.exited, 0, carrier.output());
     const call = await eventually(async () => {
-      const c = (await api(ctx.baseUrl, acct.key, 'GET', `/api/calls/${res.body.uuid}`)).body;
+      const c = (await api(t.ctx.baseUrl, t.acct.key, 'GET', `/api/calls/${res.body.uuid}`)).body;
       return c?.ended_at ? c : undefined;
     }, 'the originated call ended');
     assert.equal(call.status, 'completed', JSON.stringify(call));

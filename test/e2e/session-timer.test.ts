@@ -6,58 +6,32 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import {
-  startTestSwitch,
-  createAccountWithDid,
-  addCarrier,
-  AccountServer,
-  runSipp,
-  SCENARIOS,
-  allocateSwitchPorts,
-  type TestAccount,
-} from './harness.js';
-import { nextPort } from '../support/ports.js';
+import { runSipp, SCENARIOS } from './harness.js';
+import { useCarrierSwitch } from './carrier-switch.js';
 import { eventually } from '../support/wait.js';
-
-const PORTS = allocateSwitchPorts();
-const CARRIER = nextPort();
-const SINK = nextPort();
 
 describe('e2e: RFC 4028 session timers', function () {
   this.timeout(150_000);
-  let ctx: Awaited<ReturnType<typeof startTestSwitch>>;
-  let acct: TestAccount;
-  const server = new AccountServer();
-
+  const t = useCarrierSwitch({ did: '+254711960001' });
   before(async () => {
-    ctx = await startTestSwitch(PORTS);
-    await server.listen();
-    server.verbs('/voice', '<Response><Say>Hello.</Say><Pause length="300"/></Response>');
-    acct = await createAccountWithDid(ctx.db, '+254711960001');
-    await ctx
-      .db('accounts')
-      .where({ id: acct.id })
-      .update({ webhook_voice_inbound: server.url('/voice'), webhook_status: server.url('/status') });
-    await addCarrier(ctx.db, CARRIER, 'carrier', ctx.sw);
-  });
-  after(async () => {
-    await server.close();
-    await ctx?.sw.stop();
+    t.server.verbs('/voice', '<Response><Say>Hello.</Say><Pause length="300"/></Response>');
+    await t.setInboundUrl(t.server.url('/voice'));
   });
 
+  // Longer than carrierCalls' SIPp limit (65 s): the timer fires a minute after answer.
   const carrierCall = (scenario: string, se: number, limitSeconds: number) =>
-    runSipp(
+    (t.sipp = runSipp(
       [
-        `127.0.0.1:${PORTS.sip}`,
-        ...['-sf', path.join(SCENARIOS, scenario), '-s', acct.did.replace(/^\+/, '')],
-        ...['-key', 'media_sink', String(SINK), '-key', 'se', String(se)],
-        ...['-i', '127.0.0.1', '-p', String(CARRIER), '-m', '1'],
+        `127.0.0.1:${t.ports.sip}`,
+        ...['-sf', path.join(SCENARIOS, scenario), '-s', t.did.replace(/^\+/, '')],
+        ...['-key', 'media_sink', String(t.sinkPort), '-key', 'se', String(se)],
+        ...['-i', '127.0.0.1', '-p', String(t.callerPort), '-m', '1'],
         ...['-timeout', `${limitSeconds}s`, '-recv_timeout', `${limitSeconds * 1000}`],
       ],
       { limitMs: (limitSeconds + 10) * 1000 },
-    );
+    ));
 
-  const lastCall = () => ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
+  const lastCall = () => t.ctx.db('calls').where({ account_id: t.acct.id }).orderBy('created_at', 'desc').first();
 
   it('Session-Expires 90 never refreshed: BYE from the switch 60 s after answer, END.0422, billed to then', async () => {
     const started = Date.now();
@@ -78,8 +52,8 @@ describe('e2e: RFC 4028 session timers', function () {
     console.log(
       `      ended ${talked.toFixed(1)} s after answer, duration ${call.duration_seconds} s, cost ${call.cost_cents} cents`,
     );
-    await server.waitFor(
-      () => server.requests.some((r) => r.url === '/status' && r.json?.data?.reasonCode === 'END.0422'),
+    await t.server.waitFor(
+      () => t.server.requests.some((r) => r.url === '/status' && r.json?.data?.reasonCode === 'END.0422'),
       10000,
       'status callback with END.0422',
     );
@@ -99,10 +73,10 @@ describe('e2e: RFC 4028 session timers', function () {
   });
 
   it('Session-Expires 60 (below Min-SE 90): 422 with Min-SE: 90, no call', async () => {
-    const before = await ctx.db('calls').where({ account_id: acct.id }).count({ n: '*' }).first();
+    const before = await t.ctx.db('calls').where({ account_id: t.acct.id }).count({ n: '*' }).first();
     const run = carrierCall('uac-inbound-se-too-small.xml', 60, 15);
     assert.equal(await run.exited, 0, run.output());
-    const after = await ctx.db('calls').where({ account_id: acct.id }).count({ n: '*' }).first();
+    const after = await t.ctx.db('calls').where({ account_id: t.acct.id }).count({ n: '*' }).first();
     assert.equal(Number(after?.n), Number(before?.n));
   });
 });

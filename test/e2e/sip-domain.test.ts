@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { setAccountSipLabel } from '../../store/index.js';
 import { shortPassword } from '../../sip/index.js';
+import { SipError } from '../../sip/stack/index.js';
+import { TestPhone } from './phone.js';
 import {
   startTestSwitch,
   createAccountWithDid,
@@ -167,5 +169,29 @@ describe('e2e: readable SIP domains', function () {
     assert.equal(received(run.output(), 401), 2, run.output());
     const list = (await api(ctx.baseUrl, a.key, 'GET', '/api/users')).body as Array<Record<string, unknown>>;
     assert.equal(list.find((x) => x.uuid === u.id)?.registration_state, 'unregistered');
+  });
+
+  it("a phone calling an extension at another account's label: 403 and END.0488, as with its uuid", async () => {
+    const a = await createAccountWithDid(ctx.db, '+254711930001');
+    const b = await createAccountWithDid(ctx.db, '+254711930002');
+    await setAccountSipLabel(ctx.db, b.id, 'other-shop');
+    const u = await endUser(a, 1);
+    const token = (await api(ctx.baseUrl, a.key, 'POST', '/api/phone-tokens/mint', { uuid: u.id })).body.token;
+    const phone = await new TestPhone(u.ext, token, a.id, nextPort(), nextPort(), PORTS.sip).start();
+    try {
+      await assert.rejects(
+        phone.ua.createUAC('sip:1001@other-shop.sip.example.net', {
+          localSdp: phone.sdp,
+          from: `<sip:${u.ext}@${phone.domain}>`,
+          proxy: phone.proxy,
+          headers: { Authorization: `Bearer ${token}` },
+        }),
+        (e: unknown) => e instanceof SipError && e.status === 403,
+      );
+      const call = (await api(ctx.baseUrl, a.key, 'GET', '/api/calls/?limit=1')).body.calls[0];
+      assert.equal(call?.reason_code, 'END.0488');
+    } finally {
+      await phone.close();
+    }
   });
 });
