@@ -86,4 +86,32 @@ describe('sip/nat: keep-alives to registered UDP phones', function () {
       sock.close();
     }
   });
+
+  it('a STUN Binding request on the SIP port (RFC 5626 §4.4.2) gets a Binding response naming its source', async () => {
+    const sock = dgram.createSocket('udp4');
+    await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+    const port = sock.address().port;
+    const req = Buffer.alloc(20);
+    req.writeUInt16BE(0x0001, 0);
+    req.writeUInt32BE(0x2112a442, 4);
+    for (let i = 8; i < 20; i++) req[i] = i * 7;
+    try {
+      const res = await new Promise<Buffer>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no STUN response')), 3000);
+        sock.once('message', (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        });
+        sock.send(req, SIP_PORT, '127.0.0.1');
+      });
+      assert.equal(res.readUInt16BE(0), 0x0101, 'Binding success');
+      assert.deepEqual(res.subarray(8, 20), req.subarray(8, 20), 'same transaction id');
+      assert.equal(res.readUInt16BE(20), 0x0020, 'XOR-MAPPED-ADDRESS');
+      assert.equal(res.readUInt16BE(26) ^ 0x2112, port);
+      const ip = (res.readUInt32BE(28) ^ 0x2112a442) >>> 0;
+      assert.equal([ip >>> 24, (ip >>> 16) & 255, (ip >>> 8) & 255, ip & 255].join('.'), '127.0.0.1');
+    } finally {
+      sock.close();
+    }
+  });
 });

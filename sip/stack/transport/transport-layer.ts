@@ -22,6 +22,7 @@ import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission 
 import { StreamTransport } from './stream-transport.js';
 import { UdpTransport } from './udp-transport.js';
 import { WsTransport } from './ws-transport.js';
+import { isStun, stunBindingResponse } from './stun.js';
 
 export interface ListenOptions {
   udp?: ListenAddress;
@@ -124,6 +125,16 @@ export class TransportLayer implements TransportSink {
     // A refused (banned) source costs no parsing; a connection of one that was refused since it opened is closed.
     if (this.#opts.admitSource && !this.#opts.admitSource(source.address, source.transport)) {
       if (source.transport !== 'UDP') this.#flows.get(source.flowId)?.close();
+      return;
+    }
+    if (source.transport === 'UDP' && isStun(data)) {
+      // RFC 5626 §4.4.2: a phone's STUN keep-alive on the SIP port gets its Binding response; nothing else of STUN.
+      const res = stunBindingResponse(data, source.address, source.port);
+      if (res) {
+        this.channelTo({ transport: 'UDP', host: source.address, port: source.port })
+          .send({ toBuffer: () => res } as unknown as SipMessage)
+          .catch(() => {});
+      }
       return;
     }
     const result = parseMessage(data, this.#opts.limits);
