@@ -13,6 +13,9 @@
  * mode refresh (the anchor's workload): each phone registers the same contact again, with a new Call-ID each time.
  * mode new: every registration names a contact not seen before (a binding change each time: the worst case).
  * Flood bans are raised for the bench: every phone here is 127.0.0.1 (real phones come from their own addresses).
+ * Keep-alives to the bindings (sip.keepAliveSeconds) are off unless KEEPALIVE=<seconds>: SIPp answers no OPTIONS, so
+ * each would be retransmitted for 32 s and every binding dropped as a dead flow after three intervals (re-added,
+ * AUTH.0200, urgent writes, on its next REGISTER); the Kamailio anchor pings no one either.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -38,7 +41,11 @@ const ANCHORS =
 
 const ctx = await startTestSwitch({
   ...PORTS,
-  env: { SIMU_SIP_FLOOD_MAX_REQUESTS: '1000000', SIMU_SIP_FLOOD_WINDOW_SECONDS: '1' },
+  env: {
+    SIMU_SIP_FLOOD_MAX_REQUESTS: '1000000',
+    SIMU_SIP_FLOOD_WINDOW_SECONDS: '1',
+    SIMU_SIP_KEEPALIVE_SECONDS: process.env.KEEPALIVE ?? '0',
+  },
 });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'register-bench-'));
 const csv = path.join(dir, 'phones.csv');
@@ -86,6 +93,7 @@ const profile = await profiler?.();
 
 console.log(
   `\nregister bench: ${USERS} phones in ${ACCOUNTS} accounts, mode ${MODE}, SQLite, ${SECONDS} s per step, ` +
+    `keep-alives ${process.env.KEEPALIVE ? `every ${process.env.KEEPALIVE} s` : 'off'}, ` +
     `${os.cpus().length}-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
 console.log(
