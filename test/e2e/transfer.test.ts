@@ -18,8 +18,8 @@ import { waitForBound } from '../support/wait.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 
-const PHONE_SIP = nextPorts(10);
-const PHONE_MEDIA = nextPorts(10);
+const PHONE_SIP = nextPorts(20); // phone n at PHONE_SIP + n
+const PHONE_MEDIA = nextPorts(20);
 
 /** Retries `check` (assertions) until it passes or `ms` have gone; returns what it returned. */
 async function settled<T>(check: () => T | Promise<T>, ms = 10000): Promise<T> {
@@ -372,6 +372,70 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     } finally {
       uas.kill();
       heard.close();
+    }
+  });
+
+  it('blind transfer to a number: the new leg is an outbound call of the account (its DID presented, routed to the carrier, billed); the carrier hears the transferee', async () => {
+    const a = await endUser(acct, 15);
+    const b = await phone(acct, 16);
+    const heard = await new RtpSink().bind(CARRIER_SINK);
+    const uas = carrier({
+      port: CARRIER,
+      sink: CARRIER_SINK,
+      extra: ['-trace_msg', '-message_file', path.join(work, 'carrier-number.log')],
+    });
+    try {
+      await waitForBound(CARRIER);
+      const answered = b.answerNext();
+      const { run, log } = transferor(a, b.ext, `sip:0722000099@${acct.id}.sip.test`, { notifies: 3, hangup: 'wait' });
+      await answered;
+      assert.equal(await run.exited, 0, run.output().slice(-2000));
+      assert.deepEqual(
+        notifies(log).map((x) => x.status),
+        [100, 180, 200],
+      );
+      // The carrier got the number in E.164, from the account's DID.
+      const invite = readFileSync(path.join(work, 'carrier-number.log'), 'utf8');
+      assert.match(invite, /^INVITE sip:\+?254722000099@/m);
+      assert.match(invite, new RegExp(`^From:.*${acct.did.replace('+', '\\+')}`, 'm'));
+      await b.speak(speech);
+      await settled(() => assert.ok(heard.speechSeconds() >= 1, `the carrier heard ${heard.speechSeconds()} s`));
+      await b.dialog!.bye();
+      assert.equal(await uas.exited, 0, uas.output().slice(-2000));
+      const child = await settled(async () => {
+        const row = (await calls(acct.id)).find((r) => r.to_number === '+254722000099');
+        assert.ok(row?.ended_at, JSON.stringify(row));
+        return row;
+      });
+      assert.deepEqual([child.direction, child.from_number, child.status], ['outbound', acct.did, 'completed']);
+      assert.ok(child.parent_call_id);
+      assert.ok(child.talk_seconds >= 1, `talk_seconds ${child.talk_seconds}`);
+    } finally {
+      uas.kill();
+      heard.close();
+    }
+  });
+
+  it('a number refused by admission (no balance left): NOTIFY 402, XFER.0403 with BILL.0402, never dialled', async () => {
+    const a = await endUser(acct, 17);
+    const b = await phone(acct, 18);
+    const answered = b.answerNext();
+    try {
+      const { run, log } = transferor(a, b.ext, `sip:0722000098@${acct.id}.sip.test`, { notifies: 2, hangup: 'bye' });
+      await answered;
+      // The call is up (admitted); the balance is gone before the REFER comes (the phone waits 1 s after its ACK).
+      await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 0 });
+      assert.equal(await run.exited, 0, run.output().slice(-2000));
+      assert.deepEqual(
+        notifies(log).map((x) => x.status),
+        [100, 402],
+      );
+      const call = (await calls(acct.id)).at(-1)!;
+      const events = await ctx.db('call_events').where({ call_id: call.id, code: 'XFER.0403' });
+      assert.match(events[0]?.data ?? '', /BILL\.0402/);
+      assert.equal((await calls(acct.id)).filter((r) => r.to_number === '+254722000098').length, 0);
+    } finally {
+      await ctx.db('accounts').where({ id: acct.id }).update({ balance_cents: 100_000 });
     }
   });
 });
