@@ -59,6 +59,38 @@ describe('e2e: RFC 4028 session timers', function () {
     );
   });
 
+  it('a bridged call (Dial to a carrier leg) whose caller stops refreshing: BYE to both legs at 60 s, END.0422', async () => {
+    await t.setInboundUrl(t.server.url('/bridge'));
+    t.server.verbs('/bridge', '<Response><Dial><Number>+254722000881</Number></Dial></Response>');
+    // The dialled carrier answers and waits for the switch's BYE (uas-answer.xml), past carrier()'s 65 s limit.
+    const callee = runSipp(
+      [
+        ...['-sf', path.join(SCENARIOS, 'uas-answer.xml'), '-key', 'media_sink', String(t.sinkPort)],
+        ...['-i', '127.0.0.1', '-p', String(t.carrierPort), '-m', '1', '-timeout', '100s'],
+      ],
+      { limitMs: 110_000 },
+    );
+    try {
+      const run = carrierCall('uac-inbound-session-timer.xml', 90, 100);
+      assert.equal(await run.exited, 0, run.output());
+      assert.equal(await callee.exited, 0, `the dialled leg got its BYE too\n${callee.output()}`);
+    } finally {
+      callee.kill();
+      await t.setInboundUrl(t.server.url('/voice'));
+    }
+    const rows = await eventually(async () => {
+      const all = await t.ctx.db('calls').where({ account_id: t.acct.id }).orderBy('created_at', 'desc').limit(2);
+      return all.length === 2 && all.every((c: { ended_at: string | null }) => c.ended_at) ? all : undefined;
+    }, 'both legs ended');
+    const parent = rows.find((c: { parent_call_id: string | null }) => !c.parent_call_id);
+    const child = rows.find((c: { parent_call_id: string | null }) => c.parent_call_id);
+    assert.equal(parent?.reason_code, 'END.0422');
+    assert.equal(child?.parent_call_id, parent?.id);
+    const talked = (Date.parse(parent.ended_at) - Date.parse(parent.answered_at)) / 1000;
+    assert.ok(talked >= 59 && talked <= 63, `ended ${talked} s after answer`);
+    assert.ok(Math.abs(Date.parse(child.ended_at) - Date.parse(parent.ended_at)) < 3000, 'the legs ended together');
+  });
+
   it('a caller without timer support: the switch is the refresher and re-INVITEs within 45 s; the call goes on', async () => {
     const started = Date.now();
     const run = carrierCall('uac-inbound-switch-refreshes.xml', 90, 70);
