@@ -47,5 +47,7 @@ export async function attendedTransfer(t: Transfer, r: ReplacesTarget): Promise<
   await completeTowards(d.media, row.id, transferee, tag, answer ?? '', d.log);
   await consultation.end(ReasonCodes.normalHangup);
   await leg.answered();
-  await completeTransfer(t, { dialog: target.dialog, tag, side: target.side, party: target.party }, leg, 'attended');
+  // The consultation call is a phone-to-phone bridge: the target is a phone.
+  const next = { dialog: target.dialog, tag, side: target.side, party: target.party };
+  await completeTransfer(t, next, leg, 'attended', true);
 }

@@ -60,7 +60,7 @@ export async function blindTransfer(t: Transfer, uri: Uri, domains: string[]): P
     return;
   }
   await completeTowards(d.media, row.id, transferee, next.tag, dialog.remoteSdp ?? '', d.log);
-  await completeTransfer(t, { ...next, dialog }, leg, 'blind');
+  await completeTransfer(t, { ...next, dialog }, leg, 'blind', target.kind === 'extension');
 }
 
 /** Rings the target with the transferee's media offered towards it (NOTIFY 180 when it rings). */

@@ -36,7 +36,8 @@ export class CallTransfers {
       openLeg: (parent, call) => this.#openLeg(deps, parent, call),
       findBridge: (accountId, match) => {
         for (const bridge of source.bridges()) {
-          if (bridge.life.row.account_id !== accountId || bridge.isEnding) continue;
+          // An emergency call is never moved nor taken over (its other leg is the PSAP's).
+          if (bridge.life.row.account_id !== accountId || bridge.isEnding || bridge.life.row.emergency) continue;
           const leg = bridge.legs().find((l) => match(l.dialog));
           if (leg) return { bridge, leg };
         }

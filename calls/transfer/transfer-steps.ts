@@ -31,12 +31,19 @@ export async function refuseTransfer(t: Transfer, status: number, reason: Transf
 
 /**
  * The transferred party's new leg goes into the bridge in the transferor's place; the transferor hears NOTIFY 200
- * (RFC 3515 §2.4.5) and is sent BYE; XFER.0200 names the new leg's CDR.
+ * (RFC 3515 §2.4.5) and is sent BYE; XFER.0200 names the new leg's CDR. A new leg that is a phone's (`phone`) may
+ * transfer again; a carrier's leg (a number) is not watched: its REFER stays 501.
  */
-export async function completeTransfer(t: Transfer, next: TransferLeg, leg: ChildLeg, kind: string): Promise<void> {
+export async function completeTransfer(
+  t: Transfer,
+  next: TransferLeg,
+  leg: ChildLeg,
+  kind: string,
+  phone: boolean,
+): Promise<void> {
   t.bridge.replaceLeg(t.transferor, next);
   t.bridge.onEnd(() => void leg.end(ReasonCodes.normalHangup));
-  t.watch(next);
+  if (phone) t.watch(next);
   await t.bridge.life.emit(EventCodes.callTransferred, {
     kind,
     by: t.transferor.party,
