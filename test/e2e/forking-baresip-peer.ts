@@ -6,13 +6,13 @@
  * ringing phone. Prints one JSON line; children killed by PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AccountServer, api, createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
+import { AccountServer, api, createAccountWithDid, startTestSwitch } from './harness.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPorts } from '../support/ports.js';
+import { baresipCommand, heardSeconds as heardOf, startBaresip, until } from './baresip-ctrl.js';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-forking-baresip-'));
 const ctx = await startTestSwitch();
@@ -30,70 +30,14 @@ async function endUser(n: number): Promise<{ ext: string; token: string }> {
   return { ext: user.body.extension_number, token: minted.body.token };
 }
 
-/** A baresip registered as the callee; it rings until told to answer over its ctrl_tcp socket (sipPort + 3). */
+/** A baresip registered as the callee; it rings until told to answer over its ctrl_tcp socket (baresip-ctrl.ts). */
 function baresip(name: string, u: { ext: string; token: string }) {
-  const dir = mkdtempSync(path.join(work, `${name}-`));
-  const sipPort = nextPorts(4); // baresip takes sip_listen's port and the next one (TLS)
-  writeFileSync(
-    path.join(dir, 'config'),
-    [
-      `sip_listen 127.0.0.1:${sipPort}`,
-      'audio_source aubridge,nil',
-      'audio_player aubridge,nil',
-      'audio_alert aubridge,nil',
-      'module_path /usr/lib/baresip/modules',
-      'module stdio.so',
-      'module g711.so',
-      'module aubridge.so',
-      'module sndfile.so',
-      `snd_path ${dir}`,
-      'module_app account.so',
-      'module_app menu.so',
-      'module_app ctrl_tcp.so',
-      `ctrl_tcp_listen 127.0.0.1:${sipPort + 3}`,
-    ].join('\n') + '\n',
-  );
-  writeFileSync(
-    path.join(dir, 'accounts'),
-    `<sip:${u.ext}@${domain};transport=udp>;auth_user=${u.ext};auth_pass=${u.token};` +
-      `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
-  );
-  const child = spawn('baresip', ['-4', '-n', 'v0', '-f', dir, '-t', '40'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  const phone = { dir, sipPort, log: '' };
-  child.stdout!.on('data', (d) => (phone.log += String(d)));
-  child.stderr!.on('data', (d) => (phone.log += String(d)));
+  const phone = startBaresip(work, name, u, { domain, switchPort: ctx.ports.sip, seconds: 40 });
+  children.push(phone.child);
   return phone;
 }
 
-/** One ctrl_tcp command (a netstring holding JSON), as gather-baresip-peer.ts sends them. */
-const command = (port: number, cmd: string) =>
-  new Promise<void>((resolve) => {
-    const json = JSON.stringify({ command: cmd, params: '', token: cmd });
-    const sock = net.connect(port, '127.0.0.1', () => sock.write(`${Buffer.byteLength(json)}:${json},`));
-    const done = (): void => {
-      sock.destroy();
-      resolve();
-    };
-    sock.on('data', done);
-    sock.on('error', done);
-    setTimeout(done, 1000);
-  });
-
-const until = async (pred: () => boolean, ms: number) => {
-  const end = Date.now() + ms;
-  while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-  return pred();
-};
-
-/** Speech seconds in a 16-bit PCM WAV (the `data` chunk), at 8 kHz. */
-function wavSpeechSeconds(file: string): number {
-  const buf = readFileSync(file);
-  const at = buf.indexOf('data', 12);
-  if (at < 0) return 0;
-  const pcm = buf.subarray(at + 8);
-  return speechSecondsOf(new Int16Array(pcm.buffer, pcm.byteOffset, Math.floor(pcm.length / 2)));
-}
+const command = (port: number, cmd: string) => baresipCommand(port, cmd);
 
 const callee = await endUser(1);
 const caller = await endUser(2);
@@ -111,7 +55,6 @@ await new Promise((r) => setTimeout(r, 500)); // tcpdump is listening
 
 const phone = await new TestPhone(caller.ext, caller.token, acct.id, nextPorts(2), nextPorts(2), ctx.ports.sip).start();
 let callError: string | undefined;
-let heardSeconds = 0;
 try {
   await phone.register();
   const placed = phone.call(callee.ext);
@@ -128,8 +71,7 @@ try {
 }
 await until(() => /CANCEL sip:/.test(capture), 5000);
 await new Promise((r) => setTimeout(r, 1000)); // baresip writes and closes its dump files
-const decoded = readdirSync(answering.dir).filter((f) => f.endsWith('-dec.wav'));
-for (const f of decoded) heardSeconds = Math.max(heardSeconds, wavSpeechSeconds(path.join(answering.dir, f)));
+const heardSeconds = heardOf(answering);
 const ringingDecoded = readdirSync(ringing.dir).filter((f) => f.endsWith('-dec.wav'));
 const cancel = /CANCEL sip:[\s\S]*?(?=\n\d\d:\d\d:\d\d|$)/.exec(capture)?.[0] ?? '';
 const call = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
