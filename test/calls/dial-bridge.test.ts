@@ -58,17 +58,22 @@ function fakeCall(caller: Dialog) {
 
 const media = { offer: async () => '', answer: async () => '', legSide: () => undefined };
 
+/** A Dial's bridge between a caller and a dialled leg (`phone`: the dialled leg is a phone's), all dialogs real. */
+function dialBridge(phone: boolean) {
+  const sent: SipRequest[] = [];
+  const caller = dialog(sent, 'caller');
+  const dialled = dialog(sent, 'dialled');
+  const fake = fakeCall(caller);
+  const leg = { dialog: dialled, tag: 'B', side: { profile: 'rtp' as const } };
+  const bridge = new DialBridge({ media, log: quietLogger }, fake.call, leg, phone);
+  const next = dialog(sent, 'next');
+  const nextLeg = { dialog: next, tag: 'T1', side: { profile: 'rtp' as const }, party: '1003' };
+  return { ...fake, sent, caller, dialled, bridge, next, nextLeg };
+}
+
 describe('calls/transfer: the bridge a Dial makes (DialBridge)', () => {
   it('the whole call ending first does not keep close() from sending the dialled leg its BYE', async () => {
-    const sent: SipRequest[] = [];
-    const { call } = fakeCall(dialog(sent, 'caller'));
-    const dialled = dialog(sent, 'dialled');
-    const bridge = new DialBridge(
-      { media, log: quietLogger },
-      call,
-      { dialog: dialled, tag: 'B', side: { profile: 'rtp' } },
-      false,
-    );
+    const { call, bridge, sent } = dialBridge(false);
     let hookRan = false;
     bridge.onEnd(() => (hookRan = true));
     await call.end('END.0200'); // the caller hung up: the call's end hooks run before the Dial's close()
@@ -81,20 +86,11 @@ describe('calls/transfer: the bridge a Dial makes (DialBridge)', () => {
   });
 
   it("a transfer by the dialled phone: the Dial waits for the new leg's BYE, not the old one's", async () => {
-    const sent: SipRequest[] = [];
-    const { call } = fakeCall(dialog(sent, 'caller'));
-    const old = dialog(sent, 'old');
-    const bridge = new DialBridge(
-      { media, log: quietLogger },
-      call,
-      { dialog: old, tag: 'B', side: { profile: 'rtp' } },
-      true,
-    );
+    const { bridge, dialled, next, nextLeg } = dialBridge(true);
     let done = 0;
     bridge.onDialledBye(() => done++);
-    const next = dialog(sent, 'next');
-    bridge.replaceLeg(bridge.legOf(old)!, { dialog: next, tag: 'T1', side: { profile: 'rtp' }, party: '1003' });
-    bye(old);
+    bridge.replaceLeg(bridge.legOf(dialled)!, nextLeg);
+    bye(dialled);
     assert.equal(done, 0);
     assert.equal(bridge.dialled, next);
     bye(next);
@@ -102,20 +98,10 @@ describe('calls/transfer: the bridge a Dial makes (DialBridge)', () => {
   });
 
   it("a transfer by the calling phone hands the call's caller leg over; the dialled party's BYE then ends the call", async () => {
-    const sent: SipRequest[] = [];
-    const caller = dialog(sent, 'caller');
-    const { call, ended, handedOver } = fakeCall(caller);
-    const dialled = dialog(sent, 'dialled');
-    const bridge = new DialBridge(
-      { media, log: quietLogger },
-      call,
-      { dialog: dialled, tag: 'B', side: { profile: 'rtp' } },
-      false,
-    );
+    const { bridge, caller, dialled, next, nextLeg, handedOver, ended } = dialBridge(false);
     let done = 0;
     bridge.onDialledBye(() => done++);
-    const next = dialog(sent, 'next');
-    bridge.replaceLeg(bridge.legOf(caller)!, { dialog: next, tag: 'T1', side: { profile: 'rtp' }, party: '1003' });
+    bridge.replaceLeg(bridge.legOf(caller)!, nextLeg);
     assert.deepEqual(handedOver, [next]);
     assert.equal(bridge.otherLeg(dialled)?.dialog, next);
     bye(dialled);
