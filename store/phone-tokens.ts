@@ -105,27 +105,25 @@ export const phoneTokenIsValid = (t: PhoneTokenRow, now: Date = new Date()): boo
   !t.revoked_at && t.expires_at > now.toISOString();
 
 /**
- * Of `ids`, the tokens that no longer authenticate anyone: revoked, expired at `now`, or of an end-user disabled or
- * deleted (phoneTokenIsValid plus the end-user's state, in one query per 500 ids).
+ * Of `ids`, the tokens that no longer authenticate anyone: revoked, expired at `now`, of an end-user disabled or
+ * deleted, or no longer stored (phoneTokenIsValid plus the end-user's state, in one query per 500 ids).
  */
 export async function unusablePhoneTokenIds(db: Db, ids: Iterable<string>, now: Date): Promise<Set<string>> {
-  const all = [...ids];
-  const unusable = new Set<string>();
+  const all = [...new Set(ids)];
+  const usable = new Set<string>();
   for (let i = 0; i < all.length; i += 500) {
     const rows = await db('phone_tokens as t')
       .join('end_users as u', 'u.id', 't.end_user_id')
       .whereIn('t.id', all.slice(i, i + 500))
-      .where((q) =>
-        q
-          .whereNotNull('t.revoked_at')
-          .orWhere('t.expires_at', '<=', now.toISOString())
-          .orWhere('u.is_active', false)
-          .orWhereNotNull('u.deleted_at'),
-      )
+      .whereNull('t.revoked_at')
+      .where('t.expires_at', '>', now.toISOString())
+      .where('u.is_active', true)
+      .whereNull('u.deleted_at')
       .select('t.id');
-    for (const r of rows as Array<{ id: string }>) unusable.add(r.id);
+    for (const r of rows as Array<{ id: string }>) usable.add(r.id);
   }
-  return unusable;
+  // A token no longer stored (its end-user deleted, by another process too) is unusable as well.
+  return new Set(all.filter((id) => !usable.has(id)));
 }
 
 /** end_users columns the registrar writes on every registration: they never change a phone's credentials. */

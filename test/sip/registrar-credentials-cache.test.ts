@@ -104,4 +104,14 @@ describe('sip/registrar: credentials remembered, forgotten on writes', function 
     await fx!.registrar.settled();
     assert.equal(await register(p), 403);
   });
+
+  it('an end-user deleted by another process is refused after the next sweep, and its binding dropped', async () => {
+    const p = await accountWithPhone(db, 'deleted-elsewhere');
+    assert.equal(await register(p), 200);
+    assert.ok(await deleteEndUser(other, p.account.id, p.user.id));
+    fx!.registrar.sweep();
+    await fx!.registrar.settled();
+    assert.deepEqual(fx!.registrar.location.lookup(p.account.id, '1001'), []);
+    assert.equal(await register(p), 401); // challenged again: no such user any more
+  });
 });
