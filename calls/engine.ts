@@ -129,7 +129,7 @@ export class SwitchCallEngine implements CallEngine {
           ...this.#flow,
           locator: deps.locator,
           trackIvr: (row) => this.#track(row),
-          trackBridge: (row) => this.#trackBridge(row),
+          trackBridge: (row, opts) => this.#trackBridge(row, opts),
           openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
         },
         req,

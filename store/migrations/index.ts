@@ -44,9 +44,9 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['016-number-plan', m016],
   ['017-calls-created-index', m017],
   ['018-call-handling', m018],
-  ['023-prepaid', m023],
   ['022-operator-console', m022],
   ['019-account-sip-domain', m019],
+  ['023-prepaid', m023],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
