@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { nextPort } from '../support/ports.js';
+import { ACCOUNT } from '../api/shapes.js';
 import { eventually } from '../support/wait.js';
 import { allocateSwitchPorts } from './harness.js';
 import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
@@ -39,7 +40,9 @@ describe('the switch process (npm start)', function () {
     const res = await fetch(`${sw.baseUrl}/api/account/`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(res.status, 200);
     const body = await res.json();
-    assert.deepEqual(Object.keys(body).sort(), ['name', 'status', 'uuid', 'wallet_balance']);
+    // The spec's fields, and sip_domain (beyond the spec: the domain its phones register to, docs/api.md).
+    assert.deepEqual(Object.keys(body).sort(), Object.keys(ACCOUNT).sort());
+    assert.match(body.sip_domain, /^[a-z0-9-]+\./);
     assert.equal(body.status, 'active');
     assert.match(body.wallet_balance, /^\d+\.\d{2}$/);
     const health = await fetch(`${sw.baseUrl}/api/health/`);
