@@ -17,7 +17,7 @@ import {
 import { TestPhone } from './phone.js';
 import { phoneCallsAndSpeaks, phoneCallsMailbox, phoneSubscribesToMwi, type SippPhone } from './voicemail-peers.js';
 
-const SIPP = nextPorts(8); // SIPp phones' SIP ports
+const SIPP = nextPorts(16); // SIPp phones' SIP ports: one per sippPhone() of this file (9 now), with room
 const PHONE_SIP = nextPorts(3);
 const PHONE_MEDIA = nextPorts(3);
 const CARRIER = nextPort();
