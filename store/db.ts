@@ -3,6 +3,8 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
 import { tuneConnection, type GroupCommitStats } from './sqlite-connection.js';
+import { startCheckpointer } from './checkpointer.js';
+export { timeStatements } from './sqlite-connection.js';
 import { roomLogger } from '../kit/index.js';
 
 const log = roomLogger('store');
@@ -63,6 +65,15 @@ export function openDb(opts: DbOptions): Db {
           stats = tuneConnection(conn, opts.groupCommit === true, (err) =>
             log.error({ err }, 'store: a group commit failed; its writes are lost'),
           );
+          if (opts.groupCommit === true) {
+            // The switch: checkpoints run on the thread pool, not inside a COMMIT on the event loop.
+            conn.pragma('wal_autocheckpoint = 0');
+            const checkpointer = startCheckpointer(filename, CHECKPOINT_INTERVAL_MS, (err) =>
+              log.warn({ err }, 'store: a WAL checkpoint failed; the next one retries'),
+            );
+            const close = conn.close.bind(conn);
+            conn.close = () => (void checkpointer.stop(), close());
+          }
           done(null, conn);
         } catch (err) {
           done(err as Error, conn);
@@ -73,6 +84,9 @@ export function openDb(opts: DbOptions): Db {
   commitStats.set(db, () => stats);
   return db;
 }
+
+/** How often the switch checkpoints its WAL (store/checkpointer.ts): a few hundred pages at a time under load. */
+const CHECKPOINT_INTERVAL_MS = 200;
 
 const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
 

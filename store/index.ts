@@ -5,6 +5,7 @@ export {
   isPostgres,
   inTransaction,
   groupCommitStats,
+  timeStatements,
   type Db,
   type Tx,
   type DbOptions,

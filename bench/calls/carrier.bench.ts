@@ -11,12 +11,12 @@
  *   npx tsx bench/calls/carrier.bench.ts [rates=10,25,50] [seconds=10] [store=sqlite|postgres]
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
-import { groupCommitStats, probeStoreQueue } from '../../store/index.js';
+import { groupCommitStats, probeStoreQueue, timeStatements } from '../../store/index.js';
 
 const RATES = (process.argv[2] ?? '10,25,50').split(',').map(Number);
 const SECONDS = Number(process.argv[3] ?? 10);
@@ -50,8 +50,21 @@ let statements = 0;
 const bySqlText = new Map<string, number>();
 ctx.db.on('query', (q: { sql: string }) => {
   statements++;
+  if (process.env.SQL_TRACE === '1') console.log(`SQL ${q.sql.slice(0, 160)}`);
   bySqlText.set(q.sql, (bySqlText.get(q.sql) ?? 0) + 1);
 });
+// SQL_TIMING=1: SQLite execution time by statement (the native work the profile shows under sqlite-connection.ts).
+const nsBySqlText = new Map<string, number>();
+if (process.env.SQL_TIMING === '1')
+  timeStatements((sql, ns) => {
+    nsBySqlText.set(sql, (nsBySqlText.get(sql) ?? 0) + ns);
+    const xs = samplesBySqlText.get(sql) ?? [];
+    if (xs.length < 20_000) xs.push(ns / 1000);
+    samplesBySqlText.set(sql, xs);
+    if (sql.startsWith('COMMIT')) commitTimes.push(ns / 1000);
+  });
+const commitTimes: number[] = [];
+const samplesBySqlText = new Map<string, number[]>();
 const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 
@@ -73,17 +86,44 @@ const calls = RATES.reduce((n, r) => n + r * SECONDS, 0);
 console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the ${TOP} most frequent:\n`);
 console.log('| per call | statement |');
 console.log('|---|---|');
-const bySql = new Map<string, number>();
-for (const [sql, n] of bySqlText) {
-  // The statement's shape: what it does to which table, without its values.
-  const shape = sql
+// The statement's shape: what it does to which table, without its values.
+const shapeOf = (sql: string) =>
+  sql
     .replace(/\s+/g, ' ')
     .replace(/\(\?(, \?)*\)/g, '(?)')
     .slice(0, 110);
-  bySql.set(shape, (bySql.get(shape) ?? 0) + n);
-}
-for (const [shape, n] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+const byShape = (m: Map<string, number>) => {
+  const out = new Map<string, number>();
+  for (const [sql, n] of m) out.set(shapeOf(sql), (out.get(shapeOf(sql)) ?? 0) + n);
+  return [...out].sort((a, b) => b[1] - a[1]).slice(0, TOP);
+};
+for (const [shape, n] of byShape(bySqlText))
   console.log(`| ${(n / calls).toFixed(2)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
+console.log(`\ngroup commit: ${JSON.stringify(groupCommitStats(ctx.db))}`);
+for (const f of readdirSync(ctx.config.dataDir).filter((f) => f.startsWith('simu.db')))
+  console.log(`${f}: ${(statSync(path.join(ctx.config.dataDir, f)).size / 1024).toFixed(0)} KiB`);
+if (commitTimes.length > 0) {
+  const sorted = [...commitTimes].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!.toFixed(0);
+  const over1ms = sorted.filter((t) => t > 1000);
+  console.log(
+    `\ncommits: ${sorted.length}, p50 ${at(0.5)} µs, p90 ${at(0.9)}, p99 ${at(0.99)}, max ${at(1)}; over 1 ms: ${over1ms.length} totalling ${(over1ms.reduce((a, b) => a + b, 0) / 1000).toFixed(0)} ms of ${(sorted.reduce((a, b) => a + b, 0) / 1000).toFixed(0)} ms`,
+  );
+}
+if (nsBySqlText.size > 0) {
+  console.log(`\nSQLite execution time by statement shape, µs per offered call:\n`);
+  console.log('| µs per call | p50 µs | p99 µs | statement |');
+  console.log('|---|---|---|---|');
+  const samples = new Map<string, number[]>();
+  for (const [sql, xs] of samplesBySqlText) samples.set(shapeOf(sql), [...(samples.get(shapeOf(sql)) ?? []), ...xs]);
+  for (const [shape, ns] of byShape(nsBySqlText)) {
+    const xs = (samples.get(shape) ?? [0]).sort((a, b) => a - b);
+    const at = (p: number) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!.toFixed(0);
+    console.log(
+      `| ${(ns / 1000 / calls).toFixed(1)} | ${at(0.5)} | ${at(0.99)} | \`${shape.replace(/\|/g, '\\|')}\` |`,
+    );
+  }
+}
 console.log('\nThe store after the run (nothing lost or half-written):\n');
 console.log('| check | value |');
 console.log('|---|---|');
@@ -251,6 +291,9 @@ async function startWebhookServer(): Promise<{ url: string; proc: ChildProcess }
     s.keepAliveTimeout = 60000;
     s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
   const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // The bench may end by a signal or a crash: the webhook server must not outlive it (it holds our stdout).
+  process.once('exit', () => proc.kill());
+  process.once('SIGTERM', () => process.exit(143));
   const port = await new Promise<string>((resolve) => proc.stdout!.once('data', (d) => resolve(String(d).trim())));
   return { url: `http://127.0.0.1:${port}/voice`, proc };
 }
