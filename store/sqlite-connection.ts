@@ -10,11 +10,14 @@
  *   process, and reads on it see the batch's writes at once; other connections (the read pool, the CLI) see them
  *   after the turn, before any new request is read. What a crash loses is at most the writes of the turn it
  *   happened in; an orderly exit (process 'exit', closing the store) commits them. Explicit transactions (knex's
- *   BEGIN, the ledger's money moves) first commit the open batch, then run as before and commit at once.
+ *   BEGIN, the ledger's money moves) run as a savepoint inside the group and commit with it: atomic as before,
+ *   durable at the end of the turn like every other write (see `control` below).
  */
 
 /** Distinct SQL texts kept prepared; the hot path uses a few dozen, so the bound only matters for odd workloads. */
 const PREPARED_CACHE_SIZE = 500;
+/** The savepoint an explicit transaction runs as inside the group's transaction. */
+const EXPLICIT = 'simu_explicit';
 /** Writes in one group commit at most; a longer turn commits early and opens the next. */
 const MAX_GROUPED_WRITES = 2000;
 
@@ -39,6 +42,8 @@ export interface GroupCommitStats {
   commits: number;
   /** Writes that went into them. */
   writes: number;
+  /** Group commits that waited for an explicit transaction to end (it spanned turns of the event loop). */
+  deferred: number;
   /** Group commits that failed (their writes are lost; logged by the caller's logger through onError). */
   failures: number;
 }
@@ -75,16 +80,39 @@ export function tuneConnection(
   groupCommit: boolean,
   onError: (err: unknown) => void,
 ): GroupCommitStats {
-  const stats: GroupCommitStats = { commits: 0, writes: 0, failures: 0 };
+  const stats: GroupCommitStats = { commits: 0, writes: 0, deferred: 0, failures: 0 };
+  /** The group's own transaction is open. */
   let open = false;
+  /** An explicit transaction is running as a savepoint inside it. */
+  let nested = false;
+  /** The turn ended while an explicit transaction ran: commit when it ends. */
+  let commitDue = false;
   let grouped = 0;
 
-  const commit = (): void => {
+  /** Commits the group; an explicit transaction still running defers it, unless the process is exiting. */
+  const commit = (atExit = false): void => {
     if (!open) return;
+    if (nested) {
+      if (!atExit) {
+        if (!commitDue) stats.deferred++;
+        commitDue = true;
+        return;
+      }
+      // Exiting halfway through an explicit transaction: its writes are undone, the group's other writes kept.
+      try {
+        conn.exec(`ROLLBACK TO ${EXPLICIT}`);
+      } catch {
+        // SQLite rolled back the whole group already; the COMMIT below finds no transaction.
+      }
+      nested = false;
+    }
     open = false;
+    commitDue = false;
     grouped = 0;
     try {
+      const t0 = statementTimer === null ? 0n : process.hrtime.bigint();
       if (conn.inTransaction) conn.exec('COMMIT');
+      if (statementTimer !== null) statementTimer('COMMIT (group)', Number(process.hrtime.bigint() - t0));
       stats.commits++;
     } catch (err) {
       stats.failures++;
@@ -100,14 +128,14 @@ export function tuneConnection(
   const before = (kind: Kind): void => {
     if (kind === 'read' || kind === 'end') return;
     if (kind !== 'write') {
-      // A transaction of its own, DDL or a PRAGMA: the batch is committed first, so they run as they always did.
+      // DDL or a PRAGMA: the batch is committed first, so they run as they always did.
       commit();
       return;
     }
     stats.writes++;
     if (!groupCommit) return;
     if (open) {
-      if (++grouped >= MAX_GROUPED_WRITES) {
+      if (++grouped >= MAX_GROUPED_WRITES && !nested) {
         commit();
         openBatch();
       }
@@ -123,13 +151,65 @@ export function tuneConnection(
     setImmediate(commit);
   };
 
+  /**
+   * With group commit, knex's top-level BEGIN / COMMIT / ROLLBACK become a savepoint inside the group: the explicit
+   * transaction stays atomic (its ROLLBACK undoes exactly its writes) and its COMMIT joins the group's instead of
+   * paying a commit of its own and closing the group early. knex holds the one connection for the whole transaction,
+   * so no other write interleaves with it; the group's commit waits for it to end.
+   */
+  const control = (sql: string): RawStatement | undefined => {
+    if (!groupCommit) return undefined;
+    const verb = /^\s*(BEGIN|COMMIT|END|ROLLBACK)\s*(TRANSACTION)?\s*;?\s*$/i.exec(sql)?.[1]?.toUpperCase();
+    if (verb === undefined) return undefined;
+    const run =
+      verb === 'BEGIN'
+        ? (): void => {
+            if (nested) throw new Error('store: a transaction is already running on this connection');
+            if (!open) openBatch();
+            conn.exec(`SAVEPOINT ${EXPLICIT}`);
+            nested = true;
+          }
+        : verb === 'ROLLBACK'
+          ? (): void => {
+              if (!nested) {
+                if (conn.inTransaction) conn.exec('ROLLBACK');
+                return;
+              }
+              nested = false;
+              if (conn.inTransaction) conn.exec(`ROLLBACK TO ${EXPLICIT}; RELEASE ${EXPLICIT}`);
+              else open = false; // SQLite rolled the whole group back (it does for some errors)
+              if (commitDue) commit();
+            }
+          : (): void => {
+              if (!nested) {
+                if (conn.inTransaction) conn.exec('COMMIT');
+                return;
+              }
+              nested = false;
+              if (!conn.inTransaction) {
+                open = false;
+                throw new Error('store: the transaction was rolled back by SQLite before its commit');
+              }
+              conn.exec(`RELEASE ${EXPLICIT}`);
+              if (commitDue) commit();
+            };
+    const st: RawStatement = {
+      reader: false,
+      run: () => (run(), { changes: 0 }),
+      all: () => (run(), []),
+      get: () => (run(), undefined),
+      safeIntegers: () => st,
+    };
+    return st;
+  };
+
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, RawStatement>();
   conn.prepare = (sql: string): RawStatement => {
     let st = cache.get(sql);
     if (st === undefined) {
       const kind = kindOf(sql);
-      st = wrap(prepare(sql), kind, before);
+      st = control(sql) ?? wrap(prepare(sql), kind, before, sql);
       // Schema changes (DDL, PRAGMA) invalidate what is prepared and empty the cache; transaction control is kept.
       if (kind === 'other') cache.clear();
       else {
@@ -140,13 +220,14 @@ export function tuneConnection(
     return st;
   };
 
+  const commitAtExit = () => commit(true);
   const close = conn.close.bind(conn);
   conn.close = () => {
-    commit();
-    openBatches.delete(commit);
+    commit(true);
+    openBatches.delete(commitAtExit);
     return close();
   };
-  openBatches.add(commit);
+  openBatches.add(commitAtExit);
   if (openBatches.size === 1) process.once('exit', commitAllOnExit);
   return stats;
 }
@@ -157,13 +238,33 @@ function commitAllOnExit(): void {
   for (const commit of openBatches) commit();
 }
 
+/** Where benches send each statement's execution time (ns) by SQL text; null (the default) costs one check. */
+let statementTimer: ((sql: string, ns: number) => void) | null = null;
+
+/** Times every statement of every tuned connection from now on (benches); null stops it. */
+export function timeStatements(timer: ((sql: string, ns: number) => void) | null): void {
+  statementTimer = timer;
+}
+
 /** The statement as knex uses it (reader, run, all, get), with the group commit consulted before it runs. */
-function wrap(st: RawStatement, kind: Kind, before: (kind: Kind) => void): RawStatement {
+function wrap(st: RawStatement, kind: Kind, before: (kind: Kind) => void, sql: string): RawStatement {
+  const timed =
+    (call: (...args: unknown[]) => unknown) =>
+    (...args: unknown[]): unknown => {
+      before(kind);
+      if (statementTimer === null) return call(...args);
+      const t0 = process.hrtime.bigint();
+      try {
+        return call(...args);
+      } finally {
+        statementTimer(sql, Number(process.hrtime.bigint() - t0));
+      }
+    };
   const wrapped: RawStatement = {
     reader: st.reader,
-    run: (...args) => (before(kind), st.run(...args)),
-    all: (...args) => (before(kind), st.all(...args)),
-    get: (...args) => (before(kind), st.get(...args)),
+    run: timed(st.run.bind(st)),
+    all: timed(st.all.bind(st)),
+    get: timed(st.get.bind(st)),
     safeIntegers: (on) => (st.safeIntegers(on), wrapped),
   };
   return wrapped;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
+import { eventually } from '../support/wait.js';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -29,7 +30,7 @@ describe('store: SQLite group commit', function () {
   });
   afterEach(async () => {
     await reader?.destroy();
-    await db?.destroy();
+    await Promise.race([db?.destroy(), new Promise((r) => setTimeout(r, 1000))]);
   });
 
   it('writes made in one turn of the event loop share one commit, and other connections see them after it', async () => {
@@ -43,7 +44,9 @@ describe('store: SQLite group commit', function () {
     for (const a of made) assert.equal((await findAccount(reader, a.id))?.name, a.name);
   });
 
-  it('an explicit transaction first commits the open batch and then runs as its own', async () => {
+  it('an explicit transaction joins the open batch: one commit for all, its rollback undoes only its own writes', async () => {
+    await turn();
+    const before = { ...groupCommitStats(db)! };
     const early = await insertAccount(db, 'early'); // no turn passes: its batch is still open
     const late = await inTransaction(db, (tx) => insertAccount(tx, 'late'));
     await assert.rejects(
@@ -53,11 +56,49 @@ describe('store: SQLite group commit', function () {
       }),
       /abort/,
     );
+    const after = await insertAccount(db, 'after');
+    await turn();
     await turn();
     assert.ok(await findAccount(reader, early.id));
     assert.ok(await findAccount(reader, late.id));
+    assert.ok(await findAccount(reader, after.id));
     const names = (await reader('accounts').select('name')).map((r: { name: string }) => r.name);
     assert.ok(!names.includes('rolled back'));
+    assert.ok(groupCommitStats(db)!.commits - before.commits <= 2, 'the transactions shared the group commit');
+  });
+
+  it('the turn ending while an explicit transaction runs waits for it, and commits what it wrote', async () => {
+    const outside = await insertAccount(db, 'outside');
+    let inside = '';
+    await inTransaction(db, async (tx) => {
+      inside = (await insertAccount(tx, 'inside')).id;
+      await turn(); // the group's commit comes due here and must not commit half of this transaction
+      await turn();
+      assert.equal(await findAccount(reader, inside), undefined, 'not visible before the transaction ends');
+      await insertAccount(tx, 'inside too');
+    });
+    await turn();
+    assert.ok(await findAccount(reader, outside.id));
+    assert.ok(await findAccount(reader, inside));
+  });
+
+  it('an exit halfway through an explicit transaction keeps the batch and undoes the transaction', async () => {
+    const kept = await insertAccount(db, 'kept at exit');
+    let half = '';
+    let raw: { close(): void } | undefined;
+    const pending = inTransaction(db, async (tx) => {
+      half = (await insertAccount(tx, 'half')).id;
+      raw = await (tx.client as { acquireConnection(): Promise<{ close(): void }> }).acquireConnection();
+      await new Promise(() => undefined); // never ends: the connection closes under it, as at process exit
+    });
+    void pending.catch(() => undefined);
+    await eventually(() => raw !== undefined || undefined, 'the transaction holds its connection');
+    raw!.close();
+    db = openDb({ databaseUrl: '', dataDir: dir, groupCommit: true });
+    await reader.destroy();
+    reader = openReadPool(db, 1)!;
+    assert.ok(await findAccount(db, kept.id));
+    assert.equal(await findAccount(db, half), undefined);
   });
 
   it('a write that fails leaves the other writes of its batch in place', async () => {
