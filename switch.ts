@@ -173,8 +173,11 @@ export class Switch {
     // Billing events carry the call they concern as data.callId; the publisher files them under that call.
     const billingEmit: BillingEmit = (accountId, code, data) => {
       const callId = typeof data.callId === 'string' ? data.callId : undefined;
+      // A call this process holds gives its row from memory (no read of the calls table per charge).
+      const callRow =
+        callId === undefined ? undefined : (this.calls?.rowOf(callId) as Record<string, unknown> | undefined);
       publisher
-        .emit({ accountId, code: code as EventCode, callId, data })
+        .emit({ accountId, code: code as EventCode, callId, data, callRow })
         .catch((e) => log.error({ err: e, code }, 'billing event lost'));
     };
     const rates = new RateBook(db, {

@@ -1,7 +1,8 @@
 import {
   countLiveCalls,
   getSettingCached,
-  findAccount,
+  findAccountSettings,
+  accountBalance,
   ratesOfKindCached,
   type AccountRow,
   type Db,
@@ -134,7 +135,10 @@ export class StoreAdmission implements Admission {
 
   /** Account status, draining and the destination's first-minute price: refusals that need no turn. */
   async #before(req: AdmissionRequest): Promise<Prechecked> {
-    const account = await findAccount(this.#db, req.accountId);
+    // The account's settings from the per-process cache, its balance (never cached: money) read alone.
+    const settings = await findAccountSettings(this.#db, req.accountId);
+    const balance = settings ? await accountBalance(this.#db, req.accountId) : undefined;
+    const account = settings && balance !== undefined ? { ...settings, balance_cents: balance } : undefined;
     if (!account || account.status !== 'active')
       throw new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');
     if ((await getSettingCached(this.#db, 'draining')) === 'true')

@@ -62,10 +62,16 @@ export interface PostResult {
  * (FOR UPDATE on PostgreSQL; SQLite has one writer), so concurrent posts serialise and `balance_before` chains.
  * The balance never goes below zero.
  */
-export async function postInTransaction(trx: Tx, input: PostInput): Promise<PostResult> {
+export async function postInTransaction(
+  trx: Tx,
+  input: PostInput,
+  opts: {
+    /** The caller looked the settlement key up in this transaction and found it free. */ keyChecked?: boolean;
+  } = {},
+): Promise<PostResult> {
   if (!Number.isInteger(input.amountCents) || input.amountCents < 0)
     throw new Error('amountCents must be a non-negative integer');
-  if (input.settlementKey) {
+  if (input.settlementKey && !opts.keyChecked) {
     const prior = await findLedgerRowBySettlementKey(trx, input.settlementKey);
     if (prior) {
       const before = prior.balance_before_cents;

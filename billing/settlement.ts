@@ -1,10 +1,10 @@
 import {
   deleteCallCredit,
-  findLedgerRowBySettlementKey,
   inTransaction,
   ledgerRowsBySettlementKeys,
   type Db,
   type Tx,
+  type WalletTransactionRow,
 } from '../store/index.js';
 import { postInTransaction, LedgerConflictError, type LedgerKind, type PostResult } from './ledger.js';
 import { formatMoney } from './money.js';
@@ -45,31 +45,37 @@ export interface CallSettlementResult {
 export const talkKey = (callId: string): string => `call:${callId}:talk`;
 export const ttsKey = (callId: string): string => `call:${callId}:tts`;
 
+/** A charge already in the ledger under its key: what a second settlement returns (exactly once). */
+function priorCharge(kind: LedgerKind, key: string, prior: WalletTransactionRow): PostedCharge {
+  const before = prior.balance_before_cents;
+  const amt = prior.amount_cents;
+  return { kind, settlementKey: key, amountCents: amt, balanceAfterCents: before - amt, duplicate: true };
+}
+
 async function postOne(
   trx: Tx,
-  accountId: string,
-  callId: string,
+  c: CallCharge,
   kind: LedgerKind,
   key: string,
   cents: number,
+  prior: WalletTransactionRow | undefined,
 ): Promise<PostedCharge | undefined> {
-  if (cents <= 0) {
-    // Nothing to charge; a zero row would only be noise. A prior row under the key still counts (exactly once).
-    const prior = await findLedgerRowBySettlementKey(trx, key);
-    if (!prior) return undefined;
-    const before = prior.balance_before_cents;
-    const amt = prior.amount_cents;
-    return { kind, settlementKey: key, amountCents: amt, balanceAfterCents: before - amt, duplicate: true };
-  }
-  const r: PostResult = await postInTransaction(trx, {
-    accountId,
-    direction: 'debit',
-    kind,
-    amountCents: cents,
-    callId,
-    settlementKey: key,
-    capAtBalance: true,
-  });
+  if (prior) return priorCharge(kind, key, prior);
+  // Nothing to charge; a zero row would only be noise.
+  if (cents <= 0) return undefined;
+  const r: PostResult = await postInTransaction(
+    trx,
+    {
+      accountId: c.accountId,
+      direction: 'debit',
+      kind,
+      amountCents: cents,
+      callId: c.callId,
+      settlementKey: key,
+      capAtBalance: true,
+    },
+    { keyChecked: true },
+  );
   return {
     kind,
     settlementKey: key,
@@ -81,9 +87,13 @@ async function postOne(
 
 /** Settles inside the caller's transaction (the reconcile sweep closes the call row in the same one). */
 export async function settleCallInTransaction(trx: Tx, c: CallCharge): Promise<CallSettlementResult> {
+  // Both keys looked up at once; a race past this read is caught by the keys' unique index (LedgerConflictError:
+  // the caller's retry reads again and finds the other's row).
+  const keys = [talkKey(c.callId), ttsKey(c.callId)] as const;
+  const prior = new Map((await ledgerRowsBySettlementKeys(trx, [...keys])).map((r) => [r.settlement_key, r]));
   const rows = [
-    await postOne(trx, c.accountId, c.callId, 'call', talkKey(c.callId), c.talkCents),
-    await postOne(trx, c.accountId, c.callId, 'tts', ttsKey(c.callId), c.ttsCents),
+    await postOne(trx, c, 'call', keys[0], c.talkCents, prior.get(keys[0])),
+    await postOne(trx, c, 'tts', keys[1], c.ttsCents, prior.get(keys[1])),
   ];
   // The live credit row has done its job once the call is settled.
   await deleteCallCredit(trx, c.callId);

@@ -54,6 +54,7 @@ export class SwitchCallEngine implements CallEngine {
   readonly #live = new Map<string, LiveCall | BridgedCall>();
   /** Dial legs by their own call id -> the call that dialled them (a billing cut of a leg ends its parent). */
   readonly #children = new Map<string, LiveCall | BridgedCall>();
+  readonly #childLives = new Map<string, CallLifecycle>();
   readonly #log = roomLogger('calls');
   /** Where call-control, action and Redirect URLs may point (issue 22, SSRF; docs/security.md). */
   readonly #urlPolicy: UrlPolicy;
@@ -208,13 +209,22 @@ export class SwitchCallEngine implements CallEngine {
     });
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     this.#children.set(row.id, parent);
-    void life.ended.then(() => this.#children.delete(row.id));
+    this.#childLives.set(row.id, life);
+    void life.ended.then(() => {
+      this.#children.delete(row.id);
+      this.#childLives.delete(row.id);
+    });
     return new ChildLeg(life, this.#deps.billing);
   }
 
   /** Holds a live call by id (billing cuts, tests). */
   get(callId: string): LiveCall | BridgedCall | undefined {
     return this.#live.get(callId);
+  }
+
+  /** The row of a call this process holds (a leg or a child leg), as it knows it now; undefined otherwise. */
+  rowOf(callId: string): CallRow | undefined {
+    return (this.#live.get(callId)?.life ?? this.#childLives.get(callId))?.row;
   }
 
   get liveCount(): number {
