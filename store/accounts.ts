@@ -1,4 +1,5 @@
-import type { Db, Tx } from './db.js';
+import { isPostgres, type Db, type Tx } from './db.js';
+import { selectRows, updateRow } from './fixed-sql.js';
 import { newId, nowIso, randomToken } from './ids.js';
 import { NotFoundError } from './errors.js';
 import { cachedRead } from './read-cache.js';
@@ -117,13 +118,14 @@ export async function getAccount(db: Db, id: string): Promise<AccountRow> {
  * one writer), so concurrent ledger posts serialise. Undefined when there is no such account.
  */
 export async function lockAccountBalance(tx: Tx, id: string): Promise<number | undefined> {
-  const row = await tx('accounts').where({ id }).forUpdate().first('balance_cents');
+  const sql = 'select "balance_cents" from "accounts" where "id" = ?' + (isPostgres(tx) ? ' for update' : '');
+  const [row] = await selectRows(tx, sql, [id]);
   return row ? Number(row.balance_cents) : undefined;
 }
 
 /** Sets the balance; only the ledger (billing/ledger) moves it, in the transaction that writes its row. */
 export async function setAccountBalance(tx: Tx, id: string, balanceCents: number): Promise<void> {
-  await tx('accounts').where({ id }).update({ balance_cents: balanceCents });
+  await updateRow(tx, 'accounts', { column: 'id', value: id }, { balance_cents: balanceCents });
 }
 
 /** What the credit monitor needs of an account at answer: its balance and its per-call length cap. */
@@ -135,9 +137,11 @@ export async function accountFunds(
 > {
   // With the balance, what the live monitor needs at answer: the lead time and language of the "one minute left"
   // notice (issue 23).
-  const row = await db('accounts')
-    .where({ id })
-    .first('balance_cents', 'max_call_seconds', 'credit_warning_seconds', 'language');
+  const [row] = await selectRows(
+    db,
+    'select "balance_cents", "max_call_seconds", "credit_warning_seconds", "language" from "accounts" where "id" = ?',
+    [id],
+  );
   return row
     ? {
         balance_cents: Number(row.balance_cents),
@@ -150,7 +154,7 @@ export async function accountFunds(
 
 /** The account's balance alone (the credit monitor's refresh); undefined when there is no such account. */
 export async function accountBalance(db: Db, id: string): Promise<number | undefined> {
-  const row = await db('accounts').where({ id }).first('balance_cents');
+  const [row] = await selectRows(db, 'select "balance_cents" from "accounts" where "id" = ?', [id]);
   return row ? Number(row.balance_cents) : undefined;
 }
 

@@ -1,5 +1,6 @@
 import { isPostgres, type Db } from './db.js';
 import { newId, nowIso, newCallSid } from './ids.js';
+import { insertRows, selectRows, updateRow } from './fixed-sql.js';
 
 export type CallDirection = 'inbound' | 'outbound' | 'internal';
 export type CallStatus = 'initiated' | 'ringing' | 'answered' | 'completed' | 'failed';
@@ -107,7 +108,7 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
     created_at: input.created_at ?? nowIso(),
     emergency: input.emergency ?? false,
   };
-  await db('calls').insert(row);
+  await insertRows(db, 'calls', [row]);
   bump(row.account_id);
   return normaliseCall(row);
 }
@@ -141,12 +142,13 @@ export async function updateCall(
   patch: CallPatch,
   onlyIfStatusIn?: readonly CallStatus[],
 ): Promise<CallRow | undefined> {
-  const q = db('calls').where({ id });
-  if (onlyIfStatusIn) q.whereIn('status', onlyIfStatusIn as CallStatus[]);
   // One statement: the row after the update comes back with it (RETURNING: SQLite >= 3.35, PostgreSQL).
-  const [r] = await q.update(patch, '*');
+  const r = await updateRow(db, 'calls', { column: 'id', value: id }, patch, {
+    guard: onlyIfStatusIn ? { column: 'status', in: onlyIfStatusIn } : undefined,
+    returning: true,
+  });
   if (!r) return undefined;
-  bump(r.account_id);
+  bump(r.account_id as string);
   return normaliseCall(r);
 }
 
@@ -186,12 +188,10 @@ export async function countAllLiveCalls(db: Db): Promise<number> {
   return Number(r?.n ?? 0);
 }
 
+const COUNT_LIVE_OF_ACCOUNT = `select count(*) as "n" from "calls" where "account_id" = ? and "status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
+
 export async function countLiveCalls(db: Db, accountId: string): Promise<number> {
-  const r = await db('calls')
-    .where({ account_id: accountId })
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .count({ n: '*' })
-    .first();
+  const [r] = await selectRows(db, COUNT_LIVE_OF_ACCOUNT, [accountId, ...LIVE_CALL_STATUSES]);
   return Number(r?.n ?? 0);
 }
 

@@ -1,4 +1,5 @@
 import type { Db, Tx } from './db.js';
+import { insertRows, selectRows } from './fixed-sql.js';
 
 export interface WalletTransactionRow {
   id: string;
@@ -45,12 +46,16 @@ export async function findLedgerRowBySettlementKey(db: Db, key: string): Promise
 
 /** The rows posted under any of these settlement keys (a call's talk and speech charges). */
 export async function ledgerRowsBySettlementKeys(db: Db, keys: string[]): Promise<WalletTransactionRow[]> {
-  return (await db('wallet_transactions').whereIn('settlement_key', keys)).map(normalise);
+  if (keys.length === 0) return [];
+  const sql = `select * from "wallet_transactions" where "settlement_key" in (${keys.map(() => '?').join(', ')})`;
+  return (await selectRows(db, sql, keys)).map(normalise);
 }
 
 /** The account's last ledger position (0 before its first row); the next row takes this + 1. */
 export async function lastLedgerSeq(db: Db, accountId: string): Promise<number> {
-  const last = await db('wallet_transactions').where({ account_id: accountId }).max('seq as seq').first();
+  const [last] = await selectRows(db, 'select max("seq") as "seq" from "wallet_transactions" where "account_id" = ?', [
+    accountId,
+  ]);
   return Number(last?.seq ?? 0);
 }
 
@@ -59,5 +64,5 @@ export async function lastLedgerSeq(db: Db, accountId: string): Promise<number> 
  * is thrown as is: the caller (billing/ledger) retries.
  */
 export async function insertLedgerRow(tx: Tx, row: WalletTransactionRow): Promise<void> {
-  await tx('wallet_transactions').insert(row);
+  await insertRows(tx, 'wallet_transactions', [row as unknown as Record<string, unknown>]);
 }
