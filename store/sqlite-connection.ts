@@ -228,12 +228,16 @@ export function tuneConnection(
     return close();
   };
   openBatches.add(commitAtExit);
-  if (openBatches.size === 1) process.once('exit', commitAllOnExit);
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', commitAllOnExit);
+  }
   return stats;
 }
 
 /** Every tuned connection's commit: an orderly exit (process.exit, an uncaught exception) commits each batch. */
 const openBatches = new Set<() => void>();
+let exitHooked = false;
 function commitAllOnExit(): void {
   for (const commit of openBatches) commit();
 }

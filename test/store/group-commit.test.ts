@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { eventually } from '../support/wait.js';
 import os from 'node:os';
 import path from 'node:path';
@@ -119,6 +119,19 @@ describe('store: SQLite group commit', function () {
     } finally {
       await plain.destroy();
     }
+  });
+
+  it('checkpoints the WAL off the event loop: the writer never does, and the database file still catches up', async () => {
+    const raw = await (
+      db.client as { acquireConnection(): Promise<{ pragma(s: string): unknown }> }
+    ).acquireConnection();
+    assert.deepEqual(raw.pragma('wal_autocheckpoint'), [{ wal_autocheckpoint: 0 }]);
+    await (db.client as { releaseConnection(c: unknown): Promise<void> }).releaseConnection(raw);
+    const file = path.join(dir, 'simu.db');
+    const before = statSync(file).size;
+    for (let i = 0; i < 20; i++)
+      await Promise.all(Array.from({ length: 50 }, (_, j) => insertAccount(db, `a${i}-${j}`)));
+    await eventually(() => statSync(file).size > before, 'the checkpointer to copy the WAL into the database file');
   });
 
   it('closing the store commits a batch still open', async () => {
