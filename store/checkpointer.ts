@@ -1,50 +1,64 @@
-import sqlite3 from 'sqlite3';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 
 /**
  * WAL checkpoints off the event loop. The writer (better-sqlite3, synchronous) would otherwise run SQLite's automatic
  * checkpoint inside whichever COMMIT pushes the WAL past 1,000 pages: copying the pages back into the database file
  * and an fsync, measured at 1-24 ms of stalled event loop under the carrier bench (75 of 4,400 commits, over half of
- * all commit time). Instead the writer turns automatic checkpoints off and this connection, on node-sqlite3 and so on
- * libuv's thread pool, runs a PASSIVE checkpoint every interval: it copies what no reader still needs and never
- * blocks the writer, which appends to the WAL meanwhile. The WAL restarts from its beginning once a checkpoint has
- * caught up, so its size stays bounded by what is written between two checkpoints.
+ * all commit time). Instead the writer turns automatic checkpoints off and a worker thread runs a PASSIVE checkpoint
+ * every interval on a connection of its own: it copies what no reader still needs and never blocks the writer,
+ * which appends to the WAL meanwhile. The WAL restarts from its beginning once a checkpoint has caught up.
+ *
+ * The worker uses better-sqlite3 like the writer, in the same process: one SQLite library, whose shared-memory and
+ * lock bookkeeping covers both connections. A second SQLite library in the process (node-sqlite3) must not open the
+ * file for writing: POSIX locks do not tell two connections of one process apart, so its opening takes the writer's
+ * shared memory for abandoned and truncates it (seen here as SIGBUS in the writer).
  */
 export interface Checkpointer {
-  /** Checkpoints run and frames they copied, for benches and tests. */
-  readonly stats: { runs: number; frames: number; failures: number };
-  /** Stops the timer, waits for a running checkpoint and closes the connection. */
+  /** Stops the worker. */
   stop(): Promise<void>;
 }
 
+const WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const db = new Database(workerData.filename, { fileMustExist: true });
+db.pragma('busy_timeout = 1000');
+const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+const timer = setInterval(() => {
+  try {
+    checkpoint.get();
+  } catch (err) {
+    parentPort.postMessage({ error: String(err && err.message || err) });
+  }
+}, workerData.intervalMs);
+parentPort.on('message', (m) => {
+  if (m === 'stop') {
+    clearInterval(timer);
+    db.close();
+    parentPort.close();
+  }
+});
+`;
+
 export function startCheckpointer(filename: string, intervalMs: number, onError: (err: unknown) => void): Checkpointer {
-  const conn = new sqlite3.Database(filename, sqlite3.OPEN_READWRITE);
-  conn.configure('busyTimeout', 1000);
-  const stats = { runs: 0, frames: 0, failures: 0 };
-  let running: Promise<void> | null = null;
-  const tick = (): void => {
-    if (running) return;
-    running = new Promise<void>((resolve) => {
-      conn.get('PRAGMA wal_checkpoint(PASSIVE)', (err: Error | null, row?: { checkpointed?: number }) => {
-        if (err) {
-          stats.failures++;
-          onError(err);
-        } else {
-          stats.runs++;
-          stats.frames += Math.max(0, row?.checkpointed ?? 0);
-        }
-        running = null;
-        resolve();
-      });
-    });
-  };
-  const timer = setInterval(tick, intervalMs);
-  timer.unref();
+  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+  const worker = new Worker(WORKER, { eval: true, workerData: { filename, intervalMs, driver } });
+  worker.unref();
+  worker.on('message', (m: { error?: string }) => {
+    if (m.error) onError(new Error(m.error));
+  });
+  worker.on('error', onError);
   return {
-    stats,
     async stop() {
-      clearInterval(timer);
-      await running;
-      await new Promise<void>((resolve) => conn.close(() => resolve()));
+      worker.postMessage('stop');
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => void worker.terminate().then(() => resolve()), 1000);
+        worker.once('exit', () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
     },
   };
 }
