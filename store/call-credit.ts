@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { insertRows } from './fixed-sql.js';
+import { insertRows, runSql } from './fixed-sql.js';
 
 /**
  * Live credit state of an answered call (table `call_credit`, billing/credit-monitor): from answer until the call
@@ -51,7 +51,7 @@ export async function setCallCreditTts(db: Db, callId: string, ttsCents: number,
 
 /** Deleted in the transaction that settles the call. */
 export async function deleteCallCredit(db: Db, callId: string): Promise<void> {
-  await db.raw('delete from "call_credit" where "call_id" = ?', [callId]);
+  await runSql(db, 'delete from "call_credit" where "call_id" = ?', [callId]);
 }
 
 /** What the account's live calls on other nodes have committed, counting rows with a heartbeat at or after `since`. */

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
-import { tuneConnection, type GroupCommitStats } from './sqlite-connection.js';
+import { tuneConnection, type GroupCommitStats, type RawConnection } from './sqlite-connection.js';
 import { startCheckpointer } from './checkpointer.js';
 export { timeStatements } from './sqlite-connection.js';
 import { roomLogger } from '../kit/index.js';
@@ -62,9 +62,12 @@ export function openDb(opts: DbOptions): Db {
           conn.pragma('busy_timeout = 5000');
           conn.pragma('foreign_keys = ON');
           conn.pragma('synchronous = NORMAL');
-          stats = tuneConnection(conn, opts.groupCommit === true, (err) =>
+          const tuned = tuneConnection(conn, opts.groupCommit === true, (err) =>
             log.error({ err }, 'store: a group commit failed; its writes are lost'),
           );
+          stats = tuned.stats;
+          if (opts.groupCommit === true)
+            directConnections.set(db, () => (tuned.inExplicitTransaction() ? undefined : (conn as RawConnection)));
           if (opts.groupCommit === true) {
             // The switch: checkpoints run on the thread pool, not inside a COMMIT on the event loop.
             conn.pragma('wal_autocheckpoint = 0');
@@ -89,6 +92,16 @@ export function openDb(opts: DbOptions): Db {
 const CHECKPOINT_INTERVAL_MS = 200;
 
 const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
+const directConnections = new WeakMap<Db, () => RawConnection | undefined>();
+
+/**
+ * The switch's SQLite connection itself, for statements run synchronously without knex (store/fixed-sql.ts), when
+ * that is safe now: `db` is the root instance of a switch's store (group commit on) and no knex transaction holds
+ * the connection (a statement from outside it would land inside it). Undefined otherwise: go through knex.
+ */
+export function directConnection(db: Db): RawConnection | undefined {
+  return directConnections.get(db)?.();
+}
 
 /** The SQLite group commit's counters (store/sqlite-connection.ts); undefined for PostgreSQL. */
 export function groupCommitStats(db: Db): GroupCommitStats | undefined {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Db } from './db.js';
+import { directConnection, type Db } from './db.js';
 
 /**
  * The call path's statements as fixed SQL text, without knex's query builder: building and compiling a query was
@@ -7,6 +7,10 @@ import type { Db } from './db.js';
  * text is made once per shape (table and column list) and run through `db.raw`, so transactions, knex's 'query'
  * events (the read cache's invalidation, the benches' counters), binding conversion and both dialects (SQLite and
  * PostgreSQL: double-quoted identifiers, `?` placeholders, RETURNING) stay exactly as with the builder.
+ *
+ * On the switch's SQLite store the statement skips knex altogether when nothing holds the connection
+ * (store/db.ts directConnection): prepared once, run synchronously, group commit and the 'query' event as knex
+ * would do them. Inside a transaction, and on PostgreSQL, it goes through knex.
  */
 const texts = new Map<string, string>();
 
@@ -27,13 +31,33 @@ export function rowsOf(res: unknown): Record<string, unknown>[] {
   return ((res as { rows?: Record<string, unknown>[] } | undefined)?.rows ?? []) as Record<string, unknown>[];
 }
 
+/** Runs fixed SQL: rows for a statement that returns them, else the driver's run result. */
+async function exec(db: Db, sql: string, bindings: unknown[]): Promise<unknown> {
+  const conn = directConnection(db);
+  if (conn === undefined) return db.raw(sql, bindings as Knex.RawBinding[]);
+  // As knex's better-sqlite3 client binds: booleans as 0/1, dates as epoch ms.
+  for (let i = 0; i < bindings.length; i++) {
+    const b = bindings[i];
+    if (typeof b === 'boolean') bindings[i] = b ? 1 : 0;
+    else if (b instanceof Date) bindings[i] = b.valueOf();
+  }
+  (db as unknown as { emit(e: string, q: object): void }).emit('query', { sql, bindings, method: 'raw' });
+  const st = conn.prepare(sql);
+  return st.reader ? st.all(bindings) : st.run(bindings);
+}
+
+/** Runs a fixed SQL statement that returns nothing. */
+export async function runSql(db: Db, sql: string, bindings: readonly unknown[]): Promise<void> {
+  await exec(db, sql, [...bindings]);
+}
+
 /** Runs fixed SQL and returns its rows. */
 export async function selectRows(
   db: Db,
   sql: string,
   bindings: readonly unknown[],
 ): Promise<Record<string, unknown>[]> {
-  return rowsOf(await db.raw(sql, bindings as Knex.RawBinding[]));
+  return rowsOf(await exec(db, sql, [...bindings]));
 }
 
 /** INSERT of rows that all have the columns of the first, in one statement. */
@@ -46,7 +70,7 @@ export async function insertRows(db: Db, table: string, rows: readonly Record<st
   });
   const bindings: unknown[] = [];
   for (const r of rows) for (const c of cols) bindings.push(r[c] === undefined ? null : r[c]);
-  await db.raw(sql, bindings as Knex.RawBinding[]);
+  await exec(db, sql, bindings);
 }
 
 /**
@@ -70,6 +94,6 @@ export async function updateRow(
       (opts.returning === true ? ' returning *' : ''),
   );
   const bindings = [...cols.map((c) => patch[c]), key.value, ...(guard?.in ?? [])];
-  const res = await db.raw(sql, bindings as Knex.RawBinding[]);
+  const res = await exec(db, sql, bindings);
   return opts.returning === true ? rowsOf(res)[0] : undefined;
 }

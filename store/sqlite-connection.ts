@@ -75,11 +75,17 @@ function kindOf(sql: string): Kind {
 }
 
 /** Tunes a freshly opened connection in place (group commit when asked); returns the group commit's counters. */
+export interface TunedConnection {
+  readonly stats: GroupCommitStats;
+  /** An explicit transaction (knex's) holds the connection now: a statement from outside it must wait for it. */
+  inExplicitTransaction(): boolean;
+}
+
 export function tuneConnection(
   conn: RawConnection,
   groupCommit: boolean,
   onError: (err: unknown) => void,
-): GroupCommitStats {
+): TunedConnection {
   const stats: GroupCommitStats = { commits: 0, writes: 0, deferred: 0, failures: 0 };
   /** The group's own transaction is open. */
   let open = false;
@@ -232,7 +238,7 @@ export function tuneConnection(
     exitHooked = true;
     process.on('exit', commitAllOnExit);
   }
-  return stats;
+  return { stats, inExplicitTransaction: () => nested || (!groupCommit && conn.inTransaction) };
 }
 
 /** Every tuned connection's commit: an orderly exit (process.exit, an uncaught exception) commits each batch. */
