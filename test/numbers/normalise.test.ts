@@ -91,3 +91,13 @@ describe('numbers: the form a trunk wants', () => {
       assert.throws(() => checkTrunkNumberFormat(bad), NumberFormatError);
   });
 });
+
+describe('numbers: readings kept in memory', () => {
+  it('reads the same text the same way again, per country, and a refused text is refused every time', () => {
+    for (let i = 0; i < 3; i++) {
+      assert.equal(normalise('0712 345 678', 'KE'), '+254712345678');
+      assert.equal(normalise('0712 345 678', 'UG'), '+256712345678');
+      assert.throws(() => normalise('0712345', 'KE'), NumberFormatError);
+    }
+  });
+});
