@@ -69,8 +69,9 @@ export function openDb(opts: DbOptions): Db {
           if (opts.groupCommit === true)
             directConnections.set(db, () => (tuned.inExplicitTransaction() ? undefined : (conn as RawConnection)));
           if (opts.groupCommit === true) {
-            // The switch: checkpoints run on the thread pool, not inside a COMMIT on the event loop.
-            conn.pragma('wal_autocheckpoint = 0');
+            // The switch: checkpoints run in a worker thread, not inside a COMMIT on the event loop. The writer's
+            // own is a backstop that lets the WAL restart under continuous writes (store/checkpointer.ts).
+            conn.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
             const checkpointer = startCheckpointer(filename, CHECKPOINT_INTERVAL_MS, (err) =>
               log.warn({ err }, 'store: a WAL checkpoint failed; the next one retries'),
             );
@@ -90,6 +91,8 @@ export function openDb(opts: DbOptions): Db {
 
 /** How often the switch checkpoints its WAL (store/checkpointer.ts): a few hundred pages at a time under load. */
 const CHECKPOINT_INTERVAL_MS = 200;
+/** WAL pages after which the writer checkpoints itself (SQLite's default is 1,000): the WAL stays under ~16 MB. */
+const WRITER_CHECKPOINT_PAGES = 4000;
 
 const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
 const directConnections = new WeakMap<Db, () => RawConnection | undefined>();

@@ -36,6 +36,25 @@ if (STORE === 'postgres') {
   const { startPostgres } = await import('../../test/support/postgres.js');
   env.SIMU_DATABASE_URL = await startPostgres();
 }
+// UDP_COUNT=1: datagrams the switch sends, by destination port (SIP to the carriers, ng to rtpengine, RTP).
+const sendsByPort = new Map<number, number>();
+const ngCommands = new Map<string, number>();
+if (process.env.UDP_COUNT === '1') {
+  const dgram = await import('node:dgram');
+  const send = dgram.Socket.prototype.send;
+  dgram.Socket.prototype.send = function (this: unknown, ...args: unknown[]) {
+    const port = args.find((a, i) => i > 0 && typeof a === 'number' && a > 1000) as number | undefined;
+    sendsByPort.set(port ?? 0, (sendsByPort.get(port ?? 0) ?? 0) + 1);
+    const m = Buffer.isBuffer(args[0]) ? /7:command(\d+):/.exec(args[0].toString('latin1')) : null;
+    if (m) {
+      const text = (args[0] as Buffer).toString('latin1');
+      const cmd = text.slice(m.index + m[0].length, m.index + m[0].length + Number(m[1]));
+      sendsByPort.set(-cmd.length, (sendsByPort.get(-cmd.length) ?? 0) + 1);
+      ngCommands.set(cmd, (ngCommands.get(cmd) ?? 0) + 1);
+    }
+    return (send as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof send;
+}
 const ctx = await startTestSwitch({ ...PORTS, env });
 const acct = await createAccountWithDid(ctx.db, '+254711900002', 1_000_000_000);
 const hook = await startWebhookServer();
@@ -100,6 +119,16 @@ const byShape = (m: Map<string, number>) => {
 for (const [shape, n] of byShape(bySqlText))
   console.log(`| ${(n / calls).toFixed(2)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
 console.log(`\ngroup commit: ${JSON.stringify(groupCommitStats(ctx.db))}`);
+if (sendsByPort.size > 0)
+  console.log(
+    `datagrams sent per call by destination port: ${[...sendsByPort]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 12)
+      .map(([p, n]) => `${p}: ${(n / calls).toFixed(1)}`)
+      .join(
+        ', ',
+      )}; ng commands per call: ${[...ngCommands].map(([c, n]) => `${c} ${(n / calls).toFixed(1)}`).join(', ')}`,
+  );
 for (const f of readdirSync(ctx.config.dataDir).filter((f) => f.startsWith('simu.db')))
   console.log(`${f}: ${(statSync(path.join(ctx.config.dataDir, f)).size / 1024).toFixed(0)} KiB`);
 if (commitTimes.length > 0) {
