@@ -42,6 +42,13 @@ const log = roomLogger('switch');
  * The composition root: builds each room with what it needs and starts and stops them in order. Everything
  * here is wiring; behaviour lives in the rooms.
  */
+/**
+ * SQLite: writes of the switch wait up to this long for others to share their commit (store/db.ts). In the carrier
+ * bench at 40 calls/s, commits per call fell from 7.4 (end of each event-loop turn) to 3.1 and commit time per call
+ * from 2.3 to 0.76 ms. The API commits the open group before each request, so its reads see every earlier write.
+ */
+const GROUP_COMMIT_WINDOW_MS = 5;
+
 export class Switch {
   #db: Db | undefined;
   #supervisor: RtpengineSupervisor | undefined;
@@ -63,7 +70,12 @@ export class Switch {
   /** Starts every room; resolves to the start-up banner. */
   async start(): Promise<string> {
     const { config } = this;
-    const db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, groupCommit: true });
+    const db = openDb({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      groupCommit: true,
+      groupCommitWindowMs: GROUP_COMMIT_WINDOW_MS,
+    });
     this.#db = db;
     this.#closers.push(() => db.destroy());
     await migrate(db);

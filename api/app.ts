@@ -3,7 +3,7 @@ import Koa from 'koa';
 import { Router } from '@koa/router';
 import { StoreAdmission, type Admission, type NewCallGate } from '../billing/index.js';
 import { roomLogger, type Config } from '../config/index.js';
-import { openReadPool, type Db } from '../store/index.js';
+import { flushGroupCommit, openReadPool, type Db } from '../store/index.js';
 import { apiKeyAuth, authOf } from './auth.js';
 import { docsRoutes } from './docs-routes.js';
 import type { CallEngine } from '../calls/index.js';
@@ -113,6 +113,12 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   // The operator's Prometheus figures, outside /api and its API keys: their own token (issue 17, item 7).
   if (deps.metrics) metricsRoute(publicRouter, deps.db, deps.metrics);
 
+  // Reads below may go to the read pool: commit the switch's open write group first, so they see every earlier
+  // write (store/db.ts flushGroupCommit).
+  app.use(async (_ctx, next) => {
+    flushGroupCommit(deps.db);
+    await next();
+  });
   app.use(securityHeaders());
   app.use(errorMiddleware(log));
   // Spec, Endpoints: paths answer with and without the trailing slash.

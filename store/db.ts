@@ -25,6 +25,12 @@ export interface DbOptions {
    * one file from one process (a connection holding its batch would make the other wait on a loop it blocks).
    */
   groupCommit?: boolean;
+  /**
+   * With groupCommit: how long a group stays open for more writes before it commits (ms); 0 (the default) commits
+   * at the end of the turn of the event loop. Readers on other connections see a write up to this much later,
+   * except the API's, which commit the open group first (flushGroupCommit).
+   */
+  groupCommitWindowMs?: number;
 }
 
 export function isPostgres(db: Db): boolean {
@@ -62,9 +68,13 @@ export function openDb(opts: DbOptions): Db {
           conn.pragma('busy_timeout = 5000');
           conn.pragma('foreign_keys = ON');
           conn.pragma('synchronous = NORMAL');
-          const tuned = tuneConnection(conn, opts.groupCommit === true, (err) =>
-            log.error({ err }, 'store: a group commit failed; its writes are lost'),
+          const tuned = tuneConnection(
+            conn,
+            opts.groupCommit === true,
+            (err) => log.error({ err }, 'store: a group commit failed; its writes are lost'),
+            opts.groupCommitWindowMs ?? 0,
           );
+          flushers.set(db, tuned.flush);
           stats = tuned.stats;
           if (opts.groupCommit === true)
             directConnections.set(db, () => (tuned.inExplicitTransaction() ? undefined : (conn as RawConnection)));
@@ -96,6 +106,15 @@ const WRITER_CHECKPOINT_PAGES = 4000;
 
 const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
 const directConnections = new WeakMap<Db, () => RawConnection | undefined>();
+const flushers = new WeakMap<Db, () => void>();
+
+/**
+ * Commits the switch's open write group now (SQLite with a group commit window), so that a read on another
+ * connection sees every write made so far: the API calls it before each request. A no-op elsewhere.
+ */
+export function flushGroupCommit(db: Db): void {
+  flushers.get(db)?.();
+}
 
 /**
  * The switch's SQLite connection itself, for statements run synchronously without knex (store/fixed-sql.ts), when

@@ -6,6 +6,7 @@ export {
   inTransaction,
   groupCommitStats,
   timeStatements,
+  flushGroupCommit,
   type Db,
   type Tx,
   type DbOptions,

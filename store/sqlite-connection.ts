@@ -79,12 +79,15 @@ export interface TunedConnection {
   readonly stats: GroupCommitStats;
   /** An explicit transaction (knex's) holds the connection now: a statement from outside it must wait for it. */
   inExplicitTransaction(): boolean;
+  /** Commits the open group now (one still running an explicit transaction commits when that ends). */
+  flush(): void;
 }
 
 export function tuneConnection(
   conn: RawConnection,
   groupCommit: boolean,
   onError: (err: unknown) => void,
+  windowMs = 0,
 ): TunedConnection {
   const stats: GroupCommitStats = { commits: 0, writes: 0, deferred: 0, failures: 0 };
   /** The group's own transaction is open. */
@@ -154,7 +157,8 @@ export function tuneConnection(
     conn.exec('BEGIN');
     open = true;
     grouped = 1;
-    setImmediate(commit);
+    if (windowMs > 0) setTimeout(commit, windowMs);
+    else setImmediate(commit);
   };
 
   /**
@@ -238,7 +242,11 @@ export function tuneConnection(
     exitHooked = true;
     process.on('exit', commitAllOnExit);
   }
-  return { stats, inExplicitTransaction: () => nested || (!groupCommit && conn.inTransaction) };
+  return {
+    stats,
+    inExplicitTransaction: () => nested || (!groupCommit && conn.inTransaction),
+    flush: () => commit(),
+  };
 }
 
 /** Every tuned connection's commit: an orderly exit (process.exit, an uncaught exception) commits each batch. */

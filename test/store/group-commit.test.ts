@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   findAccount,
+  flushGroupCommit,
   groupCommitStats,
   inTransaction,
   insertAccount,
@@ -132,6 +133,35 @@ describe('store: SQLite group commit', function () {
     for (let i = 0; i < 20; i++)
       await Promise.all(Array.from({ length: 50 }, (_, j) => insertAccount(db, `a${i}-${j}`)));
     await eventually(() => statSync(file).size > before, 'the checkpointer to copy the WAL into the database file');
+  });
+
+  it('with a window, writes wait for it to share a commit, and a flush commits them at once', async () => {
+    const windowed = openDb({
+      databaseUrl: '',
+      dataDir: dir,
+      sqliteFile: 'windowed.db',
+      groupCommit: true,
+      groupCommitWindowMs: 200,
+    });
+    const windowReader = openReadPool(windowed, 1)!;
+    try {
+      await migrate(windowed);
+      await turn();
+      const before = groupCommitStats(windowed)!.commits;
+      const a = await insertAccount(windowed, 'first');
+      await turn();
+      const b = await insertAccount(windowed, 'second, a turn later');
+      assert.equal(await findAccount(windowReader, a.id), undefined, 'not committed before the window ends');
+      flushGroupCommit(windowed);
+      assert.ok(await findAccount(windowReader, a.id));
+      assert.ok(await findAccount(windowReader, b.id));
+      assert.equal(groupCommitStats(windowed)!.commits - before, 1, 'both writes in one commit');
+      const c = await insertAccount(windowed, 'after the flush');
+      await eventually(() => findAccount(windowReader, c.id), 'the window to commit on its own', 2000, 20);
+    } finally {
+      await windowReader.destroy();
+      await windowed.destroy();
+    }
   });
 
   it('closing the store commits a batch still open', async () => {
