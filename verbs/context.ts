@@ -32,6 +32,12 @@ export interface DialOptions {
   /** Every target of the Dial when it has several (the first is `dial`'s own target); rung at once unless `sequential`. */
   readonly targets?: readonly DialTarget[];
   readonly sequential?: boolean;
+  /**
+   * Nothing runs after this Dial (the document's last verb, no action): when it ends, the call ends. The caller's
+   * media then stays where the bridge left it instead of returning to the platform (one rtpengine offer and answer
+   * less per call), unless the Dial was interrupted (a redirect brings new verbs).
+   */
+  readonly endsCall?: boolean;
 }
 
 export interface DialResult {

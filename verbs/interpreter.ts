@@ -93,9 +93,10 @@ export class Interpreter {
       if (document.customPayload !== undefined) await this.#ctx.setCustomPayload(document.customPayload);
       this.#reportIgnored(document);
       let handedOver: { url: string; extras: ActionCallbackExtras } | undefined;
-      for (const verb of document.verbs) {
+      for (const [i, verb] of document.verbs.entries()) {
         if (this.killed) return { reason: 'killed' };
         const task = createVerbTask(verb, this.#registry);
+        task.lastOfDocument = i === document.verbs.length - 1;
         this.#current = task;
         let outcome;
         try {

@@ -133,7 +133,7 @@ async function bridge(
   );
   if (!outcome.ok) {
     const status = outcome.noAnswer ? 'no-answer' : dialStatusFor(outcome.error);
-    await backToIvr(d, call);
+    await backToIvr(d, call, o);
     return { result: { status, durationSeconds: 0 } };
   }
   const won = legs[outcome.index]!;
@@ -144,7 +144,7 @@ async function bridge(
     // The dialled destination cannot be rated: it is not carried for free.
     await dialog.bye().catch(() => undefined);
     await won.child.end(ReasonCodes.rejected);
-    await backToIvr(d, call);
+    await backToIvr(d, call, o);
     return failed;
   }
   // The caller's side keeps the profile it was answered or placed with (a browser stays on WebRTC).
@@ -170,7 +170,7 @@ async function bridge(
   await bridged.close();
   await won.child?.end(ReasonCodes.normalHangup);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);
-  await backToIvr(d, call);
+  await backToIvr(d, call, o);
   return { result: { status: 'completed', durationSeconds: seconds } };
 }
 
@@ -206,8 +206,9 @@ async function ring(
  * The caller is still up after the Dial: point its media back at the IVR so the next verbs are heard. A caller
  * that hung up (or a call being ended) needs nothing; a caller whose media cannot be moved back is hung up.
  */
-async function backToIvr(d: DialVerbDeps, call: LiveCall): Promise<void> {
+async function backToIvr(d: DialVerbDeps, call: LiveCall, o: DialOptions): Promise<void> {
   if (call.isEnding || !d.media.hasSession(call.id)) return;
+  if (o.endsCall === true && !o.signal.aborted) return; // the call ends next: nothing will play to the caller
   try {
     await d.media.returnToIvr(call.id, CALLER_LEG);
   } catch (e) {

@@ -36,6 +36,8 @@ class FakeCall implements VerbContext {
   fallback: FallbackPolicy = { mode: 'drop', value: '' };
   documents = new Map<string, VerbDocument | WebhookFetchError | ((n: number) => VerbDocument)>();
   dialResult: DialResult = { status: 'completed', durationSeconds: 61 };
+  /** Per Dial: whether it was told nothing runs after it. */
+  readonly dialEndsCall: boolean[] = [];
   recordResult: RecordResult = { durationSeconds: 7, path: 'recordings/acc-1/rec1.wav' };
   missingAssets = new Set<string>();
   /** Operations that hang until their signal aborts (to test kill()). */
@@ -62,8 +64,9 @@ class FakeCall implements VerbContext {
   }
   async dial(
     target: { kind: 'number'; number: string } | { kind: 'extension'; extension: string },
-    o: { signal: AbortSignal },
+    o: { signal: AbortSignal; endsCall?: boolean },
   ) {
+    this.dialEndsCall.push(o.endsCall === true);
     await this.#op(`dial:${target.kind === 'number' ? target.number : target.extension}`, o.signal);
     return this.dialResult;
   }
@@ -127,6 +130,22 @@ describe('verbs/interpreter', () => {
       'record',
       'hangup',
     ]);
+  });
+
+  it('a Dial is told it ends the call only when it is the last verb and has no action', async () => {
+    const call = new FakeCall();
+    call.documents.set('https://app.example/after', doc('<Dial>+254711000004</Dial>'));
+    await new Interpreter(call).run({
+      document: doc(
+        '<Dial>+254711000001</Dial><Say>between</Say>' +
+          '<Dial action="https://app.example/after">+254711000003</Dial>',
+      ),
+    });
+    assert.deepEqual(
+      call.log.filter((op) => op.startsWith('dial:')),
+      ['dial:+254711000001', 'dial:+254711000003', 'dial:+254711000004'],
+    );
+    assert.deepEqual(call.dialEndsCall, [false, false, true]);
   });
 
   it('a document with customPayload attaches it to the call before its first verb runs', async () => {

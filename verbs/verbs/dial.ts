@@ -23,6 +23,7 @@ export class Dial extends VerbTaskBase {
       timeLimit,
       record,
       signal: this.signal,
+      ...(this.lastOfDocument === true && action === undefined ? { endsCall: true } : {}),
     });
     if (action === undefined) return CONTINUE_AFTER_WORK;
     const extras = { DialCallStatus: result.status, DialCallDuration: result.durationSeconds };

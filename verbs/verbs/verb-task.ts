@@ -23,6 +23,8 @@ export type VerbOutcome =
 
 export interface VerbTask {
   readonly name: VerbName;
+  /** Set by the interpreter: no verb follows this one in its document (what it leaves behind is not needed). */
+  lastOfDocument?: boolean;
   exec(ctx: VerbContext): Promise<VerbOutcome>;
   /** Stops the verb mid-way; safe to call twice and before or after exec(). */
   kill(): void;
@@ -30,6 +32,7 @@ export interface VerbTask {
 
 export abstract class VerbTaskBase implements VerbTask {
   abstract readonly name: VerbName;
+  lastOfDocument?: boolean;
   readonly #abort = new AbortController();
 
   protected get signal(): AbortSignal {
