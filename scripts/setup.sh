@@ -41,7 +41,7 @@ flock 9
 stamp=node_modules/.simu-lock-stamp
 want=$(sha256sum package-lock.json package.json | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "simu setup: installing npm dependencies (first run builds better-sqlite3, sqlite3 and libxmljs2, about 3 minutes)" >&2
+  echo "simu setup: installing npm dependencies (first run builds better-sqlite3 and libxmljs2, about 3 minutes)" >&2
   npm ci --no-audit --no-fund --loglevel=error >&2
   echo "$want" > "$stamp"
 fi

@@ -44,9 +44,9 @@ export function isPostgres(db: Db): boolean {
  * The connection is better-sqlite3's: a statement runs on the calling thread in microseconds, instead of a hop to
  * the libuv thread pool and back per statement (node-sqlite3), which cost the carrier path about a third of its
  * CPU per call (bench/calls/carrier.bench.ts). Statements are prepared once per distinct SQL text and reused.
- * Reads that may be slow (the calls list, search) go to the read pool (store/read-pool.ts), which stays on
- * node-sqlite3 so that they run off the event loop. Writes outside transactions share one commit per turn of
- * the event loop (group commit, store/sqlite-connection.ts).
+ * Reads that may be slow (the calls list, search) go to the read pool (store/read-pool.ts): better-sqlite3 in
+ * worker threads, off the event loop. Writes outside transactions share one commit (group commit, up to
+ * groupCommitWindowMs; store/sqlite-connection.ts). docs/architecture.md, "The SQLite store inside the switch".
  */
 export function openDb(opts: DbOptions): Db {
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
