@@ -28,4 +28,3 @@ export function sipLabelOf(name: string): string {
   s = s.slice(0, DERIVED_MAX).replace(/-+$/, '');
   return isValidSipLabel(s) ? s : 'account';
 }
-
