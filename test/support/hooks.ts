@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import fc from 'fast-check';
 import { stopPostgres } from './postgres.js';
 
 /**
@@ -14,6 +15,14 @@ removeRootsOfDeadRuns(base);
 const root = mkdtempSync(path.join(base, `simu-test-${process.pid}-`));
 chmodSync(root, 0o755);
 process.env.TMPDIR = root;
+
+/**
+ * Property tests draw their cases from a seed. Under CI it is fixed, so a run is the same run every time and a
+ * red build is a real regression, never the luck of the draw; elsewhere it is random (fast-check prints the seed
+ * and path of a failure, and FC_SEED replays it), which is how the properties keep exploring.
+ */
+const fcSeed = process.env.FC_SEED ?? (process.env.CI ? '20261124' : undefined);
+if (fcSeed !== undefined) fc.configureGlobal({ seed: Number(fcSeed) });
 
 /** Mocha root hooks: shared servers started lazily by tests are stopped once at the end. */
 export const mochaHooks = {
