@@ -24,7 +24,19 @@ const STORE = process.argv[4] ?? 'sqlite';
 // How many statement shapes to list (SQL_TOP=40 for a full picture).
 const TOP = Number(process.env.SQL_TOP ?? 15);
 const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'scenarios');
-const PORTS = { http: 22580, sip: 22565, ng: 22528, rtpMin: 30000, rtpMax: 39999, carrierIn: 22561, carrierOut: 22562 };
+// BENCH_PORT_SHIFT=N moves every port by N, so two runs can share the box (RTP ranges overlap below a shift of 10000).
+const SHIFT = Number(process.env.BENCH_PORT_SHIFT ?? 0);
+const PORTS = Object.fromEntries(
+  Object.entries({
+    http: 22580,
+    sip: 22565,
+    ng: 22528,
+    rtpMin: 30000,
+    rtpMax: 39999,
+    carrierIn: 22561,
+    carrierOut: 22562,
+  }).map(([k, v]) => [k, v + SHIFT]),
+) as Record<'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut', number>;
 
 // Loopback webhooks allowed; overload control at its production defaults (the test harness turns it off).
 const env: Record<string, string> = {
