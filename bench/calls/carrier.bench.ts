@@ -36,7 +36,7 @@ const PORTS = Object.fromEntries(
     carrierIn: 22561,
     carrierOut: 22562,
   }).map(([k, v]) => [k, v + SHIFT]),
-) as Record<'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut', number>;
+) as Record<'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia', number>;
 
 // Loopback webhooks allowed; overload control at its production defaults (the test harness turns it off).
 const env: Record<string, string> = {
@@ -214,7 +214,7 @@ async function step(rate: number): Promise<string> {
     '-p',
     String(PORTS.carrierIn),
     '-mp',
-    '9',
+    String(PORTS.callerMedia), // SIPp binds its media sockets here even though no RTP is sent
     '-r',
     String(rate),
     '-m',
@@ -256,7 +256,10 @@ async function step(rate: number): Promise<string> {
 }
 
 function sipp(cwd: string, args: string[]): ChildProcess {
-  return spawn('sipp', [...args, '-nostdin', '-timeout', `${SECONDS + 60}s`], { cwd, stdio: 'ignore' });
+  return spawn('sipp', [...args, '-nostdin', '-timeout', `${SECONDS + 60}s`], {
+    cwd,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 function exited(proc: ChildProcess, timeoutMs: number): Promise<void> {
