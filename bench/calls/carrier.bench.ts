@@ -35,6 +35,7 @@ const PORTS = Object.fromEntries(
     rtpMax: 39999,
     carrierIn: 22561,
     carrierOut: 22562,
+    callerMedia: 22570,
   }).map(([k, v]) => [k, v + SHIFT]),
 ) as Record<'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia', number>;
 
