@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { insertRows } from './fixed-sql.js';
+import { insertChunked } from './insert-chunked.js';
 
 /** One row of a call's event history (table `call_events`); `data` is the JSON text as written. */
 export interface CallEventRow {
@@ -28,7 +28,5 @@ const EVENTS_PER_INSERT = 500;
 
 /** Records many events in one statement per 500 (the publisher's group commit), in the order given. */
 export async function insertCallEvents(db: Db, rows: readonly NewCallEvent[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += EVENTS_PER_INSERT) {
-    await insertRows(db, 'call_events', rows.slice(i, i + EVENTS_PER_INSERT) as unknown as Record<string, unknown>[]);
-  }
+  await insertChunked(db, 'call_events', rows, EVENTS_PER_INSERT);
 }

@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { insertRows } from './fixed-sql.js';
+import { insertChunked } from './insert-chunked.js';
 
 /**
  * Status callbacks waiting for delivery (table `event_outbox`, events/outbox.ts): at least once, in order per call,
@@ -47,13 +47,7 @@ const OUTBOX_ROWS_PER_INSERT = 200;
 
 /** Queues many status callbacks in one statement per 200 (the publisher's group commit), in the order given. */
 export async function insertOutboxRows(db: Db, rows: readonly NewOutboxRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += OUTBOX_ROWS_PER_INSERT) {
-    await insertRows(
-      db,
-      'event_outbox',
-      rows.slice(i, i + OUTBOX_ROWS_PER_INSERT) as unknown as Record<string, unknown>[],
-    );
-  }
+  await insertChunked(db, 'event_outbox', rows, OUTBOX_ROWS_PER_INSERT);
 }
 
 /**

@@ -101,6 +101,45 @@ for (const kind of BOTH_DBS) {
       assert.equal((await findWebhookRoute(db, a.id, other))?.disabled, false);
     });
 
+    it('writes a batch larger than one statement in statements of 500 events and 200 callbacks, in order', async () => {
+      const a = await insertAccount(db, 'Chunks');
+      const inserts: string[] = [];
+      const seen = (q: { sql: string }) => {
+        if (/^insert into .(call_events|event_outbox)/.test(q.sql)) inserts.push(q.sql.split(' ')[2]!);
+      };
+      db.on('query', seen);
+      try {
+        const at = (i: number) => new Date(Date.parse(T0) + i).toISOString();
+        const events = Array.from({ length: 1001 }, (_, i) => ({
+          id: `ch-e${i}`,
+          account_id: a.id,
+          call_id: 'ch-call',
+          code: 'CALL.0100',
+          event: `e${i}`,
+          data: '{}',
+          created_at: at(i),
+        }));
+        await insertCallEvents(db, events);
+        await insertOutboxRows(
+          db,
+          Array.from({ length: 401 }, (_, i) => row(`ch-o${String(i).padStart(4, '0')}`, a.id, `ch-c${i}`)),
+        );
+      } finally {
+        db.off('query', seen);
+      }
+      assert.deepEqual(
+        inserts.map((t) => t.replace(/\W/g, '')),
+        [...Array(3).fill('call_events'), ...Array(3).fill('event_outbox')],
+      );
+      const listed = await listCallEvents(db, a.id, 'ch-call');
+      assert.deepEqual(
+        listed.map((e) => e.event),
+        Array.from({ length: 1001 }, (_, i) => `e${i}`),
+      );
+      const due = await dueOutboxRows(db, T0, [], 1000);
+      assert.equal(due.filter((r) => r.account_id === a.id).length, 401);
+    });
+
     it('records call events, finds an owned number, counts live calls of every account', async () => {
       const a = await insertAccount(db, 'Ev');
       const b = await insertAccount(db, 'Ev2');
