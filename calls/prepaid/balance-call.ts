@@ -1,12 +1,9 @@
-import { ReasonCodes } from '../../events/index.js';
-import { MediaError, notice, noticeLanguageOf } from '../../media/index.js';
+import { notice, noticeLanguageOf } from '../../media/index.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
-import { findAccount, insertCall, nowIso, type CallRow, type NewCall } from '../../store/index.js';
-import type { BridgedCall } from '../bridged-call.js';
+import { findAccount } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
-import type { FlowDeps } from '../flows/flow-deps.js';
-import { answerCaller } from '../voicemail/ivr-leg.js';
+import { runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
 
 /** True when a phone's Request-URI user part is the balance short code (`*100#`, `*100%23` as phones send it). */
 export function isBalanceCode(user: string | undefined, code: string): boolean {
@@ -18,10 +15,7 @@ export function isBalanceCode(user: string | undefined, code: string): boolean {
   }
 }
 
-export interface BalanceCallDeps extends FlowDeps {
-  /** Tracks the call as a bridge of this process; `unbilled` keeps it off the credit monitor. */
-  trackBridge: (row: CallRow, opts?: { unbilled?: boolean }) => BridgedCall;
-}
+export type BalanceCallDeps = ShortCodeCallDeps;
 
 /**
  * The balance short code (issue 23, item 2; `prepaid.balanceShortCode`, default `*100#`) from any registered phone:
@@ -39,36 +33,11 @@ export async function runBalanceCall(
   code: string,
   release: () => void,
 ): Promise<void> {
-  const base: NewCall = {
-    account_id: who.accountId,
-    direction: 'internal',
-    from_number: who.extension,
-    to_number: code,
-    end_user_id: who.endUserId,
-  };
-  const row = await insertCall(d.db, { ...base, started_at: nowIso() });
-  const call = d.trackBridge(row, { unbilled: true });
-  call.onEnd(release);
-  await call.life.initiated();
-  srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
-  const caller = await answerCaller(d, { req, srv, call }).catch((e: unknown) => {
-    d.log.warn({ err: e, call: row.sid }, 'balance call could not answer the phone');
-    return undefined;
-  });
-  if (!caller) {
-    if (!srv.finalResponse) srv.send(500, 'Server Internal Error');
-    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
-    return;
-  }
-  try {
+  const sc = { code, name: 'balance call', admitted: false, unbilled: true };
+  await runShortCodeCall(d, req, srv, who, release, sc, async (row, caller) => {
     const account = await findAccount(d.db, who.accountId);
     const lang = noticeLanguageOf(account?.language);
     const n = account ? notice('balance', lang, { cents: account.balance_cents }) : notice('balanceUnavailable', lang);
     await d.media.say(row.id, CALLER_LEG, n.text, { language: n.language, signal: caller.gone });
-  } catch (e) {
-    if (!(e instanceof MediaError)) throw e;
-    d.log.warn({ err: e, call: row.sid }, 'balance not spoken');
-  } finally {
-    await caller.hangup();
-  }
+  });
 }

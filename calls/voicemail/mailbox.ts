@@ -1,25 +1,11 @@
-import { AdmissionRefusedError } from '../../billing/index.js';
-import { ReasonCodes } from '../../events/index.js';
-import { MediaError } from '../../media/index.js';
 import { systemClock } from '../../kit/index.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
-import {
-  deleteMessage,
-  insertCall,
-  listMailbox,
-  markMessageHeard,
-  nowIso,
-  type CallRow,
-  type NewCall,
-  type RecordingRow,
-} from '../../store/index.js';
-import type { BridgedCall } from '../bridged-call.js';
+import { deleteMessage, listMailbox, markMessageHeard, type CallRow, type RecordingRow } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
-import type { FlowDeps } from '../flows/flow-deps.js';
-import { refuseAdmission } from '../flows/refusal.js';
 import { runGather } from '../gather-run.js';
-import { answerCaller, type AnsweredCaller } from './ivr-leg.js';
+import { runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
+import type { AnsweredCaller } from './ivr-leg.js';
 
 /** The short code a phone dials to listen to its own mailbox. */
 export const MAILBOX_CODE = '*97';
@@ -40,15 +26,13 @@ export function isMailboxCode(user: string | undefined): boolean {
   }
 }
 
-export interface MailboxDeps extends FlowDeps {
-  trackBridge: (row: CallRow) => BridgedCall;
-}
+export type MailboxDeps = ShortCodeCallDeps;
 
 /**
  * `*97` from a phone (issue 19, item 4): the switch answers, says how many new and saved messages the end-user
  * has, plays each (new ones first) and takes a key during or after it: 7 deletes it, 9 (or nothing) keeps it and
  * goes on. A played message is no longer new; every change reaches the end-user's phones as a message-summary
- * NOTIFY. The call is an internal call of the end-user (its CDR's `to` is `*97`).
+ * NOTIFY. The call is an internal call of the end-user (its CDR's `to` is `*97`), admitted as any call of the account.
  */
 export async function runMailbox(
   d: MailboxDeps,
@@ -57,43 +41,8 @@ export async function runMailbox(
   who: EndUserIdentity,
   release: () => void,
 ): Promise<void> {
-  const base: NewCall = {
-    account_id: who.accountId,
-    direction: 'internal',
-    from_number: who.extension,
-    to_number: MAILBOX_CODE,
-    end_user_id: who.endUserId,
-  };
-  let row: CallRow;
-  try {
-    row = await d.admission.admit({ accountId: who.accountId }, () =>
-      insertCall(d.db, { ...base, started_at: nowIso() }),
-    );
-  } catch (e) {
-    if (e instanceof AdmissionRefusedError) return refuseAdmission(d.db, d.events, srv, base, e);
-    throw e;
-  }
-  const call = d.trackBridge(row);
-  call.onEnd(release);
-  await call.life.initiated();
-  srv.signal.addEventListener('abort', () => void call.end(ReasonCodes.canceled), { once: true });
-  const caller = await answerCaller(d, { req, srv, call }).catch((e: unknown) => {
-    d.log.warn({ err: e, call: row.sid }, 'mailbox could not answer the phone');
-    return undefined;
-  });
-  if (!caller) {
-    srv.send(500, 'Server Internal Error');
-    await call.end(call.isEnding ? ReasonCodes.canceled : ReasonCodes.carrierFailure);
-    return;
-  }
-  try {
-    await listen(d, row, who, caller);
-  } catch (e) {
-    if (!(e instanceof MediaError)) throw e;
-    d.log.warn({ err: e, call: row.sid }, 'mailbox media failed');
-  } finally {
-    await caller.hangup();
-  }
+  const sc = { code: MAILBOX_CODE, name: 'mailbox', admitted: true, unbilled: false };
+  await runShortCodeCall(d, req, srv, who, release, sc, (row, caller) => listen(d, row, who, caller));
 }
 
 async function listen(d: MailboxDeps, row: CallRow, who: EndUserIdentity, caller: AnsweredCaller): Promise<void> {
