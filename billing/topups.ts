@@ -80,36 +80,57 @@ async function once<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Credits a confirmed payment once per (provider, receipt). */
-export async function applyTopupPayment(db: Db, p: TopupPayment): Promise<TopupOutcome> {
-  checkCurrency(p.currency);
-  if (!(await findAccount(db, p.accountId)))
-    throw new TopupRefusedError(404, 'TOPUP_UNKNOWN_ACCOUNT', 'No account has this account reference.');
+/** The ledger posting of one top-up callback, and what its `wallet_topups` row says beside it. */
+interface TopupWrite {
+  accountId: string;
+  /** What the callback asked for; the ledger may post less (a reversal capped at the balance). */
+  amountCents: number;
+  reference: string | null;
+  post: { direction: 'credit' | 'debit'; kind: 'topup' | 'adjustment'; capAtBalance?: boolean };
+}
+
+/**
+ * Applies a callback once per (provider, receipt, kind), in one transaction: a repeat finds the first one's row;
+ * otherwise `check` (reading in the transaction) says what to post, the ledger row is posted under the callback's
+ * settlement key and the `wallet_topups` row written beside it.
+ */
+function applyOnce(
+  db: Db,
+  c: {
+    provider: string;
+    receipt: string;
+    kind: WalletTopupRow['kind'];
+    currency: string;
+    msisdn: string;
+    paidAt: string;
+  },
+  check: (trx: Db) => Promise<TopupWrite>,
+): Promise<TopupOutcome> {
   return once(() =>
     inTransaction(db, async (trx) => {
-      const prior = await findWalletTopup(trx, p.provider, p.receipt, 'payment');
+      const prior = await findWalletTopup(trx, c.provider, c.receipt, c.kind);
       if (prior) return { duplicate: true, topup: prior };
-      const key = keyOf(p.provider, p.receipt, 'payment');
+      const w = await check(trx);
+      const key = keyOf(c.provider, c.receipt, c.kind);
       const posted = await postInTransaction(trx, {
-        accountId: p.accountId,
-        direction: 'credit',
-        kind: 'topup',
-        amountCents: p.amountCents,
+        accountId: w.accountId,
+        amountCents: w.amountCents,
         settlementKey: key,
+        ...w.post,
       });
       const ledger = (await findLedgerRowBySettlementKey(trx, key))!;
       const row: WalletTopupRow = {
         id: newId(),
-        provider: p.provider,
-        receipt: p.receipt,
-        kind: 'payment',
-        reference: null,
-        account_id: p.accountId,
-        amount_cents: p.amountCents,
+        provider: c.provider,
+        receipt: c.receipt,
+        kind: c.kind,
+        reference: w.reference,
+        account_id: w.accountId,
+        amount_cents: w.amountCents,
         posted_cents: posted.amountCents,
-        currency: p.currency,
-        msisdn: p.msisdn,
-        paid_at: p.paidAt,
+        currency: c.currency,
+        msisdn: c.msisdn,
+        paid_at: c.paidAt,
         received_at: ledger.created_at,
         ledger_id: ledger.id,
       };
@@ -119,6 +140,19 @@ export async function applyTopupPayment(db: Db, p: TopupPayment): Promise<TopupO
   );
 }
 
+/** Credits a confirmed payment once per (provider, receipt). */
+export async function applyTopupPayment(db: Db, p: TopupPayment): Promise<TopupOutcome> {
+  checkCurrency(p.currency);
+  if (!(await findAccount(db, p.accountId)))
+    throw new TopupRefusedError(404, 'TOPUP_UNKNOWN_ACCOUNT', 'No account has this account reference.');
+  return applyOnce(db, { ...p, kind: 'payment' }, async () => ({
+    accountId: p.accountId,
+    amountCents: p.amountCents,
+    reference: null,
+    post: { direction: 'credit', kind: 'topup' },
+  }));
+}
+
 /**
  * Reverses a payment once: debits what it credited, from the account it credited. Money already spent cannot be
  * taken back below zero (the ledger never goes negative), so `posted_cents` may be less than the amount; the
@@ -126,46 +160,21 @@ export async function applyTopupPayment(db: Db, p: TopupPayment): Promise<TopupO
  */
 export async function applyTopupReversal(db: Db, r: TopupReversal): Promise<TopupOutcome> {
   checkCurrency(r.currency);
-  return once(() =>
-    inTransaction(db, async (trx) => {
-      const prior = await findWalletTopup(trx, r.provider, r.receipt, 'reversal');
-      if (prior) return { duplicate: true, topup: prior };
-      const payment = await findWalletTopup(trx, r.provider, r.receipt, 'payment');
-      if (!payment)
-        throw new TopupRefusedError(404, 'TOPUP_UNKNOWN_RECEIPT', 'No payment with this receipt was received.');
-      if (payment.amount_cents !== r.amountCents)
-        throw new TopupRefusedError(
-          422,
-          'TOPUP_AMOUNT_MISMATCH',
-          'A reversal must be for the whole amount of the payment it reverses.',
-        );
-      const key = keyOf(r.provider, r.receipt, 'reversal');
-      const posted = await postInTransaction(trx, {
-        accountId: payment.account_id,
-        direction: 'debit',
-        kind: 'adjustment',
-        amountCents: payment.posted_cents,
-        settlementKey: key,
-        capAtBalance: true,
-      });
-      const ledger = (await findLedgerRowBySettlementKey(trx, key))!;
-      const row: WalletTopupRow = {
-        id: newId(),
-        provider: r.provider,
-        receipt: r.receipt,
-        kind: 'reversal',
-        reference: r.reference,
-        account_id: payment.account_id,
-        amount_cents: payment.posted_cents,
-        posted_cents: posted.amountCents,
-        currency: r.currency,
-        msisdn: r.msisdn,
-        paid_at: r.paidAt,
-        received_at: ledger.created_at,
-        ledger_id: ledger.id,
-      };
-      await insertWalletTopup(trx, row);
-      return { duplicate: false, topup: row };
-    }),
-  );
+  return applyOnce(db, { ...r, kind: 'reversal' }, async (trx) => {
+    const payment = await findWalletTopup(trx, r.provider, r.receipt, 'payment');
+    if (!payment)
+      throw new TopupRefusedError(404, 'TOPUP_UNKNOWN_RECEIPT', 'No payment with this receipt was received.');
+    if (payment.amount_cents !== r.amountCents)
+      throw new TopupRefusedError(
+        422,
+        'TOPUP_AMOUNT_MISMATCH',
+        'A reversal must be for the whole amount of the payment it reverses.',
+      );
+    return {
+      accountId: payment.account_id,
+      amountCents: payment.posted_cents,
+      reference: r.reference,
+      post: { direction: 'debit', kind: 'adjustment', capAtBalance: true },
+    };
+  });
 }
