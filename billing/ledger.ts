@@ -59,7 +59,7 @@ export interface PostResult {
 
 /**
  * Posts one ledger row and moves the balance, inside the caller's transaction. The account row is locked first
- * (FOR UPDATE on PostgreSQL; SQLite has one writer), so concurrent posts serialise and `balance_before` chains.
+ * (FOR NO KEY UPDATE on PostgreSQL; SQLite has one writer), so concurrent posts serialise and `balance_before` chains.
  * The balance never goes below zero.
  */
 export async function postInTransaction(

@@ -114,11 +114,14 @@ export async function getAccount(db: Db, id: string): Promise<AccountRow> {
 }
 
 /**
- * Reads the balance and locks the account row for the rest of the transaction (FOR UPDATE on PostgreSQL; SQLite has
- * one writer), so concurrent ledger posts serialise. Undefined when there is no such account.
+ * Reads the balance and locks the account row for the rest of the transaction (FOR NO KEY UPDATE on PostgreSQL;
+ * SQLite has one writer), so concurrent ledger posts serialise. Not FOR UPDATE: that lock also conflicts with the
+ * KEY SHARE lock every foreign-key check takes on the account row, so while one settlement was open every insert of
+ * the account's calls, events and credit rows waited for it (the carrier bench on PostgreSQL queued on it). The
+ * balance update that follows takes the same NO KEY UPDATE lock. Undefined when there is no such account.
  */
 export async function lockAccountBalance(tx: Tx, id: string): Promise<number | undefined> {
-  const sql = 'select "balance_cents" from "accounts" where "id" = ?' + (isPostgres(tx) ? ' for update' : '');
+  const sql = 'select "balance_cents" from "accounts" where "id" = ?' + (isPostgres(tx) ? ' for no key update' : '');
   const [row] = await selectRows(tx, sql, [id]);
   return row ? Number(row.balance_cents) : undefined;
 }
