@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConferenceControl, ConferenceView, ParticipantView } from '../../calls/index.js';
 import { authOf } from '../auth.js';
 import { ApiError, notFound } from '../errors.js';
-import type { RouteDeps, RouteTable } from '../route-table.js';
+import type { RouteDeps, RouteSpec, RouteTable } from '../route-table.js';
 import { parseBody } from '../validation.js';
 import type { Context } from 'koa';
 
@@ -66,7 +66,6 @@ export function conferenceRoutes(t: RouteTable, d: RouteDeps): void {
     if (!c) throw new ApiError(503, 'CONFERENCES_UNAVAILABLE', 'This server runs no call engine.');
     return c;
   };
-  const sidOf = (ctx: Context) => String(ctx.params.sid);
 
   t.add(
     {
@@ -81,65 +80,71 @@ export function conferenceRoutes(t: RouteTable, d: RouteDeps): void {
     },
   );
 
-  t.add(
+  // The routes on one live conference or participant: each looks it up for the account, answers 404 with the code
+  // of what is gone (401 and, with a body, 400 as any route), else its body (or 204 when it has none).
+  const live: Array<{
+    spec: Omit<RouteSpec, 'errors'>;
+    gone: 'Conference' | 'Participant';
+    run: (ctx: Context, account: string, sid: string) => Promise<object | boolean | undefined>;
+  }> = [
     {
-      method: 'get',
-      path: '/api/conferences/:sid',
-      summary: 'One live conference',
-      ok: { status: 200, schema: ConferenceOut },
-      errors: [401, 404],
+      spec: {
+        method: 'get',
+        path: '/api/conferences/:sid',
+        summary: 'One live conference',
+        ok: { status: 200, schema: ConferenceOut },
+      },
+      gone: 'Conference',
+      run: async (_ctx, account, sid) => {
+        const c = control().find(account, sid);
+        return c && conferenceOut(c);
+      },
     },
-    async (ctx) => {
-      const c = control().find(authOf(ctx).account.id, sidOf(ctx));
-      if (!c) throw notFound('Conference', 'CONFERENCE_NOT_FOUND');
-      ctx.body = conferenceOut(c);
-    },
-  );
-
-  t.add(
     {
-      method: 'get',
-      path: '/api/conferences/:sid/participants',
-      summary: "A live conference's participants, in the order they joined",
-      ok: { status: 200, schema: ParticipantListOut },
-      errors: [401, 404],
+      spec: {
+        method: 'get',
+        path: '/api/conferences/:sid/participants',
+        summary: "A live conference's participants, in the order they joined",
+        ok: { status: 200, schema: ParticipantListOut },
+      },
+      gone: 'Conference',
+      run: async (_ctx, account, sid) => {
+        const list = control().participants(account, sid);
+        return list && { participants: list.map(participantOut) };
+      },
     },
-    async (ctx) => {
-      const list = control().participants(authOf(ctx).account.id, sidOf(ctx));
-      if (!list) throw notFound('Conference', 'CONFERENCE_NOT_FOUND');
-      ctx.body = { participants: list.map(participantOut) };
-    },
-  );
-
-  t.add(
     {
-      method: 'post',
-      path: '/api/conferences/:sid/participants/:callSid',
-      summary: 'Mute/unmute or hold/unhold a participant',
-      body: ParticipantUpdateBody,
-      ok: { status: 200, schema: ParticipantOut },
-      errors: [400, 401, 404],
+      spec: {
+        method: 'post',
+        path: '/api/conferences/:sid/participants/:callSid',
+        summary: 'Mute/unmute or hold/unhold a participant',
+        body: ParticipantUpdateBody,
+        ok: { status: 200, schema: ParticipantOut },
+      },
+      gone: 'Participant',
+      run: async (ctx, account, sid) => {
+        const body = await parseBody(ctx, ParticipantUpdateBody);
+        const p = control().update(account, sid, String(ctx.params.callSid), body);
+        return p && participantOut(p);
+      },
     },
-    async (ctx) => {
-      const body = await parseBody(ctx, ParticipantUpdateBody);
-      const p = control().update(authOf(ctx).account.id, sidOf(ctx), String(ctx.params.callSid), body);
-      if (!p) throw notFound('Participant', 'PARTICIPANT_NOT_FOUND');
-      ctx.body = participantOut(p);
-    },
-  );
-
-  t.add(
     {
-      method: 'post',
-      path: '/api/conferences/:sid/participants/:callSid/kick',
-      summary: 'Remove a participant (its Dial ends and its verbs go on)',
-      ok: { status: 204, description: 'Removed' },
-      errors: [401, 404],
+      spec: {
+        method: 'post',
+        path: '/api/conferences/:sid/participants/:callSid/kick',
+        summary: 'Remove a participant (its Dial ends and its verbs go on)',
+        ok: { status: 204, description: 'Removed' },
+      },
+      gone: 'Participant',
+      run: async (ctx, account, sid) => control().kick(account, sid, String(ctx.params.callSid)),
     },
-    async (ctx) => {
-      if (!control().kick(authOf(ctx).account.id, sidOf(ctx), String(ctx.params.callSid)))
-        throw notFound('Participant', 'PARTICIPANT_NOT_FOUND');
-      ctx.status = 204;
-    },
-  );
+  ];
+  for (const r of live) {
+    t.add({ ...r.spec, errors: r.spec.body ? [400, 401, 404] : [401, 404] }, async (ctx) => {
+      const out = await r.run(ctx, authOf(ctx).account.id, String(ctx.params.sid));
+      if (!out) throw notFound(r.gone, r.gone === 'Conference' ? 'CONFERENCE_NOT_FOUND' : 'PARTICIPANT_NOT_FOUND');
+      if (out === true) ctx.status = 204;
+      else ctx.body = out;
+    });
+  }
 }

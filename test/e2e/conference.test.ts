@@ -100,6 +100,13 @@ describe('Conference: <Dial><Conference> mixes every participant but itself (iss
       assert.equal(r.status, 200, JSON.stringify(r.body));
     }
     await eventually(async () => (await conference()) === undefined, 'the conference ended', 20_000);
+    // An ended conference is live state no more: each route on it or its participants is 404 with its code.
+    const gone = async (method: 'GET' | 'POST', path: string, body?: object) =>
+      (await api(t.ctx.baseUrl, t.acct.key, method, `/api/conferences/${conf.sid}${path}`, body)).body?.code;
+    assert.equal(await gone('GET', ''), 'CONFERENCE_NOT_FOUND');
+    assert.equal(await gone('GET', '/participants'), 'CONFERENCE_NOT_FOUND');
+    assert.equal(await gone('POST', `/participants/${third.call_sid}`, { muted: true }), 'PARTICIPANT_NOT_FOUND');
+    assert.equal(await gone('POST', `/participants/${third.call_sid}/kick`), 'PARTICIPANT_NOT_FOUND');
     const codes = (await t.ctx.db('call_events').select('code')).map((e: { code: string }) => e.code);
     const count = (code: string) => codes.filter((c) => c === code).length;
     assert.equal(count('CONF.0100'), 1, 'conference.started once');
