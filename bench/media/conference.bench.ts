@@ -1,9 +1,9 @@
 /**
  * How many conference participants one box mixes: conferences of 10 on the media room's own mixer
  * (media/mixer/: one TickScheduler, a ConferenceMixer per conference, N-1 mixing in linear PCM, G.711 out),
- * each participant a real UDP socket pair on loopback. A worker thread plays the callers: one socket per
- * participant sends a tone as PCMU, 50 packets a second, to the participant's mixer socket, and counts what the
- * mixer sends back. The main thread does what the switch would do per participant: receive, decode into the
+ * each participant a real UDP socket pair on loopback. A worker thread plays the callers (rtp-callers.ts): one socket
+ * per participant sends PCMU, 50 packets a second, to the participant's mixer socket, and counts what the mixer
+ * sends back. The main thread does what the switch would do per participant: receive, decode into the
  * jitter ring, mix, encode, send.
  *
  * late % = packets the scheduler sent more than 20 ms after their due time (or skipped), over packets due.
@@ -17,9 +17,9 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
 import { ConferenceMixer } from '../../media/mixer/conference-mixer.js';
 import { TickScheduler } from '../../media/mixer/tick-scheduler.js';
+import { startRtpCallers } from './rtp-callers.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,46 +28,6 @@ function arg(name: string, fallback: string): string {
 const STEPS = arg('steps', '30,100,200,300,400').split(',').map(Number);
 const SECONDS = Number(arg('seconds', '10'));
 const SIZE = Number(arg('size', '10'));
-
-const WORKER = `
-const { parentPort, workerData } = require('node:worker_threads');
-const dgram = require('node:dgram');
-const ports = workerData.ports;
-const sockets = [];
-let received = 0;
-let sent = 0;
-let ready = 0;
-const payload = Buffer.alloc(160);
-for (let i = 0; i < 160; i++) payload[i] = 0x80 + (i % 16); // a rough buzz; the bench counts packets, not tones
-for (const port of ports) {
-  const s = dgram.createSocket('udp4');
-  s.on('message', () => { received++; });
-  s.bind(0, '127.0.0.1', () => { ready++; if (ready === ports.length) parentPort.postMessage({ ready: sockets.map((x) => x.s.address().port) }); });
-  sockets.push({ s, port, seq: 0, ts: 0, ssrc: (Math.random() * 0xffffffff) >>> 0 });
-}
-const start = performance.now();
-let n = 0;
-let timer;
-function tick() {
-  for (const p of sockets) {
-    const pkt = Buffer.alloc(172);
-    pkt[0] = 0x80; pkt[1] = 0;
-    pkt.writeUInt16BE(p.seq = (p.seq + 1) & 0xffff, 2);
-    pkt.writeUInt32BE(p.ts = (p.ts + 160) >>> 0, 4);
-    pkt.writeUInt32BE(p.ssrc, 8);
-    payload.copy(pkt, 12);
-    p.s.send(pkt, p.port, '127.0.0.1');
-    sent++;
-  }
-  n++;
-  timer = setTimeout(tick, Math.max(0, start + n * 20 - performance.now()));
-}
-parentPort.on('message', (m) => {
-  if (m === 'start') tick();
-  if (m === 'report') parentPort.postMessage({ sent, received });
-  if (m === 'stop') { clearTimeout(timer); for (const p of sockets) p.s.close(); parentPort.postMessage({ sent, received, stopped: true }); }
-});
-`;
 
 interface Leg {
   socket: Socket;
@@ -80,22 +40,13 @@ async function bindLeg(): Promise<Leg> {
   return { socket, port: socket.address().port };
 }
 
-function ask(worker: Worker, msg: string): Promise<{ sent: number; received: number }> {
-  return new Promise((resolve) => {
-    worker.once('message', resolve);
-    worker.postMessage(msg);
-  });
-}
-
 async function step(participants: number) {
   const scheduler = new TickScheduler();
   const legs: Leg[] = [];
   const mixers: ConferenceMixer[] = [];
   for (let i = 0; i < participants; i += 1) legs.push(await bindLeg());
-  const worker = new Worker(WORKER, { eval: true, workerData: { ports: legs.map((l) => l.port) } });
-  const callerPorts = await new Promise<number[]>((resolve) =>
-    worker.once('message', (m: { ready: number[] }) => resolve(m.ready)),
-  );
+  const callers = await startRtpCallers(legs.map((l) => l.port));
+  const callerPorts = callers.ports;
   for (let i = 0; i < participants; i += 1) {
     if (i % SIZE === 0) mixers.push(new ConferenceMixer());
     const mixer = mixers.at(-1)!;
@@ -105,10 +56,10 @@ async function step(participants: number) {
     leg.socket.on('message', (msg: Buffer) => p.hear(msg.subarray(12), 0));
   }
   for (const m of mixers) scheduler.add(m);
-  worker.postMessage('start');
+  callers.start();
   await new Promise((r) => setTimeout(r, 1000)); // warm up: rings primed, JIT settled
   scheduler.resetStats();
-  const before = await ask(worker, 'report');
+  const before = await callers.report();
   const cpu0 = process.cpuUsage();
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
@@ -117,9 +68,9 @@ async function step(participants: number) {
   const cpu = process.cpuUsage(cpu0);
   const elu = performance.eventLoopUtilization(elu0);
   const s = scheduler.stats();
-  const after = await ask(worker, 'stop');
+  const after = await callers.stop();
   for (const m of mixers) scheduler.remove(m);
-  await worker.terminate();
+  await callers.close();
   for (const l of legs) l.socket.close();
   const due = s.packets + s.skippedTicks * participants;
   const receivedPct = (100 * (after.received - before.received)) / Math.max(1, s.packets);

@@ -23,6 +23,7 @@ import { IvrEndpoint } from '../../media/ivr-endpoint.js';
 import { LegAudioPort } from '../../media/streams/audio-port.js';
 import { MediaStream } from '../../media/streams/media-stream.js';
 import { plainAudioSdp } from '../../media/sdp.js';
+import { ask, startRtpCallers } from './rtp-callers.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -31,42 +32,6 @@ function arg(name: string, fallback: string): string {
 const STEPS = arg('steps', '50,100,200,300,400').split(',').map(Number);
 const SECONDS = Number(arg('seconds', '10'));
 const CONNECT = process.argv.includes('--connect');
-
-const CALLERS = `
-const { parentPort, workerData } = require('node:worker_threads');
-const dgram = require('node:dgram');
-const { performance } = require('node:perf_hooks');
-const sockets = [];
-let received = 0, sent = 0, ready = 0, running = false;
-const payload = Buffer.alloc(160);
-for (let i = 0; i < 160; i++) payload[i] = 0x80 + (i % 16);
-for (const port of workerData.ports) {
-  const s = dgram.createSocket('udp4');
-  s.on('message', () => { if (running) received++; });
-  s.bind(0, '127.0.0.1', () => { if (++ready === workerData.ports.length) parentPort.postMessage({ ready: sockets.map((x) => x.s.address().port) }); });
-  sockets.push({ s, port, seq: 0, ts: 0, ssrc: (Math.random() * 0xffffffff) >>> 0 });
-}
-let start = 0, n = 0, timer;
-function tick() {
-  for (const p of sockets) {
-    const pkt = Buffer.alloc(172);
-    pkt[0] = 0x80; pkt[1] = 0;
-    pkt.writeUInt16BE(p.seq = (p.seq + 1) & 0xffff, 2);
-    pkt.writeUInt32BE(p.ts = (p.ts + 160) >>> 0, 4);
-    pkt.writeUInt32BE(p.ssrc, 8);
-    payload.copy(pkt, 12);
-    p.s.send(pkt, p.port, '127.0.0.1');
-    sent++;
-  }
-  n++;
-  timer = setTimeout(tick, Math.max(0, start + n * 20 - performance.now()));
-}
-parentPort.on('message', (m) => {
-  if (m === 'start') { running = true; start = performance.now(); tick(); }
-  if (m === 'stop') { clearTimeout(timer); parentPort.postMessage({ sent, received }); }
-  if (m === 'close') { running = false; for (const p of sockets) p.s.close(); parentPort.postMessage({}); }
-});
-`;
 
 const SERVER = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -91,13 +56,6 @@ parentPort.on('message', (m) => {
 });
 `;
 
-function ask<T>(worker: Worker, msg: string): Promise<T> {
-  return new Promise((resolve) => {
-    worker.once('message', resolve);
-    worker.postMessage(msg);
-  });
-}
-
 async function step(n: number) {
   const server = new Worker(SERVER, { eval: true, workerData: { echo: CONNECT } });
   const { port: wsPort } = await new Promise<{ port: number }>((r) => server.once('message', r));
@@ -107,10 +65,8 @@ async function step(n: number) {
     await e.open();
     endpoints.push(e);
   }
-  const callers = new Worker(CALLERS, { eval: true, workerData: { ports: endpoints.map((e) => e.port) } });
-  const callerPorts = await new Promise<number[]>((r) =>
-    callers.once('message', (m: { ready: number[] }) => r(m.ready)),
-  );
+  const callers = await startRtpCallers(endpoints.map((e) => e.port));
+  const callerPorts = callers.ports;
   // What rtpengine's offer would tell the endpoint: where the caller's side of the engine listens (here the caller).
   endpoints.forEach((e, i) =>
     e.sdp(plainAudioSdp({ address: '127.0.0.1', port: callerPorts[i]!, codecs: ['PCMU', 'telephone-event'] })),
@@ -134,9 +90,9 @@ async function step(n: number) {
   const cpu0 = process.cpuUsage();
   const elu0 = performance.eventLoopUtilization();
   const t0 = performance.now();
-  callers.postMessage('start');
+  callers.start();
   await new Promise((r) => setTimeout(r, SECONDS * 1000));
-  const { sent, received } = await ask<{ sent: number; received: number }>(callers, 'stop');
+  const { sent, received } = await callers.stop();
   const elapsed = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const elu = performance.eventLoopUtilization(elu0);
@@ -145,9 +101,8 @@ async function step(n: number) {
   const ownDrops = streams.reduce((sum, s) => sum + s.stats.framesDropped, 0);
   await Promise.all(streams.map((s) => s.stop()));
   for (const e of endpoints) e.close();
-  await ask(callers, 'close');
+  await callers.close();
   await ask(server, 'close');
-  await callers.terminate();
   await server.terminate();
   return {
     n,
