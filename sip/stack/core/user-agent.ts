@@ -33,6 +33,7 @@ import {
   type ListenOptions,
   type SourceAdmission,
   type Target,
+  type UdpFront,
 } from '../transport/index.js';
 import { Dialog, targetForUri, type DialogHost } from '../dialog/dialog.js';
 import { RFC_MIN_SE, readSessionExpires, uasSessionTimer } from '../dialog/session-timer.js';
@@ -159,6 +160,11 @@ export class UserAgent {
   async listen(opts: ListenOptions): Promise<void> {
     if (this.#closed) throw new SipStateError('user agent closed');
     await this.#transport.listen(opts);
+  }
+
+  /** The UDP front (transport/udp-front.ts), when listening with one and the kernel delivers to it. */
+  get udpFront(): UdpFront | undefined {
+    return this.#transport.udpFront;
   }
 
   /** The bound address of a transport, e.g. to learn the port after listening on port 0. */

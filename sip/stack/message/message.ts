@@ -14,6 +14,8 @@ export interface MessageSource {
   flowId: string;
   localAddress?: string;
   localPort?: number;
+  /** A new INVITE the UDP front's gate already admitted (transport/udp-front.ts): not to be asked again. */
+  gated?: boolean;
 }
 export type TransportName = 'UDP' | 'TCP' | 'TLS' | 'WS' | 'WSS';
 

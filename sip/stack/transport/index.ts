@@ -1,3 +1,4 @@
 export * from './flow.js';
 export * from './transport-layer.js';
 export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
+export { UdpFront, type UdpFrontOptions, type UdpGate } from './udp-front.js';

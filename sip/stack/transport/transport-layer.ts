@@ -21,11 +21,14 @@ import type { Flow, ListenAddress, SecureListenAddress, Transport, TransportSink
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
 import { StreamTransport } from './stream-transport.js';
 import { UdpTransport } from './udp-transport.js';
+import type { UdpFront, UdpFrontOptions } from './udp-front.js';
 import { WsTransport } from './ws-transport.js';
 import { isStun, stunBindingResponse } from './stun.js';
 
 export interface ListenOptions {
   udp?: ListenAddress;
+  /** A worker thread receives the UDP port and refuses new INVITEs beyond the published gate (udp-front.ts). */
+  udpFront?: UdpFrontOptions;
   tcp?: ListenAddress;
   tls?: SecureListenAddress;
   ws?: ListenAddress;
@@ -82,7 +85,7 @@ export class TransportLayer implements TransportSink {
       rejectUnauthorized: o.tlsRejectUnauthorized,
       ca: o.tlsCa,
     };
-    if (opts.udp) this.#transports.set('UDP', await UdpTransport.listen(opts.udp, this));
+    if (opts.udp) this.#transports.set('UDP', await UdpTransport.listen(opts.udp, this, opts.udpFront));
     if (opts.tcp) this.#transports.set('TCP', await StreamTransport.listen('TCP', opts.tcp, this, stream));
     if (opts.tls) this.#transports.set('TLS', await StreamTransport.listen('TLS', opts.tls, this, stream));
     const ws = {
@@ -98,6 +101,11 @@ export class TransportLayer implements TransportSink {
   /** The bound address of a transport (for Via and Contact). */
   local(transport: TransportName): ListenAddress | undefined {
     return this.#transports.get(transport)?.local;
+  }
+
+  /** The UDP front, when one was asked for and the kernel delivers the port's datagrams to it. */
+  get udpFront(): UdpFront | undefined {
+    return (this.#transports.get('UDP') as UdpTransport | undefined)?.front;
   }
 
   has(transport: TransportName): boolean {

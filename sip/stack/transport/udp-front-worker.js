@@ -1,0 +1,244 @@
+/**
+ * The UDP front's worker thread (udp-front.ts starts it): it receives every datagram of the SIP UDP port, so new
+ * INVITEs are refused while the event loop of the main thread is busy. Plain JavaScript: worker threads do not get
+ * the TypeScript loader of the main thread.
+ *
+ * Per datagram it reads only the start line; of an INVITE (and of an ACK while refusals are remembered) a few
+ * headers: Via, From, To, Call-ID, CSeq, the Request-URI's user, User-Agent. A new INVITE (no To tag, not to an
+ * emergency number) meets the gate the main thread publishes in shared memory (a token bucket's rate, the fixed
+ * platform cap); a refused one is answered here, statelessly (RFC 3261 §8.2.6, §16.6 step 8's reply shape), with
+ * 503 and Retry-After. Its retransmissions get the same reply, byte for byte, and the ACK of that reply is absorbed.
+ * Everything else goes to the main thread, as it came, with the source address; so do the INVITEs admitted here
+ * (flagged, so the main thread does not ask its own gate again) and a note of each refusal (flood accounting).
+ *
+ * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] the platform cap in calls/s (0 =
+ * none), [2] Retry-After seconds, [3] the bucket's floor (minCps), [4] refusals so far (written here).
+ */
+import dgram from 'node:dgram';
+import { parentPort, workerData } from 'node:worker_threads';
+
+const GATE_LIMIT = 0;
+const GATE_CAP = 1;
+const GATE_RETRY_AFTER = 2;
+const GATE_MIN_CPS = 3;
+const GATE_REFUSED = 4;
+/** The header section read of an INVITE; a larger one goes to the main thread, which applies its own limits. */
+const MAX_HEAD = 16 * 1024;
+/** Transactions remembered (decision by Call-ID, CSeq number and From tag) for 64*T1 to twice that. */
+const REMEMBER_MS = 32_000;
+const REMEMBER_MAX = 100_000;
+
+const { host, port, ipv6, exemptUsers } = workerData;
+const gate = new Int32Array(workerData.gate);
+const exempt = new Set(exemptUsers);
+let banned = new Set();
+const tagSalt = Math.floor(Math.random() * 0xffffff).toString(36);
+
+/** Decisions of recent INVITE transactions: the 503 bytes of a refused one, true for a forwarded one. */
+let current = new Map();
+let previous = new Map();
+let rotatedAt = performance.now();
+let refusalsRemembered = 0;
+let tokens = 0;
+let tokensAt = performance.now();
+let lastLimit = -1;
+/** Admission times within the last second, for the platform cap. */
+const recent = [];
+
+const socket = dgram.createSocket({ type: ipv6 ? 'udp6' : 'udp4', reuseAddr: true });
+socket.on('error', () => {});
+socket.on('message', (data, rinfo) => {
+  try {
+    receive(data, rinfo.address, rinfo.port);
+  } catch {
+    forward(data, rinfo.address, rinfo.port, 0);
+  }
+});
+socket.bind(port, host, () => {
+  try {
+    socket.setRecvBufferSize(4 * 1024 * 1024);
+  } catch {
+    /* the kernel caps it */
+  }
+  parentPort.postMessage({ bound: true });
+});
+parentPort.on('message', (m) => {
+  if (m.banned) banned = new Set(m.banned);
+  if (m.close) socket.close(() => parentPort.close());
+});
+
+function forward(data, address, srcPort, gated) {
+  const copy = new Uint8Array(data.length);
+  copy.set(data);
+  parentPort.postMessage([copy, address, srcPort, gated]);
+}
+
+function receive(data, address, srcPort) {
+  // Only requests starting INVITE or ACK are looked at; a response, a keep-alive or any other method goes on.
+  const c = data[0];
+  const isInvite = c === 0x49 && data.length > 7 && data.toString('latin1', 0, 7) === 'INVITE ';
+  const isAck = c === 0x41 && refusalsRemembered > 0 && data.length > 4 && data.toString('latin1', 0, 4) === 'ACK ';
+  if (!isInvite && !isAck) return forward(data, address, srcPort, 0);
+  const req = readRequest(data);
+  if (!req) return forward(data, address, srcPort, 0);
+  rotate();
+  const key = `${req.callId}\n${req.cseqNum}\n${req.fromTag}`;
+  const known = current.get(key) ?? previous.get(key);
+  if (isAck) {
+    // The ACK of a 503 sent here ends that transaction (§17.2.1); any other ACK is the main thread's.
+    if (known instanceof Buffer) return;
+    return forward(data, address, srcPort, 0);
+  }
+  if (known instanceof Buffer) return send(known, req, address, srcPort); // a retransmission: the same answer
+  if (known === true || req.toTag || req.cseqMethod !== 'INVITE' || exempt.has(req.user.replace(/[\s\-.()/]/g, '')))
+    return forward(data, address, srcPort, known === true ? 1 : 0);
+  if (banned.has(address)) return forward(data, address, srcPort, 0); // the main thread drops it unanswered
+  if (admit()) {
+    remember(key, true);
+    return forward(data, address, srcPort, 1);
+  }
+  Atomics.add(gate, GATE_REFUSED, 1);
+  const reply = refusal(req, data, address, srcPort, key);
+  remember(key, reply);
+  refusalsRemembered++;
+  send(reply, req, address, srcPort);
+  parentPort.postMessage({ refused: address, userAgent: req.userAgent });
+}
+
+/** The gate: the platform cap over the last second, then the token bucket at the published limit. */
+function admit() {
+  const now = performance.now();
+  while (recent.length > 0 && recent[0] <= now - 1000) recent.shift();
+  const cap = Atomics.load(gate, GATE_CAP);
+  if (cap > 0 && recent.length >= cap) return false;
+  const limitMilli = Atomics.load(gate, GATE_LIMIT);
+  if (limitMilli >= 0) {
+    const limit = limitMilli / 1000;
+    // A lower limit was just set: the bucket keeps at most one token, as the main thread's does.
+    if (lastLimit < 0 || limit < lastLimit) tokens = Math.min(tokens, 1);
+    const burst = Math.max(Atomics.load(gate, GATE_MIN_CPS), limit / 4);
+    tokens = Math.min(burst, tokens + ((now - tokensAt) / 1000) * limit);
+    tokensAt = now;
+    lastLimit = limit;
+    if (tokens < 1) return false;
+    tokens -= 1;
+  } else {
+    lastLimit = -1;
+    tokensAt = now;
+  }
+  if (cap > 0) recent.push(now);
+  return true;
+}
+
+function remember(key, decision) {
+  if (current.size >= REMEMBER_MAX) rotate(true);
+  current.set(key, decision);
+}
+
+function rotate(now = false) {
+  const t = performance.now();
+  if (!now && t - rotatedAt < REMEMBER_MS) return;
+  previous = current;
+  current = new Map();
+  rotatedAt = t;
+  refusalsRemembered = 0;
+  for (const v of previous.values()) if (v instanceof Buffer) refusalsRemembered++;
+}
+
+/** §18.2.2 as the main thread does it: to the source address, at the rport if asked for, else the Via's port. */
+function send(reply, req, address, srcPort) {
+  socket.send(reply, req.rport ? srcPort : req.viaPort, address);
+}
+
+/**
+ * The stateless 503 (§8.2.6): Via (the top one stamped with received/rport, §18.2.1), From, To with a tag (the same
+ * for every retransmission, from the transaction's key), Call-ID and CSeq copied; Retry-After; no body.
+ */
+function refusal(req, _data, address, srcPort, key) {
+  const vias = req.vias.slice();
+  vias[0] = stampVia(vias[0], req, address, srcPort);
+  const lines = [
+    'SIP/2.0 503 Service Unavailable',
+    ...vias.map((v) => `Via: ${v}`),
+    `From: ${req.from}`,
+    `To: ${req.to};tag=${tagSalt}${hash(key)}`,
+    `Call-ID: ${req.callId}`,
+    `CSeq: ${req.cseq}`,
+    `Retry-After: ${Atomics.load(gate, GATE_RETRY_AFTER)}`,
+    'Content-Length: 0',
+    '',
+    '',
+  ];
+  return Buffer.from(lines.join('\r\n'), 'latin1');
+}
+
+function stampVia(value, req, address, srcPort) {
+  const comma = value.indexOf(',');
+  let top = comma < 0 ? value : value.slice(0, comma);
+  const rest = comma < 0 ? '' : value.slice(comma);
+  if (req.rport) top = top.replace(/;\s*rport(?=\s*(;|$))/i, `;rport=${srcPort}`);
+  if (req.viaHost !== address && !/;\s*received\s*=/i.test(top)) top += `;received=${address}`;
+  return top + rest;
+}
+
+function hash(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(36);
+}
+
+const COMPACT = { v: 'via', f: 'from', t: 'to', i: 'call-id' };
+
+/** The few headers of a request the front needs, or undefined when any is missing or unreadable. */
+function readRequest(data) {
+  const end = data.indexOf('\r\n\r\n');
+  if (end < 0 || end > MAX_HEAD) return undefined;
+  const lines = data.toString('latin1', 0, end).split('\r\n');
+  const uri = lines[0].split(' ')[1] ?? '';
+  const vias = [];
+  const h = {};
+  for (let i = 1; i < lines.length; i++) {
+    let line = lines[i];
+    while (i + 1 < lines.length && (lines[i + 1][0] === ' ' || lines[i + 1][0] === '\t'))
+      line += ' ' + lines[++i].trim();
+    const colon = line.indexOf(':');
+    if (colon <= 0) return undefined;
+    let name = line.slice(0, colon).trim().toLowerCase();
+    name = COMPACT[name] ?? name;
+    const value = line.slice(colon + 1).trim();
+    if (name === 'via') vias.push(value);
+    else if (name === 'from' || name === 'to' || name === 'call-id' || name === 'cseq' || name === 'user-agent') {
+      if (h[name] !== undefined) return undefined; // a repeated single header: the main thread's parser decides
+      h[name] = value;
+    }
+  }
+  const cseq = /^(\d{1,10})\s+([A-Za-z]+)$/.exec(h.cseq ?? '');
+  const via = /^SIP\s*\/\s*2\.0\s*\/\s*UDP\s+(\[[^\]]+\]|[^\s;:,]+)(?::(\d{1,5}))?/i.exec(vias[0] ?? '');
+  if (!h.from || !h.to || !h['call-id'] || !cseq || !via) return undefined;
+  const user = /^sips?:([^@;?]*)@/i.exec(uri);
+  const topVia = vias[0].split(',')[0];
+  return {
+    vias,
+    from: h.from,
+    to: h.to,
+    callId: h['call-id'],
+    cseq: h.cseq,
+    cseqNum: cseq[1],
+    cseqMethod: cseq[2].toUpperCase(),
+    fromTag: tagOf(h.from) ?? '',
+    toTag: tagOf(h.to),
+    user: user ? user[1] : '',
+    userAgent: h['user-agent']?.slice(0, 256),
+    viaHost: via[1].replace(/^\[|\]$/g, ''),
+    viaPort: via[2] ? Number(via[2]) : 5060,
+    rport: /;\s*rport(?=\s*[;=,]|\s*$)/i.test(topVia),
+  };
+}
+
+/** The tag parameter of a From or To value (its parameters follow the `>` of a name-addr, else the URI). */
+function tagOf(value) {
+  const gt = value.lastIndexOf('>');
+  const params = gt >= 0 ? value.slice(gt + 1) : value;
+  const m = /;\s*tag\s*=\s*([^;\s,]+)/i.exec(params);
+  return m ? m[1] : undefined;
+}

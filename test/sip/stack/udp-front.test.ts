@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import dgram from 'node:dgram';
+import { Worker } from 'node:worker_threads';
+import { UserAgent, type SipRequest } from '../../../sip/stack/index.js';
+import { nextPort } from '../../support/ports.js';
+import { eventually } from '../../support/wait.js';
+
+/**
+ * The UDP front (sip/stack/transport/udp-front.ts): a worker thread receives the SIP port and answers new INVITEs
+ * beyond the published gate with a stateless 503 + Retry-After (RFC 3261 §8.2.6), its retransmissions with the same
+ * bytes, absorbs the ACK of it, and passes everything else to the main thread, even while that thread is blocked.
+ */
+describe('UDP front: new INVITEs refused in a worker thread', function () {
+  this.timeout(20000);
+  let ua: UserAgent;
+  let port: number;
+  let client: dgram.Socket;
+  const seen: SipRequest[] = [];
+  const replies: Buffer[] = [];
+  let n = 0;
+
+  before(async () => {
+    port = nextPort();
+    ua = new UserAgent({ admitRequest: (req) => (seen.push(req), true) });
+    ua.onRequest('INVITE', (_req, srv) => srv.send(486, 'Busy Here'));
+    ua.onRequest('OPTIONS', (_req, srv) => srv.send(200, 'OK'));
+    await ua.listen({ udp: { host: '127.0.0.1', port }, udpFront: { exemptUsers: ['112'] } });
+    client = dgram.createSocket('udp4');
+    client.on('message', (m) => replies.push(m));
+    await new Promise<void>((r) => client.bind(0, '127.0.0.1', () => r()));
+  });
+
+  after(async () => {
+    client.close();
+    await ua.close();
+  });
+
+  beforeEach(() => {
+    seen.length = 0;
+    replies.length = 0;
+  });
+
+  const closed = { limitCps: 0, platformMaxCps: 0, retryAfterSeconds: 7, minCps: 10 };
+  const open = { limitCps: null, platformMaxCps: 0, retryAfterSeconds: 7, minCps: 10 };
+
+  function invite(opts: { user?: string; toTag?: string; callId?: string; method?: string } = {}): string {
+    const callId = opts.callId ?? `front-${++n}.test`;
+    const method = opts.method ?? 'INVITE';
+    const cport = client.address().port;
+    return [
+      `${method} sip:${opts.user ?? '254711000001'}@127.0.0.1:${port} SIP/2.0`,
+      `Via: SIP/2.0/UDP 10.9.9.9:${cport};branch=z9hG4bK-${callId};rport`,
+      'Via: SIP/2.0/UDP 192.0.2.1:5070;branch=z9hG4bK-upstream, SIP/2.0/UDP 192.0.2.2;branch=z9hG4bK-origin',
+      'Max-Forwards: 70',
+      'From: "Carrier" <sip:caller@10.9.9.9>;tag=from1',
+      `To: <sip:${opts.user ?? '254711000001'}@127.0.0.1>${opts.toTag ? `;tag=${opts.toTag}` : ''}`,
+      `Call-ID: ${callId}`,
+      `CSeq: 1 ${method}`,
+      `Contact: <sip:caller@127.0.0.1:${cport}>`,
+      'Content-Length: 0',
+      '',
+      '',
+    ].join('\r\n');
+  }
+
+  const send = (text: string) => client.send(text, port, '127.0.0.1');
+  const header = (msg: string, name: string) =>
+    msg
+      .split('\r\n')
+      .filter((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
+      .map((l) => l.slice(l.indexOf(':') + 1).trim());
+
+  it('starts: the kernel delivers the port to the worker', () => {
+    assert.ok(ua.udpFront, 'the front is on');
+  });
+
+  it('a new INVITE with the gate closed gets a stateless 503: Via, From, To (tagged), Call-ID, CSeq copied, Retry-After', async () => {
+    ua.udpFront!.publish(closed);
+    const before = ua.udpFront!.refused;
+    const text = invite({ callId: 'shape.test' });
+    send(text);
+    await eventually(() => replies.length === 1, 'the 503');
+    const res = replies[0]!.toString('latin1');
+    assert.match(res, /^SIP\/2\.0 503 Service Unavailable\r\n/);
+    const cport = client.address().port;
+    // §8.2.6.2 / §18.2.1: the Vias of the request, in order, the top one with received and the rport filled in.
+    assert.deepEqual(header(res, 'via'), [
+      `SIP/2.0/UDP 10.9.9.9:${cport};branch=z9hG4bK-shape.test;rport=${cport};received=127.0.0.1`,
+      'SIP/2.0/UDP 192.0.2.1:5070;branch=z9hG4bK-upstream, SIP/2.0/UDP 192.0.2.2;branch=z9hG4bK-origin',
+    ]);
+    assert.deepEqual(header(res, 'from'), [header(text, 'from')[0]]);
+    const to = header(res, 'to');
+    assert.equal(to.length, 1);
+    assert.ok(to[0]!.startsWith('<sip:254711000001@127.0.0.1>;tag='), to[0]);
+    assert.deepEqual(header(res, 'call-id'), ['shape.test']);
+    assert.deepEqual(header(res, 'cseq'), ['1 INVITE']);
+    assert.deepEqual(header(res, 'retry-after'), ['7']);
+    assert.deepEqual(header(res, 'content-length'), ['0']);
+    assert.ok(res.endsWith('\r\n\r\n'));
+    assert.equal(ua.udpFront!.refused, before + 1);
+    assert.equal(seen.length, 0, 'the main thread never saw it');
+  });
+
+  it('a retransmission gets the same bytes; the ACK of the 503 is absorbed', async () => {
+    ua.udpFront!.publish(closed);
+    const text = invite({ callId: 'retrans.test' });
+    send(text);
+    await eventually(() => replies.length === 1, 'the 503');
+    // The gate opens meanwhile: the transaction keeps its answer.
+    ua.udpFront!.publish(open);
+    send(text);
+    await eventually(() => replies.length === 2, 'the second 503');
+    assert.ok(replies[1]!.equals(replies[0]!), 'byte for byte');
+    const tag = /;tag=([^\r;]+)\r\n/.exec(header(replies[0]!.toString('latin1'), 'to')[0]! + '\r\n')![1];
+    send(invite({ callId: 'retrans.test', method: 'ACK', toTag: tag }).replace('CSeq: 1 ACK', 'CSeq: 1 ACK'));
+    // An OPTIONS after it is seen: had the ACK reached the main thread it would have been seen first.
+    send(invite({ method: 'OPTIONS' }));
+    await eventually(() => seen.some((r) => r.method === 'OPTIONS'), 'the OPTIONS');
+    assert.deepEqual(
+      seen.map((r) => r.method),
+      ['OPTIONS'],
+    );
+    await eventually(() => replies.length === 3, "the OPTIONS's 200");
+  });
+
+  it('in-dialog INVITEs, emergency calls and other methods pass to the main thread with the gate closed', async () => {
+    ua.udpFront!.publish(closed);
+    send(invite({ toTag: 'dialog1' }));
+    send(invite({ user: '1-1-2' }));
+    send(invite({ method: 'OPTIONS' }));
+    await eventually(() => seen.length === 3, 'three requests on the main thread');
+    assert.deepEqual(seen.map((r) => r.method).sort(), ['INVITE', 'INVITE', 'OPTIONS']);
+    assert.ok(seen.every((r) => !r.source?.gated));
+    await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 481')), 'the 481');
+    assert.ok(!replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 503')));
+  });
+
+  it('with the gate open a new INVITE reaches the main thread marked as admitted (gated)', async () => {
+    ua.udpFront!.publish({ ...open, limitCps: 1000 });
+    send(invite());
+    await eventually(() => seen.length === 1, 'the INVITE on the main thread');
+    assert.equal(seen[0]!.source?.gated, true);
+    await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 486')), 'the 486');
+  });
+
+  it('answers 503 within 10 ms while the main thread is blocked for 200 ms', async () => {
+    ua.udpFront!.publish(closed);
+    // The caller runs in a thread of its own, so its clock is not held by the blocked main thread.
+    const caller = new Worker(CALLER, { eval: true, workerData: { port, count: 20, gapMs: 5 } });
+    await new Promise((r) => caller.once('message', r)); // bound
+    caller.postMessage('go');
+    const until = performance.now() + 200;
+    while (performance.now() < until); // the main thread's event loop is stuck here
+    const unblockedAt = Date.now();
+    const answers = await new Promise<Array<{ status: string; ms: number; at: number }>>((r) =>
+      caller.once('message', r),
+    );
+    await caller.terminate();
+    assert.equal(answers.length, 20, 'every INVITE was answered');
+    // The bucket may carry one token from the open gate before: that INVITE waits for the main thread.
+    const refused = answers.filter((a) => a.status === '503');
+    assert.ok(refused.length >= 19, `${refused.length} refused`);
+    const slowest = Math.max(...refused.map((a) => a.ms));
+    assert.ok(slowest < 10, `slowest 503 ${slowest.toFixed(1)} ms`);
+    assert.ok(
+      refused.every((a) => a.at <= unblockedAt),
+      'every 503 was sent while the main thread was blocked',
+    );
+  });
+});
+
+/** Sends `count` INVITEs `gapMs` apart and times each one's first response. */
+const CALLER = `
+const dgram = require('node:dgram');
+const { parentPort, workerData } = require('node:worker_threads');
+const s = dgram.createSocket('udp4');
+const sent = new Map(); const answers = [];
+s.on('message', (m) => {
+  const text = m.toString('latin1');
+  const id = /Call-ID: (\\S+)/.exec(text)[1];
+  if (!sent.has(id)) return;
+  answers.push({ status: text.split(' ')[1], ms: performance.now() - sent.get(id), at: Date.now() });
+  sent.delete(id);
+  if (answers.length === workerData.count) parentPort.postMessage(answers);
+});
+s.bind(0, '127.0.0.1', () => parentPort.postMessage('bound'));
+parentPort.once('message', async () => {
+  const p = s.address().port;
+  for (let i = 0; i < workerData.count; i++) {
+    const id = 'blocked-' + i + '@test';
+    const text = ['INVITE sip:254711000001@127.0.0.1 SIP/2.0', 'Via: SIP/2.0/UDP 127.0.0.1:' + p + ';branch=z9hG4bK' + i + ';rport',
+      'From: <sip:c@127.0.0.1>;tag=a' + i, 'To: <sip:254711000001@127.0.0.1>', 'Call-ID: ' + id, 'CSeq: 1 INVITE',
+      'Max-Forwards: 70', 'Content-Length: 0', '', ''].join('\\r\\n');
+    sent.set(id, performance.now());
+    s.send(text, workerData.port, '127.0.0.1');
+    await new Promise((r) => setTimeout(r, workerData.gapMs));
+  }
+});
+`;
