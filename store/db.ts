@@ -4,6 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
 import { tuneConnection, type GroupCommitStats, type RawConnection } from './sqlite-connection.js';
 import { startCheckpointer } from './checkpointer.js';
+import { connectionOfHandle, directTransaction } from './direct-transaction.js';
 export { timeStatements } from './sqlite-connection.js';
 import { roomLogger } from '../kit/index.js';
 
@@ -76,8 +77,10 @@ export function openDb(opts: DbOptions): Db {
           );
           flushers.set(db, tuned.flush);
           stats = tuned.stats;
-          if (opts.groupCommit === true)
+          if (opts.groupCommit === true) {
             directConnections.set(db, () => (tuned.inExplicitTransaction() ? undefined : (conn as RawConnection)));
+            directTransactions.set(db, (fn) => directTransaction(db, conn as RawConnection, fn));
+          }
           if (opts.groupCommit === true) {
             // The switch: checkpoints run in a worker thread, not inside a COMMIT on the event loop. The writer's
             // own is a backstop that lets the WAL restart under continuous writes (store/checkpointer.ts).
@@ -106,6 +109,8 @@ const WRITER_CHECKPOINT_PAGES = 4000;
 
 const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
 const directConnections = new WeakMap<Db, () => RawConnection | undefined>();
+/** The switch's SQLite writer: transactions without knex's machinery (store/direct-transaction.ts). */
+const directTransactions = new WeakMap<Db, <T>(fn: (tx: Db) => Promise<T>) => Promise<T>>();
 const flushers = new WeakMap<Db, () => void>();
 
 /**
@@ -122,7 +127,7 @@ export function flushGroupCommit(db: Db): void {
  * the connection (a statement from outside it would land inside it). Undefined otherwise: go through knex.
  */
 export function directConnection(db: Db): RawConnection | undefined {
-  return directConnections.get(db)?.();
+  return connectionOfHandle(db) ?? directConnections.get(db)?.();
 }
 
 /** The SQLite group commit's counters (store/sqlite-connection.ts); undefined for PostgreSQL. */
@@ -136,6 +141,8 @@ export function groupCommitStats(db: Db): GroupCommitStats | undefined {
  * the transaction out rather than hiding it; inside, `fn` passes `tx` to the store functions as their Db.
  */
 export function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const direct = directTransactions.get(db);
+  if (direct !== undefined) return direct(fn as unknown as (tx: Db) => Promise<T>);
   return db.transaction(fn);
 }
 

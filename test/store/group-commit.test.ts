@@ -141,7 +141,8 @@ describe('store: SQLite group commit', function () {
       dataDir: dir,
       sqliteFile: 'windowed.db',
       groupCommit: true,
-      groupCommitWindowMs: 200,
+      // Long enough that a loaded box never lets it pass between the writes and the first read below.
+      groupCommitWindowMs: 3000,
     });
     const windowReader = openReadPool(windowed, 1)!;
     try {
@@ -157,7 +158,7 @@ describe('store: SQLite group commit', function () {
       assert.ok(await findAccount(windowReader, b.id));
       assert.equal(groupCommitStats(windowed)!.commits - before, 1, 'both writes in one commit');
       const c = await insertAccount(windowed, 'after the flush');
-      await eventually(() => findAccount(windowReader, c.id), 'the window to commit on its own', 2000, 20);
+      await eventually(() => findAccount(windowReader, c.id), 'the window to commit on its own', 8000, 50);
     } finally {
       await windowReader.destroy();
       await windowed.destroy();
