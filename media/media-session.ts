@@ -332,9 +332,11 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
 
   async #teardown(reason: MediaSessionCloseReason): Promise<{ sessionRecording?: RecordingResult }> {
     this.#closed = true;
-    const closedError = this.#closedError();
-    for (const reject of [...this.#pending]) reject(closedError);
-    this.#pending.clear();
+    if (this.#pending.size > 0) {
+      const closedError = this.#closedError(); // made only when someone waits: an Error's stack is not free
+      for (const reject of [...this.#pending]) reject(closedError);
+      this.#pending.clear();
+    }
     for (const p of [...this.#playbacks.values()]) p.finish(false);
     for (const e of this.#ivr.values()) e.close();
     this.#ivr.clear();

@@ -49,7 +49,7 @@ export async function dialPstn(d: FlowDeps, o: DialPstnOptions): Promise<DialPst
   const plan = o.plan ?? (await d.sip.trunks.outboundPlan(o.number, { emergency: o.emergency }));
   const deadline = Date.now() + o.timeoutSeconds * 1000;
   const silentSeconds = d.config.routing?.attemptTimeoutSeconds ?? 4;
-  let last: DialPstnOutcome = { ok: false, error: new NoRouteError(o.number), noAnswer: false, attempts: 0 };
+  let last: DialPstnOutcome | undefined;
   for (const [i, route] of plan.targets.entries()) {
     const left = deadline - Date.now();
     if (left <= 0 || o.signal?.aborted) break;
@@ -70,7 +70,7 @@ export async function dialPstn(d: FlowDeps, o: DialPstnOptions): Promise<DialPst
     last = { ...outcome, route, attempts: i + 1 };
     if (!failover) return last;
   }
-  return last;
+  return last ?? { ok: false, error: new NoRouteError(o.number), noAnswer: false, attempts: 0 };
 }
 
 /** One trunk: ring it for at most `seconds`, giving up early if it sends nothing at all for `silentSeconds`. */

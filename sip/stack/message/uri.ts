@@ -40,6 +40,9 @@ const HOSTNAME_RE =
 const IPV4_RE = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 const IPV6_RE = /^\[[0-9A-Fa-f:.]+\]$/;
 const PARAMCHAR_RE = /^(?:[A-Za-z0-9\-_.!~*'()[\]/:&+$]|%[0-9A-Fa-f]{2})+$/;
+/** The common case of PARAMCHAR_RE (no escapes) as one character class: a linear scan, no alternation per char. */
+const PLAIN_PARAMCHARS_RE = /^[A-Za-z0-9\-_.!~*'()[\]/:&+$]+$/;
+const isParamChars = (s: string): boolean => PLAIN_PARAMCHARS_RE.test(s) || PARAMCHAR_RE.test(s);
 const HEADERS_RE = /^(?:[A-Za-z0-9\-_.!~*'()[\]/?:+$=&]|%[0-9A-Fa-f]{2})*$/;
 
 export function isValidHost(host: string): boolean {
@@ -75,7 +78,7 @@ function parseUriParams(s: string): Params | null {
     const eq = part.indexOf('=');
     const name = eq < 0 ? part : part.slice(0, eq);
     const value = eq < 0 ? null : part.slice(eq + 1);
-    if (!PARAMCHAR_RE.test(name) || (value !== null && !PARAMCHAR_RE.test(value))) return null;
+    if (!isParamChars(name) || (value !== null && !isParamChars(value))) return null;
     params.set(name.toLowerCase(), value);
   }
   return params;
