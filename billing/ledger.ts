@@ -1,13 +1,11 @@
 import {
+  appendLedgerRow,
   findLedgerRowBySettlementKey,
   inTransaction,
-  insertLedgerRow,
   isUniqueViolation,
-  lastLedgerSeq,
   lockAccountBalance,
   newId,
   nowIso,
-  setAccountBalance,
   type Db,
   type Tx,
 } from '../store/index.js';
@@ -93,27 +91,30 @@ export async function postInTransaction(
     amount = before;
   }
   const after = input.direction === 'credit' ? before + amount : before - amount;
-  const last = await lastLedgerSeq(trx, input.accountId);
   const id = newId();
   try {
-    await insertLedgerRow(trx, {
-      id,
-      account_id: input.accountId,
-      direction: input.direction,
-      kind: input.kind,
-      amount_cents: amount,
-      balance_before_cents: before,
-      call_id: input.callId ?? null,
-      settlement_key: input.settlementKey ?? null,
-      created_at: nowIso(),
-      seq: last + 1,
-      ...(input.reason && { reason: input.reason }),
-    });
+    // The row at the account's next position and the new balance (one statement on PostgreSQL: the account stays
+    // locked for as few round trips as possible).
+    await appendLedgerRow(
+      trx,
+      {
+        id,
+        account_id: input.accountId,
+        direction: input.direction,
+        kind: input.kind,
+        amount_cents: amount,
+        balance_before_cents: before,
+        call_id: input.callId ?? null,
+        settlement_key: input.settlementKey ?? null,
+        created_at: nowIso(),
+        ...(input.reason && { reason: input.reason }),
+      },
+      after,
+    );
   } catch (e) {
     if (isUniqueViolation(e)) throw new LedgerConflictError();
     throw e;
   }
-  await setAccountBalance(trx, input.accountId, after);
   return { id, balanceBeforeCents: before, balanceAfterCents: after, amountCents: amount, duplicate: false };
 }
 

@@ -91,12 +91,13 @@ export async function settleCallInTransaction(trx: Tx, c: CallCharge): Promise<C
   // the caller's retry reads again and finds the other's row).
   const keys = [talkKey(c.callId), ttsKey(c.callId)] as const;
   const prior = new Map((await ledgerRowsBySettlementKeys(trx, [...keys])).map((r) => [r.settlement_key, r]));
+  // The live credit row has done its job once the call is settled (the same transaction). Deleted before the posts:
+  // a post locks the account row until the commit, and every other settlement of the account waits for that lock.
+  await deleteCallCredit(trx, c.callId);
   const rows = [
     await postOne(trx, c, 'call', keys[0], c.talkCents, prior.get(keys[0])),
     await postOne(trx, c, 'tts', keys[1], c.ttsCents, prior.get(keys[1])),
   ];
-  // The live credit row has done its job once the call is settled.
-  await deleteCallCredit(trx, c.callId);
   const talk = rows[0]?.amountCents ?? 0;
   const tts = rows[1]?.amountCents ?? 0;
   const last = rows.filter((r) => r && !r.duplicate).pop() ?? rows.filter(Boolean).pop();

@@ -1,5 +1,5 @@
-import type { Db, Tx } from './db.js';
-import { insertRows, selectRows } from './fixed-sql.js';
+import { isPostgres, type Db, type Tx } from './db.js';
+import { insertRows, runSql, selectRows } from './fixed-sql.js';
 
 export interface WalletTransactionRow {
   id: string;
@@ -66,3 +66,38 @@ export async function lastLedgerSeq(db: Db, accountId: string): Promise<number> 
 export async function insertLedgerRow(tx: Tx, row: WalletTransactionRow): Promise<void> {
   await insertRows(tx, 'wallet_transactions', [row as unknown as Record<string, unknown>]);
 }
+
+/** The statement text of appendLedgerRow, per dialect and column list. */
+const appendTexts = new Map<string, string>();
+
+/**
+ * Appends a ledger row at the account's next position (its last seq + 1, read by the insert itself) and sets the
+ * account's balance, in the caller's transaction, which holds the account's lock (lockAccountBalance): the lock is
+ * taken before this statement starts, so its read of the last position sees every post committed before. On
+ * PostgreSQL one statement does both (a round trip less while the account is locked, and every other post of a
+ * busy account waits for that lock); on SQLite two. A unique violation is thrown as is (billing/ledger retries).
+ */
+export async function appendLedgerRow(
+  tx: Tx,
+  row: Omit<WalletTransactionRow, 'seq'>,
+  balanceAfterCents: number,
+): Promise<void> {
+  const cols = Object.keys(row);
+  const pg = isPostgres(tx);
+  const key = `${pg}\n${cols.join(',')}`;
+  let sql = appendTexts.get(key);
+  if (sql === undefined) {
+    const insert =
+      `insert into "wallet_transactions" (${[...cols, 'seq'].map((c) => `"${c}"`).join(', ')}) values ` +
+      `(${cols.map(() => '?').join(', ')}, ` +
+      '(select coalesce(max("seq"), 0) + 1 from "wallet_transactions" where "account_id" = ?))';
+    sql = pg ? `with "posted" as (${insert} returning "seq") ${SET_BALANCE}` : insert;
+    if (appendTexts.size < 100) appendTexts.set(key, sql);
+  }
+  const values = cols.map((c) => (row as unknown as Record<string, unknown>)[c] ?? null);
+  if (pg) return runSql(tx, sql, [...values, row.account_id, balanceAfterCents, row.account_id]);
+  await runSql(tx, sql, [...values, row.account_id]);
+  await runSql(tx, SET_BALANCE, [balanceAfterCents, row.account_id]);
+}
+
+const SET_BALANCE = 'update "accounts" set "balance_cents" = ? where "id" = ?';
