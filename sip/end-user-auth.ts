@@ -17,7 +17,7 @@ import {
 } from '../store/index.js';
 import type { EndUserIdentity } from './sip-app.js';
 import type { SecurityGate } from './security/index.js';
-import { withDummySecret } from './security/index.js';
+import { dummySecret } from './security/index.js';
 import { DigestServer, bearerChallenge, type Clock, type Responder, type SipRequest, type Uri } from './stack/index.js';
 import { CHECKS_PER_TOKEN, PhoneCredentialStore, accountOfHost, realmOfHost } from './registrar-credentials.js';
 
@@ -170,26 +170,22 @@ export class EndUserAuth {
     digest: DigestServer,
     user: PhoneCredentials,
   ): Promise<{ row?: PhoneTokenRow; reason?: string }> {
+    // Read once (header, digest-uri, our nonce's tag) for every password tried.
+    const attempt = digest.parse(req);
+    if (!attempt.ok) return { reason: attempt.reason };
     let checks = 0;
     for (const row of user.tokens) {
       for (const password of await this.#credentials.candidates(row)) {
         checks += 1;
-        const v = await digest.verify(
-          req,
-          withDummySecret(() => password),
-        );
-        if (v.ok && user.endUserId) this.#credentials.matched(row, password);
-        if (v.ok) return user.endUserId ? { row } : { reason: 'wrong' };
-        if (v.reason !== 'wrong') return { reason: v.reason };
+        if (!digest.check(attempt, password)) continue;
+        const v = digest.settle(attempt); // a right digest over a spent or expired nonce is only stale
+        if (!v.ok) return { reason: v.reason };
+        if (!user.endUserId) return { reason: 'wrong' };
+        this.#credentials.matched(row, password);
+        return { row };
       }
     }
-    for (; checks < CHECKS_PER_TOKEN; checks++) {
-      const v = await digest.verify(
-        req,
-        withDummySecret(() => undefined),
-      );
-      if (!v.ok && v.reason !== 'wrong') return { reason: v.reason };
-    }
+    for (; checks < CHECKS_PER_TOKEN; checks++) digest.check(attempt, dummySecret());
     return { reason: 'wrong' };
   }
 

@@ -95,8 +95,11 @@ export function withDummySecret<A extends unknown[]>(
 }
 
 let dummy: string | undefined;
-/** A random per-process secret as long as a phone token (`randomToken(32)`): no one can authenticate with it. */
-function dummySecret(): string {
+/**
+ * A random per-process secret as long as a phone token (`randomToken(32)`): no one can authenticate with it. What
+ * an unknown user's digest is checked against, for a registrar that tries passwords itself (DigestServer.check).
+ */
+export function dummySecret(): string {
   dummy ??= randomBytes(32).toString('base64url');
   return dummy;
 }

@@ -26,6 +26,7 @@ export {
   verifyDigestResponse,
   equaliseAuthFailure,
   withDummySecret,
+  dummySecret,
   expectedDigestResponse,
   type DigestCredentials,
   type DigestSecret,

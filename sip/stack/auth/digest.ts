@@ -2,15 +2,14 @@
  * Digest computations shared by the server and client helpers (RFC 3261 §22.4, RFC 7616 §3.4, RFC 8760 for
  * SHA-256 in SIP): parsing of challenge and credential parameters, and the response hash.
  */
-import { createHash } from 'node:crypto';
+import { hash as oneShot } from 'node:crypto';
 import { skipQuoted, unquote } from '../message/index.js';
 
 export type DigestAlgorithm = 'MD5' | 'SHA-256';
 
+/** Hex digest of `text` (UTF-8), one call into OpenSSL (a Hash object per call costs three times as much). */
 export function hash(algorithm: DigestAlgorithm, text: string): string {
-  return createHash(algorithm === 'MD5' ? 'md5' : 'sha256')
-    .update(text)
-    .digest('hex');
+  return oneShot(algorithm === 'MD5' ? 'md5' : 'sha256', text, 'hex');
 }
 
 export function normalizeAlgorithm(a: string | undefined): DigestAlgorithm | undefined {
