@@ -1,5 +1,5 @@
-import type { Db } from './db.js';
-import { newId } from './ids.js';
+import { isPostgres, type Db } from './db.js';
+import { newId, nowIso } from './ids.js';
 
 /** An operator of the platform who may sign in to /console/ (api/operator-users.ts owns the rules). */
 export interface OperatorRow {
@@ -14,6 +14,8 @@ export interface OperatorRow {
 /** One operator action (console or CLI): who, what, on what, when, and whether it succeeded. */
 export interface AuditRow {
   id: string;
+  /** The order the log was written in, across every writer (migration 026): larger is later. */
+  seq: number;
   at: string;
   actor: string;
   action: string;
@@ -23,7 +25,7 @@ export interface AuditRow {
 }
 
 const operator = (r: any): OperatorRow => ({ ...r, totp_last_step: Number(r.totp_last_step) });
-const audit = (r: any): AuditRow => ({ ...r, ok: Boolean(r.ok) });
+const audit = (r: any): AuditRow => ({ ...r, seq: Number(r.seq), ok: Boolean(r.ok) });
 
 export async function insertOperator(db: Db, row: OperatorRow): Promise<void> {
   await db('operators').insert(row);
@@ -47,42 +49,35 @@ export async function advanceOperatorTotpStep(db: Db, id: string, step: number):
   );
 }
 
-let lastAuditMs = 0;
-
 /**
- * The entry's time, strictly later than this process's previous entry: two actions in one millisecond keep their
- * order in the log (ordered by `at`; the id is random), at the cost of a millisecond's shift.
+ * Appends an entry to the log. Its `seq` is the next of the whole log, whoever writes: PostgreSQL's sequence (the
+ * column's default), or on SQLite max + 1 inside the INSERT itself, which holds the database's one write lock.
  */
-function nextAuditAt(): string {
-  lastAuditMs = Math.max(Date.now(), lastAuditMs + 1);
-  return new Date(lastAuditMs).toISOString();
-}
-
 export async function insertAudit(
   db: Db,
   entry: { actor: string; action: string; target?: string; detail?: unknown; ok?: boolean },
 ): Promise<AuditRow> {
   const row = {
     id: newId(),
-    at: nextAuditAt(),
+    at: nowIso(),
     actor: entry.actor.slice(0, 340),
     action: entry.action.slice(0, 64),
     target: (entry.target ?? '').slice(0, 200),
     detail: JSON.stringify(entry.detail ?? {}).slice(0, 4000),
     ok: entry.ok ?? true,
   };
-  await db('operator_audit').insert(row);
-  return row;
+  const next = isPostgres(db) ? {} : { seq: db.raw('(select coalesce(max(seq), 0) + 1 from operator_audit)') };
+  const [written] = await db('operator_audit')
+    .insert({ ...row, ...next })
+    .returning('seq');
+  return { ...row, seq: Number(written.seq) };
 }
 
-/** The newest audit entries first; `before` (an `at`) pages back. */
-export async function listAudit(db: Db, opts: { limit?: number; before?: string } = {}): Promise<AuditRow[]> {
+/** The newest audit entries first (by `seq`, the order they were written in); `before` (a `seq`) pages back. */
+export async function listAudit(db: Db, opts: { limit?: number; before?: number } = {}): Promise<AuditRow[]> {
   const q = db('operator_audit')
-    .orderBy([
-      { column: 'at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
+    .orderBy('seq', 'desc')
     .limit(Math.min(Math.max(opts.limit ?? 100, 1), 500));
-  if (opts.before) q.where('at', '<', opts.before);
+  if (opts.before !== undefined) q.where('seq', '<', opts.before);
   return (await q).map(audit);
 }

@@ -4,6 +4,7 @@ import {
   insertAccount,
   insertAudit,
   listAudit,
+  migrate,
   newCallSid,
   newId,
   nextRollUpHour,
@@ -12,6 +13,7 @@ import {
   webhookFailureSeries,
   type Db,
 } from '../../store/index.js';
+import { migrationSource } from '../../store/migrations/index.js';
 import { chartData, chartWindow, StatsRollup } from '../../api/index.js';
 import { BOTH_DBS } from '../support/db.js';
 
@@ -175,6 +177,60 @@ for (const kind of BOTH_DBS) {
           ['platform.resume', false],
           ['platform.drain', true],
         ],
+      );
+    });
+
+    it('keeps the order two writers wrote in, whatever their clocks say (a sequence, not the time, orders the log)', async () => {
+      // Another process (a second switch or the CLI, another host on PostgreSQL): its own copy of the store module,
+      // with a clock 5 s behind this one's. It writes after this process; its entry is still the newest.
+      const other = (await import(
+        `../../store/operators.ts?writer=${kind.name}`
+      )) as typeof import('../../store/operators.js');
+      await insertAudit(db, { actor: 'cli:root', action: 'writer.first' });
+      const now = Date.now;
+      const behind = now() - 5000;
+      Date.now = () => behind;
+      try {
+        await other.insertAudit(db, { actor: 'cli:other', action: 'writer.second' });
+      } finally {
+        Date.now = now;
+      }
+      await insertAudit(db, { actor: 'cli:root', action: 'writer.third' });
+      const rows = await listAudit(db, { limit: 3 });
+      assert.deepEqual(
+        rows.map((r) => r.action),
+        ['writer.third', 'writer.second', 'writer.first'],
+      );
+    });
+
+    it('migration 026 numbers the entries already written in their old order (time, then id)', async () => {
+      for (;;) {
+        const [done] = (await db.migrate.list({ migrationSource })) as [Array<{ name: string }>, unknown];
+        if (!done.some((m) => m.name === '026-operator-audit-seq')) break;
+        await db.migrate.down({ migrationSource });
+      }
+      await db('operator_audit').del();
+      const entry = (id: string, at: string) => ({ id, at, actor: 'cli:root', action: `old.${id}` });
+      await db('operator_audit').insert([
+        entry('b', '2026-03-01T10:00:00.000Z'),
+        entry('a', '2026-03-01T10:00:00.000Z'),
+        entry('c', '2026-03-01T09:00:00.000Z'),
+      ]);
+      await migrate(db);
+      await insertAudit(db, { actor: 'cli:root', action: 'new.d' });
+      const rows = await listAudit(db, { limit: 10 });
+      assert.deepEqual(
+        rows.map((r) => [r.action, r.seq]),
+        [
+          ['new.d', 4],
+          ['old.b', 3],
+          ['old.a', 2],
+          ['old.c', 1],
+        ],
+      );
+      assert.deepEqual(
+        (await listAudit(db, { before: 3 })).map((r) => r.action),
+        ['old.a', 'old.c'],
       );
     });
   });
