@@ -177,14 +177,6 @@ export class LocationService {
     return this.#dropWhere((b) => b.flowId === flowId && b.transport !== 'UDP');
   }
 
-  /** The live bindings registered over UDP (the ones a NAT may forget: sip/nat/keep-alive.ts). */
-  *udpBindings(): Iterable<Binding> {
-    const now = this.#clock.now();
-    for (const m of this.#byAor.values()) {
-      for (const b of m.values()) if (b.transport === 'UDP' && this.#reachable(b, now)) yield b;
-    }
-  }
-
   /**
    * Removes one binding if `still(current)` holds for it (it was not replaced meanwhile). Undefined when nothing was
    * removed; else the end-users left with no binding (empty or the one end-user), like sweep().

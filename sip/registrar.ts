@@ -167,7 +167,11 @@ export class Registrar {
     const rows = await liveRegistrations(this.#db, this.#clock.now());
     await pruneRegistrations(this.#db, rows);
     const max = this.settings.maxBindingsPerUser;
-    for (const r of rows) this.location.apply(r.account_id, r.extension, [bindingOf(r)], [], max);
+    for (const r of rows) {
+      const b = bindingOf(r);
+      this.location.apply(r.account_id, r.extension, [b], [], max);
+      this.nat.track(b);
+    }
     await resetRegistrationStates(
       this.#db,
       rows.map((r) => r.end_user_id),
@@ -318,6 +322,7 @@ export class Registrar {
 
     const max = this.settings.maxBindingsPerUser;
     const change = this.location.apply(id.accountId, id.extension, upserts, removals, max);
+    for (const b of upserts) this.nat.track(b);
     const urgent = !onlyExpiries || removals.length > 0 || change.added.length > 0 || change.removed.length > 0;
     if (change.current.length > 0) this.#syncState(id, new Date(now).toISOString(), urgent);
     else if (change.removed.length > 0) this.#syncState(id);

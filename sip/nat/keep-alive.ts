@@ -42,16 +42,60 @@ interface FlowState {
 
 const keyOf = (b: Binding): string => `${b.accountId}\u0000${b.extension}\u0000${b.contact}`;
 
+/**
+ * Keys of the flows due, by slot of `stepMs` (a timer wheel without a fixed size): a tick takes the slots that have
+ * come and touches only the flows in them, not every binding (at 100,000 phones a walk of all of them each second
+ * was the cost of keep-alives, due or not).
+ */
+class DueSlots {
+  readonly #slots = new Map<number, string[]>();
+  /** The first slot not yet taken; undefined until the first use. */
+  #next?: number;
+
+  constructor(readonly stepMs: number) {}
+
+  /** `key` is due at `at` (taken by the first take() at or after it). */
+  add(key: string, at: number): void {
+    const slot = Math.max(this.#next ?? -Infinity, Math.ceil(at / this.stepMs));
+    const keys = this.#slots.get(slot);
+    if (keys) keys.push(key);
+    else this.#slots.set(slot, [key]);
+  }
+
+  /** The keys of every slot that has come by `now`, earliest first. */
+  *take(now: number): Iterable<string> {
+    const last = Math.floor(now / this.stepMs);
+    const first = this.#next ?? last;
+    this.#next = last + 1;
+    // After a long pause (the clock moved far), the slots held rather than every slot in between.
+    const slots =
+      last - first > this.#slots.size
+        ? [...this.#slots.keys()].filter((k) => k <= last).sort((a, b) => a - b)
+        : Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
+    for (const slot of slots) {
+      const keys = this.#slots.get(slot);
+      if (!keys) continue;
+      this.#slots.delete(slot);
+      yield* keys;
+    }
+  }
+}
+
 export class NatKeepAlive {
   readonly #o: NatKeepAliveOptions;
   readonly #flows = new Map<string, FlowState>();
+  readonly #due: DueSlots;
   #timer?: TimerHandle;
   #closed = false;
-  /** Keep-alives sent and bindings dropped since start (figures for tests and logs). */
-  readonly stats = { options: 0, crlf: 0, answered: 0, missed: 0, dropped: 0 };
+  /**
+   * Keep-alives sent, bindings dropped and flows looked at by ticks since start (figures for tests and logs; a tick
+   * looks only at the flows due).
+   */
+  readonly stats = { options: 0, crlf: 0, answered: 0, missed: 0, dropped: 0, examined: 0 };
 
   constructor(opts: NatKeepAliveOptions) {
     this.#o = opts;
+    this.#due = new DueSlots(Math.max(100, Math.min(1000, Math.floor(opts.settings.intervalMs / 4))));
   }
 
   get enabled(): boolean {
@@ -69,34 +113,54 @@ export class NatKeepAlive {
     this.#timer = undefined;
   }
 
+  /**
+   * A UDP binding was added or refreshed (the registrar calls this for each): its first keep-alive is due one
+   * interval after it was first seen. Others are left alone.
+   */
+  track(b: Binding): void {
+    if (!this.enabled || this.#closed || b.transport !== 'UDP') return;
+    const key = keyOf(b);
+    if (this.#flows.has(key)) return;
+    const nextAt = this.#o.clock.now() + this.#o.settings.intervalMs;
+    this.#flows.set(key, { nextAt, missed: 0, inFlight: false });
+    this.#due.add(key, nextAt);
+  }
+
   /** Checks often enough that each binding is reached within a quarter of the interval of its due time. */
   #schedule(): void {
     if (this.#closed) return;
-    const step = Math.max(100, Math.min(1000, Math.floor(this.#o.settings.intervalMs / 4)));
     this.#timer = this.#o.clock.setTimeout(() => {
       this.tick();
       this.#schedule();
-    }, step);
+    }, this.#due.stepMs);
   }
 
   /** Sends what is due: one keep-alive per UDP binding per interval, the first one interval after it registered. */
   tick(): void {
     const now = this.#o.clock.now();
-    const live = new Set<string>();
-    for (const b of this.#o.location.udpBindings()) {
-      const key = keyOf(b);
-      live.add(key);
-      let s = this.#flows.get(key);
-      if (!s) {
-        s = { nextAt: now + this.#o.settings.intervalMs, missed: 0, inFlight: false };
-        this.#flows.set(key, s);
+    for (const key of this.#due.take(now)) {
+      const s = this.#flows.get(key);
+      if (!s || s.nextAt > now) continue; // gone, or due later (this was an earlier slot of it)
+      this.stats.examined += 1;
+      const b = this.#binding(key, now);
+      if (!b) {
+        this.#flows.delete(key); // unregistered, expired or no longer over UDP: nothing to keep open
+        continue;
       }
-      if (s.inFlight || now < s.nextAt) continue;
-      s.nextAt = now + this.#o.settings.intervalMs;
+      // The last keep-alive is still waiting for its answer: look again at the next tick.
+      s.nextAt = now + (s.inFlight ? this.#due.stepMs : this.#o.settings.intervalMs);
+      this.#due.add(key, s.nextAt);
+      if (s.inFlight) continue;
       if (b.outbound) this.#crlf(b);
       else this.#options(b, s);
     }
-    for (const key of this.#flows.keys()) if (!live.has(key)) this.#flows.delete(key);
+  }
+
+  /** The live UDP binding a flow key names, if it still exists. */
+  #binding(key: string, now: number): Binding | undefined {
+    const [accountId, extension, contact] = key.split('\u0000') as [string, string, string];
+    const b = this.#o.location.get(accountId, extension, contact);
+    return b && b.transport === 'UDP' && b.expiresAt > now ? b : undefined;
   }
 
   /** A REGISTER refreshed the binding from the same place: the flow is alive (its own packets crossed the NAT). */
@@ -140,11 +204,14 @@ export class NatKeepAlive {
       this.stats.missed += 1;
       s.missed += 1;
       if (s.missed < this.#o.settings.misses) return;
-      this.#flows.delete(keyOf(b));
       // Only the binding that went unanswered, and only if it was not replaced meanwhile (a new REGISTER from
-      // elsewhere moved it: another source or port).
+      // elsewhere moved it: another source or port; its new flow starts with no miss, on the same schedule).
       const emptied = this.#o.location.dropIf(b.accountId, b.extension, b.contact, (cur) => sameFlow(cur, b));
-      if (emptied === undefined) return;
+      if (emptied === undefined) {
+        s.missed = 0;
+        return;
+      }
+      this.#flows.delete(keyOf(b));
       this.stats.dropped += 1;
       this.#o.logger.info(
         { accountId: b.accountId, extension: b.extension, contact: b.contact, misses: s.missed },
