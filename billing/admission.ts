@@ -1,10 +1,9 @@
 import {
-  countLiveCalls,
+  balanceAndLiveCalls,
   getSettingCached,
   findAccountSettings,
-  accountBalance,
   ratesOfKindCached,
-  type AccountRow,
+  type AccountSettings,
   type Db,
 } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
@@ -56,32 +55,63 @@ export interface AdmissionRequest {
 
 export interface Admission {
   /**
-   * Checks the caps and, when the call is admitted, runs `place` (which writes the call as live) while holding the
-   * account's admission turn, so concurrent requests cannot all see the same free slot. Throws
-   * AdmissionRefusedError on refusal, without running `place`.
+   * Checks the caps and, when the call is admitted, runs `place` (which writes the call as live), counted as this
+   * account's placement under way until it settles, so concurrent requests cannot all see the same free slot.
+   * Throws AdmissionRefusedError on refusal, without running `place`.
    */
   admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T>;
 }
 
-/** What admission reads before taking the account's turn. */
+/** What admission knows before reading the store: the account's settings and this call's first-minute price. */
 interface Prechecked {
-  account: AccountRow;
+  account: AccountSettings;
   minimum: number;
 }
 
 /** The slice of the kit's one clock admission reads (the CPS window). */
 export type Clock = Pick<KitClock, 'now'>;
 
+/** A call this process admitted whose placement (the write of its row) is under way or recently done. */
+interface Placement {
+  /** The tick at which `place` settled; Infinity while it runs. */
+  doneAt: number;
+  settled: Promise<void>;
+}
+
+/** One account's admissions under way in this process. */
+interface AccountAdmissions {
+  placements: Set<Placement>;
+  /** Ticks of this account's reads of the store under way. */
+  reads: Set<number>;
+  /** The exact path, one admission at a time; and how many are queued on it or hold it. */
+  turn: Promise<unknown> | undefined;
+  queued: number;
+}
+
+/** The fast path's answer when the call may be near a limit: decide on the exact path. */
+const NEAR_LIMIT = Symbol('near a limit');
+
 /**
- * Admission against the store, for one switch process: the CPS window and the per-account turn are in memory
- * (several nodes would share them through the store or Redis, see ARCHITECTURE.md "Beyond one box").
+ * Admission against the store, for one switch process (the CPS window and the placements under way are in memory;
+ * several nodes would share them through the store, see ARCHITECTURE.md "Beyond one box").
+ *
+ * A call's admission reads the account's balance and live calls in one statement and decides without waiting for
+ * the account's other admissions: the store's count misses the calls this process is placing now, so every
+ * placement that was not done before the read began counts on top of it (an upper bound: a placement done while
+ * the read ran may be counted twice). A call that fits under that bound is admitted at once; one that may not (near
+ * the concurrency cap, or the balance near its live calls' first minutes) takes the account's turn, the exact path:
+ * it waits until the account's placements under way have settled, lets no other call of the account take the fast
+ * path meanwhile, and reads again: the count is then exact. On PostgreSQL a busy account's calls no longer queue
+ * behind each other's round trips (they did for two round trips a leg), only near their limits.
  */
 export class StoreAdmission implements Admission {
   readonly #db: Db;
   readonly #clock: Clock;
   readonly #admittedAt = new Map<string, number[]>();
-  readonly #turns = new Map<string, Promise<unknown>>();
-  /** Admissions waiting for their account's turn (id -> when asked; insertion order = age) and the longest wait. */
+  readonly #accounts = new Map<string, AccountAdmissions>();
+  /** Orders reads against placements: a placement done at a tick before a read's began is seen by that read. */
+  #tick = 0;
+  /** Admissions not yet decided (id -> when asked; insertion order = age) and the longest wait. */
   readonly #waiting = new Map<number, number>();
   #waitSeq = 0;
   #maxTurnWaitMs = 0;
@@ -92,39 +122,25 @@ export class StoreAdmission implements Admission {
   }
 
   async admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
-    // What does not depend on the calls being placed is read before the turn: the turn holds only the live count
-    // and the placing, so an account's calls wait for each other as briefly as the store allows (on PostgreSQL each
-    // read is a round trip, and a busy DID's calls queued here).
     // The wait is counted from the call's arrival, its own reads included (what overload control wants to know).
     const id = this.#waitSeq++;
     this.#waiting.set(id, this.#clock.now());
-    let pre: Prechecked;
     try {
-      pre = await this.#before(req);
-    } catch (err) {
+      const pre = await this.#before(req);
+      if (this.#account(req.accountId).queued === 0) {
+        const fast = await this.#attempt(req, pre, place, id, false);
+        if (fast !== NEAR_LIMIT) return fast;
+      }
+      return await this.#inTurn(req, pre, place, id);
+    } finally {
       this.#waiting.delete(id);
-      throw err;
     }
-    const prev = this.#turns.get(req.accountId) ?? Promise.resolve();
-    const run = prev
-      .catch(() => undefined)
-      .then(() => {
-        this.#maxTurnWaitMs = Math.max(this.#maxTurnWaitMs, this.#clock.now() - (this.#waiting.get(id) ?? 0));
-        this.#waiting.delete(id);
-        return this.#check(req, pre, place);
-      });
-    const tail = run.catch(() => undefined);
-    this.#turns.set(req.accountId, tail);
-    void tail.then(() => {
-      if (this.#turns.get(req.accountId) === tail) this.#turns.delete(req.accountId);
-    });
-    return run;
   }
 
   /**
-   * How long new calls wait for their account's admission turn: the longest wait since the previous sample, or the
-   * age of the oldest still waiting (ms). Calls of one account are admitted one at a time, so a busy account's
-   * calls queue here long before the store or the event loop look busy; overload control reads it.
+   * How long new calls wait to be admitted: the longest wait since the previous sample, or the age of the oldest
+   * still waiting (ms). A call near its account's limits waits for the account's turn, and a busy account's calls
+   * queue there long before the store or the event loop look busy; overload control reads it.
    */
   sampleTurnWait(): number {
     const oldest = this.#waiting.values().next();
@@ -133,14 +149,11 @@ export class StoreAdmission implements Admission {
     return wait;
   }
 
-  /** Account status, draining and the destination's first-minute price: refusals that need no turn. */
+  /** Account status, draining and the destination's first-minute price: refusals that need no store read. */
   async #before(req: AdmissionRequest): Promise<Prechecked> {
-    // The account's settings from the per-process cache, its balance (never cached: money) read alone.
-    const settings = await findAccountSettings(this.#db, req.accountId);
-    const balance = settings ? await accountBalance(this.#db, req.accountId) : undefined;
-    const account = settings && balance !== undefined ? { ...settings, balance_cents: balance } : undefined;
-    if (!account || account.status !== 'active')
-      throw new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');
+    // The account's settings from the per-process cache; its balance (never cached: money) is read with its calls.
+    const account = await findAccountSettings(this.#db, req.accountId);
+    if (!account || account.status !== 'active') throw suspended();
     if ((await getSettingCached(this.#db, 'draining')) === 'true')
       throw new AdmissionRefusedError(
         ReasonCodes.platformPaused,
@@ -150,37 +163,129 @@ export class StoreAdmission implements Admission {
     return { account, minimum: Math.max(1, await this.#firstMinuteCents(req.to)) };
   }
 
-  async #check<T>(req: AdmissionRequest, pre: Prechecked, place: () => Promise<T>): Promise<T> {
-    // The balance and caps as read just before the turn (a settlement landing meanwhile is as if it landed after);
-    // the live count is read in the turn, where no other placement of the account can change it.
-    const { account, minimum } = pre;
-    // Every live call of the account holds its first block (billing pays it on answer), so the balance must cover
-    // one more first minute at this destination's rate on top of the calls already up: concurrent placements
-    // cannot all be admitted against the same money. (The live calls are held at this call's rate: an
-    // approximation that errs towards admitting fewer when rates differ a lot.)
-    const live = await countLiveCalls(this.#db, req.accountId);
-    if (account.balance_cents < minimum * (live + 1))
-      throw new AdmissionRefusedError(
-        ReasonCodes.insufficientBalance,
-        'The wallet balance is insufficient to place a call.',
-      );
-    if (live >= account.max_concurrent_calls)
-      throw new AdmissionRefusedError(
-        ReasonCodes.concurrencyCap,
-        `The account already has ${live} live calls, its maximum of simultaneous calls (${account.max_concurrent_calls}).`,
-      );
+  /** The exact path: one admission of the account at a time, once its placements under way have settled. */
+  #inTurn<T>(req: AdmissionRequest, pre: Prechecked, place: () => Promise<T>, id: number): Promise<T> {
+    const acc = this.#account(req.accountId);
+    acc.queued++;
+    const run = (acc.turn ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(async () => {
+        // No fast-path placement starts while this account has a turn queued: these are all there are.
+        await Promise.all([...acc.placements].map((p) => p.settled));
+        return this.#attempt(req, pre, place, id, true) as Promise<T>;
+      });
+    const tail = run.catch(() => undefined);
+    acc.turn = tail;
+    void tail.then(() => {
+      acc.queued--;
+      if (acc.turn === tail) acc.turn = undefined;
+      this.#prune(req.accountId, acc);
+    });
+    return run;
+  }
+
+  /**
+   * Reads the account's balance and live calls, decides, and places the call if admitted. From the read's answer
+   * to the placement's start nothing awaits, so no other admission of the account can be placed in between.
+   * `exact` (the turn): nothing of the account is being placed, the count is exact and a refusal is final; else a
+   * call that may not fit under the upper bound gets NEAR_LIMIT.
+   */
+  async #attempt<T>(
+    req: AdmissionRequest,
+    pre: Prechecked,
+    place: () => Promise<T>,
+    id: number,
+    exact: boolean,
+  ): Promise<T | typeof NEAR_LIMIT> {
+    const acc = this.#account(req.accountId);
+    const at = ++this.#tick;
+    acc.reads.add(at);
+    try {
+      const funds = await balanceAndLiveCalls(this.#db, req.accountId);
+      if (!funds) throw suspended();
+      if (!exact && acc.queued > 0) return NEAR_LIMIT;
+      let live = funds.live;
+      for (const p of acc.placements) if (p.doneAt > at) live++;
+      // Every live call of the account holds its first block (billing pays it on answer), so the balance must cover
+      // one more first minute at this destination's rate on top of the calls already up: concurrent placements
+      // cannot all be admitted against the same money. (The live calls are held at this call's rate: an
+      // approximation that errs towards admitting fewer when rates differ a lot.) The balance as read now: a
+      // settlement landing meanwhile is as if it landed after.
+      const { account, minimum } = pre;
+      const covered = funds.balanceCents >= minimum * (live + 1);
+      const underCap = live < account.max_concurrent_calls;
+      if (!exact && !(covered && underCap)) return NEAR_LIMIT;
+      this.#endWait(id);
+      if (!covered)
+        throw new AdmissionRefusedError(
+          ReasonCodes.insufficientBalance,
+          'The wallet balance is insufficient to place a call.',
+        );
+      if (!underCap)
+        throw new AdmissionRefusedError(
+          ReasonCodes.concurrencyCap,
+          `The account already has ${live} live calls, its maximum of simultaneous calls (${account.max_concurrent_calls}).`,
+        );
+      this.#takeCpsSlot(req.accountId, account.max_cps);
+      return await this.#place(acc, place);
+    } finally {
+      acc.reads.delete(at);
+      this.#prune(req.accountId, acc);
+    }
+  }
+
+  /** Runs `place`, counted as under way (synchronously, before anything awaits) until it settles. */
+  #place<T>(acc: AccountAdmissions, place: () => Promise<T>): Promise<T> {
+    const p: Placement = { doneAt: Infinity, settled: Promise.resolve() };
+    acc.placements.add(p);
+    const run = Promise.resolve().then(place);
+    p.settled = run.then(
+      () => this.#placed(p),
+      () => this.#placed(p),
+    );
+    return run;
+  }
+
+  #placed(p: Placement): void {
+    p.doneAt = ++this.#tick;
+  }
+
+  /** The calls-per-second window (in memory): refuses when the account placed max_cps calls in the last second. */
+  #takeCpsSlot(accountId: string, maxCps: number): void {
     const now = this.#clock.now();
-    const window = (this.#admittedAt.get(req.accountId) ?? []).filter((t) => t > now - 1000);
-    if (window.length >= account.max_cps) {
-      this.#admittedAt.set(req.accountId, window);
+    const window = (this.#admittedAt.get(accountId) ?? []).filter((t) => t > now - 1000);
+    if (window.length >= maxCps) {
+      this.#admittedAt.set(accountId, window);
       throw new AdmissionRefusedError(
         ReasonCodes.cpsLimit,
-        `The account placed ${window.length} calls in the last second, its calls-per-second limit (${account.max_cps}).`,
+        `The account placed ${window.length} calls in the last second, its calls-per-second limit (${maxCps}).`,
       );
     }
     window.push(now);
-    this.#admittedAt.set(req.accountId, window);
-    return place();
+    this.#admittedAt.set(accountId, window);
+  }
+
+  #endWait(id: number): void {
+    this.#maxTurnWaitMs = Math.max(this.#maxTurnWaitMs, this.#clock.now() - (this.#waiting.get(id) ?? 0));
+    this.#waiting.delete(id);
+  }
+
+  #account(accountId: string): AccountAdmissions {
+    let acc = this.#accounts.get(accountId);
+    if (!acc) {
+      acc = { placements: new Set(), reads: new Set(), turn: undefined, queued: 0 };
+      this.#accounts.set(accountId, acc);
+    }
+    return acc;
+  }
+
+  /** Forgets placements every read under way began after (they are in its count), and an idle account. */
+  #prune(accountId: string, acc: AccountAdmissions): void {
+    let oldestRead = Infinity;
+    for (const r of acc.reads) oldestRead = Math.min(oldestRead, r);
+    for (const p of acc.placements) if (p.doneAt < oldestRead) acc.placements.delete(p);
+    if (acc.placements.size === 0 && acc.reads.size === 0 && acc.queued === 0 && this.#accounts.get(accountId) === acc)
+      this.#accounts.delete(accountId);
   }
 
   /** The per-minute outbound rate of the destination (longest matching prefix), 0 when none is set. */
@@ -195,3 +300,6 @@ export class StoreAdmission implements Admission {
     return best?.cents ?? 0;
   }
 }
+
+const suspended = (): AdmissionRefusedError =>
+  new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');

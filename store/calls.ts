@@ -195,6 +195,20 @@ export async function countLiveCalls(db: Db, accountId: string): Promise<number>
   return Number(r?.n ?? 0);
 }
 
+const BALANCE_AND_LIVE = `select "balance_cents", (${COUNT_LIVE_OF_ACCOUNT}) as "live" from "accounts" where "id" = ?`;
+
+/**
+ * What admission reads of the store for a new call, in one statement (one round trip on PostgreSQL): the account's
+ * balance (never cached: money) and how many of its calls are live. Undefined when there is no such account.
+ */
+export async function balanceAndLiveCalls(
+  db: Db,
+  accountId: string,
+): Promise<{ balanceCents: number; live: number } | undefined> {
+  const [r] = await selectRows(db, BALANCE_AND_LIVE, [accountId, ...LIVE_CALL_STATUSES, accountId]);
+  return r ? { balanceCents: Number(r.balance_cents), live: Number(r.live) } : undefined;
+}
+
 export interface CallFilter {
   accountId: string;
   direction?: CallDirection;

@@ -14,7 +14,9 @@ describe('admission: the wait for an account turn is measured', () => {
 
   it('a call queued behind a slow admission of its account shows as a growing wait, then the longest wait', async () => {
     const a = await insertAccount(db, 'Queue');
-    await updateAccount(db, a.id, { max_concurrent_calls: 100, max_cps: 100 });
+    // At its cap of one call with one being placed, the second call takes the account's turn and waits there (far
+    // from its limits it would be admitted at once).
+    await updateAccount(db, a.id, { max_concurrent_calls: 1, max_cps: 100 });
     await post(db, { accountId: a.id, direction: 'credit', kind: 'topup', amountCents: 100_000 });
     let now = 1000;
     const admission = new StoreAdmission(db, { now: () => now });
@@ -29,6 +31,7 @@ describe('admission: the wait for an account turn is measured', () => {
     });
     await placingFirst;
     const second = admission.admit({ accountId: a.id }, async () => undefined);
+    await new Promise((r) => setTimeout(r, 50)); // its reads are done: it waits for the turn, not for the store
     now += 250;
     assert.equal(admission.sampleTurnWait(), 250, 'the second call has waited 250 ms so far');
     now += 150;
