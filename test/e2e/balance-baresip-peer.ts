@@ -9,19 +9,13 @@ import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EspeakTtsEngine, SpeechRecognizer, notice, readWav } from '../../media/index.js';
-import { api, createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
-import { baresipDials } from './baresip-phone.js';
+import { createAccountWithDid, speechSecondsOf, startTestSwitch } from './harness.js';
+import { baresipDials, lastEndedCall, phoneUser } from './baresip.js';
 
 const DID = '+254700000452';
 const ctx = await startTestSwitch();
 const acct = await createAccountWithDid(ctx.db, DID);
-const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: 'balance@example.com' });
-const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
-  uuid: user.body.uuid,
-  ttl_seconds: 600,
-});
-const ext: string = user.body.extension_number;
-const token: string = minted.body.token;
+const user = await phoneUser(ctx, acct, 'balance@example.com');
 const domain = `${acct.id}.sip.simu.test`;
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-balance-baresip-'));
 const tts = new EspeakTtsEngine({ cacheDir: path.join(work, 'tts') });
@@ -30,15 +24,16 @@ const tts = new EspeakTtsEngine({ cacheDir: path.join(work, 'tts') });
 async function dialBalance(
   seconds: number,
 ): Promise<{ log: string; heardSeconds: number; recognised: { transcript: string; confidence: number } | null }> {
-  const phone = { ext, token, domain, switchPort: ctx.ports.sip };
+  const phone = { ...user, domain, switchPort: ctx.ports.sip };
+  const heardDir = `${work}/heard-${seconds}`;
   const { log, dir } = await baresipDials({
     work,
+    name: 'phone',
     phone,
-    target: `sip:*100%23@${domain}`,
+    dial: `sip:*100%23@${domain}`,
     seconds,
-    config: ['module sndfile.so', `snd_path ${work}/heard-${seconds}`],
+    records: heardDir,
   });
-  const heardDir = `${work}/heard-${seconds}`;
   const heard = readdirSync(heardDir).find((f) => f.endsWith('-dec.wav'));
   if (!heard) return { log: `${dir}\n${log.slice(-2000)}`, heardSeconds: -1, recognised: null };
   const audio = await readWav(path.join(heardDir, heard));
@@ -54,15 +49,7 @@ async function dialBalance(
   return { log: `${dir}\n${log.slice(-2000)}`, heardSeconds: speechSecondsOf(audio.samples), recognised };
 }
 
-/** The account's newest CDR once it has ended. */
-async function lastCall() {
-  for (let i = 0; i < 100; i++) {
-    const row = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
-    if (row?.ended_at) return row;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return undefined;
-}
+const lastCall = () => lastEndedCall(ctx.db, acct.id);
 
 /** Seconds of speech in the switch's own sentence (what a phone that heard all of it would count). */
 async function sentenceSeconds(n: { text: string; language: string }): Promise<number> {

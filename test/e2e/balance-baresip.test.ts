@@ -5,12 +5,7 @@
  * zero balance. baresip and the switch run in a network namespace (balance-baresip-peer.ts).
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { namespacePeersUsable, runNamespacePeer } from '../support/netns-peer.js';
-
-const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'balance-baresip-peer.ts');
+import { namespacePeer, namespacePeersUsable } from '../support/netns-peer.js';
 
 interface Heard {
   log: string;
@@ -24,13 +19,10 @@ interface Heard {
 
 (namespacePeersUsable ? describe : describe.skip)('e2e: the balance by voice from baresip (*100#)', function () {
   this.timeout(120000);
-  const children = new Set<ChildProcess>();
+  const peer = namespacePeer<{ rich: Heard; broke: Heard }>(import.meta.url, 'balance-baresip-peer.ts');
   let r: { rich: Heard; broke: Heard };
   before(async () => {
-    r = await runNamespacePeer(PEER, {}, children);
-  });
-  after(() => {
-    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+    r = await peer();
   });
 
   const heardTheSentence = (h: Heard) => {

@@ -9,10 +9,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AccountServer, api, createAccountWithDid, startTestSwitch } from './harness.js';
+import { AccountServer, createAccountWithDid, startTestSwitch } from './harness.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPorts } from '../support/ports.js';
-import { baresipCommand, heardSeconds as heardOf, startBaresip, until } from './baresip-ctrl.js';
+import { baresipCommand, heardSeconds as heardOf, phoneUser, spawnBaresip, until } from './baresip.js';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-forking-baresip-'));
 const ctx = await startTestSwitch();
@@ -21,26 +21,18 @@ const acct = await createAccountWithDid(ctx.db, '+254711950001');
 const domain = `${acct.id}.sip.simu.test`;
 const children: ChildProcess[] = [];
 
-async function endUser(n: number): Promise<{ ext: string; token: string }> {
-  const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: `fork${n}@example.com` });
-  const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
-    uuid: user.body.uuid,
-    ttl_seconds: 600,
-  });
-  return { ext: user.body.extension_number, token: minted.body.token };
-}
-
-/** A baresip registered as the callee; it rings until told to answer over its ctrl_tcp socket (baresip-ctrl.ts). */
+/** A baresip registered as the callee; it rings until told to answer over its ctrl_tcp socket (baresip.ts). */
 function baresip(name: string, u: { ext: string; token: string }) {
-  const phone = startBaresip(work, name, u, { domain, switchPort: ctx.ports.sip, seconds: 40 });
-  children.push(phone.child);
-  return phone;
+  const phone = { ...u, domain, switchPort: ctx.ports.sip };
+  const p = spawnBaresip({ work, name, phone, seconds: 40, ctrl: true, records: true });
+  children.push(p.child);
+  return p;
 }
 
 const command = (port: number, cmd: string) => baresipCommand(port, cmd);
 
-const callee = await endUser(1);
-const caller = await endUser(2);
+const callee = await phoneUser(ctx, acct, 'fork1@example.com');
+const caller = await phoneUser(ctx, acct, 'fork2@example.com');
 const answering = baresip('answering', callee);
 const ringing = baresip('ringing', callee);
 // What reaches the ringing phone's port, as text (-A), line-buffered.

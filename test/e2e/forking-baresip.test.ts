@@ -5,12 +5,7 @@
  * forking-baresip-peer.ts, inside the namespace.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { namespacePeersUsable, runNamespacePeer } from '../support/netns-peer.js';
-
-const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'forking-baresip-peer.ts');
+import { namespacePeer, namespacePeersUsable } from '../support/netns-peer.js';
 
 interface Report {
   registered: boolean;
@@ -28,13 +23,10 @@ interface Report {
   'e2e: two baresip phones on one extension (network namespace)',
   function () {
     this.timeout(120000);
-    const children = new Set<ChildProcess>();
+    const peer = namespacePeer<Report>(import.meta.url, 'forking-baresip-peer.ts');
     let r: Report;
     before(async () => {
-      r = await runNamespacePeer<Report>(PEER, {}, children);
-    });
-    after(() => {
-      for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+      r = await peer();
     });
 
     it('both phones register and both are rung', () => {

@@ -4,22 +4,17 @@
  * together in a private network namespace (gather-baresip-peer.ts); the peer prints a JSON line.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { namespacePeersUsable as usable, runNamespacePeer } from '../support/netns-peer.js';
-
-const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'gather-baresip-peer.ts');
+import { namespacePeer, namespacePeersUsable as usable } from '../support/netns-peer.js';
 
 (usable ? describe : describe.skip)('e2e: baresip presses keys into a Gather (network namespace)', function () {
   this.timeout(60000);
-  const children = new Set<ChildProcess>();
-  after(() => {
-    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
-  });
+  const peer = namespacePeer<{ listening: boolean; digits: string | null; log: string }>(
+    import.meta.url,
+    'gather-baresip-peer.ts',
+  );
 
   it('baresip keys 4, 2, # reach the action as Digits 42', async () => {
-    const r = await runNamespacePeer<{ listening: boolean; digits: string | null; log: string }>(PEER, {}, children);
+    const r = await peer();
     assert.equal(r.listening, true, r.log);
     assert.equal(r.digits, '42', r.log);
   });

@@ -7,10 +7,10 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { insertRoute } from '../../store/index.js';
-import { AccountServer, addCarrier, api, carrier, createAccountWithDid, startTestSwitch } from './harness.js';
+import { AccountServer, addCarrier, carrier, createAccountWithDid, startTestSwitch } from './harness.js';
 import { nextPort } from '../support/ports.js';
 import { waitForBound } from '../support/wait.js';
-import { baresipDials } from './baresip-phone.js';
+import { baresipDials, lastEndedCall, phoneUser } from './baresip.js';
 
 const DID = '+254700000451';
 const ctx = await startTestSwitch();
@@ -30,31 +30,16 @@ await ctx
   .db('accounts')
   .where({ id: acct.id })
   .update({ webhook_voice_outbound: server.url('/out') });
-const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: 'phone@example.com' });
-const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
-  uuid: user.body.uuid,
-  ttl_seconds: 600,
-});
-const ext: string = user.body.extension_number;
-const token: string = minted.body.token;
+const user = await phoneUser(ctx, acct, 'phone@example.com');
 const domain = `${acct.id}.sip.simu.test`;
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-numbers-baresip-'));
 
 /** One baresip run that dials `target` and quits after `seconds`; returns what it logged. */
 async function dial(target: string, seconds: number): Promise<string> {
-  const phone = { ext, token, domain, switchPort: ctx.ports.sip };
-  return (await baresipDials({ work, phone, target, seconds })).log;
+  const phone = { ...user, domain, switchPort: ctx.ports.sip };
+  return (await baresipDials({ work, name: 'phone', phone, dial: target, seconds })).log;
 }
-
-/** The account's newest CDR once it has ended. */
-async function lastCall() {
-  for (let i = 0; i < 100; i++) {
-    const row = await ctx.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first();
-    if (row?.ended_at) return row;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return undefined;
-}
+const lastCall = () => lastEndedCall(ctx.db, acct.id);
 
 /** Request-URI and From of the INVITEs a SIPp logged with -trace_msg. */
 function invites(file: string): Array<{ ruri: string; from: string }> {

@@ -4,7 +4,7 @@
  * and baresip as the agent: an end-user phone whose outbound call runs <Dial><Queue>. baresip says 1000 Hz (aufile)
  * and writes what it heard (sndfile); each caller says its own tone. Prints one JSON line.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,7 @@ import {
   startTestSwitch,
 } from './harness.js';
 import { toneUlawFile } from './rtp-capture.js';
+import { baresipDials, phoneUser } from './baresip.js';
 
 const DID = '+254711950001';
 const ctx = await startTestSwitch();
@@ -41,12 +42,7 @@ await ctx
   .db('accounts')
   .where({ id: acct.id })
   .update({ webhook_voice_outbound: server.url('/agent') });
-const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: 'agent@example.com' });
-const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
-  uuid: user.body.uuid,
-  ttl_seconds: 600,
-});
-const ext: string = user.body.extension_number;
+const agent = await phoneUser(ctx, acct, 'agent@example.com');
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-queue-baresip-'));
 
 function scenario(ulaw: string): string {
@@ -74,40 +70,17 @@ for (const [i, hz] of [440, 660, 880].entries()) {
 }
 
 // The agent: baresip registers as the end-user and calls out; its outbound document takes the queue's front caller.
-const dir = mkdtempSync(path.join(work, 'agent-'));
-const source = path.join(dir, 'say-1000.wav');
+const source = path.join(work, 'say-1000.wav');
 execFileSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', source, 'synth', '6', 'sine', '1000', 'vol', '0.3']);
-writeFileSync(
-  path.join(dir, 'config'),
-  [
-    `sip_listen 127.0.0.1:${nextPort()}`,
-    'module_path /usr/lib/baresip/modules',
-    'module g711.so',
-    'module aufile.so',
-    'module aubridge.so',
-    'module sndfile.so',
-    'module_app account.so',
-    'module_app menu.so',
-    `audio_source aufile,${source}`,
-    'audio_player aubridge,nil',
-    'audio_alert aubridge,nil',
-    `snd_path ${dir}`,
-  ].join('\n') + '\n',
-);
-writeFileSync(
-  path.join(dir, 'accounts'),
-  `<sip:${ext}@${acct.id}.sip.simu.test;transport=udp>;auth_user=${ext};auth_pass=${minted.body.token};` +
-    `outbound="sip:127.0.0.1:${ctx.ports.sip}";regint=600\n`,
-);
-const phone = spawn('baresip', ['-4', '-n', 'v0', '-f', dir, '-e', '/dial +254712345678', '-t', '12'], {
-  stdio: ['ignore', 'pipe', 'pipe'],
+const { log, dir } = await baresipDials({
+  work,
+  name: 'agent',
+  phone: { ...agent, domain: `${acct.id}.sip.simu.test`, switchPort: ctx.ports.sip },
+  dial: '+254712345678',
+  seconds: 12,
+  says: source,
+  records: true,
 });
-let log = '';
-phone.stdout.on('data', (d) => (log += String(d)));
-phone.stderr.on('data', (d) => (log += String(d)));
-const kill = setTimeout(() => phone.pid && process.kill(phone.pid, 'SIGKILL'), 20000);
-await new Promise((r) => phone.on('exit', r));
-clearTimeout(kill);
 
 // What the agent heard: the middle of its decoded audio, by tone.
 const dec = readdirSync(dir).find((f) => f.endsWith('-dec.wav'));

@@ -5,12 +5,7 @@
  * action gets QueueResult bridged and a QueueTime right within a second. Runs in queues-baresip-peer.ts.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { namespacePeersUsable as usable, runNamespacePeer } from '../support/netns-peer.js';
-
-const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'queues-baresip-peer.ts');
+import { namespacePeer, namespacePeersUsable as usable } from '../support/netns-peer.js';
 
 interface Report {
   log: string;
@@ -23,13 +18,10 @@ interface Report {
 
 (usable ? describe : describe.skip)('e2e: a baresip agent dials a queue (network namespace)', function () {
   this.timeout(120000);
-  const children = new Set<ChildProcess>();
-  after(() => {
-    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
-  });
+  const peer = namespacePeer<Report>(import.meta.url, 'queues-baresip-peer.ts');
 
   it('baresip is bridged to the longest-waiting caller; QueueTime is right within a second', async () => {
-    const r = await runNamespacePeer<Report>(PEER, {}, children);
+    const r = await peer();
     if (process.env.SIMU_TEST_FIGURES) console.log({ heard: r.heard, left: r.left, expected: r.expectedQueueTime });
     assert.ok(r.dec, `baresip wrote what it heard: ${r.log}`);
     const { 440: a, 660: b, 880: c } = r.heard as Record<number, number>;

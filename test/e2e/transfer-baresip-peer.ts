@@ -14,7 +14,6 @@ import path from 'node:path';
 import {
   AccountServer,
   addCarrier,
-  api,
   carrierCallsDid,
   createAccountWithDid,
   speakingCarrierScenario,
@@ -24,7 +23,7 @@ import {
 } from './harness.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPort, nextPorts } from '../support/ports.js';
-import { baresipCommand, heardSeconds, startBaresip, until } from './baresip-ctrl.js';
+import { baresipCommand, heardSeconds, phoneUser, spawnBaresip, until } from './baresip.js';
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'simu-transfer-baresip-'));
 const ctx = await startTestSwitch();
@@ -35,22 +34,20 @@ const server = await new AccountServer().listen();
 const domain = `${acct.id}.sip.simu.test`;
 const children: ChildProcess[] = [];
 
-async function endUser(n: number): Promise<{ ext: string; token: string }> {
-  const user = await api(ctx.baseUrl, acct.key, 'POST', '/api/users/create', { email: `xfer${n}@example.com` });
-  const minted = await api(ctx.baseUrl, acct.key, 'POST', '/api/phone-tokens/mint', {
-    uuid: user.body.uuid,
-    ttl_seconds: 600,
-  });
-  return { ext: user.body.extension_number, token: minted.body.token };
-}
-
 const baresip = (name: string, u: { ext: string; token: string }) =>
-  startBaresip(work, name, u, { domain, switchPort: ctx.ports.sip, seconds: 45 });
+  spawnBaresip({
+    work,
+    name,
+    phone: { ...u, domain, switchPort: ctx.ports.sip },
+    seconds: 45,
+    ctrl: true,
+    records: true,
+  });
 const command = baresipCommand;
 
-const a = await endUser(1);
-const bUser = await endUser(2);
-const cUser = await endUser(3);
+const a = await phoneUser(ctx, acct, 'xfer1@example.com');
+const bUser = await phoneUser(ctx, acct, 'xfer2@example.com');
+const cUser = await phoneUser(ctx, acct, 'xfer3@example.com');
 const b = baresip('receptionist', bUser);
 const c = baresip('target', cUser);
 children.push(b.child, c.child);

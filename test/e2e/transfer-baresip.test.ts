@@ -5,12 +5,7 @@
  * (transfer-baresip-peer.ts); the peer prints a JSON line.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { namespacePeersUsable as usable, runNamespacePeer } from '../support/netns-peer.js';
-
-const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'transfer-baresip-peer.ts');
+import { namespacePeer, namespacePeersUsable as usable } from '../support/netns-peer.js';
 
 interface Report {
   registered: boolean;
@@ -35,13 +30,10 @@ interface Report {
 
 (usable ? describe : describe.skip)('e2e: baresip transfers a call (network namespace)', function () {
   this.timeout(90000);
-  const children = new Set<ChildProcess>();
-  after(() => {
-    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
-  });
+  const peer = namespacePeer<Report>(import.meta.url, 'transfer-baresip-peer.ts');
 
   it("blind: baresip's /transfer moves the caller to a third phone, which hears it; the CDRs show the new leg with parent_call_id", async () => {
-    const r = await runNamespacePeer<Report>(PEER, {}, children);
+    const r = await peer();
     const why = JSON.stringify({ ...r, bLog: r.bLog.slice(-1500), cLog: r.cLog.slice(-800) });
     assert.equal(r.registered, true, why);
     assert.equal(r.callError, undefined, why);
@@ -59,7 +51,7 @@ interface Report {
   });
 
   it('an IVR-answered PSTN call Dialed to a phone is transferred by that phone to another extension, which hears the caller', async () => {
-    const r = await runNamespacePeer<Report>(PEER, { XFER_MODE: 'ivr' }, children);
+    const r = await peer({ XFER_MODE: 'ivr' });
     const why = JSON.stringify({ ...r, bLog: r.bLog.slice(-1500), cLog: r.cLog.slice(-800) });
     assert.equal(r.registered, true, why);
     assert.equal(r.callError, undefined, why);

@@ -1,4 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Whether a test may run baresip in a network namespace here (root, baresip and unshare installed). */
 export const namespacePeersUsable =
@@ -45,4 +47,18 @@ export function runNamespacePeer<T>(
       }
     }),
   );
+}
+
+/**
+ * For a describe block of a namespace test: the peer file `name` beside the test file (`testUrl`, its
+ * import.meta.url), run by the returned function with `env` as runNamespacePeer does; an after hook of the block kills
+ * by PID whatever still runs.
+ */
+export function namespacePeer<T>(testUrl: string, name: string): (env?: Record<string, string>) => Promise<T> {
+  const peer = path.join(path.dirname(fileURLToPath(testUrl)), name);
+  const children = new Set<ChildProcess>();
+  after(() => {
+    for (const c of children) if (c.pid) process.kill(c.pid, 'SIGKILL');
+  });
+  return (env = {}) => runNamespacePeer<T>(peer, env, children);
 }
