@@ -13,6 +13,9 @@
  * mode refresh (the anchor's workload): each phone registers the same contact again, with a new Call-ID each time.
  * mode new: every registration names a contact not seen before (a binding change each time: the worst case).
  * Flood bans are raised for the bench: every phone here is 127.0.0.1 (real phones come from their own addresses).
+ * LIMIT=<n> caps the registrations in progress at n (SIPp -l; default five seconds' worth of the rate): with a rate
+ * above what the switch carries it is a closed loop, n at a time and no retransmission, whose CPU ms per registration
+ * is the work of one registration alone, steadier than an open-loop step's on a box others are using.
  * Keep-alives to the bindings (sip.keepAliveSeconds) are off unless KEEPALIVE=<seconds>: SIPp answers no OPTIONS, so
  * each would be retransmitted for 32 s and every binding dropped as a dead flow after three intervals (re-added,
  * AUTH.0200, urgent writes, on its next REGISTER); the Kamailio anchor pings no one either.
@@ -141,7 +144,7 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
       '-m',
       String(count),
       '-l',
-      String(rate * 5),
+      process.env.LIMIT ?? String(rate * 5),
       '-recv_timeout',
       '5000',
       '-timeout',
