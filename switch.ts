@@ -135,10 +135,14 @@ export class Switch {
     const admission = new StoreAdmission(db);
     const signals = loadSignalsOf(probeStoreQueue(db), () => admission.sampleTurnWait());
     const overloadLog = roomLogger('billing').child({ module: 'overload' });
+    // With overload.udpFront, SIP over UDP is received in a worker thread that applies the limit itself.
+    const edge: { sip?: SipApplication } = {};
     const overload = new OverloadControl({
       signals: signals.read,
       settings: config.overload,
+      outsideRefusals: () => edge.sip?.frontRefusals ?? 0,
       onChange: (state) => {
+        edge.sip?.overloadChanged();
         publisher.publishPlatformShedding(state);
         if (state.shedding) overloadLog.warn(state, 'overload: shedding new calls');
         else overloadLog.warn(state, 'overload: no longer shedding');
@@ -165,6 +169,7 @@ export class Switch {
       logger: roomLogger('sip').child({ module: 'security' }),
     });
     const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload });
+    edge.sip = sip;
     // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
     const registrar = new Registrar({
       app: sip,

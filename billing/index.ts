@@ -51,6 +51,7 @@ export {
   type OverloadState,
   type OverloadVerdict,
   type NewCallGate,
+  type PublishedGate,
 } from './overload.js';
 export {
   applyTopupPayment,

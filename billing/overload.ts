@@ -65,6 +65,18 @@ export type OverloadVerdict = { ok: true } | { ok: false; retryAfterSeconds: num
 /** What the edges (SIP, REST) ask before taking a new call. */
 export interface NewCallGate {
   admitNewCall(): OverloadVerdict;
+  /** A new call a gate outside the main thread admitted (the SIP UDP front): counted, and it takes a token. */
+  noteAdmitted?(): void;
+  /** The gate as an outside gate (the SIP UDP front) applies it: the current limit and the fixed settings. */
+  gate?(): PublishedGate;
+}
+
+/** The gate as published to the SIP UDP front (sip/stack/transport/udp-front.ts). */
+export interface PublishedGate {
+  limitCps: number | null;
+  platformMaxCps: number;
+  retryAfterSeconds: number;
+  minCps: number;
 }
 
 /** The slice of the kit's one clock overload control reads; monotonic by default (performance.now). */
@@ -86,6 +98,8 @@ export class OverloadControl implements NewCallGate {
   /** Admission times within the last second (for the fixed cap and the admitted rate). */
   readonly #recent: number[] = [];
   #timer: NodeJS.Timeout | undefined;
+  readonly #outsideRefusals: () => number;
+  #outsideSeen = 0;
 
   constructor(opts: {
     signals: () => LoadSignals;
@@ -93,11 +107,14 @@ export class OverloadControl implements NewCallGate {
     clock?: OverloadClock;
     /** Called when shedding starts or stops, and each tick the limit changes while shedding. */
     onChange?: (state: OverloadState) => void;
+    /** New calls refused by a gate outside the main thread (the SIP UDP front), a running count; read each tick. */
+    outsideRefusals?: () => number;
   }) {
     this.#settings = { ...DEFAULT_OVERLOAD_SETTINGS, ...opts.settings };
     this.#signals = opts.signals;
     this.#clock = opts.clock ?? { now: () => performance.now() };
     this.#onChange = opts.onChange ?? (() => undefined);
+    this.#outsideRefusals = opts.outsideRefusals ?? (() => 0);
   }
 
   /** Starts the periodic tick (the switch); tests call tick() themselves. */
@@ -127,10 +144,33 @@ export class OverloadControl implements NewCallGate {
     return { ok: true };
   }
 
+  noteAdmitted(): void {
+    const now = this.#clock.now();
+    this.#forget(now);
+    if (this.#limit !== null) {
+      this.#refill(now);
+      this.#tokens = Math.max(-Math.max(this.#settings.minCps, this.#limit / 4), this.#tokens - 1);
+    }
+    this.#recent.push(now);
+    this.#admitted++;
+  }
+
+  gate(): PublishedGate {
+    const { platformMaxCps, retryAfterSeconds, minCps } = this.#settings;
+    return { limitCps: this.#limit, platformMaxCps, retryAfterSeconds, minCps };
+  }
+
   /** Reads the signals and moves the limit (every `tickMs`). */
   tick(): void {
     const now = this.#clock.now();
     this.#forget(now);
+    // Refusals made outside the main thread keep the limit from being lifted, as this gate's own do.
+    const outside = this.#outsideRefusals();
+    if (outside > this.#outsideSeen) {
+      this.#refused += outside - this.#outsideSeen;
+      this.#lastRefusalAt = now;
+    }
+    this.#outsideSeen = outside;
     const s = this.#signals();
     const { maxLoopDelayMs, maxStoreWaitMs, minCps, releaseAfterMs } = this.#settings;
     const before = this.#limit;

@@ -54,7 +54,13 @@ export interface Config {
     s3AccessKeyId: string;
     s3SecretAccessKey: string;
   };
-  overload: { maxLoopDelayMs: number; maxStoreWaitMs: number; platformMaxCps: number; retryAfterSeconds: number };
+  overload: {
+    maxLoopDelayMs: number;
+    maxStoreWaitMs: number;
+    platformMaxCps: number;
+    retryAfterSeconds: number;
+    udpFront: boolean;
+  };
   api: {
     rateLimitPerSecond: number;
     rateLimitBurst: number;

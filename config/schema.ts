@@ -492,6 +492,13 @@ export const SETTINGS = [
     help: 'Retry-After of a shed call (kept short: carriers take it as "this server is down for N s").',
   },
   {
+    key: 'overload.udpFront',
+    env: 'SIMU_OVERLOAD_UDP_FRONT',
+    kind: 'bool',
+    default: 'false',
+    help: 'Receive SIP over UDP in a worker thread that refuses new calls beyond the overload limit (503 + Retry-After) even while the main thread is busy.',
+  },
+  {
     key: 'api.rateLimitPerSecond',
     env: 'SIMU_API_RATE_PER_SECOND',
     kind: 'int',

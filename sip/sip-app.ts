@@ -1,5 +1,5 @@
 import type { Config, Logger } from '../config/index.js';
-import { isEmergencyNumber } from '../numbers/index.js';
+import { BUILT_IN_EMERGENCY_NUMBERS, isEmergencyNumber } from '../numbers/index.js';
 import { setTrunkHealth, setTrunkRegistration, type Db, type TrunkRow } from '../store/index.js';
 import {
   DEFAULT_CONNECTION_LIMITS,
@@ -50,6 +50,7 @@ export class SipApplication {
   readonly #log: Logger;
 
   #trustedTimer: NodeJS.Timeout | undefined;
+  #bansTimer: NodeJS.Timeout | undefined;
   /** Carriers' signalling addresses and ranges (trunks' inbound addresses and hosts), re-read every 5 s. */
   #carriers: string[] = [];
 
@@ -160,10 +161,42 @@ export class SipApplication {
     await this.ua.listen({
       udp: { host: config.sip.host, port: config.sip.port },
       tcp: { host: config.sip.host, port: config.sip.port },
+      ...(config.overload?.udpFront && this.deps.overload?.gate && { udpFront: this.#frontOptions() }),
       ...extra,
     });
+    this.overloadChanged();
+    if (this.ua.udpFront && security) {
+      // The front answers no banned source (the main thread drops their requests unanswered).
+      const front = this.ua.udpFront;
+      this.#bansTimer = setInterval(() => front.setBanned(security.bans().map((b) => b.address)), 1000);
+      this.#bansTimer.unref();
+    }
     this.trunkHealth.start(() => this.trunks.all());
     this.upstream.sync(await this.trunks.all());
+  }
+
+  /** The overload gate's limit changed: the UDP front applies it from now on. */
+  overloadChanged(): void {
+    const gate = this.deps.overload?.gate?.();
+    if (gate) this.ua.udpFront?.publish(gate);
+  }
+
+  /** New INVITEs the UDP front refused so far (0 without a front). */
+  get frontRefusals(): number {
+    return this.ua.udpFront?.refused ?? 0;
+  }
+
+  /**
+   * The UDP front (sip/stack/transport/udp-front.ts): never refuses an emergency call, and each INVITE it refuses
+   * counts towards the sender's flood limit as if the main thread had seen it.
+   */
+  #frontOptions() {
+    const security = this.deps.security;
+    return {
+      exemptUsers: [...BUILT_IN_EMERGENCY_NUMBERS, ...(this.deps.config.numbers?.emergencyNumbers ?? [])],
+      onRefused: (address: string, userAgent: string | undefined) =>
+        void security?.inspect({ source: address, transport: 'UDP', method: 'INVITE', userAgent }),
+    };
   }
 
   /** A trunk's upstream registration changed: logged and stored for `simu trunks list`. */
@@ -186,7 +219,9 @@ export class SipApplication {
     // already admitted keep their latency. Only new calls reach here (in-dialog requests go to their dialog), and
     // a re-INVITE that lost its dialog carries a To tag: it is never shed.
     const exempt = req.toTag !== undefined || this.#isEmergency(req); // emergency calls are never shed either
-    const load = exempt ? undefined : this.deps.overload?.admitNewCall();
+    // One the UDP front admitted is counted (and takes a token from the REST and TCP side's bucket), not asked again.
+    if (!exempt && req.source?.gated) this.deps.overload?.noteAdmitted?.();
+    const load = exempt || req.source?.gated ? undefined : this.deps.overload?.admitNewCall();
     if (load && !load.ok)
       return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
     const source = req.source?.address ?? '';
@@ -220,6 +255,7 @@ export class SipApplication {
 
   async close(): Promise<void> {
     clearInterval(this.#trustedTimer);
+    clearInterval(this.#bansTimer);
     this.mwi.close();
     this.trunkHealth.stop();
     await this.upstream.close();

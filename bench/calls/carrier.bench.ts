@@ -9,6 +9,10 @@
  * own timers), switch and rtpengine CPU ms per call, event-loop delay p99, SQL statements per call.
  *
  *   npx tsx bench/calls/carrier.bench.ts [rates=10,25,50] [seconds=10] [store=sqlite|postgres]
+ *
+ * A step may carry its own length, `rate@seconds`: `200@30,75@30` offers twice the capacity for 30 s, then a normal
+ * load for 30 s straight after (the switch's return to normal). SIMU_OVERLOAD_UDP_FRONT=true receives SIP over UDP
+ * in the worker thread that refuses the excess (sip/stack/transport/udp-front.ts).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -18,8 +22,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
 import { groupCommitStats, probeStoreQueue, timeStatements } from '../../store/index.js';
 
-const RATES = (process.argv[2] ?? '10,25,50').split(',').map(Number);
 const SECONDS = Number(process.argv[3] ?? 10);
+const STEPS = (process.argv[2] ?? '10,25,50').split(',').map((s) => {
+  const [rate, seconds] = s.split('@').map(Number);
+  return { rate: rate!, seconds: seconds ?? SECONDS };
+});
 const STORE = process.argv[4] ?? 'sqlite';
 // How many statement shapes to list (SQL_TOP=40 for a full picture).
 const TOP = Number(process.env.SQL_TOP ?? 15);
@@ -44,6 +51,7 @@ const env: Record<string, string> = {
   SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
   SIMU_OVERLOAD_LOOP_DELAY_MS: process.env.SIMU_OVERLOAD_LOOP_DELAY_MS ?? '40',
   SIMU_OVERLOAD_STORE_WAIT_MS: process.env.SIMU_OVERLOAD_STORE_WAIT_MS ?? '100',
+  SIMU_OVERLOAD_UDP_FRONT: process.env.SIMU_OVERLOAD_UDP_FRONT ?? 'false',
 };
 if (STORE === 'postgres') {
   const { startPostgres } = await import('../../test/support/postgres.js');
@@ -102,11 +110,11 @@ loop.enable();
 
 const rows: string[] = [];
 let completedTotal = 0;
-for (const rate of RATES) rows.push(await step(rate));
+for (const { rate, seconds } of STEPS) rows.push(await step(rate, seconds));
 const check = await storeCheck();
 
 console.log(
-  `\ncarrier bench: store ${STORE}, ${SECONDS} s per step, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
+  `\ncarrier bench: store ${STORE}, steps ${STEPS.map((s) => `${s.rate}/s for ${s.seconds} s`).join(', ')}, UDP front ${env.SIMU_OVERLOAD_UDP_FRONT}, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
 console.log('flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after 1 s\n');
 console.log(
@@ -114,7 +122,7 @@ console.log(
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
-const calls = RATES.reduce((n, r) => n + r * SECONDS, 0);
+const calls = STEPS.reduce((n, s) => n + s.rate * s.seconds, 0);
 console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the ${TOP} most frequent:\n`);
 console.log('| per call | statement |');
 console.log('|---|---|');
@@ -174,8 +182,8 @@ hook.proc.kill();
 await ctx.sw.stop();
 process.exit(0);
 
-async function step(rate: number): Promise<string> {
-  const calls = rate * SECONDS;
+async function step(rate: number, seconds: number): Promise<string> {
+  const calls = rate * seconds;
   const dir = mkdtempSync(path.join(os.tmpdir(), `carrier-bench-${rate}-`));
   const callee = sipp(dir, [
     '-sf',
@@ -231,7 +239,7 @@ async function step(rate: number): Promise<string> {
     '-trace_counts',
     `127.0.0.1:${PORTS.sip}`,
   ]);
-  await exited(caller, SECONDS * 1000 + 40_000);
+  await exited(caller, seconds * 1000 + 40_000);
   const cpu = process.cpuUsage(cpu0);
   const rtpMs = ((rtpengineTicks() - rtp0) * 1000) / 100; // clock ticks of 10 ms
   const sql = statements - sql0;
@@ -257,7 +265,7 @@ async function step(rate: number): Promise<string> {
 }
 
 function sipp(cwd: string, args: string[]): ChildProcess {
-  return spawn('sipp', [...args, '-nostdin', '-timeout', `${SECONDS + 60}s`], {
+  return spawn('sipp', [...args, '-nostdin', '-timeout', `${Math.max(...STEPS.map((s) => s.seconds)) + 60}s`], {
     cwd,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

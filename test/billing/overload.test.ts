@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { OverloadControl, type LoadSignals, type OverloadState } from '../../billing/index.js';
 
 /** A manual clock and hand-set signals: the controller's rules, without sleeping. */
-function harness(settings: Record<string, number> = {}) {
+function harness(settings: Record<string, number> = {}, outsideRefusals?: () => number) {
   let now = 0;
   const signals: LoadSignals = { loopDelayMs: 5, storeWaitMs: 1 };
   const changes: OverloadState[] = [];
@@ -11,6 +11,7 @@ function harness(settings: Record<string, number> = {}) {
     clock: { now: () => now },
     settings,
     onChange: (s) => changes.push(s),
+    outsideRefusals,
   });
   /** Offers `rate` calls a second for `ms`, ticking every 250 ms; returns how many were admitted. */
   const offer = (rate: number, ms: number): { admitted: number; refused: number } => {
@@ -101,5 +102,51 @@ describe('OverloadControl', () => {
     const r = h.offer(25, 2000);
     assert.ok(r.admitted >= 19 && r.admitted <= 21, `admitted ${r.admitted}`);
     assert.equal(r.refused, 50 - r.admitted);
+  });
+
+  describe('with a gate outside the main thread (the SIP UDP front)', () => {
+    it('publishes the limit and the fixed settings the outside gate applies', () => {
+      const h = harness({ platformMaxCps: 0, retryAfterSeconds: 4, minCps: 7 });
+      assert.deepEqual(h.ctl.gate(), { limitCps: null, platformMaxCps: 0, retryAfterSeconds: 4, minCps: 7 });
+      h.offer(100, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick();
+      assert.equal(h.ctl.gate().limitCps, 70);
+    });
+
+    it('a call admitted outside is counted and takes a token from the gate of the main thread', () => {
+      const h = harness();
+      h.offer(100, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 70/s, at most one token left
+      h.signals.storeWaitMs = 1;
+      const admitted = h.ctl.state().admitted;
+      for (let i = 0; i < 30; i++) h.ctl.noteAdmitted();
+      assert.equal(h.ctl.state().admitted, admitted + 30);
+      h.advance(250); // 17.5 tokens' worth of time, all owed to the calls admitted outside
+      assert.equal(h.ctl.admitNewCall().ok, false);
+    });
+
+    it("refusals made outside keep the limit from being lifted, and count in the state's refusals", () => {
+      let outside = 0;
+      const h = harness({ releaseAfterMs: 2000 }, () => outside);
+      h.offer(100, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick();
+      h.signals.storeWaitMs = 1;
+      // The main thread sees only what the outside gate admitted; the outside gate keeps refusing.
+      for (let t = 0; t < 4000; t += 250) {
+        h.advance(250);
+        outside += 10;
+        h.ctl.tick();
+      }
+      assert.equal(h.ctl.state().shedding, true, 'still limiting while the outside gate refuses');
+      assert.ok(h.ctl.state().refused >= 160, `refused ${h.ctl.state().refused}`);
+      h.advance(2500);
+      h.ctl.tick();
+      h.advance(250);
+      h.ctl.tick();
+      assert.equal(h.ctl.state().shedding, false, 'lifted once the outside gate stopped refusing');
+    });
   });
 });
