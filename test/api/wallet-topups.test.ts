@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { reconcileTopups } from '../../billing/index.js';
-import { getAccount, openDb, setTopupProvider, type Db } from '../../store/index.js';
-import { simu } from '../support/cli.js';
+import { getAccount, setTopupProvider, type Db } from '../../store/index.js';
+import { cliDataDir, simu } from '../support/cli.js';
 import { BOTH_DBS } from '../support/db.js';
 import { ApiHarness, type Reply } from './harness.js';
 
@@ -212,19 +209,8 @@ for (const kind of BOTH_DBS) {
 
 describe('simu wallet provider / reconcile', function () {
   this.timeout(30000);
-  let dataDir: string;
   let db: Db;
-  const saved = process.env.SIMU_DATA_DIR;
-  before(() => {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-topup-cli-'));
-    process.env.SIMU_DATA_DIR = dataDir;
-    db = openDb({ databaseUrl: '', dataDir });
-  });
-  after(async () => {
-    await db.destroy();
-    if (saved === undefined) delete process.env.SIMU_DATA_DIR;
-    else process.env.SIMU_DATA_DIR = saved;
-  });
+  cliDataDir('simu-topup-cli-', (d) => (db = d));
 
   it('sets a provider from an environment variable, lists it without its secret, and reconciles an empty window', async () => {
     process.env.TEST_MM_SECRET = 'a-secret-of-enough-length-123';

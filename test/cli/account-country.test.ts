@@ -1,25 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { getAccount, getSetting, openDb, sha256Hex, type Db } from '../../store/index.js';
+import { getAccount, getSetting, sha256Hex, type Db } from '../../store/index.js';
 import { METRICS_TOKEN_SETTING } from '../../api/index.js';
-import { simu } from '../support/cli.js';
+import { cliDataDir, simu } from '../support/cli.js';
 
 describe('simu account country and metrics token', function () {
   this.timeout(30000);
   let db: Db;
-  const saved = process.env.SIMU_DATA_DIR;
-  before(() => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-country-'));
-    process.env.SIMU_DATA_DIR = dataDir;
-    db = openDb({ databaseUrl: '', dataDir });
-  });
-  after(async () => {
-    await db.destroy();
-    if (saved === undefined) delete process.env.SIMU_DATA_DIR;
-    else process.env.SIMU_DATA_DIR = saved;
-  });
+  cliDataDir('simu-country-', (d) => (db = d));
 
   it('sets, shows and resets the country national numbers are read with; refuses what is no country', async () => {
     const created = await simu('account', 'create', '--name', 'Dar', '--json');

@@ -1,26 +1,11 @@
 import assert from 'node:assert/strict';
-import { simu } from '../support/cli.js';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openDb, type Db } from '../../store/index.js';
+import { cliDataDir, simu } from '../support/cli.js';
+import { type Db } from '../../store/index.js';
 
 describe('operator CLI', function () {
   this.timeout(30000);
-  let dataDir: string;
   let db: Db;
-  const saved = process.env.SIMU_DATA_DIR;
-
-  before(() => {
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-cli-'));
-    process.env.SIMU_DATA_DIR = dataDir;
-    db = openDb({ databaseUrl: '', dataDir });
-  });
-  after(async () => {
-    await db.destroy();
-    if (saved === undefined) delete process.env.SIMU_DATA_DIR;
-    else process.env.SIMU_DATA_DIR = saved;
-  });
+  cliDataDir('simu-cli-', (d) => (db = d));
 
   it('account create --json prints the Account and its first API key, storing only the hash', async () => {
     const r = await simu('account', 'create', '--name', 'Acme', '--balance', '100.00', '--json');

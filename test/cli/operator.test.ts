@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { addBan } from '../../sip/index.js';
-import { listAudit, migrate, openDb, type Db } from '../../store/index.js';
-import { simu } from '../support/cli.js';
+import { listAudit, type Db } from '../../store/index.js';
+import { cliDataDir, simu } from '../support/cli.js';
 
 /**
  * Issue 21: the CLI's operator actions are the console's operations (api/operations.ts), so each is audited with
@@ -13,18 +10,7 @@ import { simu } from '../support/cli.js';
 describe('simu operator, and the audit of CLI actions', function () {
   this.timeout(30000);
   let db: Db;
-  const saved = process.env.SIMU_DATA_DIR;
-  before(async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'simu-operator-'));
-    process.env.SIMU_DATA_DIR = dataDir;
-    db = openDb({ databaseUrl: '', dataDir });
-    await migrate(db);
-  });
-  after(async () => {
-    await db.destroy();
-    if (saved === undefined) delete process.env.SIMU_DATA_DIR;
-    else process.env.SIMU_DATA_DIR = saved;
-  });
+  cliDataDir('simu-operator-', (d) => (db = d), { migrated: true });
 
   it('adds an operator once (otpauth URI printed), refuses a weak password and a second one of that email', async () => {
     const r = await simu('operator', 'add', '--email', 'Ops@Example.net', '--password', 'long enough pass', '--json');
