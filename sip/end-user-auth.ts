@@ -72,7 +72,7 @@ export class EndUserAuth {
     this.#settings = opts.settings;
     this.#gate = opts.gate;
     this.#report = opts.report;
-    this.#credentials = new PhoneCredentialStore(opts.db, opts.secret);
+    this.#credentials = new PhoneCredentialStore(opts.db, opts.secret, () => opts.clock.now());
   }
 
   /**
@@ -153,6 +153,16 @@ export class EndUserAuth {
   /** Forgets the credentials remembered (the registrar's sweep found a token that no longer authenticates). */
   forgetCredentials(): void {
     this.#credentials.forget();
+  }
+
+  /** An end-user registered until `untilMs`: its credentials stay remembered as long (PhoneCredentialStore.keep). */
+  keepCredentials(accountId: string, extension: string, untilMs: number): void {
+    this.#credentials.keep(accountId, extension, untilMs);
+  }
+
+  /** Tokens that authenticated phones from remembered credentials: the sweep checks they still work. */
+  tokensInUse(): ReadonlySet<string> {
+    return this.#credentials.tokensInUse();
   }
 
   /** Stops following the store's credential writes. */

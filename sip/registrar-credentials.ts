@@ -51,13 +51,18 @@ export function shortPassword(jwt: string): string {
 }
 
 /**
- * How long a phone's credentials are answered from memory. A write in this process (a token minted or revoked, an
- * end-user disabled, renumbered or deleted) drops them at once (store onCredentialWrites); a write by another
- * process (the CLI, another node) is seen after at most this long, or at the registrar's next sweep for a token
- * with a live binding here. A digest that matches nothing remembered is checked once more against the store, so a
- * token minted elsewhere works at once.
+ * How long a phone's credentials are answered from memory after a store read. A write in this process (a token
+ * minted or revoked, an end-user disabled, renumbered or deleted) drops them at once (store onCredentialWrites); a
+ * write by another process (the CLI, another node) is seen after at most this long, or at the registrar's next sweep
+ * for a token that authenticated a phone here (tokensInUse). A digest that matches nothing remembered is checked
+ * once more against the store, so a token minted elsewhere works at once.
  */
 export const CREDENTIALS_TTL_MS = 60_000;
+/**
+ * The longest a registration keeps its phone's credentials remembered (keep): its registration interval, at most
+ * this. The sweep checks the tokens that authenticated, so a revocation elsewhere is seen within one sweep anyway.
+ */
+export const CREDENTIALS_KEEP_MAX_MS = 7_200_000;
 /** Extensions remembered (unknown ones too, so they cost what known ones cost); the oldest go first. */
 const MAX_REMEMBERED = 50_000;
 
@@ -66,8 +71,10 @@ export type LookedUp = PhoneCredentials & { fromMemory: boolean };
 export class PhoneCredentialStore {
   /** token id -> JWT candidates; tokens are immutable once minted, so this never goes stale. */
   readonly #candidates = new Map<string, string[]>();
-  /** `<account>\n<extension>` -> what the store answered, and when. */
-  readonly #remembered = new Map<string, { value: PhoneCredentials; at: number }>();
+  /** `<account>\n<extension>` -> what the store answered, and until when it is answered from memory. */
+  readonly #remembered = new Map<string, { value: PhoneCredentials; until: number }>();
+  /** Tokens that authenticated a phone from what is remembered: the ones the sweep checks. */
+  readonly #inUse = new Set<string>();
   /** Moves at each credentials write: a read that began before it is not remembered. */
   #generation = 0;
   readonly #unsubscribe: () => void;
@@ -75,6 +82,7 @@ export class PhoneCredentialStore {
   constructor(
     private readonly db: Db,
     private readonly secret: string,
+    private readonly now: () => number = Date.now,
   ) {
     this.#unsubscribe = onCredentialWrites(db, () => this.forget());
   }
@@ -83,12 +91,27 @@ export class PhoneCredentialStore {
   forget(): void {
     this.#generation += 1;
     this.#remembered.clear();
+    this.#inUse.clear();
   }
 
   /** Stops following the store's writes. */
   close(): void {
     this.#unsubscribe();
     this.forget();
+  }
+
+  /**
+   * A phone of this extension registered until `untilMs`: its credentials stay remembered as long (at most
+   * CREDENTIALS_KEEP_MAX_MS from now), so its refreshes read nothing from the store.
+   */
+  keep(accountId: string, extension: string, untilMs: number): void {
+    const hit = this.#remembered.get(`${accountId}\n${extension}`);
+    if (hit) hit.until = Math.max(hit.until, Math.min(untilMs, this.now() + CREDENTIALS_KEEP_MAX_MS));
+  }
+
+  /** The tokens that authenticated phones from remembered credentials (the sweep checks they still work). */
+  tokensInUse(): ReadonlySet<string> {
+    return this.#inUse;
   }
 
   /**
@@ -100,7 +123,7 @@ export class PhoneCredentialStore {
   async lookup(accountId: string | undefined, extension: string, locked: boolean, fresh = false): Promise<LookedUp> {
     const key = `${accountId ?? ''}\n${extension}`;
     const hit = fresh ? undefined : this.#remembered.get(key);
-    let c = hit && Date.now() - hit.at < CREDENTIALS_TTL_MS ? hit.value : undefined;
+    let c = hit && this.now() < hit.until ? hit.value : undefined;
     const fromMemory = c !== undefined;
     if (!c) {
       const generation = this.#generation;
@@ -108,7 +131,7 @@ export class PhoneCredentialStore {
       if (generation === this.#generation) {
         this.#remembered.delete(key);
         if (this.#remembered.size >= MAX_REMEMBERED) this.#remembered.delete(this.#remembered.keys().next().value!);
-        this.#remembered.set(key, { value: c, at: Date.now() });
+        this.#remembered.set(key, { value: c, until: this.now() + CREDENTIALS_TTL_MS });
       }
     }
     return { ...c, tokens: locked ? [] : c.tokens, fromMemory };
@@ -116,6 +139,8 @@ export class PhoneCredentialStore {
 
   /** The form `password` of the token matched: it is tried first from now on (a phone keeps to one form). */
   matched(row: PhoneTokenRow, password: string): void {
+    if (this.#inUse.size >= MAX_REMEMBERED) this.forget(); // bounded: all are read again, once each
+    this.#inUse.add(row.id);
     const c = this.#candidates.get(row.id);
     const i = c?.indexOf(password) ?? -1;
     if (c && i > 0) c.unshift(...c.splice(i, 1));

@@ -217,7 +217,10 @@ export class Registrar {
   }
 
   async #dropInvalidTokens(): Promise<void> {
+    // The tokens of live bindings, and every token that authenticated from remembered credentials (a phone may
+    // hold no binding and still be remembered: unregistered, or INVITEs only).
     const ids = this.location.tokenIds();
+    for (const id of this.#auth.tokensInUse()) ids.add(id);
     if (ids.size === 0) return;
     let invalid: Set<string>;
     try {
@@ -324,8 +327,11 @@ export class Registrar {
     const change = this.location.apply(id.accountId, id.extension, upserts, removals, max);
     for (const b of upserts) this.nat.track(b);
     const urgent = !onlyExpiries || removals.length > 0 || change.added.length > 0 || change.removed.length > 0;
-    if (change.current.length > 0) this.#syncState(id, new Date(now).toISOString(), urgent);
-    else if (change.removed.length > 0) this.#syncState(id);
+    if (change.current.length > 0) {
+      this.#syncState(id, new Date(now).toISOString(), urgent);
+      // Its refreshes need no store read while it stays registered (revocations: see #dropInvalidTokens).
+      this.#auth.keepCredentials(id.accountId, id.extension, Math.max(...change.current.map((b) => b.expiresAt)));
+    } else if (change.removed.length > 0) this.#syncState(id);
     // AUTH.0200 once per new binding, not on each refresh: a phone refreshing every few minutes would
     // otherwise flood the account's status callbacks (docs/softphones.md).
     if (change.added.length > 0) {

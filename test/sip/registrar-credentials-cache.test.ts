@@ -26,9 +26,9 @@ describe('sip/registrar: credentials remembered, forgotten on writes', function 
   let fx: RegistrarFixture | undefined;
   let phone: UserAgent;
   let sql: string[] = [];
+  const clock = new ManualClock(); // no sweep unless a test runs it or moves this clock
 
   before(async () => {
-    const clock = new ManualClock(); // no sweep unless a test runs it
     clock.advance(Date.now());
     db = await sqliteDb.open();
     const file = (db.client.config.connection as { filename: string }).filename;
@@ -46,13 +46,13 @@ describe('sip/registrar: credentials remembered, forgotten on writes', function 
   });
 
   type Phone = Awaited<ReturnType<typeof accountWithPhone>>;
-  async function register(p: Phone, password = p.token): Promise<number> {
+  async function register(p: Phone, password = p.token, headers: Record<string, string> = {}): Promise<number> {
     const aor = `<sip:1001@${domainOf(p.account.id)}>`;
     const res = await phone.request(`sip:${domainOf(p.account.id)}`, {
       method: 'REGISTER',
       to: aor,
       from: aor,
-      headers: { Contact: `<sip:1001@127.0.0.1:${PHONE_PORT}>` },
+      headers: { Contact: `<sip:1001@127.0.0.1:${PHONE_PORT}>`, ...headers },
       auth: { username: '1001', password },
       proxy: `127.0.0.1:${SIP_PORT}`,
     });
@@ -69,6 +69,36 @@ describe('sip/registrar: credentials remembered, forgotten on writes', function 
     sql = [];
     for (let i = 0; i < 3; i++) assert.equal(await register(p), 200);
     assert.deepEqual(credentialReads(), []);
+  });
+
+  it('a registered phone is remembered for its registration interval; credentials read for a failure only for 60 s', async () => {
+    const registered = await accountWithPhone(db, 'interval');
+    const failed = await accountWithPhone(db, 'interval-failed');
+    assert.equal(await register(registered, registered.token, { Expires: '3600' }), 200);
+    assert.equal(await register(failed, 'not-the-token'), 401);
+    await fx!.registrar.settled();
+    clock.advance(61_000); // the registrar's clock (sweeps run as it passes; nothing was revoked)
+    await fx!.registrar.settled();
+    sql = [];
+    assert.equal(await register(failed), 200);
+    assert.equal(credentialReads().length, 1, 'read again: what a failure read is kept 60 s');
+    await fx!.registrar.settled();
+    clock.advance(30 * 60_000);
+    await fx!.registrar.settled();
+    sql = [];
+    assert.equal(await register(registered, registered.token, { Expires: '3600' }), 200);
+    assert.deepEqual(credentialReads(), [], '30 min later, within its 3600 s: nothing read');
+  });
+
+  it('a token revoked by another process is refused after the next sweep, also once its phone unregistered', async () => {
+    const p = await accountWithPhone(db, 'revoked-unbound');
+    assert.equal(await register(p), 200);
+    assert.equal(await register(p, p.token, { Expires: '0' }), 200);
+    assert.deepEqual(fx!.registrar.location.lookup(p.account.id, '1001'), [], 'no binding left');
+    assert.ok(await revokePhoneToken(other, p.account.id, p.tokenId));
+    fx!.registrar.sweep();
+    await fx!.registrar.settled();
+    assert.equal(await register(p), 403);
   });
 
   it('a token revoked in this process is refused at the next REGISTER', async () => {
