@@ -14,6 +14,19 @@ export interface ShortCodeCallDeps extends FlowDeps {
   trackBridge: (row: CallRow, opts?: { unbilled?: boolean }) => BridgedCall;
 }
 
+/**
+ * True when a phone's Request-URI user part is `code`, percent-decoded as phones may send it (`%2A97`, `*100%23`);
+ * a user part longer than `max` is not read.
+ */
+export function dialsShortCode(user: string | undefined, code: string, max: number): boolean {
+  if (!user || !code || user.length > max) return false;
+  try {
+    return decodeURIComponent(user) === code;
+  } catch {
+    return false;
+  }
+}
+
 /** What sets one short code's call apart from another's. */
 export interface ShortCode {
   /** What the phone dialled: the CDR's `to`. */

@@ -3,17 +3,10 @@ import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { findAccount } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
-import { runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
+import { dialsShortCode, runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
 
 /** True when a phone's Request-URI user part is the balance short code (`*100#`, `*100%23` as phones send it). */
-export function isBalanceCode(user: string | undefined, code: string): boolean {
-  if (!user || !code || user.length > 32) return false;
-  try {
-    return decodeURIComponent(user) === code;
-  } catch {
-    return false;
-  }
-}
+export const isBalanceCode = (user: string | undefined, code: string): boolean => dialsShortCode(user, code, 32);
 
 export type BalanceCallDeps = ShortCodeCallDeps;
 

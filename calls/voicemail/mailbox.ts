@@ -4,7 +4,7 @@ import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { deleteMessage, listMailbox, markMessageHeard, type CallRow, type RecordingRow } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
 import { runGather } from '../gather-run.js';
-import { runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
+import { dialsShortCode, runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
 import type { AnsweredCaller } from './ivr-leg.js';
 
 /** The short code a phone dials to listen to its own mailbox. */
@@ -17,14 +17,7 @@ export const MAILBOX_KEYS = { delete: '7', keep: '9' };
 const KEY_WAIT_SECONDS = 5;
 
 /** True when a phone's Request-URI user part is the mailbox short code (`*97`, or `%2A97` as some phones send it). */
-export function isMailboxCode(user: string | undefined): boolean {
-  if (!user || user.length > 8) return false;
-  try {
-    return decodeURIComponent(user) === MAILBOX_CODE;
-  } catch {
-    return false;
-  }
-}
+export const isMailboxCode = (user: string | undefined): boolean => dialsShortCode(user, MAILBOX_CODE, 8);
 
 export type MailboxDeps = ShortCodeCallDeps;
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { CallHandling, DEFAULT_RING_SECONDS, type ForwardingDeps } from '../../calls/forwarding.js';
 import { defaultGreeting } from '../../calls/voicemail/deposit.js';
+import { isBalanceCode } from '../../calls/prepaid/balance-call.js';
 import { isMailboxCode } from '../../calls/voicemail/mailbox.js';
 import type { EndUserRow } from '../../store/index.js';
 
@@ -67,5 +68,15 @@ describe('calls: per end-user call handling policy', () => {
     assert.ok(isMailboxCode('%2A97'));
     for (const u of ['97', '*98', '*970', '%E0%A4%A', undefined, '*'.repeat(100)])
       assert.ok(!isMailboxCode(u), String(u));
+  });
+
+  it('the balance code is read the same way: as written or percent-encoded, up to 32 characters; nothing else is', () => {
+    assert.ok(isBalanceCode('*100#', '*100#'));
+    assert.ok(isBalanceCode('*100%23', '*100#'));
+    assert.ok(isBalanceCode('%2A100%23', '*100#'));
+    assert.ok(isBalanceCode('*144#', '*144#'));
+    for (const u of ['*100', '100#', '*100%2', '%E0%A4%A', undefined, `*100#${'%20'.repeat(10)}`])
+      assert.ok(!isBalanceCode(u, '*100#'), String(u));
+    assert.ok(!isBalanceCode('*100#', ''), 'no code configured: nothing is the balance code');
   });
 });
