@@ -13,7 +13,10 @@ export interface DueOutboxRow {
   account_id: string;
   call_id: string | null;
   event: string;
-  /** The status route the callback was queued for (store/webhook-routes.ts RouteRef). */
+  /**
+   * The status route the callback was queued for (store/webhook-routes.ts RouteRef): failures count against
+   * (account, route, url).
+   */
   route: string;
   url: string;
   body: string;
@@ -21,19 +24,10 @@ export interface DueOutboxRow {
   next_attempt_at: string;
 }
 
-export interface NewOutboxRow {
-  id: string;
-  account_id: string;
-  call_id: string | null;
-  event: string;
-  /** The status route it is queued for: failures count against (account, route, url). */
-  route: string;
-  url: string;
-  body: string;
-  attempts: number;
+/** A row as queued: what the delivery loop reads of it, and its state. */
+export interface NewOutboxRow extends DueOutboxRow {
   state: OutboxState;
   last_error: string | null;
-  next_attempt_at: string;
   created_at: string;
   done_at: string | null;
 }
