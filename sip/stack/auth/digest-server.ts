@@ -162,7 +162,7 @@ export class DigestServer {
     // One more form is accepted: a digest-uri naming this server itself (no user, the address and port the request
     // arrived on), which is what SIPp 3.6 signs whatever the Request-URI; it names no other resource either.
     const digestUri = parseUri(uri);
-    if (!digestUri || (resourceOf(digestUri) !== resourceOf(req.uri) && !namesThisServer(digestUri, req))) {
+    if (!digestUri || (!sameResource(digestUri, req.uri) && !namesThisServer(digestUri, req))) {
       return { ok: false, stale: false, reason: 'uri-mismatch' };
     }
     const parts = nonce.split('.');
@@ -222,9 +222,15 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** A URI without its parameters and headers, formatted: what a digest-uri is compared on. */
-function resourceOf(u: Uri): string {
-  return 'host' in u ? formatUri({ ...u, params: new Map(), headers: undefined }) : formatUri(u);
+/**
+ * Whether two URIs name the same resource, which is what a digest-uri is compared on: for SIP URIs scheme, user,
+ * password, host (lower-cased by the parser) and port, not parameters or headers; others as written in full.
+ */
+function sameResource(a: Uri, b: Uri): boolean {
+  if (!('host' in a) || !('host' in b)) return formatUri(a) === formatUri(b);
+  return (
+    a.scheme === b.scheme && a.user === b.user && a.password === b.password && a.host === b.host && a.port === b.port
+  );
 }
 
 /** `sip:<the address the request arrived on>[:<its port>]`, no user: the server itself. */
