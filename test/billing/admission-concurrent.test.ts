@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import type { Db } from '../../store/index.js';
-import { insertAccount, insertCall, updateAccount, updateCall } from '../../store/index.js';
+import { insertAccount, updateAccount, updateCall } from '../../store/index.js';
 import { post } from '../../billing/index.js';
 import { StoreAdmission, AdmissionRefusedError } from '../../billing/admission.js';
 import { BOTH_DBS } from '../support/db.js';
+import { insertOutboundCall } from '../support/outbound-call.js';
 
 /**
  * Admission decides a call far from its account's limits without waiting for the account's other admissions (on
@@ -24,13 +25,7 @@ for (const kind of BOTH_DBS) {
       await post(db, { accountId: a.id, direction: 'credit', kind: 'topup', amountCents: cents });
       return a.id;
     };
-    const newCall = (accountId: string) =>
-      insertCall(db, {
-        account_id: accountId,
-        direction: 'outbound',
-        from_number: '+254700000001',
-        to_number: '+254722000001',
-      });
+    const newCall = (accountId: string) => insertOutboundCall(db, accountId);
     const within = <T>(p: Promise<T>, ms: number) =>
       Promise.race([p, new Promise<'still waiting'>((r) => setTimeout(() => r('still waiting'), ms).unref())]);
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import type { Db } from '../../store/index.js';
-import { inTransaction, insertAccount, insertCall, lockAccountBalance } from '../../store/index.js';
+import { inTransaction, insertAccount, lockAccountBalance } from '../../store/index.js';
 import { post } from '../../billing/index.js';
 import { postgresDb } from '../support/db.js';
+import { insertOutboundCall } from '../support/outbound-call.js';
 
 /**
  * A ledger post locks the account row until its transaction ends (PostgreSQL). The lock must serialise ledger posts
@@ -18,13 +19,7 @@ describe('the account lock of a ledger post on postgres', function () {
   });
   after(async () => db?.destroy());
 
-  const newCall = (accountId: string) =>
-    insertCall(db, {
-      account_id: accountId,
-      direction: 'outbound',
-      from_number: '+254700000001',
-      to_number: '+254722000001',
-    });
+  const newCall = (accountId: string) => insertOutboundCall(db, accountId);
 
   it("does not hold up the account's new call rows while it is held", async () => {
     const a = await insertAccount(db, 'Busy');
