@@ -194,8 +194,10 @@ export class SipApplication {
     const security = this.deps.security;
     return {
       exemptUsers: [...BUILT_IN_EMERGENCY_NUMBERS, ...(this.deps.config.numbers?.emergencyNumbers ?? [])],
-      onRefused: (address: string, userAgent: string | undefined) =>
-        void security?.inspect({ source: address, transport: 'UDP', method: 'INVITE', userAgent }),
+      onRefused: (address: string, count: number, userAgent: string | undefined) => {
+        for (let i = 0; i < count; i++)
+          security?.inspect({ source: address, transport: 'UDP', method: 'INVITE', userAgent });
+      },
     };
   }
 

@@ -9,7 +9,8 @@
  * platform cap); a refused one is answered here, statelessly (RFC 3261 §8.2.6, §16.6 step 8's reply shape), with
  * 503 and Retry-After. Its retransmissions get the same reply, byte for byte, and the ACK of that reply is absorbed.
  * Everything else goes to the main thread, as it came, with the source address; so do the INVITEs admitted here
- * (flagged, so the main thread does not ask its own gate again) and a note of each refusal (flood accounting).
+ * (flagged, so the main thread does not ask its own gate again) and, every 100 ms, the refusals by source (flood
+ * accounting).
  *
  * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] the platform cap in calls/s (0 =
  * none), [2] Retry-After seconds, [3] the bucket's floor (minCps), [4] refusals so far (written here).
@@ -34,7 +35,10 @@ const exempt = new Set(exemptUsers);
 let banned = new Set();
 const tagSalt = Math.floor(Math.random() * 0xffffff).toString(36);
 
-/** Decisions of recent INVITE transactions: the 503 bytes of a refused one, true for a forwarded one. */
+/**
+ * Decisions of recent INVITE transactions: true for a forwarded one; for a refused one the Retry-After it was given
+ * (its 503 is made again from a retransmission, which carries the same headers: the same bytes, for less memory).
+ */
 let current = new Map();
 let previous = new Map();
 let rotatedAt = performance.now();
@@ -86,10 +90,11 @@ function receive(data, address, srcPort) {
   const known = current.get(key) ?? previous.get(key);
   if (isAck) {
     // The ACK of a 503 sent here ends that transaction (§17.2.1); any other ACK is the main thread's.
-    if (known instanceof Buffer) return;
+    if (typeof known === 'number') return;
     return forward(data, address, srcPort, 0);
   }
-  if (known instanceof Buffer) return send(known, req, address, srcPort); // a retransmission: the same answer
+  // A retransmission: the same answer.
+  if (typeof known === 'number') return send(refusal(req, address, srcPort, key, known), req, address, srcPort);
   if (known === true || req.toTag || req.cseqMethod !== 'INVITE' || exempt.has(req.user.replace(/[\s\-.()/]/g, '')))
     return forward(data, address, srcPort, known === true ? 1 : 0);
   if (banned.has(address)) return forward(data, address, srcPort, 0); // the main thread drops it unanswered
@@ -98,11 +103,27 @@ function receive(data, address, srcPort) {
     return forward(data, address, srcPort, 1);
   }
   Atomics.add(gate, GATE_REFUSED, 1);
-  const reply = refusal(req, data, address, srcPort, key);
-  remember(key, reply);
+  const retryAfter = Atomics.load(gate, GATE_RETRY_AFTER);
+  remember(key, retryAfter);
   refusalsRemembered++;
-  send(reply, req, address, srcPort);
-  parentPort.postMessage({ refused: address, userAgent: req.userAgent });
+  send(refusal(req, address, srcPort, key, retryAfter), req, address, srcPort);
+  note(address, req.userAgent);
+}
+
+/** Refusals by source, told to the main thread every 100 ms at most (one message, however many). */
+let notes = new Map();
+let noting = false;
+function note(address, userAgent) {
+  const n = notes.get(address);
+  if (n) n.count++;
+  else if (notes.size < 10_000) notes.set(address, { count: 1, userAgent });
+  if (noting) return;
+  noting = true;
+  setTimeout(() => {
+    noting = false;
+    parentPort.postMessage({ refused: [...notes].map(([a, v]) => [a, v.count, v.userAgent]) });
+    notes = new Map();
+  }, 100);
 }
 
 /** The gate: the platform cap over the last second, then the token bucket at the published limit. */
@@ -142,7 +163,7 @@ function rotate(now = false) {
   current = new Map();
   rotatedAt = t;
   refusalsRemembered = 0;
-  for (const v of previous.values()) if (v instanceof Buffer) refusalsRemembered++;
+  for (const v of previous.values()) if (typeof v === 'number') refusalsRemembered++;
 }
 
 /** §18.2.2 as the main thread does it: to the source address, at the rport if asked for, else the Via's port. */
@@ -154,7 +175,7 @@ function send(reply, req, address, srcPort) {
  * The stateless 503 (§8.2.6): Via (the top one stamped with received/rport, §18.2.1), From, To with a tag (the same
  * for every retransmission, from the transaction's key), Call-ID and CSeq copied; Retry-After; no body.
  */
-function refusal(req, _data, address, srcPort, key) {
+function refusal(req, address, srcPort, key, retryAfter) {
   const vias = req.vias.slice();
   vias[0] = stampVia(vias[0], req, address, srcPort);
   const lines = [
@@ -164,7 +185,7 @@ function refusal(req, _data, address, srcPort, key) {
     `To: ${req.to};tag=${tagSalt}${hash(key)}`,
     `Call-ID: ${req.callId}`,
     `CSeq: ${req.cseq}`,
-    `Retry-After: ${Atomics.load(gate, GATE_RETRY_AFTER)}`,
+    `Retry-After: ${retryAfter}`,
     'Content-Length: 0',
     '',
     '',

@@ -32,8 +32,8 @@ export interface UdpGate {
 export interface UdpFrontOptions {
   /** Request-URI users of INVITEs never refused (emergency numbers); separators are ignored. */
   exemptUsers: readonly string[];
-  /** A new INVITE refused by the front (after its 503 was sent), e.g. for flood accounting. */
-  onRefused?: (address: string, userAgent: string | undefined) => void;
+  /** New INVITEs the front refused from one source (told every 100 ms at most), e.g. for flood accounting. */
+  onRefused?: (address: string, count: number, userAgent: string | undefined) => void;
 }
 
 /** A datagram the front passed on; `gated` when it was a new INVITE the front's gate admitted. */
@@ -82,8 +82,8 @@ export class UdpFront {
         if (data.toString('latin1') === probe) seen = 'worker';
         else receive(data, m[1], m[2], m[3] === 1);
       } else if (m && typeof m === 'object' && 'refused' in m) {
-        const r = m as { refused: string; userAgent?: string };
-        opts.onRefused?.(r.refused, r.userAgent);
+        for (const [address, count, userAgent] of (m as { refused: [string, number, string?][] }).refused)
+          opts.onRefused?.(address, count, userAgent);
       }
     });
     const front = new UdpFront(worker, gate);

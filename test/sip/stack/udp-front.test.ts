@@ -17,6 +17,7 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
   let client: dgram.Socket;
   const seen: SipRequest[] = [];
   const replies: Buffer[] = [];
+  const refusals: Array<[string, number, string | undefined]> = [];
   let n = 0;
 
   before(async () => {
@@ -24,7 +25,10 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     ua = new UserAgent({ admitRequest: (req) => (seen.push(req), true) });
     ua.onRequest('INVITE', (_req, srv) => srv.send(486, 'Busy Here'));
     ua.onRequest('OPTIONS', (_req, srv) => srv.send(200, 'OK'));
-    await ua.listen({ udp: { host: '127.0.0.1', port }, udpFront: { exemptUsers: ['112'] } });
+    await ua.listen({
+      udp: { host: '127.0.0.1', port },
+      udpFront: { exemptUsers: ['112'], onRefused: (...r) => refusals.push(r) },
+    });
     client = dgram.createSocket('udp4');
     client.on('message', (m) => replies.push(m));
     await new Promise<void>((r) => client.bind(0, '127.0.0.1', () => r()));
@@ -121,6 +125,17 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
       ['OPTIONS'],
     );
     await eventually(() => replies.length === 3, "the OPTIONS's 200");
+  });
+
+  it('tells the main thread of its refusals by source, at most every 100 ms (flood accounting)', async () => {
+    ua.udpFront!.publish(closed);
+    refusals.length = 0;
+    for (let i = 0; i < 3; i++) send(invite().replace('Max-Forwards', 'User-Agent: scanner-ish\r\nMax-Forwards'));
+    await eventually(() => replies.length === 3, 'three 503s');
+    await eventually(() => refusals.reduce((a, r) => a + r[1], 0) === 3, 'three refusals told');
+    assert.ok(refusals.length < 3, 'in one note or two, not one per INVITE');
+    assert.equal(refusals[0]![0], '127.0.0.1');
+    assert.equal(refusals[0]![2], 'scanner-ish', 'with its User-Agent, for the scanner list');
   });
 
   it('in-dialog INVITEs, emergency calls and other methods pass to the main thread with the gate closed', async () => {
