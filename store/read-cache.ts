@@ -23,6 +23,8 @@ interface QueryEvent {
 class TableCache {
   generation = 0;
   readonly entries = new Map<string, { value: unknown; at: number }>();
+  /** Loads under way, by key: a reader arriving meanwhile waits for the same one. */
+  readonly loading = new Map<string, Promise<unknown>>();
   /** Transactions that wrote this table and have not ended. */
   readonly openTx = new Set<string>();
   graceUntil = 0;
@@ -30,6 +32,7 @@ class TableCache {
   invalidate(): void {
     this.generation += 1;
     this.entries.clear();
+    this.loading.clear();
   }
 
   get cacheable(): boolean {
@@ -110,13 +113,28 @@ export async function cachedRead<T>(
   }
   const hit = c.entries.get(key);
   if (hit && Date.now() - hit.at < ttlMs) return hit.value as T;
-  const generation = c.generation;
-  const value = await load();
-  if (c.generation === generation && c.cacheable) {
-    if (c.entries.size >= MAX_ENTRIES) c.entries.clear();
-    c.entries.set(key, { value, at: Date.now() });
-  }
-  return value;
+  // One load per key at a time: on PostgreSQL a load is a round trip (longer while the pool is busy), and every
+  // call arriving meanwhile read the row again (about half a statement per call under the carrier bench). A write
+  // drops the load under way with the entries, so a reader after it starts its own.
+  const loading = c.loading.get(key);
+  if (loading) return loading as Promise<T>;
+  const cache = c;
+  const generation = cache.generation;
+  const run = (async () => {
+    await undefined; // `run` is in the map before the load can end, even when it throws at once
+    try {
+      const value = await load();
+      if (cache.generation === generation && cache.cacheable) {
+        if (cache.entries.size >= MAX_ENTRIES) cache.entries.clear();
+        cache.entries.set(key, { value, at: Date.now() });
+      }
+      return value;
+    } finally {
+      if (cache.loading.get(key) === run) cache.loading.delete(key);
+    }
+  })();
+  cache.loading.set(key, run);
+  return run;
 }
 
 /** Drops every cached row of `table` (for a writer that bypasses the store's knex instance). */

@@ -36,6 +36,17 @@ describe('store: read cache of what every call reads (accounts, numbers, platfor
     assert.equal('balance_cents' in (await findAccountSettings(db, a.id))!, false);
   });
 
+  it('concurrent reads of a row not cached yet are one read of the store', async () => {
+    const a = await insertAccount(db, 'a');
+    reads = 0;
+    const names = await Promise.all(Array.from({ length: 5 }, () => findAccountSettings(db, a.id)));
+    assert.deepEqual(
+      names.map((r) => r?.name),
+      ['a', 'a', 'a', 'a', 'a'],
+    );
+    assert.equal(reads, 1);
+  });
+
   it('a write through any path (store function or raw knex) is seen by the next read', async () => {
     const a = await insertAccount(db, 'a');
     await findAccountSettings(db, a.id);
