@@ -35,7 +35,22 @@ await ctx
 
 // What the phone "says": 15 s of quiet noise, so its RTP (which carries the key events) flows the whole call.
 const source = path.join(dir, 'source.wav');
-execFileSync('sox', ['-n', '-r', '8000', '-c', '1', '-b', '16', source, 'synth', '15', 'whitenoise', 'gain', '-50']);
+execFileSync('sox', [
+  '-R',
+  '-n',
+  '-r',
+  '8000',
+  '-c',
+  '1',
+  '-b',
+  '16',
+  source,
+  'synth',
+  '15',
+  'whitenoise',
+  'gain',
+  '-50',
+]);
 // baresip takes sip_listen's port and the next one (TLS): the control socket sits two ports further.
 const sipPort = nextPorts(4);
 const ctrlPort = sipPort + 3;

@@ -56,7 +56,9 @@ function audioOf(files: string[], noiseDb?: number): Int16Array {
   if (noiseDb !== undefined) {
     const noise = path.join(dir, `noise-${Math.random()}.wav`);
     const seconds = execFileSync('soxi', ['-D', joined]).toString().trim();
+    // -R: sox seeds its noise the same every run, so the test hears the same noise each time.
     execFileSync('sox', [
+      '-R',
       '-n',
       '-r',
       '8000',
