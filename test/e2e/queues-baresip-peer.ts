@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { decodeWav } from '../../media/wav.js';
 import { nextPort, nextPorts } from '../support/ports.js';
-import { toneAmplitude } from '../support/tones.js';
+import { toneAmplitude, toneSeconds } from '../support/tones.js';
 import { eventually } from '../support/wait.js';
 import {
   AccountServer,
@@ -85,11 +85,14 @@ const { log, dir } = await baresipDials({
 // What the agent heard: the middle of its decoded audio, by tone.
 const dec = readdirSync(dir).find((f) => f.endsWith('-dec.wav'));
 let heard: Record<string, number> = {};
+/** Seconds of the middle stretch each tone is heard in (50 ms blocks: packets' phase jumps cannot cancel it). */
+let heardSeconds: Record<string, number> = {};
 if (dec) {
   const wav = decodeWav(readFileSync(path.join(dir, dec)));
   const rate = wav.sampleRate;
   const mid = wav.samples.subarray(Math.floor(rate * 1.5), Math.floor(rate * 4.5));
   heard = Object.fromEntries([440, 660, 880].map((hz) => [hz, Math.round(toneAmplitude(mid, hz, rate))]));
+  heardSeconds = Object.fromEntries([440, 660, 880].map((hz) => [hz, toneSeconds(mid, hz, 1000, rate)]));
 }
 await eventually(() => server.requests.find((r) => r.url === '/left'), "the bridged caller's action", 10000).catch(
   () => undefined,
@@ -102,6 +105,7 @@ console.log(
     log: log.slice(-1500),
     dec: dec ?? null,
     heard,
+    heardSeconds,
     firstCaller: enqueued[0]?.json?.CallSid,
     left: left ? { CallSid: left.CallSid, QueueResult: left.QueueResult, QueueTime: left.QueueTime } : null,
     expectedQueueTime: agentAt === undefined ? null : (agentAt - enqueued[0]!.at) / 1000,
