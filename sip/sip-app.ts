@@ -165,6 +165,10 @@ export class SipApplication {
       ...extra,
     });
     this.overloadChanged();
+    if (config.overload?.udpFront && !this.ua.udpFront)
+      this.#log.warn(
+        'overload.udpFront is on but the UDP front could not take the port: SIP over UDP is received as without it',
+      );
     if (this.ua.udpFront && security) {
       // The front answers no banned source (the main thread drops their requests unanswered).
       const front = this.ua.udpFront;
@@ -193,6 +197,7 @@ export class SipApplication {
   #frontOptions() {
     const security = this.deps.security;
     return {
+      onError: (err: Error) => this.#log.error({ err }, 'the UDP front stopped: SIP over UDP is received without it'),
       exemptUsers: [...BUILT_IN_EMERGENCY_NUMBERS, ...(this.deps.config.numbers?.emergencyNumbers ?? [])],
       onRefused: (address: string, count: number, userAgent: string | undefined) => {
         for (let i = 0; i < count; i++)

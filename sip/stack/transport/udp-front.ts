@@ -32,6 +32,8 @@ export interface UdpGate {
 export interface UdpFrontOptions {
   /** Request-URI users of INVITEs never refused (emergency numbers); separators are ignored. */
   exemptUsers: readonly string[];
+  /** The worker failed (it has stopped; the main thread's socket receives from then on). */
+  onError?: (err: Error) => void;
   /** New INVITEs the front refused from one source (told every 100 ms at most), e.g. for flood accounting. */
   onRefused?: (address: string, count: number, userAgent: string | undefined) => void;
 }
@@ -45,11 +47,13 @@ const GATE_REFUSED = 4;
 
 export class UdpFront {
   readonly #worker: Worker;
+  readonly #exited: Promise<void>;
   readonly #gate: Int32Array;
   #bans = '';
 
   private constructor(worker: Worker, gate: Int32Array) {
     this.#worker = worker;
+    this.#exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     this.#gate = gate;
   }
 
@@ -70,6 +74,9 @@ export class UdpFront {
       workerData: { host: addr.host, port: addr.port, ipv6, exemptUsers: [...opts.exemptUsers], gate: gate.buffer },
     });
     worker.unref();
+    // A worker that fails stops, and its socket with it: the kernel then delivers every datagram to the main
+    // thread's socket, which handles them as it would without a front (its own gate asked for each new INVITE).
+    worker.on('error', (e) => opts.onError?.(e));
     const probe = `\r\n${randomBytes(8).toString('hex')}\r\n`;
     let seen: 'worker' | 'main' | undefined;
     const onMain = (m: Buffer) => {
@@ -99,6 +106,8 @@ export class UdpFront {
         await new Promise((r) => setTimeout(r, 10));
       }
       sender.close();
+    } catch (e) {
+      opts.onError?.(e as Error); // it could not start: no front
     } finally {
       mainSocket.off('message', onMain);
     }
@@ -130,10 +139,9 @@ export class UdpFront {
   }
 
   async close(): Promise<void> {
-    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
     this.#worker.postMessage({ close: true });
     const timer = setTimeout(() => void this.#worker.terminate(), 1000);
-    await exited;
+    await this.#exited;
     clearTimeout(timer);
   }
 }

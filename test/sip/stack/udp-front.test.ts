@@ -182,6 +182,17 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
       'every 503 was sent while the main thread was blocked',
     );
   });
+
+  it('once the worker has stopped, the main thread receives everything (the kernel delivers to its socket)', async () => {
+    ua.udpFront!.publish(closed);
+    await ua.udpFront!.close();
+    send(invite({ method: 'OPTIONS' }));
+    send(invite());
+    await eventually(() => seen.length === 2, 'both requests on the main thread');
+    assert.ok(seen.every((r) => !r.source?.gated));
+    await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 200')), 'the 200');
+    await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 486')), 'the 486');
+  });
 });
 
 /** Sends `count` INVITEs `gapMs` apart and times each one's first response. */
