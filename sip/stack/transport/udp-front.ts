@@ -86,7 +86,8 @@ export class UdpFront {
     worker.on('message', (m: unknown) => {
       if (Array.isArray(m)) {
         const data = Buffer.from(m[0].buffer, m[0].byteOffset, m[0].byteLength);
-        if (data.toString('latin1') === probe) seen = 'worker';
+        // Only while starting: a datagram of the probe's length is compared with it.
+        if (!seen && data.length === probe.length && data.toString('latin1') === probe) seen = 'worker';
         else receive(data, m[1], m[2], m[3] === 1);
       } else if (m && typeof m === 'object' && 'refused' in m) {
         for (const [address, count, userAgent] of (m as { refused: [string, number, string?][] }).refused)
