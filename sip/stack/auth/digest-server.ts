@@ -4,8 +4,9 @@
  * over an expired or already-used nonce earns `stale=true` so the client retries without asking its user
  * (RFC 7616 §3.3).
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { formatUri, parseUri, type SipRequest, type Uri } from '../message/index.js';
+import { HmacSha256 } from './hmac.js';
 import { hash, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
 
 export interface DigestServerOptions {
@@ -71,7 +72,8 @@ export class DigestServer {
   readonly #ttl: number;
   readonly #proxy: boolean;
   readonly #now: () => number;
-  readonly #secret = randomBytes(32);
+  /** Tags nonces under this server's secret (32 random bytes). */
+  readonly #hmac = new HmacSha256(randomBytes(32));
   /** Nonces already accepted once, with the time they stop mattering. */
   readonly #used = new Map<string, number>();
   /** Moves at each nonce; starts anywhere (48 random bits). */
@@ -115,7 +117,7 @@ export class DigestServer {
   }
 
   #sign(stamp: string): string {
-    return createHmac('sha256', this.#secret).update(stamp).digest('base64url').slice(0, 22);
+    return this.#hmac.tag(stamp).slice(0, 22);
   }
 
   /** Checks the request's credentials for our realm. */
