@@ -88,7 +88,11 @@ export class DialBridge implements TransferableBridge {
       if (this.#callerMoved) void this.#call.end(ReasonCodes.normalHangup);
       fn();
     };
-    this.#dialled?.dialog.once('bye', this.#onBye);
+    const dialog = this.#dialled?.dialog;
+    // The dialled party may have hung up already: its BYE can arrive while the Dial is still setting up the bridge
+    // (the media answer, the DIAL.0200 event's write), and that 'bye' was emitted to nobody.
+    if (dialog?.state === 'terminated') this.#onBye();
+    else dialog?.once('bye', this.#onBye);
   }
 
   legs(): readonly TransferLeg[] {

@@ -85,6 +85,14 @@ describe('calls/transfer: the bridge a Dial makes (DialBridge)', () => {
     );
   });
 
+  it('a BYE of the dialled leg that came before the Dial listened for it still ends the wait', async () => {
+    const { bridge, dialled } = dialBridge(false);
+    bye(dialled); // the callee hung up while the Dial was still writing DIAL.0200 (a loaded store)
+    let done = 0;
+    bridge.onDialledBye(() => done++);
+    assert.equal(done, 1);
+  });
+
   it("a transfer by the dialled phone: the Dial waits for the new leg's BYE, not the old one's", async () => {
     const { bridge, dialled, next, nextLeg } = dialBridge(true);
     let done = 0;
