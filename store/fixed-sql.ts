@@ -10,7 +10,8 @@ import { directConnection, type Db } from './db.js';
  *
  * On the switch's SQLite store the statement skips knex altogether when nothing holds the connection
  * (store/db.ts directConnection): prepared once, run synchronously, group commit and the 'query' event as knex
- * would do them. Inside a transaction, and on PostgreSQL, it goes through knex.
+ * would do them. On PostgreSQL outside a transaction it runs on a connection of knex's pool without knex's raw
+ * runner (execPg). Inside a transaction it goes through knex. The texts hold `?` only as placeholders.
  */
 const texts = new Map<string, string>();
 
