@@ -120,6 +120,7 @@ export async function cachedRead<T>(
   if (loading) return loading as Promise<T>;
   const cache = c;
   const generation = cache.generation;
+  const mine: { run?: Promise<T> } = {};
   const run = (async () => {
     await undefined; // `run` is in the map before the load can end, even when it throws at once
     try {
@@ -130,9 +131,10 @@ export async function cachedRead<T>(
       }
       return value;
     } finally {
-      if (cache.loading.get(key) === run) cache.loading.delete(key);
+      if (cache.loading.get(key) === mine.run) cache.loading.delete(key);
     }
   })();
+  mine.run = run;
   cache.loading.set(key, run);
   return run;
 }
