@@ -5,24 +5,27 @@
  */
 import { splitList } from './grammar.js';
 
-const COMPACT: Record<string, string> = {
-  i: 'call-id',
-  m: 'contact',
-  e: 'content-encoding',
-  l: 'content-length',
-  c: 'content-type',
-  f: 'from',
-  s: 'subject',
-  k: 'supported',
-  t: 'to',
-  v: 'via',
-  o: 'event',
-  r: 'refer-to',
-  b: 'referred-by',
-  u: 'allow-events',
-  x: 'session-expires',
-  y: 'identity',
-};
+// Maps, not object literals: a header named `constructor` or `toString` must not find Object.prototype's.
+const COMPACT = new Map<string, string>(
+  Object.entries({
+    i: 'call-id',
+    m: 'contact',
+    e: 'content-encoding',
+    l: 'content-length',
+    c: 'content-type',
+    f: 'from',
+    s: 'subject',
+    k: 'supported',
+    t: 'to',
+    v: 'via',
+    o: 'event',
+    r: 'refer-to',
+    b: 'referred-by',
+    u: 'allow-events',
+    x: 'session-expires',
+    y: 'identity',
+  }),
+);
 
 /** Headers whose comma-separated values are separate elements (§7.3.1). Others (Date, auth) keep their commas. */
 const LIST_HEADERS = new Set([
@@ -44,23 +47,33 @@ const LIST_HEADERS = new Set([
   'service-route',
 ]);
 
-const CANONICAL: Record<string, string> = {
-  'call-id': 'Call-ID',
-  cseq: 'CSeq',
-  'www-authenticate': 'WWW-Authenticate',
-  'mime-version': 'MIME-Version',
-  rack: 'RAck',
-  rseq: 'RSeq',
-  'min-se': 'Min-SE',
-};
+const CANONICAL = new Map<string, string>(
+  Object.entries({
+    'call-id': 'Call-ID',
+    cseq: 'CSeq',
+    'www-authenticate': 'WWW-Authenticate',
+    'mime-version': 'MIME-Version',
+    rack: 'RAck',
+    rseq: 'RSeq',
+    'min-se': 'Min-SE',
+  }),
+);
+
+/** Display forms made so far (a response writes every header name: the regex ran per header per message). */
+const displayed = new Map<string, string>();
 
 export function normalizeName(name: string): string {
   const lower = name.toLowerCase();
-  return COMPACT[lower] ?? lower;
+  return COMPACT.get(lower) ?? lower;
 }
 
 export function displayName(name: string): string {
-  return CANONICAL[name] ?? name.replace(/(^|-)([a-z])/g, (_m, d: string, c: string) => d + c.toUpperCase());
+  let shown = CANONICAL.get(name) ?? displayed.get(name);
+  if (shown === undefined) {
+    shown = name.replace(/(^|-)([a-z])/g, (_m, d: string, c: string) => d + c.toUpperCase());
+    if (displayed.size < 1000) displayed.set(name, shown); // names from outside are many; the bound keeps it small
+  }
+  return shown;
 }
 
 export function isListHeader(name: string): boolean {

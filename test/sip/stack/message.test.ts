@@ -37,6 +37,21 @@ describe('SIP messages (RFC 3261 §7, §19, §20, §25)', () => {
     assert.ok(m.topVia?.params.has('rport'));
   });
 
+  it("header names that are Object.prototype's own (constructor, toString, __proto__) are plain headers", () => {
+    const names = ['Constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
+    const raw =
+      'OPTIONS sip:bob@example.com SIP/2.0\r\nv: SIP/2.0/UDP 10.0.0.1;branch=z9hG4bKp\r\nf: <sip:a@b>;tag=1\r\n' +
+      't: <sip:bob@example.com>\r\ni: proto@x\r\nCSeq: 1 OPTIONS\r\n' +
+      names.map((n, i) => `${n}: v${i}\r\n`).join('') +
+      'l: 0\r\n\r\n';
+    const r = parseMessage(Buffer.from(raw));
+    assert.ok(r.ok);
+    names.forEach((n, i) => assert.equal(r.message.headers.get(n.toLowerCase()), `v${i}`));
+    const again = r.message.toBuffer().toString(); // it threw "name.replace is not a function"
+    for (const [i, n] of names.entries())
+      assert.match(again, new RegExp(`\r\n${n[0]!.toUpperCase()}${n.slice(1)}: v${i}\r\n`, 'i'));
+  });
+
   it('parses sips URIs with IPv6 hosts, parameters and headers, and formats them back', () => {
     const c = parseNameAddr('<sips:alice@[2001:db8::1]:5061;transport=tls?Subject=x>;expires=60')!;
     const u = c.uri as SipUri;
