@@ -34,7 +34,11 @@ export interface TtsEngine {
 }
 
 /** TwiML voice names onto espeak-ng variants (`espeak-ng --voices=variant`). */
-const VOICE_VARIANTS: Record<string, string> = { man: 'm3', woman: 'f3', alice: 'f2' };
+const VOICE_VARIANTS = new Map([
+  ['man', 'm3'],
+  ['woman', 'f3'],
+  ['alice', 'f2'],
+]); // a Map: a voice named "constructor" must not find Object.prototype's
 const MAX_TEXT = 4000;
 
 export class EspeakTtsEngine implements TtsEngine {
@@ -71,7 +75,7 @@ export class EspeakTtsEngine implements TtsEngine {
     const lang = installed.has(tag) ? tag : installed.has(primary) ? primary : undefined;
     if (!lang) throw new MediaError('MEDIA_UNSUPPORTED_VOICE', `language "${language}" is not supported by espeak-ng`);
     if (voice === undefined || voice === '') return lang;
-    const variant = VOICE_VARIANTS[voice.toLowerCase()];
+    const variant = VOICE_VARIANTS.get(voice.toLowerCase());
     if (!variant) {
       throw new MediaError('MEDIA_UNSUPPORTED_VOICE', `voice "${voice}" is not supported (man, woman, alice)`);
     }

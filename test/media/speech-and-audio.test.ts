@@ -43,6 +43,9 @@ describe('media: speech (espeak-ng) and fetched audio', function () {
       tts.synthesize({ text: 'hi', voice: 'Polly.Joanna' }),
       isMediaError('MEDIA_UNSUPPORTED_VOICE'),
     );
+    // Names of Object.prototype's members are voices like any other unknown one (it was espeak-ng's -v of a function).
+    for (const voice of ['constructor', 'toString', '__proto__'])
+      await assert.rejects(tts.resolveVoice('en-GB', voice), isMediaError('MEDIA_UNSUPPORTED_VOICE'));
   });
 
   it('synthesizes an 8 kHz mono WAV, reports its seconds, and serves the second request from the cache', async () => {
