@@ -63,17 +63,25 @@ const AGREEMENT_WAIT_MS = 1500;
 /** After the end of audio, how long the decoders get for their last utterance. */
 const DRAIN_MS = 3000;
 const SPEECH_RMS = 600;
+/** Audio held for a decoder the FIFO cannot take yet: a minute of 16 kHz 16-bit (maxSeconds is at most 60). */
+const MAX_BACKLOG_BYTES = 60 * RATE * 2;
 
 /**
  * One `pocketsphinx_continuous` reading raw 16 kHz 16-bit audio from a FIFO we write: its first hypothesis, or
  * null. Not its stdin: Node's stdio pipes are socket pairs, and `-infile /dev/stdin` cannot open a socket (it
  * exits 1). We hold the FIFO open read-write and non-blocking, so neither our open nor a write ever blocks the
- * event loop or a libuv thread: a write to a full FIFO (the decoder stuck, 2 s of audio behind) is dropped.
+ * event loop or a libuv thread. The FIFO holds 2 s of audio; what does not fit (the decoder still loading its
+ * model, which takes seconds on a busy or cold box, or behind) waits here and is written as room appears, up to
+ * MAX_BACKLOG_BYTES: a caller's answer is not lost because the decoder started slowly.
  */
 class Decoder {
   readonly #proc: ChildProcess;
   readonly #fifo: string;
   #fd: number | undefined;
+  /** Audio the FIFO had no room for yet, oldest first. */
+  readonly #backlog: Buffer[] = [];
+  #backlogBytes = 0;
+  #retry: NodeJS.Timeout | undefined;
   #ending = false;
   #exited = false;
   readonly first: Promise<string | null>;
@@ -110,16 +118,44 @@ class Decoder {
     return this.#proc.pid;
   }
 
-  /** Writes in pieces of at most PIPE_BUF (4096 bytes), each atomic: a dropped piece never splits a sample. */
+  /** Queues audio for the decoder and writes what the FIFO has room for. */
   write(pcm: Buffer): void {
     if (this.#fd === undefined) return;
-    for (let at = 0; at < pcm.length; at += 4096) {
+    if (this.#backlogBytes + pcm.length > MAX_BACKLOG_BYTES) return; // a decoder a minute behind loses the rest
+    this.#backlog.push(pcm);
+    this.#backlogBytes += pcm.length;
+    this.#flush();
+  }
+
+  /** Writes the backlog in pieces of at most PIPE_BUF (4096 bytes), each atomic; a full FIFO is retried shortly. */
+  #flush(): void {
+    while (this.#fd !== undefined && this.#backlog.length > 0) {
+      const head = this.#backlog[0]!;
+      let n: number;
       try {
-        writeSync(this.#fd, pcm, at, Math.min(4096, pcm.length - at));
-      } catch {
-        return; // EAGAIN: the decoder is behind; this audio is dropped
+        n = writeSync(this.#fd, head, 0, Math.min(4096, head.length));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') return this.#dropBacklog(); // the decoder is gone
+        if (this.#retry === undefined) {
+          this.#retry = setTimeout(() => {
+            this.#retry = undefined;
+            this.#flush();
+          }, 20);
+          this.#retry.unref();
+        }
+        return;
       }
+      if (n >= head.length) this.#backlog.shift();
+      else this.#backlog[0] = head.subarray(n);
+      this.#backlogBytes -= n;
     }
+  }
+
+  #dropBacklog(): void {
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+    this.#backlog.length = 0;
+    this.#backlogBytes = 0;
   }
 
   /**
@@ -134,7 +170,7 @@ class Decoder {
     this.#ending = true;
     const tryClose = (): void => {
       if (this.#fd === undefined) return;
-      if (this.#readerHasFifo() || this.#exited) return this.#closeFifo();
+      if (this.#exited || (this.#backlog.length === 0 && this.#readerHasFifo())) return this.#closeFifo();
       setTimeout(tryClose, 20).unref();
     };
     tryClose();
@@ -162,6 +198,7 @@ class Decoder {
   }
 
   kill(): void {
+    this.#dropBacklog();
     this.#closeFifo();
     if (this.#proc.exitCode === null && this.#proc.signalCode === null) this.#proc.kill('SIGKILL');
   }

@@ -43,6 +43,16 @@ describe('media: speech recogniser (pocketsphinx, espeak-ng utterances at 8 kHz)
     });
   }
 
+  it('audio that arrives before the decoders can read it is kept for them, not dropped (a slow start)', async () => {
+    // 3 s of silence, then the word, all at once while the decoders are still loading their model: the FIFO
+    // holds 2 s, so the word only reaches them if the rest waits for room (it was dropped, and the result null).
+    const said = await utterance('support');
+    const samples = new Int16Array(8000 * 3 + said.length);
+    samples.set(said, 8000 * 3);
+    const r = await recognise(samples, HINTS);
+    assert.equal(r?.transcript, 'support', JSON.stringify(r));
+  });
+
   it('a hint both decoders agree on has high confidence', async () => {
     const r = await recognise(await utterance('yes'), HINTS);
     assert.equal(r?.transcript, 'yes');
