@@ -4,11 +4,16 @@
  * admitted keep their latency. Without it every call waits in the store's queue and all of them time out.
  *
  * Signals, read every tick: the event loop's delay (p99 over the tick) and the store's queue (the longest wait for
- * a connection). Either above its limit means overloaded. The controller is rate-based (AIMD): on overload it sets
- * a limit of 70 % of the rate it admitted over the last second (never below `minCps`), holds it for a second so the
- * backlog drains, then raises it by 10 % a tick while the signals stay healthy; once nothing has been refused for
- * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An operator may also
- * set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
+ * a connection). The store's above its limit means overloaded; the loop's delay must be above its limit on two
+ * ticks running (or four times above it on one): one long turn (a full GC, a slow commit) is not overload, and
+ * shedding on it refused calls a box with room to spare could carry. While already limiting, one tick over is
+ * enough. The controller is rate-based (AIMD): on overload it sets a limit of 70 % of the rate it admitted over the
+ * last second (never below `minCps`), holds it for a second so the backlog drains, then raises it while the signals
+ * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
+ * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
+ * again each time it probes. Once nothing has been refused for `releaseAfterMs` the limit is lifted. New calls pass
+ * a token bucket at the limit's rate. An operator may also set a fixed platform-wide calls-per-second cap
+ * (`platformMaxCps`, 0 = none).
  *
  * Only new calls are ever refused here: the callers (SIP edge, REST originate) never ask for in-dialog requests,
  * registrations or Dial legs of admitted calls.
@@ -46,8 +51,15 @@ export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
   retryAfterSeconds: 2,
   minCps: 10,
   tickMs: 250,
-  releaseAfterMs: 5000,
+  releaseAfterMs: 3000,
 };
+
+/** Loop-delay ticks over the limit in a row that mean overload (when not limiting already). */
+const DELAY_TICKS = 2;
+/** A loop delay this many times its limit means overload on one tick. */
+const SEVERE_DELAY = 4;
+/** Below this share of the ceiling the limit rises fast (10 % a tick), above it slowly (2 %). */
+const NEAR_CEILING = 0.9;
 
 export interface OverloadState {
   shedding: boolean;
@@ -92,6 +104,10 @@ export class OverloadControl implements NewCallGate {
   #tokens = 0;
   #tokensAt = 0;
   #holdUntil = 0;
+  /** Ticks in a row with the loop's delay over its limit. */
+  #delayTicks = 0;
+  /** The rate admitted when overload was last seen; the limit rises slowly near it. */
+  #ceiling = Infinity;
   #lastRefusalAt = -Infinity;
   #refused = 0;
   #admitted = 0;
@@ -174,20 +190,29 @@ export class OverloadControl implements NewCallGate {
     const s = this.#signals();
     const { maxLoopDelayMs, maxStoreWaitMs, minCps, releaseAfterMs } = this.#settings;
     const before = this.#limit;
-    if (s.loopDelayMs > maxLoopDelayMs || s.storeWaitMs > maxStoreWaitMs) {
+    const delayOver = s.loopDelayMs > maxLoopDelayMs;
+    this.#delayTicks = delayOver ? this.#delayTicks + 1 : 0;
+    const storeOver = s.storeWaitMs > maxStoreWaitMs;
+    const overloaded =
+      storeOver ||
+      (delayOver &&
+        (this.#limit !== null || this.#delayTicks >= DELAY_TICKS || s.loopDelayMs > SEVERE_DELAY * maxLoopDelayMs));
+    if (overloaded) {
       const admittedRate = this.#recent.length; // over the last second
       const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
+      this.#ceiling = Math.max(minCps, base);
       this.#limit = Math.max(minCps, Math.floor(base * 0.7));
-      this.#reason =
-        s.storeWaitMs > maxStoreWaitMs
-          ? `store backlog ${Math.round(s.storeWaitMs)} ms`
-          : `event-loop delay ${Math.round(s.loopDelayMs)} ms`;
+      this.#reason = storeOver
+        ? `store backlog ${Math.round(s.storeWaitMs)} ms`
+        : `event-loop delay ${Math.round(s.loopDelayMs)} ms`;
       this.#holdUntil = now + 1000;
       this.#refill(now);
       this.#tokens = Math.min(this.#tokens, 1);
     } else if (this.#limit !== null && now >= this.#holdUntil) {
-      if (now - this.#lastRefusalAt >= releaseAfterMs) this.#limit = null;
-      else this.#limit = Math.ceil(this.#limit * 1.1);
+      if (now - this.#lastRefusalAt >= releaseAfterMs) {
+        this.#limit = null;
+        this.#ceiling = Infinity;
+      } else this.#limit = Math.ceil(this.#limit * (this.#limit < NEAR_CEILING * this.#ceiling ? 1.1 : 1.02));
     }
     if (before !== this.#limit) this.#onChange(this.state());
   }

@@ -66,13 +66,51 @@ describe('OverloadControl', () => {
     assert.equal(r.admitted + r.refused, 200);
   });
 
-  it('an event-loop delay over its limit sheds too, and the reason says so', () => {
+  it('an event-loop delay over its limit on two ticks running sheds too, and the reason says so', () => {
     const h = harness({ maxLoopDelayMs: 50 });
     h.offer(40, 1000);
     h.signals.loopDelayMs = 120;
     h.ctl.tick();
+    assert.equal(h.ctl.state().shedding, false, 'one long turn is not overload');
+    h.ctl.tick();
     assert.match(h.ctl.state().reason, /event-loop delay 120 ms/);
     assert.equal(h.ctl.state().limitCps, 28);
+  });
+
+  it('a single tick of loop delay over its limit, between healthy ones, refuses nothing', () => {
+    const h = harness({ maxLoopDelayMs: 40 });
+    let refused = 0;
+    for (let i = 0; i < 10; i++) {
+      refused += h.offer(150, 750).refused;
+      h.signals.loopDelayMs = 90; // one tick in three: a GC or a slow commit
+      h.ctl.tick();
+      h.signals.loopDelayMs = 15;
+    }
+    assert.equal(refused, 0);
+    assert.equal(h.ctl.state().shedding, false);
+  });
+
+  it('a loop delay four times its limit sheds on one tick', () => {
+    const h = harness({ maxLoopDelayMs: 40 });
+    h.offer(100, 1000);
+    h.signals.loopDelayMs = 200;
+    h.ctl.tick();
+    assert.equal(h.ctl.state().limitCps, 70);
+  });
+
+  it('near the rate at which overload was seen the limit rises by 2 % a tick, not 10 %', () => {
+    const h = harness();
+    h.offer(100, 1000);
+    h.signals.storeWaitMs = 400;
+    h.ctl.tick(); // ceiling 100, limit 70
+    h.signals.storeWaitMs = 1;
+    const limits: number[] = [];
+    h.offer(200, 1000); // the hold
+    for (let i = 0; i < 6; i++) {
+      h.offer(200, 250);
+      limits.push(h.ctl.state().limitCps!);
+    }
+    assert.deepEqual(limits, [85, 94, 96, 98, 100, 102]); // 77 came at the end of the hold
   });
 
   it('never limits below minCps, so some calls always get through', () => {
