@@ -13,7 +13,7 @@ export {
 } from './db.js';
 // The bans table, as one namespace: sip/security wraps it with address checks under the same names (addBan ...).
 export * as bansTable from './bans.js';
-export { newId, nowIso, sha256Hex, randomToken, newCallSid } from './ids.js';
+export { newId, nowIso, sha256Hex, randomToken, newCallSid, Uuid7Generator } from './ids.js';
 export { NotFoundError, ConflictError, isUniqueViolation } from './errors.js';
 export * from './accounts.js';
 export * from './sip-domains.js';
