@@ -495,8 +495,8 @@ export const SETTINGS = [
     key: 'overload.udpFront',
     env: 'SIMU_OVERLOAD_UDP_FRONT',
     kind: 'bool',
-    default: 'false',
-    help: 'Receive SIP over UDP in a worker thread that refuses new calls beyond the overload limit (503 + Retry-After) even while the main thread is busy.',
+    default: 'true',
+    help: 'Receive and send SIP over UDP in a worker thread that owns the port and refuses new calls beyond the overload limit (503 + Retry-After) even while the main thread is busy.',
   },
   {
     key: 'api.rateLimitPerSecond',

@@ -12,7 +12,8 @@
  *
  * A step may carry its own length, `rate@seconds`: `200@30,75@30` offers twice the capacity for 30 s, then a normal
  * load for 30 s straight after (the switch's return to normal). SIMU_OVERLOAD_UDP_FRONT=true receives SIP over UDP
- * in the worker thread that refuses the excess (sip/stack/transport/udp-front.ts).
+ * in the worker thread that refuses the excess (sip/stack/transport/udp-front.ts), the default; false receives it on
+ * the main thread.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
@@ -51,7 +52,7 @@ const env: Record<string, string> = {
   SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
   SIMU_OVERLOAD_LOOP_DELAY_MS: process.env.SIMU_OVERLOAD_LOOP_DELAY_MS ?? '40',
   SIMU_OVERLOAD_STORE_WAIT_MS: process.env.SIMU_OVERLOAD_STORE_WAIT_MS ?? '100',
-  SIMU_OVERLOAD_UDP_FRONT: process.env.SIMU_OVERLOAD_UDP_FRONT ?? 'false',
+  SIMU_OVERLOAD_UDP_FRONT: process.env.SIMU_OVERLOAD_UDP_FRONT ?? 'true',
 };
 if (STORE === 'postgres') {
   const { startPostgres } = await import('../../test/support/postgres.js');

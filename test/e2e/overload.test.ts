@@ -42,7 +42,8 @@ describe('e2e: overload control sheds new calls with 503 + Retry-After', functio
   before(async () => {
     ctx = await startTestSwitch({
       ...PORTS,
-      env: { SIMU_PLATFORM_MAX_CPS: '5', SIMU_OVERLOAD_RETRY_AFTER: '3' },
+      // The main thread's own gate (the front, on by default, is test/e2e/overload-front.test.ts).
+      env: { SIMU_PLATFORM_MAX_CPS: '5', SIMU_OVERLOAD_RETRY_AFTER: '3', SIMU_OVERLOAD_UDP_FRONT: 'false' },
     });
     await server.listen();
     acct = await createAccountWithDid(ctx.db, '+254711260001', 10_000_000);

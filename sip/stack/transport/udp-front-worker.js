@@ -12,6 +12,9 @@
  * (flagged, so the main thread does not ask its own gate again) and, every 100 ms, the refusals by source (flood
  * accounting).
  *
+ * The worker owns the port's only socket: the main thread's datagrams are sent from it too (sendBatch), so the port
+ * is bound exclusively, as it is without the front.
+ *
  * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] the platform cap in calls/s (0 =
  * none), [2] Retry-After seconds, [3] the bucket's floor (minCps), [4] refusals so far (written here).
  */
@@ -49,8 +52,8 @@ let lastLimit = -1;
 /** Admission times within the last second, for the platform cap. */
 const recent = [];
 
-const socket = dgram.createSocket({ type: ipv6 ? 'udp6' : 'udp4', reuseAddr: true });
-socket.on('error', () => {});
+// The port's only socket: bound exclusively (no SO_REUSEADDR), so no other process can bind it while Simu runs.
+const socket = dgram.createSocket({ type: ipv6 ? 'udp6' : 'udp4' });
 socket.on('message', (data, rinfo) => {
   try {
     receive(data, rinfo.address, rinfo.port);
@@ -58,18 +61,46 @@ socket.on('message', (data, rinfo) => {
     forward(data, rinfo.address, rinfo.port, 0);
   }
 });
+socket.once('error', (err) => parentPort.postMessage({ bindError: `${err.code ?? ''} ${err.message}`.trim() }));
 socket.bind(port, host, () => {
+  socket.on('error', () => {}); // per-send errors are reported with the send; ICMP errors arrive here
   try {
     socket.setRecvBufferSize(4 * 1024 * 1024);
   } catch {
     /* the kernel caps it */
   }
-  parentPort.postMessage({ bound: true });
+  const a = socket.address();
+  parentPort.postMessage({ bound: { host: a.address, port: a.port } });
 });
 parentPort.on('message', (m) => {
-  if (m.banned) banned = new Set(m.banned);
-  if (m.close) socket.close(() => parentPort.close());
+  if (Array.isArray(m)) sendBatch(m);
+  else if (m.banned) banned = new Set(m.banned);
+  else if (m.close) socket.close(() => parentPort.close());
 });
+
+/**
+ * The main thread's datagrams, sent from the port's socket: [first sequence number, then data, port, address per
+ * datagram]. Once every one of them is handed to the kernel, the main thread is told the last sequence number
+ * and the ones that failed, with the error (it settles each send's promise).
+ */
+function sendBatch(m) {
+  const first = m[0];
+  const count = (m.length - 1) / 3;
+  let left = count;
+  const errors = [];
+  for (let i = 0; i < count; i++) {
+    const seq = first + i;
+    const done = (err) => {
+      if (err) errors.push(seq, err.message);
+      if (--left === 0) parentPort.postMessage({ sent: first + count - 1, errors });
+    };
+    try {
+      socket.send(m[1 + i * 3], m[2 + i * 3], m[3 + i * 3], done);
+    } catch (err) {
+      done(err); // a bad port or address: that send fails, the others go
+    }
+  }
+}
 
 function forward(data, address, srcPort, gated) {
   const copy = new Uint8Array(data.length);

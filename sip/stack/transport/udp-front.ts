@@ -1,20 +1,19 @@
 /**
- * The UDP front: a worker thread (udp-front-worker.js) that receives the SIP UDP port's datagrams, so that new
- * INVITEs beyond the published limit are refused with 503 + Retry-After within a millisecond or two even while
- * the main thread's event loop is busy (Kamailio refuses in its receiver processes the same way). Everything the
- * front does not answer reaches the main thread as if its own socket had received it.
+ * The UDP front: a worker thread (udp-front-worker.js) that owns the SIP UDP port's socket, so that new INVITEs
+ * beyond the published limit are refused with 503 + Retry-After within a millisecond or two even while the main
+ * thread's event loop is busy (Kamailio refuses in its receiver processes the same way). Everything the front does
+ * not answer reaches the main thread as if its own socket had received it.
  *
- * Sending stays on the main thread, from a socket bound to the same address and port (SO_REUSEADDR): replies and
- * requests keep the SIP port as their source with no hop through the worker. Linux delivers a unicast datagram to
- * the socket bound last on a shared port, which is the worker's; the main thread's socket still handles anything
- * it gets (were the worker to stop, it would get everything), and `start()` checks with a probe datagram which
- * socket the kernel chose, so a kernel that chooses otherwise leaves the front off instead of half on.
+ * The worker's socket is the port's only one, bound exclusively: the main thread sends through it too. Its
+ * datagrams are queued and handed to the worker once per run of the microtask queue (one message for all the sends
+ * of a callback), and each send's promise settles when the worker reports that batch handed to the kernel, with
+ * the error of a send that failed (RFC 3261 §18.4: the transaction is told). Node's dgram cannot share one socket
+ * between threads without setting SO_REUSEADDR on it (libuv's uv_udp_open does), which would let another local
+ * process bind the port and take the switch's traffic: so one thread owns it.
  *
  * TCP, TLS and WebSocket are not fronted: a carrier's trunk signalling is UDP, and a stream's messages are framed
  * on the main thread anyway.
  */
-import dgram from 'node:dgram';
-import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import type { ListenAddress } from './flow.js';
 
@@ -32,7 +31,7 @@ export interface UdpGate {
 export interface UdpFrontOptions {
   /** Request-URI users of INVITEs never refused (emergency numbers); separators are ignored. */
   exemptUsers: readonly string[];
-  /** The worker failed (it has stopped; the main thread's socket receives from then on). */
+  /** The worker failed after it started (it has stopped; the transport takes the port back on the main thread). */
   onError?: (err: Error) => void;
   /** New INVITEs the front refused from one source (told every 100 ms at most), e.g. for flood accounting. */
   onRefused?: (address: string, count: number, userAgent: string | undefined) => void;
@@ -45,28 +44,43 @@ const WORKER_URL = new URL('./udp-front-worker.js', import.meta.url);
 const GATE_FIELDS = 5;
 const GATE_REFUSED = 4;
 
+/** A send waiting for the worker's report. */
+interface PendingSend {
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
 export class UdpFront {
   readonly #worker: Worker;
   readonly #exited: Promise<void>;
   readonly #gate: Int32Array;
   #bans = '';
+  /** The address the worker's socket is bound to. */
+  readonly local: ListenAddress;
+  /** Sends not yet handed to the worker: [first sequence number, data, port, address, data, port, address...]. */
+  #batch: unknown[] | null = null;
+  #nextSeq = 1;
+  /** Sends handed to the worker, oldest first, with the sequence number of the first of them. */
+  readonly #pending: PendingSend[] = [];
+  #pendingHead = 0;
+  #firstPendingSeq = 1;
+  #stopped = false;
 
-  private constructor(worker: Worker, gate: Int32Array) {
+  private constructor(worker: Worker, gate: Int32Array, local: ListenAddress) {
     this.#worker = worker;
     this.#exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     this.#gate = gate;
+    this.local = local;
   }
 
-  /**
-   * Starts the worker on `addr` (which `mainSocket` is already bound to, with reuseAddr) and proves with a probe
-   * that the kernel delivers to it; resolves to undefined (the worker stopped) when it does not.
-   */
+  /** Starts the worker on `addr`; rejects when its socket cannot bind the port (in use, say). */
   static async start(
     addr: ListenAddress,
-    mainSocket: dgram.Socket,
     opts: UdpFrontOptions,
     receive: FrontReceive,
-  ): Promise<UdpFront | undefined> {
+    /** The worker stopped on its own (crashed): every pending send has failed; the port is free again. */
+    onStopped: () => void,
+  ): Promise<UdpFront> {
     const gate = new Int32Array(new SharedArrayBuffer(GATE_FIELDS * 4));
     gate.set([-1, 0, 2, 10, 0]);
     const ipv6 = addr.host.includes(':');
@@ -74,47 +88,81 @@ export class UdpFront {
       workerData: { host: addr.host, port: addr.port, ipv6, exemptUsers: [...opts.exemptUsers], gate: gate.buffer },
     });
     worker.unref();
-    // A worker that fails stops, and its socket with it: the kernel then delivers every datagram to the main
-    // thread's socket, which handles them as it would without a front (its own gate asked for each new INVITE).
+    const bound = await new Promise<ListenAddress>((resolve, reject) => {
+      worker.once('error', reject);
+      worker.once('exit', () => reject(new Error('the UDP front stopped while starting')));
+      worker.once('message', (m: { bound?: ListenAddress; bindError?: string }) =>
+        m.bound ? resolve(m.bound) : reject(new Error(`UDP bind ${addr.host}:${addr.port} failed: ${m.bindError}`)),
+      );
+    }).catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    });
+    worker.removeAllListeners('error').removeAllListeners('exit');
+    const front = new UdpFront(worker, gate, bound);
     worker.on('error', (e) => opts.onError?.(e));
-    const probe = `\r\n${randomBytes(8).toString('hex')}\r\n`;
-    let seen: 'worker' | 'main' | undefined;
-    const onMain = (m: Buffer) => {
-      if (m.toString('latin1') === probe) seen = 'main';
-    };
-    mainSocket.on('message', onMain);
+    worker.once('exit', () => {
+      if (front.#stopped) return;
+      front.#stopped = true;
+      front.#failPending(new Error('the UDP front stopped'));
+      onStopped();
+    });
     worker.on('message', (m: unknown) => {
       if (Array.isArray(m)) {
-        const data = Buffer.from(m[0].buffer, m[0].byteOffset, m[0].byteLength);
-        // Only while starting: a datagram of the probe's length is compared with it.
-        if (!seen && data.length === probe.length && data.toString('latin1') === probe) seen = 'worker';
-        else receive(data, m[1], m[2], m[3] === 1);
-      } else if (m && typeof m === 'object' && 'refused' in m) {
-        for (const [address, count, userAgent] of (m as { refused: [string, number, string?][] }).refused)
-          opts.onRefused?.(address, count, userAgent);
+        receive(Buffer.from(m[0].buffer, m[0].byteOffset, m[0].byteLength), m[1], m[2], m[3] === 1);
+      } else if (m && typeof m === 'object') {
+        if ('sent' in m) front.#settle(m as { sent: number; errors: (number | string)[] });
+        else if ('refused' in m)
+          for (const [address, count, userAgent] of (m as { refused: [string, number, string?][] }).refused)
+            opts.onRefused?.(address, count, userAgent);
       }
     });
-    const front = new UdpFront(worker, gate);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        worker.once('error', reject);
-        worker.once('message', () => resolve());
-      });
-      const sender = dgram.createSocket(ipv6 ? 'udp6' : 'udp4');
-      const target = addr.host === '0.0.0.0' ? '127.0.0.1' : addr.host === '::' ? '::1' : addr.host;
-      for (let i = 0; i < 20 && !seen; i++) {
-        sender.send(probe, addr.port, target);
-        await new Promise((r) => setTimeout(r, 10));
+    return front;
+  }
+
+  /** Sends a datagram from the port's socket; settles once the kernel took it (or refused it). */
+  send(data: Uint8Array, port: number, address: string): Promise<void> {
+    if (this.#stopped) return Promise.reject(new Error('the UDP front stopped'));
+    return new Promise<void>((resolve, reject) => {
+      if (this.#batch === null) {
+        this.#batch = [this.#nextSeq];
+        queueMicrotask(this.#flush);
       }
-      sender.close();
-    } catch (e) {
-      opts.onError?.(e as Error); // it could not start: no front
-    } finally {
-      mainSocket.off('message', onMain);
+      this.#batch.push(data, port, address);
+      this.#nextSeq++;
+      this.#pending.push({ resolve, reject });
+    });
+  }
+
+  readonly #flush = (): void => {
+    const batch = this.#batch;
+    this.#batch = null;
+    if (batch !== null && !this.#stopped) this.#worker.postMessage(batch);
+  };
+
+  /** The worker's report on sends up to `sent`: the failed ones are rejected with their error, the rest resolved. */
+  #settle(report: { sent: number; errors: (number | string)[] }): void {
+    const failed = new Map<number, string>();
+    for (let i = 0; i < report.errors.length; i += 2)
+      failed.set(report.errors[i] as number, report.errors[i + 1] as string);
+    while (this.#firstPendingSeq <= report.sent && this.#pendingHead < this.#pending.length) {
+      const p = this.#pending[this.#pendingHead]!;
+      this.#pending[this.#pendingHead++] = undefined as unknown as PendingSend;
+      const error = failed.get(this.#firstPendingSeq++);
+      if (error === undefined) p.resolve();
+      else p.reject(new Error(error));
     }
-    if (seen === 'worker') return front;
-    await front.close();
-    return undefined;
+    if (this.#pendingHead > 1024 && this.#pendingHead * 2 > this.#pending.length) {
+      this.#pending.splice(0, this.#pendingHead);
+      this.#pendingHead = 0;
+    }
+  }
+
+  #failPending(err: Error): void {
+    for (let i = this.#pendingHead; i < this.#pending.length; i++) this.#pending[i]!.reject(err);
+    this.#pending.length = 0;
+    this.#pendingHead = 0;
+    this.#batch = null;
   }
 
   /** Publishes the gate (on every change of the limit). */
@@ -139,10 +187,19 @@ export class UdpFront {
     this.#worker.postMessage({ banned: list });
   }
 
+  /** Stops the worker at once, as a crash would (tests): the transport binds the port again on the main thread. */
+  async crash(): Promise<void> {
+    await this.#worker.terminate();
+  }
+
   async close(): Promise<void> {
+    if (this.#stopped) return;
+    this.#flush();
+    this.#stopped = true;
     this.#worker.postMessage({ close: true });
     const timer = setTimeout(() => void this.#worker.terminate(), 1000);
     await this.#exited;
     clearTimeout(timer);
+    this.#failPending(new Error('UDP transport closed'));
   }
 }

@@ -7,20 +7,22 @@ import { SipTransportError } from '../errors.js';
 import type { Flow, ListenAddress, Transport, TransportSink } from './flow.js';
 import { UdpFront, type UdpFrontOptions } from './udp-front.js';
 
+type Send = (data: Uint8Array, port: number, address: string) => Promise<void>;
+
 export class UdpTransport implements Transport {
   readonly name = 'UDP' as const;
-  readonly #socket: dgram.Socket;
   readonly #sink: TransportSink;
+  /** The port's socket on this thread (none while the front owns the port). */
+  #socket: dgram.Socket | undefined;
+  #send: Send;
   local: ListenAddress = { host: '', port: 0 };
-  /** The worker that receives this port's datagrams and refuses new INVITEs beyond the gate (udp-front.ts). */
+  /** The worker that owns this port's socket and refuses new INVITEs beyond the gate (udp-front.ts). */
   front: UdpFront | undefined;
   #closed = false;
 
-  private constructor(socket: dgram.Socket, sink: TransportSink) {
-    this.#socket = socket;
+  private constructor(sink: TransportSink) {
     this.#sink = sink;
-    socket.on('message', (data, rinfo) => this.#receive(data, rinfo.address, rinfo.port, false));
-    socket.on('error', () => {}); // per-send errors are reported by send(); ICMP errors arrive here
+    this.#send = () => Promise.reject(new SipTransportError('UDP transport not bound'));
   }
 
   #receive(data: Buffer, address: string, port: number, gated: boolean): void {
@@ -36,11 +38,34 @@ export class UdpTransport implements Transport {
   }
 
   /**
-   * With `front`, a worker thread receives the port's datagrams (the main thread's socket shares the port with
-   * SO_REUSEADDR and sends); without one, or when the kernel does not deliver to the worker, this socket receives.
+   * With `front`, a worker thread owns the port's socket (it receives, and sends for this thread); without one, or
+   * when the worker cannot start, a socket on this thread does both. Either way the port is bound exclusively.
    */
   static async listen(addr: ListenAddress, sink: TransportSink, front?: UdpFrontOptions): Promise<UdpTransport> {
-    const socket = dgram.createSocket({ type: net.isIPv6(addr.host) ? 'udp6' : 'udp4', reuseAddr: !!front });
+    const t = new UdpTransport(sink);
+    if (front) {
+      try {
+        t.front = await UdpFront.start(
+          addr,
+          front,
+          (d, address, port, g) => t.#receive(d, address, port, g),
+          () => void t.#takeBack(front),
+        );
+      } catch (err) {
+        front.onError?.(err as Error); // it could not start: no front (a port in use fails again below)
+      }
+    }
+    if (t.front) {
+      t.local = t.front.local;
+      const f = t.front;
+      t.#send = (data, port, address) => f.send(data, port, address);
+    } else await t.#bind(addr);
+    return t;
+  }
+
+  /** Binds the port on this thread and sends from it. */
+  async #bind(addr: ListenAddress): Promise<void> {
+    const socket = dgram.createSocket(net.isIPv6(addr.host) ? 'udp6' : 'udp4');
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
       socket.bind(addr.port, addr.host, () => {
@@ -54,12 +79,26 @@ export class UdpTransport implements Transport {
     } catch {
       /* the kernel caps it; not fatal */
     }
-    const t = new UdpTransport(socket, sink);
+    socket.on('message', (data, rinfo) => this.#receive(data, rinfo.address, rinfo.port, false));
+    socket.on('error', () => {}); // per-send errors are reported by send(); ICMP errors arrive here
+    this.#socket = socket;
     const a = socket.address();
-    t.local = { host: a.address, port: a.port };
-    if (front)
-      t.front = await UdpFront.start(t.local, socket, front, (d, address, port, g) => t.#receive(d, address, port, g));
-    return t;
+    this.local = { host: a.address, port: a.port };
+    this.#send = (data, port, address) =>
+      new Promise<void>((resolve, reject) =>
+        socket.send(data, port, address, (err) => (err ? reject(err) : resolve())),
+      );
+  }
+
+  /** The front's worker stopped on its own: this thread binds the port again (its gate asks for each INVITE). */
+  async #takeBack(front: UdpFrontOptions): Promise<void> {
+    this.front = undefined;
+    if (this.#closed) return;
+    try {
+      await this.#bind(this.local);
+    } catch (err) {
+      front.onError?.(err as Error);
+    }
   }
 
   async connect(address: string, port: number): Promise<Flow> {
@@ -67,20 +106,18 @@ export class UdpTransport implements Transport {
   }
 
   flow(address: string, port: number): Flow {
-    const socket = this.#socket;
     return {
       id: `udp:${address}:${port}`,
       transport: 'UDP',
       remoteAddress: address,
       remotePort: port,
       reliable: false,
-      send: (data) =>
-        new Promise<void>((resolve, reject) => {
-          if (this.#closed) return reject(new SipTransportError('UDP transport closed'));
-          socket.send(data, port, address, (err) =>
-            err ? reject(new SipTransportError(`UDP send to ${address}:${port} failed: ${err.message}`)) : resolve(),
-          );
-        }),
+      send: (data) => {
+        if (this.#closed) return Promise.reject(new SipTransportError('UDP transport closed'));
+        return this.#send(data, port, address).catch((err: Error) => {
+          throw new SipTransportError(`UDP send to ${address}:${port} failed: ${err.message}`);
+        });
+      },
       close: () => {},
     };
   }
@@ -89,6 +126,7 @@ export class UdpTransport implements Transport {
     if (this.#closed) return;
     this.#closed = true;
     await this.front?.close();
-    await new Promise<void>((resolve) => this.#socket.close(() => resolve()));
+    const socket = this.#socket;
+    if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
   }
 }

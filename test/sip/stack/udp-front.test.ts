@@ -74,7 +74,7 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
       .filter((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
       .map((l) => l.slice(l.indexOf(':') + 1).trim());
 
-  it('starts: the kernel delivers the port to the worker', () => {
+  it('starts: the worker owns the port', () => {
     assert.ok(ua.udpFront, 'the front is on');
   });
 
@@ -186,14 +186,35 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     );
   });
 
-  it('once the worker has stopped, the main thread receives everything (the kernel delivers to its socket)', async () => {
-    ua.udpFront!.publish(closed);
-    await ua.udpFront!.close();
+  it('owns the port alone: another socket cannot bind it, even with SO_REUSEADDR; replies leave from the port', async () => {
+    const intruder = dgram.createSocket({ type: 'udp4', reuseAddr: true });
+    const bound = await new Promise<string>((resolve) => {
+      intruder.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      intruder.bind(port, '127.0.0.1', () => resolve('bound'));
+    });
+    intruder.close();
+    assert.equal(bound, 'EADDRINUSE');
+    const from: number[] = [];
+    const listen = (_m: Buffer, r: dgram.RemoteInfo) => from.push(r.port);
+    client.on('message', listen);
     send(invite({ method: 'OPTIONS' }));
-    send(invite());
-    await eventually(() => seen.length === 2, 'both requests on the main thread');
-    assert.ok(seen.every((r) => !r.source?.gated));
     await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 200')), 'the 200');
+    client.off('message', listen);
+    assert.deepEqual([...new Set(from)], [port], 'sent from the SIP port, through the worker');
+  });
+
+  it('once the worker has stopped on its own, the main thread binds the port and receives everything', async () => {
+    ua.udpFront!.publish(closed);
+    await ua.udpFront!.crash();
+    await eventually(() => ua.udpFront === undefined, 'the transport noticed');
+    // The port is bound again right after: OPTIONS until one is answered.
+    await eventually(() => {
+      send(invite({ method: 'OPTIONS' }));
+      return replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 200'));
+    }, 'an OPTIONS answered by the main thread');
+    send(invite());
+    await eventually(() => seen.some((r) => r.method === 'INVITE'), 'the INVITE on the main thread');
+    assert.ok(seen.every((r) => !r.source?.gated));
     await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 486')), 'the 486');
   });
 });
