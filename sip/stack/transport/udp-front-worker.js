@@ -3,11 +3,12 @@
  * INVITEs are refused while the event loop of the main thread is busy. Plain JavaScript: worker threads do not get
  * the TypeScript loader of the main thread.
  *
- * Per datagram it reads only the start line; of an INVITE (and of an ACK while refusals are remembered) a few
+ * Per datagram it reads only the start line; of an INVITE (and of an ACK or CANCEL while refusals are remembered) a few
  * headers: Via, From, To, Call-ID, CSeq, the Request-URI's user, User-Agent. A new INVITE (no To tag, not to an
  * emergency number) meets the gate the main thread publishes in shared memory (a token bucket's rate, the fixed
  * platform cap); a refused one is answered here, statelessly (RFC 3261 §8.2.6, §16.6 step 8's reply shape), with
- * 503 and Retry-After. Its retransmissions get the same reply, byte for byte, and the ACK of that reply is absorbed.
+ * 503 and Retry-After. Its retransmissions get the same reply, byte for byte, the ACK of that reply is absorbed and a
+ * CANCEL of it gets 200 (§9.2: the transaction has its final response).
  * Everything else goes to the main thread, as it came, with the source address; so do the INVITEs admitted here
  * (flagged, so the main thread does not ask its own gate again) and, every 100 ms, the refusals by source (flood
  * accounting).
@@ -113,7 +114,9 @@ function receive(data, address, srcPort) {
   const c = data[0];
   const isInvite = c === 0x49 && data.length > 7 && data.toString('latin1', 0, 7) === 'INVITE ';
   const isAck = c === 0x41 && refusalsRemembered > 0 && data.length > 4 && data.toString('latin1', 0, 4) === 'ACK ';
-  if (!isInvite && !isAck) return forward(data, address, srcPort, 0);
+  const isCancel =
+    c === 0x43 && refusalsRemembered > 0 && data.length > 7 && data.toString('latin1', 0, 7) === 'CANCEL ';
+  if (!isInvite && !isAck && !isCancel) return forward(data, address, srcPort, 0);
   const req = readRequest(data);
   if (!req) return forward(data, address, srcPort, 0);
   rotate();
@@ -122,6 +125,13 @@ function receive(data, address, srcPort) {
   if (isAck) {
     // The ACK of a 503 sent here ends that transaction (§17.2.1); any other ACK is the main thread's.
     if (typeof known === 'number') return;
+    return forward(data, address, srcPort, 0);
+  }
+  if (isCancel) {
+    // The CANCEL of an INVITE refused here: that transaction is known and has its final response, so the CANCEL
+    // gets 200 and changes nothing (§9.2); any other CANCEL is the main thread's.
+    if (typeof known === 'number' && req.cseqMethod === 'CANCEL')
+      return send(response(req, address, srcPort, key, '200 OK', []), req, address, srcPort);
     return forward(data, address, srcPort, 0);
   }
   // A retransmission: the same answer.
@@ -207,16 +217,21 @@ function send(reply, req, address, srcPort) {
  * for every retransmission, from the transaction's key), Call-ID and CSeq copied; Retry-After; no body.
  */
 function refusal(req, address, srcPort, key, retryAfter) {
+  return response(req, address, srcPort, key, '503 Service Unavailable', [`Retry-After: ${retryAfter}`]);
+}
+
+/** A stateless response to `req` of the refused transaction `key` (its To tag is the 503's). */
+function response(req, address, srcPort, key, status, extra) {
   const vias = req.vias.slice();
   vias[0] = stampVia(vias[0], req, address, srcPort);
   const lines = [
-    'SIP/2.0 503 Service Unavailable',
+    `SIP/2.0 ${status}`,
     ...vias.map((v) => `Via: ${v}`),
     `From: ${req.from}`,
     `To: ${req.to};tag=${tagSalt}${hash(key)}`,
     `Call-ID: ${req.callId}`,
     `CSeq: ${req.cseq}`,
-    `Retry-After: ${retryAfter}`,
+    ...extra,
     'Content-Length: 0',
     '',
     '',

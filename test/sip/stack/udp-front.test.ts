@@ -127,6 +127,25 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     await eventually(() => replies.length === 3, "the OPTIONS's 200");
   });
 
+  it("a CANCEL of a refused INVITE gets 200 with the 503's To tag; the main thread never sees it (§9.2)", async () => {
+    ua.udpFront!.publish(closed);
+    send(invite({ callId: 'cancel.test' }));
+    await eventually(() => replies.length === 1, 'the 503');
+    const tag = header(replies[0]!.toString('latin1'), 'to')[0]!;
+    send(invite({ callId: 'cancel.test', method: 'CANCEL' }));
+    await eventually(() => replies.length === 2, 'the answer to the CANCEL');
+    const answer = replies[1]!.toString('latin1');
+    assert.match(answer, /^SIP\/2\.0 200 OK\r\n/);
+    assert.equal(header(answer, 'cseq')[0], '1 CANCEL');
+    assert.equal(header(answer, 'to')[0], tag);
+    assert.equal(header(answer, 'call-id')[0], 'cancel.test');
+    // A CANCEL of a transaction the front does not know goes to the main thread.
+    send(invite({ callId: 'cancel-unknown.test', method: 'CANCEL' }));
+    await eventually(() => seen.some((r) => r.method === 'CANCEL'), 'the unknown CANCEL on the main thread');
+    assert.equal(seen.filter((r) => r.method === 'CANCEL').length, 1);
+    ua.udpFront!.publish(open);
+  });
+
   it('tells the main thread of its refusals by source, at most every 100 ms (flood accounting)', async () => {
     ua.udpFront!.publish(closed);
     refusals.length = 0;
