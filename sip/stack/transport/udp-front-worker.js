@@ -103,10 +103,21 @@ function sendBatch(m) {
   }
 }
 
+/**
+ * Datagrams for the main thread, [data, address, port, gated] after one another, handed over once per turn of this
+ * thread's loop (after the datagrams the poll read together): one message for a burst instead of one each.
+ */
+let outbox = [];
 function forward(data, address, srcPort, gated) {
   const copy = new Uint8Array(data.length);
   copy.set(data);
-  parentPort.postMessage([copy, address, srcPort, gated]);
+  if (outbox.length === 0) setImmediate(flushOutbox);
+  outbox.push(copy, address, srcPort, gated);
+}
+function flushOutbox() {
+  const batch = outbox;
+  outbox = [];
+  parentPort.postMessage(batch);
 }
 
 function receive(data, address, srcPort) {

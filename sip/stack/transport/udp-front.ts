@@ -109,7 +109,11 @@ export class UdpFront {
     });
     worker.on('message', (m: unknown) => {
       if (Array.isArray(m)) {
-        receive(Buffer.from(m[0].buffer, m[0].byteOffset, m[0].byteLength), m[1], m[2], m[3] === 1);
+        // The datagrams the worker read in one turn: [data, address, port, gated] after one another.
+        for (let i = 0; i + 3 < m.length; i += 4) {
+          const d = m[i] as Uint8Array;
+          receive(Buffer.from(d.buffer, d.byteOffset, d.byteLength), m[i + 1], m[i + 2], m[i + 3] === 1);
+        }
       } else if (m && typeof m === 'object') {
         if ('sent' in m) front.#settle(m as { sent: number; errors: (number | string)[] });
         else if ('refused' in m)
