@@ -15,6 +15,7 @@
  * ending for another reason (caller hung up, API hangup, balance exhausted).
  */
 import { EventCodes } from '../events/index.js';
+import { abortQuietly } from '../kit/index.js';
 import type { VerbContext } from './context.js';
 import { RedirectLimitError, WebhookFetchError } from './errors.js';
 import type { ActionCallbackExtras } from './fetch.js';
@@ -79,7 +80,7 @@ export class Interpreter {
 
   /** Stops the running verb (its kill()) and the loop. Safe to call twice, before or after run(). */
   kill(): void {
-    this.#abort.abort();
+    abortQuietly(this.#abort);
     this.#current?.kill();
   }
 

@@ -1,6 +1,7 @@
 import type { LegMediaOptions } from '../../media/index.js';
 import type { Dialog, Outbound, SipRequest, TransportName } from '../../sip/stack/index.js';
 import type { FlowDeps } from './flow-deps.js';
+import { abortQuietly } from '../../kit/index.js';
 
 /**
  * The media a leg gets from its signalling transport: WebRTC (DTLS-SRTP) for WebSocket phones, SRTP with SDES
@@ -43,7 +44,7 @@ export async function dialLeg(d: FlowDeps, o: DialLegOptions): Promise<DialLegOu
   let noAnswer = false;
   const timer = setTimeout(() => {
     noAnswer = true;
-    ring.abort();
+    abortQuietly(ring);
   }, o.timeoutSeconds * 1000);
   // The canceller's reason travels on (a CancelReason puts a Reason header on the CANCEL, RFC 3326).
   const onAbort = () => ring.abort(o.signal?.reason);

@@ -2,6 +2,7 @@ import { EventCodes } from '../../events/index.js';
 import { SipCanceledError, SipError, type SipResponse } from '../../sip/stack/index.js';
 import type { OutboundPlan, TrunkRoute } from '../../sip/index.js';
 import type { FlowDeps } from './flow-deps.js';
+import { abortQuietly } from '../../kit/index.js';
 import { dialLeg, type DialLegOptions, type DialLegOutcome } from './dial-leg.js';
 
 /** What the caller of dialPstn records each attempt with (the call's or the Dial leg's events). */
@@ -89,7 +90,7 @@ async function attempt(
   const quiet = new Promise<DialLegOutcome>((resolve) => {
     silent = setTimeout(() => {
       if (heard) return;
-      ring.abort();
+      abortQuietly(ring);
       resolve({ ok: false, error: new TrunkSilentError(silentSeconds), noAnswer: false });
     }, silentSeconds * 1000);
   });

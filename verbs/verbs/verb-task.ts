@@ -3,6 +3,7 @@
  * interpreter loop only sees this interface and the outcome each exec() returns.
  */
 import type { VerbContext } from '../context.js';
+import { abortQuietly } from '../../kit/index.js';
 import type { ActionCallbackExtras } from '../fetch.js';
 import type { VerbName } from '../types.js';
 
@@ -46,7 +47,7 @@ export abstract class VerbTaskBase implements VerbTask {
   abstract exec(ctx: VerbContext): Promise<VerbOutcome>;
 
   kill(): void {
-    this.#abort.abort();
+    abortQuietly(this.#abort);
   }
 }
 
