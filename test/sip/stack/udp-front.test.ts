@@ -222,6 +222,16 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     assert.deepEqual([...new Set(from)], [port], 'sent from the SIP port, through the worker');
   });
 
+  it('a send the kernel refuses fails with its error; the sends around it go (RFC 3261 §18.4)', async () => {
+    const front = ua.udpFront!;
+    const ok = front.send(Buffer.from('\r\n\r\n'), client.address().port, '127.0.0.1');
+    const bad = front.send(Buffer.from('\r\n\r\n'), 9, '::1'); // an IPv6 destination from an IPv4 socket
+    const after = front.send(Buffer.from('\r\n\r\n'), client.address().port, '127.0.0.1');
+    await ok;
+    await assert.rejects(bad, (err: Error) => /EINVAL|EAFNOSUPPORT|family|address/i.test(err.message));
+    await after;
+  });
+
   it('once the worker has stopped on its own, the main thread binds the port and receives everything', async () => {
     ua.udpFront!.publish(closed);
     await ua.udpFront!.crash();
