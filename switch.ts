@@ -1,6 +1,14 @@
 import type { Config } from './config/index.js';
 import { roomLogger } from './config/index.js';
-import { openDb, openReadPool, migrate, pingDb, probeStoreQueue, type Db } from './store/index.js';
+import {
+  openDb,
+  openReadPool,
+  migrate,
+  pingDb,
+  probeStoreQueue,
+  startCallsSearchIndexer,
+  type Db,
+} from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
 import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
 import {
@@ -79,6 +87,9 @@ export class Switch {
     this.#db = db;
     this.#closers.push(() => db.destroy());
     await migrate(db);
+    // The calls search index is written in batches past a watermark, not per insert (store/calls-search.ts).
+    const searchIndexer = startCallsSearchIndexer(db, (err) => log.warn({ err }, 'calls search indexing failed'));
+    this.#closers.push(async () => searchIndexer.stop());
     const first = await firstRun(db, config);
     const secret = loadServerSecret(config.dataDir);
 

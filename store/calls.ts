@@ -1,6 +1,7 @@
 import { isPostgres, type Db } from './db.js';
 import { newId, nowIso, newCallSid } from './ids.js';
 import { insertRows, selectRows, updateRow } from './fixed-sql.js';
+import { CALLS_SEARCH_CANDIDATES } from './calls-search.js';
 
 export type CallDirection = 'inbound' | 'outbound' | 'internal';
 export type CallStatus = 'initiated' | 'ringing' | 'answered' | 'completed' | 'failed';
@@ -245,9 +246,7 @@ function applyFilter(db: Db, f: CallFilter) {
   if (f.search) {
     const pat = `%${escapeLike(f.search)}%`;
     if (f.search.length >= 3 && f.searchStrategy !== 'scan' && !isPostgres(db))
-      q.whereRaw('calls.rowid in (select rowid from calls_search where calls_search match ?)', [
-        trigramQuery(f.search),
-      ]);
+      q.whereRaw(`calls.rowid in (${CALLS_SEARCH_CANDIDATES})`, [trigramQuery(f.search)]);
     q.where((w) => {
       w.whereRaw("from_number like ? escape '\\'", [pat]).orWhereRaw("to_number like ? escape '\\'", [pat]);
     });
