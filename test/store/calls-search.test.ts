@@ -23,6 +23,11 @@ import { eventually } from '../support/wait.js';
 const indexed = async (db: Db, trigram: string): Promise<number> =>
   Number((await db.raw(`select count(*) as n from calls_search where calls_search match ?`, [`"${trigram}"`]))[0].n);
 
+const inbound = (db: Db, accountId: string, from: string) =>
+  insertCall(db, { account_id: accountId, direction: 'inbound', from_number: from, to_number: '+2541' });
+const search = async (db: Db, accountId: string, s: string) =>
+  (await listCalls(db, { accountId, search: s }, 50, 0)).map((c) => c.id);
+
 for (const kind of BOTH_DBS) {
   describe(`calls search on ${kind.name}`, function () {
     this.timeout(60000);
@@ -34,9 +39,8 @@ for (const kind of BOTH_DBS) {
     });
     after(async () => db?.destroy());
 
-    const call = (from: string) =>
-      insertCall(db, { account_id: accountId, direction: 'inbound', from_number: from, to_number: '+2541' });
-    const find = async (search: string) => (await listCalls(db, { accountId, search }, 50, 0)).map((c) => c.id);
+    const call = (from: string) => inbound(db, accountId, from);
+    const find = (s: string) => search(db, accountId, s);
 
     it('a call created a moment ago is found by number search, before and after it is indexed', async () => {
       const c = await call('+254733104417');
@@ -74,9 +78,8 @@ describe('calls search index on sqlite: written in batches past a watermark', fu
   });
   afterEach(() => db.destroy());
 
-  const call = (from: string) =>
-    insertCall(db, { account_id: accountId, direction: 'inbound', from_number: from, to_number: '+2541' });
-  const find = async (search: string) => (await listCalls(db, { accountId, search }, 50, 0)).map((c) => c.id);
+  const call = (from: string) => inbound(db, accountId, from);
+  const find = (s: string) => search(db, accountId, s);
 
   it('inserting a call writes nothing to the index; the indexer does, at most maxRows at a time', async () => {
     const ids = [];
@@ -117,69 +120,43 @@ describe('calls search index on sqlite: written in batches past a watermark', fu
     }
   });
 
-  const upTo026 = (d: Db) =>
-    d.migrate.latest({
-      migrationSource: {
-        ...migrationSource,
-        getMigrations: async () => (await migrationSource.getMigrations([])).filter(([n]) => n < '027'),
-      },
-    });
-
-  it('a database whose 005 trigger a table rebuild dropped is indexed afresh from 027 on, every row found', async () => {
-    const old = openDb({ databaseUrl: '', dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-search-lost-')) });
+  /** A store migrated up to 026 (005's trigger in place), for `fn`; destroyed after. */
+  async function storeAt026(fn: (d: Db, accountId: string) => Promise<void>): Promise<void> {
+    const d = openDb({ databaseUrl: '', dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-search-026-')) });
     try {
-      await upTo026(old);
-      const acct = (await insertAccount(old, 'Lost trigger')).id;
+      const getMigrations = async () => (await migrationSource.getMigrations([])).filter(([n]) => n < '027');
+      await d.migrate.latest({ migrationSource: { ...migrationSource, getMigrations } });
+      await fn(d, (await insertAccount(d, 'Before 027')).id);
+    } finally {
+      await d.destroy();
+    }
+  }
+
+  it('a database whose 005 trigger a table rebuild dropped is indexed afresh from 027 on, every row found', () =>
+    storeAt026(async (old, acct) => {
       await old.raw('drop trigger calls_search_ai');
-      const c = await insertCall(old, {
-        account_id: acct,
-        direction: 'inbound',
-        from_number: '+254711213141',
-        to_number: '+1',
-      });
+      const c = await inbound(old, acct, '+254711213141');
       await migrate(old);
       assert.equal(await callsSearchBacklog(old), 1);
-      assert.deepEqual(
-        (await listCalls(old, { accountId: acct, search: '1121314' }, 50, 0)).map((r) => r.id),
-        [c.id],
-      );
+      assert.deepEqual(await search(old, acct, '1121314'), [c.id]);
       await indexCallsSearch(old);
       assert.equal(await indexed(old, '141'), 1);
-    } finally {
-      await old.destroy();
-    }
-  });
+    }));
 
-  it('a database migrated to 027 keeps its calls searchable, and new ones are found', async () => {
-    const old = openDb({ databaseUrl: '', dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-search-026-')) });
-    try {
-      await upTo026(old);
-      const acct = (await insertAccount(old, 'Before 027')).id;
-      const before = await insertCall(old, {
-        account_id: acct,
-        direction: 'inbound',
-        from_number: '+254799912121',
-        to_number: '+1',
-      });
+  it('a database migrated to 027 keeps its calls searchable, and new ones are found', () =>
+    storeAt026(async (old, acct) => {
+      const before = await inbound(old, acct, '+254799912121');
       await migrate(old);
       assert.equal(await callsSearchBacklog(old), 0, 'rows indexed by 005 are below the watermark');
-      const after = await insertCall(old, {
-        account_id: acct,
-        direction: 'inbound',
-        from_number: '+254799912122',
-        to_number: '+1',
-      });
-      const found = async () => (await listCalls(old, { accountId: acct, search: '9991212' }, 50, 0)).map((c) => c.id);
-      assert.deepEqual((await found()).sort(), [before.id, after.id].sort());
+      const after = await inbound(old, acct, '+254799912122');
+      const both = [before.id, after.id].sort();
+      assert.deepEqual((await search(old, acct, '9991212')).sort(), both);
       await indexCallsSearch(old);
-      assert.deepEqual((await found()).sort(), [before.id, after.id].sort());
-      await insertCall(old, { account_id: acct, direction: 'inbound', from_number: '+254799912123', to_number: '+1' });
+      assert.deepEqual((await search(old, acct, '9991212')).sort(), both);
+      await inbound(old, acct, '+254799912123');
       await old.migrate.down({ migrationSource });
       assert.equal(await indexed(old, '123'), 1, 'going back to 005 indexes the tail');
-      await insertCall(old, { account_id: acct, direction: 'inbound', from_number: '+254799912124', to_number: '+1' });
+      await inbound(old, acct, '+254799912124');
       assert.equal(await indexed(old, '124'), 1, "and 005's trigger indexes each insert again");
-    } finally {
-      await old.destroy();
-    }
-  });
+    }));
 });
