@@ -33,6 +33,14 @@ export class NonInviteServerTransaction extends Transaction {
   respond(res: SipResponse): void {
     if (this.state !== S.Trying && this.state !== S.Proceeding) return;
     this.#lastResponse = res;
+    if (res.status >= 200 && !this.reliable && this.ctx.completed) {
+      // §17.2.2 Completed, kept by the layer as the response's bytes until Timer J (completed-responses.ts), which
+      // sends them now and to every retransmission: this transaction, its request and response end here.
+      this.ctx.completed.add(this.id, res.toBuffer(), this.ctx.channel);
+      this.transition(S.Completed);
+      this.transition(S.Terminated);
+      return;
+    }
     this.transmit(res);
     if (res.status < 200) {
       this.transition(S.Proceeding);

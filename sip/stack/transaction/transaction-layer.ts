@@ -10,7 +10,8 @@ import { InviteClientTransaction } from './invite-client.js';
 import { InviteServerTransaction } from './invite-server.js';
 import { NonInviteClientTransaction } from './non-invite-client.js';
 import { NonInviteServerTransaction } from './non-invite-server.js';
-import type { TimerSettings } from './timers.js';
+import { CompletedResponses } from './completed-responses.js';
+import { timersFor, type TimerSettings } from './timers.js';
 import type { ClientTransactionUser, MessageChannel, ServerTransactionUser, Transaction } from './transaction.js';
 
 export type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
@@ -24,7 +25,8 @@ export interface TransactionLayerUser {
   onRequest(req: SipRequest, tx: ServerTransaction | null): void;
   /** A response that matched no client transaction (§18.1.2: dropped, but the user may want to see it). */
   onStrayResponse?(res: SipResponse): void;
-  onServerTransportError?(tx: ServerTransaction, error: SipTransportError): void;
+  /** `tx` undefined: a non-INVITE's final response, sent or resent after its transaction ended (CompletedResponses). */
+  onServerTransportError?(tx: ServerTransaction | undefined, error: SipTransportError): void;
   /** An accepted INVITE never got its ACK (§13.3.1.4). */
   onAckTimeout?(tx: InviteServerTransaction): void;
 }
@@ -64,13 +66,18 @@ export class TransactionLayer {
   readonly #client = new Map<string, ClientTransaction>();
   /** INVITE server transactions whose 2xx awaits its ACK, by Call-ID and CSeq number. */
   readonly #accepted = new Map<string, InviteServerTransaction>();
+  /** Non-INVITE server transactions over UDP in Completed, as their final response's bytes (§17.2.2). */
+  readonly #completed: CompletedResponses;
 
   constructor(opts: TransactionLayerOptions) {
     this.#opts = opts;
+    this.#completed = new CompletedResponses(opts.clock, timersFor(opts.timers, false).J, (e) =>
+      opts.user.onServerTransportError?.(undefined, e),
+    );
   }
 
   get size(): { server: number; client: number } {
-    return { server: this.#server.size, client: this.#client.size };
+    return { server: this.#server.size + this.#completed.size, client: this.#client.size };
   }
 
   receiveRequest(req: SipRequest): void {
@@ -94,6 +101,7 @@ export class TransactionLayer {
       existing.receiveRetransmission();
       return;
     }
+    if (this.#completed.resend(key)) return; // §17.2.2: a retransmission in Completed gets the response again
     const tx = this.#createServer(key, req);
     this.#opts.user.onRequest(req, tx);
   }
@@ -116,8 +124,10 @@ export class TransactionLayer {
       channel,
       onTerminated: (t: Transaction) => {
         if (this.#server.get(key) === t) this.#server.delete(key);
-        if (this.#accepted.get(acceptedKey(req)) === t) this.#accepted.delete(acceptedKey(req));
+        if (req.method === 'INVITE' && this.#accepted.get(acceptedKey(req)) === t)
+          this.#accepted.delete(acceptedKey(req));
       },
+      completed: this.#completed,
     };
     const tx: ServerTransaction =
       req.method === 'INVITE'
@@ -169,5 +179,6 @@ export class TransactionLayer {
     this.#server.clear();
     this.#client.clear();
     this.#accepted.clear();
+    this.#completed.clear();
   }
 }

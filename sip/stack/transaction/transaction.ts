@@ -44,6 +44,17 @@ export interface TransactionContext {
   channel: MessageChannel;
   /** Called once when the transaction reaches Terminated, so the layer can forget it. */
   onTerminated: (tx: Transaction) => void;
+  /**
+   * Where a non-INVITE server transaction over an unreliable transport leaves its Completed state (the final
+   * response's bytes, answering retransmissions until Timer J) to end at once; without it, it waits out J itself.
+   */
+  completed?: CompletedKeeper;
+}
+
+/** Keeps a non-INVITE server transaction's Completed state as its final response's bytes (completed-responses.ts). */
+export interface CompletedKeeper {
+  /** Sends `bytes`, the final response of transaction `key`, and answers its retransmissions with them until J. */
+  add(key: string, bytes: Buffer, channel: MessageChannel): void;
 }
 
 export abstract class Transaction {
