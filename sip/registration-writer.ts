@@ -31,6 +31,9 @@ export interface RegistrationWriterOptions {
   refreshDelayMs: number;
 }
 
+/** End-users written per transaction (a slice is about 3 ms of the event loop on SQLite). */
+const WRITE_SLICE = 128;
+
 interface Pending {
   user: RegisteredUser;
   registeredAt?: string;
@@ -110,9 +113,21 @@ export class RegistrationWriter {
     return this.#flushing;
   }
 
+  /**
+   * Writes the batch a slice at a time, each slice its own transaction, with a turn of the event loop between
+   * slices: a refresh batch holds every phone that refreshed in the last second (2,000 at 2,000 REGISTER/s), and
+   * written in one go it held the loop for about 50 ms, which every REGISTER arriving meanwhile waited out.
+   */
   async #write(batch: Pending[]): Promise<void> {
+    for (let i = 0; i < batch.length; i += WRITE_SLICE) {
+      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+      await this.#writeSlice(batch.slice(i, i + WRITE_SLICE));
+    }
+  }
+
+  async #writeSlice(slice: Pending[]): Promise<void> {
     // The state as the location service has it now, not as it was when marked.
-    const writes = batch.map((p) => this.#writeOf(p));
+    const writes = slice.map((p) => this.#writeOf(p));
     try {
       await writeRegistrations(this.#o.db, writes);
     } catch (err) {

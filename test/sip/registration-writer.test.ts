@@ -1,0 +1,59 @@
+/**
+ * The registrar's store writes (sip/registration-writer.ts): a large batch, such as a second's refreshes at
+ * 2,000 REGISTER/s, is written a slice at a time so that the REGISTERs arriving meanwhile are not held up for the
+ * whole batch.
+ */
+import assert from 'node:assert/strict';
+import { RegistrationWriter } from '../../sip/registration-writer.js';
+import { LocationService } from '../../sip/location.js';
+import { systemClock } from '../../sip/stack/index.js';
+import { quietLogger } from '../support/logger.js';
+import { sqliteDb } from '../support/db.js';
+import type { Db } from '../../store/index.js';
+
+describe('sip/registration-writer', function () {
+  this.timeout(20000);
+  let db: Db;
+  before(async () => {
+    db = await sqliteDb.open();
+  });
+  after(async () => {
+    await db?.destroy();
+  });
+
+  it('a batch of 1,000 end-users is written a slice at a time, the event loop turning between slices', async () => {
+    const writer = new RegistrationWriter({
+      db,
+      location: new LocationService(),
+      clock: systemClock,
+      logger: quietLogger,
+      refreshDelayMs: 1000,
+    });
+    const written = new Set<string>();
+    const onQuery = (q: { sql: string; bindings?: unknown[] }) => {
+      if (/^delete from "registrations"/i.test(q.sql)) for (const id of q.bindings ?? []) written.add(String(id));
+    };
+    db.on('query', onQuery);
+    try {
+      for (let i = 0; i < 1000; i++) {
+        writer.mark({ accountId: 'a', extension: String(1000 + i), endUserId: `user-${i}` }, { urgent: true });
+      }
+      let turns = 0;
+      let done = false;
+      const spin = () => {
+        if (done) return;
+        turns++;
+        setImmediate(spin);
+      };
+      setImmediate(spin);
+      await writer.settled();
+      done = true;
+      assert.equal(written.size, 1000, 'every end-user written');
+      // 1,000 in slices of 128: eight slices, seven turns of the loop between them at least.
+      assert.ok(turns >= 7, `the loop turned ${turns} times during the write`);
+    } finally {
+      db.off('query', onQuery);
+      await writer.close();
+    }
+  });
+});
