@@ -8,6 +8,7 @@
  * in the LocationService; `end_users.registration_state` follows them. See docs/softphones.md.
  */
 import type { Logger } from '../config/index.js';
+import { detached } from '../kit/index.js';
 import { EventCodes, type EventCode } from '../events/index.js';
 import {
   liveRegistrations,
@@ -257,7 +258,7 @@ export class Registrar {
     const now = this.#clock.now();
     const headerExpires = parseExpires(req.headers.get('expires'));
     const contacts = req.headers.getAll('contact').map((v) => v.trim());
-    const callId = req.callId;
+    const callId = detached(req.callId);
     const cseq = req.cseq.seq;
 
     if (contacts.length === 0) return void this.#ok(srv, id, now, false); // a query (§10.3 step 8)
@@ -283,7 +284,8 @@ export class Registrar {
     for (const value of contacts) {
       const na = parseNameAddr(value);
       if (!na) return void srv.send(400, 'Bad Request');
-      const contact = formatUri(na.uri);
+      // Copies (kit detached): pieces of the request would keep its whole text alive with the binding.
+      const contact = detached(formatUri(na.uri));
       const asked = parseExpires(na.params.get('expires') ?? undefined) ?? headerExpires;
       const existing = this.location.get(id.accountId, id.extension, contact);
       // §10.3 step 7: the same Call-ID with a CSeq not higher is an old or replayed request.
