@@ -101,8 +101,11 @@ export function parseUri(text: string): Uri | null {
   return { scheme, opaque: rest };
 }
 
+/** Stands in for a SIP URI's parameters while it is parsed; every URI returned has its own (parseUriParams). */
+const PARSING: Params = new Map();
+
 function parseSip(scheme: 'sip' | 'sips', rest: string): SipUri | null {
-  const uri: SipUri = { scheme, host: '', params: new Map() };
+  const uri: SipUri = { scheme, host: '', params: PARSING };
   const at = rest.indexOf('@');
   let hostPart = rest;
   if (at >= 0) {
