@@ -201,7 +201,8 @@ export class StoreAdmission implements Admission {
     const at = ++this.#tick;
     acc.reads.add(at);
     try {
-      const funds = await balanceAndLiveCalls(this.#db, req.accountId);
+      // Counted up to the cap: whether the count reaches it is all the decision needs, and counting costs per call.
+      const funds = await balanceAndLiveCalls(this.#db, req.accountId, pre.account.max_concurrent_calls);
       if (!funds) throw suspended();
       if (!exact && acc.queued > 0) return NEAR_LIMIT;
       let live = funds.live;
