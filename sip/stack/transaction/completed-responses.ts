@@ -5,13 +5,17 @@
  * and the transaction itself ends at once: a registrar answering 2,000 REGISTER/s has 4,000 transactions a second
  * in Completed, 128,000 at a time, and holding each as its objects (transaction, request, response, responder,
  * timer) grew the heap by hundreds of MB that every scavenge promoted and every mark-compact walked (pauses of
- * 20-65 ms). Timer J is the same for all of them, so they expire in the order they came: one timer, for the oldest.
+ * 20-65 ms). Timer J is the same for all of them, so they expire in the order they came: one timer, for the oldest,
+ * forgetting those past J a second at a time.
  */
 import { detached } from '../../../kit/index.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import { SipTransportError } from '../errors.js';
 import type { SipMessage } from '../message/index.js';
 import type { CompletedKeeper, MessageChannel } from './transaction.js';
+
+/** How often kept responses past J are forgotten, at most. */
+const EXPIRY_STEP_MS = 1000;
 
 /** One transaction's response; it is its own message to send (what a channel sends is `toBuffer()`). */
 class Kept {
@@ -58,10 +62,10 @@ export class CompletedResponses implements CompletedKeeper {
     this.#timer ??= this.#clock.setTimeout(() => this.#expire(), this.#ttlMs);
   }
 
-  /** Answers a retransmitted request of a kept transaction; false when none is kept under `key`. */
+  /** Answers a retransmitted request of a kept transaction; false when none is kept under `key` (or J has passed). */
   resend(key: string): boolean {
     const kept = this.#byKey.get(key);
-    if (!kept) return false;
+    if (!kept || kept.until <= this.#clock.now()) return false;
     this.#send(kept);
     return true;
   }
@@ -94,7 +98,9 @@ export class CompletedResponses implements CompletedKeeper {
       this.#queue = q.slice(this.#head);
       this.#head = 0;
     }
+    // Forgotten a second at a time (resend() checks J itself): at 4,000 a second, one timer per entry was as many
+    // timers a second as there were answers.
     const next = this.#queue[this.#head];
-    if (next) this.#timer = this.#clock.setTimeout(() => this.#expire(), Math.max(0, next.until - now));
+    if (next) this.#timer = this.#clock.setTimeout(() => this.#expire(), Math.max(EXPIRY_STEP_MS, next.until - now));
   }
 }

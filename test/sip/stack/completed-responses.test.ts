@@ -74,10 +74,13 @@ describe('completed non-INVITE server transactions over UDP (RFC 3261 §17.2.2)'
     assert.ok(sent[1000]!.equals(sent[7]!), 'the same bytes as the first response');
 
     clock.advance(1); // Timer J
-    assert.equal(layer.size.server, 0);
-    assert.equal(clock.pendingTimers, 0);
     layer.receiveRequest(request('REGISTER', 'z9hG4bK-7'));
     assert.equal(passedUp.length, 1001, 'after Timer J the same request is a new one');
+    layer.receiveRequest(request('REGISTER', 'z9hG4bK-8'));
+    assert.equal(passedUp.length, 1002);
+    clock.advance(1000); // forgotten within a second of J
+    assert.equal(layer.size.server, 2); // the two new ones, not answered yet
+    assert.equal(clock.pendingTimers, 0);
   });
 
   it('each kept response expires Timer J after its own answer', () => {
