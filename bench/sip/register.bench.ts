@@ -19,13 +19,19 @@
  * Keep-alives to the bindings (sip.keepAliveSeconds) are off unless KEEPALIVE=<seconds>: SIPp answers no OPTIONS, so
  * each would be retransmitted for 32 s and every binding dropped as a dead flow after three intervals (re-added,
  * AUTH.0200, urgent writes, on its next REGISTER); the Kamailio anchor pings no one either.
+ * BENCH_PORT_SHIFT=<n> moves every port by n (two benches on one box). The CPU column is user + system time, system
+ * (the kernel: sending datagrams, loopback delivery to SIPp included) in brackets; GC is V8's pause time per
+ * registration and the longest pause of the step. UDP drops: datagrams the kernel dropped for a full receive buffer
+ * at the switch's socket during the step (/proc/net/udp); SIPp retransmissions: requests SIPp sent again after
+ * 500 ms without an answer (a drop anywhere, or an answer that late). UDP_FRONT=true|false sets
+ * overload.udpFront (default: the switch's default); the header line says which ran.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestSwitch } from '../../test/e2e/harness.js';
 import { loadServerSecret } from '../../cli/first-run.js';
 import { insertAccount, insertEndUser, insertPhoneToken, type Db, type EndUserRow } from '../../store/index.js';
@@ -38,7 +44,12 @@ const USERS = Number(process.argv[4] ?? 2000);
 const MODE = process.argv[5] === 'new' ? 'new' : 'refresh';
 const ACCOUNTS = Math.max(1, Math.ceil(USERS / 200));
 const TOP = Number(process.env.SQL_TOP ?? 12);
-const PORTS = { http: 22680, sip: 22665, ng: 22628, dtmf: 22629, rtpMin: 31000, rtpMax: 31099, phones: 22661 };
+const SHIFT = Number(process.env.BENCH_PORT_SHIFT ?? 0);
+const PORTS = Object.fromEntries(
+  Object.entries({ http: 22680, sip: 22665, ng: 22628, dtmf: 22629, rtpMin: 31000, rtpMax: 31099, phones: 22661 }).map(
+    ([k, v]) => [k, v + SHIFT],
+  ),
+) as Record<'http' | 'sip' | 'ng' | 'dtmf' | 'rtpMin' | 'rtpMax' | 'phones', number>;
 const ANCHORS =
   process.env.SIMU_BENCH_ANCHORS ?? path.resolve(import.meta.dirname, '..', '..', '..', 'shared', 'bench-anchors');
 
@@ -48,6 +59,7 @@ const ctx = await startTestSwitch({
     SIMU_SIP_FLOOD_MAX_REQUESTS: '1000000',
     SIMU_SIP_FLOOD_WINDOW_SECONDS: '1',
     SIMU_SIP_KEEPALIVE_SECONDS: process.env.KEEPALIVE ?? '0',
+    ...(process.env.UDP_FRONT !== undefined && { SIMU_OVERLOAD_UDP_FRONT: process.env.UDP_FRONT }),
   },
 });
 const dir = mkdtempSync(path.join(os.tmpdir(), 'register-bench-'));
@@ -61,11 +73,20 @@ writeFileSync(scenario, scenarioXml(MODE));
 let statements = 0;
 const bySql = new Map<string, { n: number; ms: number }>();
 const started = new Map<string, { shape: string; at: number }>();
-const shapeOf = (sql: string) =>
-  sql
-    .replace(/\s+/g, ' ')
-    .replace(/\(\?(, \?)*\)/g, '(?)')
-    .slice(0, 110);
+// Shapes remembered by text: the switch's statements are a few fixed texts, and the regexes over a 64-row insert's
+// text for every statement were the bench's own cost, counted in the switch's CPU.
+const shapes = new Map<string, string>();
+const shapeOf = (sql: string) => {
+  let shape = shapes.get(sql);
+  if (shape === undefined) {
+    shape = sql
+      .replace(/\s+/g, ' ')
+      .replace(/\(\?(, \?)*\)/g, '(?)')
+      .slice(0, 110);
+    if (shapes.size < 10_000) shapes.set(sql, shape);
+  }
+  return shape;
+};
 ctx.db.on('query', (q: { sql: string; __knexQueryUid: string }) => {
   statements++;
   const shape = shapeOf(q.sql);
@@ -85,6 +106,13 @@ ctx.db.on('query-response', answered);
 ctx.db.on('query-error', (_e: unknown, q: { __knexQueryUid: string }) => answered(undefined, q));
 const loop = monitorEventLoopDelay({ resolution: 5 });
 loop.enable();
+const gc = { ms: 0, max: 0 };
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    gc.ms += e.duration;
+    gc.max = Math.max(gc.max, e.duration);
+  }
+}).observe({ entryTypes: ['gc'] });
 
 const anchors = kamailioAnchors();
 const rows: string[] = [];
@@ -97,15 +125,16 @@ const profile = await profiler?.();
 console.log(
   `\nregister bench: ${USERS} phones in ${ACCOUNTS} accounts, mode ${MODE}, SQLite, ${SECONDS} s per step, ` +
     `keep-alives ${process.env.KEEPALIVE ? `every ${process.env.KEEPALIVE} s` : 'off'}, ` +
+    `UDP front ${ctx.sw.sip?.ua.udpFront ? 'on' : 'off'}, ` +
     `${os.cpus().length}-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
 console.log(
   'flow: SIPp REGISTER -> 401 (digest challenge) -> REGISTER + Authorization (MD5, token short form) -> 200\n',
 );
 console.log(
-  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg | loop delay p99 ms | SQL/reg | Kamailio at this rate (anchor) |',
+  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg (sys) | GC ms/reg, longest | loop delay p99 ms | UDP drops at the switch / SIPp retransmissions | SQL/reg | Kamailio at this rate (anchor) |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 // Every phone here is 127.0.0.1: a ban (failed authentications) would fail every later registration.
 const bans = await ctx.db('ip_bans').count({ n: '*' });
@@ -127,6 +156,9 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
   const cpu0 = process.cpuUsage();
   const sql0 = statements;
   loop.reset();
+  gc.ms = 0;
+  gc.max = 0;
+  const drops0 = udpDrops(PORTS.sip);
   const phones = spawn(
     'sipp',
     [
@@ -145,6 +177,10 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
       String(count),
       '-l',
       process.env.LIMIT ?? String(rate * 5),
+      // 4 MB like the switch's socket: real phones each have a socket of their own, and SIPp's default 64 KB one
+      // overflowed on a burst of answers (drops, each a retransmission 500 ms later, counted in the p99).
+      '-buff_size',
+      String(4 * 1024 * 1024),
       '-recv_timeout',
       '5000',
       '-timeout',
@@ -170,6 +206,7 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
   const stat = lastCsvRow(out);
   const done = Number(stat.get('SuccessfulCall(C)') ?? 0);
   const failed = Number(stat.get('FailedCall(C)') ?? 0);
+  const retransmitted = Number(stat.get('Retransmissions(C)') ?? 0);
   const rtt = rttOf(out);
   const q = (xs: number[], p: number) =>
     xs.length === 0
@@ -177,10 +214,13 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
       : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
   const per = Math.max(1, done);
   const switchMs = (cpu.user + cpu.system) / 1000 / per;
+  const sysMs = cpu.system / 1000 / per;
+  const drops = udpDrops(PORTS.sip) - drops0;
+  const gcCol = `${(gc.ms / per).toFixed(3)}, ${gc.max.toFixed(0)}`;
   const a = anchors.get(rate);
   const anchor = a ? `${a.failed} failed, p50/p99 ${a.p50}/${a.p99} ms` : '-';
   const pct = ((100 * failed) / Math.max(1, count)).toFixed(2);
-  return `| ${label ? `${label}: ` : ''}${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} | ${loopP99.toFixed(1)} | ${(sql / per).toFixed(2)} | ${anchor} |`;
+  return `| ${label ? `${label}: ` : ''}${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} (${sysMs.toFixed(2)}) | ${gcCol} | ${loopP99.toFixed(1)} | ${drops} / ${retransmitted} | ${(sql / per).toFixed(2)} | ${anchor} |`;
 }
 
 /** The end-users and their tokens, as the API creates them; returns SIPp's injection file (extension, domain, auth). */
@@ -255,6 +295,17 @@ ${register(2, '\n      [field2]')}
   <recv response="200" rtd="2"/>
 </scenario>
 `;
+}
+
+/** Datagrams the kernel dropped so far for a full receive buffer at the sockets bound to `port` (/proc/net/udp). */
+function udpDrops(port: number): number {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let n = 0;
+  for (const line of readFileSync('/proc/net/udp', 'utf8').split('\n').slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    if (cols[1]?.endsWith(hex)) n += Number(cols[12] ?? 0);
+  }
+  return n;
 }
 
 /** Waits until no statement has run for 300 ms (at most 15 s). */
