@@ -201,8 +201,7 @@ export class StoreAdmission implements Admission {
     const at = ++this.#tick;
     acc.reads.add(at);
     try {
-      // Counted up to the cap: whether the count reaches it is all the decision needs, and counting costs per call.
-      const funds = await balanceAndLiveCalls(this.#db, req.accountId, pre.account.max_concurrent_calls);
+      const funds = await balanceAndLiveCalls(this.#db, req.accountId);
       if (!funds) throw suspended();
       if (!exact && acc.queued > 0) return NEAR_LIMIT;
       let live = funds.live;
