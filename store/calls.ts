@@ -201,6 +201,11 @@ const BALANCE_AND_LIVE = `select "balance_cents", (${COUNT_LIVE_OF_ACCOUNT}) as 
 /**
  * What admission reads of the store for a new call, in one statement (one round trip on PostgreSQL): the account's
  * balance (never cached: money) and how many of its calls are live. Undefined when there is no such account.
+ *
+ * The count walks the (account_id, status) index range, ~40 ns a live call (25 µs at 600 on SQLite, 1.5 ms at
+ * 30,000). Counting only up to the account's cap (`count(*) from (select 1 ... limit cap)`) was tried and undone:
+ * SQLite runs that as a co-routine at twice the cost per row (43-50 µs at 600), and live calls stay under the cap
+ * anyway, so the bound never cut anything. What would: a live-call counter kept on the account row.
  */
 export async function balanceAndLiveCalls(
   db: Db,
