@@ -5,6 +5,7 @@
  * (RFC 7616 §3.3).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { detached } from '../../../kit/index.js';
 import { formatUri, parseUri, type SipRequest, type Uri } from '../message/index.js';
 import { HmacSha256 } from './hmac.js';
 import { hash, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
@@ -199,7 +200,8 @@ export class DigestServer {
     const now = this.#now();
     this.#prune(now);
     if (now - a.issuedAt > this.#ttl || this.#used.has(a.nonce)) return { ok: false, stale: true, reason: 'stale' };
-    this.#used.set(a.nonce, a.issuedAt + this.#ttl);
+    // A copy: the nonce is cut from the request, whose whole text it would keep alive for the nonce's lifetime.
+    this.#used.set(detached(a.nonce), a.issuedAt + this.#ttl);
     return { ok: true, username: a.username, algorithm: a.algorithm };
   }
 
