@@ -17,17 +17,25 @@ import type { CompletedKeeper, MessageChannel } from './transaction.js';
 /** How often kept responses past J are forgotten, at most. */
 const EXPIRY_STEP_MS = 1000;
 
-/** One transaction's response; it is its own message to send (what a channel sends is `toBuffer()`). */
+/**
+ * One transaction's response; it is its own message to send (what a channel sends is `toBuffer()`). The bytes are
+ * held as a one-byte string (latin1 maps each byte to one character and back): one object for the collector to
+ * walk instead of a Buffer and its share of a pool slab.
+ */
 class Kept {
+  readonly #bytes: string;
+
   constructor(
     readonly key: string,
-    readonly bytes: Buffer,
+    bytes: Buffer,
     readonly channel: MessageChannel,
     readonly until: number,
-  ) {}
+  ) {
+    this.#bytes = bytes.toString('latin1');
+  }
 
   toBuffer(): Buffer {
-    return this.bytes;
+    return Buffer.from(this.#bytes, 'latin1');
   }
 }
 

@@ -83,6 +83,19 @@ describe('completed non-INVITE server transactions over UDP (RFC 3261 §17.2.2)'
     assert.equal(clock.pendingTimers, 0);
   });
 
+  it('a response with UTF-8 text is resent byte for byte', () => {
+    const { sent, passedUp, layer } = setup();
+    layer.receiveRequest(request('MESSAGE', 'z9hG4bK-u'));
+    const { req, tx } = passedUp[0]!;
+    const res = createResponse(req, 200);
+    res.headers.set('contact', '"Zoë ☎ Njeri" <sip:zoe@example.com>');
+    layer.respond(tx, res);
+    layer.receiveRequest(request('MESSAGE', 'z9hG4bK-u'));
+    assert.equal(sent.length, 2);
+    assert.ok(sent[1]!.equals(res.toBuffer()));
+    assert.ok(sent[0]!.equals(sent[1]!));
+  });
+
   it('each kept response expires Timer J after its own answer', () => {
     const { clock, passedUp, layer, answerAll } = setup();
     layer.receiveRequest(request('OPTIONS', 'z9hG4bK-a'));
