@@ -132,7 +132,7 @@ console.log(
   'flow: SIPp REGISTER -> 401 (digest challenge) -> REGISTER + Authorization (MD5, token short form) -> 200\n',
 );
 console.log(
-  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg (sys) | GC ms/reg, longest | loop delay p99 ms | UDP drops at the switch / SIPp retransmissions | SQL/reg | Kamailio at this rate (anchor) |',
+  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg (sys) | GC ms/reg, longest | loop delay p99 / max ms | UDP drops at the switch / SIPp retransmissions | SQL/reg | Kamailio at this rate (anchor) |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
@@ -202,6 +202,7 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
   const cpu = process.cpuUsage(cpu0);
   const sql = statements - sql0;
   const loopP99 = loop.percentile(99) / 1e6;
+  const loopMax = loop.max / 1e6;
 
   const stat = lastCsvRow(out);
   const done = Number(stat.get('SuccessfulCall(C)') ?? 0);
@@ -220,7 +221,7 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
   const a = anchors.get(rate);
   const anchor = a ? `${a.failed} failed, p50/p99 ${a.p50}/${a.p99} ms` : '-';
   const pct = ((100 * failed) / Math.max(1, count)).toFixed(2);
-  return `| ${label ? `${label}: ` : ''}${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} (${sysMs.toFixed(2)}) | ${gcCol} | ${loopP99.toFixed(1)} | ${drops} / ${retransmitted} | ${(sql / per).toFixed(2)} | ${anchor} |`;
+  return `| ${label ? `${label}: ` : ''}${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} (${sysMs.toFixed(2)}) | ${gcCol} | ${loopP99.toFixed(1)} / ${loopMax.toFixed(0)} | ${drops} / ${retransmitted} | ${(sql / per).toFixed(2)} | ${anchor} |`;
 }
 
 /** The end-users and their tokens, as the API creates them; returns SIPp's injection file (extension, domain, auth). */
