@@ -43,6 +43,19 @@ export class CallSpeech implements SpeechInput {
     const stop = (): void => recognizer?.close();
     options.signal.addEventListener('abort', stop, { once: true });
     try {
+      // The caller is heard from now: opening the recogniser (its dictionary read, the decoders started) takes a
+      // moment, seconds on a cold or busy box, and a caller who answers at once spoke into it (the word was lost
+      // and the Gather ended empty). What arrives meanwhile is kept, up to the utterance's limit, and handed over.
+      const early: Int16Array[] = [];
+      let earlySamples = 0;
+      let open: SpeechRecognizer | undefined = undefined;
+      untap = this.#media.tapAudio(callId, CALLER_LEG, (samples) => {
+        if (open) open.push(samples, 8000);
+        else if (earlySamples < MAX_UTTERANCE_SECONDS * 8000) {
+          early.push(samples.slice());
+          earlySamples += samples.length;
+        }
+      });
       recognizer = await SpeechRecognizer.open({
         hints: options.hints,
         maxSeconds: MAX_UTTERANCE_SECONDS,
@@ -51,7 +64,9 @@ export class CallSpeech implements SpeechInput {
       });
       if (options.signal.aborted) return null;
       const r = recognizer;
-      untap = this.#media.tapAudio(callId, CALLER_LEG, (samples) => r.push(samples, 8000));
+      for (const samples of early) r.push(samples, 8000);
+      early.length = 0;
+      open = r;
       const result = await r.result;
       return result === null ? null : { text: result.transcript, confidence: result.confidence };
     } catch (e) {
