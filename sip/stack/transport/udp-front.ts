@@ -147,13 +147,14 @@ export class UdpFront {
 
   /** The worker's report on sends up to `sent`: the failed ones are rejected with their error, the rest resolved. */
   #settle(report: { sent: number; errors: (number | string)[] }): void {
-    const failed = new Map<number, string>();
+    let failed: Map<number, string> | undefined; // made only when a send failed
     for (let i = 0; i < report.errors.length; i += 2)
-      failed.set(report.errors[i] as number, report.errors[i + 1] as string);
+      (failed ??= new Map()).set(report.errors[i] as number, report.errors[i + 1] as string);
     while (this.#firstPendingSeq <= report.sent && this.#pendingHead < this.#pending.length) {
       const p = this.#pending[this.#pendingHead]!;
       this.#pending[this.#pendingHead++] = undefined as unknown as PendingSend;
-      const error = failed.get(this.#firstPendingSeq++);
+      const seq = this.#firstPendingSeq++; // not inside `failed?.get(...)`: a short-circuit would skip it
+      const error = failed?.get(seq);
       if (error === undefined) p.resolve();
       else p.reject(new Error(error));
     }
