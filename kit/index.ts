@@ -36,6 +36,5 @@ export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle }
 export { sleep } from './sleep.js';
 export { detached } from './detached.js';
 export { ABORTED, abortQuietly } from './abort.js';
-export { randomHex } from './random-hex.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';
 export { TypedEmitter, type ListenerErrorLog } from './typed-emitter.js';

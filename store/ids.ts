@@ -1,5 +1,4 @@
 import { randomBytes, createHash, randomFillSync } from 'node:crypto';
-import { randomHex } from '../kit/index.js';
 
 /**
  * UUIDv7 (RFC 9562 §5.7): 48 bits of Unix milliseconds first, so the text sorts in creation order. Ids made within
@@ -63,4 +62,15 @@ export const newCallSid = (now: number = Date.now()): string =>
   `call_${Math.floor(now / 1000)
     .toString(16)
     .padStart(8, '0')
-    .slice(-8)}${randomHex(8)}`;
+    .slice(-8)}${sidRandom()}`;
+
+/** The random half of sids, drawn from a pooled block (a CSPRNG call per sid was 1.5 % of a call's CPU). */
+const sidPool = Buffer.alloc(4096);
+let sidPoolAt = sidPool.length;
+function sidRandom(): string {
+  if (sidPoolAt === sidPool.length) {
+    randomFillSync(sidPool);
+    sidPoolAt = 0;
+  }
+  return sidPool.toString('hex', sidPoolAt, (sidPoolAt += 8));
+}

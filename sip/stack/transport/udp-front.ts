@@ -147,14 +147,13 @@ export class UdpFront {
 
   /** The worker's report on sends up to `sent`: the failed ones are rejected with their error, the rest resolved. */
   #settle(report: { sent: number; errors: (number | string)[] }): void {
-    let failed: Map<number, string> | undefined; // made only when a send failed
+    const failed = new Map<number, string>();
     for (let i = 0; i < report.errors.length; i += 2)
-      (failed ??= new Map()).set(report.errors[i] as number, report.errors[i + 1] as string);
+      failed.set(report.errors[i] as number, report.errors[i + 1] as string);
     while (this.#firstPendingSeq <= report.sent && this.#pendingHead < this.#pending.length) {
       const p = this.#pending[this.#pendingHead]!;
       this.#pending[this.#pendingHead++] = undefined as unknown as PendingSend;
-      const seq = this.#firstPendingSeq++; // not inside `failed?.get(...)`: a short-circuit would skip it
-      const error = failed?.get(seq);
+      const error = failed.get(this.#firstPendingSeq++);
       if (error === undefined) p.resolve();
       else p.reject(new Error(error));
     }
