@@ -25,18 +25,35 @@
  * at the switch's socket during the step (/proc/net/udp); SIPp retransmissions: requests SIPp sent again after
  * 500 ms without an answer (a drop anywhere, or an answer that late). UDP_FRONT=true|false sets
  * overload.udpFront (default: the switch's default); the header line says which ran.
+ * The main thread's own CPU per registration and the time it waited for a core (ms per second of the step) come
+ * from Linux's per-thread schedstat: the event loop is one thread, and at 2,000/s it is the one near a full core;
+ * the other threads' CPU (the UDP front's worker, SQLite's checkpointer, V8's helpers) is printed below the table.
+ * BENCH_PROFILE=<file>: CPU profile of the steps (top frames printed); BENCH_HEAP_PROFILE=<file>: V8's sampling
+ * allocation profile of the steps (bytes per registration by frame; with BENCH_HEAP_PROMOTED=1 only what outlived the
+ * young generation); BENCH_STALLS=<ms>: every event-loop stall
+ * longer than that, with the GC pauses and the main thread's time descheduled during it (and, with BENCH_PROFILE,
+ * the frames it ran), longest first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
-import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestSwitch } from '../../test/e2e/harness.js';
 import { loadServerSecret } from '../../cli/first-run.js';
 import { insertAccount, insertEndUser, insertPhoneToken, type Db, type EndUserRow } from '../../store/index.js';
 import { signPhoneToken } from '../../sip/index.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
+import {
+  GcWatch,
+  Inspector,
+  StallWatch,
+  cpuByThread,
+  printCpuProfile,
+  printHeapProfile,
+  printStalls,
+  threadTimes,
+} from './register-probes.js';
 
 const RATES = (process.argv[2] ?? '500,1000,2000,3000').split(',').map(Number);
 const SECONDS = Number(process.argv[3] ?? 10);
@@ -106,21 +123,21 @@ ctx.db.on('query-response', answered);
 ctx.db.on('query-error', (_e: unknown, q: { __knexQueryUid: string }) => answered(undefined, q));
 const loop = monitorEventLoopDelay({ resolution: 5 });
 loop.enable();
-const gc = { ms: 0, max: 0 };
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) {
-    gc.ms += e.duration;
-    gc.max = Math.max(gc.max, e.duration);
-  }
-}).observe({ entryTypes: ['gc'] });
+const gc = new GcWatch();
 
 const anchors = kamailioAnchors();
 const rows: string[] = [];
+const threads: string[] = [];
 // Every phone's first registration (new bindings, AUTH.0200 each), then the steps: refreshes (or new contacts).
 rows.push(await step(Math.min(500, USERS), USERS, 'first'));
-const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
+const probe = new Inspector();
+if (process.env.BENCH_PROFILE) await probe.startCpu();
+if (process.env.BENCH_HEAP_PROFILE) await probe.startHeap(process.env.BENCH_HEAP_PROMOTED === '1');
+const stalls = process.env.BENCH_STALLS ? new StallWatch(gc, Number(process.env.BENCH_STALLS)) : undefined;
 for (const rate of RATES) rows.push(await step(rate, rate * SECONDS));
-const profile = await profiler?.();
+stalls?.stop();
+const profile = process.env.BENCH_PROFILE ? await probe.stopCpu() : undefined;
+const heap = process.env.BENCH_HEAP_PROFILE ? await probe.stopHeap() : undefined;
 
 console.log(
   `\nregister bench: ${USERS} phones in ${ACCOUNTS} accounts, mode ${MODE}, SQLite, ${SECONDS} s per step, ` +
@@ -132,9 +149,9 @@ console.log(
   'flow: SIPp REGISTER -> 401 (digest challenge) -> REGISTER + Authorization (MD5, token short form) -> 200\n',
 );
 console.log(
-  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg (sys) | GC ms/reg, longest | loop delay p99 / max ms | UDP drops at the switch / SIPp retransmissions | SQL/reg | Kamailio at this rate (anchor) |',
+  '| offered | registrations | done (200) | failed | REGISTER->401 p50/p99 ms | REGISTER->200 p50/p99 ms | switch CPU ms/reg (sys) | main thread CPU ms/reg, waiting for a core ms/s | GC ms/reg, longest | loop delay p99 / max ms | UDP drops at the switch / SIPp retransmissions | SQL/reg | Kamailio at this rate (anchor) |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 // Every phone here is 127.0.0.1: a ban (failed authentications) would fail every later registration.
 const bans = await ctx.db('ip_bans').count({ n: '*' });
@@ -147,13 +164,18 @@ console.log('| per reg | µs each, query to answer | statement |');
 console.log('|---|---|---|');
 for (const [shape, { n, ms }] of [...bySql].sort((a, b) => b[1].n - a[1].n).slice(0, TOP))
   console.log(`| ${(n / regs).toFixed(3)} | ${((1000 * ms) / n).toFixed(0)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
-if (profile) printProfile(profile, process.env.BENCH_PROFILE!);
+if (threads.length > 0) console.log(`\nother threads' CPU, ms per registration, by step: ${threads.join('; ')}`);
+if (profile) printCpuProfile(profile, process.env.BENCH_PROFILE!);
+if (heap) printHeapProfile(heap, process.env.BENCH_HEAP_PROFILE!, regs - USERS);
+if (stalls) printStalls(stalls.stalls, profile);
 await ctx.sw.stop();
 process.exit(0);
 
 async function step(rate: number, count: number, label = ''): Promise<string> {
   const out = mkdtempSync(path.join(dir, `r${rate}-`));
   const cpu0 = process.cpuUsage();
+  const threads0 = threadTimes();
+  const began = performance.now();
   const sql0 = statements;
   loop.reset();
   gc.ms = 0;
@@ -200,6 +222,8 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
   await exited(phones, (count / rate) * 1000 + 70_000);
   await quiet(); // the switch's writes that the last registrations started
   const cpu = process.cpuUsage(cpu0);
+  const byThread = cpuByThread(threads0, threadTimes());
+  const seconds = (performance.now() - began) / 1000;
   const sql = statements - sql0;
   const loopP99 = loop.percentile(99) / 1e6;
   const loopMax = loop.max / 1e6;
@@ -221,7 +245,15 @@ async function step(rate: number, count: number, label = ''): Promise<string> {
   const a = anchors.get(rate);
   const anchor = a ? `${a.failed} failed, p50/p99 ${a.p50}/${a.p99} ms` : '-';
   const pct = ((100 * failed) / Math.max(1, count)).toFixed(2);
-  return `| ${label ? `${label}: ` : ''}${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} (${sysMs.toFixed(2)}) | ${gcCol} | ${loopP99.toFixed(1)} / ${loopMax.toFixed(0)} | ${drops} / ${retransmitted} | ${(sql / per).toFixed(2)} | ${anchor} |`;
+  const mainCol = `${(byThread.mainMs / per).toFixed(3)}, ${(byThread.mainWaitMs / seconds).toFixed(0)}`;
+  threads.push(
+    `${label ? `${label}: ` : ''}${rate}/s ` +
+      byThread.others
+        .filter((t) => t.ms / per >= 0.005)
+        .map((t) => `${t.name} ${(t.ms / per).toFixed(3)}`)
+        .join(', '),
+  );
+  return `| ${label ? `${label}: ` : ''}${rate}/s | ${count} | ${done} | ${failed} (${pct} %) | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${switchMs.toFixed(2)} (${sysMs.toFixed(2)}) | ${mainCol} | ${gcCol} | ${loopP99.toFixed(1)} / ${loopMax.toFixed(0)} | ${drops} / ${retransmitted} | ${(sql / per).toFixed(2)} | ${anchor} |`;
 }
 
 /** The end-users and their tokens, as the API creates them; returns SIPp's injection file (extension, domain, auth). */
@@ -351,51 +383,6 @@ function rttOf(out: string): Record<number, number[]> {
     }
   }
   return res;
-}
-
-/** CPU profile of the steps only (not the set-up): node's inspector, in this process. */
-async function startProfile(): Promise<() => Promise<Profile>> {
-  const session = new inspector.Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) =>
-      session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))),
-    );
-  await post('Profiler.enable');
-  await post('Profiler.setSamplingInterval', { interval: 200 });
-  await post('Profiler.start');
-  return async () => (await post('Profiler.stop')).profile as Profile;
-}
-
-interface Profile {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Writes the profile and prints the frames with the most self time, as a share of the busy (non-idle) time. */
-function printProfile(p: Profile, file: string): void {
-  writeFileSync(file, JSON.stringify(p));
-  const frame = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
-  const self = new Map<string, number>();
-  p.samples.forEach((id, i) => {
-    const f = frame.get(id)!;
-    const where = f.url.replace(/^.*\/(node_modules|work\/main)\//, '$1/').replace(/^work\/main\//, '');
-    const key = `${f.functionName || '(anonymous)'} ${where}${where ? ':' + (f.lineNumber + 1) : ''}`;
-    self.set(key, (self.get(key) ?? 0) + (p.timeDeltas[i] ?? 0));
-  });
-  const idle = self.get('(idle) ') ?? 0;
-  const busy = [...self.values()].reduce((a, b) => a + b, 0) - idle;
-  console.log(
-    `\nCPU profile of the steps after the first registrations (${file}): busy ${(busy / 1000).toFixed(0)} ms; top frames by self time:\n`,
-  );
-  console.log('| self % of busy | frame |');
-  console.log('|---|---|');
-  for (const [k, v] of [...self]
-    .filter(([k]) => k !== '(idle) ')
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 20))
-    console.log(`| ${((100 * v) / busy).toFixed(1)} | \`${k}\` |`);
 }
 
 /** The anchor's registrar lines by rate: `registrar c=1 r=4000 ... failed=0 (0.000%) ... rt_ms_p50/p95/p99/max=0/4/8/520`. */
