@@ -90,6 +90,48 @@ describe('OverloadControl', () => {
     assert.equal(h.ctl.state().shedding, false);
   });
 
+  describe('the standing-backlog probe (every 10 ms, between ticks)', () => {
+    /**
+     * Probes for `ms`, the i-th one `late(i)` ms after it was due (the loop that long behind), the loop getting through
+     * new calls at `rate` a second meanwhile.
+     */
+    const lateProbes = (h: ReturnType<typeof harness>, ms: number, late: (i: number) => number, rate = 0) => {
+      let owed = 0;
+      for (let i = 0, t = 0; t < ms; i++) {
+        const step = 10 + late(i);
+        h.advance(step);
+        t += step;
+        for (owed += (rate * step) / 1000; owed >= 1; owed--) h.ctl.admitNewCall();
+        h.ctl.probe(); // due 10 ms after the one before fired: late(i) late
+      }
+    };
+
+    it('every probe later than half the delay limit for a whole tick sheds at once, without waiting for a tick', () => {
+      const h = harness({ maxLoopDelayMs: 40 });
+      h.offer(50, 1000); // then a flood: the loop falls behind, getting through 200 new calls a second
+      h.ctl.probe();
+      lateProbes(h, 200, () => 25, 200);
+      assert.equal(h.ctl.state().shedding, false, 'not yet a whole tick');
+      lateProbes(h, 100, () => 25, 200);
+      assert.equal(h.ctl.state().shedding, true);
+      assert.match(h.ctl.state().reason, /event loop behind by over 20 ms for \d+ ms/);
+      assert.equal(h.changes.length, 1, 'told at once');
+      // 70 % of what the loop got through while behind (not of the last second's, mostly the calm before).
+      const limit = h.ctl.state().limitCps!;
+      assert.ok(limit >= 130 && limit <= 145, `limit ${limit}`);
+    });
+
+    it('one long turn, or late probes the loop catches up between, refuses nothing', () => {
+      const h = harness({ maxLoopDelayMs: 40 });
+      h.offer(200, 1000);
+      h.ctl.probe();
+      lateProbes(h, 400, (i) => (i === 0 ? 400 : 0)); // a 400 ms turn: one probe very late, then the loop is free
+      lateProbes(h, 2000, (i) => (i % 5 === 4 ? 5 : 30)); // behind, but one probe in five is on time
+      assert.equal(h.ctl.state().shedding, false);
+      assert.equal(h.offer(200, 1000).refused, 0);
+    });
+  });
+
   it('a loop delay four times its limit sheds on one tick', () => {
     const h = harness({ maxLoopDelayMs: 40 });
     h.offer(100, 1000);
