@@ -1,6 +1,11 @@
 import {
   deleteCallCredit,
   inTransaction,
+  isPostgres,
+  isUniqueViolation,
+  newId,
+  nowIso,
+  settleCappedDebitsOnPg,
   ledgerRowsBySettlementKeys,
   type Db,
   type Tx,
@@ -98,16 +103,7 @@ export async function settleCallInTransaction(trx: Tx, c: CallCharge): Promise<C
     await postOne(trx, c, 'call', keys[0], c.talkCents, prior.get(keys[0])),
     await postOne(trx, c, 'tts', keys[1], c.ttsCents, prior.get(keys[1])),
   ];
-  const talk = rows[0]?.amountCents ?? 0;
-  const tts = rows[1]?.amountCents ?? 0;
-  const last = rows.filter((r) => r && !r.duplicate).pop() ?? rows.filter(Boolean).pop();
-  return {
-    talkCents: talk,
-    ttsCents: tts,
-    costCents: talk + tts,
-    balanceAfterCents: last?.balanceAfterCents,
-    posted: rows.filter((r): r is PostedCharge => !!r && !r.duplicate),
-  };
+  return resultOf(rows);
 }
 
 /** BILL.0300 (wallet.debited) for each row a settlement posted. */
@@ -129,11 +125,70 @@ export function emitDebits(emit: BillingEmit | undefined, accountId: string, cal
   }
 }
 
+/**
+ * PostgreSQL: the same settlement in one transaction sent at once (store settleCappedDebitsOnPg), so the account
+ * row is locked only while PostgreSQL runs the posts, not across round trips. A debit whose key another settlement
+ * took meanwhile (neither seen before nor posted) is a lost race: settled again, it finds that row.
+ */
+async function settleOnPg(db: Db, c: CallCharge): Promise<CallSettlementResult> {
+  const keys = [talkKey(c.callId), ttsKey(c.callId)] as const;
+  const cents = [c.talkCents, c.ttsCents];
+  const kinds: LedgerKind[] = ['call', 'tts'];
+  for (const n of cents) if (!Number.isInteger(n)) throw new Error('amountCents must be a non-negative integer');
+  const toPost = [0, 1].filter((i) => cents[i]! > 0);
+  const row = (i: number) => ({
+    id: newId(),
+    account_id: c.accountId,
+    kind: kinds[i]!,
+    call_id: c.callId,
+    settlement_key: keys[i]!,
+    created_at: nowIso(),
+  });
+  const debits = toPost.map((i) => ({ row: row(i), cents: cents[i]! }));
+  let r;
+  try {
+    r = await settleCappedDebitsOnPg(db, c.accountId, c.callId, [...keys], debits);
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new LedgerConflictError();
+    throw e;
+  }
+  const prior = new Map(r.prior.map((p) => [p.settlement_key, p]));
+  const rows: (PostedCharge | undefined)[] = [undefined, undefined];
+  for (const i of [0, 1]) {
+    const p = prior.get(keys[i]!);
+    if (p) rows[i] = priorCharge(kinds[i]!, keys[i]!, p);
+  }
+  toPost.forEach((i, n) => {
+    if (rows[i]) return; // posted before: the statement found the key taken and posted nothing
+    const posted = r.posted[n];
+    if (!posted) throw new LedgerConflictError();
+    const { amountCents, balanceBeforeCents } = posted;
+    const after = balanceBeforeCents - amountCents;
+    rows[i] = { kind: kinds[i]!, settlementKey: keys[i]!, amountCents, balanceAfterCents: after, duplicate: false };
+  });
+  return resultOf(rows);
+}
+
+function resultOf(rows: (PostedCharge | undefined)[]): CallSettlementResult {
+  const talk = rows[0]?.amountCents ?? 0;
+  const tts = rows[1]?.amountCents ?? 0;
+  const last = rows.filter((r) => r && !r.duplicate).pop() ?? rows.filter(Boolean).pop();
+  return {
+    talkCents: talk,
+    ttsCents: tts,
+    costCents: talk + tts,
+    balanceAfterCents: last?.balanceAfterCents,
+    posted: rows.filter((r): r is PostedCharge => !!r && !r.duplicate),
+  };
+}
+
 /** Settles a call in a transaction of its own, retrying a lost race on the ledger; emits BILL.0300 per row. */
 export async function settleCall(db: Db, c: CallCharge, emit?: BillingEmit): Promise<CallSettlementResult> {
   for (let attempt = 0; ; attempt++) {
     try {
-      const s = await inTransaction(db, (trx) => settleCallInTransaction(trx, c));
+      const s = isPostgres(db)
+        ? await settleOnPg(db, c)
+        : await inTransaction(db, (trx) => settleCallInTransaction(trx, c));
       emitDebits(emit, c.accountId, c.callId, s);
       return s;
     } catch (e) {

@@ -5,6 +5,7 @@ import { migrationSource } from './migrations/index.js';
 import { tuneConnection, type GroupCommitStats, type RawConnection } from './sqlite-connection.js';
 import { startCheckpointer } from './checkpointer.js';
 import { connectionOfHandle, directTransaction } from './direct-transaction.js';
+import { pgTransaction } from './pg-transaction.js';
 export { timeStatements } from './sqlite-connection.js';
 import { roomLogger } from '../kit/index.js';
 
@@ -51,7 +52,20 @@ export function isPostgres(db: Db): boolean {
  */
 export function openDb(opts: DbOptions): Db {
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
-    return knexFactory({ client: 'pg', connection: opts.databaseUrl, pool: { min: 0, max: 10 } });
+    return knexFactory({
+      client: 'pg',
+      connection: opts.databaseUrl,
+      pool: {
+        min: 0,
+        max: PG_POOL_MAX,
+        // pg's pipeline mode, set while the new connection is idle: statements sent together go out at once
+        // (store/pg-transaction.ts pgPipelinedTransaction); one at a time, as knex sends them, nothing changes.
+        afterCreate: (conn: { pipeline?: boolean }, done: (err: Error | null, conn: unknown) => void) => {
+          conn.pipeline = true;
+          done(null, conn);
+        },
+      },
+    });
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const filename = path.join(opts.dataDir, opts.sqliteFile ?? 'simu.db');
@@ -102,6 +116,9 @@ export function openDb(opts: DbOptions): Db {
   return db;
 }
 
+/** Connections of the PostgreSQL pool. */
+const PG_POOL_MAX = 10;
+
 /** How often the switch checkpoints its WAL (store/checkpointer.ts): a few hundred pages at a time under load. */
 const CHECKPOINT_INTERVAL_MS = 200;
 /** WAL pages after which the writer checkpoints itself (SQLite's default is 1,000): the WAL stays under ~16 MB. */
@@ -143,6 +160,12 @@ export function groupCommitStats(db: Db): GroupCommitStats | undefined {
 export function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const direct = directTransactions.get(db);
   if (direct !== undefined) return direct(fn as unknown as (tx: Db) => Promise<T>);
+  // PostgreSQL: on a pool connection without knex's transaction machinery (store/pg-transaction.ts); a transaction
+  // inside one is its savepoint.
+  if (isPostgres(db)) {
+    const nested = (db as { isTransaction?: boolean }).isTransaction === true;
+    return nested ? db.transaction(fn) : pgTransaction(db, fn as unknown as (tx: Db) => Promise<T>);
+  }
   return db.transaction(fn);
 }
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { directConnection, type Db } from './db.js';
+import { pgConnectionOfHandle, runPg, runPgPooled } from './pg-transaction.js';
 
 /**
  * The call path's statements as fixed SQL text, without knex's query builder: building and compiling a query was
@@ -10,8 +11,9 @@ import { directConnection, type Db } from './db.js';
  *
  * On the switch's SQLite store the statement skips knex altogether when nothing holds the connection
  * (store/db.ts directConnection): prepared once, run synchronously, group commit and the 'query' event as knex
- * would do them. On PostgreSQL outside a transaction it runs on a connection of knex's pool without knex's raw
- * runner (execPg). Inside a transaction it goes through knex. The texts hold `?` only as placeholders.
+ * would do them. On PostgreSQL it runs as a named prepared statement on a connection of knex's pool, or on the
+ * connection of the transaction it is in, without knex's runner (store/pg-transaction.ts). Inside a knex
+ * transaction (SQLite outside the switch) it goes through knex. The texts hold `?` only as placeholders.
  */
 const texts = new Map<string, string>();
 
@@ -32,57 +34,14 @@ export function rowsOf(res: unknown): Record<string, unknown>[] {
   return ((res as { rows?: Record<string, unknown>[] } | undefined)?.rows ?? []) as Record<string, unknown>[];
 }
 
-/** A pg connection as knex's pool hands it out. */
-interface PgConnection {
-  __knexUid?: string;
-  query(q: { text: string; values: unknown[] }, cb: (err: Error | null, res: unknown) => void): void;
-}
-
-interface PgPool {
-  acquireConnection(): Promise<PgConnection>;
-  releaseConnection(c: PgConnection): Promise<unknown>;
-}
-
-/** Fixed SQL in PostgreSQL's placeholders ($1, $2 ...): the texts hold `?` only as placeholders. */
-function pgText(sql: string): string {
-  return text(`pg\n${sql}`, () => {
-    let n = 0;
-    return sql.replace(/\?/g, () => `$${++n}`);
-  });
-}
-
-/**
- * Runs fixed SQL on PostgreSQL outside a transaction on a connection of knex's pool, without knex's raw query
- * machinery (placeholder rewriting, runner and builder per statement: about 3 ms of the switch's CPU per carrier
- * call). The pool, and knex's 'query', 'query-response' and 'query-error' events (the read cache's invalidation,
- * the benches' counters) stay as knex has them. A transaction's statements go through knex (its connection).
- */
-async function execPg(db: Db, sql: string, bindings: unknown[]): Promise<unknown> {
-  const pool = db.client as unknown as PgPool;
-  const emitter = db as unknown as { emit(e: string, ...a: unknown[]): void };
-  const conn = await pool.acquireConnection();
-  const q = { sql, bindings, method: 'raw', __knexUid: conn.__knexUid };
-  try {
-    emitter.emit('query', q);
-    const res = await new Promise<unknown>((resolve, reject) =>
-      conn.query({ text: pgText(sql), values: bindings }, (err, r) => (err ? reject(err) : resolve(r))),
-    );
-    emitter.emit('query-response', res, q);
-    return res;
-  } catch (err) {
-    emitter.emit('query-error', err, q);
-    throw err;
-  } finally {
-    await pool.releaseConnection(conn);
-  }
-}
-
 /** Runs fixed SQL: rows for a statement that returns them, else the driver's run result. */
 async function exec(db: Db, sql: string, bindings: unknown[]): Promise<unknown> {
   const conn = directConnection(db);
   if (conn === undefined) {
+    const held = pgConnectionOfHandle(db);
+    if (held !== undefined) return runPg(db, held, sql, bindings, true);
     const pg = db.client.config.client === 'pg' && (db as { isTransaction?: boolean }).isTransaction !== true;
-    return pg ? execPg(db, sql, bindings) : db.raw(sql, bindings as Knex.RawBinding[]);
+    return pg ? runPgPooled(db, sql, bindings) : db.raw(sql, bindings as Knex.RawBinding[]);
   }
   // As knex's better-sqlite3 client binds: booleans as 0/1, dates as epoch ms.
   for (let i = 0; i < bindings.length; i++) {

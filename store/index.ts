@@ -33,6 +33,7 @@ export * from './phone-tokens.js';
 export * from './stream-tokens.js';
 export * from './idempotency-keys.js';
 export * from './wallet-transactions.js';
+export { settleCappedDebitsOnPg, type CappedDebit, type PgSettlement } from './pg-settlement.js';
 export * from './assets.js';
 export * from './recording-retention.js';
 export * from './destination-rules.js';

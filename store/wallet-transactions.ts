@@ -16,7 +16,8 @@ export interface WalletTransactionRow {
   reason?: string | null;
 }
 
-const normalise = (r: any): WalletTransactionRow => ({
+/** A ledger row as read from either store (PostgreSQL's bigints come back as strings). */
+export const normaliseLedgerRow = (r: any): WalletTransactionRow => ({
   ...r,
   amount_cents: Number(r.amount_cents),
   balance_before_cents: Number(r.balance_before_cents),
@@ -35,20 +36,20 @@ export async function listWalletTransactions(
     .orderBy('seq', 'desc')
     .limit(limit)
     .offset(offset);
-  return rows.map(normalise);
+  return rows.map(normaliseLedgerRow);
 }
 
 /** The row posted under an exactly-once settlement key, if any. */
 export async function findLedgerRowBySettlementKey(db: Db, key: string): Promise<WalletTransactionRow | undefined> {
   const row = await db('wallet_transactions').where({ settlement_key: key }).first();
-  return row ? normalise(row) : undefined;
+  return row ? normaliseLedgerRow(row) : undefined;
 }
 
 /** The rows posted under any of these settlement keys (a call's talk and speech charges). */
 export async function ledgerRowsBySettlementKeys(db: Db, keys: string[]): Promise<WalletTransactionRow[]> {
   if (keys.length === 0) return [];
   const sql = `select * from "wallet_transactions" where "settlement_key" in (${keys.map(() => '?').join(', ')})`;
-  return (await selectRows(db, sql, keys)).map(normalise);
+  return (await selectRows(db, sql, keys)).map(normaliseLedgerRow);
 }
 
 /** The account's last ledger position (0 before its first row); the next row takes this + 1. */

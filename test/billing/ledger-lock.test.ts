@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import type { Db } from '../../store/index.js';
 import { inTransaction, insertAccount, lockAccountBalance } from '../../store/index.js';
-import { post } from '../../billing/index.js';
+import { post, settleCall } from '../../billing/index.js';
 import { postgresDb } from '../support/db.js';
 import { insertOutboundCall } from '../support/outbound-call.js';
 
@@ -63,4 +65,65 @@ describe('the account lock of a ledger post on postgres', function () {
     );
     assert.equal(Number((await db('accounts').where({ id: a.id }).first()).balance_cents), 100);
   });
+  it("a settlement holds the account's lock only while PostgreSQL runs it, not while the switch is busy", async () => {
+    const a = await insertAccount(db, 'Settled');
+    await post(db, { accountId: a.id, direction: 'credit', kind: 'topup', amountCents: 1000 });
+    const callId = (await newCall(a.id)).id;
+    // Another process (a worker thread with its own pg client and event loop) holds the account's lock, so the
+    // settlement below is waiting for it; the worker lets go while this thread's event loop is blocked, then asks for
+    // the lock itself (NOWAIT) for the next 800 ms.
+    const worker = new Worker(LOCKER, {
+      eval: true,
+      workerData: { pg: createRequire(import.meta.url).resolve('pg'), url: db.client.config.connection, id: a.id },
+    });
+    const message = (): Promise<string> => new Promise((r) => worker.once('message', r));
+    try {
+      assert.equal(await message(), 'locked');
+      const settled = settleCall(db, { accountId: a.id, callId, talkCents: 300, ttsCents: 0 });
+      await new Promise((r) => setTimeout(r, 300)); // the settlement waits on the lock now
+      const verdict = message();
+      worker.postMessage('go');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500); // the switch's loop, busy for 1.5 s
+      assert.equal((await settled).costCents, 300);
+      // Before: the settlement got the lock, then waited for this thread to send its post and COMMIT (1.5 s).
+      assert.equal(await verdict, 'free');
+    } finally {
+      await worker.terminate();
+    }
+    const rows = await db('wallet_transactions').where({ call_id: callId });
+    assert.equal(rows.length, 1);
+    assert.equal(Number((await db('accounts').where({ id: a.id }).first()).balance_cents), 700);
+  });
 });
+
+/** The worker of the test above: locks the account, lets go on 'go', then tries for the lock with NOWAIT. */
+const LOCKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { Client } = require(workerData.pg);
+const sql = 'select 1 from "accounts" where "id" = $1 for no key update nowait';
+(async () => {
+  const holder = new Client(workerData.url);
+  const prober = new Client(workerData.url);
+  await holder.connect();
+  await prober.connect();
+  await holder.query('begin');
+  await holder.query(sql, [workerData.id]);
+  parentPort.postMessage('locked');
+  await new Promise((r) => parentPort.once('message', r));
+  await holder.query('commit');
+  let verdict = 'held';
+  for (const end = Date.now() + 800; Date.now() < end && verdict === 'held'; ) {
+    await prober.query('begin');
+    try {
+      await prober.query(sql, [workerData.id]);
+      verdict = 'free';
+    } catch {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await prober.query('rollback');
+  }
+  parentPort.postMessage(verdict);
+  await holder.end();
+  await prober.end();
+})();
+`;
