@@ -99,6 +99,11 @@ export interface PublishedGate {
   platformMaxCps: number;
   retryAfterSeconds: number;
   minCps: number;
+  /**
+   * A new call is refused while what the outside gate handed the main thread this long ago is still unread: the
+   * loop is that far behind, and a call let in now would wait it out. Twice the loop-delay limit.
+   */
+  maxBacklogMs: number;
 }
 
 /** The slice of the kit's one clock overload control reads; monotonic by default (performance.now). */
@@ -221,8 +226,8 @@ export class OverloadControl implements NewCallGate {
   }
 
   gate(): PublishedGate {
-    const { platformMaxCps, retryAfterSeconds, minCps } = this.#settings;
-    return { limitCps: this.#limit, platformMaxCps, retryAfterSeconds, minCps };
+    const { platformMaxCps, retryAfterSeconds, minCps, maxLoopDelayMs } = this.#settings;
+    return { limitCps: this.#limit, platformMaxCps, retryAfterSeconds, minCps, maxBacklogMs: 2 * maxLoopDelayMs };
   }
 
   /** Reads the signals and moves the limit (every `tickMs`). */

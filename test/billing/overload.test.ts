@@ -186,8 +186,14 @@ describe('OverloadControl', () => {
 
   describe('with a gate outside the main thread (the SIP UDP front)', () => {
     it('publishes the limit and the fixed settings the outside gate applies', () => {
-      const h = harness({ platformMaxCps: 0, retryAfterSeconds: 4, minCps: 7 });
-      assert.deepEqual(h.ctl.gate(), { limitCps: null, platformMaxCps: 0, retryAfterSeconds: 4, minCps: 7 });
+      const h = harness({ platformMaxCps: 0, retryAfterSeconds: 4, minCps: 7, maxLoopDelayMs: 30 });
+      assert.deepEqual(h.ctl.gate(), {
+        limitCps: null,
+        platformMaxCps: 0,
+        retryAfterSeconds: 4,
+        minCps: 7,
+        maxBacklogMs: 60, // twice the loop-delay limit
+      });
       h.offer(100, 1000);
       h.signals.storeWaitMs = 400;
       h.ctl.tick();

@@ -16,8 +16,14 @@
  * The worker owns the port's only socket: the main thread's datagrams are sent from it too (sendBatch), so the port
  * is bound exclusively, as it is without the front.
  *
+ * The gate also refuses a new INVITE while a batch of datagrams handed to the main thread more than the published
+ * backlog limit ago is still untaken: that thread's event loop is so far behind that a call let in now would wait it
+ * out, and its own controller (billing/overload.ts) sees it only later. At the onset of a flood this is what keeps
+ * the calls already admitted moving.
+ *
  * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] the platform cap in calls/s (0 =
- * none), [2] Retry-After seconds, [3] the bucket's floor (minCps), [4] refusals so far (written here).
+ * none), [2] Retry-After seconds, [3] the bucket's floor (minCps), [4] refusals so far (written here), [5] the
+ * backlog limit in ms (0 = none), [6] the number of the last batch the main thread has taken (written there).
  */
 import dgram from 'node:dgram';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -27,6 +33,8 @@ const GATE_CAP = 1;
 const GATE_RETRY_AFTER = 2;
 const GATE_MIN_CPS = 3;
 const GATE_REFUSED = 4;
+const GATE_MAX_BACKLOG = 5;
+const GATE_TAKEN = 6;
 /** The header section read of an INVITE; a larger one goes to the main thread, which applies its own limits. */
 const MAX_HEAD = 16 * 1024;
 /** Transactions remembered (decision by Call-ID, CSeq number and From tag) for 64*T1 to twice that. */
@@ -108,16 +116,35 @@ function sendBatch(m) {
  * thread's loop (after the datagrams the poll read together): one message for a burst instead of one each.
  */
 let outbox = [];
+let batches = 0;
+/** Batches handed over and not yet known taken: [number, time] pairs, oldest first. */
+const handed = [];
+let handedHead = 0;
 function forward(data, address, srcPort, gated) {
   const copy = new Uint8Array(data.length);
   copy.set(data);
-  if (outbox.length === 0) setImmediate(flushOutbox);
+  if (outbox.length === 0) {
+    setImmediate(flushOutbox);
+    outbox.push(++batches);
+  }
   outbox.push(copy, address, srcPort, gated);
 }
 function flushOutbox() {
   const batch = outbox;
   outbox = [];
+  handed.push(batch[0], performance.now());
   parentPort.postMessage(batch);
+}
+
+/** How long the oldest batch the main thread has not taken yet has waited, ms (0: it has taken them all). */
+function backlog(now) {
+  const taken = Atomics.load(gate, GATE_TAKEN);
+  while (handedHead < handed.length && handed[handedHead] <= taken) handedHead += 2;
+  if (handedHead > 4096) {
+    handed.splice(0, handedHead);
+    handedHead = 0;
+  }
+  return handedHead < handed.length ? now - handed[handedHead + 1] : 0;
 }
 
 function receive(data, address, srcPort) {
@@ -178,12 +205,14 @@ function note(address, userAgent) {
   }, 100);
 }
 
-/** The gate: the platform cap over the last second, then the token bucket at the published limit. */
+/** The gate: the platform cap over the last second, the main thread's backlog, then the token bucket at the published limit. */
 function admit() {
   const now = performance.now();
   while (recent.length > 0 && recent[0] <= now - 1000) recent.shift();
   const cap = Atomics.load(gate, GATE_CAP);
   if (cap > 0 && recent.length >= cap) return false;
+  const maxBacklog = Atomics.load(gate, GATE_MAX_BACKLOG);
+  if (maxBacklog > 0 && backlog(now) > maxBacklog) return false;
   const limitMilli = Atomics.load(gate, GATE_LIMIT);
   if (limitMilli >= 0) {
     const limit = limitMilli / 1000;

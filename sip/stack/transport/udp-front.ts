@@ -27,6 +27,11 @@ export interface UdpGate {
   retryAfterSeconds: number;
   /** The bucket's burst never falls below this many calls. */
   minCps: number;
+  /**
+   * New INVITEs are refused while datagrams the front handed to the main thread this many ms ago are still unread
+   * (its event loop is that far behind); 0 for no such check.
+   */
+  maxBacklogMs: number;
 }
 
 export interface UdpFrontOptions {
@@ -42,8 +47,11 @@ export interface UdpFrontOptions {
 export type FrontReceive = (data: Buffer, address: string, port: number, gated: boolean) => void;
 
 const WORKER_URL = new URL('./udp-front-worker.js', import.meta.url);
-const GATE_FIELDS = 5;
+const GATE_FIELDS = 7;
 const GATE_REFUSED = 4;
+const GATE_MAX_BACKLOG = 5;
+/** The number of the last batch of datagrams the main thread has taken from the worker (written here). */
+const GATE_TAKEN = 6;
 
 /** A send waiting for the worker's report. */
 interface PendingSend {
@@ -83,7 +91,7 @@ export class UdpFront {
     onStopped: () => void,
   ): Promise<UdpFront> {
     const gate = new Int32Array(new SharedArrayBuffer(GATE_FIELDS * 4));
-    gate.set([-1, 0, 2, 10, 0]);
+    gate.set([-1, 0, 2, 10, 0, 0, 0]);
     const ipv6 = addr.host.includes(':');
     const worker = new Worker(WORKER_URL, {
       workerData: { host: addr.host, port: addr.port, ipv6, exemptUsers: [...opts.exemptUsers], gate: gate.buffer },
@@ -110,8 +118,10 @@ export class UdpFront {
     });
     worker.on('message', (m: unknown) => {
       if (Array.isArray(m)) {
-        // The datagrams the worker read in one turn: [data, address, port, gated] after one another.
-        for (let i = 0; i + 3 < m.length; i += 4) {
+        // The datagrams the worker read in one turn: the batch's number, then [data, address, port, gated] after one
+        // another. Taking it tells the worker how far behind this thread is (udp-front-worker.js, backlog()).
+        Atomics.store(gate, GATE_TAKEN, m[0] as number);
+        for (let i = 1; i + 3 < m.length; i += 4) {
           const d = m[i] as Uint8Array;
           receive(Buffer.from(d.buffer, d.byteOffset, d.byteLength), m[i + 1], m[i + 2], m[i + 3] === 1);
         }
@@ -176,6 +186,7 @@ export class UdpFront {
     Atomics.store(this.#gate, 1, g.platformMaxCps);
     Atomics.store(this.#gate, 2, g.retryAfterSeconds);
     Atomics.store(this.#gate, 3, g.minCps);
+    Atomics.store(this.#gate, GATE_MAX_BACKLOG, Math.round(g.maxBacklogMs));
   }
 
   /** New INVITEs the front refused since it started. */

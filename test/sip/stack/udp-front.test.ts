@@ -44,8 +44,8 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     replies.length = 0;
   });
 
-  const closed = { limitCps: 0, platformMaxCps: 0, retryAfterSeconds: 7, minCps: 10 };
-  const open = { limitCps: null, platformMaxCps: 0, retryAfterSeconds: 7, minCps: 10 };
+  const closed = { limitCps: 0, platformMaxCps: 0, retryAfterSeconds: 7, minCps: 10, maxBacklogMs: 0 };
+  const open = { limitCps: null, platformMaxCps: 0, retryAfterSeconds: 7, minCps: 10, maxBacklogMs: 0 };
 
   function invite(opts: { user?: string; toTag?: string; callId?: string; method?: string } = {}): string {
     const callId = opts.callId ?? `front-${++n}.test`;
@@ -205,6 +205,47 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     );
   });
 
+  /** INVITEs from a thread of its own, 10 ms apart, while the main thread is blocked for 300 ms: their answers. */
+  async function callWhileBlocked(prefix: string) {
+    const caller = new Worker(CALLER, { eval: true, workerData: { port, count: 20, gapMs: 10, prefix } });
+    await new Promise((r) => caller.once('message', r)); // bound
+    caller.postMessage('go');
+    const until = performance.now() + 300;
+    while (performance.now() < until); // the main thread's event loop is stuck here
+    const unblockedAt = Date.now();
+    const answers = await new Promise<Array<{ status: string; ms: number; at: number }>>((r) =>
+      caller.once('message', r),
+    );
+    await caller.terminate();
+    return { answers, unblockedAt };
+  }
+
+  it('with the gate open, refuses new INVITEs while what it handed the main thread waits there past the backlog limit', async () => {
+    ua.udpFront!.publish({ ...open, maxBacklogMs: 50 });
+    const { answers, unblockedAt } = await callWhileBlocked('backlog-');
+    const refused = answers.filter((a) => a.status === '503');
+    const admitted = answers.filter((a) => a.status !== '503');
+    // The first INVITEs go in (nothing waits yet); once the first of them has waited 50 ms untaken, the rest are
+    // refused at once, while the main thread is still blocked.
+    assert.ok(admitted.length >= 2 && admitted.length <= 12, `${admitted.length} admitted`);
+    assert.ok(refused.length >= 8, `${refused.length} refused`);
+    assert.ok(
+      refused.every((a) => a.at <= unblockedAt),
+      'every 503 was sent while the main thread was blocked',
+    );
+    // Once the main thread has taken what waited, new INVITEs go in again.
+    await eventually(() => seen.length >= admitted.length, 'the admitted INVITEs on the main thread');
+    send(invite());
+    await eventually(() => seen.length === admitted.length + 1, 'a new INVITE on the main thread');
+    ua.udpFront!.publish(open);
+  });
+
+  it('without a backlog limit, every INVITE waits for the blocked main thread instead', async () => {
+    ua.udpFront!.publish(open);
+    const { answers } = await callWhileBlocked('nolimit-');
+    assert.equal(answers.filter((a) => a.status === '503').length, 0);
+  });
+
   it('owns the port alone: another socket cannot bind it, even with SO_REUSEADDR; replies leave from the port', async () => {
     const intruder = dgram.createSocket({ type: 'udp4', reuseAddr: true });
     const bound = await new Promise<string>((resolve) => {
@@ -266,7 +307,7 @@ s.bind(0, '127.0.0.1', () => parentPort.postMessage('bound'));
 parentPort.once('message', async () => {
   const p = s.address().port;
   for (let i = 0; i < workerData.count; i++) {
-    const id = 'blocked-' + i + '@test';
+    const id = (workerData.prefix ?? 'blocked-') + i + '@test';
     const text = ['INVITE sip:254711000001@127.0.0.1 SIP/2.0', 'Via: SIP/2.0/UDP 127.0.0.1:' + p + ';branch=z9hG4bK' + i + ';rport',
       'From: <sip:c@127.0.0.1>;tag=a' + i, 'To: <sip:254711000001@127.0.0.1>', 'Call-ID: ' + id, 'CSeq: 1 INVITE',
       'Max-Forwards: 70', 'Content-Length: 0', '', ''].join('\\r\\n');
