@@ -68,8 +68,9 @@ export class EventWriter {
 
   async #writeBatch(batch: Pending[]): Promise<void> {
     try {
-      // A lone event without a callback is one INSERT: no transaction to open around it.
-      const lone = batch.length === 1 && !batch[0]!.write.callback;
+      // Events without callbacks are one INSERT, atomic by itself: no transaction to open around it (on PostgreSQL
+      // a BEGIN and a COMMIT are two more round trips, the connection held across all three).
+      const lone = batch.every((p) => !p.write.callback);
       const writes = batch.map((p) => p.write);
       const results = lone
         ? await writeAll(this.#db, writes)

@@ -44,12 +44,17 @@ for (const kind of BOTH_DBS) {
     };
     const begins = () => statements.filter((s) => /^(BEGIN|begin)/.test(s.trim())).length;
 
-    it('writes events emitted together in one transaction, in the order given', async () => {
+    it('writes events emitted together in one INSERT, without a transaction around it, in the order given', async () => {
       const writer = new EventWriter(db);
       const writes = Array.from({ length: 40 }, (_, i) => ev(`T.${i}`));
       const results = await Promise.all(writes.map((event) => writer.write({ event })));
       assert.deepEqual(new Set(results), new Set(['none']));
-      assert.equal(begins(), 1, `one transaction for 40 events, saw: ${statements.join(' | ')}`);
+      // One statement is atomic by itself: a BEGIN and a COMMIT would be two more round trips on PostgreSQL.
+      assert.deepEqual(
+        statements.map((s) => s.trim().split(' ')[0]!.toLowerCase()),
+        ['insert'],
+        `one INSERT for 40 events, saw: ${statements.join(' | ')}`,
+      );
       const stored = (await listCallEvents(db, accountId, callId)).filter((r) => r.code.startsWith('T.'));
       assert.deepEqual(
         stored.map((r) => r.code),
