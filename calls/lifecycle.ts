@@ -1,5 +1,5 @@
 import { EventCodes, reasonLabel, type EventPublisher, type ReasonCode } from '../events/index.js';
-import { updateCall, nowIso, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
+import { updateCall, updateHeldCall, nowIso, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
 import type { Logger } from '../config/index.js';
 
 /**
@@ -59,7 +59,7 @@ export class CallLifecycle {
   ringing(): Promise<void> {
     return this.#provisionally(async () => {
       if (this.#row.status !== 'initiated') return;
-      const row = await updateCall(this.#db, this.#row.id, { status: 'ringing' }, ['initiated']);
+      const row = await updateHeldCall(this.#db, this.#row, { status: 'ringing' }, ['initiated']);
       if (!row) return;
       this.#row = row;
       await this.#emit(EventCodes.callRinging, {});
@@ -89,7 +89,7 @@ export class CallLifecycle {
     this.#answeredAt = answeredAt;
     const write = (async () => {
       await this.#provisional; // CALL.0180 / CALL.0183 of this leg go out before its CALL.0200
-      const row = await updateCall(this.#db, this.#row.id, { status: 'answered', answered_at: answeredAt }, [
+      const row = await updateHeldCall(this.#db, this.#row, { status: 'answered', answered_at: answeredAt }, [
         'initiated',
         'ringing',
       ]);
@@ -127,9 +127,9 @@ export class CallLifecycle {
     const status = answered !== null && !opts.failed ? 'completed' : 'failed';
     const duration = Math.max(0, Math.round((at.getTime() - started) / 1000));
     const talk = opts.talkSeconds ?? (answered !== null ? Math.max(0, Math.ceil((at.getTime() - answered) / 1000)) : 0);
-    const row = await updateCall(
+    const row = await updateHeldCall(
       this.#db,
-      this.#row.id,
+      this.#row,
       {
         status,
         answered_at: this.#answeredAt,

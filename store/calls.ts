@@ -1,6 +1,6 @@
 import { isPostgres, type Db } from './db.js';
 import { newId, nowIso, newCallSid } from './ids.js';
-import { insertRows, selectRows, updateRow } from './fixed-sql.js';
+import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
 import { CALLS_SEARCH_CANDIDATES } from './calls-search.js';
 
 export type CallDirection = 'inbound' | 'outbound' | 'internal';
@@ -108,6 +108,8 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
     ended_at: input.ended_at ?? null,
     created_at: input.created_at ?? nowIso(),
     emergency: input.emergency ?? false,
+    // Every column, so the row answered is the row stored (the lifecycle keeps it and applies its writes to it).
+    served_from: null,
   };
   await insertRows(db, 'calls', [row]);
   bump(row.account_id);
@@ -151,6 +153,28 @@ export async function updateCall(
   if (!r) return undefined;
   bump(r.account_id as string);
   return normaliseCall(r);
+}
+
+/**
+ * updateCall for the writer that holds the call's row (its lifecycle): the same UPDATE, conditional the same way,
+ * without RETURNING; the row after it is the one held with the patch applied. Every column the switch writes while a
+ * call lives is written through its lifecycle; the others that write a call's row only end it (a failed originate,
+ * the reconcile sweep), and then the compare-and-set on the status fails here. Six of these a carrier call (three a
+ * leg): RETURNING * cost SQLite about four times the update itself.
+ */
+export async function updateHeldCall(
+  db: Db,
+  row: CallRow,
+  patch: CallPatch,
+  onlyIfStatusIn?: readonly CallStatus[],
+): Promise<CallRow | undefined> {
+  const guard = onlyIfStatusIn ? { column: 'status', in: onlyIfStatusIn } : undefined;
+  const changed = await updateRowCount(db, 'calls', { column: 'id', value: row.id }, patch, guard);
+  if (changed === 0) return undefined;
+  bump(row.account_id);
+  const after: Record<string, unknown> = { ...row };
+  for (const [k, v] of Object.entries(patch)) if (v !== undefined) after[k] = v;
+  return normaliseCall(after);
 }
 
 /**

@@ -92,16 +92,44 @@ export async function updateRow(
   patch: Record<string, unknown>,
   opts: { guard?: { column: string; in: readonly unknown[] }; returning?: boolean } = {},
 ): Promise<Record<string, unknown> | undefined> {
+  const res = await updateRowRaw(db, table, key, patch, opts.guard, opts.returning === true);
+  return opts.returning === true ? rowsOf(res)[0] : undefined;
+}
+
+/**
+ * As updateRow without RETURNING: how many rows changed (0 or 1). For a writer that knows the row already: on SQLite
+ * a RETURNING costs about four times the update itself (an ephemeral table, and an object of every column).
+ */
+export async function updateRowCount(
+  db: Db,
+  table: string,
+  key: { column: string; value: unknown },
+  patch: Record<string, unknown>,
+  guard?: { column: string; in: readonly unknown[] },
+): Promise<number> {
+  const res = (await updateRowRaw(db, table, key, patch, guard, false)) as { changes?: number; rowCount?: number };
+  // better-sqlite3 (directly or through knex) tells `changes`, pg `rowCount`.
+  const n = res?.changes ?? res?.rowCount;
+  if (typeof n !== 'number') throw new Error(`no count of changed rows from the driver for an update of ${table}`);
+  return n;
+}
+
+function updateRowRaw(
+  db: Db,
+  table: string,
+  key: { column: string; value: unknown },
+  patch: Record<string, unknown>,
+  guard: { column: string; in: readonly unknown[] } | undefined,
+  returning: boolean,
+): Promise<unknown> {
   const cols = Object.keys(patch).filter((c) => patch[c] !== undefined);
-  const guard = opts.guard;
   const sql = text(
-    `u\n${table}\n${cols.join(',')}\n${key.column}\n${guard?.column ?? ''}\n${guard?.in.length ?? 0}\n${opts.returning === true}`,
+    `u\n${table}\n${cols.join(',')}\n${key.column}\n${guard?.column ?? ''}\n${guard?.in.length ?? 0}\n${returning}`,
     () =>
       `update ${q(table)} set ${cols.map((c) => `${q(c)} = ?`).join(', ')} where ${q(key.column)} = ?` +
       (guard ? ` and ${q(guard.column)} in (${guard.in.map(() => '?').join(', ')})` : '') +
-      (opts.returning === true ? ' returning *' : ''),
+      (returning ? ' returning *' : ''),
   );
   const bindings = [...cols.map((c) => patch[c]), key.value, ...(guard?.in ?? [])];
-  const res = await exec(db, sql, bindings);
-  return opts.returning === true ? rowsOf(res)[0] : undefined;
+  return exec(db, sql, bindings);
 }
