@@ -57,8 +57,13 @@ export async function bridgePhone(
     const callerSide = mediaProfileFor(req.source?.transport);
     call.attach(leg.dialog, { tag: 'B', side: target.side });
     const answer = await d.media.answer(row.id, 'A', 'B', leg.dialog.remoteSdp ?? '', { fromSide: callerSide });
-    const uas = await d.sip.ua.createUAS(req, { localSdp: answer });
-    call.attach(uas, { tag: 'A', side: callerSide });
+    // The caller's leg joins the bridge as the 200 goes out, not once the ACK is in: a REFER whose Replaces names
+    // it (attended transfer), or its BYE, may be read before the ACK or in the same turn (the UDP front hands the
+    // main thread the datagrams it read together), and must find it.
+    await d.sip.ua.createUAS(req, {
+      localSdp: answer,
+      onConfirmed: (uas) => call.attach(uas, { tag: 'A', side: callerSide }),
+    });
     await call.answered();
     await call.life.ended; // a phone token's call slot is held until the call ends
   } catch (e) {

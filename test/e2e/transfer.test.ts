@@ -18,8 +18,8 @@ import { waitForBound } from '../support/wait.js';
 import { TestPhone, speechUlaw } from './phone.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 
-const PHONE_SIP = nextPorts(20); // phone n at PHONE_SIP + n
-const PHONE_MEDIA = nextPorts(20);
+const PHONE_SIP = nextPorts(24); // phone n at PHONE_SIP + n
+const PHONE_MEDIA = nextPorts(24);
 
 /** Retries `check` (assertions) until it passes or `ms` have gone; returns what it returned. */
 async function settled<T>(check: () => T | Promise<T>, ms = 10000): Promise<T> {
@@ -231,14 +231,23 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     assert.match(events[0]?.data ?? '', /TRANSFER_TARGET_UNKNOWN/);
   });
 
-  it('attended: REFER with Replaces naming the consultation call joins the transferee to the target; the consultation call ends; a new leg with parent_call_id', async () => {
-    // SIPp keeps one dialog per scenario, so the transferor here is a phone on our own stack with two calls.
-    const a = await phone(acct, 7);
-    const b = await phone(acct, 8);
-    const c = await phone(acct, 9);
+  /**
+   * Attended transfer by a phone on our own stack with two calls (SIPp keeps one dialog per scenario): A calls B,
+   * B calls C (the consultation call) and REFERs A's call with Replaces naming its leg of the consultation call.
+   * With `referBeforeAck`, B's ACKs of the consultation call's 200 are held until the switch has answered the REFER,
+   * so the switch reads the REFER first: as when that ACK is lost and sent again, or read in the same turn as the
+   * REFER (the UDP front hands over the datagrams it read together). Phones `first` to `first + 2`.
+   */
+  async function attendedTransfer(first: number, o: { referBeforeAck: boolean }): Promise<void> {
+    const a = await phone(acct, first);
+    const b = await phone(acct, first + 1);
+    const c = await phone(acct, first + 2);
     const bAnswered = b.answerNext();
     await a.call(b.ext);
     const x = await bAnswered; // A -> B, the call to transfer
+    const held: Array<() => void> = [];
+    const sendAck = b.ua.sendAck.bind(b.ua);
+    if (o.referBeforeAck) b.ua.sendAck = (ack, target) => void held.push(() => sendAck(ack, target));
     const cAnswered = c.answerNext();
     const y = await b.call(c.ext); // B -> C, the consultation call
     await cAnswered;
@@ -256,6 +265,8 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
         'Referred-By': `<sip:${b.ext}@x>`,
       },
     });
+    b.ua.sendAck = sendAck;
+    for (const send of held.splice(0)) send();
     assert.equal(res.status, 202);
     await settled(() => assert.equal(notified.at(-1)?.status, 200, JSON.stringify(notified)));
     assert.equal(notified[0]?.status, 100);
@@ -284,7 +295,13 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     assert.equal(child.status, 'completed');
     const parentEvents = await ctx.db('call_events').where({ call_id: parent.id, code: 'XFER.0200' });
     assert.match(parentEvents[0]?.data ?? '', /attended/);
-  });
+  }
+
+  it('attended: REFER with Replaces naming the consultation call joins the transferee to the target; the consultation call ends; a new leg with parent_call_id', () =>
+    attendedTransfer(7, { referBeforeAck: false }));
+
+  it('attended: a REFER read before the consultation call is ACKed finds it all the same (its 200 made the dialog)', () =>
+    attendedTransfer(19, { referBeforeAck: true }));
 
   it('an INVITE with Replaces from a phone of the account takes the place of the leg it names; the other party hears it; RFC 3891 refusals', async () => {
     const a = await phone(acct, 10);

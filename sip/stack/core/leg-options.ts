@@ -3,6 +3,7 @@
  * B2BUA, which only makes legs, can name them without importing the UserAgent that uses it.
  */
 import type { DigestCredentials } from '../auth/digest-client.js';
+import type { Dialog } from '../dialog/dialog.js';
 import type { HeaderInit, SipResponse } from '../message/index.js';
 import type { Target } from '../transport/index.js';
 
@@ -29,4 +30,11 @@ export interface UasOptions {
   headers?: HeaderInit;
   /** false: no RFC 4028 session timer even if the INVITE asks for one (default: as asked, within Min-SE). */
   sessionTimer?: boolean;
+  /**
+   * Called as the 200 goes out, before the ACK: the dialog is confirmed from then (RFC 3261 §12.1.1), and requests
+   * that name it (a BYE in it, a REFER elsewhere whose Replaces names it) may arrive before the ACK does, or be read
+   * in the same turn as the ACK, before the promise's continuation runs. What must know the dialog by then is set
+   * up here.
+   */
+  onConfirmed?: (dialog: Dialog) => void;
 }

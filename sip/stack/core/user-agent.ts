@@ -340,6 +340,7 @@ export class UserAgent {
     const timer = opts.sessionTimer === false ? undefined : uasSessionTimer(req, minSe);
     srv.send(200, 'OK', { body: opts.localSdp, headers: timer ? { ...timer.headers, ...opts.headers } : opts.headers });
     try {
+      opts.onConfirmed?.(dialog);
       await acked;
       if (timer && dialog.state !== 'terminated') dialog.startSessionTimer(this.clock, timer, minSe);
       return dialog;

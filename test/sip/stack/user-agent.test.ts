@@ -64,6 +64,23 @@ describe('user agent over real sockets (loopback)', function () {
     assert.equal(byeReq.source?.transport, 'TCP');
   });
 
+  it('onConfirmed hands over the dialog as the 200 goes out: a BYE read before the ACK reaches it (§12.1.1)', async () => {
+    const [a, b] = [await agents.make(), await agents.make()];
+    b.sendAck = () => undefined; // the caller's ACK is lost
+    const byeBeforeAck = waitFor<string>((done) =>
+      a.onRequest('INVITE', (req) => {
+        const answered = a.createUAS(req, {
+          localSdp: SDP_B,
+          onConfirmed: (d) => d.on('bye', () => done(d.state)),
+        });
+        answered.catch(() => undefined); // no ACK ever comes: it rejects when the agent closes
+      }),
+    );
+    const uac = await b.createUAC(uriOf(a), { localSdp: SDP_A });
+    await uac.bye();
+    assert.equal(await byeBeforeAck, 'terminated');
+  });
+
   it('a re-INVITE updates the remote SDP and is answered with the local SDP (§14)', async () => {
     const [a, b] = [await agents.make(), await agents.make()];
     const uasP = waitFor<Dialog>((done) =>
