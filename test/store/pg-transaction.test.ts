@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { getAccount, inTransaction, insertAccount, setAccountBalance, type Db, type Tx } from '../../store/index.js';
+import { selectRows } from '../../store/fixed-sql.js';
+import { pgPipelinedTransaction } from '../../store/pg-transaction.js';
+import { postgresDb } from '../support/db.js';
+
+/**
+ * PostgreSQL transactions without knex's transaction machinery (store/pg-transaction.ts): atomic, nested savepoints,
+ * a handle dead once ended, knex's query events with the transaction's id (the read cache keeps a table written in a
+ * transaction uncached until its COMMIT); fixed texts as named prepared statements; a pipelined transaction.
+ */
+describe('store: transactions on a PostgreSQL pool connection', function () {
+  this.timeout(60000);
+  let db: Db;
+  let seen: { sql: string; __knexTxId?: string }[];
+  const listen = (q: { sql: string; __knexTxId?: string }) => seen.push(q);
+  before(async () => {
+    db = await postgresDb.open();
+    db.on('query', listen);
+  });
+  after(async () => db?.destroy());
+  beforeEach(() => (seen = []));
+
+  it("commits what knex's builder and fixed SQL wrote on the handle, with the transaction's id on every statement", async () => {
+    const a = await inTransaction(db, async (tx) => {
+      const row = await insertAccount(tx, 'in tx'); // knex's builder on the handle
+      await setAccountBalance(tx, row.id, 500); // fixed SQL on the handle
+      return row;
+    });
+    assert.equal((await getAccount(db, a.id)).balance_cents, 500);
+    const inTx = seen.filter((q) => q.__knexTxId !== undefined);
+    assert.deepEqual(
+      [inTx[0]?.sql, inTx.at(-1)?.sql],
+      ['BEGIN;', 'COMMIT;'],
+      `statements: ${seen.map((q) => q.sql).join(' | ')}`,
+    );
+    assert.ok(inTx.some((q) => /^insert into "accounts"/.test(q.sql)));
+    assert.ok(inTx.some((q) => /^update "accounts"/.test(q.sql)));
+    assert.equal(new Set(inTx.map((q) => q.__knexTxId)).size, 1);
+  });
+
+  it('rolls back everything when fn throws; a nested transaction that fails undoes only its own writes', async () => {
+    const a = await insertAccount(db, 'rolled');
+    await assert.rejects(
+      inTransaction(db, async (tx) => {
+        await setAccountBalance(tx, a.id, 111);
+        throw new Error('no');
+      }),
+      /no/,
+    );
+    assert.equal((await getAccount(db, a.id)).balance_cents, 0);
+    await inTransaction(db, async (tx) => {
+      await setAccountBalance(tx, a.id, 222);
+      await assert.rejects(
+        inTransaction(tx, async (inner: Tx) => {
+          await setAccountBalance(inner, a.id, 333);
+          throw new Error('inner');
+        }),
+        /inner/,
+      );
+    });
+    assert.equal((await getAccount(db, a.id)).balance_cents, 222);
+  });
+
+  it('refuses statements on its handle once it has ended', async () => {
+    const a = await insertAccount(db, 'dead');
+    let handle: Tx | undefined;
+    await inTransaction(db, async (tx) => {
+      handle = tx;
+    });
+    await assert.rejects(setAccountBalance(handle!, a.id, 1), /already ended/);
+  });
+
+  it('a prepared select * whose table changed since runs again under a new name', async () => {
+    await db.raw('create table "p_stale" ("id" integer primary key)');
+    await db.raw('insert into "p_stale" values (1)');
+    const sql = 'select * from "p_stale" where "id" = ?';
+    // Prepared on each connection that runs it: several at once, so that most of the pool holds it.
+    await Promise.all(Array.from({ length: 10 }, () => selectRows(db, sql, [1])));
+    await db.raw('alter table "p_stale" add column "extra" integer default 7');
+    const rows = await Promise.all(Array.from({ length: 10 }, () => selectRows(db, sql, [1])));
+    for (const r of rows) assert.deepEqual(r, [{ id: 1, extra: 7 }]);
+  });
+
+  it('a pipelined transaction is atomic: a failing statement rolls back the ones before it', async () => {
+    const a = await insertAccount(db, 'pipelined');
+    const set = (cents: number) => ({
+      sql: 'update "accounts" set "balance_cents" = ? where "id" = ?',
+      bindings: [cents, a.id],
+    });
+    const [r] = await pgPipelinedTransaction(db, [
+      set(40),
+      { sql: 'select "balance_cents" from "accounts" where "id" = ?', bindings: [a.id] },
+    ]).then((x) => x.slice(1));
+    assert.equal(Number((r as { rows: { balance_cents: string }[] }).rows[0]!.balance_cents), 40);
+    await assert.rejects(
+      pgPipelinedTransaction(db, [set(50), { sql: 'select 1 / 0 as "x" where 1 = ?', bindings: [1] }, set(60)]),
+      /division by zero/,
+    );
+    assert.equal((await getAccount(db, a.id)).balance_cents, 40);
+    // The connection is usable afterwards (the pool hands it out again).
+    await Promise.all(Array.from({ length: 12 }, (_, i) => pgPipelinedTransaction(db, [set(100 + i)])));
+    assert.ok((await getAccount(db, a.id)).balance_cents >= 100);
+  });
+});
