@@ -131,4 +131,21 @@ describe('kit: guarded fetch (issue 22, SSRF)', () => {
     assert.equal((await refusal(strict(s.url('/again')))).code, 'URL_FORBIDDEN');
     assert.equal(s.hits(), 3);
   });
+
+  it('sends the headers given as fetch would: names in lower case, values trimmed, same names joined; bad ones refused', async () => {
+    let got: http.IncomingHttpHeaders = {};
+    const s = await serve('127.0.0.1', (q, r) => ((got = q.headers), r.end('ok')));
+    closers.push(s.close);
+    const open = createGuardedFetch({ policy: new UrlPolicy({ allowPrivate: true }) });
+    await open(s.url(), { method: 'POST', body: 'x', headers: { 'X-Simu-Signature': ' t=1,v1=ab ', Accept: 'a/b' } });
+    assert.equal(got['x-simu-signature'], 't=1,v1=ab');
+    assert.equal(got.accept, 'a/b');
+    await open(s.url(), { headers: { 'X-Twice': 'one', 'x-twice': 'two' } });
+    assert.equal(got['x-twice'], 'one, two');
+    await open(s.url(), { headers: new Headers([['X-From-Headers', 'yes']]) });
+    assert.equal(got['x-from-headers'], 'yes');
+    await assert.rejects(open(s.url(), { headers: { 'Bad Name': 'v' } }), TypeError);
+    await assert.rejects(open(s.url(), { headers: { 'X-Split': 'a\r\nInjected: 1' } }), TypeError);
+    assert.equal(s.hits(), 3, 'a refused header sends nothing');
+  });
 });
