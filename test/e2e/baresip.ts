@@ -56,11 +56,17 @@ export function spawnBaresip(o: BaresipOptions): BaresipPhone {
   const dir = mkdtempSync(path.join(o.work, `${o.name}-`));
   // baresip takes sip_listen's port and the next one (TLS); ctrl_tcp sits at + 3.
   const sipPort = nextPorts(o.ctrl ? 4 : 2);
+  // Its RTP and RTCP ports from the block too: by default it draws them at random from 10000-20000, across the
+  // test ports, and could take one handed out to something that has not bound it yet. It takes an even port for
+  // RTP (RTCP the one above), so the range of 20 starts even.
+  const rtp = nextPorts(21);
+  const rtpMin = rtp + (rtp % 2);
   const snd = o.records === true ? dir : o.records || undefined;
   writeFileSync(
     path.join(dir, 'config'),
     [
       `sip_listen 127.0.0.1:${sipPort}`,
+      `rtp_ports ${rtpMin}-${rtpMin + 19}`,
       `audio_source ${o.says ? `aufile,${o.says}` : 'aubridge,nil'}`,
       'audio_player aubridge,nil',
       'audio_alert aubridge,nil',

@@ -10,6 +10,9 @@ function blockOfChild(): number {
   return Number(execFileSync(process.execPath, ['--import', 'tsx', '-e', code], { encoding: 'utf8' }).trim());
 }
 
+/** The first port of the block `port` lies in. */
+const blockOf = (port: number): number => 9000 + Math.floor((port - 9000) / BLOCK) * BLOCK;
+
 describe('test ports allocated per run', () => {
   it('claims a block below the ephemeral range, locked with this pid', () => {
     const { first, last } = testPortBlock();
@@ -47,11 +50,29 @@ describe('test ports allocated per run', () => {
     assert.notEqual(blockOfChild(), extra.first, 'another run does not get it');
   });
 
-  it('hands out consecutive ports within the block and skips one some socket holds', async () => {
+  it('never hands out a port twice in a run: past the end of its block it goes on in a further block of its own', () => {
     const { first, last } = testPortBlock();
+    const seen = new Set<number>();
+    // More than a whole block's worth, a hundred at a time (as a test switch takes them for rtpengine).
+    for (let i = 0; i <= BLOCK / 100; i++) {
+      const start = nextPorts(100);
+      for (let p = start; p < start + 100; p++) {
+        assert.ok(!seen.has(p), `port ${p} handed out twice`);
+        seen.add(p);
+      }
+    }
+    const beyond = [...seen].filter((p) => p < first || p > last);
+    assert.ok(beyond.length > 0, 'some ports came from a further block');
+    const further = blockOf(beyond[0]!);
+    assert.equal(readFileSync(`/tmp/simu-test-ports-${further}.lock`, 'utf8'), String(process.pid));
+    assert.notEqual(blockOfChild(), further, 'another run does not get it');
+  });
+
+  it('hands out consecutive ports within a block of its own and skips one some socket holds', async () => {
     const a = nextPort();
     const b = nextPort();
-    assert.ok(a >= first && b <= last && b === a + 1, `${a} then ${b}`);
+    assert.equal(b, a + 1, `${a} then ${b}`);
+    assert.equal(readFileSync(`/tmp/simu-test-ports-${blockOf(a)}.lock`, 'utf8'), String(process.pid));
     const range = portRange(10);
     assert.equal(range.max - range.min, 9);
     // Hold the port that would come next: the allocator passes over it.

@@ -4,9 +4,15 @@
  * A run (one mocha process) claims a block of BLOCK ports by creating /tmp/simu-test-ports-<first>.lock holding
  * its pid; a block whose lock names a dead process is taken over. Blocks lie between 9000 (above the ports SIPp
  * takes by default: media 6000 and up, control 8888 and up) and the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), so no port the
- * kernel hands out for an outgoing connection or a listen(0) can fall in one. Within its block the run hands out
- * consecutive ports, wrapping round at the end, and skips any port some socket of the box holds right now
- * (/proc/net, any address, any state): test files run one after another in a run and release their ports.
+ * kernel hands out for an outgoing connection or a listen(0) can fall in one. The run hands out consecutive ports
+ * of its block, skipping any port some socket of the box holds right now (/proc/net, any address, any state).
+ *
+ * No port is handed out twice in a run: when the block is used up the run claims a further one. A port handed out
+ * is not bound yet, often not for minutes: the test files take theirs as they load (all of them before the first
+ * test runs: about 4,000 ports for the whole suite), and a helper takes a SIPp's media ports before SIPp binds
+ * its own SIP port. Going round the block again handed such a port to a second taker, which found it taken when
+ * the first bound it (a SIPp's video RTP port, media port + 2, was its own SIP port: errno 98). Only when no
+ * block of the range is free (other runs hold them all) does a run go round its own blocks again, warned once.
  */
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
@@ -16,30 +22,56 @@ const FIRST = 9000;
 /** Not os.tmpdir(): test/support/hooks.ts points TMPDIR at a directory of this run, and the locks are shared. */
 const LOCK_DIR = '/tmp';
 
-let block: { first: number; lock: string } | undefined;
+/** The first ports of the blocks this run holds, in the order claimed; ports come from blocks[current]. */
+const blocks: number[] = [];
+let current = 0;
 let cursor = 0;
+/** No further block could be claimed: the run goes round its own blocks again. */
+let recycling = false;
 
-/** The first of `n` consecutive ports of this run's block that nothing holds right now. */
+/** The first of `n` consecutive ports of this run's blocks that nothing holds right now. */
 export function nextPorts(n = 1): number {
   if (n < 1 || n > BLOCK / 2) throw new Error(`cannot allocate ${n} consecutive test ports`);
-  const { first } = claimBlock();
+  claimBlock();
   const held = heldPorts();
-  for (let tried = 0; tried < BLOCK; tried++) {
-    if (cursor + n > BLOCK) cursor = 0;
-    const start = first + cursor;
-    let clash = -1;
-    for (let p = start; p < start + n; p++) if (held.has(p)) clash = p;
-    if (clash < 0) {
-      cursor += n;
-      return start;
+  for (let passes = 0; passes <= 2 * blocks.length + 1; passes++) {
+    const first = blocks[current]!;
+    while (cursor + n <= BLOCK) {
+      const start = first + cursor;
+      let clash = -1;
+      for (let p = start; p < start + n; p++) if (held.has(p)) clash = p;
+      if (clash < 0) {
+        cursor += n;
+        return start;
+      }
+      cursor = clash - first + 1;
     }
-    cursor = clash - first + 1;
+    nextBlock();
   }
-  throw new Error(`no ${n} free consecutive ports left in test block ${first}-${first + BLOCK - 1}`);
+  throw new Error(`no ${n} free consecutive ports left in this run's test port blocks (${blocks.join(', ')})`);
 }
 
-/** One free port of this run's block. */
+/** One free port of this run's blocks. */
 export const nextPort = (): number => nextPorts(1);
+
+/** The block after the one used up: a new one while the range has one free, else the next of this run's own. */
+function nextBlock(): void {
+  cursor = 0;
+  if (!recycling) {
+    const more = lockFreeBlock();
+    if (more !== undefined) {
+      blocks.push(more);
+      current = blocks.length - 1;
+      return;
+    }
+    recycling = true;
+    process.emitWarning(
+      `every test port block is held: this run hands out ports of its blocks (${blocks.join(', ')}) again, ` +
+        'which can collide with a port handed out earlier and not bound yet',
+    );
+  }
+  current = (current + 1) % blocks.length;
+}
 
 /** `n` consecutive free ports as a range, e.g. for rtpengine's RTP ports. */
 export function portRange(n: number): { min: number; max: number } {
@@ -47,15 +79,21 @@ export function portRange(n: number): { min: number; max: number } {
   return { min, max: min + n - 1 };
 }
 
-/** The block this run holds (claimed on first use). */
+/** The first block this run claimed (on first use). */
 export function testPortBlock(): { first: number; last: number } {
-  const { first } = claimBlock();
+  const first = claimBlock();
   return { first, last: first + BLOCK - 1 };
 }
 
-function claimBlock(): { first: number; lock: string } {
-  block ??= lockFreeBlock();
-  return block;
+/** The run's first block, claimed on first use. */
+function claimBlock(): number {
+  if (blocks.length === 0) {
+    const first = lockFreeBlock();
+    if (first === undefined)
+      throw new Error('every test port block below the ephemeral range is held by a live test run');
+    blocks.push(first);
+  }
+  return blocks[0]!;
 }
 
 /**
@@ -64,26 +102,35 @@ function claimBlock(): { first: number; lock: string } {
  */
 export function extraBlock(): { first: number; last: number } {
   claimBlock(); // the run's own block first, so the two never coincide
-  const { first } = lockFreeBlock();
+  const first = lockFreeBlock();
+  if (first === undefined) throw new Error('every test port block below the ephemeral range is held');
   return { first, last: first + BLOCK - 1 };
 }
 
-/** The lowest block no live run holds, locked with this pid until this process exits. */
-function lockFreeBlock(): { first: number; lock: string } {
+/** The first port of the lowest block no live run holds, locked with this pid until this process exits. */
+function lockFreeBlock(): number | undefined {
   const ephemeralLow = ephemeralRange()[0];
   for (let first = FIRST; first + BLOCK <= ephemeralLow; first += BLOCK) {
     const lock = path.join(LOCK_DIR, `simu-test-ports-${first}.lock`);
     if (!tryLock(lock)) continue;
-    process.once('exit', () => {
-      try {
-        if (readFileSync(lock, 'utf8').trim() === String(process.pid)) unlinkSync(lock);
-      } catch {
-        // already gone
-      }
-    });
-    return { first, lock };
+    if (locks.length === 0) process.once('exit', releaseLocks);
+    locks.push(lock);
+    return first;
   }
-  throw new Error(`every test port block of ${FIRST}-${ephemeralLow - 1} is held by a live test run`);
+  return undefined;
+}
+
+/** The locks of this run's blocks, removed as it exits. */
+const locks: string[] = [];
+
+function releaseLocks(): void {
+  for (const lock of locks) {
+    try {
+      if (readFileSync(lock, 'utf8').trim() === String(process.pid)) unlinkSync(lock);
+    } catch {
+      // already gone
+    }
+  }
 }
 
 /** Creates the lock exclusively; a lock left by a process that is gone is removed and tried once more. */
