@@ -2,11 +2,11 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, chownSync, rmSync, readdirSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
+import { nextPort } from './ports.js';
 
 /**
  * A real, throwaway PostgreSQL server for tests that are about PostgreSQL: initdb into a temporary folder,
- * listen on 127.0.0.1 at a free port, stopped when the test run ends. PostgreSQL refuses to run as root, so
+ * listen on 127.0.0.1 at a port of this run's block, stopped when the test run ends. PostgreSQL refuses to run as root, so
  * when we are root the server runs as the `postgres` user the Debian package created.
  */
 let server: { url: string; proc: ChildProcess; dir: string } | undefined;
@@ -18,17 +18,6 @@ function pgBin(name: string): string {
   if (!versions.length)
     throw new Error('PostgreSQL server binaries not found: the test set-up installs the postgresql package');
   return path.join(base, versions[versions.length - 1], 'bin', name);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
 
 function asPostgres(cmd: string, args: string[]): string[] {
@@ -58,7 +47,9 @@ export function startPostgres(): Promise<string> {
     }
     const [initCmd, ...initArgs] = asPostgres(pgBin('initdb'), ['-D', dir, '-U', 'simu', '--auth=trust', '-E', 'UTF8']);
     execFileSync(initCmd, initArgs, { stdio: 'ignore' });
-    const port = await freePort();
+    // From this run's block (test/support/ports.ts), not a port the kernel chose for listen(0) and closed again: the
+    // kernel may hand that one to any outgoing connection of the box before the server has bound it.
+    const port = nextPort();
     const [cmd, ...args] = asPostgres(pgBin('postgres'), [
       '-D',
       dir,
