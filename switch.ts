@@ -7,6 +7,7 @@ import {
   pingDb,
   probeStoreQueue,
   startCallsSearchIndexer,
+  ensureLiveCallTriggers,
   type Db,
 } from './store/index.js';
 import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
@@ -91,6 +92,8 @@ export class Switch {
     this.#db = db;
     this.#closers.push(() => db.destroy());
     await migrate(db);
+    // Admission reads the account's live calls from a count triggers keep (SQLite); a rebuilt calls table loses them.
+    if (await ensureLiveCallTriggers(db)) log.warn('the live-call count triggers were missing: made again, recounted');
     // The calls search index is written in batches past a watermark, not per insert (store/calls-search.ts).
     const searchIndexer = startCallsSearchIndexer(db, (err) => log.warn({ err }, 'calls search indexing failed'));
     this.#closers.push(async () => searchIndexer.stop());

@@ -25,6 +25,7 @@ export * from './rates.js';
 export * from './platform.js';
 export * from './calls.js';
 export { indexCallsSearch, callsSearchBacklog, startCallsSearchIndexer } from './calls-search.js';
+export { ensureLiveCallTriggers } from './live-calls.js';
 export * from './cdr-export.js';
 export * from './recordings.js';
 export * from './end-users.js';

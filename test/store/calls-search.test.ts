@@ -154,7 +154,9 @@ describe('calls search index on sqlite: written in batches past a watermark', fu
       await indexCallsSearch(old);
       assert.deepEqual((await search(old, acct, '9991212')).sort(), both);
       await inbound(old, acct, '+254799912123');
-      await old.migrate.down({ migrationSource });
+      // Back to 026: the later migrations first, then 027 itself.
+      while ((await old.migrate.list({ migrationSource }))[0].some((m: { name: string }) => m.name >= '027'))
+        await old.migrate.down({ migrationSource });
       assert.equal(await indexed(old, '123'), 1, 'going back to 005 indexes the tail');
       await inbound(old, acct, '+254799912124');
       assert.equal(await indexed(old, '124'), 1, "and 005's trigger indexes each insert again");
