@@ -17,7 +17,7 @@
  * the main thread.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -33,6 +33,9 @@ const STORE = process.argv[4] ?? 'sqlite';
 // The "from 3 s" column leaves out the calls answered in a step's first seconds: the process warming up (code not yet
 // optimised, connections to the webhook still being opened) or overload control not yet limiting a sudden flood.
 const WARM_MS = 3000;
+// HOLD_MS: how long the callee holds each call (1 s by default). Carriers' calls last minutes: a longer hold shows
+// what grows with the calls in progress (admission's count of live calls, credit heartbeats, rtpengine's tables).
+const HOLD_MS = Number(process.env.HOLD_MS ?? 1000);
 // How many statement shapes to list (SQL_TOP=40 for a full picture).
 const TOP = Number(process.env.SQL_TOP ?? 15);
 const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'scenarios');
@@ -123,7 +126,9 @@ const check = await storeCheck();
 console.log(
   `\ncarrier bench: store ${STORE}, steps ${STEPS.map((s) => `${s.rate}/s for ${s.seconds} s`).join(', ')}, UDP front ${env.SIMU_OVERLOAD_UDP_FRONT}, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
-console.log('flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after 1 s\n');
+console.log(
+  `flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after ${HOLD_MS / 1000} s\n`,
+);
 console.log(
   '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->200 p99 from 3 s | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | store wait max ms | SQL/call | group commits/call |',
 );
@@ -199,7 +204,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     'media_sink',
     '9',
     '-d',
-    '1000',
+    String(HOLD_MS),
     '-i',
     '127.0.0.1',
     '-p',
@@ -222,7 +227,7 @@ async function step(rate: number, seconds: number): Promise<string> {
   }, 250);
   const caller = sipp(dir, [
     '-sf',
-    path.join(E2E_SCENARIOS, 'uac-inbound-or-503.xml'),
+    callerScenario(dir),
     '-s',
     acct.did.slice(1),
     '-i',
@@ -236,7 +241,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     '-m',
     String(calls),
     '-l',
-    String(rate * 5),
+    String(rate * (5 + Math.ceil(HOLD_MS / 1000))),
     '-trace_rtt',
     '-rtt_freq',
     '1',
@@ -246,7 +251,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     '-trace_counts',
     `127.0.0.1:${PORTS.sip}`,
   ]);
-  await exited(caller, seconds * 1000 + 40_000);
+  await exited(caller, seconds * 1000 + HOLD_MS + 40_000);
   const cpu = process.cpuUsage(cpu0);
   const rtpMs = ((rtpengineTicks() - rtp0) * 1000) / 100; // clock ticks of 10 ms
   const sql = statements - sql0;
@@ -273,11 +278,26 @@ async function step(rate: number, seconds: number): Promise<string> {
   return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(settled, 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} | ${groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
 }
 
+/** The caller's scenario, waiting for the switch's BYE as long as the callee holds the call (and 15 s more). */
+function callerScenario(dir: string): string {
+  const xml = readFileSync(path.join(E2E_SCENARIOS, 'uac-inbound-or-503.xml'), 'utf8');
+  const file = path.join(dir, 'uac-inbound-or-503.xml');
+  writeFileSync(
+    file,
+    xml.replace('<recv request="BYE" timeout="15000" />', `<recv request="BYE" timeout="${HOLD_MS + 15000}" />`),
+  );
+  return file;
+}
+
 function sipp(cwd: string, args: string[]): ChildProcess {
-  return spawn('sipp', [...args, '-nostdin', '-timeout', `${Math.max(...STEPS.map((s) => s.seconds)) + 60}s`], {
-    cwd,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  return spawn(
+    'sipp',
+    [...args, '-nostdin', '-timeout', `${Math.max(...STEPS.map((s) => s.seconds)) + HOLD_MS / 1000 + 60}s`],
+    {
+      cwd,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
 }
 
 function exited(proc: ChildProcess, timeoutMs: number): Promise<void> {
