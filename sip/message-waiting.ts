@@ -39,6 +39,8 @@ interface Subscription {
   cseq: number;
   expiresAt: number;
   timer: NodeJS.Timeout;
+  /** The NOTIFY under way (settled once answered or given up): the next one waits for it. */
+  sending: Promise<void>;
 }
 
 /**
@@ -100,6 +102,7 @@ export class MessageWaiting {
       expiresAt: Date.now() + expires * 1000,
       // RFC 6665 §4.4.1: a subscription that ran out ends with a NOTIFY saying so.
       timer: setTimeout(() => void this.#expire(key), expires * 1000),
+      sending: Promise.resolve(),
     };
     sub.timer.unref();
     // RFC 6665 §4.2.1.2: the first NOTIFY follows the 200 at once; an unsubscribe (Expires 0) gets a last one.
@@ -110,9 +113,7 @@ export class MessageWaiting {
   /** The mailbox of `endUserId` changed: each of its subscriptions is sent the new counts. */
   async changed(accountId: string, endUserId: string): Promise<void> {
     const subs = [...this.#subs.values()].filter((s) => s.endUserId === endUserId && s.accountId === accountId);
-    if (subs.length === 0) return;
-    const counts = await mailboxCounts(this.deps.db, accountId, endUserId);
-    await Promise.all(subs.map((s) => this.#notify(s, false, counts)));
+    await Promise.all(subs.map((s) => this.#notify(s, false)));
   }
 
   close(): void {
@@ -140,8 +141,20 @@ export class MessageWaiting {
     this.#subs.delete(key);
   }
 
-  async #notify(s: Subscription, last: boolean, known?: MailboxCounts): Promise<void> {
-    const counts = known ?? (await mailboxCounts(this.deps.db, s.accountId, s.endUserId));
+  /**
+   * NOTIFYs of a subscription go one at a time, each once the one before is answered, and say what the mailbox
+   * holds when they go: a phone never gets an older count after a newer one. (Sent at once, the first NOTIFY,
+   * whose read of the store was under way, could leave after the one of a message deleted meanwhile.)
+   */
+  #notify(s: Subscription, last: boolean): Promise<void> {
+    const sent = s.sending.then(() => this.#send(s, last));
+    s.sending = sent.catch(() => undefined);
+    return sent;
+  }
+
+  async #send(s: Subscription, last: boolean): Promise<void> {
+    if (!last && this.#subs.get(s.key) !== s) return; // ended while this one waited its turn
+    const counts = await mailboxCounts(this.deps.db, s.accountId, s.endUserId);
     const left = Math.max(0, Math.round((s.expiresAt - Date.now()) / 1000));
     s.cseq += 1;
     try {

@@ -218,7 +218,7 @@ describe('e2e: call handling and voicemail', function () {
     const subscribed = ctx.sw.sip!.mwi.size;
     const mwi = phoneSubscribesToMwi(sippPhone('bob'), 'Voice-Message: 0/0', 1);
     await eventually(() => ctx.sw.sip!.mwi.size > subscribed, 'the subscription', 10000);
-    await new Promise((r) => setTimeout(r, 300)); // its first NOTIFY (0/1) answered
+    // No wait for its first NOTIFY (0/1): the switch sends the change's after that one is answered, as it then is.
     const del = await api(ctx.baseUrl, acct.key, 'POST', '/api/recordings/delete', { uuid: left!.uuid });
     assert.equal(del.status, 200);
     assert.equal(await mwi.exited, 0, `the phone got Voice-Message: 0/0\n${mwi.output()}`);

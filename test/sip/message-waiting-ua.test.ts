@@ -26,6 +26,10 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
   const SW = nextPort();
   const PHONE = nextPort();
   const notifies: SipRequest[] = [];
+  /** NOTIFYs of the subscription with this Call-ID are kept unanswered in `held`. */
+  let holdCallId: string | undefined;
+  let lastCallId = '';
+  const held: SipRequest[] = [];
 
   before(async () => {
     db = await sqliteDb.open();
@@ -45,6 +49,7 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
       const m = parsed.message;
       if (!m.isRequest) return waiting?.(m as SipResponse);
       notifies.push(m as SipRequest);
+      if (m.callId === holdCallId) return void held.push(m as SipRequest);
       phone.send(createResponse(m as SipRequest, 200).toBuffer(), SW, '127.0.0.1');
     });
     await new Promise<void>((r) => phone.bind(PHONE, '127.0.0.1', () => r()));
@@ -60,12 +65,13 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
   /** A SUBSCRIBE from the phone; resolves with the switch's final response. */
   function subscribe(expires: string, event = 'message-summary'): Promise<SipResponse> {
     seq++;
+    lastCallId = `mwi-${seq}-${Date.now()}@127.0.0.1`;
     const text = [
       `SUBSCRIBE sip:1001@a.sip.test SIP/2.0`,
       `Via: SIP/2.0/UDP 127.0.0.1:${PHONE};branch=z9hG4bK-mwi-${seq}-${Date.now()};rport`,
       `From: <sip:1001@a.sip.test>;tag=phone${seq}`,
       `To: <sip:1001@a.sip.test>`,
-      `Call-ID: mwi-${seq}-${Date.now()}@127.0.0.1`,
+      `Call-ID: ${lastCallId}`,
       `CSeq: 1 SUBSCRIBE`,
       `Contact: <sip:1001@127.0.0.1:${PHONE}>`,
       `Event: ${event}`,
@@ -121,6 +127,39 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
     assert.match(notifies[1]!.text, /Voice-Message: 1\/0/);
     await mwi.changed(accountId, 'someone-else');
     assert.equal(notifies.length, 2, "another end-user's change is not sent");
+  });
+
+  it('one NOTIFY at a time: a change while the first is unanswered goes after its answer, with the counts then', async () => {
+    const newCount = (n: SipRequest) => Number(/Voice-Message: (\d+)\//.exec(n.text)?.[1]);
+    const cseqs = () => [...new Set(held.map((n) => n.cseq.seq))];
+    const subscribed = subscribe('600');
+    holdCallId = lastCallId; // before the first NOTIFY can come back
+    assert.equal((await subscribed).status, 200);
+    await eventually(() => held.length > 0, 'the first NOTIFY', 5000);
+    const c = await insertCall(db, {
+      account_id: accountId,
+      direction: 'internal',
+      from_number: '1002',
+      to_number: '1001',
+    });
+    await insertRecording(db, {
+      account_id: accountId,
+      call_id: c.id,
+      call_sid: c.sid,
+      storage_path: '/y.wav',
+      end_user_id: 'eu-1',
+      voicemail_status: 'new',
+    });
+    const change = mwi.changed(accountId, 'eu-1');
+    await new Promise((r) => setTimeout(r, 300)); // a NOTIFY sent at once would be here by now
+    assert.deepEqual(cseqs(), [1], 'no second NOTIFY while the first is unanswered');
+    holdCallId = undefined;
+    for (const n of held) phone.send(createResponse(n, 200).toBuffer(), SW, '127.0.0.1');
+    await change;
+    const mine = notifies.filter((n) => n.callId === lastCallId);
+    const second = mine.find((n) => n.cseq.seq === 2);
+    assert.ok(second, 'the change is NOTIFYed once the first is answered');
+    assert.equal(newCount(second), newCount(held[0]!) + 1, 'with the counts after the change');
   });
 
   it('an unknown event package gets 489 with Allow-Events', async () => {
