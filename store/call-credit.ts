@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { insertRows, runSql } from './fixed-sql.js';
+import { insertRows, runSql, runSqlResult } from './fixed-sql.js';
 
 /**
  * Live credit state of an answered call (table `call_credit`, billing/credit-monitor): from answer until the call
@@ -68,6 +68,10 @@ export async function committedElsewhere(db: Db, accountId: string, nodeId: stri
 /**
  * One heartbeat for a batch of calls: `heartbeat_at` and each call's committed cents, in one statement. Returns
  * how many rows it updated (fewer than given when some were settled elsewhere). Keep batches to a few hundred.
+ *
+ * An UPDATE joined to the batch's VALUES (SQLite >= 3.33, PostgreSQL): each row found by its key. It was a
+ * `CASE call_id WHEN ? THEN ? ...` over the batch, which SQLite walks for every row, so a batch of 500 cost 2.4 ms
+ * (p99 13 ms) of the event loop every 5 s per 500 live calls, built by knex's query builder each time.
  */
 export async function heartbeatCallCredits(
   db: Db,
@@ -75,16 +79,27 @@ export async function heartbeatCallCredits(
   calls: { callId: string; committedCents: number }[],
 ): Promise<number> {
   if (!calls.length) return 0;
-  const committed = db.raw(
-    `CASE call_id ${calls.map(() => 'WHEN ? THEN CAST(? AS BIGINT)').join(' ')} ELSE committed_cents END`,
-    calls.flatMap((c) => [c.callId, c.committedCents]),
-  );
-  return db('call_credit')
-    .whereIn(
-      'call_id',
-      calls.map((c) => c.callId),
-    )
-    .update({ heartbeat_at: at, committed_cents: committed });
+  const pg = db.client.config.client === 'pg';
+  const sql = heartbeatSql(calls.length, pg);
+  const bindings: unknown[] = [at];
+  for (const c of calls) bindings.push(c.callId, c.committedCents);
+  const res = (await runSqlResult(db, sql, bindings)) as { changes?: number; rowCount?: number };
+  return Number(res?.changes ?? res?.rowCount ?? 0);
+}
+
+const heartbeatTexts = new Map<string, string>();
+function heartbeatSql(n: number, pg: boolean): string {
+  const key = `${n}${pg}`;
+  let sql = heartbeatTexts.get(key);
+  if (sql === undefined) {
+    // SQLite names a VALUES table's columns column1, column2; PostgreSQL takes them from the alias.
+    sql =
+      'update "call_credit" set "heartbeat_at" = ?, "committed_cents" = v.column2 from (values ' +
+      Array(n).fill('(?, CAST(? AS BIGINT))').join(', ') +
+      `) as v${pg ? '(column1, column2)' : ''} where "call_credit"."call_id" = v.column1`;
+    if (heartbeatTexts.size < 64) heartbeatTexts.set(key, sql);
+  }
+  return sql;
 }
 
 /** The heartbeats of those of these calls that still have a credit row. */

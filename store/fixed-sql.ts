@@ -54,6 +54,11 @@ async function exec(db: Db, sql: string, bindings: unknown[]): Promise<unknown> 
   return st.reader ? st.all(bindings) : st.run(bindings);
 }
 
+/** Runs a fixed SQL statement; the driver's result (better-sqlite3's `changes`, pg's `rowCount`). */
+export function runSqlResult(db: Db, sql: string, bindings: readonly unknown[]): Promise<unknown> {
+  return exec(db, sql, [...bindings]);
+}
+
 /** Runs a fixed SQL statement that returns nothing. */
 export async function runSql(db: Db, sql: string, bindings: readonly unknown[]): Promise<void> {
   await exec(db, sql, [...bindings]);
