@@ -111,7 +111,10 @@ try {
   await until(() => /Incoming call/.test(b.log), 15000);
   await command(b.ctrl, 'accept');
   await placed;
-  await new Promise((r) => setTimeout(r, 500));
+  // B transfers once its call is up at both ends, not after a fixed pause: baresip has the ACK, and the switch has
+  // bridged B (a phone's call: as its 200 went to the caller, which `placed` waited for; a Dial: at DIAL.0200).
+  await until(() => /Call established/.test(b.log), 10000);
+  if (ivr) await until(async () => Boolean(await ctx.db('call_events').where({ code: 'DIAL.0200' }).first()), 10000);
   await command(b.ctrl, 'transfer', `sip:${cUser.ext}@${domain}`);
   await until(() => /Incoming call/.test(c.log), 10000);
   await command(c.ctrl, 'accept');
