@@ -17,11 +17,11 @@
  *
  * Between ticks a probe every 10 ms measures how late its own timer fires (the event loop's backlog as a message
  * arriving now would wait it out). A backlog that stands, every probe late by over half the loop-delay limit for a
- * whole tick, is overload at once (CoDel's idea: a queue that never drains within an interval, not one long turn,
- * which the next probe finds drained). A flood of twice the box's capacity builds that backlog within a few hundred
- * milliseconds; the tick's rule needed two ticks of p99 and then several cuts of 30 %, while every call admitted
- * meanwhile waited seconds (the carrier bench at 400/s: 600 calls admitted in the first three seconds at p99 0.5-1.5
- * s, then p99 16 ms).
+ * whole tick, is overload at once, limited as on an overloaded tick (CoDel's idea: a queue that never drains within
+ * an interval, not one long turn, which the next probe finds drained). A flood of twice the box's capacity builds
+ * that backlog within a few hundred milliseconds; the tick's rule needed two ticks of p99 over the limit, while every
+ * call admitted meanwhile waited (the carrier bench at 400/s: 600 calls admitted in the first three seconds at p99
+ * 0.5-1.5 s, then p99 16 ms).
  *
  * Only new calls are ever refused here: the callers (SIP edge, REST originate) never ask for in-dialog requests,
  * registrations or Dial legs of admitted calls.
@@ -184,15 +184,11 @@ export class OverloadControl implements NewCallGate {
     if (this.#limit === null && now - this.#lateSince >= this.#settings.tickMs) {
       const before = this.#limit;
       this.#forget(now);
-      // What the loop got through while it stood behind is what it carries: the base, rather than the last second's
-      // admissions (a flood that began within it, or an idle box before it, would count).
-      const span = now - this.#lateSince;
-      let during = 0;
-      for (let i = this.#recent.length - 1; i >= 0 && this.#recent[i]! > this.#lateSince; i--) during++;
+      // As an overloaded tick would, only sooner: 70 % of the last second's admissions. (The new calls the loop got
+      // through while behind are no measure of what it carries: it was busy with the calls already admitted.)
       this.#overloaded(
         now,
-        `event loop behind by over ${Math.round(target)} ms for ${Math.round(span)} ms`,
-        (during * 1000) / span,
+        `event loop behind by over ${Math.round(target)} ms for ${Math.round(now - this.#lateSince)} ms`,
       );
       if (before !== this.#limit) this.#onChange(this.state());
     }
@@ -278,12 +274,13 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * Limits new calls to 70 % of the rate admitted (over the last second unless `rate` is given; or of the limit, if
-   * lower), held a second; the rate is the ceiling the limit then rises slowly near.
+   * Limits new calls to 70 % of the rate admitted over the last second (or of the limit, if lower), held a second;
+   * that rate is the ceiling the limit then rises slowly near.
    */
-  #overloaded(now: number, reason: string, rate = this.#recent.length): void {
+  #overloaded(now: number, reason: string): void {
     const { minCps } = this.#settings;
-    const base = this.#limit === null ? rate : Math.min(this.#limit, rate);
+    const admittedRate = this.#recent.length; // over the last second
+    const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     this.#ceiling = Math.max(minCps, base);
     this.#limit = Math.max(minCps, Math.floor(base * 0.7));
     this.#reason = reason;
