@@ -177,19 +177,27 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     await eventually(() => replies.some((r) => r.toString('latin1').startsWith('SIP/2.0 486')), 'the 486');
   });
 
-  it('answers 503 while the main thread is blocked for 200 ms, without waiting for it', async () => {
-    ua.udpFront!.publish(closed);
-    // The caller runs in a thread of its own, so its clock is not held by the blocked main thread.
-    const caller = new Worker(CALLER, { eval: true, workerData: { port, count: 20, gapMs: 5 } });
+  /**
+   * INVITEs from a thread of its own (its clock is not held by the blocked main thread), 20 of them `gapMs` apart,
+   * while the main thread is blocked for `blockMs`: their answers.
+   */
+  async function callWhileBlocked(prefix: string, gapMs = 10, blockMs = 300) {
+    const caller = new Worker(CALLER, { eval: true, workerData: { port, count: 20, gapMs, prefix } });
     await new Promise((r) => caller.once('message', r)); // bound
     caller.postMessage('go');
-    const until = performance.now() + 200;
+    const until = performance.now() + blockMs;
     while (performance.now() < until); // the main thread's event loop is stuck here
     const unblockedAt = Date.now();
     const answers = await new Promise<Array<{ status: string; ms: number; at: number }>>((r) =>
       caller.once('message', r),
     );
     await caller.terminate();
+    return { answers, unblockedAt };
+  }
+
+  it('answers 503 while the main thread is blocked for 200 ms, without waiting for it', async () => {
+    ua.udpFront!.publish(closed);
+    const { answers, unblockedAt } = await callWhileBlocked('blocked-', 5, 200);
     assert.equal(answers.length, 20, 'every INVITE was answered');
     // The bucket may carry one token from the open gate before: that INVITE waits for the main thread.
     const refused = answers.filter((a) => a.status === '503');
@@ -204,21 +212,6 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
       'every 503 was sent while the main thread was blocked',
     );
   });
-
-  /** INVITEs from a thread of its own, 10 ms apart, while the main thread is blocked for 300 ms: their answers. */
-  async function callWhileBlocked(prefix: string) {
-    const caller = new Worker(CALLER, { eval: true, workerData: { port, count: 20, gapMs: 10, prefix } });
-    await new Promise((r) => caller.once('message', r)); // bound
-    caller.postMessage('go');
-    const until = performance.now() + 300;
-    while (performance.now() < until); // the main thread's event loop is stuck here
-    const unblockedAt = Date.now();
-    const answers = await new Promise<Array<{ status: string; ms: number; at: number }>>((r) =>
-      caller.once('message', r),
-    );
-    await caller.terminate();
-    return { answers, unblockedAt };
-  }
 
   it('with the gate open, refuses new INVITEs while what it handed the main thread waits there past the backlog limit', async () => {
     ua.udpFront!.publish({ ...open, maxBacklogMs: 50 });
