@@ -10,10 +10,10 @@
  * enough. The controller is rate-based (AIMD): on overload it sets a limit of 70 % of the rate it admitted over the
  * last second (never below `minCps`), holds it for a second so the backlog drains, then raises it while the signals
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
- * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
- * again each time it probes. Once nothing has been refused for `releaseAfterMs` the limit is lifted. New calls pass
- * a token bucket at the limit's rate. An operator may also set a fixed platform-wide calls-per-second cap
- * (`platformMaxCps`, 0 = none).
+ * from there to 110 % of it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and
+ * build a backlog again each time it probes, and by 10 % again past that. Once nothing has been refused for
+ * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An operator may also set a
+ * fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
  *
  * Between ticks a probe every 10 ms measures how late its own timer fires (the event loop's backlog as a message
  * arriving now would wait it out). A backlog that stands, every probe late by over half the loop-delay limit for a
@@ -66,8 +66,13 @@ export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
 const DELAY_TICKS = 2;
 /** A loop delay this many times its limit means overload on one tick. */
 const SEVERE_DELAY = 4;
-/** Below this share of the ceiling the limit rises fast (10 % a tick), above it slowly (2 %). */
+/**
+ * Between these shares of the ceiling the limit rises slowly (2 % a tick), elsewhere fast (10 %): past the rate at
+ * which overload was seen and still healthy, that rate was no measure of the box (a cold start, a passing burst of
+ * other work), and climbing on by 2 % a tick left new calls refused for many seconds the box could carry.
+ */
 const NEAR_CEILING = 0.9;
+const PAST_CEILING = 1.1;
 /** The standing-backlog probe's period, ms. */
 const PROBE_MS = 10;
 
@@ -258,7 +263,10 @@ export class OverloadControl implements NewCallGate {
       if (now - this.#lastRefusalAt >= releaseAfterMs) {
         this.#limit = null;
         this.#ceiling = Infinity;
-      } else this.#limit = Math.ceil(this.#limit * (this.#limit < NEAR_CEILING * this.#ceiling ? 1.1 : 1.02));
+      } else {
+        const near = this.#limit >= NEAR_CEILING * this.#ceiling && this.#limit <= PAST_CEILING * this.#ceiling;
+        this.#limit = Math.ceil(this.#limit * (near ? 1.02 : 1.1));
+      }
     }
     if (before !== this.#limit) this.#onChange(this.state());
   }

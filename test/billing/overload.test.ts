@@ -155,6 +155,23 @@ describe('OverloadControl', () => {
     assert.deepEqual(limits, [85, 94, 96, 98, 100, 102]); // 77 came at the end of the hold
   });
 
+  it('past 110 % of that rate, still healthy, the limit rises by 10 % a tick again', () => {
+    const h = harness();
+    h.offer(100, 1000);
+    h.signals.storeWaitMs = 400;
+    h.ctl.tick(); // ceiling 100, limit 70
+    h.signals.storeWaitMs = 1;
+    h.offer(300, 1000); // the hold
+    const limits: number[] = [];
+    for (let i = 0; i < 14; i++) {
+      h.offer(300, 250);
+      limits.push(h.ctl.state().limitCps!);
+    }
+    // 2 % steps up to 110 (the band around the ceiling), then 10 % steps again.
+    const distinct = [...new Set(limits)];
+    assert.deepEqual(distinct.slice(distinct.indexOf(108), distinct.indexOf(108) + 6), [108, 111, 123, 136, 150, 165]);
+  });
+
   it('never limits below minCps, so some calls always get through', () => {
     const h = harness({ minCps: 3 });
     h.signals.storeWaitMs = 1000;
