@@ -88,6 +88,7 @@ export class Switch {
       dataDir: config.dataDir,
       groupCommit: true,
       groupCommitWindowMs: GROUP_COMMIT_WINDOW_MS,
+      warmPool: true,
     });
     this.#db = db;
     this.#closers.push(() => db.destroy());

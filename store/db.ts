@@ -33,6 +33,8 @@ export interface DbOptions {
    * except the API's, which commit the open group first (flushGroupCommit).
    */
   groupCommitWindowMs?: number;
+  /** PostgreSQL: open every connection of the pool at once and keep them open (the switch); else on demand. */
+  warmPool?: boolean;
 }
 
 export function isPostgres(db: Db): boolean {
@@ -52,11 +54,15 @@ export function isPostgres(db: Db): boolean {
  */
 export function openDb(opts: DbOptions): Db {
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
-    return knexFactory({
+    const warm = opts.warmPool === true;
+    const pg = knexFactory({
       client: 'pg',
       connection: opts.databaseUrl,
       pool: {
-        min: 0,
+        // The switch keeps every connection open: one opened on demand (a new server process, its authentication,
+        // its statements prepared again) made the calls of a rising load wait tens of ms each for it, which overload
+        // control read as the store's backlog and shed on.
+        min: warm ? PG_POOL_MAX : 0,
         max: PG_POOL_MAX,
         // pg's pipeline mode, set while the new connection is idle: statements sent together go out at once
         // (store/pg-transaction.ts pgPipelinedTransaction); one at a time, as knex sends them, nothing changes.
@@ -66,6 +72,16 @@ export function openDb(opts: DbOptions): Db {
         },
       },
     });
+    if (warm) {
+      // Opened now, in the background: the pool opens connections only when asked for one.
+      const client = pg.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): unknown };
+      // Held until all are open (a connection released at once would be handed out again), then all released; one
+      // that fails to open is opened on demand later.
+      void Promise.allSettled(Array.from({ length: PG_POOL_MAX }, () => client.acquireConnection())).then((rs) => {
+        for (const r of rs) if (r.status === 'fulfilled') client.releaseConnection(r.value);
+      });
+    }
+    return pg;
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const filename = path.join(opts.dataDir, opts.sqliteFile ?? 'simu.db');

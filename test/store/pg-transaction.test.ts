@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
-import { getAccount, inTransaction, insertAccount, setAccountBalance, type Db, type Tx } from '../../store/index.js';
+import {
+  getAccount,
+  inTransaction,
+  insertAccount,
+  openDb,
+  setAccountBalance,
+  type Db,
+  type Tx,
+} from '../../store/index.js';
 import { selectRows } from '../../store/fixed-sql.js';
 import { pgPipelinedTransaction } from '../../store/pg-transaction.js';
 import { postgresDb } from '../support/db.js';
+import { eventually } from '../support/wait.js';
 
 /**
  * PostgreSQL transactions without knex's transaction machinery (store/pg-transaction.ts): atomic, nested savepoints,
@@ -101,5 +110,21 @@ describe('store: transactions on a PostgreSQL pool connection', function () {
     // The connection is usable afterwards (the pool hands it out again).
     await Promise.all(Array.from({ length: 12 }, (_, i) => pgPipelinedTransaction(db, [set(100 + i)])));
     assert.ok((await getAccount(db, a.id)).balance_cents >= 100);
+  });
+  it("the switch's pool (warmPool) opens all its connections at once and keeps them; others open on demand", async () => {
+    const c = db.client.config.connection as { user: string; host: string; port: string; database: string };
+    const url = `postgres://${c.user}@${c.host}:${c.port}/${c.database}`;
+    type Pool = { numFree(): number; numUsed(): number; min: number };
+    const warm = openDb({ databaseUrl: url, dataDir: '', warmPool: true });
+    const lazy = openDb({ databaseUrl: url, dataDir: '' });
+    try {
+      const pool = (d: Db) => (d.client as { pool: Pool }).pool;
+      await eventually(() => pool(warm).numFree() === 10, 'ten open connections');
+      assert.equal(pool(warm).min, 10, 'never reaped below ten');
+      await lazy.raw('select 1');
+      assert.equal(pool(lazy).numFree() + pool(lazy).numUsed(), 1);
+    } finally {
+      await Promise.all([warm.destroy(), lazy.destroy()]);
+    }
   });
 });
