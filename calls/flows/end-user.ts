@@ -284,8 +284,8 @@ async function runToPstn(
       callerSide: mediaProfileFor(req.source?.transport),
     });
     if (call.isEnding) return;
-    const dialog = await d.sip.ua.createUAS(req, { localSdp: sdp });
-    call.attachDialog(dialog);
+    // The caller's BYE is watched from the 200 on, not from its ACK (see uas-leg.ts).
+    await d.sip.ua.createUAS(req, { localSdp: sdp, onConfirmed: (dialog) => call.attachDialog(dialog) });
     await call.answered();
   } catch (e) {
     d.log.warn({ err: e, call: row.sid }, 'end-user call could not be answered');

@@ -24,8 +24,9 @@ export function uasLeg(
     async answer() {
       const local = await media();
       if (call.isEnding) throw new SipCanceledError(); // the call ended while the media was set up: no 200
-      const dialog = await d.sip.ua.createUAS(req, { localSdp: local });
-      call.attachDialog(dialog);
+      // The dialog exists from the 200 (RFC 3261 §12.1.1): the caller's BYE is watched from then, not from its ACK (a
+      // BYE read in the same batch as the ACK, or after a lost ACK, was missed, and the call ended 32 s later).
+      await d.sip.ua.createUAS(req, { localSdp: local, onConfirmed: (dialog) => call.attachDialog(dialog) });
       await call.answered();
     },
     async earlyMedia() {

@@ -40,9 +40,13 @@ export async function answerCaller(d: FlowDeps, c: MailboxCaller): Promise<Answe
     callerSide: mediaProfileFor(c.req.source?.transport),
   });
   if (c.call.isEnding || c.srv.canceled) return undefined;
-  const dialog = await d.sip.ua.createUAS(c.req, { localSdp: sdp });
   const gone = new AbortController();
-  dialog.once('bye', () => gone.abort());
+  // The caller's BYE is watched from the 200 on, not from its ACK (see uas-leg.ts); createUAS stops waiting for the
+  // ACK of a dialog that ended.
+  const dialog = await d.sip.ua.createUAS(c.req, {
+    localSdp: sdp,
+    onConfirmed: (confirmed) => confirmed.once('bye', () => gone.abort()),
+  });
   c.call.onEnd(() => gone.abort());
   const digits = new CallDigits(systemClock);
   const onKey = (e: DtmfEvent) => {
@@ -55,7 +59,9 @@ export async function answerCaller(d: FlowDeps, c: MailboxCaller): Promise<Answe
     const key = parseDtmfInfo(req.contentType, req.body);
     if (key) digits.press(key.digit, 'sip-info', key.durationMs);
   });
-  gone.signal.addEventListener('abort', () => d.media.off('dtmf', onKey), { once: true });
+  if (gone.signal.aborted)
+    d.media.off('dtmf', onKey); // the caller hung up before its ACK
+  else gone.signal.addEventListener('abort', () => d.media.off('dtmf', onKey), { once: true });
   await c.call.answered();
   return {
     dialog,

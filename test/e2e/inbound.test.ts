@@ -49,6 +49,19 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     assert.ok(t.sink.speechSeconds() >= 1.5, `heard ${t.sink.speechSeconds()} s`);
   });
 
+  it('a caller whose BYE overtakes its ACK ends the call at once, END.0200 (the dialog exists from the 200)', async () => {
+    server.verbs('/pause', '<Response><Say>Hello.</Say><Pause length="20"/></Response>');
+    await t.setInboundUrl(server.url('/pause'));
+    const started = Date.now();
+    t.sipp = t.carrierCalls('uac-inbound-bye-before-ack.xml');
+    assert.equal(await t.sipp.exited, 0, t.sipp.output()); // its BYE got 200
+    await server.waitFor(() => server.statusEvents().includes('CALL.0300'), 10000, 'call.completed');
+    const call = await lastCall();
+    assert.equal(call.status, 'completed');
+    assert.equal(call.reason_code, 'END.0200');
+    assert.ok(Date.now() - started < 10000, 'at once, not when the 20 s Pause ran out');
+  });
+
   it('a call to a number nobody owns gets 404 and is never answered', async () => {
     t.sipp = t.carrierCalls('uac-unknown.xml', '254799999999');
     assert.equal(await t.sipp.exited, 0, t.sipp.output());

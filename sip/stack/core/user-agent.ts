@@ -352,9 +352,13 @@ export class UserAgent {
     const minSe = this.#policy.minSessionExpires ?? RFC_MIN_SE;
     const timer = opts.sessionTimer === false ? undefined : uasSessionTimer(req, minSe);
     srv.send(200, 'OK', { body: opts.localSdp, headers: timer ? { ...timer.headers, ...opts.headers } : opts.headers });
+    // A dialog that ends before its ACK (the caller's BYE read first, or its ACK lost and then its BYE) is waited
+    // for no longer: its ACK would change nothing, and the caller's code should not hang on it for 64*T1.
+    let onEnd: (() => void) | undefined;
+    const ended = new Promise<void>((resolve) => dialog.once('destroy', (onEnd = () => resolve())));
     try {
       opts.onConfirmed?.(dialog);
-      await acked;
+      await Promise.race([acked, ended]);
       if (timer && dialog.state !== 'terminated') dialog.startSessionTimer(this.clock, timer, minSe);
       return dialog;
     } catch (err) {
@@ -364,6 +368,7 @@ export class UserAgent {
       throw err;
     } finally {
       this.#ackWaiters.delete(key);
+      if (onEnd) dialog.off('destroy', onEnd);
     }
   }
 

@@ -81,6 +81,20 @@ describe('user agent over real sockets (loopback)', function () {
     assert.equal(await byeBeforeAck, 'terminated');
   });
 
+  it('a BYE read before the ACK ends the wait for it: createUAS answers the ended dialog at once', async () => {
+    const [a, b] = [await agents.make(), await agents.make()];
+    b.sendAck = () => undefined; // the caller's ACK is lost; its BYE comes
+    const answered = waitFor<Promise<Dialog>>((done) =>
+      a.onRequest('INVITE', (req) => done(a.createUAS(req, { localSdp: SDP_B }))),
+    );
+    const uac = await b.createUAC(uriOf(a), { localSdp: SDP_A });
+    await uac.bye();
+    const started = Date.now();
+    const uas = await await answered;
+    assert.equal(uas.state, 'terminated');
+    assert.ok(Date.now() - started < 2000, 'not after the ACK timeout');
+  });
+
   it('a re-INVITE updates the remote SDP and is answered with the local SDP (§14)', async () => {
     const [a, b] = [await agents.make(), await agents.make()];
     const uasP = waitFor<Dialog>((done) =>
