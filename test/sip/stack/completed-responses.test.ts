@@ -4,6 +4,8 @@
  * timer serves them all, and every retransmission of the request until Timer J gets the same bytes.
  */
 import { strict as assert } from 'node:assert';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { ManualClock } from '../../../sip/stack/clock.js';
 import { createResponse, parseMessage, SipRequest, type SipMessage } from '../../../sip/stack/message/index.js';
 import {
@@ -14,6 +16,7 @@ import {
   type ServerTransaction,
 } from '../../../sip/stack/transaction/index.js';
 import { SipTransportError } from '../../../sip/stack/errors.js';
+import { CompletedResponses } from '../../../sip/stack/transaction/completed-responses.js';
 
 const J = 64 * DEFAULT_TIMER_SETTINGS.T1;
 
@@ -134,5 +137,27 @@ describe('completed non-INVITE server transactions over UDP (RFC 3261 §17.2.2)'
     clock.advance(0);
     assert.equal(layer.size.server, 0);
     assert.equal(clock.pendingTimers, 0);
+  });
+
+  it('a response forgotten after Timer J is let go at once (its bytes and channel can be collected)', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const clock = new ManualClock();
+    const kept = new CompletedResponses(clock, J, () => {});
+    // Made in a function of their own: a local of this (suspended) async function would hold the last one.
+    const channels = ((): Array<WeakRef<MessageChannel>> => {
+      const refs: Array<WeakRef<MessageChannel>> = [];
+      for (let i = 0; i < 100; i++) {
+        const channel: MessageChannel = { reliable: false, send: () => Promise.resolve() };
+        refs.push(new WeakRef(channel));
+        kept.add(`z9hG4bK-${i}`, Buffer.from('SIP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n'), channel);
+      }
+      return refs;
+    })();
+    clock.advance(J + 1000);
+    assert.equal(kept.size, 0);
+    await new Promise((r) => setTimeout(r, 1)); // WeakRef targets are held to the end of the job that made them
+    gc();
+    assert.equal(channels.filter((c) => c.deref() !== undefined).length, 0);
   });
 });
