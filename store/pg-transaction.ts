@@ -22,6 +22,7 @@
  * takes the new name.
  */
 import type { Knex } from 'knex';
+import { makeTxHandle } from './tx-handle.js';
 
 type Db = Knex;
 
@@ -145,12 +146,7 @@ function makeHandle(db: Db, conn: PgConnection, live: () => boolean): Db {
   const check = (): void => {
     if (!live()) throw new Error('store: a statement on a transaction that has already ended');
   };
-  const builder = ((table: string) => {
-    check();
-    return db(table).connection(conn);
-  }) as unknown as Db;
-  const nested = async <T>(fn: (tx: Db) => Promise<T>): Promise<T> => {
-    check();
+  const nested = async <T>(fn: (tx: Db) => Promise<T>, handle: Db): Promise<T> => {
     const name = `simu_nested_${++nestedSeq}`;
     await runPg(db, conn, `SAVEPOINT ${name};`, [], true);
     try {
@@ -162,42 +158,7 @@ function makeHandle(db: Db, conn: PgConnection, live: () => boolean): Db {
       throw err;
     }
   };
-  // As knex's transaction client: asked for a connection, it gives the one the transaction holds.
-  const txClient = new Proxy(db.client as object, {
-    get(target, prop) {
-      if (prop === 'acquireConnection') return () => (check(), Promise.resolve(conn));
-      if (prop === 'releaseConnection') return () => Promise.resolve();
-      const v = Reflect.get(target, prop) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-  const handle: Db = new Proxy(builder, {
-    get(_target, prop) {
-      switch (prop) {
-        case 'raw':
-          return (sql: string, bindings?: readonly Knex.RawBinding[]) => {
-            check();
-            const raw = bindings === undefined ? db.raw(sql) : db.raw(sql, bindings);
-            // knex's runner takes a query's own connection when it has one (as the builder's .connection() sets).
-            (raw as unknown as { _connection: unknown })._connection = conn;
-            return raw;
-          };
-        case 'transaction':
-          return nested;
-        case 'isTransaction':
-          return true;
-        case 'client':
-          return txClient;
-        case 'transactionProvider':
-        case 'destroy':
-          throw new Error(`store: ${String(prop)} is not available inside a transaction`);
-        default: {
-          const v = Reflect.get(db, prop) as unknown;
-          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(db) : v;
-        }
-      }
-    },
-  });
+  const handle = makeTxHandle(db, conn, check, nested);
   openHandles.set(handle, () => {
     check();
     return conn;
