@@ -258,15 +258,18 @@ export function printStalls(stalls: Stall[], profile: CpuProfile | undefined, to
   if (stalls.length === 0) return;
   const sum = (f: (s: Stall) => number) => stalls.reduce((n, s) => n + f(s), 0);
   console.log(
-    `\nevent-loop stalls: ${stalls.length}, ${sum((s) => s.lateMs).toFixed(0)} ms late in all, of which GC ${sum((s) => s.gcMs).toFixed(0)} ms, main thread descheduled ${sum((s) => s.waitMs).toFixed(0)} ms; the longest:\n`,
+    `\nevent-loop stalls: ${stalls.length}, ${sum((s) => s.lateMs).toFixed(0)} ms late in all, of which GC ${sum((s) => s.gcMs).toFixed(0)} ms, main thread descheduled ${sum((s) => s.waitMs).toFixed(0)} ms, blocked ${sum((s) => Math.max(0, s.lateMs + 5 - s.cpuMs - s.waitMs)).toFixed(0)} ms; the longest:\n`,
   );
-  console.log('| late ms | GC ms | descheduled ms | on CPU ms | frames with the most self time meanwhile |');
-  console.log('|---|---|---|---|---|');
+  // Blocked: neither running nor waiting for a core (asleep in a system call: a disk write, a lock).
+  console.log(
+    '| late ms | GC ms | descheduled ms | on CPU ms | blocked ms | frames with the most self time meanwhile |',
+  );
+  console.log('|---|---|---|---|---|---|');
   const offset = profile ? monotonicToPerf() : 0;
   for (const s of [...stalls].sort((a, b) => b.lateMs - a.lateMs).slice(0, top)) {
     const frames = profile ? framesBetween(profile, s.endedAt - s.lateMs - offset, s.endedAt - offset) : '';
     console.log(
-      `| ${s.lateMs.toFixed(0)} | ${s.gcMs.toFixed(0)} | ${s.waitMs.toFixed(0)} | ${s.cpuMs.toFixed(0)} | ${frames} |`,
+      `| ${s.lateMs.toFixed(0)} | ${s.gcMs.toFixed(0)} | ${s.waitMs.toFixed(0)} | ${s.cpuMs.toFixed(0)} | ${Math.max(0, s.lateMs + 5 - s.cpuMs - s.waitMs).toFixed(0)} | ${frames} |`,
     );
   }
 }
