@@ -55,6 +55,19 @@ describe('OverloadControl', () => {
     assert.equal(refused.retryAfterSeconds, 3);
   });
 
+  it("a store wait that the loop's own delay explains is not the store's overload", () => {
+    const h = harness({ maxLoopDelayMs: 40, maxStoreWaitMs: 100 });
+    h.offer(100, 1000);
+    h.signals.loopDelayMs = 30; // the loop a little behind: results wait for it, and queries for their connections
+    h.signals.storeWaitMs = 140;
+    h.ctl.tick();
+    assert.equal(h.ctl.state().shedding, false);
+    h.signals.loopDelayMs = 5; // the same wait with the loop on time: the store is behind
+    h.ctl.tick();
+    assert.equal(h.ctl.state().shedding, true);
+    assert.match(h.ctl.state().reason, /store backlog 140 ms/);
+  });
+
   it('while limiting, admits about the limit each second and refuses the rest', () => {
     const h = harness();
     h.offer(100, 1000);
