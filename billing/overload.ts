@@ -10,10 +10,10 @@
  * enough. The controller is rate-based (AIMD): on overload it sets a limit of 70 % of the rate it admitted over the
  * last second (never below `minCps`), holds it for a second so the backlog drains, then raises it while the signals
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
- * from there to 110 % of it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and
- * build a backlog again each time it probes, and by 10 % again past that. Once nothing has been refused for
- * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An operator may also set a
- * fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
+ * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
+ * again each time it probes. While the limit is held it is not cut again. Once nothing has been refused for
+ * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An
+ * operator may also set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
  *
  * Between ticks a probe every 10 ms measures how late its own timer fires (the event loop's backlog as a message
  * arriving now would wait it out). A backlog that stands, every probe late by over half the loop-delay limit for a
@@ -66,13 +66,8 @@ export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
 const DELAY_TICKS = 2;
 /** A loop delay this many times its limit means overload on one tick. */
 const SEVERE_DELAY = 4;
-/**
- * Between these shares of the ceiling the limit rises slowly (2 % a tick), elsewhere fast (10 %): past the rate at
- * which overload was seen and still healthy, that rate was no measure of the box (a cold start, a passing burst of
- * other work), and climbing on by 2 % a tick left new calls refused for many seconds the box could carry.
- */
+/** Below this share of the ceiling the limit rises fast (10 % a tick), above it slowly (2 %). */
 const NEAR_CEILING = 0.9;
-const PAST_CEILING = 1.1;
 /** The standing-backlog probe's period, ms. */
 const PROBE_MS = 10;
 
@@ -266,10 +261,7 @@ export class OverloadControl implements NewCallGate {
       if (now - this.#lastRefusalAt >= releaseAfterMs) {
         this.#limit = null;
         this.#ceiling = Infinity;
-      } else {
-        const near = this.#limit >= NEAR_CEILING * this.#ceiling && this.#limit <= PAST_CEILING * this.#ceiling;
-        this.#limit = Math.ceil(this.#limit * (near ? 1.02 : 1.1));
-      }
+      } else this.#limit = Math.ceil(this.#limit * (this.#limit < NEAR_CEILING * this.#ceiling ? 1.1 : 1.02));
     }
     if (before !== this.#limit) this.#onChange(this.state());
   }
@@ -289,6 +281,10 @@ export class OverloadControl implements NewCallGate {
    * that rate is the ceiling the limit then rises slowly near.
    */
   #overloaded(now: number, reason: string): void {
+    // One cut per hold: the signals still show the backlog the last cut is draining, and cutting on each tick of it
+    // took the limit to minCps within two seconds of a flood's start, and the ceiling with it, so that after the
+    // flood the limit climbed back by 2 % a tick (150/s offered after 400/s: about half refused for 30 s).
+    if (this.#limit !== null && now < this.#holdUntil) return;
     const { minCps } = this.#settings;
     const admittedRate = this.#recent.length; // over the last second
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
