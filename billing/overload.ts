@@ -286,9 +286,14 @@ export class OverloadControl implements NewCallGate {
     // flood the limit climbed back by 2 % a tick (150/s offered after 400/s: about half refused for 30 s).
     if (this.#limit !== null && now < this.#holdUntil) return;
     const { minCps } = this.#settings;
+    // Hardly any new calls in the last second: they are not what loads the box (a flood's calls settling, say), and
+    // a limit set from that rate took the ceiling down to minCps with it: the carrier bench's 150/s right after a
+    // 400/s flood started at 19/s and took 20 s to climb back. The UDP front's backlog check still guards the loop.
+    if (this.#limit === null && this.#recent.length < 2 * minCps) return;
     const admittedRate = this.#recent.length; // over the last second
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
-    this.#ceiling = Math.max(minCps, base);
+    // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
+    this.#ceiling = Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
     this.#limit = Math.max(minCps, Math.floor(base * 0.7));
     this.#reason = reason;
     this.#holdUntil = now + 1000;

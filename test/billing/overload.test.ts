@@ -68,6 +68,19 @@ describe('OverloadControl', () => {
     assert.match(h.ctl.state().reason, /store backlog 140 ms/);
   });
 
+  it('overload with hardly any new calls coming in sets no limit: they are not its cause', () => {
+    const h = harness({ minCps: 10 });
+    h.offer(5, 1000);
+    h.signals.storeWaitMs = 400;
+    h.signals.loopDelayMs = 300;
+    h.ctl.tick();
+    h.ctl.tick();
+    assert.equal(h.ctl.state().shedding, false);
+    h.signals.storeWaitMs = 1;
+    h.signals.loopDelayMs = 5;
+    assert.equal(h.offer(150, 1000).refused, 0, 'calls arriving once it passed are not held back');
+  });
+
   it('while limiting, admits about the limit each second and refuses the rest', () => {
     const h = harness();
     h.offer(100, 1000);
@@ -188,8 +201,9 @@ describe('OverloadControl', () => {
 
   it('never limits below minCps, so some calls always get through', () => {
     const h = harness({ minCps: 3 });
-    h.signals.storeWaitMs = 1000;
-    h.ctl.tick(); // nothing admitted in the last second
+    h.offer(10, 1000);
+    h.signals.storeWaitMs = 1000; // and it stays: a cut every hold, 7, 4, then the floor
+    h.offer(50, 8000);
     assert.equal(h.ctl.state().limitCps, 3);
     const r = h.offer(50, 2000);
     assert.ok(r.admitted >= 5, `admitted ${r.admitted}`);
