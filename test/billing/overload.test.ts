@@ -132,15 +132,15 @@ describe('OverloadControl', () => {
       }
     };
 
-    it('every probe later than half the delay limit for a whole tick sheds at once, without waiting for a tick', () => {
+    it('every probe later than the delay limit for a whole tick sheds at once, without waiting for a tick', () => {
       const h = harness({ maxLoopDelayMs: 40 });
       h.offer(50, 1000); // then a flood: the loop falls behind, getting through 200 new calls a second
       h.ctl.probe();
-      lateProbes(h, 200, () => 25, 200);
+      lateProbes(h, 200, () => 45, 200);
       assert.equal(h.ctl.state().shedding, false, 'not yet a whole tick');
-      lateProbes(h, 100, () => 25, 200);
+      lateProbes(h, 100, () => 45, 200);
       assert.equal(h.ctl.state().shedding, true);
-      assert.match(h.ctl.state().reason, /event loop behind by over 20 ms for \d+ ms/);
+      assert.match(h.ctl.state().reason, /event loop behind by over 40 ms for \d+ ms/);
       assert.equal(h.changes.length, 1, 'told at once');
       // As a tick would: 70 % of the last second's admissions (700 ms at 50/s, then 300 ms at 200/s: about 95).
       const limit = h.ctl.state().limitCps!;
@@ -152,7 +152,8 @@ describe('OverloadControl', () => {
       h.offer(200, 1000);
       h.ctl.probe();
       lateProbes(h, 400, (i) => (i === 0 ? 400 : 0)); // a 400 ms turn: one probe very late, then the loop is free
-      lateProbes(h, 2000, (i) => (i % 5 === 4 ? 5 : 30)); // behind, but one probe in five is on time
+      lateProbes(h, 2000, (i) => (i % 5 === 4 ? 5 : 50)); // behind, but one probe in five is on time
+      lateProbes(h, 2000, () => 30); // always behind, but by less than the limit
       assert.equal(h.ctl.state().shedding, false);
       assert.equal(h.offer(200, 1000).refused, 0);
     });
