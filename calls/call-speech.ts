@@ -34,6 +34,7 @@ export class CallSpeech implements SpeechInput {
       readonly hints: readonly string[];
       readonly signal: AbortSignal;
       readonly onSpeechStart?: () => void;
+      readonly onListening?: () => void;
     },
   ): Promise<SpeechRecognition | null> {
     if (options.signal.aborted || this.#active >= MAX_CONCURRENT_RECOGNITIONS) return null;
@@ -67,6 +68,7 @@ export class CallSpeech implements SpeechInput {
       for (const samples of early) r.push(samples, 8000);
       early.length = 0;
       open = r;
+      options.onListening?.();
       const result = await r.result;
       return result === null ? null : { text: result.transcript, confidence: result.confidence };
     } catch (e) {

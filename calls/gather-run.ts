@@ -17,6 +17,9 @@ export interface GatherRunDeps {
  * them), plays the prompts, then waits. Ends at numDigits keys, at the finishOnKey key, `timeoutSeconds` after
  * the prompts or after the last key, when speech is recognised, or when `signal` aborts (the call ends).
  */
+/** How much longer than its timeout a speech Gather waits for its recogniser to open, at most. */
+const OPEN_GRACE_MS = 10_000;
+
 export async function runGather(deps: GatherRunDeps, options: GatherOptions): Promise<GatherResult> {
   const bargeIn = new AbortController();
   const stopSpeech = new AbortController();
@@ -33,9 +36,18 @@ export async function runGather(deps: GatherRunDeps, options: GatherOptions): Pr
       resolve(end);
     };
   });
+  const speechOn = options.speech && deps.speech !== undefined;
+  // With speech, the no-input timeout counts from when the recogniser hears (opening it takes seconds on a busy
+  // box, and the caller's words meanwhile are kept for it), at most OPEN_GRACE_MS later than without; and it stops
+  // once the caller has started speaking: the recognition then ends the Gather (TwiML's timeout is for silence).
+  let listening = !speechOn;
+  let speaking = false;
   const restartTimer = (): void => {
     if (timer !== undefined) deps.clock.clearTimeout(timer);
-    timer = deps.clock.setTimeout(() => finish('timeout'), options.timeoutSeconds * 1000);
+    timer = undefined;
+    if (speaking) return;
+    const ms = options.timeoutSeconds * 1000 + (listening ? 0 : OPEN_GRACE_MS);
+    timer = deps.clock.setTimeout(() => finish('timeout'), ms);
   };
 
   const onDigit = ({ digit }: CallDigit): void => {
@@ -53,21 +65,35 @@ export async function runGather(deps: GatherRunDeps, options: GatherOptions): Pr
   options.signal.addEventListener('abort', onAbort, { once: true });
   if (options.signal.aborted) finish('stopped');
 
-  if (options.speech && deps.speech) {
-    deps.speech
-      .recognise(deps.callId, {
+  if (speechOn) {
+    const heardNothing = (): void => {
+      // A recogniser that failed, or heard nothing it knows: the keys and the timeout still end the Gather.
+      const spoke = speaking;
+      speaking = false;
+      listening = true;
+      if (spoke && !options.dtmf) finish('timeout');
+      else if (promptsDone) restartTimer();
+    };
+    deps
+      .speech!.recognise(deps.callId, {
         hints: options.hints,
         signal: AbortSignal.any([options.signal, stopSpeech.signal]),
-        onSpeechStart: () => bargeIn.abort(),
-      })
-      .then(
-        (r) => {
-          if (r === null || r.text.trim() === '') return;
-          speech = r;
-          finish('speech');
+        onSpeechStart: () => {
+          bargeIn.abort();
+          speaking = true;
+          if (timer !== undefined) deps.clock.clearTimeout(timer);
+          timer = undefined;
         },
-        () => undefined, // a recogniser that failed heard nothing; the keys and the timeout still end the Gather
-      );
+        onListening: () => {
+          listening = true;
+          if (promptsDone) restartTimer();
+        },
+      })
+      .then((r) => {
+        if (r === null || r.text.trim() === '') return heardNothing();
+        speech = r;
+        finish('speech');
+      }, heardNothing);
   }
 
   try {

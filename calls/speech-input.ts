@@ -17,6 +17,11 @@ export interface SpeechInput {
       readonly language?: string;
       readonly signal: AbortSignal;
       readonly onSpeechStart?: () => void;
+      /**
+       * Called once the recogniser hears: open, and given what the caller said while it opened. The Gather's
+       * no-input timeout counts from then (opening takes seconds on a cold or busy box).
+       */
+      readonly onListening?: () => void;
     },
   ): Promise<SpeechRecognition | null>;
 }

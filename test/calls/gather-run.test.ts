@@ -123,6 +123,52 @@ describe('calls/gather-run: one Gather on a call (ManualClock)', () => {
     assert.deepEqual(await g.done, { digits: '', speech: { text: 'sales', confidence: 0.8 }, end: 'speech' });
   });
 
+  it('with speech, the timeout counts from when the recogniser hears, and stops once the caller speaks', async () => {
+    let heard!: (r: { text: string; confidence: number } | null) => void;
+    let o!: Parameters<SpeechInput['recognise']>[1];
+    const recogniser: SpeechInput = {
+      recognise: (_id, options) => {
+        o = options;
+        return new Promise((r) => (heard = r));
+      },
+    };
+    const g = gather({ dtmf: false, speech: true, timeoutSeconds: 5 }, recogniser);
+    await g.endPrompts();
+    await g.advance(7_000); // the recogniser still opening (a busy box): the caller's words are being kept
+    assert.equal(g.result, undefined, 'no timeout while the recogniser cannot hear yet');
+    o.onListening!();
+    await g.advance(3_000);
+    o.onSpeechStart!(); // what the caller said while it opened
+    await g.advance(10_000);
+    assert.equal(g.result, undefined, 'no timeout while an utterance is being recognised');
+    heard({ text: 'support', confidence: 0.7 });
+    assert.deepEqual(await g.done, { digits: '', speech: { text: 'support', confidence: 0.7 }, end: 'speech' });
+  });
+
+  it('with speech, a recogniser that never opens still lets the Gather end, its timeout and a grace later', async () => {
+    const recogniser: SpeechInput = { recognise: () => new Promise(() => undefined) };
+    const g = gather({ dtmf: false, speech: true, timeoutSeconds: 5 }, recogniser);
+    await g.endPrompts();
+    await g.advance(14_000);
+    assert.equal(g.result, undefined);
+    await g.advance(1_000);
+    assert.deepEqual(await g.done, { digits: '', end: 'timeout' });
+  });
+
+  it('with speech, an utterance nothing was recognised in ends a speech-only Gather at once', async () => {
+    let heard!: (r: null) => void;
+    let o!: Parameters<SpeechInput['recognise']>[1];
+    const recogniser: SpeechInput = {
+      recognise: (_id, options) => ((o = options), new Promise((r) => (heard = r))),
+    };
+    const g = gather({ dtmf: false, speech: true, timeoutSeconds: 5 }, recogniser);
+    await g.endPrompts();
+    o.onListening!();
+    o.onSpeechStart!();
+    heard(null);
+    assert.deepEqual(await g.done, { digits: '', end: 'timeout' });
+  });
+
   it('the call ending stops it and leaves no timer behind', async () => {
     const g = gather();
     await g.endPrompts();
