@@ -23,6 +23,19 @@ export async function eventually<T>(
   }
 }
 
+/** Waits for a promise at most `ms`; what it waited for is named in the error when it takes longer. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Whether some process holds this port of 127.0.0.1 (UDP bound, or TCP listening), read from /proc/net. */
 export function isBound(port: number, transport: 'UDP' | 'TCP' = 'UDP'): boolean {
   const table = readFileSync(transport === 'UDP' ? '/proc/net/udp' : '/proc/net/tcp', 'utf8');
