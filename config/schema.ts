@@ -297,8 +297,8 @@ export const SETTINGS = [
     key: 'rtpengine.portMax',
     env: 'SIMU_RTP_PORT_MAX',
     kind: 'port',
-    default: '40000',
-    help: 'Highest RTP port of the local rtpengine.',
+    default: '60000',
+    help: 'Highest RTP port of the local rtpengine (a call through Dial holds about 8 ports).',
   },
   { key: 'tts.voice', env: 'SIMU_TTS_VOICE', kind: 'string', default: 'en', help: 'Default espeak-ng voice for Say.' },
   {
