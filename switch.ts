@@ -152,7 +152,12 @@ export class Switch {
 
     // Overload control: new calls beyond what the box carries get 503 + Retry-After at once (billing/overload.ts).
     const admission = new StoreAdmission(db);
-    const signals = loadSignalsOf(probeStoreQueue(db), () => admission.sampleTurnWait());
+    const engines = this.#engines;
+    const signals = loadSignalsOf(
+      probeStoreQueue(db),
+      () => admission.sampleTurnWait(),
+      () => engines.sampleSendWait(),
+    );
     const overloadLog = roomLogger('billing').child({ module: 'overload' });
     // With overload.udpFront, SIP over UDP is received in a worker thread that applies the limit itself.
     const edge: { sip?: SipApplication } = {};

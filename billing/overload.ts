@@ -38,6 +38,8 @@ export interface LoadSignals {
    * since the last tick, or the oldest still waiting, ms.
    */
   storeWaitMs: number;
+  /** The backlog in front of the media engines: the longest an ng command waited to be sent, ms. */
+  mediaWaitMs?: number;
 }
 
 export interface OverloadSettings {
@@ -247,8 +249,11 @@ export class OverloadControl implements NewCallGate {
     // lagging loop every connection was checked out and queries waited 93-116 ms while the database's backends sat
     // idle. That much of the wait is the loop's (its own signal, with its own rule), not the store's.
     const storeOver = s.storeWaitMs > maxStoreWaitMs + 2 * s.loopDelayMs;
+    // rtpengine behind (its commands wait for a slot, NgClient maxInFlight): calls admitted now would wait there.
+    const mediaOver = (s.mediaWaitMs ?? 0) > maxStoreWaitMs + 2 * s.loopDelayMs;
     const overloaded =
       storeOver ||
+      mediaOver ||
       (delayOver &&
         (this.#limit !== null || this.#delayTicks >= DELAY_TICKS || s.loopDelayMs > SEVERE_DELAY * maxLoopDelayMs));
     if (overloaded) {
@@ -256,7 +261,9 @@ export class OverloadControl implements NewCallGate {
         now,
         storeOver
           ? `store backlog ${Math.round(s.storeWaitMs)} ms`
-          : `event-loop delay ${Math.round(s.loopDelayMs)} ms`,
+          : mediaOver
+            ? `media engine backlog ${Math.round(s.mediaWaitMs ?? 0)} ms`
+            : `event-loop delay ${Math.round(s.loopDelayMs)} ms`,
       );
     } else if (this.#limit !== null && now >= this.#holdUntil) {
       if (now - this.#lastRefusalAt >= releaseAfterMs) {
@@ -332,6 +339,8 @@ export function loadSignalsOf(
   probe: StoreQueueProbe,
   /** Further queues in front of the store (the per-account admission turn), as a wait in ms since the last read. */
   queueWaitMs: () => number = () => 0,
+  /** How long media-engine commands waited to be sent since the last read, ms (MediaEngines.sampleSendWait). */
+  mediaWaitMs: () => number = () => 0,
 ): { read: () => LoadSignals; close: () => void } {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -340,7 +349,11 @@ export function loadSignalsOf(
       const loopDelayMs = loop.count > 0 ? loop.percentile(99) / 1e6 : 0;
       loop.reset();
       const q = probe.sample();
-      return { loopDelayMs, storeWaitMs: Math.max(q.maxWaitMs, q.oldestWaitMs, queueWaitMs()) };
+      return {
+        loopDelayMs,
+        storeWaitMs: Math.max(q.maxWaitMs, q.oldestWaitMs, queueWaitMs()),
+        mediaWaitMs: mediaWaitMs(),
+      };
     },
     close() {
       loop.disable();

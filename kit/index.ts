@@ -34,6 +34,7 @@ export {
 export { requestUrl } from './request-url.js';
 export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle } from './clock.js';
 export { sleep } from './sleep.js';
+export { widenReceiveBuffer, WIDE_RECEIVE_BUFFER } from './udp-buffer.js';
 export { detached } from './detached.js';
 export { ABORTED, abortQuietly } from './abort.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';

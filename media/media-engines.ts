@@ -94,6 +94,16 @@ export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
     return [...this.#external];
   }
 
+  /**
+   * The longest any engine's commands waited to be sent since the last call (NgClient.sampleSendWait): an engine
+   * falling behind, for overload control.
+   */
+  sampleSendWait(): number {
+    let wait = 0;
+    for (const e of this.list()) wait = Math.max(wait, e.client.sampleSendWait());
+    return wait;
+  }
+
   /** One engine for a new call; MEDIA_NO_ENGINE when none is healthy. */
   pick(): MediaEngine {
     if (this.#local) {

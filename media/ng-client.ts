@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { bdecode, bencode, type BValue } from './bencode.js';
 import { MediaError } from './errors.js';
+import { widenReceiveBuffer } from '../kit/index.js';
 
 /**
  * Cookies: unique per request for as long as rtpengine caches answers by cookie, so a random per-process prefix and
@@ -29,6 +30,12 @@ export interface NgClientOptions {
   timeoutMs?: number;
   /** Resend interval for a request with no answer yet. */
   retransmitMs?: number;
+  /**
+   * Requests sent and not yet answered, at most; the rest wait their turn here. rtpengine reads its control socket
+   * with a default-sized buffer (208 KB, about a hundred offers): past that the kernel drops commands, and each
+   * costs its call the resend interval (a flood of 400 new calls/s: ~270 dropped in 20 s, calls waiting 1-2 s).
+   */
+  maxInFlight?: number;
 }
 
 interface Pending {
@@ -36,7 +43,15 @@ interface Pending {
   resolve: (r: NgResponse) => void;
   reject: (e: MediaError) => void;
   timer: NodeJS.Timeout;
-  resend: NodeJS.Timeout;
+  /** Set once the request is sent (it holds one of the maxInFlight slots until it settles). */
+  resend: NodeJS.Timeout | undefined;
+}
+
+/** A request waiting for a slot: its cookie, when it started waiting, and how to send it. */
+interface Queued {
+  cookie: string;
+  since: number;
+  start: () => void;
 }
 
 export class NgClient {
@@ -45,6 +60,12 @@ export class NgClient {
   readonly #timeoutMs: number;
   readonly #retransmitMs: number;
   readonly #pending = new Map<string, Pending>();
+  readonly #maxInFlight: number;
+  #inFlight = 0;
+  readonly #queue: Queued[] = [];
+  #queueHead = 0;
+  /** The longest a request waited for a slot since the last sampleSendWait(). */
+  #maxWaitMs = 0;
   #socket: Socket | undefined;
   #closed = false;
 
@@ -52,6 +73,7 @@ export class NgClient {
     this.host = opts.host;
     this.port = opts.port;
     this.#timeoutMs = opts.timeoutMs ?? 5000;
+    this.#maxInFlight = Math.max(1, opts.maxInFlight ?? 64);
     this.#retransmitMs = opts.retransmitMs ?? 1000;
   }
 
@@ -64,9 +86,28 @@ export class NgClient {
     return this.#pending.size;
   }
 
+  /**
+   * How long requests waited for a slot (maxInFlight) since the last call: the longest wait that ended, or the
+   * oldest still waiting, ms. rtpengine falling behind shows here first (overload control reads it).
+   */
+  sampleSendWait(now = performance.now()): number {
+    let oldest = 0;
+    while (this.#queueHead < this.#queue.length && !this.#pending.has(this.#queue[this.#queueHead]!.cookie))
+      this.#queueHead++;
+    const head = this.#queue[this.#queueHead];
+    if (head) oldest = now - head.since;
+    const wait = Math.max(this.#maxWaitMs, oldest);
+    this.#maxWaitMs = 0;
+    return wait;
+  }
+
   #ensureSocket(): Socket {
     if (this.#socket) return this.#socket;
     const socket = createSocket(isIP(this.host) === 6 ? 'udp6' : 'udp4');
+    // Bound here (sends wait for it) to widen its receive buffer: at the default 208 KB the answers to a few hundred
+    // commands in flight overflowed it while the loop was busy (a flood of new calls: ~40 answers dropped in 20 s),
+    // and each dropped answer cost its call the 1-s resend.
+    socket.bind(0, () => widenReceiveBuffer(socket));
     socket.on('message', (msg) => this.#onMessage(msg));
     socket.on('error', (err) => this.rejectAll(new MediaError('MEDIA_ENGINE_GONE', `ng socket error: ${err.message}`)));
     socket.unref();
@@ -106,8 +147,28 @@ export class NgClient {
     const pending = this.#pending.get(cookie);
     if (!pending) return;
     clearTimeout(pending.timer);
-    clearInterval(pending.resend);
     this.#pending.delete(cookie);
+    if (pending.resend === undefined) return; // still queued: dropped from the queue when its turn comes
+    clearInterval(pending.resend);
+    this.#inFlight--;
+    this.#startQueued();
+  }
+
+  /** Sends queued requests while slots are free (requests settled while queued are skipped). */
+  #startQueued(): void {
+    while (this.#inFlight < this.#maxInFlight && this.#queueHead < this.#queue.length) {
+      const next = this.#queue[this.#queueHead++]!;
+      if (!this.#pending.has(next.cookie)) continue;
+      this.#maxWaitMs = Math.max(this.#maxWaitMs, performance.now() - next.since);
+      next.start();
+    }
+    if (this.#queueHead === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#queueHead = 0;
+    } else if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
+      this.#queue.splice(0, this.#queueHead);
+      this.#queueHead = 0;
+    }
   }
 
   /** Send one ng command and wait for its answer. `result: error` rejects with MEDIA_ENGINE_ERROR. */
@@ -131,14 +192,22 @@ export class NgClient {
           new MediaError('MEDIA_TIMEOUT', `rtpengine ${this.address} did not answer ${command} in ${timeoutMs} ms`),
         );
       }, timeoutMs);
-      const resend = setInterval(send, this.#retransmitMs);
-      this.#pending.set(cookie, { command, resolve, reject, timer, resend });
-      send();
+      const pending: Pending = { command, resolve, reject, timer, resend: undefined };
+      this.#pending.set(cookie, pending);
+      const start = (): void => {
+        this.#inFlight++;
+        pending.resend = setInterval(send, this.#retransmitMs);
+        send();
+      };
+      if (this.#inFlight < this.#maxInFlight) start();
+      else this.#queue.push({ cookie, since: performance.now(), start });
     });
   }
 
   /** Reject every request in flight (the engine died or was restarted). The client stays usable. */
   rejectAll(error: MediaError): void {
+    this.#queue.length = 0; // nothing waiting is sent now; each is rejected below
+    this.#queueHead = 0;
     for (const [cookie, pending] of [...this.#pending]) {
       this.#settle(cookie);
       pending.reject(error);

@@ -55,6 +55,19 @@ describe('OverloadControl', () => {
     assert.equal(refused.retryAfterSeconds, 3);
   });
 
+  it('media-engine commands waiting to be sent (rtpengine behind) start shedding as the store backlog does', () => {
+    const h = harness({ maxLoopDelayMs: 40, maxStoreWaitMs: 100 });
+    h.offer(100, 1000);
+    h.signals.mediaWaitMs = 90; // under the limit
+    h.ctl.tick();
+    assert.equal(h.ctl.state().shedding, false);
+    h.signals.mediaWaitMs = 250;
+    h.ctl.tick();
+    assert.equal(h.ctl.state().shedding, true);
+    assert.equal(h.ctl.state().limitCps, 70);
+    assert.match(h.ctl.state().reason, /media engine backlog 250 ms/);
+  });
+
   it("a store wait that the loop's own delay explains is not the store's overload", () => {
     const h = harness({ maxLoopDelayMs: 40, maxStoreWaitMs: 100 });
     h.offer(100, 1000);

@@ -3,6 +3,7 @@
  */
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { widenReceiveBuffer } from '../../../kit/index.js';
 import { SipTransportError } from '../errors.js';
 import type { Flow, ListenAddress, Transport, TransportSink } from './flow.js';
 import { UdpFront, type UdpFrontOptions } from './udp-front.js';
@@ -74,11 +75,7 @@ export class UdpTransport implements Transport {
       });
     });
     // A larger receive buffer keeps bursts (load tests, retransmission storms) from being dropped by the kernel.
-    try {
-      socket.setRecvBufferSize(4 * 1024 * 1024);
-    } catch {
-      /* the kernel caps it; not fatal */
-    }
+    widenReceiveBuffer(socket);
     socket.on('message', (data, rinfo) => this.#receive(data, rinfo.address, rinfo.port, false));
     socket.on('error', () => {}); // per-send errors are reported by send(); ICMP errors arrive here
     this.#socket = socket;
