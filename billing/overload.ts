@@ -7,8 +7,9 @@
  * a connection). The store's above its limit means overloaded; the loop's delay must be above its limit on two
  * ticks running (or four times above it on one): one long turn (a full GC, a slow commit) is not overload, and
  * shedding on it refused calls a box with room to spare could carry. While already limiting, one tick over is
- * enough. The controller is rate-based (AIMD): on overload it sets a limit of 70 % of the rate it admitted over the
- * last second (never below `minCps`), holds it for a second so the backlog drains, then raises it while the signals
+ * enough. The controller is rate-based (AIMD): on overload it sets a limit of half the rate it admitted over the
+ * last second (70 % of the limit when cut again while limiting; never below `minCps`; and only a limit the new calls
+ * come in at is cut), holds it for a second so the backlog drains, then raises it while the signals
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
  * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
  * again each time it probes. While the limit is held it is not cut again. Once nothing has been refused for
@@ -70,6 +71,11 @@ const DELAY_TICKS = 2;
 const SEVERE_DELAY = 4;
 /** Below this share of the ceiling the limit rises fast (10 % a tick), above it slowly (2 %). */
 const NEAR_CEILING = 0.9;
+/** The limit after the first cut, and after each further one, as a share of the rate admitted. */
+const FIRST_CUT = 0.5;
+const CUT = 0.7;
+/** While limiting, the limit is cut only when at least this share of it was admitted over the last second. */
+const BINDING = 0.8;
 /** The standing-backlog probe's period, ms. */
 const PROBE_MS = 10;
 
@@ -187,7 +193,7 @@ export class OverloadControl implements NewCallGate {
     if (this.#limit === null && now - this.#lateSince >= this.#settings.tickMs) {
       const before = this.#limit;
       this.#forget(now);
-      // As an overloaded tick would, only sooner: 70 % of the last second's admissions. (The new calls the loop got
+      // As an overloaded tick would, only sooner: half the last second's admissions. (The new calls the loop got
       // through while behind are no measure of what it carries: it was busy with the calls already admitted.)
       this.#overloaded(
         now,
@@ -285,7 +291,7 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * Limits new calls to 70 % of the rate admitted over the last second (or of the limit, if lower), held a second;
+   * Limits new calls to half the rate admitted over the last second (70 % of the limit, if limiting), held a second;
    * that rate is the ceiling the limit then rises slowly near.
    */
   #overloaded(now: number, reason: string): void {
@@ -299,10 +305,16 @@ export class OverloadControl implements NewCallGate {
     // 400/s flood started at 19/s and took 20 s to climb back. The UDP front's backlog check still guards the loop.
     if (this.#limit === null && this.#recent.length < 2 * minCps) return;
     const admittedRate = this.#recent.length; // over the last second
+    // While limiting, only a limit that holds new calls back is cut: when they come in well under it (a flood over,
+    // its last calls settling) the overload is the calls admitted before, and a cut to the rate of the few arriving
+    // now took the limit to minCps (the carrier bench's 150/s after a 400/s flood: 19/s, 7 s to climb back).
+    if (this.#limit !== null && admittedRate < BINDING * this.#limit) return;
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
     this.#ceiling = Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
-    this.#limit = Math.max(minCps, Math.floor(base * 0.7));
+    // The first cut is deeper: the rate admitted before overload was seen is what overloaded the box (a flood of
+    // twice its capacity: at 70 % of it the backlog still grew for the whole hold, calls admitted waiting 0.5 s).
+    this.#limit = Math.max(minCps, Math.floor(base * (this.#limit === null ? FIRST_CUT : CUT)));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
     this.#refill(now);
