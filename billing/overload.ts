@@ -5,11 +5,11 @@
  *
  * Signals, read every tick: the event loop's delay (p99 over the tick) and the store's queue (the longest wait for
  * a connection). The store's above its limit means overloaded; the loop's delay must be above its limit on two
- * ticks running (or four times above it on one): one long turn (a full GC, a slow commit) is not overload, and
- * shedding on it refused calls a box with room to spare could carry. While already limiting, one tick over is
- * enough. The controller is rate-based (AIMD): on overload it sets a limit of half the rate it admitted over the
- * last second (70 % of the limit when cut again while limiting; never below `minCps`; and only a limit the new calls
- * come in at is cut), holds it for a second so the backlog drains, then raises it while the signals
+ * ticks running: one long turn (a full GC, a slow commit, even of 200 ms) is not overload, and shedding on it refused
+ * calls a box with room to spare could carry (a 200/s run shed 14 % for 10 s after one). While already limiting, one
+ * tick over is enough. The controller is rate-based (AIMD): on overload it sets a limit of 70 % of the rate it
+ * admitted over the last second (never below `minCps`; while limiting, only a limit the new calls come in at is
+ * cut), holds it for a second so the backlog drains, then raises it while the signals
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
  * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
  * again each time it probes. While the limit is held it is not cut again. Once nothing has been refused for
@@ -67,12 +67,9 @@ export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
 
 /** Loop-delay ticks over the limit in a row that mean overload (when not limiting already). */
 const DELAY_TICKS = 2;
-/** A loop delay this many times its limit means overload on one tick. */
-const SEVERE_DELAY = 4;
 /** Below this share of the ceiling the limit rises fast (10 % a tick), above it slowly (2 %). */
 const NEAR_CEILING = 0.9;
-/** The limit after the first cut, and after each further one, as a share of the rate admitted. */
-const FIRST_CUT = 0.5;
+/** The limit after a cut, as a share of the rate admitted over the last second. */
 const CUT = 0.7;
 /** While limiting, the limit is cut only when at least this share of it was admitted over the last second. */
 const BINDING = 0.8;
@@ -193,7 +190,7 @@ export class OverloadControl implements NewCallGate {
     if (this.#limit === null && now - this.#lateSince >= this.#settings.tickMs) {
       const before = this.#limit;
       this.#forget(now);
-      // As an overloaded tick would, only sooner: half the last second's admissions. (The new calls the loop got
+      // As an overloaded tick would, only sooner: 70 % of the last second's admissions. (The new calls the loop got
       // through while behind are no measure of what it carries: it was busy with the calls already admitted.)
       this.#overloaded(
         now,
@@ -261,7 +258,7 @@ export class OverloadControl implements NewCallGate {
       storeOver ||
       mediaOver ||
       (delayOver &&
-        (this.#limit !== null || this.#delayTicks >= DELAY_TICKS || s.loopDelayMs > SEVERE_DELAY * maxLoopDelayMs));
+        (this.#limit !== null || this.#delayTicks >= DELAY_TICKS));
     if (overloaded) {
       this.#overloaded(
         now,
@@ -291,7 +288,7 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * Limits new calls to half the rate admitted over the last second (70 % of the limit, if limiting), held a second;
+   * Limits new calls to 70 % of the rate admitted over the last second (or of the limit, if lower), held a second;
    * that rate is the ceiling the limit then rises slowly near.
    */
   #overloaded(now: number, reason: string): void {
@@ -312,9 +309,7 @@ export class OverloadControl implements NewCallGate {
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
     this.#ceiling = Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
-    // The first cut is deeper: the rate admitted before overload was seen is what overloaded the box (a flood of
-    // twice its capacity: at 70 % of it the backlog still grew for the whole hold, calls admitted waiting 0.5 s).
-    this.#limit = Math.max(minCps, Math.floor(base * (this.#limit === null ? FIRST_CUT : CUT)));
+    this.#limit = Math.max(minCps, Math.floor(base * CUT));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
     this.#refill(now);

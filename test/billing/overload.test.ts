@@ -39,14 +39,14 @@ describe('OverloadControl', () => {
     assert.deepEqual(h.changes, []);
   });
 
-  it('a store backlog over its limit starts shedding at half the admitted rate, with Retry-After', () => {
+  it('a store backlog over its limit starts shedding at 70 % of the admitted rate, with Retry-After', () => {
     const h = harness({ retryAfterSeconds: 3 });
     h.offer(100, 1000);
     h.signals.storeWaitMs = 400;
     h.ctl.tick();
     const state = h.ctl.state();
     assert.equal(state.shedding, true);
-    assert.equal(state.limitCps, 50);
+    assert.equal(state.limitCps, 70);
     assert.match(state.reason, /store backlog 400 ms/);
     assert.equal(h.changes.length, 1);
     const verdicts = Array.from({ length: 5 }, () => h.ctl.admitNewCall());
@@ -64,7 +64,7 @@ describe('OverloadControl', () => {
     h.signals.mediaWaitMs = 250;
     h.ctl.tick();
     assert.equal(h.ctl.state().shedding, true);
-    assert.equal(h.ctl.state().limitCps, 50);
+    assert.equal(h.ctl.state().limitCps, 70);
     assert.match(h.ctl.state().reason, /media engine backlog 250 ms/);
   });
 
@@ -101,7 +101,7 @@ describe('OverloadControl', () => {
     h.ctl.tick();
     h.signals.storeWaitMs = 1; // healthy again, but the limit holds for a second before it rises
     const r = h.offer(200, 1000);
-    assert.ok(r.admitted >= 45 && r.admitted <= 70, `admitted ${r.admitted}`);
+    assert.ok(r.admitted >= 65 && r.admitted <= 90, `admitted ${r.admitted}`);
     assert.equal(r.admitted + r.refused, 200);
   });
 
@@ -113,7 +113,7 @@ describe('OverloadControl', () => {
     assert.equal(h.ctl.state().shedding, false, 'one long turn is not overload');
     h.ctl.tick();
     assert.match(h.ctl.state().reason, /event-loop delay 120 ms/);
-    assert.equal(h.ctl.state().limitCps, 20);
+    assert.equal(h.ctl.state().limitCps, 28);
   });
 
   it('a single tick of loop delay over its limit, between healthy ones, refuses nothing', () => {
@@ -155,9 +155,9 @@ describe('OverloadControl', () => {
       assert.equal(h.ctl.state().shedding, true);
       assert.match(h.ctl.state().reason, /event loop behind by over 40 ms for \d+ ms/);
       assert.equal(h.changes.length, 1, 'told at once');
-      // As a tick would: half the last second's admissions (700 ms at 50/s, then 300 ms at 200/s: about 95).
+      // As a tick would: 70 % of the last second's admissions (700 ms at 50/s, then 300 ms at 200/s: about 95).
       const limit = h.ctl.state().limitCps!;
-      assert.ok(limit >= 42 && limit <= 50, `limit ${limit}`);
+      assert.ok(limit >= 60 && limit <= 70, `limit ${limit}`);
     });
 
     it('one long turn, or late probes the loop catches up between, refuses nothing', () => {
@@ -172,41 +172,44 @@ describe('OverloadControl', () => {
     });
   });
 
-  it('a loop delay four times its limit sheds on one tick', () => {
+  it('one tick of a loop delay even five times its limit is one long turn, not overload', () => {
     const h = harness({ maxLoopDelayMs: 40 });
     h.offer(100, 1000);
-    h.signals.loopDelayMs = 200;
+    h.signals.loopDelayMs = 200; // a 200-ms stall: at 200/s, one such shed 14 % of calls for 10 s
     h.ctl.tick();
-    assert.equal(h.ctl.state().limitCps, 50);
+    assert.equal(h.ctl.state().shedding, false);
+    h.signals.loopDelayMs = 45; // the next tick, still behind: overload
+    h.ctl.tick();
+    assert.equal(h.ctl.state().limitCps, 70);
   });
 
   it('near the rate at which overload was seen the limit rises by 2 % a tick, not 10 %', () => {
     const h = harness();
     h.offer(100, 1000);
     h.signals.storeWaitMs = 400;
-    h.ctl.tick(); // ceiling 100, limit 50
+    h.ctl.tick(); // ceiling 100, limit 70
     h.signals.storeWaitMs = 1;
     const limits: number[] = [];
     h.offer(200, 1000); // the hold
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 6; i++) {
       h.offer(200, 250);
       limits.push(h.ctl.state().limitCps!);
     }
-    assert.deepEqual(limits, [62, 69, 76, 84, 93, 95, 97, 99]); // 55 came at the end of the hold
+    assert.deepEqual(limits, [85, 94, 96, 98, 100, 102]); // 77 came at the end of the hold
   });
 
   it('the limit is cut once a hold, not on every tick the backlog it drains still shows, so it climbs back fast', () => {
     const h = harness({ minCps: 5 });
     h.offer(200, 1000);
     h.signals.storeWaitMs = 400;
-    h.ctl.tick(); // ceiling 200, limit 100 (a first cut: half)
+    h.ctl.tick(); // ceiling 200, limit 140
     for (let i = 0; i < 3; i++) {
       h.offer(300, 250);
       h.ctl.tick(); // the backlog still shows within the hold: no further cut
     }
-    assert.equal(h.ctl.state().limitCps, 100);
-    h.offer(300, 500); // still overloaded after the hold: one more cut (70 % while limiting), and a new hold
-    assert.equal(h.ctl.state().limitCps, 70);
+    assert.equal(h.ctl.state().limitCps, 140);
+    h.offer(300, 500); // still overloaded after the hold: one more cut, and a new hold
+    assert.equal(h.ctl.state().limitCps, 98);
     h.signals.storeWaitMs = 1;
     h.offer(150, 1000); // the hold
     const r = h.offer(150, 4000); // the flood is over: the limit climbs past 150 within a second or so
@@ -217,15 +220,14 @@ describe('OverloadControl', () => {
     const h = harness({ minCps: 10 });
     h.offer(400, 1000);
     h.signals.storeWaitMs = 400;
-    h.ctl.tick(); // limit 200
+    h.ctl.tick(); // limit 280
     h.offer(400, 1000); // the hold, the limit holding the flood back
     h.offer(400, 250); // still overloaded with the limit holding calls back: cut
-    assert.equal(h.ctl.state().limitCps, 140);
+    assert.equal(h.ctl.state().limitCps, 196);
     h.offer(30, 3000); // the flood is over; its calls still load the store
-    assert.equal(h.ctl.state().limitCps, 140, 'not cut to 70 % of the 30/s coming in now');
+    assert.equal(h.ctl.state().limitCps, 196, 'not cut to 70 % of the 30/s coming in now');
     h.signals.storeWaitMs = 1;
-    const r = h.offer(150, 2000);
-    assert.ok(r.refused <= 15, `the rate that follows is carried at once (${r.refused} of 300 refused)`);
+    assert.equal(h.offer(150, 2000).refused, 0, 'the rate that follows is carried at once');
   });
 
   it('never limits below minCps, so some calls always get through', () => {
@@ -244,7 +246,7 @@ describe('OverloadControl', () => {
     h.signals.storeWaitMs = 400;
     h.ctl.tick();
     h.signals.storeWaitMs = 1;
-    h.offer(100, 4000); // limit rises after the 1 s hold (10 % a tick, 2 % near 100/s): reaches 100/s, refusals stop
+    h.offer(100, 3000); // limit rises 10 % a tick after the 1 s hold: reaches 100/s, refusals stop
     assert.ok((h.ctl.state().limitCps ?? Infinity) >= 100 || h.ctl.state().limitCps === null);
     h.offer(50, 3000);
     assert.equal(h.ctl.state().shedding, false);
@@ -271,7 +273,7 @@ describe('OverloadControl', () => {
       h.offer(100, 1000);
       h.signals.storeWaitMs = 400;
       h.ctl.tick();
-      assert.equal(h.ctl.gate().limitCps, 50);
+      assert.equal(h.ctl.gate().limitCps, 70);
     });
 
     it('a call admitted outside is counted and takes a token from the gate of the main thread', () => {

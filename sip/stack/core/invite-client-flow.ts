@@ -25,8 +25,10 @@ export class InviteClient {
   #provisional = false;
   #cancelSent = false;
   #settled = false;
-  #ack?: SipRequest;
-  #dialog?: Dialog;
+  /** Resends the ACK of the 2xx to a retransmitted 2xx (§13.2.2.4); set by acknowledge(). */
+  #resendAck?: () => void;
+  /** The caller's callbacks, dropped once the INVITE is settled (see settle in run). */
+  #opts: InviteFlowOptions;
   #reject?: (e: Error) => void;
   /** The highest RSeq PRACKed (RFC 3262 §4: retransmissions and older ones are not PRACKed again). */
   #rseq = -1;
@@ -38,13 +40,15 @@ export class InviteClient {
     private readonly clock: Clock,
     private readonly invite: SipRequest,
     private readonly target: Target,
-    private readonly opts: InviteFlowOptions,
+    opts: InviteFlowOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.#opts = opts;
+  }
 
   /** Sends the INVITE and resolves with its first final response. */
   run(): Promise<SipResponse> {
-    const signal = this.opts.signal;
+    const signal = this.#opts.signal;
     if (signal?.aborted) {
       this.canceled = true;
       return Promise.reject(new SipCanceledError());
@@ -59,6 +63,9 @@ export class InviteClient {
       const settle = () => {
         this.#settled = true;
         signal?.removeEventListener('abort', onAbort);
+        // The transaction keeps this flow up to 32 s more (Timer M, RFC 6026) for retransmitted 2xx: the caller's
+        // callbacks, and what they close over (the call), need not stay that long.
+        this.#opts = {};
       };
       this.layer.sendRequest(this.invite, this.transport.channelTo(this.target), {
         onResponse: (res) => {
@@ -66,12 +73,12 @@ export class InviteClient {
             this.#provisional = true;
             if (this.canceled) this.#sendCancel();
             if (res.status > 100) this.#reliable(res);
-            if (res.status > 100) this.opts.onProvisional?.(res);
-            else this.opts.onTrying?.();
+            if (res.status > 100) this.#opts.onProvisional?.(res);
+            else this.#opts.onTrying?.();
             return;
           }
           if (this.#settled) {
-            if (res.status < 300 && this.#ack && this.#dialog) this.#dialog.resendAck(this.#ack);
+            if (res.status < 300) this.#resendAck?.();
             return;
           }
           settle();
@@ -97,13 +104,12 @@ export class InviteClient {
       .some((t) => t.trim().toLowerCase() === '100rel');
     if (!required || rseq === undefined || Number(rseq) <= this.#rseq) return;
     this.#rseq = Number(rseq);
-    this.opts.onReliable?.(res, Number(rseq));
+    this.#opts.onReliable?.(res, Number(rseq));
   }
 
   /** Sends the ACK for the 2xx that `run` resolved with, and remembers it for retransmitted 2xx. */
   acknowledge(dialog: Dialog): void {
-    this.#dialog = dialog;
-    this.#ack = dialog.acknowledge(this.invite.cseq.seq);
+    this.#resendAck = dialog.ackResender(dialog.acknowledge(this.invite.cseq.seq));
   }
 
   /**
@@ -116,7 +122,7 @@ export class InviteClient {
     const inv = this.invite;
     const cancel = requestFromInvite(inv, 'CANCEL', inv.headers.get('to') ?? '');
     // RFC 3326: why it is cancelled (another fork answered), when the canceller said.
-    const why: unknown = this.opts.signal?.reason;
+    const why: unknown = this.#opts.signal?.reason;
     if (why instanceof CancelReason) cancel.headers.set('reason', why.header);
     this.layer.sendRequest(cancel, this.transport.channelTo(this.target), {
       onResponse: () => {},

@@ -202,6 +202,16 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     this.#host.sendAck(ack, this.#target());
   }
 
+  /**
+   * Resends `ack` to where it went, without this dialog: what an INVITE client transaction keeps for retransmitted
+   * 2xx while it lingers (Timer M, 32 s), so that the ended call's dialog and all it holds are not kept that long.
+   */
+  ackResender(ack: SipRequest): () => void {
+    const host = this.#host;
+    const target = this.#target();
+    return () => host.sendAck(ack, target);
+  }
+
   /** A re-INVITE with new SDP; resolves with the remote SDP, rejects with SipResponseError on non-2xx. */
   async modify(sdp: string): Promise<string | undefined> {
     const res = await this.request('INVITE', { body: sdp });
