@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import dgram from 'node:dgram';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Agents } from './helpers.js';
+import { Agents, SDP_A, SDP_B, uriOf } from './helpers.js';
 
 // V8's collector, asked for one kind of collection at a time: a scavenge (minor) or a mark-compact (major).
 v8.setFlagsFromString('--expose-gc');
@@ -105,5 +105,32 @@ describe('user agent: what a request leaves in the heap', function () {
     // The server transaction lingers 32 s after its 2xx (Timer L, RFC 6026); a CANCEL can no longer abort the
     // request, so nothing needs the listener: at 200 calls/s every call's state stayed 32 s (300 MB of heap).
     assert.equal(held?.deref(), undefined, "the handler's state is still reachable from the transaction");
+  });
+
+  it("a call placed and answered: what the caller's callbacks hold is not kept while its INVITE transaction lingers", async () => {
+    const [a, b] = [await agents.make(), await agents.make()];
+    a.onRequest('INVITE', async (req, srv) => {
+      srv.send(180);
+      const d = await a.createUAS(req, { localSdp: SDP_B });
+      setTimeout(() => void d.bye(), 10);
+    });
+    class CallState {
+      readonly legs = new Array(1000).fill('leg');
+    }
+    let held: WeakRef<object> | undefined;
+    const place = async () => {
+      const call = new CallState(); // stands for a call's whole state
+      held = new WeakRef(call);
+      const uac = await b.createUAC(uriOf(a), { localSdp: SDP_A, onProvisional: () => call.legs.length });
+      await new Promise((resolve) => uac.once('destroy', resolve)); // the callee hung up
+    };
+    await place();
+    // The INVITE client transaction lingers 32 s after the 2xx (Timer M, RFC 6026) to ACK its retransmissions; it
+    // needs the ACK, not the caller's callbacks (at 200 calls/s they kept every call's state that long).
+    for (let i = 0; i < 2; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      (gc as unknown as () => void)();
+    }
+    assert.equal(held?.deref(), undefined, "the caller's state is still reachable from the transaction");
   });
 });
