@@ -46,8 +46,8 @@ const PORTS = Object.fromEntries(
     http: 22580,
     sip: 22565,
     ng: 22528,
-    rtpMin: 30000,
-    rtpMax: 39999,
+    rtpMin: 30000, // rtpengine's ports: the production default range (SIMU_RTP_PORT_MIN/MAX)
+    rtpMax: 60000,
     carrierIn: 22561,
     carrierOut: 22562,
     callerMedia: 22570,
