@@ -255,10 +255,7 @@ export class OverloadControl implements NewCallGate {
     // rtpengine behind (its commands wait for a slot, NgClient maxInFlight): calls admitted now would wait there.
     const mediaOver = (s.mediaWaitMs ?? 0) > maxStoreWaitMs + 2 * s.loopDelayMs;
     const overloaded =
-      storeOver ||
-      mediaOver ||
-      (delayOver &&
-        (this.#limit !== null || this.#delayTicks >= DELAY_TICKS));
+      storeOver || mediaOver || (delayOver && (this.#limit !== null || this.#delayTicks >= DELAY_TICKS));
     if (overloaded) {
       this.#overloaded(
         now,

@@ -294,7 +294,14 @@ function sipp(cwd: string, args: string[]): ChildProcess {
     'sipp',
     // 4 MB socket buffers (SIPp's default is 128 KB): the peers stand for carriers' SBCs, which do not drop a burst
     // of answers, and each drop here (hundreds at 400/s) cost its call a retransmission's 0.5-2 s.
-    [...args, '-nostdin', '-buff_size', String(4 << 20), '-timeout', `${Math.max(...STEPS.map((s) => s.seconds)) + HOLD_MS / 1000 + 60}s`],
+    [
+      ...args,
+      '-nostdin',
+      '-buff_size',
+      String(4 << 20),
+      '-timeout',
+      `${Math.max(...STEPS.map((s) => s.seconds)) + HOLD_MS / 1000 + 60}s`,
+    ],
     {
       cwd,
       stdio: ['ignore', 'ignore', 'inherit'],
