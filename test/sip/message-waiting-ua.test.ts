@@ -31,6 +31,24 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
   let lastCallId = '';
   const held: SipRequest[] = [];
 
+  /** A new voicemail for end-user eu-1: a call from 1002 to 1001 and its recording. */
+  const newVoicemail = async (storagePath: string): Promise<void> => {
+    const c = await insertCall(db, {
+      account_id: accountId,
+      direction: 'internal',
+      from_number: '1002',
+      to_number: '1001',
+    });
+    await insertRecording(db, {
+      account_id: accountId,
+      call_id: c.id,
+      call_sid: c.sid,
+      storage_path: storagePath,
+      end_user_id: 'eu-1',
+      voicemail_status: 'new',
+    });
+  };
+
   before(async () => {
     db = await sqliteDb.open();
     accountId = (await insertAccount(db, 'mwi')).id;
@@ -107,20 +125,7 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
   });
 
   it('a new message is NOTIFYed as Messages-Waiting: yes with the new count', async () => {
-    const c = await insertCall(db, {
-      account_id: accountId,
-      direction: 'internal',
-      from_number: '1002',
-      to_number: '1001',
-    });
-    await insertRecording(db, {
-      account_id: accountId,
-      call_id: c.id,
-      call_sid: c.sid,
-      storage_path: '/x.wav',
-      end_user_id: 'eu-1',
-      voicemail_status: 'new',
-    });
+    await newVoicemail('/x.wav');
     await mwi.changed(accountId, 'eu-1');
     assert.equal(notifies.length, 2);
     assert.match(notifies[1]!.text, /Messages-Waiting: yes\r\n/);
@@ -136,20 +141,7 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
     holdCallId = lastCallId; // before the first NOTIFY can come back
     assert.equal((await subscribed).status, 200);
     await eventually(() => held.length > 0, 'the first NOTIFY', 5000);
-    const c = await insertCall(db, {
-      account_id: accountId,
-      direction: 'internal',
-      from_number: '1002',
-      to_number: '1001',
-    });
-    await insertRecording(db, {
-      account_id: accountId,
-      call_id: c.id,
-      call_sid: c.sid,
-      storage_path: '/y.wav',
-      end_user_id: 'eu-1',
-      voicemail_status: 'new',
-    });
+    await newVoicemail('/y.wav');
     const change = mwi.changed(accountId, 'eu-1');
     await new Promise((r) => setTimeout(r, 300)); // a NOTIFY sent at once would be here by now
     assert.deepEqual(cseqs(), [1], 'no second NOTIFY while the first is unanswered');
