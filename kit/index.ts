@@ -35,6 +35,7 @@ export { requestUrl } from './request-url.js';
 export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle } from './clock.js';
 export { sleep } from './sleep.js';
 export { widenReceiveBuffer, WIDE_RECEIVE_BUFFER } from './udp-buffer.js';
+export { Fifo } from './fifo.js';
 export { detached } from './detached.js';
 export { ABORTED, abortQuietly } from './abort.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';

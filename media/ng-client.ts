@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { bdecode, bencode, type BValue } from './bencode.js';
 import { MediaError } from './errors.js';
-import { widenReceiveBuffer } from '../kit/index.js';
+import { Fifo, widenReceiveBuffer } from '../kit/index.js';
 
 /**
  * Cookies: unique per request for as long as rtpengine caches answers by cookie, so a random per-process prefix and
@@ -62,8 +62,7 @@ export class NgClient {
   readonly #pending = new Map<string, Pending>();
   readonly #maxInFlight: number;
   #inFlight = 0;
-  readonly #queue: Queued[] = [];
-  #queueHead = 0;
+  readonly #queue = new Fifo<Queued>();
   /** The longest a request waited for a slot since the last sampleSendWait(). */
   #maxWaitMs = 0;
   #socket: Socket | undefined;
@@ -91,12 +90,9 @@ export class NgClient {
    * oldest still waiting, ms. rtpengine falling behind shows here first (overload control reads it).
    */
   sampleSendWait(now = performance.now()): number {
-    let oldest = 0;
-    while (this.#queueHead < this.#queue.length && !this.#pending.has(this.#queue[this.#queueHead]!.cookie))
-      this.#queueHead++;
-    const head = this.#queue[this.#queueHead];
-    if (head) oldest = now - head.since;
-    const wait = Math.max(this.#maxWaitMs, oldest);
+    while (this.#queue.length > 0 && !this.#pending.has(this.#queue.peek()!.cookie)) this.#queue.shift();
+    const head = this.#queue.peek();
+    const wait = Math.max(this.#maxWaitMs, head ? now - head.since : 0);
     this.#maxWaitMs = 0;
     return wait;
   }
@@ -156,18 +152,11 @@ export class NgClient {
 
   /** Sends queued requests while slots are free (requests settled while queued are skipped). */
   #startQueued(): void {
-    while (this.#inFlight < this.#maxInFlight && this.#queueHead < this.#queue.length) {
-      const next = this.#queue[this.#queueHead++]!;
+    while (this.#inFlight < this.#maxInFlight && this.#queue.length > 0) {
+      const next = this.#queue.shift()!;
       if (!this.#pending.has(next.cookie)) continue;
       this.#maxWaitMs = Math.max(this.#maxWaitMs, performance.now() - next.since);
       next.start();
-    }
-    if (this.#queueHead === this.#queue.length) {
-      this.#queue.length = 0;
-      this.#queueHead = 0;
-    } else if (this.#queueHead > 1024 && this.#queueHead * 2 > this.#queue.length) {
-      this.#queue.splice(0, this.#queueHead);
-      this.#queueHead = 0;
     }
   }
 
@@ -206,8 +195,7 @@ export class NgClient {
 
   /** Reject every request in flight (the engine died or was restarted). The client stays usable. */
   rejectAll(error: MediaError): void {
-    this.#queue.length = 0; // nothing waiting is sent now; each is rejected below
-    this.#queueHead = 0;
+    this.#queue.clear(); // nothing waiting is sent now; each is rejected below
     for (const [cookie, pending] of [...this.#pending]) {
       this.#settle(cookie);
       pending.reject(error);

@@ -8,7 +8,7 @@
  * 20-65 ms). Timer J is the same for all of them, so they expire in the order they came: one timer, for the oldest,
  * forgetting those past J a second at a time.
  */
-import { detached } from '../../../kit/index.js';
+import { detached, Fifo } from '../../../kit/index.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import { SipTransportError } from '../errors.js';
 import type { SipMessage } from '../message/index.js';
@@ -44,9 +44,8 @@ export class CompletedResponses implements CompletedKeeper {
   readonly #ttlMs: number;
   readonly #onError: (error: SipTransportError) => void;
   readonly #byKey = new Map<string, Kept>();
-  /** In the order they expire; `#head` is the oldest still queued. */
-  #queue: Kept[] = [];
-  #head = 0;
+  /** In the order they expire. */
+  readonly #queue = new Fifo<Kept>();
   #timer?: TimerHandle;
 
   /** `ttlMs` is Timer J; `onError` hears a response that could not be sent (the entry is dropped). */
@@ -83,8 +82,7 @@ export class CompletedResponses implements CompletedKeeper {
     if (this.#timer) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#byKey.clear();
-    this.#queue = [];
-    this.#head = 0;
+    this.#queue.clear();
   }
 
   #send(kept: Kept): void {
@@ -97,21 +95,15 @@ export class CompletedResponses implements CompletedKeeper {
   #expire(): void {
     this.#timer = undefined;
     const now = this.#clock.now();
-    const q = this.#queue;
-    while (this.#head < q.length && q[this.#head]!.until <= now) {
-      const kept = q[this.#head]!;
-      // Let go of it now: the slot would keep it (bytes, key, channel) alive until the queue is next compacted,
-      // up to half the queue later (at 2,000 REGISTER/s, 16 s of answers, ~64,000, that each mark-compact walks).
-      q[this.#head++] = undefined as unknown as Kept;
+    // Each is let go of at once (the queue clears its slot): kept until the array was next compacted, up to half
+    // the queue later, they were 16 s of answers at 2,000 REGISTER/s (~64,000) that each mark-compact walked.
+    while ((this.#queue.peek()?.until ?? Infinity) <= now) {
+      const kept = this.#queue.shift()!;
       if (this.#byKey.get(kept.key) === kept) this.#byKey.delete(kept.key);
-    }
-    if (this.#head > 1024 && this.#head * 2 > q.length) {
-      this.#queue = q.slice(this.#head);
-      this.#head = 0;
     }
     // Forgotten a second at a time (resend() checks J itself): at 4,000 a second, one timer per entry was as many
     // timers a second as there were answers.
-    const next = this.#queue[this.#head];
+    const next = this.#queue.peek();
     if (next) this.#timer = this.#clock.setTimeout(() => this.#expire(), Math.max(EXPIRY_STEP_MS, next.until - now));
   }
 }

@@ -16,6 +16,7 @@
  * on the main thread anyway.
  */
 import { Worker } from 'node:worker_threads';
+import { Fifo } from '../../../kit/index.js';
 import type { ListenAddress } from './flow.js';
 
 /** What the main thread publishes to the front: the new-call gate's current limit and fixed settings. */
@@ -70,8 +71,7 @@ export class UdpFront {
   #batch: unknown[] | null = null;
   #nextSeq = 1;
   /** Sends handed to the worker, oldest first, with the sequence number of the first of them. */
-  readonly #pending: PendingSend[] = [];
-  #pendingHead = 0;
+  readonly #pending = new Fifo<PendingSend>();
   #firstPendingSeq = 1;
   #stopped = false;
 
@@ -160,23 +160,16 @@ export class UdpFront {
     const failed = new Map<number, string>();
     for (let i = 0; i < report.errors.length; i += 2)
       failed.set(report.errors[i] as number, report.errors[i + 1] as string);
-    while (this.#firstPendingSeq <= report.sent && this.#pendingHead < this.#pending.length) {
-      const p = this.#pending[this.#pendingHead]!;
-      this.#pending[this.#pendingHead++] = undefined as unknown as PendingSend;
+    while (this.#firstPendingSeq <= report.sent && this.#pending.length > 0) {
+      const p = this.#pending.shift()!;
       const error = failed.get(this.#firstPendingSeq++);
       if (error === undefined) p.resolve();
       else p.reject(new Error(error));
     }
-    if (this.#pendingHead > 1024 && this.#pendingHead * 2 > this.#pending.length) {
-      this.#pending.splice(0, this.#pendingHead);
-      this.#pendingHead = 0;
-    }
   }
 
   #failPending(err: Error): void {
-    for (let i = this.#pendingHead; i < this.#pending.length; i++) this.#pending[i]!.reject(err);
-    this.#pending.length = 0;
-    this.#pendingHead = 0;
+    for (const p of this.#pending.clear()) p.reject(err);
     this.#batch = null;
   }
 
