@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { isPostgres, type Db } from './db.js';
 import { insertRows, runSql, runSqlResult } from './fixed-sql.js';
 
 /**
@@ -79,8 +79,7 @@ export async function heartbeatCallCredits(
   calls: { callId: string; committedCents: number }[],
 ): Promise<number> {
   if (!calls.length) return 0;
-  const pg = db.client.config.client === 'pg';
-  const sql = heartbeatSql(calls.length, pg);
+  const sql = heartbeatSql(calls.length, isPostgres(db));
   const bindings: unknown[] = [at];
   for (const c of calls) bindings.push(c.callId, c.committedCents);
   const res = (await runSqlResult(db, sql, bindings)) as { changes?: number; rowCount?: number };

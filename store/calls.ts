@@ -235,10 +235,9 @@ export async function balanceAndLiveCalls(
   db: Db,
   accountId: string,
 ): Promise<{ balanceCents: number; live: number } | undefined> {
-  const [r] =
-    db.client.config.client === 'pg'
-      ? await selectRows(db, BALANCE_AND_LIVE, [accountId, ...LIVE_CALL_STATUSES, accountId])
-      : await selectRows(db, BALANCE_AND_LIVE_COUNTED, [accountId]);
+  const [r] = isPostgres(db)
+    ? await selectRows(db, BALANCE_AND_LIVE, [accountId, ...LIVE_CALL_STATUSES, accountId])
+    : await selectRows(db, BALANCE_AND_LIVE_COUNTED, [accountId]);
   return r ? { balanceCents: Number(r.balance_cents), live: Number(r.live) } : undefined;
 }
 
