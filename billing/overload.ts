@@ -12,7 +12,9 @@
  * cut), holds it for a second so the backlog drains, then raises it while the signals
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
  * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
- * again each time it probes. While the limit is held it is not cut again. Once nothing has been refused for
+ * again each time it probes; and only while the loop was busy under 90 % of the tick (raised on a full loop it climbed
+ * past what the box carries and its backlog followed). A loop saturated (busy 97 % or more) on two ticks running, with
+ * new calls waiting for it, is overload too. While the limit is held it is not cut again. Once nothing has been refused for
  * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An
  * operator may also set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
  *
@@ -27,7 +29,7 @@
  * Only new calls are ever refused here: the callers (SIP edge, REST originate) never ask for in-dialog requests,
  * registrations or Dial legs of admitted calls.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { StoreQueueProbe } from '../store/index.js';
 import type { Clock } from '../kit/index.js';
 
@@ -41,6 +43,8 @@ export interface LoadSignals {
   storeWaitMs: number;
   /** The backlog in front of the media engines: the longest an ng command waited to be sent, ms. */
   mediaWaitMs?: number;
+  /** The event loop's busy share over the tick (event-loop utilisation, 0-1); absent when not measured. */
+  loopBusy?: number;
 }
 
 export interface OverloadSettings {
@@ -75,6 +79,12 @@ const CUT = 0.7;
 const BINDING = 0.8;
 /** The standing-backlog probe's period, ms. */
 const PROBE_MS = 10;
+/** While limiting, the limit rises only while the loop is busy less than this share of the tick. */
+const BUSY_RAISE = 0.9;
+/** Busy at least this share on two ticks running is overload, even with the loop's delay within its limit. */
+const BUSY_SATURATED = 0.97;
+/** The limit after a cut on a saturated loop while limiting: the limit is a little too high, a small step back. */
+const CUT_SATURATED = 0.9;
 
 export interface OverloadState {
   shedding: boolean;
@@ -126,6 +136,8 @@ export class OverloadControl implements NewCallGate {
   #holdUntil = 0;
   /** Ticks in a row with the loop's delay over its limit. */
   #delayTicks = 0;
+  /** Ticks in a row with the loop saturated (busy BUSY_SATURATED or more). */
+  #busyTicks = 0;
   /** The rate admitted when overload was last seen; the limit rises slowly near it. */
   #ceiling = Infinity;
   #lastRefusalAt = -Infinity;
@@ -195,6 +207,7 @@ export class OverloadControl implements NewCallGate {
       this.#overloaded(
         now,
         `event loop behind by over ${Math.round(target)} ms for ${Math.round(now - this.#lateSince)} ms`,
+        CUT,
       );
       if (before !== this.#limit) this.#onChange(this.state());
     }
@@ -238,7 +251,8 @@ export class OverloadControl implements NewCallGate {
     this.#forget(now);
     // Refusals made outside the main thread keep the limit from being lifted, as this gate's own do.
     const outside = this.#outsideRefusals();
-    if (outside > this.#outsideSeen) {
+    const refusedOutside = outside > this.#outsideSeen;
+    if (refusedOutside) {
       this.#refused += outside - this.#outsideSeen;
       this.#lastRefusalAt = now;
     }
@@ -248,15 +262,20 @@ export class OverloadControl implements NewCallGate {
     const before = this.#limit;
     const delayOver = s.loopDelayMs > maxLoopDelayMs;
     this.#delayTicks = delayOver ? this.#delayTicks + 1 : 0;
+    const busy = s.loopBusy ?? 0;
+    this.#busyTicks = busy >= BUSY_SATURATED ? this.#busyTicks + 1 : 0;
+    // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
+    // loop's delay is over its limit. A cold process at 200/s runs 98 % busy for its first seconds and answers in
+    // 20 ms (p99 92); cutting on busy alone refused 1.3 % of that run.
+    const saturated = this.#busyTicks >= 2 && (refusedOutside || delayOver);
     // A query waits for a connection while the connections' results wait for this loop, too: on PostgreSQL under a
     // lagging loop every connection was checked out and queries waited 93-116 ms while the database's backends sat
     // idle. That much of the wait is the loop's (its own signal, with its own rule), not the store's.
     const storeOver = s.storeWaitMs > maxStoreWaitMs + 2 * s.loopDelayMs;
     // rtpengine behind (its commands wait for a slot, NgClient maxInFlight): calls admitted now would wait there.
     const mediaOver = (s.mediaWaitMs ?? 0) > maxStoreWaitMs + 2 * s.loopDelayMs;
-    const overloaded =
-      storeOver || mediaOver || (delayOver && (this.#limit !== null || this.#delayTicks >= DELAY_TICKS));
-    if (overloaded) {
+    const lagging = delayOver && (this.#limit !== null || this.#delayTicks >= DELAY_TICKS);
+    if (storeOver || mediaOver || lagging) {
       this.#overloaded(
         now,
         storeOver
@@ -264,12 +283,21 @@ export class OverloadControl implements NewCallGate {
           : mediaOver
             ? `media engine backlog ${Math.round(s.mediaWaitMs ?? 0)} ms`
             : `event-loop delay ${Math.round(s.loopDelayMs)} ms`,
+        CUT,
       );
+    } else if (saturated) {
+      // Limiting, the admitted rate is the limit, a little over what the loop carries: a small step back. Not yet
+      // limiting, it is whatever is offered (a flood's start): the full cut, or it took three holds to get there.
+      this.#overloaded(now, `event loop busy ${Math.round(100 * busy)} %`, this.#limit === null ? CUT : CUT_SATURATED);
     } else if (this.#limit !== null && now >= this.#holdUntil) {
       if (now - this.#lastRefusalAt >= releaseAfterMs) {
         this.#limit = null;
         this.#ceiling = Infinity;
-      } else this.#limit = Math.ceil(this.#limit * (this.#limit < NEAR_CEILING * this.#ceiling ? 1.1 : 1.02));
+      } else if (busy < BUSY_RAISE) {
+        // Near full, the limit holds: raised there, it took the loop to saturation and its backlog (the carrier
+        // bench at 400/s: the limit rose to 420/s with the loop busy 100 % of every second, p99 1 s).
+        this.#limit = Math.ceil(this.#limit * (this.#limit < NEAR_CEILING * this.#ceiling ? 1.1 : 1.02));
+      }
     }
     if (before !== this.#limit) this.#onChange(this.state());
   }
@@ -288,7 +316,7 @@ export class OverloadControl implements NewCallGate {
    * Limits new calls to 70 % of the rate admitted over the last second (or of the limit, if lower), held a second;
    * that rate is the ceiling the limit then rises slowly near.
    */
-  #overloaded(now: number, reason: string): void {
+  #overloaded(now: number, reason: string, cut: number): void {
     // One cut per hold: the signals still show the backlog the last cut is draining, and cutting on each tick of it
     // took the limit to minCps within two seconds of a flood's start, and the ceiling with it, so that after the
     // flood the limit climbed back by 2 % a tick (150/s offered after 400/s: about half refused for 30 s).
@@ -306,7 +334,7 @@ export class OverloadControl implements NewCallGate {
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
     this.#ceiling = Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
-    this.#limit = Math.max(minCps, Math.floor(base * CUT));
+    this.#limit = Math.max(minCps, Math.floor(base * cut));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
     this.#refill(now);
@@ -348,15 +376,20 @@ export function loadSignalsOf(
 ): { read: () => LoadSignals; close: () => void } {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
+  let busySince = performance.eventLoopUtilization();
   return {
     read() {
       const loopDelayMs = loop.count > 0 ? loop.percentile(99) / 1e6 : 0;
       loop.reset();
+      const busyNow = performance.eventLoopUtilization();
+      const loopBusy = performance.eventLoopUtilization(busyNow, busySince).utilization;
+      busySince = busyNow;
       const q = probe.sample();
       return {
         loopDelayMs,
         storeWaitMs: Math.max(q.maxWaitMs, q.oldestWaitMs, queueWaitMs()),
         mediaWaitMs: mediaWaitMs(),
+        loopBusy,
       };
     },
     close() {

@@ -20,7 +20,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
 import { groupCommitStats, probeStoreQueue, timeStatements } from '../../store/index.js';
 
@@ -130,9 +130,9 @@ console.log(
   `flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after ${HOLD_MS / 1000} s\n`,
 );
 console.log(
-  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->200 p99 from 3 s | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | store wait max ms | SQL/call | group commits/call |',
+  '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->200 p99 from 3 s | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | loop busy | store wait max ms | SQL/call | group commits/call |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) console.log(r);
 const calls = STEPS.reduce((n, s) => n + s.rate * s.seconds, 0);
 console.log(`\nSQL statements by shape, per offered call (all steps, ${calls} calls), the ${TOP} most frequent:\n`);
@@ -221,9 +221,19 @@ async function step(rate: number, seconds: number): Promise<string> {
   // The store's backlog as overload control sees it: the longest wait for a connection, sampled every 250 ms.
   const probe = probeStoreQueue(ctx.db);
   let storeWaitMax = 0;
+  // The main thread's busy share (event-loop utilisation), the step's and each second's.
+  const elu0 = performance.eventLoopUtilization();
+  let eluAt = elu0;
+  let ticks = 0;
+  const busyBySecond: number[] = [];
   const sampler = setInterval(() => {
     const q = probe.sample();
     storeWaitMax = Math.max(storeWaitMax, q.maxWaitMs, q.oldestWaitMs);
+    if (++ticks % 4 === 0) {
+      const now = performance.eventLoopUtilization();
+      busyBySecond.push(performance.eventLoopUtilization(now, eluAt).utilization);
+      eluAt = now;
+    }
   }, 250);
   const caller = sipp(dir, [
     '-sf',
@@ -257,6 +267,7 @@ async function step(rate: number, seconds: number): Promise<string> {
   const sql = statements - sql0;
   const commitsDone = (groupCommitStats(ctx.db)?.commits ?? 0) - commits0;
   const loopP99 = loop.percentile(99) / 1e6;
+  const loopBusy = performance.eventLoopUtilization(performance.eventLoopUtilization(), elu0).utilization;
   clearInterval(sampler);
   probe.close();
   callee.kill('SIGKILL');
@@ -273,9 +284,9 @@ async function step(rate: number, seconds: number): Promise<string> {
       ? '-'
       : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
   const switchMs = (cpu.user + cpu.system) / 1000 / Math.max(1, completed);
-  if (process.env.STEP_TIMELINE === '1') printTimeline(rate, rtt.answeredAt, q);
+  if (process.env.STEP_TIMELINE === '1') printTimeline(rate, rtt.answeredAt, q, busyBySecond);
   const settled = rtt.answeredAt.filter(([at]) => at >= WARM_MS).map(([, ms]) => ms);
-  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(settled, 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} | ${groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
+  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(settled, 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${pct(loopBusy)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} | ${groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
 }
 
 /** The caller's scenario, waiting for the switch's BYE as long as the callee holds the call (and 15 s more). */
@@ -366,7 +377,12 @@ function rttFiles(dir: string): Record<1 | 2 | 3, number[]> & { answeredAt: [num
  * Per second of a step (STEP_TIMELINE=1): calls answered, and their INVITE->200 p50/p99; shows whether the slow
  * calls are the step's first seconds (a cold process, an overload controller not yet limiting) or spread over it.
  */
-function printTimeline(rate: number, answeredAt: [number, number][], q: (xs: number[], p: number) => string): void {
+function printTimeline(
+  rate: number,
+  answeredAt: [number, number][],
+  q: (xs: number[], p: number) => string,
+  busyBySecond: number[],
+): void {
   const bySecond = new Map<number, number[]>();
   for (const [at, ms] of answeredAt) {
     const s = Math.floor(at / 1000);
@@ -374,8 +390,8 @@ function printTimeline(rate: number, answeredAt: [number, number][], q: (xs: num
   }
   const cells = [...bySecond]
     .sort((a, b) => a[0] - b[0])
-    .map(([s, xs]) => `${s}s: ${xs.length} ${q(xs, 50)}/${q(xs, 99)}`);
-  console.log(`timeline ${rate}/s (answered, INVITE->200 p50/p99 ms, by second): ${cells.join(' | ')}`);
+    .map(([s, xs]) => `${s}s: ${xs.length} ${q(xs, 50)}/${q(xs, 99)} ${pct(busyBySecond[s])}`);
+  console.log(`timeline ${rate}/s (answered, INVITE->200 p50/p99 ms, loop busy, by second): ${cells.join(' | ')}`);
 }
 
 function pidOf(pattern: string): number | undefined {
@@ -448,4 +464,8 @@ async function storeCheck(): Promise<[string, string][]> {
     ],
     ['calls cost = ledger debits (cents)', `${costs} / ${debits} ${ok(costs === debits)}`],
   ];
+}
+
+function pct(share: number | undefined): string {
+  return share === undefined ? '-' : `${(100 * share).toFixed(0)} %`;
 }

@@ -230,6 +230,59 @@ describe('OverloadControl', () => {
     assert.equal(h.offer(150, 2000).refused, 0, 'the rate that follows is carried at once');
   });
 
+  describe("the event loop's busy share (its utilisation over the tick)", () => {
+    it('while limiting, the limit holds while the loop is nearly full, and rises again once it has room', () => {
+      const h = harness();
+      h.offer(300, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 210
+      h.signals.storeWaitMs = 1;
+      h.signals.loopBusy = 0.96; // healthy signals, but the loop busy: raised now, it would saturate
+      h.offer(300, 3000);
+      assert.equal(h.ctl.state().limitCps, 210);
+      h.signals.loopBusy = 0.7;
+      h.offer(300, 500);
+      assert.ok(h.ctl.state().limitCps! > 210, `limit ${h.ctl.state().limitCps}`);
+    });
+
+    it('saturated on two ticks running, with the UDP front refusing for its backlog, is overload: 70 % at first', () => {
+      let outside = 0;
+      const h = harness({}, () => outside);
+      h.offer(300, 1000);
+      h.signals.loopBusy = 0.99;
+      outside += 20;
+      h.ctl.tick();
+      assert.equal(h.ctl.state().shedding, false, 'one busy tick is not overload');
+      outside += 20;
+      h.ctl.tick();
+      assert.equal(h.ctl.state().limitCps, 210);
+      assert.match(h.ctl.state().reason, /event loop busy 99 %/);
+    });
+
+    it('saturated while limiting steps the limit back by a tenth, not by the full cut', () => {
+      let outside = 0;
+      const h = harness({}, () => outside);
+      h.offer(300, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 210
+      h.signals.storeWaitMs = 1;
+      h.signals.loopBusy = 0.98;
+      for (let t = 0; t < 1500; t += 250) {
+        outside += 20;
+        h.offer(300, 250);
+      }
+      assert.equal(h.ctl.state().limitCps, 189);
+    });
+
+    it('saturated with no new call waiting for the loop (a cold process at full rate) refuses nothing', () => {
+      const h = harness({ maxLoopDelayMs: 40 });
+      h.signals.loopBusy = 0.99;
+      h.signals.loopDelayMs = 25;
+      assert.equal(h.offer(200, 3000).refused, 0);
+      assert.equal(h.ctl.state().shedding, false);
+    });
+  });
+
   it('never limits below minCps, so some calls always get through', () => {
     const h = harness({ minCps: 3 });
     h.offer(10, 1000);
