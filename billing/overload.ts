@@ -14,7 +14,9 @@
  * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
  * again each time it probes; and only while the loop was busy under 90 % of the tick (raised on a full loop it climbed
  * past what the box carries and its backlog followed). A loop saturated (busy 97 % or more) on two ticks running, with
- * new calls waiting for it, is overload too. While the limit is held it is not cut again. Once nothing has been refused for
+ * new calls waiting for it or coming in faster than it carries at what a call cost it while healthy, is overload too;
+ * a flood's first cut is then no higher than the rate at which that cost keeps the loop 85 % busy. While the limit is
+ * held it is not cut again. Once nothing has been refused for
  * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An
  * operator may also set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
  *
@@ -85,6 +87,17 @@ const BUSY_RAISE = 0.9;
 const BUSY_SATURATED = 0.97;
 /** The limit after a cut on a saturated loop while limiting: the limit is a little too high, a small step back. */
 const CUT_SATURATED = 0.9;
+/** The loop's busy share the first cut aims at, from what a call cost the loop before the overload. */
+const TARGET_BUSY = 0.85;
+/** The weight of each healthy tick in the running cost of a call (about 2.5 s of ticks). */
+const COST_WEIGHT = 0.1;
+/** Healthy ticks before that cost is trusted. */
+const COST_TICKS = 12;
+/**
+ * The cost is learnt only from ticks with the loop at least this busy: at a few calls a second the loop's own
+ * upkeep (timers, GC, the registrar) is most of its busy share, and a call would look several times as costly.
+ */
+const COST_MIN_BUSY = 0.3;
 
 export interface OverloadState {
   shedding: boolean;
@@ -138,6 +151,13 @@ export class OverloadControl implements NewCallGate {
   #delayTicks = 0;
   /** Ticks in a row with the loop saturated (busy BUSY_SATURATED or more). */
   #busyTicks = 0;
+  /** Running averages over healthy ticks of the loop's busy share and of new calls a second: what a call costs. */
+  #costBusy = 0;
+  #costRate = 0;
+  #costTicks = 0;
+  /** When the last tick ran, and the admissions counted by then: the new-call rate over the same span as busy. */
+  #tickAt: number | null = null;
+  #admittedAtTick = 0;
   /** The rate admitted when overload was last seen; the limit rises slowly near it. */
   #ceiling = Infinity;
   #lastRefusalAt = -Infinity;
@@ -264,10 +284,13 @@ export class OverloadControl implements NewCallGate {
     this.#delayTicks = delayOver ? this.#delayTicks + 1 : 0;
     const busy = s.loopBusy ?? 0;
     this.#busyTicks = busy >= BUSY_SATURATED ? this.#busyTicks + 1 : 0;
+    this.#learnCost(now, s, busy);
     // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
     // loop's delay is over its limit. A cold process at 200/s runs 98 % busy for its first seconds and answers in
     // 20 ms (p99 92); cutting on busy alone refused 1.3 % of that run.
-    const saturated = this.#busyTicks >= 2 && (refusedOutside || delayOver);
+    // Or once new calls come in faster than the loop, full, carries at what a call cost it before: a flood's calls
+    // wait downstream of the loop (the media engine, the store's threads, the webhook) before any backlog here shows.
+    const saturated = this.#busyTicks >= 2 && (refusedOutside || delayOver || this.#recent.length > this.#fullRate());
     // A query waits for a connection while the connections' results wait for this loop, too: on PostgreSQL under a
     // lagging loop every connection was checked out and queries waited 93-116 ms while the database's backends sat
     // idle. That much of the wait is the loop's (its own signal, with its own rule), not the store's.
@@ -334,11 +357,45 @@ export class OverloadControl implements NewCallGate {
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
     this.#ceiling = Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
-    this.#limit = Math.max(minCps, Math.floor(base * cut));
+    // A flood's first cut: 70 % of what came in may still be far over what the box carries (at 400/s offered to a box
+    // carrying 180, three cuts a second apart, 270, 242, 165, and calls at 0.3 s meanwhile); what a call cost the loop
+    // before it says where the box is full.
+    const model = this.#limit === null ? this.#modelRate() : Infinity;
+    this.#limit = Math.max(minCps, Math.floor(Math.min(base * cut, model)));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
     this.#refill(now);
     this.#tokens = Math.min(this.#tokens, 1);
+  }
+
+  /**
+   * What a call costs the loop, learnt while the box is healthy and not limiting: its busy share over the rate of
+   * new calls (a call's later work, its hang-up and billing, is in the share too once the rate has been steady).
+   */
+  #learnCost(now: number, s: LoadSignals, busy: number): void {
+    const since = this.#tickAt;
+    const admitted = this.#admitted - this.#admittedAtTick;
+    this.#tickAt = now;
+    this.#admittedAtTick = this.#admitted;
+    if (since === null || now - since < this.#settings.tickMs / 2) return;
+    const rate = (1000 * admitted) / (now - since);
+    const healthy = busy >= COST_MIN_BUSY && busy < BUSY_RAISE && s.loopDelayMs <= this.#settings.maxLoopDelayMs;
+    if (this.#limit !== null || !healthy || rate < 2 * this.#settings.minCps) return;
+    const w = this.#costTicks === 0 ? 1 : COST_WEIGHT;
+    this.#costBusy += w * (busy - this.#costBusy);
+    this.#costRate += w * (rate - this.#costRate);
+    this.#costTicks++;
+  }
+
+  /** The rate at which the loop would be TARGET_BUSY busy, from the cost learnt; Infinity before it is known. */
+  #modelRate(): number {
+    return TARGET_BUSY * this.#fullRate();
+  }
+
+  /** The rate at which the loop would be busy all the time, from the cost learnt; Infinity before it is known. */
+  #fullRate(): number {
+    if (this.#costTicks < COST_TICKS || this.#costBusy <= 0) return Infinity;
+    return this.#costRate / this.#costBusy;
   }
 
   #refuse(now: number, reason: string): OverloadVerdict {

@@ -274,6 +274,51 @@ describe('OverloadControl', () => {
       assert.equal(h.ctl.state().limitCps, 189);
     });
 
+    it("a flood's first cut is no higher than the rate the loop carries at 85 % busy, from what a call cost before", () => {
+      const h = harness();
+      h.offer(150, 1000); // the loop's share not measured yet: nothing learnt
+      h.signals.loopBusy = 0.6;
+      h.offer(150, 4000); // 4 ms of loop a call
+      h.signals.loopBusy = 0.95;
+      h.offer(400, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick();
+      const limit = h.ctl.state().limitCps!; // 0.85 / 0.004 = 212, not 280 (70 % of the 400 admitted)
+      assert.ok(limit >= 205 && limit <= 215, `limit ${limit}`);
+    });
+
+    it('saturated with new calls coming in faster than the loop carries at what a call cost before is overload', () => {
+      const h = harness();
+      h.signals.loopBusy = 0.6;
+      h.offer(150, 4000); // 4 ms of loop a call: full at 250/s
+      h.signals.loopBusy = 0.99; // no delay over its limit, no store or media backlog, nothing refused by the front
+      h.offer(400, 250);
+      assert.equal(h.ctl.state().shedding, false, 'one saturated tick is not overload');
+      h.offer(400, 500);
+      assert.equal(h.ctl.state().shedding, true);
+      assert.match(h.ctl.state().reason, /event loop busy 99 %/);
+      assert.ok(h.ctl.state().limitCps! <= 215, `limit ${h.ctl.state().limitCps}`);
+    });
+
+    it('saturated with new calls coming in under what the loop carries at that cost is not overload', () => {
+      const h = harness();
+      h.signals.loopBusy = 0.6;
+      h.offer(150, 4000); // full at 250/s
+      h.signals.loopBusy = 0.99; // a GC, a burst of hang-ups: the loop is full, but not with new calls
+      const r = h.offer(230, 2000);
+      assert.equal(r.refused, 0);
+      assert.equal(h.ctl.state().shedding, false);
+    });
+
+    it('without a cost learnt (a process just started, or nothing measured), the first cut is 70 % of the admitted rate', () => {
+      const h = harness();
+      h.signals.loopBusy = 0.99;
+      h.offer(400, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick();
+      assert.equal(h.ctl.state().limitCps, 280);
+    });
+
     it('saturated with no new call waiting for the loop (a cold process at full rate) refuses nothing', () => {
       const h = harness({ maxLoopDelayMs: 40 });
       h.signals.loopBusy = 0.99;
