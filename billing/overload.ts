@@ -290,7 +290,8 @@ export class OverloadControl implements NewCallGate {
     // 20 ms (p99 92); cutting on busy alone refused 1.3 % of that run.
     // Or once new calls come in faster than the loop, full, carries at what a call cost it before: a flood's calls
     // wait downstream of the loop (the media engine, the store's threads, the webhook) before any backlog here shows.
-    const saturated = this.#busyTicks >= 2 && (refusedOutside || delayOver || this.#recent.length > this.#fullRate());
+    const saturated =
+      this.#busyTicks >= 2 && (refusedOutside || delayOver || this.#newCallRate(now) > this.#fullRate());
     // A query waits for a connection while the connections' results wait for this loop, too: on PostgreSQL under a
     // lagging loop every connection was checked out and queries waited 93-116 ms while the database's backends sat
     // idle. That much of the wait is the loop's (its own signal, with its own rule), not the store's.
@@ -349,7 +350,7 @@ export class OverloadControl implements NewCallGate {
     // a limit set from that rate took the ceiling down to minCps with it: the carrier bench's 150/s right after a
     // 400/s flood started at 19/s and took 20 s to climb back. The UDP front's backlog check still guards the loop.
     if (this.#limit === null && this.#recent.length < 2 * minCps) return;
-    const admittedRate = this.#recent.length; // over the last second
+    const admittedRate = this.#newCallRate(now);
     // While limiting, only a limit that holds new calls back is cut: when they come in well under it (a flood over,
     // its last calls settling) the overload is the calls admitted before, and a cut to the rate of the few arriving
     // now took the limit to minCps (the carrier bench's 150/s after a 400/s flood: 19/s, 7 s to climb back).
@@ -396,6 +397,18 @@ export class OverloadControl implements NewCallGate {
   #fullRate(): number {
     if (this.#costTicks < COST_TICKS || this.#costBusy <= 0) return Infinity;
     return this.#costRate / this.#costBusy;
+  }
+
+  /**
+   * New calls a second admitted over the last second, or over the time since the first of them when calls began
+   * coming less than a second ago (a quarter second at least): a switch started cold at 200/s overloaded half a second
+   * in, and the limit and its ceiling set from the 99 calls of that half second took 12 s to climb to 200/s.
+   */
+  #newCallRate(now: number): number {
+    const first = this.#recent[0];
+    if (first === undefined) return 0;
+    // Over the span from the first, the calls after it (the intervals between them): 200/s for half a second is 200.
+    return Math.round((1000 * (this.#recent.length - 1)) / Math.min(1000, Math.max(250, now - first)));
   }
 
   #refuse(now: number, reason: string): OverloadVerdict {

@@ -209,7 +209,7 @@ describe('OverloadControl', () => {
     }
     assert.equal(h.ctl.state().limitCps, 140);
     h.offer(300, 500); // still overloaded after the hold: one more cut, and a new hold
-    assert.equal(h.ctl.state().limitCps, 98);
+    assert.equal(h.ctl.state().limitCps, 97); // 70 % of the 139/s admitted over the hold
     h.signals.storeWaitMs = 1;
     h.offer(150, 1000); // the hold
     const r = h.offer(150, 4000); // the flood is over: the limit climbs past 150 within a second or so
@@ -271,7 +271,7 @@ describe('OverloadControl', () => {
         outside += 20;
         h.offer(300, 250);
       }
-      assert.equal(h.ctl.state().limitCps, 189);
+      assert.equal(h.ctl.state().limitCps, 188); // 90 % of the 209/s admitted at the 210 limit
     });
 
     it("a flood's first cut is no higher than the rate the loop carries at 85 % busy, from what a call cost before", () => {
@@ -326,6 +326,17 @@ describe('OverloadControl', () => {
       assert.equal(h.offer(200, 3000).refused, 0);
       assert.equal(h.ctl.state().shedding, false);
     });
+  });
+
+  it('overload within the first second of calls is measured against the rate they came in at, not a full second', () => {
+    const h = harness();
+    h.offer(200, 500); // a switch just started: its first 100 calls
+    h.signals.storeWaitMs = 400;
+    h.ctl.tick();
+    assert.equal(h.ctl.state().limitCps, 140); // 70 % of 200/s, not of the 100 calls of the last second
+    h.signals.storeWaitMs = 1;
+    h.offer(200, 1500); // held for a second, then 10 % a tick: the ceiling is 200/s, not 100
+    assert.ok(h.ctl.state().limitCps! >= 160, `limit ${h.ctl.state().limitCps}`);
   });
 
   it('never limits below minCps, so some calls always get through', () => {
