@@ -295,9 +295,10 @@ export class OverloadControl implements NewCallGate {
     // A query waits for a connection while the connections' results wait for this loop, too: on PostgreSQL under a
     // lagging loop every connection was checked out and queries waited 93-116 ms while the database's backends sat
     // idle. That much of the wait is the loop's (its own signal, with its own rule), not the store's.
-    const storeOver = s.storeWaitMs > maxStoreWaitMs + 2 * s.loopDelayMs;
+    const waitLimit = maxStoreWaitMs + 2 * s.loopDelayMs;
+    const storeOver = s.storeWaitMs > waitLimit;
     // rtpengine behind (its commands wait for a slot, NgClient maxInFlight): calls admitted now would wait there.
-    const mediaOver = (s.mediaWaitMs ?? 0) > maxStoreWaitMs + 2 * s.loopDelayMs;
+    const mediaOver = (s.mediaWaitMs ?? 0) > waitLimit;
     const lagging = delayOver && (this.#limit !== null || this.#delayTicks >= DELAY_TICKS);
     if (storeOver || mediaOver || lagging) {
       this.#overloaded(
