@@ -371,7 +371,7 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * What a call costs the loop, learnt while the box is healthy and not limiting: its busy share over the rate of
+   * What a call costs the loop, learnt while the box is healthy and refusing nothing: its busy share over the rate of
    * new calls (a call's later work, its hang-up and billing, is in the share too once the rate has been steady).
    */
   #learnCost(now: number, s: LoadSignals, busy: number): void {
@@ -382,7 +382,9 @@ export class OverloadControl implements NewCallGate {
     if (since === null || now - since < this.#settings.tickMs / 2) return;
     const rate = (1000 * admitted) / (now - since);
     const healthy = busy >= COST_MIN_BUSY && busy < BUSY_RAISE && s.loopDelayMs <= this.#settings.maxLoopDelayMs;
-    if (this.#limit !== null || !healthy || rate < 2 * this.#settings.minCps) return;
+    // While limiting, a tick with nothing refused counts: the calls came in under the limit, at the rate offered. (A
+    // switch started cold under load limits at first, for seconds; a flood right after found nothing learnt.)
+    if (!healthy || rate < 2 * this.#settings.minCps || this.#lastRefusalAt >= since) return;
     const w = this.#costTicks === 0 ? 1 : COST_WEIGHT;
     this.#costBusy += w * (busy - this.#costBusy);
     this.#costRate += w * (rate - this.#costRate);

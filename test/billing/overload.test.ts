@@ -300,6 +300,22 @@ describe('OverloadControl', () => {
       assert.ok(h.ctl.state().limitCps! <= 215, `limit ${h.ctl.state().limitCps}`);
     });
 
+    it('the cost is learnt while limiting too, from ticks that refused nothing', () => {
+      const h = harness();
+      h.offer(300, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 210: a switch started cold under load, say
+      h.signals.storeWaitMs = 1;
+      assert.ok(h.offer(300, 1000).refused > 0);
+      h.signals.loopBusy = 0.6;
+      h.offer(100, 3500); // under the limit, refusing nothing: 6 ms of loop a call, full at 167/s
+      assert.equal(h.ctl.state().shedding, false, 'lifted 3 s after the last refusal');
+      h.signals.loopBusy = 0.99;
+      h.offer(400, 750);
+      assert.equal(h.ctl.state().shedding, true);
+      assert.ok(h.ctl.state().limitCps! <= 142, `limit ${h.ctl.state().limitCps}`);
+    });
+
     it('saturated with new calls coming in under what the loop carries at that cost is not overload', () => {
       const h = harness();
       h.signals.loopBusy = 0.6;
