@@ -16,6 +16,7 @@
  * in the worker thread that refuses the excess (sip/stack/transport/udp-front.ts), the default; false receives it on
  * the main thread.
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

@@ -10,6 +10,7 @@
  *
  *   npx tsx bench/calls/gather.bench.ts [calls=40]
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { readPcapUdp } from '../../media/pcap-reader.js';

@@ -6,6 +6,7 @@
  *
  *   npx tsx bench/calls/pdd.bench.ts [calls=200] [concurrency=4]
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import http from 'node:http';
 import { UserAgent } from '../../sip/stack/index.js';
 import { plainAudioSdp } from '../../media/sdp.js';

@@ -10,6 +10,7 @@
  *
  *   npx tsx bench/calls/speech.bench.ts [concurrency=1,4,8,16,32]
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';

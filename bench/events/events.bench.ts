@@ -6,6 +6,7 @@
  *
  * Everything (receiver, clients, SQLite) shares this process and the box's 2 cores, so figures are upper bounds.
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';

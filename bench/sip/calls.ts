@@ -6,6 +6,7 @@
  *   npx tsx bench/sip/calls.ts [--rate 1000] [--duration 60] [--skip-harness]
  * Ports 17000-17999. Every process is stopped by its PID.
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';

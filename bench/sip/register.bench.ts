@@ -34,6 +34,7 @@
  * longer than that, with the GC pauses and the main thread's time descheduled during it (and, with BENCH_PROFILE,
  * the frames it ran), longest first.
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

@@ -12,6 +12,7 @@
  * before store/ids.ts made them time-ordered), `fts-trigger` (005's trigger indexing every insert, as before 027).
  * Event ids are UUIDv7 in every variant (they always were). The SQL mirrors the call path's fixed statements.
  */
+import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
