@@ -32,6 +32,9 @@ export type InviteHandler = (req: SipRequest, srv: Responder, origin: InviteOrig
 /** Authenticates an end-user's request (REGISTER or INVITE); answers the challenge itself when it returns null. */
 export type EndUserAuthenticator = (req: SipRequest, srv: Responder) => Promise<EndUserIdentity | null>;
 
+/** The methods the switch's SIP edge takes, as its OPTIONS answer lists them. */
+const SWITCH_ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER, SUBSCRIBE, REFER, INFO, UPDATE, PRACK';
+
 /**
  * The switch's SIP edge: one UserAgent on every configured transport, OPTIONS answered, INVITEs classified
  * (carrier trunk by source address, else an authenticated end-user) and handed to the call engine.
@@ -105,8 +108,10 @@ export class SipApplication {
     this.trunks = new TrunkDirectory(deps.db, { allowLossMaking: routing.allowLossMaking, health: this.trunkHealth });
     this.upstream = new UpstreamRegistrations(this.ua);
     this.upstream.on('change', (c) => this.#registrationChanged(c));
+    // RFC 3261 §11.2: what the switch takes. In dialogs: REFER (a phone's transfer), INFO (DTMF), UPDATE and
+    // re-INVITE (session refresh), PRACK (reliable provisionals). Carriers probing with OPTIONS read this too.
     this.ua.onRequest('OPTIONS', (_req, srv) =>
-      srv.send(200, 'OK', { headers: { Allow: 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER, SUBSCRIBE' } }),
+      srv.send(200, 'OK', { headers: { Allow: SWITCH_ALLOW, Accept: 'application/sdp' } }),
     );
     this.mwi = new MessageWaiting({
       ua: this.ua,
