@@ -37,6 +37,8 @@ interface Subscription {
   /** Where its SUBSCRIBE came from: NOTIFYs go back there (the phone may be behind NAT). */
   target: Target;
   cseq: number;
+  /** The CSeq of the phone's last SUBSCRIBE in this dialog: a refresh must come with a higher one. */
+  remoteCseq: number;
   expiresAt: number;
   timer: NodeJS.Timeout;
   /** The NOTIFY under way (settled once answered or given up): the next one waits for it. */
@@ -48,8 +50,9 @@ interface Subscription {
  * mailbox, is answered 200 and sent a NOTIFY at once with `Messages-Waiting: yes/no` and `Voice-Message: new/old`,
  * then a NOTIFY on every change (a message left, heard or deleted). The subscription is authenticated like the
  * phone's INVITEs (phone token, digest or Bearer) and always concerns the authenticated end-user's mailbox,
- * whatever the Request-URI names. In-dialog refreshes are answered 481 by the stack (no dialog object holds a
- * subscription); RFC 6665 §4.1.2.4 has the phone subscribe afresh then, which lands here.
+ * whatever the Request-URI names. A refresh in the subscription's dialog (RFC 6665 §4.1.2.1) is authenticated the
+ * same way, extends it and gets a NOTIFY too; Expires 0 ends it. A refresh of a subscription this switch does not
+ * hold (ended, expired, or the switch restarted) gets 481, and the phone subscribes afresh (§4.1.2.4).
  */
 export class MessageWaiting {
   readonly #subs = new Map<string, Subscription>();
@@ -73,14 +76,25 @@ export class MessageWaiting {
     // RFC 6665 §8.2.1 (RFC 3265 §3.1.4.1): an event package we do not serve gets 489 with Allow-Events.
     if (event !== 'message-summary')
       return void srv.send(489, 'Bad Event', { headers: { 'Allow-Events': 'message-summary' } });
+    const key = `${req.callId}|${req.fromTag}`;
+    const current = req.toTag === undefined ? undefined : this.#subs.get(key);
+    if (req.toTag !== undefined) {
+      if (!current || current.localTag !== req.toTag) return void srv.send(481, 'Subscription Does Not Exist');
+      if (req.cseq.seq <= current.remoteCseq) return void srv.send(500, 'CSeq Out of Order'); // RFC 3261 §12.2.2
+      current.remoteCseq = req.cseq.seq;
+    }
     const authenticate = this.deps.authenticate();
     if (!authenticate) return void srv.send(403, 'Forbidden');
     const who = await authenticate(req, srv);
     if (!who) return;
+    const expires = boundedExpires(req.headers.get('expires'));
+    if (current) {
+      if (who.accountId !== current.accountId || who.endUserId !== current.endUserId)
+        return void srv.send(403, 'Forbidden');
+      return this.#refresh(current, expires, req, srv); // its Contact may be left out: the dialog's stands
+    }
     const contact = req.contact?.uri;
     if (!contact || !req.source || !req.fromTag) return void srv.send(400, 'Bad Request');
-    const expires = boundedExpires(req.headers.get('expires'));
-    const key = `${req.callId}|${req.fromTag}`;
     this.#drop(key);
     if (expires > 0 && !this.#room(who.endUserId)) return void srv.send(503, 'Service Unavailable');
     srv.send(200, 'OK', { headers: { Expires: String(expires) } });
@@ -99,6 +113,7 @@ export class MessageWaiting {
       remoteTarget: formatUri(contact),
       target: { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId },
       cseq: 0,
+      remoteCseq: req.cseq.seq,
       expiresAt: Date.now() + expires * 1000,
       // RFC 6665 §4.4.1: a subscription that ran out ends with a NOTIFY saying so.
       timer: setTimeout(() => void this.#expire(key), expires * 1000),
@@ -108,6 +123,30 @@ export class MessageWaiting {
     // RFC 6665 §4.2.1.2: the first NOTIFY follows the 200 at once; an unsubscribe (Expires 0) gets a last one.
     if (expires > 0) this.#subs.set(key, sub);
     await this.#notify(sub, expires === 0);
+  }
+
+  /**
+   * A refresh in the subscription's dialog: the same subscription (its NOTIFYs keep their CSeq order) with a new
+   * expiry, and a NOTIFY (RFC 6665 §4.2.1.2); Expires 0 ends it with a terminated NOTIFY. A new Contact or source
+   * (the phone moved, or its NAT binding did) is where NOTIFYs go from now on.
+   */
+  async #refresh(s: Subscription, expires: number, req: SipRequest, srv: Responder): Promise<void> {
+    if (this.#subs.get(s.key) !== s) return void srv.send(481, 'Subscription Does Not Exist'); // ended meanwhile
+    if (expires === 0) {
+      this.#drop(s.key);
+      srv.send(200, 'OK', { headers: { Expires: '0' } });
+      return this.#notify(s, true);
+    }
+    srv.send(200, 'OK', { headers: { Expires: String(expires) } });
+    clearTimeout(s.timer);
+    s.expiresAt = Date.now() + expires * 1000;
+    s.timer = setTimeout(() => void this.#expire(s.key), expires * 1000);
+    s.timer.unref();
+    const contact = req.contact?.uri;
+    if (contact) s.remoteTarget = formatUri(contact);
+    const src = req.source;
+    if (src) s.target = { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId };
+    await this.#notify(s, false);
   }
 
   /** The mailbox of `endUserId` changed: each of its subscriptions is sent the new counts. */

@@ -119,7 +119,7 @@ export class SipApplication {
       log: deps.logger,
       authenticate: () => this.#authenticate,
     });
-    this.ua.onRequest('SUBSCRIBE', (req, srv) => this.mwi.subscribe(req, srv));
+    this.ua.onRequest('SUBSCRIBE', (req, srv) => this.mwi.subscribe(req, srv), { inDialog: true });
     this.ua.onRequest('INVITE', (req, srv) => this.#invite(req, srv));
   }
 

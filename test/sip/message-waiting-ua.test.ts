@@ -60,7 +60,7 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
       log: quietLogger,
       authenticate: () => async () => ({ accountId, endUserId: 'eu-1', extension: '1001' }),
     });
-    sw.onRequest('SUBSCRIBE', (req, srv) => mwi.subscribe(req, srv));
+    sw.onRequest('SUBSCRIBE', (req, srv) => mwi.subscribe(req, srv), { inDialog: true });
     phone.on('message', (data) => {
       const parsed = parseMessage(data);
       if (!parsed.ok) return;
@@ -80,17 +80,24 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
     await db.destroy();
   });
 
-  /** A SUBSCRIBE from the phone; resolves with the switch's final response. */
-  function subscribe(expires: string, event = 'message-summary'): Promise<SipResponse> {
+  /**
+   * A SUBSCRIBE from the phone; resolves with the switch's final response. With `dialog`, a refresh in that
+   * subscription's dialog (its Call-ID, the phone's tag, the switch's To tag) with the CSeq given.
+   */
+  function subscribe(
+    expires: string,
+    event = 'message-summary',
+    dialog?: { callId: string; fromTag: string; toTag: string; cseq: number },
+  ): Promise<SipResponse> {
     seq++;
-    lastCallId = `mwi-${seq}-${Date.now()}@127.0.0.1`;
+    if (!dialog) lastCallId = `mwi-${seq}-${Date.now()}@127.0.0.1`;
     const text = [
       `SUBSCRIBE sip:1001@a.sip.test SIP/2.0`,
       `Via: SIP/2.0/UDP 127.0.0.1:${PHONE};branch=z9hG4bK-mwi-${seq}-${Date.now()};rport`,
-      `From: <sip:1001@a.sip.test>;tag=phone${seq}`,
-      `To: <sip:1001@a.sip.test>`,
-      `Call-ID: ${lastCallId}`,
-      `CSeq: 1 SUBSCRIBE`,
+      `From: <sip:1001@a.sip.test>;tag=${dialog?.fromTag ?? `phone${seq}`}`,
+      `To: <sip:1001@a.sip.test>${dialog ? `;tag=${dialog.toTag}` : ''}`,
+      `Call-ID: ${dialog?.callId ?? lastCallId}`,
+      `CSeq: ${dialog?.cseq ?? 1} SUBSCRIBE`,
       `Contact: <sip:1001@127.0.0.1:${PHONE}>`,
       `Event: ${event}`,
       `Expires: ${expires}`,
@@ -152,6 +159,52 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
     const second = mine.find((n) => n.cseq.seq === 2);
     assert.ok(second, 'the change is NOTIFYed once the first is answered');
     assert.equal(newCount(second), newCount(held[0]!) + 1, 'with the counts after the change');
+  });
+
+  describe('a refresh in the subscription dialog (RFC 6665 §4.1.2.1)', () => {
+    /** A new subscription, its first NOTIFY answered; returns the dialog a refresh is sent in. */
+    const subscribed = async () => {
+      const res = await subscribe('600');
+      assert.equal(res.status, 200);
+      const callId = lastCallId;
+      await eventually(() => notifies.some((n) => n.callId === callId), 'the first NOTIFY', 5000);
+      return { callId, fromTag: res.fromTag!, toTag: res.toTag!, cseq: 1 };
+    };
+    const mine = (callId: string) => notifies.filter((n) => n.callId === callId);
+
+    it('extends it: 200 with the new Expires, a NOTIFY next in CSeq order, and later changes still NOTIFYed', async () => {
+      const d = await subscribed();
+      const size = mwi.size;
+      const res = await subscribe('900', 'message-summary', { ...d, cseq: 2 });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('expires'), '900');
+      assert.equal(res.toTag, d.toTag, 'answered in the same dialog');
+      await eventually(() => mine(d.callId).length === 2, 'the NOTIFY of the refresh', 5000);
+      const refreshed = mine(d.callId)[1]!;
+      assert.equal(refreshed.cseq.seq, 2);
+      assert.match(refreshed.headers.get('subscription-state') ?? '', /^active;expires=(89\d|900)$/);
+      assert.equal(mwi.size, size, 'the same subscription, not a second one');
+      await newVoicemail('/refresh.wav');
+      await mwi.changed(accountId, 'eu-1');
+      await eventually(() => mine(d.callId).length === 3, 'the change NOTIFYed', 5000);
+    });
+
+    it('Expires 0 ends it with a terminated NOTIFY', async () => {
+      const d = await subscribed();
+      const size = mwi.size;
+      const res = await subscribe('0', 'message-summary', { ...d, cseq: 2 });
+      assert.equal(res.status, 200);
+      await eventually(() => mine(d.callId).length === 2, 'the last NOTIFY', 5000);
+      assert.match(mine(d.callId)[1]!.headers.get('subscription-state') ?? '', /^terminated/);
+      assert.equal(mwi.size, size - 1);
+    });
+
+    it('a dialog the switch does not hold gets 481; a CSeq not above the last gets 500', async () => {
+      const d = await subscribed();
+      assert.equal((await subscribe('600', 'message-summary', { ...d, toTag: 'not-ours', cseq: 2 })).status, 481);
+      assert.equal((await subscribe('600', 'message-summary', { ...d, cseq: 1 })).status, 500);
+      assert.equal((await subscribe('600', 'message-summary', { ...d, cseq: 3 })).status, 200, 'still held');
+    });
   });
 
   it('an unknown event package gets 489 with Allow-Events', async () => {

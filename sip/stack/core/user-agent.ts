@@ -99,6 +99,12 @@ export class UserAgent {
   readonly #transport: TransportLayer;
   readonly #tx: TransactionLayer;
   readonly #handlers = new Map<string, RequestHandler>();
+  /**
+   * Methods whose handler also takes the in-dialog requests (a To tag) that match no dialog of this agent: the
+   * application keeps that dialog itself (a subscription refreshed in its dialog, RFC 6665 §4.1.2.1) and answers
+   * 481 when it does not know it either.
+   */
+  readonly #inDialog = new Set<string>();
   readonly #dialogs = new Map<string, Dialog>();
   /**
    * The Responder of each request this agent received is kept on the request itself, as a property under this
@@ -181,8 +187,10 @@ export class UserAgent {
   }
 
   /** Registers the handler for out-of-dialog requests of `method` (one per method; the last one wins). */
-  onRequest(method: string, handler: RequestHandler): this {
+  onRequest(method: string, handler: RequestHandler, opts: { inDialog?: boolean } = {}): this {
     this.#handlers.set(method.toUpperCase(), handler);
+    if (opts.inDialog) this.#inDialog.add(method.toUpperCase());
+    else this.#inDialog.delete(method.toUpperCase());
     return this;
   }
 
@@ -258,8 +266,14 @@ export class UserAgent {
     const toTag = req.toTag;
     if (toTag !== undefined) {
       const dialog = this.#dialogs.get(Dialog.key(req.callId, toTag, req.fromTag ?? ''));
-      // §12.2.2: a request for a dialog we do not know gets 481.
-      if (!dialog) return void srv.send(481);
+      if (!dialog) {
+        const own = this.#inDialog.has(req.method) ? this.#handlers.get(req.method) : undefined;
+        // §12.2.2: a request for a dialog we do not know gets 481.
+        if (!own) return void srv.send(481);
+        const rejection = validateRequest(req, this.#policy);
+        if (rejection) return void srv.send(rejection.status, undefined, { headers: rejection.headers });
+        return this.#runHandler(own, req, srv);
+      }
       const bad = dialog.checkSequence(req);
       if (bad) return void srv.send(bad);
       return dialog.receive(req, srv);
