@@ -36,6 +36,7 @@ export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle }
 export { sleep } from './sleep.js';
 export { widenReceiveBuffer, WIDE_RECEIVE_BUFFER } from './udp-buffer.js';
 export { Fifo } from './fifo.js';
+export { RandomPool } from './random-pool.js';
 export { detached } from './detached.js';
 export { ABORTED, abortQuietly } from './abort.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';

@@ -1,4 +1,5 @@
-import { randomBytes, createHash, randomFillSync } from 'node:crypto';
+import { randomBytes, createHash } from 'node:crypto';
+import { RandomPool } from '../kit/index.js';
 
 /**
  * UUIDv7 (RFC 9562 §5.7): 48 bits of Unix milliseconds first, so the text sorts in creation order. Ids made within
@@ -13,8 +14,7 @@ export class Uuid7Generator {
   #lastMs = 0;
   #counter = 0;
   /** Random bytes drawn 4 KiB at a time: one call into the CSPRNG per 256 ids instead of one per id. */
-  readonly #pool = Buffer.alloc(4096);
-  #poolAt = this.#pool.length;
+  readonly #random = new RandomPool(4096);
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -31,11 +31,7 @@ export class Uuid7Generator {
       this.#counter = 0;
     }
     this.#lastMs = ms;
-    if (this.#poolAt === this.#pool.length) {
-      randomFillSync(this.#pool);
-      this.#poolAt = 0;
-    }
-    const b = this.#pool.subarray(this.#poolAt, (this.#poolAt += 16)); // each slot is used once
+    const b = this.#random.take(16); // written in place: each slot is used once
     b.writeUIntBE(ms, 0, 6);
     b[6] = 0x70 | (this.#counter >> 8); // version 7
     b[7] = this.#counter & 0xff;
@@ -65,12 +61,5 @@ export const newCallSid = (now: number = Date.now()): string =>
     .slice(-8)}${sidRandom()}`;
 
 /** The random half of sids, drawn from a pooled block (a CSPRNG call per sid was 1.5 % of a call's CPU). */
-const sidPool = Buffer.alloc(4096);
-let sidPoolAt = sidPool.length;
-function sidRandom(): string {
-  if (sidPoolAt === sidPool.length) {
-    randomFillSync(sidPool);
-    sidPoolAt = 0;
-  }
-  return sidPool.toString('hex', sidPoolAt, (sidPoolAt += 8));
-}
+const sidPool = new RandomPool(4096);
+const sidRandom = (): string => sidPool.hex(8);

@@ -2,7 +2,8 @@
  * Identifiers: branches carry the RFC 3261 magic cookie (§8.1.1.7); tags and Call-IDs are random enough to be
  * globally unique (§19.3) without a syscall per message: a random per-process prefix and a counter.
  */
-import { randomBytes, randomFillSync } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { RandomPool } from '../../../kit/index.js';
 import { BRANCH_COOKIE } from '../message/index.js';
 
 const prefix = randomBytes(6).toString('base64url').replace(/[-_]/g, 'x');
@@ -21,18 +22,8 @@ export function newTag(): string {
 }
 
 /** Random bytes drawn in blocks: one syscall per 512 Call-IDs instead of one each. */
-const pool = Buffer.alloc(2048);
-let poolAt = pool.length;
-
-function randomHex(bytes: number): string {
-  if (poolAt + bytes > pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  poolAt += bytes;
-  return pool.toString('hex', poolAt - bytes, poolAt);
-}
+const random = new RandomPool(2048);
 
 export function newCallId(host: string): string {
-  return `${next()}${randomHex(4)}@${host}`;
+  return `${next()}${random.hex(4)}@${host}`;
 }
