@@ -186,11 +186,15 @@ export class UserAgent {
     return this.#transport.local(transport);
   }
 
-  /** Registers the handler for out-of-dialog requests of `method` (one per method; the last one wins). */
+  /**
+   * Registers the handler for out-of-dialog requests of `method` (one per method; the last one wins); with
+   * `inDialog`, also for its in-dialog requests that match no dialog of this agent.
+   */
   onRequest(method: string, handler: RequestHandler, opts: { inDialog?: boolean } = {}): this {
-    this.#handlers.set(method.toUpperCase(), handler);
-    if (opts.inDialog) this.#inDialog.add(method.toUpperCase());
-    else this.#inDialog.delete(method.toUpperCase());
+    const m = method.toUpperCase();
+    this.#handlers.set(m, handler);
+    if (opts.inDialog) this.#inDialog.add(m);
+    else this.#inDialog.delete(m);
     return this;
   }
 
@@ -266,17 +270,14 @@ export class UserAgent {
     const toTag = req.toTag;
     if (toTag !== undefined) {
       const dialog = this.#dialogs.get(Dialog.key(req.callId, toTag, req.fromTag ?? ''));
-      if (!dialog) {
-        const own = this.#inDialog.has(req.method) ? this.#handlers.get(req.method) : undefined;
-        // §12.2.2: a request for a dialog we do not know gets 481.
-        if (!own) return void srv.send(481);
-        const rejection = validateRequest(req, this.#policy);
-        if (rejection) return void srv.send(rejection.status, undefined, { headers: rejection.headers });
-        return this.#runHandler(own, req, srv);
+      if (dialog) {
+        const bad = dialog.checkSequence(req);
+        if (bad) return void srv.send(bad);
+        return dialog.receive(req, srv);
       }
-      const bad = dialog.checkSequence(req);
-      if (bad) return void srv.send(bad);
-      return dialog.receive(req, srv);
+      // §12.2.2: a request for a dialog we do not know gets 481, unless its handler keeps such dialogs itself (the
+      // handler of an inDialog method is registered with it, so it is found below).
+      if (!this.#inDialog.has(req.method)) return void srv.send(481);
     }
     const rejection = validateRequest(req, this.#policy);
     if (rejection) return void srv.send(rejection.status, undefined, { headers: rejection.headers });
