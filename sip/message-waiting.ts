@@ -1,6 +1,13 @@
 import type { Logger } from '../config/index.js';
 import { mailboxCounts, type Db, type MailboxCounts } from '../store/index.js';
-import { formatUri, type Responder, type SipRequest, type Target, type UserAgent } from './stack/index.js';
+import {
+  formatUri,
+  type MessageSource,
+  type Responder,
+  type SipRequest,
+  type Target,
+  type UserAgent,
+} from './stack/index.js';
 
 /** The end-user a phone's request was authenticated as (EndUserIdentity's fields this module reads). */
 export interface Subscriber {
@@ -111,7 +118,7 @@ export class MessageWaiting {
       localParty: stripTag(req.headers.get('to') ?? ''),
       remoteParty: req.headers.get('from') ?? '',
       remoteTarget: formatUri(contact),
-      target: { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId },
+      target: replyTarget(src),
       cseq: 0,
       remoteCseq: req.cseq.seq,
       expiresAt: Date.now() + expires * 1000,
@@ -145,7 +152,7 @@ export class MessageWaiting {
     const contact = req.contact?.uri;
     if (contact) s.remoteTarget = formatUri(contact);
     const src = req.source;
-    if (src) s.target = { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId };
+    if (src) s.target = replyTarget(src);
     await this.#notify(s, false);
   }
 
@@ -229,6 +236,11 @@ export function messageSummary(c: MailboxCounts, account: string): string {
     `Voice-Message: ${c.newMessages}/${c.oldMessages}`,
     '',
   ].join('\r\n');
+}
+
+/** Where a request came from, as the target of the requests sent back (its connection, when it came on one). */
+function replyTarget(src: MessageSource): Target {
+  return { transport: src.transport, host: src.address, port: src.port, flowId: src.flowId };
 }
 
 function boundedExpires(header: string | undefined): number {
