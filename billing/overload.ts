@@ -338,8 +338,9 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * Limits new calls to 70 % of the rate admitted over the last second (or of the limit, if lower), held a second;
-   * that rate is the ceiling the limit then rises slowly near.
+   * Limits new calls to `cut` of the rate admitted over the last second (or of the limit, if lower), and a flood's
+   * first cut to no more than the learnt cost allows; held a second. That rate is the ceiling the limit then rises
+   * slowly near.
    */
   #overloaded(now: number, reason: string, cut: number): void {
     // One cut per hold: the signals still show the backlog the last cut is draining, and cutting on each tick of it
