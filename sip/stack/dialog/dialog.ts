@@ -8,6 +8,7 @@ import { SipDialogTerminatedError, SipResponseError } from '../errors.js';
 import { TypedEmitter } from '../../../kit/index.js';
 import {
   applyHeaders,
+  FrozenMessage,
   formatUri,
   isSipUri,
   parseNameAddr,
@@ -209,7 +210,9 @@ export class Dialog extends TypedEmitter<DialogEvents> {
   ackResender(ack: SipRequest): () => void {
     const host = this.#host;
     const target = this.#target();
-    return () => host.sendAck(ack, target);
+    // Kept as its bytes (and Call-ID, for the log of a failed send): the parsed ACK is a few KB of objects.
+    const frozen = Object.assign(new FrozenMessage(ack.toBuffer()), { callId: ack.callId });
+    return () => host.sendAck(frozen as unknown as SipRequest, target);
   }
 
   /** A re-INVITE with new SDP; resolves with the remote SDP, rejects with SipResponseError on non-2xx. */

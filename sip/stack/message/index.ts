@@ -6,3 +6,4 @@ export * from './message.js';
 export * from './limits.js';
 export * from './parser.js';
 export * from './framing.js';
+export * from './frozen.js';

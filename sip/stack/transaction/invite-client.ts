@@ -21,6 +21,8 @@ export class InviteClientTransaction extends Transaction {
   protected readonly transitions = ICT_TRANSITIONS;
   readonly #user: ClientTransactionUser;
   #ack?: SipRequest;
+  /** When Timer M ends Accepted. */
+  #acceptedUntil = 0;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ClientTransactionUser) {
     super(id, request, S.Calling, ctx);
@@ -63,6 +65,7 @@ export class InviteClientTransaction extends Transaction {
           // RFC 6026 §7.2: a 2xx moves to Accepted; later 2xx retransmissions are passed up too (Timer M).
           this.stopTimer('B');
           this.transition(S.Accepted);
+          this.#acceptedUntil = this.ctx.clock.now() + this.t.M;
           this.startTimer('M', this.t.M, () => this.transition(S.Terminated));
           this.#user.onResponse(res);
         } else {
@@ -85,6 +88,18 @@ export class InviteClientTransaction extends Transaction {
       default:
         break;
     }
+  }
+
+  /**
+   * The TU has sent the ACK of the 2xx: from here until Timer M every retransmitted 2xx only needs `resendAck`. The
+   * layer keeps that by this transaction's key, and the transaction (its request, the TU's callbacks) ends.
+   * Without a keeper the transaction stays and passes each retransmitted 2xx up as before.
+   */
+  acknowledged(resendAck: () => void): boolean {
+    if (this.state !== S.Accepted || !this.ctx.completed) return false;
+    this.transition(S.Terminated);
+    this.ctx.completed.keep(this.id, this.#acceptedUntil, resendAck);
+    return true;
   }
 
   protected reportTransportError(error: SipTransportError): void {

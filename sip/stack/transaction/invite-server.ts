@@ -49,6 +49,7 @@ export class InviteServerTransaction extends Transaction {
     if (res.status < 300) {
       // RFC 6026 §7.1: Accepted; the 2xx is retransmitted T1, 2T1 ... up to T2 until ACK or Timer L.
       this.transition(S.Accepted);
+      this.#acceptedUntil = this.ctx.clock.now() + this.t.L;
       this.#schedule2xx(this.t.T1);
       this.startTimer('L', this.t.L, () => {
         const unacked = this.#awaitingAck;
@@ -67,6 +68,8 @@ export class InviteServerTransaction extends Transaction {
   }
 
   #awaitingAck = true;
+  /** When Timer L ends Accepted. */
+  #acceptedUntil = 0;
 
   #schedule2xx(interval: number): void {
     this.startTimer('2xx', interval, () => {
@@ -101,10 +104,19 @@ export class InviteServerTransaction extends Transaction {
     this.#quiet();
   }
 
-  /** The ACK for our 2xx (a new transaction, matched by dialog): stop retransmitting the 2xx. */
+  /**
+   * The ACK for our 2xx (a new transaction, matched by dialog): stop retransmitting the 2xx. What is left of
+   * Accepted, absorbing retransmitted INVITEs until Timer L, is kept by the layer as this transaction's key alone;
+   * the transaction ends (a CANCEL now finds no INVITE: 481, as RFC 3261 §9.2 answers once it is gone).
+   */
   receive2xxAck(): void {
     this.#awaitingAck = false;
     this.stopTimer('2xx');
+    if (this.state === S.Accepted && this.ctx.completed) {
+      this.transition(S.Terminated);
+      this.ctx.completed.keep(this.id, this.#acceptedUntil);
+      return;
+    }
     this.#quiet();
   }
 

@@ -56,7 +56,14 @@ export class NonInviteClientTransaction extends Transaction {
     this.stopTimer('E');
     this.stopTimer('F');
     this.transition(S.Completed);
-    this.startTimer('K', this.t.K, () => this.transition(S.Terminated));
+    if (this.ctx.completed && this.t.K > 0) {
+      // Completed only absorbs retransmitted responses until Timer K: the layer keeps that as this transaction's
+      // key, and the transaction (its request and the TU's callbacks) ends.
+      this.ctx.completed.keep(this.id, this.ctx.clock.now() + this.t.K);
+      this.transition(S.Terminated);
+    } else {
+      this.startTimer('K', this.t.K, () => this.transition(S.Terminated));
+    }
     this.#user.onResponse(res);
   }
 

@@ -66,18 +66,28 @@ export class TransactionLayer {
   readonly #client = new Map<string, ClientTransaction>();
   /** INVITE server transactions whose 2xx awaits its ACK, by Call-ID and CSeq number. */
   readonly #accepted = new Map<string, InviteServerTransaction>();
-  /** Non-INVITE server transactions over UDP in Completed, as their final response's bytes (§17.2.2). */
+  /**
+   * Non-INVITE server transactions over UDP in Completed, as their final response's bytes (§17.2.2), and INVITE
+   * server transactions in Accepted once acknowledged, as their key (RFC 6026 §7.1).
+   */
   readonly #completed: CompletedResponses;
+  /**
+   * INVITE client transactions in Accepted once the TU sent the ACK, as their key and the ACK's resend; non-INVITE
+   * client transactions in Completed over UDP, as their key (§17.1.2.2, Timer K).
+   */
+  readonly #acked: CompletedResponses;
 
   constructor(opts: TransactionLayerOptions) {
     this.#opts = opts;
     this.#completed = new CompletedResponses(opts.clock, timersFor(opts.timers, false).J, (e) =>
       opts.user.onServerTransportError?.(undefined, e),
     );
+    // Only `keep` is used here: nothing is sent through it that could fail.
+    this.#acked = new CompletedResponses(opts.clock, timersFor(opts.timers, false).M, () => {});
   }
 
   get size(): { server: number; client: number } {
-    return { server: this.#server.size + this.#completed.size, client: this.#client.size };
+    return { server: this.#server.size + this.#completed.size, client: this.#client.size + this.#acked.size };
   }
 
   receiveRequest(req: SipRequest): void {
@@ -156,6 +166,7 @@ export class TransactionLayer {
       onTerminated: (t: Transaction) => {
         if (this.#client.get(key) === t) this.#client.delete(key);
       },
+      completed: this.#acked,
     };
     const tx =
       req.method === 'INVITE'
@@ -169,9 +180,11 @@ export class TransactionLayer {
   /** §17.1.3: a response matches by the branch of its top Via and its CSeq method. */
   receiveResponse(res: SipResponse): void {
     const branch = res.topVia?.params.get('branch') ?? '';
-    const tx = this.#client.get(clientKey(branch, res.cseq.method));
+    const key = clientKey(branch, res.cseq.method);
+    const tx = this.#client.get(key);
     if (tx) tx.receiveResponse(res);
-    else this.#opts.user.onStrayResponse?.(res);
+    // A response again for a transaction that only waits out Timer M or K: absorbed (a 2xx again: the ACK again).
+    else if (!this.#acked.resend(key, res.status >= 200 && res.status < 300)) this.#opts.user.onStrayResponse?.(res);
   }
 
   close(): void {
@@ -180,5 +193,6 @@ export class TransactionLayer {
     this.#client.clear();
     this.#accepted.clear();
     this.#completed.clear();
+    this.#acked.clear();
   }
 }

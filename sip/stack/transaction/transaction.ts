@@ -47,14 +47,17 @@ export interface TransactionContext {
   /**
    * Where a non-INVITE server transaction over an unreliable transport leaves its Completed state (the final
    * response's bytes, answering retransmissions until Timer J) to end at once; without it, it waits out J itself.
+   * An INVITE transaction leaves its acknowledged Accepted state there too (until Timer L or M).
    */
   completed?: CompletedKeeper;
 }
 
-/** Keeps a non-INVITE server transaction's Completed state as its final response's bytes (completed-responses.ts). */
+/** Keeps transactions that only wait out a timer by their key (completed-responses.ts). */
 export interface CompletedKeeper {
   /** Sends `bytes`, the final response of transaction `key`, and answers its retransmissions with them until J. */
   add(key: string, bytes: Buffer, channel: MessageChannel): void;
+  /** Keeps transaction `key` until `until` (clock time): each retransmission runs `answer`, or is absorbed. */
+  keep(key: string, until: number, answer?: () => void): void;
 }
 
 export abstract class Transaction {

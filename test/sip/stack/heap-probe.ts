@@ -1,6 +1,7 @@
 /**
- * Run by user-agent-heap.test.ts in a process of its own (`node --import tsx heap-probe.ts`): how many bytes of the
- * old generation each REGISTER answered and done leaves behind. Alone, because what other tests in the same process
+ * Run by user-agent-heap.test.ts in a process of its own (`node --import tsx heap-probe.ts [calls]`): how many bytes
+ * of the old generation each REGISTER answered and done leaves behind, or with `calls` each call placed, answered and
+ * hung up between two agents. Alone, because what other tests in the same process
  * still have in flight (timers, lingering transactions, sockets) is promoted during the measurement as well: run
  * right after the ng-client and UDP front tests the figure was 8.7 KB a request against 3 KB alone. Prints one line
  * of JSON: { perRequest }.
@@ -8,7 +9,7 @@
 import dgram from 'node:dgram';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { Agents } from './helpers.js';
+import { Agents, SDP_A, SDP_B, uriOf } from './helpers.js';
 
 // V8's collector, asked for one kind of collection at a time: a scavenge (minor) or a mark-compact (major).
 v8.setFlagsFromString('--expose-gc');
@@ -68,9 +69,40 @@ async function measure(): Promise<number> {
   return perRequest;
 }
 
-measure().then(
-  (perRequest) => {
-    process.stdout.write(`${JSON.stringify({ perRequest })}\n`);
+/**
+ * Calls between two agents over UDP, each ended by the callee's BYE: what stays while their transactions wait out
+ * Timers L, M and K (all still running when measured) and the BYE's answer Timer J.
+ */
+async function measureCalls(): Promise<number> {
+  const agents = new Agents();
+  const [a, b] = [await agents.make({}, { udp: true, tcp: false }), await agents.make({}, { udp: true, tcp: false })];
+  a.onRequest('INVITE', async (req) => {
+    const dialog = await a.createUAS(req, { localSdp: SDP_B });
+    setTimeout(() => void dialog.bye(), 1);
+  });
+  const place = async () => {
+    const uac = await b.createUAC(uriOf(a), { localSdp: SDP_A });
+    await new Promise((resolve) => uac.once('destroy', resolve));
+  };
+  const batch = (n: number) => Promise.all(Array.from({ length: n }, place));
+  for (let i = 0; i < 4; i++) await batch(50); // warm up
+  gc({ type: 'major', execution: 'sync' });
+  const before = oldGeneration();
+  const N = 2000;
+  for (let i = 0; i < N; i += 50) {
+    await batch(50);
+    gc({ type: 'minor', execution: 'sync' });
+    gc({ type: 'minor', execution: 'sync' });
+  }
+  const perCall = (oldGeneration() - before) / N;
+  await agents.closeAll();
+  return perCall;
+}
+
+const calls = process.argv[2] === 'calls';
+(calls ? measureCalls() : measure()).then(
+  (bytes) => {
+    process.stdout.write(`${JSON.stringify(calls ? { perCall: bytes } : { perRequest: bytes })}\n`);
     process.exit(0);
   },
   (err: unknown) => {
