@@ -227,6 +227,16 @@ async function step(rate: number, seconds: number): Promise<string> {
   let eluAt = elu0;
   let ticks = 0;
   const busyBySecond: number[] = [];
+  // Turns of the loop that held it over 30 ms, by when they ended (ms of the process, as --trace-gc stamps its lines):
+  // to line the timeline's slow seconds up with collections and other work.
+  const stepAt = performance.now();
+  const stalls: string[] = [];
+  let probeAt = performance.now();
+  const stallProbe = setInterval(() => {
+    const now = performance.now();
+    if (now - probeAt > 40) stalls.push(`${Math.round(now)}:${Math.round(now - probeAt - 10)}`);
+    probeAt = now;
+  }, 10);
   const sampler = setInterval(() => {
     const q = probe.sample();
     storeWaitMax = Math.max(storeWaitMax, q.maxWaitMs, q.oldestWaitMs);
@@ -270,6 +280,7 @@ async function step(rate: number, seconds: number): Promise<string> {
   const loopP99 = loop.percentile(99) / 1e6;
   const loopBusy = performance.eventLoopUtilization(performance.eventLoopUtilization(), elu0).utilization;
   clearInterval(sampler);
+  clearInterval(stallProbe);
   probe.close();
   callee.kill('SIGKILL');
 
@@ -285,7 +296,12 @@ async function step(rate: number, seconds: number): Promise<string> {
       ? '-'
       : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
   const switchMs = (cpu.user + cpu.system) / 1000 / Math.max(1, completed);
-  if (process.env.STEP_TIMELINE === '1') printTimeline(rate, rtt.answeredAt, q, busyBySecond);
+  if (process.env.STEP_TIMELINE === '1') {
+    printTimeline(rate, rtt.answeredAt, q, busyBySecond);
+    console.log(
+      `stalls ${rate}/s (step began at ${Math.round(stepAt)} ms of the process; end:late ms): ${stalls.join(' ')}`,
+    );
+  }
   const settled = rtt.answeredAt.filter(([at]) => at >= WARM_MS).map(([, ms]) => ms);
   return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(settled, 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${pct(loopBusy)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} | ${groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
 }
