@@ -71,11 +71,13 @@ export class TransactionLayer {
    * server transactions in Accepted once acknowledged, as their key (RFC 6026 §7.1).
    */
   readonly #completed: CompletedResponses;
-  /**
-   * INVITE client transactions in Accepted once the TU sent the ACK, as their key and the ACK's resend; non-INVITE
-   * client transactions in Completed over UDP, as their key (§17.1.2.2, Timer K).
-   */
+  /** INVITE client transactions in Accepted once the TU sent the ACK, as their key and the ACK's resend (Timer M). */
   readonly #acked: CompletedResponses;
+  /**
+   * Non-INVITE client transactions in Completed over UDP, as their key (§17.1.2.2, Timer K). A table of its own: each
+   * table forgets in the order entries came, and K (5 s) entries behind M (32 s) ones would wait out M too.
+   */
+  readonly #absorbing: CompletedResponses;
 
   constructor(opts: TransactionLayerOptions) {
     this.#opts = opts;
@@ -84,10 +86,12 @@ export class TransactionLayer {
     );
     // Only `keep` is used here: nothing is sent through it that could fail.
     this.#acked = new CompletedResponses(opts.clock, timersFor(opts.timers, false).M, () => {});
+    this.#absorbing = new CompletedResponses(opts.clock, timersFor(opts.timers, false).K, () => {});
   }
 
   get size(): { server: number; client: number } {
-    return { server: this.#server.size + this.#completed.size, client: this.#client.size + this.#acked.size };
+    const client = this.#client.size + this.#acked.size + this.#absorbing.size;
+    return { server: this.#server.size + this.#completed.size, client };
   }
 
   receiveRequest(req: SipRequest): void {
@@ -166,7 +170,7 @@ export class TransactionLayer {
       onTerminated: (t: Transaction) => {
         if (this.#client.get(key) === t) this.#client.delete(key);
       },
-      completed: this.#acked,
+      completed: req.method === 'INVITE' ? this.#acked : this.#absorbing,
     };
     const tx =
       req.method === 'INVITE'
@@ -184,7 +188,8 @@ export class TransactionLayer {
     const tx = this.#client.get(key);
     if (tx) tx.receiveResponse(res);
     // A response again for a transaction that only waits out Timer M or K: absorbed (a 2xx again: the ACK again).
-    else if (!this.#acked.resend(key, res.status >= 200 && res.status < 300)) this.#opts.user.onStrayResponse?.(res);
+    else if (!(this.#acked.resend(key, res.status >= 200 && res.status < 300) || this.#absorbing.resend(key, false)))
+      this.#opts.user.onStrayResponse?.(res);
   }
 
   close(): void {
@@ -194,5 +199,6 @@ export class TransactionLayer {
     this.#accepted.clear();
     this.#completed.clear();
     this.#acked.clear();
+    this.#absorbing.clear();
   }
 }

@@ -156,16 +156,20 @@ describe('transactions kept by their key once only their timer is left', () => {
 
   it('a non-INVITE client transaction over UDP ends at its final response; retransmissions are absorbed until Timer K', () => {
     const { clock, channel, strays, layer } = setup();
+    const client = { onTimeout: () => assert.fail('no timeout'), onTransportError: () => assert.fail('no error') };
+    // An acknowledged INVITE first, kept until Timer M: the BYE's entry behind it is still forgotten at K.
+    const invite = request('INVITE', 'z9hG4bK-c2');
+    const itx = layer.sendRequest(invite, channel, { ...client, onResponse: () => {} });
+    layer.receiveResponse(answer(invite, 200));
+    assert.ok(itx instanceof InviteClientTransaction && itx.acknowledged(() => {}));
+
     const bye = request('BYE', 'z9hG4bK-b1', '2 BYE', ';tag=b1');
     const heard: number[] = [];
-    const tx = layer.sendRequest(bye, channel, {
-      onResponse: (res) => void heard.push(res.status),
-      onTimeout: () => assert.fail('no timeout'),
-      onTransportError: () => assert.fail('no transport error'),
-    });
+    const tx = layer.sendRequest(bye, channel, { ...client, onResponse: (res) => void heard.push(res.status) });
     layer.receiveResponse(answer(bye, 200));
     assert.equal(tx.state, S.Terminated);
     assert.deepEqual(heard, [200]);
+    assert.equal(layer.size.client, 2);
     clock.advance(K - 1);
     layer.receiveResponse(answer(bye, 200));
     assert.deepEqual(heard, [200], 'a retransmitted final response is absorbed (§17.1.2.2)');
@@ -173,5 +177,7 @@ describe('transactions kept by their key once only their timer is left', () => {
     clock.advance(1); // Timer K
     layer.receiveResponse(answer(bye, 200));
     assert.equal(strays.length, 1);
+    clock.advance(1000);
+    assert.equal(layer.size.client, 1, 'forgotten within a second of K, not at M with the INVITE ahead of it');
   });
 });
