@@ -7,13 +7,7 @@ import type { Clock } from '../clock.js';
 import { CancelReason, SipCanceledError, SipTimeoutError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { SipRequest, SipResponse } from '../message/index.js';
-import {
-  InviteClientTransaction,
-  requestFromInvite,
-  type ClientTransaction,
-  type TimerSettings,
-  type TransactionLayer,
-} from '../transaction/index.js';
+import { requestFromInvite, type TimerSettings, type TransactionLayer } from '../transaction/index.js';
 import type { Target, TransportLayer } from '../transport/index.js';
 import type { Dialog } from '../dialog/dialog.js';
 
@@ -33,7 +27,6 @@ export class InviteClient {
   #settled = false;
   /** Resends the ACK of the 2xx to a retransmitted 2xx (§13.2.2.4); set by acknowledge(). */
   #resendAck?: () => void;
-  #tx?: ClientTransaction;
   /** The caller's callbacks, dropped once the INVITE is settled (see settle in run). */
   #opts: InviteFlowOptions;
   #reject?: (e: Error) => void;
@@ -74,7 +67,7 @@ export class InviteClient {
         // callbacks, and what they close over (the call), need not stay that long.
         this.#opts = {};
       };
-      this.#tx = this.layer.sendRequest(this.invite, this.transport.channelTo(this.target), {
+      this.layer.sendRequest(this.invite, this.transport.channelTo(this.target), {
         onResponse: (res) => {
           if (res.status < 200) {
             this.#provisional = true;
@@ -120,10 +113,7 @@ export class InviteClient {
    */
   acknowledge(dialog: Dialog): void {
     const resend = dialog.ackResender(dialog.acknowledge(this.invite.cseq.seq));
-    const tx = this.#tx;
-    this.#tx = undefined;
-    if (tx instanceof InviteClientTransaction && tx.acknowledged(resend)) return;
-    this.#resendAck = resend;
+    if (!this.layer.acknowledged(this.invite, resend)) this.#resendAck = resend;
   }
 
   /**

@@ -165,6 +165,7 @@ export class UserAgent {
     this.#host = {
       send: (req, target) => this.#send(req, target),
       sendAck: (ack, target) => this.sendAck(ack, target),
+      acknowledged: (invite, resendAck) => void this.#tx.acknowledged(invite, resendAck),
       via: (t) => this.via(t),
       contact: (t) => this.contact(t),
       forget: (d) => this.#dialogs.delete(d.id),

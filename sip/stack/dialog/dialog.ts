@@ -30,6 +30,8 @@ export interface DialogHost {
   send(req: SipRequest, target: Target): Promise<SipResponse>;
   /** Sends an ACK for a 2xx (§13.2.2.4: no transaction). */
   sendAck(ack: SipRequest, target: Target): void;
+  /** The ACK of `invite`'s 2xx was sent: `resendAck` answers each retransmitted 2xx until Timer M (§13.2.2.4). */
+  acknowledged?(invite: SipRequest, resendAck: () => void): void;
   /** A Via header value with a fresh branch for `transport`. */
   via(transport: TransportName): string;
   contact(transport: TransportName): string;
@@ -183,8 +185,11 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     const target = this.#target();
     const res = await this.#host.send(req, target);
     if (method === 'INVITE' && res.status >= 200 && res.status < 300) {
-      // §13.2.2.4: the ACK of a re-INVITE's 2xx, and a target refresh (§12.2.1.2).
-      this.acknowledge(req.cseq.seq);
+      // §13.2.2.4: the ACK of a re-INVITE's 2xx, again for each retransmission of it, and a target refresh
+      // (§12.2.1.2). Without the resend a peer whose ACK was lost retransmitted its 2xx until Timer L and then ended
+      // the call.
+      const ack = this.acknowledge(req.cseq.seq);
+      this.#host.acknowledged?.(req, this.ackResender(ack));
       this.#refreshTarget(res.contact?.uri);
     }
     return res;

@@ -181,6 +181,16 @@ export class TransactionLayer {
     return tx;
   }
 
+  /**
+   * The TU has sent the ACK of `invite`'s 2xx (§13.2.2.4): its client transaction, in Accepted, leaves to the layer
+   * what is left until Timer M, `resendAck` for each retransmitted 2xx. False when there is no such transaction (M has
+   * passed, or the INVITE was not sent through this layer).
+   */
+  acknowledged(invite: SipRequest, resendAck: () => void): boolean {
+    const tx = this.#client.get(clientKey(invite.topVia?.params.get('branch') ?? '', 'INVITE'));
+    return tx instanceof InviteClientTransaction && tx.acknowledged(resendAck);
+  }
+
   /** §17.1.3: a response matches by the branch of its top Via and its CSeq method. */
   receiveResponse(res: SipResponse): void {
     const branch = res.topVia?.params.get('branch') ?? '';
