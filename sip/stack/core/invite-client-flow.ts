@@ -25,8 +25,6 @@ export class InviteClient {
   #provisional = false;
   #cancelSent = false;
   #settled = false;
-  /** Resends the ACK of the 2xx to a retransmitted 2xx (§13.2.2.4); set by acknowledge(). */
-  #resendAck?: () => void;
   /** The caller's callbacks, dropped once the INVITE is settled (see settle in run). */
   #opts: InviteFlowOptions;
   #reject?: (e: Error) => void;
@@ -77,10 +75,8 @@ export class InviteClient {
             else this.#opts.onTrying?.();
             return;
           }
-          if (this.#settled) {
-            if (res.status < 300) this.#resendAck?.();
-            return;
-          }
+          // Settled: a 2xx again before acknowledge() sent the ACK, which the layer then sends to each one after.
+          if (this.#settled) return;
           settle();
           resolve(res);
         },
@@ -108,12 +104,11 @@ export class InviteClient {
   }
 
   /**
-   * Sends the ACK for the 2xx that `run` resolved with, and remembers it for retransmitted 2xx: the transaction
-   * layer does, by the transaction's key, once the transaction hands it over (this flow is then let go).
+   * Sends the ACK for the 2xx that `run` resolved with; the transaction layer sends it again to each retransmitted 2xx
+   * until Timer M (the transaction hands that over, and this flow is let go).
    */
   acknowledge(dialog: Dialog): void {
-    const resend = dialog.ackResender(dialog.acknowledge(this.invite.cseq.seq));
-    if (!this.layer.acknowledged(this.invite, resend)) this.#resendAck = resend;
+    this.layer.acknowledged(this.invite, dialog.ackResender(dialog.acknowledge(this.invite.cseq.seq)));
   }
 
   /**

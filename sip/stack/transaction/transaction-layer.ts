@@ -170,7 +170,7 @@ export class TransactionLayer {
       onTerminated: (t: Transaction) => {
         if (this.#client.get(key) === t) this.#client.delete(key);
       },
-      completed: req.method === 'INVITE' ? this.#acked : this.#absorbing,
+      completed: this.#keptClients(req.method),
     };
     const tx =
       req.method === 'INVITE'
@@ -194,12 +194,18 @@ export class TransactionLayer {
   /** §17.1.3: a response matches by the branch of its top Via and its CSeq method. */
   receiveResponse(res: SipResponse): void {
     const branch = res.topVia?.params.get('branch') ?? '';
-    const key = clientKey(branch, res.cseq.method);
+    const method = res.cseq.method;
+    const key = clientKey(branch, method);
     const tx = this.#client.get(key);
     if (tx) tx.receiveResponse(res);
     // A response again for a transaction that only waits out Timer M or K: absorbed (a 2xx again: the ACK again).
-    else if (!(this.#acked.resend(key, res.status >= 200 && res.status < 300) || this.#absorbing.resend(key, false)))
+    else if (!this.#keptClients(method).resend(key, method === 'INVITE' && res.status >= 200 && res.status < 300))
       this.#opts.user.onStrayResponse?.(res);
+  }
+
+  /** Where client transactions of `method` are kept once only a timer is left. */
+  #keptClients(method: string): CompletedResponses {
+    return method === 'INVITE' ? this.#acked : this.#absorbing;
   }
 
   close(): void {
