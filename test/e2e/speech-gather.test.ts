@@ -75,6 +75,16 @@ describe('e2e: Gather input="speech" with a SIPp caller speaking', function () {
     await ctx?.sw.stop();
   });
 
+  /** The webhook requests since `before` and the last call's events, for a failure's message. */
+  async function whatHappened(before: number): Promise<string> {
+    const requests = server.requests.slice(before).map((r) => r.url);
+    const call = await ctx.db('calls').orderBy('created_at', 'desc').first('id');
+    const events = call
+      ? await ctx.db('call_events').where({ call_id: call.id }).orderBy('created_at').select('code', 'data')
+      : [];
+    return JSON.stringify({ requests, events });
+  }
+
   function callSaying(text: string): SippRun {
     return carrierCallsDid({ sip: PORTS.sip, did: DID, port: CALLER, sink: SINK, scenario: saying(text) });
   }
@@ -84,7 +94,8 @@ describe('e2e: Gather input="speech" with a SIPp caller speaking', function () {
     sipp = callSaying('support');
     assert.equal(await sipp.exited, 0, sipp.output());
     const got = server.requests.slice(before).find((r) => r.url === '/got')?.json;
-    assert.ok(got, 'the action was requested');
+    // Failed once in a full CI run (not alone, six runs in a row): say what the call did instead.
+    if (!got) assert.fail(`the action was not requested; the call did: ${await whatHappened(before)}`);
     assert.equal(got.SpeechResult, 'support');
     assert.equal(typeof got.Confidence, 'number');
     assert.equal(got.Digits, '');
