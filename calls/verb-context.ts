@@ -31,7 +31,7 @@ import {
   type QueueTicket,
   type StreamNoun,
 } from '../verbs/index.js';
-import { sleep, type Clock, type UrlPolicy } from '../kit/index.js';
+import { sleep, type Clock, type ReplyHeaders, type UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
 import type { LastGoodCall, LastGoodDocuments } from './prepaid/last-good.js';
 import type { CallMedia } from './call-media.js';
@@ -318,7 +318,7 @@ export class CallVerbs implements VerbContext {
     url: string,
     extras: ActionCallbackExtras,
     options: { readonly signal: AbortSignal },
-    onSource?: (xml: string, headers: Headers) => void,
+    onSource?: (xml: string, headers: ReplyHeaders) => void,
   ): Promise<VerbDocument> {
     const fetcher = callControlFetcher({
       call: () => {

@@ -12,7 +12,7 @@ import {
   type Db,
   type DueOutboxRow,
 } from '../store/index.js';
-import { OutboundUrlError, UrlPolicy, createGuardedFetch, requestUrl } from '../kit/index.js';
+import { OutboundUrlError, UrlPolicy, guardedRequest, requestUrl } from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
 import { signWebhook } from './signing.js';
@@ -33,6 +33,9 @@ export const AUTO_DISABLE_THRESHOLD = 5;
  * this many of the shared slots for an attempt's 10 s, so other tenants' callbacks keep their latency.
  */
 export const DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT = 2;
+/** A status callback's reply body is read and dropped up to this size (its connection is kept); a longer one
+ * closes the connection. */
+const IGNORED_BODY_BYTES = 64 * 1024;
 
 export interface StatusCallbackOutboxOptions {
   db: Db;
@@ -90,7 +93,7 @@ export class StatusCallbackOutbox {
   readonly #pollIntervalMs: number;
   readonly #maxInFlight: number;
   readonly #maxPerAccount: number;
-  readonly #fetch: typeof fetch;
+  readonly #policy: UrlPolicy;
   readonly #threshold: number;
   readonly #now: () => number;
   readonly #log: Logger;
@@ -111,8 +114,8 @@ export class StatusCallbackOutbox {
     this.#pollIntervalMs = opts.pollIntervalMs ?? 250;
     this.#maxInFlight = opts.maxInFlight ?? 16;
     this.#maxPerAccount = opts.maxInFlightPerAccount ?? DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT;
-    // redirects are never followed here (see the class comment), so the guarded fetch checks the one hop.
-    this.#fetch = createGuardedFetch({ policy: opts.urlPolicy ?? UrlPolicy.strict });
+    // Redirects are never followed here (see the class comment): the guarded request checks the one hop.
+    this.#policy = opts.urlPolicy ?? UrlPolicy.strict;
     this.#threshold = opts.autoDisableThreshold ?? AUTO_DISABLE_THRESHOLD;
     this.#now = opts.now ?? Date.now;
     this.#log = opts.logger ?? roomLogger('events').child({ part: 'outbox' });
@@ -276,20 +279,25 @@ export class StatusCallbackOutbox {
     // Requested and signed as one string (kit/request-url.ts), whatever form an older row stored.
     const url = requestUrl(row.url);
     try {
-      const res = await this.#fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'Simu-Webhooks/0.1',
-          'x-voice-signature': signWebhook(secret, url, timestamp, body),
-          'x-voice-timestamp': timestamp,
-          'x-voice-event': row.event,
+      // The reply body is ignored (spec: "200; body ignored"): read and dropped, which keeps the connection alive.
+      const res = await guardedRequest(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': 'Simu-Webhooks/0.1',
+            'x-voice-signature': signWebhook(secret, url, timestamp, body),
+            'x-voice-timestamp': timestamp,
+            'x-voice-event': row.event,
+          },
+          body,
+          signal: AbortSignal.timeout(this.#attemptTimeoutMs),
+          maxBytes: IGNORED_BODY_BYTES,
+          dropBody: true,
         },
-        body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.#attemptTimeoutMs),
-      });
-      await res.body?.cancel().catch(() => undefined); // the reply body is ignored (spec: "200; body ignored")
+        this.#policy,
+      );
       if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status };
       return { ok: false, error: `HTTP ${res.status}` };
     } catch (err) {

@@ -24,8 +24,13 @@ export {
 export { deriveKey } from './derive-key.js';
 export {
   createGuardedFetch,
+  guardedRequest,
   OutboundUrlError,
+  ReplyTooLargeError,
   resolveAllowed,
+  type GuardedReply,
+  type GuardedRequestInit,
+  type ReplyHeaders,
   type Pinned,
   type OutboundUrlErrorCode,
   type GuardedFetch,

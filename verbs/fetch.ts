@@ -7,7 +7,15 @@
 import { VerbDocumentError, WebhookFetchError } from './errors.js';
 import { MAX_DOCUMENT_BYTES, parseVerbDocument } from './parse.js';
 import { canonicalJson, signWebhook } from '../events/index.js';
-import { OutboundUrlError, UrlPolicy, createGuardedFetch, requestUrl } from '../kit/index.js';
+import {
+  OutboundUrlError,
+  ReplyTooLargeError,
+  UrlPolicy,
+  guardedRequest,
+  requestUrl,
+  type GuardedReply,
+  type ReplyHeaders,
+} from '../kit/index.js';
 import type { VerbDocument } from './types.js';
 
 /** The end-user behind a browser- or mobile-phone originated call (spec: `endUser`). */
@@ -117,16 +125,15 @@ export interface FetchVerbDocumentOptions {
   readonly timeoutMs?: number;
   /**
    * Where the account's URLs may point (issue 22, SSRF): the host is resolved and every address checked before
-   * connecting. Default: public destinations only. Ignored when `fetchImpl` is given.
+   * connecting. Default: public destinations only.
    */
   readonly urlPolicy?: UrlPolicy;
-  readonly fetchImpl?: typeof fetch;
   /** Clock in milliseconds since the epoch, for the X-Voice-Timestamp header. */
   readonly now?: () => number;
   /** Aborts the request (the call ended); the promise then rejects with reason `aborted`. */
   readonly signal?: AbortSignal;
   /** Told the document's text and reply headers once it parsed (the last known good document, issue 23). */
-  readonly onSource?: (xml: string, headers: Headers) => void;
+  readonly onSource?: (xml: string, headers: ReplyHeaders) => void;
 }
 
 export const CALL_CONTROL_DEADLINE_MS = 10_000;
@@ -138,7 +145,7 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
   // the request URL verifies whatever spelling the account configured (`HTTPS://Hooks.Example.com`, `:443`, ...).
   const url = requestUrl(options.url);
   const timeoutMs = options.timeoutMs ?? CALL_CONTROL_DEADLINE_MS;
-  const fetchImpl = options.fetchImpl ?? createGuardedFetch({ policy: options.urlPolicy ?? UrlPolicy.strict });
+  const policy = options.urlPolicy ?? UrlPolicy.strict;
   const now = options.now ?? Date.now;
 
   const body = canonicalJson(fields);
@@ -159,32 +166,50 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
     caller?.aborted === true
       ? new WebhookFetchError('aborted', url, `request to ${url} aborted`, { cause: err })
       : new WebhookFetchError('timeout', url, `${what} from ${url} within ${timeoutMs} ms`, { cause: err });
-  let xml: string;
-  let replyHeaders: Headers | undefined;
+  let reply: GuardedReply;
   try {
-    let response: Response;
-    try {
-      // redirect 'manual': a 3xx is an answer that is not 200, so it triggers the fallback (spec) rather than
-      // sending the signed body somewhere the account did not configure.
-      response = await fetchImpl(url, { method: 'POST', headers, body, redirect: 'manual', signal });
-    } catch (err) {
-      if (signal.aborted) throw aborted('no reply', err);
-      throw new WebhookFetchError('network', url, `request to ${url} failed: ${describe(err)}`, { cause: err });
+    // redirect 'manual' (guardedRequest never follows one): a 3xx is an answer that is not 200, so it triggers the
+    // fallback (spec) rather than sending the signed body somewhere the account did not configure.
+    reply = await guardedRequest(url, { method: 'POST', headers, body, signal, maxBytes: MAX_DOCUMENT_BYTES }, policy);
+  } catch (err) {
+    if (err instanceof ReplyTooLargeError && err.status !== 200) {
+      throw new WebhookFetchError('http_status', url, `${url} answered HTTP ${err.status}; expected 200`, {
+        status: err.status,
+      });
     }
-    if (response.status !== 200 || response.type === 'opaqueredirect') {
-      await response.body?.cancel().catch(() => undefined);
-      const status = response.status;
-      throw new WebhookFetchError('http_status', url, `${url} answered HTTP ${status}; expected 200`, { status });
+    if (err instanceof ReplyTooLargeError) {
+      throw new WebhookFetchError(
+        'invalid_document',
+        url,
+        `${url} answered with more than ${MAX_DOCUMENT_BYTES} bytes`,
+        {
+          status: 200,
+          cause: err,
+        },
+      );
     }
-    replyHeaders = response.headers;
-    xml = await readBody(response, url, signal, aborted);
+    if (signal.aborted) throw aborted('no reply', err);
+    throw new WebhookFetchError('network', url, `request to ${url} failed: ${describe(err)}`, { cause: err });
   } finally {
     clearTimeout(timer);
+  }
+  if (reply.status !== 200) {
+    const status = reply.status;
+    throw new WebhookFetchError('http_status', url, `${url} answered HTTP ${status}; expected 200`, { status });
+  }
+  let xml: string;
+  try {
+    xml = UTF8.decode(reply.body);
+  } catch (err) {
+    throw new WebhookFetchError('invalid_document', url, `${url} answered with bytes that are not UTF-8`, {
+      status: 200,
+      cause: err,
+    });
   }
 
   try {
     const document = parseVerbDocument(xml);
-    options.onSource?.(xml, replyHeaders ?? new Headers());
+    options.onSource?.(xml, reply.headers);
     return document;
   } catch (err) {
     if (err instanceof VerbDocumentError) {
@@ -197,49 +222,8 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
   }
 }
 
-/** Reads the reply body as UTF-8, refusing more than MAX_DOCUMENT_BYTES and honouring the deadline. */
-async function readBody(
-  response: Response,
-  url: string,
-  signal: AbortSignal,
-  aborted: (what: string, err: unknown) => WebhookFetchError,
-): Promise<string> {
-  if (response.body === null) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_DOCUMENT_BYTES) {
-        await reader.cancel().catch(() => undefined);
-        throw new WebhookFetchError(
-          'invalid_document',
-          url,
-          `${url} answered with more than ${MAX_DOCUMENT_BYTES} bytes`,
-          { status: 200 },
-        );
-      }
-      chunks.push(value);
-    }
-  } catch (err) {
-    if (err instanceof WebhookFetchError) throw err;
-    if (signal.aborted) throw aborted('no complete reply', err);
-    throw new WebhookFetchError('network', url, `reading the reply from ${url} failed: ${describe(err)}`, {
-      cause: err,
-    });
-  }
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
-  } catch (err) {
-    throw new WebhookFetchError('invalid_document', url, `${url} answered with bytes that are not UTF-8`, {
-      status: 200,
-      cause: err,
-    });
-  }
-}
+/** Strict UTF-8: a reply that is not is refused, not patched with replacement characters. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** For the error's message (logs); WH.0400 carries only the reason, so a refused address reads as `network`. */
 function describe(err: unknown): string {
@@ -255,9 +239,8 @@ export interface CallControlFetcherOptions {
   readonly secret: string;
   readonly timeoutMs?: number;
   readonly urlPolicy?: UrlPolicy;
-  readonly fetchImpl?: typeof fetch;
   readonly now?: () => number;
-  readonly onSource?: (xml: string, headers: Headers) => void;
+  readonly onSource?: (xml: string, headers: ReplyHeaders) => void;
 }
 
 /** VerbContext.fetchDocument for a live call: fields built from the call, extras added, signed and fetched. */
@@ -272,7 +255,6 @@ export function callControlFetcher(
       signal: request.signal,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(options.urlPolicy === undefined ? {} : { urlPolicy: options.urlPolicy }),
-      ...(options.fetchImpl === undefined ? {} : { fetchImpl: options.fetchImpl }),
       ...(options.now === undefined ? {} : { now: options.now }),
       ...(options.onSource === undefined ? {} : { onSource: options.onSource }),
     });

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../config/index.js';
 import { EventCodes } from '../../events/index.js';
-import type { Clock } from '../../kit/index.js';
+import type { Clock, ReplyHeaders } from '../../kit/index.js';
 import { findLastGoodDocument, markCallServedFrom, nowIso, saveLastGoodDocument, type Db } from '../../store/index.js';
 import { parseVerbDocument, WebhookFetchError, type VerbDocument } from '../../verbs/index.js';
 
@@ -34,7 +34,12 @@ export interface LastGoodCall {
 }
 
 /** Rules 2 to 4 above (rule 1 is the caller's: it asks only for the number's call-control reply). */
-export function keepableDocument(xml: string, document: VerbDocument, headers: Headers, call: LastGoodCall): boolean {
+export function keepableDocument(
+  xml: string,
+  document: VerbDocument,
+  headers: ReplyHeaders,
+  call: LastGoodCall,
+): boolean {
   if (/(^|[\s,])(no-store|private)\b/i.test(headers.get('cache-control') ?? '')) return false;
   if (document.customPayload !== undefined) return false;
   const own = [call.sid, call.id, call.from, call.from.replace(/^\+/, '')].filter((s) => s.length >= 4);
@@ -60,7 +65,7 @@ export class LastGoodDocuments {
   ) {}
 
   /** Keeps the reply as the number's last good document when the rules allow (rules 2-4); never throws. */
-  remember(call: LastGoodCall, url: string, xml: string, document: VerbDocument, headers: Headers): void {
+  remember(call: LastGoodCall, url: string, xml: string, document: VerbDocument, headers: ReplyHeaders): void {
     if (!keepableDocument(xml, document, headers, call)) return;
     const key = `${call.accountId}\n${call.number}`;
     const hash = createHash('sha256').update(url).update('\n').update(xml).digest('hex');
@@ -85,10 +90,10 @@ export class LastGoodDocuments {
   async fetch(
     call: LastGoodCall,
     url: string,
-    fetchWith: (onSource: (xml: string, headers: Headers) => void) => Promise<VerbDocument>,
+    fetchWith: (onSource: (xml: string, headers: ReplyHeaders) => void) => Promise<VerbDocument>,
     emit: (code: typeof EventCodes.webhookFailed, data: Record<string, unknown>) => Promise<unknown>,
   ): Promise<VerbDocument> {
-    let source: { xml: string; headers: Headers } | undefined;
+    let source: { xml: string; headers: ReplyHeaders } | undefined;
     try {
       const document = await fetchWith((xml, headers) => (source = { xml, headers }));
       if (source) this.remember(call, url, source.xml, document, source.headers);

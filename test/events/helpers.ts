@@ -83,8 +83,11 @@ export class Receiver {
   reply: Reply = () => 200;
   readonly #server = http.createServer((req, res) => this.#handle(req, res));
   #base = '';
+  /** TCP connections accepted so far. */
+  connections = 0;
 
   async start(): Promise<this> {
+    this.#server.on('connection', () => this.connections++);
     await new Promise<void>((r) => this.#server.listen(0, '127.0.0.1', r));
     const a = this.#server.address() as { port: number };
     this.#base = `http://127.0.0.1:${a.port}`;

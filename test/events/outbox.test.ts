@@ -114,6 +114,17 @@ for (const store of STORES)
       assert.deepEqual(new Set(wh.map((r) => JSON.parse(r.data).eventId)), new Set(emitted.map((e) => e.id)));
     });
 
+    it("one call's callbacks reuse one kept-alive connection: the ignored reply body is drained, not cut", async () => {
+      const { db } = await open();
+      const ev = start(db);
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const call = await seedCall(db, accountId);
+      for (const code of CALL_CODES) await ev.publisher.emit({ accountId, code, callId: call.id });
+      await waitFor(() => receiver.delivered().length === CALL_CODES.length, 5000, 'every callback delivered');
+      // Cancelling the reply's web stream (before) closed the connection: five callbacks, five connections.
+      assert.equal(receiver.connections, 1, `${receiver.connections} connections for ${CALL_CODES.length} callbacks`);
+    });
+
     it('an outbox restarted in the middle of retries loses nothing and keeps counting attempts', async () => {
       const f = await open();
       const first = eventsOn(f.db, { retryDelaysMs: [50, 100, 200, 400, 800, 1600, 3200] });

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OutboundUrlError, UrlPolicy, createGuardedFetch } from '../../kit/index.js';
+import {
+  OutboundUrlError,
+  ReplyTooLargeError,
+  UrlPolicy,
+  createGuardedFetch,
+  guardedRequest,
+} from '../../kit/index.js';
 
 /** A real HTTP server on `host`, answering with `handler`; counts the requests it got. */
 async function serve(host: string, handler: http.RequestListener) {
@@ -147,5 +153,73 @@ describe('kit: guarded fetch (issue 22, SSRF)', () => {
     await assert.rejects(open(s.url(), { headers: { 'Bad Name': 'v' } }), TypeError);
     await assert.rejects(open(s.url(), { headers: { 'X-Split': 'a\r\nInjected: 1' } }), TypeError);
     assert.equal(s.hits(), 3, 'a refused header sends nothing');
+  });
+
+  describe('guardedRequest (the reply read whole, for webhooks and status callbacks)', () => {
+    const open = new UrlPolicy({ allowPrivate: true });
+    const signal = () => AbortSignal.timeout(5000);
+
+    it('answers status, headers by any case and the whole body, over one kept-alive connection; checked as fetch is', async () => {
+      const s = await serve('127.0.0.1', (q, r) => {
+        let body = '';
+        q.on('data', (c) => (body += c)).on('end', () => {
+          r.setHeader('Cache-Control', 'no-store');
+          r.setHeader('X-Twice', ['a', 'b']);
+          r.writeHead(201).end(`got ${q.method} ${body} ${q.headers['x-sig']}`);
+        });
+      });
+      closers.push(s.close);
+      for (let i = 0; i < 3; i++) {
+        const reply = await guardedRequest(
+          s.url(`/${i}`),
+          { method: 'post', headers: { 'X-Sig': 'v1' }, body: `n${i}`, signal: signal(), maxBytes: 1000 },
+          open,
+        );
+        assert.equal(reply.status, 201);
+        assert.equal(reply.body.toString(), `got POST n${i} v1`);
+        assert.equal(reply.headers.get('CACHE-control'), 'no-store');
+        assert.equal(reply.headers.get('x-twice'), 'a, b');
+        assert.equal(reply.headers.get('x-none'), null);
+        assert.equal(reply.url, s.url(`/${i}`));
+      }
+      assert.equal(s.connections(), 1, 'three requests over one connection');
+      const strict = guardedRequest(s.url('/x'), { signal: signal(), maxBytes: 1000 }, new UrlPolicy());
+      assert.equal((await refusal(strict)).code, 'URL_FORBIDDEN');
+      await assert.rejects(
+        guardedRequest(s.url(), { headers: { 'X-Split': 'a\r\nInjected: 1' }, signal: signal(), maxBytes: 9 }, open),
+        TypeError,
+      );
+      assert.equal(s.hits(), 3, 'neither the refused address nor a bad header sent anything');
+    });
+
+    it('a body over maxBytes is refused with the status; a dropped body keeps the connection unless it is too long', async () => {
+      const s = await serve('127.0.0.1', (q, r) =>
+        r.writeHead(q.url === '/big' ? 500 : 200).end('x'.repeat(q.url === '/big' ? 5000 : 10)),
+      );
+      closers.push(s.close);
+      const err = await guardedRequest(s.url('/big'), { signal: signal(), maxBytes: 100 }, open).catch((e) => e);
+      assert.ok(err instanceof ReplyTooLargeError, String(err));
+      assert.equal(err.status, 500);
+      const before = s.connections();
+      for (const path of ['/small', '/small']) {
+        const reply = await guardedRequest(s.url(path), { signal: signal(), maxBytes: 100, dropBody: true }, open);
+        assert.equal(reply.status, 200);
+        assert.equal(reply.body.length, 0);
+      }
+      assert.equal(s.connections(), before + 1, 'dropped small bodies: one connection for both');
+      const big = await guardedRequest(s.url('/big'), { signal: signal(), maxBytes: 100, dropBody: true }, open);
+      assert.equal(big.status, 500, 'a dropped body that is too long still answers its status');
+    });
+
+    it("the caller's signal aborts a reply whose body never ends, with the signal's reason", async () => {
+      const s = await serve('127.0.0.1', (_q, r) => r.writeHead(200).write('partial'));
+      closers.push(s.close);
+      const t0 = Date.now();
+      const err = (await guardedRequest(s.url(), { signal: AbortSignal.timeout(200), maxBytes: 100 }, open).catch(
+        (e) => e,
+      )) as Error;
+      assert.equal(err.name, 'TimeoutError');
+      assert.ok(Date.now() - t0 < 2000);
+    });
   });
 });
