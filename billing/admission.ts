@@ -7,7 +7,7 @@ import {
   type Db,
 } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
-import { systemClock, type Clock as KitClock } from '../kit/index.js';
+import { Fifo, systemClock, type Clock as KitClock } from '../kit/index.js';
 
 /**
  * Admission control for new calls (spec, Limits and Errors): account status, platform draining, balance,
@@ -107,7 +107,8 @@ const NEAR_LIMIT = Symbol('near a limit');
 export class StoreAdmission implements Admission {
   readonly #db: Db;
   readonly #clock: Clock;
-  readonly #admittedAt = new Map<string, number[]>();
+  /** Per account, when its calls of the last second were admitted, oldest first. */
+  readonly #admittedAt = new Map<string, Fifo<number>>();
   readonly #accounts = new Map<string, AccountAdmissions>();
   /** Orders reads against placements: a placement done at a tick before a read's began is seen by that read. */
   #tick = 0;
@@ -250,19 +251,26 @@ export class StoreAdmission implements Admission {
     p.doneAt = ++this.#tick;
   }
 
-  /** The calls-per-second window (in memory): refuses when the account placed max_cps calls in the last second. */
+  /**
+   * The calls-per-second window (in memory): refuses when the account placed max_cps calls in the last second. The
+   * window drops its expired stamps from the front (it filtered a copy of the whole second's stamps for every call:
+   * 12 KB of garbage a call at 200 calls/s on one account).
+   */
   #takeCpsSlot(accountId: string, maxCps: number): void {
     const now = this.#clock.now();
-    const window = (this.#admittedAt.get(accountId) ?? []).filter((t) => t > now - 1000);
-    if (window.length >= maxCps) {
+    let window = this.#admittedAt.get(accountId);
+    if (window === undefined) {
+      window = new Fifo<number>();
       this.#admittedAt.set(accountId, window);
+    }
+    while (window.length > 0 && window.peek()! <= now - 1000) window.shift();
+    if (window.length >= maxCps) {
       throw new AdmissionRefusedError(
         ReasonCodes.cpsLimit,
         `The account placed ${window.length} calls in the last second, its calls-per-second limit (${maxCps}).`,
       );
     }
     window.push(now);
-    this.#admittedAt.set(accountId, window);
   }
 
   #endWait(id: number): void {
