@@ -105,10 +105,23 @@ export class InviteClient {
 
   /**
    * Sends the ACK for the 2xx that `run` resolved with; the transaction layer sends it again to each retransmitted 2xx
-   * until Timer M (the transaction hands that over, and this flow is let go).
+   * until Timer M (the transaction hands that over, and this flow is let go). A 2xx with another To tag meanwhile is
+   * another fork's (a proxy downstream forked the INVITE, §13.2.2.4): `otherFork` acknowledges and ends it, once per
+   * fork, and returns what sends that fork its ACK again for its own retransmissions.
    */
-  acknowledge(dialog: Dialog): void {
-    this.layer.acknowledged(this.invite, dialog.ackResender(dialog.acknowledge(this.invite.cseq.seq)));
+  acknowledge(dialog: Dialog, otherFork?: (res: SipResponse) => () => void): void {
+    const resend = dialog.ackResender(dialog.acknowledge(this.invite.cseq.seq));
+    const tag = dialog.remoteTag;
+    /** The other forks' ACK resends, by To tag; none in the usual case. */
+    let forks: Map<string, () => void> | undefined;
+    this.layer.acknowledged(this.invite, (res) => {
+      const other = res.toTag;
+      if (other === undefined || other === tag || otherFork === undefined) return resend();
+      forks ??= new Map();
+      const again = forks.get(other);
+      if (again) return again();
+      forks.set(other, otherFork(res));
+    });
   }
 
   /**

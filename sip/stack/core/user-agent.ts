@@ -415,6 +415,49 @@ export class UserAgent {
     });
   }
 
+  /**
+   * The handler of other forks' 2xx for a call to `target`, made here and not in createUAC: a closure there would
+   * share createUAC's context (the INVITE, the caller's options and callbacks) and keep it until Timer M.
+   */
+  #otherForkEnder(target: Target): (res: SipResponse) => () => void {
+    return (res) => this.#endOtherFork(res, target);
+  }
+
+  /**
+   * §13.2.2.4: a 2xx from a fork other than the one the call went on (a proxy downstream forked the INVITE and two
+   * callees answered) gets an ACK of its own and a BYE, since the UAC keeps one dialog. Built from the 2xx alone (its
+   * From is this agent's, its CSeq the INVITE's), so that what a call keeps until Timer M holds no request. Returns the
+   * ACK's resend for that fork's own retransmissions.
+   */
+  #endOtherFork(res: SipResponse, target: Target): () => void {
+    // A 2xx must carry a Contact (§13.3.1.4); without one the To's URI (the INVITE's Request-URI as first sent).
+    const remoteTarget = res.contact?.uri ?? res.to?.uri;
+    if (!remoteTarget) return () => undefined;
+    const from = res.headers.get('from') ?? '';
+    const dialog = new Dialog(this.#host, {
+      role: 'uac',
+      callId: res.callId,
+      localTag: res.fromTag ?? '',
+      remoteTag: res.toTag ?? '',
+      localParty: stripTag(from),
+      remoteParty: stripTag(res.headers.get('to') ?? ''),
+      localSeq: res.cseq.seq,
+      remoteSeq: undefined,
+      remoteTarget,
+      routeSet: res.headers.getAll('record-route').reverse(),
+      transport: target.transport,
+      flowId: target.transport === 'UDP' ? undefined : (res.source?.flowId ?? target.flowId),
+      pinnedPeer: target.transport === 'UDP' ? this.#pinnedPeer(res.source) : undefined,
+      localSdp: undefined,
+      remoteSdp: undefined,
+      createdAt: this.clock.now(),
+    });
+    const resend = dialog.ackResender(dialog.acknowledge(res.cseq.seq));
+    this.logger.info({ callId: res.callId, toTag: res.toTag }, 'another fork answered the INVITE: ACK and BYE');
+    void dialog.bye();
+    return resend;
+  }
+
   /** Places a call; resolves with the confirmed dialog, rejects with a SipError carrying the status. */
   async createUAC(uri: string | Uri, opts: UacOptions = {}): Promise<Dialog> {
     const { req, target } = this.#build('INVITE', uri, {
@@ -464,7 +507,7 @@ export class UserAgent {
             minSe,
           );
         }
-        flow.acknowledge(dialog);
+        flow.acknowledge(dialog, this.#otherForkEnder(target));
         if (flow.canceled) {
           await dialog.bye();
           throw new SipCanceledError();

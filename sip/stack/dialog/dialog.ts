@@ -31,7 +31,7 @@ export interface DialogHost {
   /** Sends an ACK for a 2xx (§13.2.2.4: no transaction). */
   sendAck(ack: SipRequest, target: Target): void;
   /** The ACK of `invite`'s 2xx was sent: `resendAck` answers each retransmitted 2xx until Timer M (§13.2.2.4). */
-  acknowledged?(invite: SipRequest, resendAck: () => void): void;
+  acknowledged?(invite: SipRequest, resendAck: (res: SipResponse) => void): void;
   /** A Via header value with a fresh branch for `transport`. */
   via(transport: TransportName): string;
   contact(transport: TransportName): string;

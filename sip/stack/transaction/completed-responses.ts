@@ -18,7 +18,7 @@
 import { detached, Fifo } from '../../../kit/index.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import { SipTransportError } from '../errors.js';
-import { FrozenMessage, type SipMessage } from '../message/index.js';
+import { FrozenMessage, type SipMessage, type SipResponse } from '../message/index.js';
 import type { CompletedKeeper, MessageChannel } from './transaction.js';
 
 /** How often kept responses past J are forgotten, at most. */
@@ -40,7 +40,7 @@ class Kept extends FrozenMessage {
 interface Lingering {
   readonly key: string;
   readonly until: number;
-  readonly answer?: () => void;
+  readonly answer?: (res: SipResponse) => void;
 }
 
 export class CompletedResponses implements CompletedKeeper {
@@ -72,21 +72,22 @@ export class CompletedResponses implements CompletedKeeper {
   }
 
   /** Keeps transaction `key` until `until`: each retransmission runs `answer`, or is absorbed without one. */
-  keep(key: string, until: number, answer?: () => void): void {
+  keep(key: string, until: number, answer?: (res: SipResponse) => void): void {
     if (until <= this.#clock.now()) return;
     this.#add({ key: detached(key), until, answer });
   }
 
   /**
-   * Answers a retransmission of a kept transaction (only absorbs it when `answer` is false); false when none is
-   * kept under `key` (or its time has passed).
+   * Answers a retransmission of a kept transaction: a request again (no `response`) with its response again, a
+   * response again (a client transaction's 2xx) with what `keep` was given, or absorbs it when `answer` is false.
+   * False when none is kept under `key` (or its time has passed).
    */
-  resend(key: string, answer = true): boolean {
+  resend(key: string, answer = true, response?: SipResponse): boolean {
     const kept = this.#byKey.get(key);
     if (!kept || kept.until <= this.#clock.now()) return false;
     if (!answer) return true;
     if (kept instanceof Kept) this.#send(kept);
-    else kept.answer?.();
+    else if (response) kept.answer?.(response);
     return true;
   }
 

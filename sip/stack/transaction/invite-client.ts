@@ -95,7 +95,7 @@ export class InviteClientTransaction extends Transaction {
    * layer keeps that by this transaction's key, and the transaction (its request, the TU's callbacks) ends.
    * Without a keeper the transaction stays and passes each retransmitted 2xx up as before.
    */
-  acknowledged(resendAck: () => void): boolean {
+  acknowledged(resendAck: (res: SipResponse) => void): boolean {
     if (this.state !== S.Accepted || !this.ctx.completed) return false;
     this.transition(S.Terminated);
     this.ctx.completed.keep(this.id, this.#acceptedUntil, resendAck);

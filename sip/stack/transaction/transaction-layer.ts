@@ -183,10 +183,11 @@ export class TransactionLayer {
 
   /**
    * The TU has sent the ACK of `invite`'s 2xx (§13.2.2.4): its client transaction, in Accepted, leaves to the layer
-   * what is left until Timer M, `resendAck` for each retransmitted 2xx. False when there is no such transaction (M has
-   * passed, or the INVITE was not sent through this layer).
+   * what is left until Timer M, `resendAck` for each 2xx that comes again (a retransmission, or another fork's 2xx:
+   * the TU tells them apart by the To tag). False when there is no such transaction (M has passed, or the INVITE was
+   * not sent through this layer).
    */
-  acknowledged(invite: SipRequest, resendAck: () => void): boolean {
+  acknowledged(invite: SipRequest, resendAck: (res: SipResponse) => void): boolean {
     const tx = this.#client.get(clientKey(invite.topVia?.params.get('branch') ?? '', 'INVITE'));
     return tx instanceof InviteClientTransaction && tx.acknowledged(resendAck);
   }
@@ -199,7 +200,7 @@ export class TransactionLayer {
     const tx = this.#client.get(key);
     if (tx) tx.receiveResponse(res);
     // A response again for a transaction that only waits out Timer M or K: absorbed (a 2xx again: the ACK again).
-    else if (!this.#keptClients(method).resend(key, method === 'INVITE' && res.status >= 200 && res.status < 300))
+    else if (!this.#keptClients(method).resend(key, method === 'INVITE' && res.status >= 200 && res.status < 300, res))
       this.#opts.user.onStrayResponse?.(res);
   }
 

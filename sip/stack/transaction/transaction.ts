@@ -56,8 +56,11 @@ export interface TransactionContext {
 export interface CompletedKeeper {
   /** Sends `bytes`, the final response of transaction `key`, and answers its retransmissions with them until J. */
   add(key: string, bytes: Buffer, channel: MessageChannel): void;
-  /** Keeps transaction `key` until `until` (clock time): each retransmission runs `answer`, or is absorbed. */
-  keep(key: string, until: number, answer?: () => void): void;
+  /**
+   * Keeps transaction `key` until `until` (clock time): each retransmission runs `answer` (given a response that
+   * came again), or is absorbed.
+   */
+  keep(key: string, until: number, answer?: (res: SipResponse) => void): void;
 }
 
 export abstract class Transaction {
