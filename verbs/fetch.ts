@@ -158,9 +158,13 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
 
   const caller = options.signal;
   if (caller?.aborted === true) throw new WebhookFetchError('aborted', url, `request to ${url} aborted`);
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(), timeoutMs);
-  const signal = caller === undefined ? deadline.signal : AbortSignal.any([deadline.signal, caller]);
+  // One signal for the deadline and the caller's abort. (AbortSignal.any keeps its sources by weak reference and a
+  // finalization registry: more garbage and GC work on every call's webhook than a listener removed at the end.)
+  const control = new AbortController();
+  const signal = control.signal;
+  const timer = setTimeout(() => control.abort(), timeoutMs);
+  const onCallerAbort = (): void => control.abort(caller?.reason);
+  caller?.addEventListener('abort', onCallerAbort, { once: true });
   /** What an abort meant: the caller's signal wins, since then nobody waits for the answer. */
   const aborted = (what: string, err: unknown): WebhookFetchError =>
     caller?.aborted === true
@@ -192,6 +196,7 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
     throw new WebhookFetchError('network', url, `request to ${url} failed: ${describe(err)}`, { cause: err });
   } finally {
     clearTimeout(timer);
+    caller?.removeEventListener('abort', onCallerAbort);
   }
   if (reply.status !== 200) {
     const status = reply.status;
