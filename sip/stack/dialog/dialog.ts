@@ -203,11 +203,6 @@ export class Dialog extends TypedEmitter<DialogEvents> {
     return ack;
   }
 
-  /** Sends an ACK again, for a retransmitted 2xx (§13.2.2.4). */
-  resendAck(ack: SipRequest): void {
-    this.#host.sendAck(ack, this.#target());
-  }
-
   /**
    * Resends `ack` to where it went, without this dialog: what an INVITE client transaction keeps for retransmitted
    * 2xx while it lingers (Timer M, 32 s), so that the ended call's dialog and all it holds are not kept that long.
