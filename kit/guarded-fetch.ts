@@ -1,5 +1,5 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
-import http, { type IncomingMessage } from 'node:http';
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
@@ -305,7 +305,7 @@ export async function guardedRequest(
   };
   const res = await open(url, address, out, signal);
   const body = await readWhole(res, init.maxBytes, init.dropBody === true, signal);
-  return { status: res.statusCode!, headers: new NodeReplyHeaders(res), body, url: requestUrl(url) };
+  return { status: res.statusCode!, headers: new NodeReplyHeaders(res.headers), body, url: requestUrl(url) };
 }
 
 function readWhole(res: IncomingMessage, maxBytes: number, drop: boolean, signal: AbortSignal): Promise<Buffer> {
@@ -333,14 +333,17 @@ function readWhole(res: IncomingMessage, maxBytes: number, drop: boolean, signal
 
 const EMPTY = Buffer.alloc(0);
 
-/** ReplyHeaders over Node's parsed headers (names already in lower case; repeated ones joined as fetch does). */
+/**
+ * ReplyHeaders over Node's parsed headers (names already in lower case; repeated ones joined as fetch does). Holds
+ * the headers alone, not the reply, whose socket serves the next request.
+ */
 class NodeReplyHeaders implements ReplyHeaders {
-  readonly #res: IncomingMessage;
-  constructor(res: IncomingMessage) {
-    this.#res = res;
+  readonly #headers: IncomingHttpHeaders;
+  constructor(headers: IncomingHttpHeaders) {
+    this.#headers = headers;
   }
   get(name: string): string | null {
-    const v = this.#res.headers[name.toLowerCase()];
+    const v = this.#headers[name.toLowerCase()];
     if (v === undefined) return null;
     return Array.isArray(v) ? v.join(', ') : v;
   }
