@@ -33,8 +33,10 @@ export const AUTO_DISABLE_THRESHOLD = 5;
  * this many of the shared slots for an attempt's 10 s, so other tenants' callbacks keep their latency.
  */
 export const DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT = 2;
-/** A status callback's reply body is read and dropped up to this size (its connection is kept); a longer one
- * closes the connection. */
+/**
+ * A status callback's reply body is read and dropped up to this size (its connection is kept); a longer one closes
+ * the connection.
+ */
 const IGNORED_BODY_BYTES = 64 * 1024;
 
 export interface StatusCallbackOutboxOptions {
