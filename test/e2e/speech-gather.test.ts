@@ -35,13 +35,17 @@ describe('e2e: Gather input="speech" with a SIPp caller speaking', function () {
   let sipp: SippRun | undefined;
   const DID = '+254711400001';
 
-  /** What the caller says, as the switch would get it from a phone: 8 kHz mu-law, silence before and after. */
+  /**
+   * What the caller says, as the switch would get it from a phone: 8 kHz mu-law, silence before and after. SIPp
+   * streams it from the moment the call is answered, and the Gather hears from when it starts (after the webhook):
+   * 3 s of silence first, so that a slow start on a busy box (a full CI run) does not cut the word's beginning off.
+   */
   function saying(text: string): string {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-said-'));
     const raw = path.join(dir, 'raw.wav');
     const wav = path.join(dir, 'said.wav');
     execFileSync('espeak-ng', ['-v', 'en-us+f2', '-s', '130', '-w', raw, text]);
-    execFileSync('sox', [raw, '-r', '8000', '-c', '1', '-b', '16', wav, 'pad', '1.5', '2']);
+    execFileSync('sox', [raw, '-r', '8000', '-c', '1', '-b', '16', wav, 'pad', '3', '2']);
     return speakingCarrierScenario(ulawOf(wav));
   }
 
