@@ -29,10 +29,16 @@ export const DEFAULT_ATTEMPT_TIMEOUT_MS = 10_000;
 /** Spec, Limits: "Auto-disable threshold: 5 consecutive failed deliveries". */
 export const AUTO_DISABLE_THRESHOLD = 5;
 /**
- * Attempts of one account in flight at once (issue 22, item 7): a tenant whose status URL hangs holds at most
- * this many of the shared slots for an attempt's 10 s, so other tenants' callbacks keep their latency.
+ * Delivery attempts in flight at once, and of one account (issue 22, item 7): a tenant whose status URL hangs holds
+ * at most a quarter of the shared slots for an attempt's 10 s, so other tenants' callbacks keep their latency. An
+ * account's throughput is its share over its receiver's round trip: at 2 of 16 slots (before), one account at 50
+ * calls/s (13 callbacks a call, 650 a second) fell behind by 300 a second, and the claim query scanned the growing
+ * backlog on every delivery (its cost rose to 6 ms a call; the carrier bench with STATUS_CALLBACKS=1).
  */
-export const DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT = 2;
+export const DEFAULT_MAX_IN_FLIGHT = 64;
+/** One account's share of the slots: a quarter (and at least 2). */
+const ACCOUNT_SHARE = 4;
+export const DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT = DEFAULT_MAX_IN_FLIGHT / ACCOUNT_SHARE;
 /**
  * A status callback's reply body is read and dropped up to this size (its connection is kept); a longer one closes
  * the connection.
@@ -47,9 +53,9 @@ export interface StatusCallbackOutboxOptions {
   attemptTimeoutMs?: number;
   /** How often the table is polled for due rows besides the kicks (retries come due by time). */
   pollIntervalMs?: number;
-  /** Attempts in flight at once (different calls; one call's events are always one at a time). */
+  /** Attempts in flight at once (different calls; one call's events are always one at a time); default 64. */
   maxInFlight?: number;
-  /** Attempts of one account in flight at once; default DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT. */
+  /** Attempts of one account in flight at once; default a quarter of maxInFlight (16), at least 2. */
   maxInFlightPerAccount?: number;
   /**
    * Where status URLs may point (issue 22, SSRF): every attempt resolves the host and refuses loopback, private,
@@ -114,8 +120,8 @@ export class StatusCallbackOutbox {
     this.#delays = opts.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
     this.#attemptTimeoutMs = opts.attemptTimeoutMs ?? DEFAULT_ATTEMPT_TIMEOUT_MS;
     this.#pollIntervalMs = opts.pollIntervalMs ?? 250;
-    this.#maxInFlight = opts.maxInFlight ?? 16;
-    this.#maxPerAccount = opts.maxInFlightPerAccount ?? DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT;
+    this.#maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    this.#maxPerAccount = opts.maxInFlightPerAccount ?? Math.max(2, Math.floor(this.#maxInFlight / ACCOUNT_SHARE));
     // Redirects are never followed here (see the class comment): the guarded request checks the one hop.
     this.#policy = opts.urlPolicy ?? UrlPolicy.strict;
     this.#threshold = opts.autoDisableThreshold ?? AUTO_DISABLE_THRESHOLD;

@@ -367,7 +367,9 @@ function agentFor(url: URL, to: Pinned): http.Agent {
   if (agent) {
     pools.delete(key); // re-inserted last: the map's order is least recently used first
   } else {
-    const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: 8, timeout: IDLE_MS };
+    // As many idle connections kept as may be busy: with 8 kept, a burst of 64 requests closed 56 connections after
+    // their reply and opened them again for the next burst (2,442 connections for 5,900 status callbacks).
+    const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, timeout: IDLE_MS };
     agent = url.protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
     if (pools.size >= MAX_POOLS) {
       const [oldest, old] = pools.entries().next().value as [string, http.Agent];

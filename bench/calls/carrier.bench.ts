@@ -7,7 +7,10 @@
  *
  * Per step: offered rate, completed, refused with 503 (overload), failed, INVITE->180 and INVITE->200 p50/p99 (SIPp's
  * own timers; INVITE->200 p99 also without the step's first 3 s), switch and rtpengine CPU ms per call, event-loop delay
- * p99, SQL statements per call. STEP_TIMELINE=1 adds each step's INVITE->200 by second.
+ * p99, SQL statements per call. STEP_TIMELINE=1 adds each step's INVITE->200 by second. STATUS_CALLBACKS=1 gives the
+ * account a status URL on the same local server, so each call's events also go out as signed status callbacks
+ * through the outbox (what most customers configure); the run then says how many requests the server got over how
+ * many TCP connections, and what the outbox holds at the end.
  *
  *   npx tsx bench/calls/carrier.bench.ts [rates=10,25,50] [seconds=10] [store=sqlite|postgres]
  *
@@ -92,6 +95,8 @@ const acct = await createAccountWithDid(ctx.db, '+254711900002', 1_000_000_000);
 const hook = await startWebhookServer();
 await ctx.db('numbers').where({ number: acct.did }).update({ webhook_voice_inbound: hook.url });
 await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 100000, max_cps: 100000 });
+const STATUS_CALLBACKS = process.env.STATUS_CALLBACKS === '1';
+if (STATUS_CALLBACKS) await ctx.db('accounts').where({ id: acct.id }).update({ webhook_status: hook.statusUrl });
 await addCarrier(ctx.db, PORTS.carrierOut, 'carrier-out', ctx.sw, ['127.0.0.1']);
 const rtpenginePid = pidOf(`listen-ng=127.0.0.1:${PORTS.ng}`);
 
@@ -187,6 +192,20 @@ if (nsBySqlText.size > 0) {
     );
   }
 }
+if (STATUS_CALLBACKS) {
+  const outbox: Array<{ state: string; n: number }> = await ctx
+    .db('event_outbox')
+    .select('state')
+    .count({ n: '*' })
+    .groupBy('state');
+  console.log(`\nstatus callbacks: the outbox holds ${outbox.map((r) => `${r.state} ${r.n}`).join(', ')}`);
+}
+const served = (await (await fetch(hook.statsUrl)).json()) as { connections: number; byPath: Record<string, number> };
+console.log(
+  `webhook server: ${Object.entries(served.byPath)
+    .map(([p, n]) => `${n} to ${p}`)
+    .join(', ')} over ${served.connections} TCP connections`,
+);
 console.log('\nThe store after the run (nothing lost or half-written):\n');
 console.log('| check | value |');
 console.log('|---|---|');
@@ -426,13 +445,21 @@ function rtpengineTicks(): number {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-/** The customer's server: answers every voice_inbound request with a Dial to the PSTN, in its own process. */
-async function startWebhookServer(): Promise<{ url: string; proc: ChildProcess }> {
+/**
+ * The customer's server, in its own process: answers every request with a Dial to the PSTN (a status callback's
+ * reply body is ignored), and `/stats` with the requests it got by path and the TCP connections it accepted.
+ */
+async function startWebhookServer(): Promise<{ url: string; statusUrl: string; statsUrl: string; proc: ChildProcess }> {
   const code = `
     const http = require('node:http');
     const doc = '<Response><Dial timeout="10"><Number>+254722000001</Number></Dial></Response>';
+    const byPath = {};
+    let connections = 0;
     const s = http.createServer((req, res) => { req.resume(); req.on('end', () => {
+      if (req.url === '/stats') return res.end(JSON.stringify({ connections, byPath }));
+      byPath[req.url] = (byPath[req.url] || 0) + 1;
       res.writeHead(200, { 'content-type': 'application/xml' }); res.end(doc); }); });
+    s.on('connection', () => connections++);
     s.keepAliveTimeout = 60000;
     s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
   const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -440,7 +467,8 @@ async function startWebhookServer(): Promise<{ url: string; proc: ChildProcess }
   process.once('exit', () => proc.kill());
   process.once('SIGTERM', () => process.exit(143));
   const port = await new Promise<string>((resolve) => proc.stdout!.once('data', (d) => resolve(String(d).trim())));
-  return { url: `http://127.0.0.1:${port}/voice`, proc };
+  const base = `http://127.0.0.1:${port}`;
+  return { url: `${base}/voice`, statusUrl: `${base}/status`, statsUrl: `${base}/stats`, proc };
 }
 
 /**

@@ -51,7 +51,7 @@ describe('events: status-callback outbox isolation (issue 22)', function () {
       latencies.push(Date.now() - t0);
     }
     const deadInFlight = receiver.requests.filter((r) => r.url.endsWith('/dead')).length;
-    assert.equal(deadInFlight, 2, 'A holds 2 slots (DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT), no more');
+    assert.equal(deadInFlight, 2, 'A holds 2 of the 4 slots (a quarter, at least 2), no more');
     assert.ok(Math.max(...latencies) < 1000, `B's callbacks delivered in ${latencies.join(', ')} ms`);
   });
 
