@@ -67,6 +67,17 @@ export async function noteRouteDelivered(db: Db, accountId: string, ref: RouteRe
 }
 
 /**
+ * noteRouteDelivered for a route whose row exists: the failure count back to 0 only if it is not 0 already (a
+ * failure recorded since the caller read the route). Usually changes nothing and writes no page.
+ */
+export async function resetRouteFailures(db: Db, accountId: string, ref: RouteRef, at: string): Promise<void> {
+  await db('webhook_routes')
+    .where(key(accountId, ref))
+    .where('consecutive_failures', '>', 0)
+    .update({ consecutive_failures: 0, updated_at: at });
+}
+
+/**
  * A delivery failed for good: the route's failure count goes up by one (created at 1), atomically; returns the row
  * after. Run it in the transaction that also decides on disabling, so the count read is the one written.
  */
