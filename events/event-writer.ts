@@ -1,5 +1,5 @@
 import {
-  findWebhookRoute,
+  findWebhookRouteCached,
   inTransaction,
   insertCallEvents,
   insertOutboxRows,
@@ -33,14 +33,19 @@ const MAX_BATCH = 500;
  * caller still waits until its own event is durable, so nothing is published or sent before it is stored; order is
  * kept (a batch is written in the order of `write` calls, batches one after another). When a batch fails, its
  * events are written again one by one, so one bad event fails alone and the others are not lost.
+ *
+ * `onQueued` sees each status callback queued as pending, once its batch is written, in order: the outbox of this
+ * process takes it from there without reading the table for it (events/outbox.ts).
  */
 export class EventWriter {
   readonly #db: Db;
+  readonly #onQueued: ((row: NewOutboxRow) => void) | undefined;
   #queue: Pending[] = [];
   #running: Promise<void> | undefined;
 
-  constructor(db: Db) {
+  constructor(db: Db, onQueued?: (row: NewOutboxRow) => void) {
     this.#db = db;
+    this.#onQueued = onQueued;
   }
 
   write(write: EventWrite): Promise<CallbackWritten> {
@@ -72,10 +77,13 @@ export class EventWriter {
       // a BEGIN and a COMMIT are two more round trips, the connection held across all three).
       const lone = batch.every((p) => !p.write.callback);
       const writes = batch.map((p) => p.write);
-      const results = lone
-        ? await writeAll(this.#db, writes)
-        : await inTransaction(this.#db, (tx) => writeAll(tx, writes));
-      batch.forEach((p, i) => p.resolve(results[i]!));
+      // Routes' health before the transaction, from the read cache of the root instance (SQLite has one
+      // connection: a read on it cannot wait inside the transaction).
+      const disabled = lone ? undefined : await disabledRoutes(this.#db, writes);
+      const written = lone
+        ? await writeAll(this.#db, writes, undefined)
+        : await inTransaction(this.#db, (tx) => writeAll(tx, writes, disabled));
+      this.#settle(batch, written);
       return;
     } catch (err) {
       if (batch.length === 1) {
@@ -85,22 +93,56 @@ export class EventWriter {
     }
     for (const p of batch) {
       try {
-        const [r] = await inTransaction(this.#db, (tx) => writeAll(tx, [p.write]));
-        p.resolve(r!);
+        const disabled = p.write.callback ? await disabledRoutes(this.#db, [p.write]) : undefined;
+        this.#settle([p], await inTransaction(this.#db, (tx) => writeAll(tx, [p.write], disabled)));
       } catch (err) {
         p.reject(err);
       }
     }
   }
+
+  #settle(batch: Pending[], written: Written): void {
+    batch.forEach((p, i) => p.resolve(written.results[i]!));
+    // Stored already: a failing listener must not make the batch look unwritten (it would be written again).
+    try {
+      for (const row of written.queued) this.#onQueued?.(row);
+    } catch {
+      // The rows stay pending in the table; the outbox's poll finds them.
+    }
+  }
 }
 
-/** Writes the events and their callbacks in `tx`; a route's health is read once per batch. */
-async function writeAll(tx: Tx | Db, writes: readonly EventWrite[]): Promise<CallbackWritten[]> {
+interface Written {
+  results: CallbackWritten[];
+  /** The status callbacks queued as pending, in order. */
+  queued: NewOutboxRow[];
+}
+
+const routeKey = (accountId: string, route: string, url: string): string => `${accountId}\n${route}\n${url}`;
+
+/** Which of the writes' status routes are auto-disabled, by routeKey. */
+async function disabledRoutes(db: Db, writes: readonly EventWrite[]): Promise<Map<string, boolean>> {
+  const disabled = new Map<string, boolean>();
+  for (const { event, callback } of writes) {
+    if (!callback) continue;
+    const key = routeKey(event.account_id, callback.route, callback.url);
+    if (disabled.has(key)) continue;
+    const health = await findWebhookRouteCached(db, event.account_id, { route: callback.route, url: callback.url });
+    disabled.set(key, Boolean(health?.disabled));
+  }
+  return disabled;
+}
+
+/** Writes the events and their callbacks in `tx`. */
+async function writeAll(
+  tx: Tx | Db,
+  writes: readonly EventWrite[],
+  disabledByRoute: ReadonlyMap<string, boolean> | undefined,
+): Promise<Written> {
   await insertCallEvents(
     tx,
     writes.map((w) => w.event),
   );
-  const disabledByRoute = new Map<string, boolean>();
   const outbox: NewOutboxRow[] = [];
   const results: CallbackWritten[] = [];
   for (const { event, callback } of writes) {
@@ -108,13 +150,7 @@ async function writeAll(tx: Tx | Db, writes: readonly EventWrite[]): Promise<Cal
       results.push('none');
       continue;
     }
-    const key = `${event.account_id}\n${callback.route}\n${callback.url}`;
-    let disabled = disabledByRoute.get(key);
-    if (disabled === undefined) {
-      const health = await findWebhookRoute(tx, event.account_id, { route: callback.route, url: callback.url });
-      disabled = Boolean(health?.disabled);
-      disabledByRoute.set(key, disabled);
-    }
+    const disabled = disabledByRoute?.get(routeKey(event.account_id, callback.route, callback.url)) === true;
     outbox.push({
       id: event.id,
       account_id: event.account_id,
@@ -135,5 +171,5 @@ async function writeAll(tx: Tx | Db, writes: readonly EventWrite[]): Promise<Cal
     results.push(disabled ? 'route_disabled' : 'queued');
   }
   if (outbox.length > 0) await insertOutboxRows(tx, outbox);
-  return results;
+  return { results, queued: outbox.filter((r) => r.state === 'pending') };
 }

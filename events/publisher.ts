@@ -5,6 +5,7 @@ import {
   ACCOUNT_STATUS_ROUTE,
   numberStatusRoute,
   type Db,
+  type DueOutboxRow,
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { requestUrl } from '../kit/index.js';
@@ -58,9 +59,12 @@ export interface EmittedEvent {
   route?: string;
 }
 
-/** The outbox as the publisher sees it: told when there is new work. */
-export interface OutboxKick {
-  kick(): void;
+/**
+ * The outbox as the publisher sees it: handed each status callback queued as pending, once it is stored, so it can
+ * be attempted at once without reading the table for it.
+ */
+export interface OutboxFeed {
+  offer(row: DueOutboxRow): void;
 }
 
 /**
@@ -89,7 +93,7 @@ const centsToString = (cents: number): string => {
 /**
  * The one way events enter the system (the calls, billing, verbs and API rooms call `emit`). For each event it:
  * records it in call_events; enqueues its status callback in the durable outbox, in the same transaction, when
- * the account has a status URL; then publishes the stream frame on the bus and kicks the outbox.
+ * the account has a status URL, and hands it to the outbox once stored; then publishes the stream frame on the bus.
  */
 export class EventPublisher {
   readonly #db: Db;
@@ -97,14 +101,14 @@ export class EventPublisher {
   readonly #log: Logger;
   readonly #now: () => Date;
   readonly #writer: EventWriter;
-  #outbox: OutboxKick | undefined;
+  #outbox: OutboxFeed | undefined;
 
   constructor(deps: { db: Db; bus: EventBus; logger?: Logger; now?: () => Date }) {
     this.#db = deps.db;
     this.#bus = deps.bus;
     this.#log = deps.logger ?? roomLogger('events');
     this.#now = deps.now ?? (() => new Date());
-    this.#writer = new EventWriter(deps.db);
+    this.#writer = new EventWriter(deps.db, (row) => this.#outbox?.offer(row));
   }
 
   /** Resolves when every event emitted so far is stored (the group commit has drained): for an orderly stop. */
@@ -117,7 +121,7 @@ export class EventPublisher {
   }
 
   /** The outbox registers itself here so that a new callback is attempted at once rather than at the next poll. */
-  attachOutbox(outbox: OutboxKick | undefined): void {
+  attachOutbox(outbox: OutboxFeed | undefined): void {
     this.#outbox = outbox;
   }
 
@@ -209,7 +213,6 @@ export class EventPublisher {
       frame,
       call: snapshot ?? undefined,
     });
-    if ((delivery as DeliveryDisposition) === 'queued') this.#outbox?.kick();
     this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');
     return { id, frame, delivery, url, route };
   }

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
 /**
@@ -44,56 +45,54 @@ export async function insertOutboxRows(db: Db, rows: readonly NewOutboxRow[]): P
   await insertChunked(db, 'event_outbox', rows, OUTBOX_ROWS_PER_INSERT);
 }
 
+const DUE_COLUMNS = ['id', 'account_id', 'call_id', 'event', 'route', 'url', 'body', 'attempts', 'next_attempt_at']
+  .map((c) => `"o"."${c}"`)
+  .join(', ');
+/** The claim's text by how many accounts it leaves out (a handful at most: those at their share of the slots). */
+const dueSql: string[] = [];
+
 /**
  * Pending rows due at `now`, oldest id first, leaving out the given accounts and any row with an earlier pending
- * row of the same call (order per call), at most `limit`.
+ * row of the same call (order per call), at most `limit`. Fixed SQL (store/fixed-sql.ts): the outbox's statements
+ * run for every status callback, 13 a carrier call.
  */
 export async function dueOutboxRows(
   db: Db,
   now: string,
-  excludeAccounts: string[],
+  excludeAccounts: readonly string[],
   limit: number,
 ): Promise<DueOutboxRow[]> {
-  const rows = await db('event_outbox as o')
-    .select(
-      'o.id',
-      'o.account_id',
-      'o.call_id',
-      'o.event',
-      'o.route',
-      'o.url',
-      'o.body',
-      'o.attempts',
-      'o.next_attempt_at',
-    )
-    .where('o.state', 'pending')
-    .where('o.next_attempt_at', '<=', now)
-    .whereNotIn('o.account_id', excludeAccounts)
-    .whereNotExists(function earlierOfSameCall() {
-      this.select(1)
-        .from('event_outbox as p')
-        .where('p.state', 'pending')
-        .whereRaw('p.call_id = o.call_id')
-        .whereRaw('p.id < o.id');
-    })
-    .orderBy('o.id')
-    .limit(limit);
-  return rows.map((r: any) => ({ ...r, attempts: Number(r.attempts) }));
+  const n = excludeAccounts.length;
+  const sql = (dueSql[n] ??=
+    `select ${DUE_COLUMNS} from "event_outbox" "o" where "o"."state" = 'pending' and "o"."next_attempt_at" <= ?` +
+    (n > 0 ? ` and "o"."account_id" not in (${Array(n).fill('?').join(', ')})` : '') +
+    ` and not exists (${EARLIER_PENDING_OF_CALL}"o"."call_id" and "p"."id" < "o"."id") order by "o"."id" limit ?`);
+  const rows = await selectRows(db, sql, [now, ...excludeAccounts, limit]);
+  return rows.map((r) => ({ ...(r as unknown as DueOutboxRow), attempts: Number(r.attempts) }));
 }
+
+const EARLIER_PENDING_OF_CALL = `select 1 from "event_outbox" "p" where "p"."state" = 'pending' and "p"."call_id" = `;
+const LEASE_SQL =
+  `update "event_outbox" set "next_attempt_at" = ? where "id" = ? and "state" = 'pending' and "next_attempt_at" = ?` +
+  ` and not exists (${EARLIER_PENDING_OF_CALL}? and "p"."id" < ?)`;
 
 /**
  * The lease: moves a pending row's next attempt to `leaseUntil`, only if nobody else changed it since it was read
- * (same state and next_attempt_at). True for the one process whose update won; only it attempts the row.
+ * (same state and next_attempt_at) and no earlier row of its call is pending (order per call, whoever queued that
+ * one). True for the one process whose update won; only it attempts the row.
  */
 export async function leaseOutboxRow(db: Db, row: DueOutboxRow, leaseUntil: string): Promise<boolean> {
-  const won = await db('event_outbox')
-    .where({ id: row.id, state: 'pending', next_attempt_at: row.next_attempt_at })
-    .update({ next_attempt_at: leaseUntil });
+  const won = await runSqlCount(
+    db,
+    LEASE_SQL,
+    [leaseUntil, row.id, row.next_attempt_at, row.call_id, row.id],
+    'event_outbox',
+  );
   return won === 1;
 }
 
 export async function updateOutboxRow(db: Db, id: string, patch: OutboxPatch): Promise<void> {
-  await db('event_outbox').where({ id }).update(patch);
+  await updateRowCount(db, 'event_outbox', { column: 'id', value: id }, patch);
 }
 
 /** Deletes rows that reached a final state before `before`; pending rows are never touched. Returns how many. */

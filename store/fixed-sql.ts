@@ -112,10 +112,19 @@ export async function updateRowCount(
   patch: Record<string, unknown>,
   guard?: { column: string; in: readonly unknown[] },
 ): Promise<number> {
-  const res = (await updateRowRaw(db, table, key, patch, guard, false)) as { changes?: number; rowCount?: number };
+  return changedRows(await updateRowRaw(db, table, key, patch, guard, false), table);
+}
+
+/** Runs a fixed SQL write and returns how many rows it changed. */
+export async function runSqlCount(db: Db, sql: string, bindings: readonly unknown[], what: string): Promise<number> {
+  return changedRows(await exec(db, sql, [...bindings]), what);
+}
+
+function changedRows(result: unknown, what: string): number {
+  const res = result as { changes?: number; rowCount?: number } | undefined;
   // better-sqlite3 (directly or through knex) tells `changes`, pg `rowCount`.
   const n = res?.changes ?? res?.rowCount;
-  if (typeof n !== 'number') throw new Error(`no count of changed rows from the driver for an update of ${table}`);
+  if (typeof n !== 'number') throw new Error(`no count of changed rows from the driver for a write of ${what}`);
   return n;
 }
 

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { cachedRead } from './read-cache.js';
 
 /** The account's own status route (its status URL, POST /api/account/webhooks with purpose `status`). */
 export const ACCOUNT_STATUS_ROUTE = 'status';
@@ -56,6 +57,22 @@ export async function enableWebhookRoute(db: Db, accountId: string, ref: RouteRe
 export async function findWebhookRoute(db: Db, accountId: string, ref: RouteRef): Promise<WebhookRouteRow | undefined> {
   const r = await db('webhook_routes').where(key(accountId, ref)).first();
   return r ? normalise(r) : undefined;
+}
+
+/**
+ * findWebhookRoute from the per-process read cache (store/read-cache.ts): every status callback reads its route's
+ * health twice (queued, then attempted), and it changes only when a delivery fails for good or an operator acts.
+ * Any write to webhook_routes through this store drops the cache; another process's within two seconds. A
+ * delivery therefore writes the route only when it has a failure count to reset. `db` is the root instance.
+ */
+export async function findWebhookRouteCached(
+  db: Db,
+  accountId: string,
+  ref: RouteRef,
+): Promise<WebhookRouteRow | undefined> {
+  return cachedRead(db, 'webhook_routes', `${accountId}\n${ref.route}\n${ref.url}`, () =>
+    findWebhookRoute(db, accountId, ref).then((r) => (r ? Object.freeze(r) : undefined)),
+  );
 }
 
 /** A delivery succeeded: the route's failure count back to 0 (the route row is created if it was not there). */
