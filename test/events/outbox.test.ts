@@ -125,6 +125,57 @@ for (const store of STORES)
       assert.equal(receiver.connections, 1, `${receiver.connections} connections for ${CALL_CODES.length} callbacks`);
     });
 
+    it("this process's callbacks go from memory: with the poll a minute apart, a call's events and their retries are delivered in order", async () => {
+      const { db } = await open();
+      const ev = start(db, { pollIntervalMs: 60_000, retryDelaysMs: [30, 30, 30] });
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const call = await seedCall(db, accountId);
+      await sleep(50); // the first poll (at start) is over
+      let failFirst = true;
+      receiver.reply = () => {
+        if (!failFirst) return 200;
+        failFirst = false;
+        return 503;
+      };
+      const reads: string[] = [];
+      const onQuery = (q: { sql: string }) => {
+        if (/^select .*from "event_outbox"/i.test(q.sql)) reads.push(q.sql);
+      };
+      db.on('query', onQuery);
+      const ids: string[] = [];
+      for (const code of CALL_CODES) ids.push((await ev.publisher.emit({ accountId, code, callId: call.id })).id);
+      await waitFor(() => receiver.delivered().length === ids.length, 5000, 'every callback delivered');
+      db.off('query', onQuery);
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.id),
+        [ids[0], ...ids],
+        'the first event twice (503, then its retry), then the others in order',
+      );
+      assert.deepEqual(reads, [], 'no read of the table for rows this process queued');
+    });
+
+    it('a row whose call has an earlier row pending elsewhere waits for it (the lease checks order per call)', async () => {
+      const f = await open();
+      const accountId = await seedAccount(f.db, receiver.url('/status'));
+      const call = await seedCall(f.db, accountId);
+      // Another node queued the call's first event and has not sent it (its outbox stopped before the attempt).
+      const other = eventsOn(f.db, { pollIntervalMs: 60_000 });
+      await other.outbox.close();
+      const ev = start(f.db, { pollIntervalMs: 60_000 });
+      await sleep(50); // its first poll is over before the row is there
+      const first = await other.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: call.id });
+      const second = await ev.publisher.emit({ accountId, code: EventCodes.callRinging, callId: call.id });
+      await sleep(300);
+      assert.deepEqual(receiver.requests, [], 'the later event is not sent before the earlier one');
+      // A node that polls takes both, in order.
+      start(f.db);
+      await waitFor(() => receiver.delivered().length === 2, 5000, 'both delivered');
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.id),
+        [first.id, second.id],
+      );
+    });
+
     it('an outbox restarted in the middle of retries loses nothing and keeps counting attempts', async () => {
       const f = await open();
       const first = eventsOn(f.db, { retryDelaysMs: [50, 100, 200, 400, 800, 1600, 3200] });
