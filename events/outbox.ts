@@ -13,7 +13,7 @@ import {
   type Db,
   type DueOutboxRow,
 } from '../store/index.js';
-import { OutboundUrlError, UrlPolicy, guardedRequest, requestUrl } from '../kit/index.js';
+import { OutboundUrlError, UrlPolicy, deadline, guardedRequest, requestUrl } from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
 import { signWebhook } from './signing.js';
@@ -441,6 +441,7 @@ export class StatusCallbackOutbox {
     const timestamp = String(Math.floor(this.#now() / 1000));
     // Requested and signed as one string (kit/request-url.ts), whatever form an older row stored.
     const url = requestUrl(row.url);
+    const limit = deadline(this.#attemptTimeoutMs);
     try {
       // The reply body is ignored (spec: "200; body ignored"): read and dropped, which keeps the connection alive.
       const res = await guardedRequest(
@@ -455,7 +456,7 @@ export class StatusCallbackOutbox {
             'x-voice-event': row.event,
           },
           body,
-          signal: AbortSignal.timeout(this.#attemptTimeoutMs),
+          signal: limit.signal,
           maxBytes: IGNORED_BODY_BYTES,
           dropBody: true,
         },
@@ -472,6 +473,8 @@ export class StatusCallbackOutbox {
       }
       const e = err as Error;
       return { ok: false, error: e.name === 'TimeoutError' ? 'timeout' : 'URL_UNREACHABLE' };
+    } finally {
+      limit.done();
     }
   }
 

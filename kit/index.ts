@@ -43,6 +43,6 @@ export { widenReceiveBuffer, WIDE_RECEIVE_BUFFER } from './udp-buffer.js';
 export { Fifo } from './fifo.js';
 export { RandomPool } from './random-pool.js';
 export { detached } from './detached.js';
-export { ABORTED, abortQuietly } from './abort.js';
+export { ABORTED, TIMED_OUT, abortQuietly, deadline } from './abort.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';
 export { TypedEmitter, type ListenerErrorLog } from './typed-emitter.js';

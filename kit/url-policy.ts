@@ -169,9 +169,13 @@ export interface AddressVerdict {
   readonly class: AddressClass;
 }
 
+/** Addresses whose verdict a policy remembers at most (a map of a few kilobytes). */
+const MAX_REMEMBERED_VERDICTS = 1024;
+
 /** The decision for one destination address. Immutable; share one per process. */
 export class UrlPolicy {
   readonly allowPrivate: boolean;
+  readonly #verdicts = new Map<string, AddressVerdict>();
   readonly #allow: Network[];
   readonly #deny: Network[];
 
@@ -191,7 +195,21 @@ export class UrlPolicy {
     return selfAddresses().some((own) => inNetwork(bytes, { bytes: own, prefix: own.length * 8 })) ? 'self' : cls;
   }
 
+  /**
+   * The verdict for `address`, remembered (the policy and this box's addresses do not change while it runs): a
+   * status callback checks its receiver's address on every attempt.
+   */
   check(address: string): AddressVerdict {
+    let verdict = this.#verdicts.get(address);
+    if (verdict === undefined) {
+      verdict = Object.freeze(this.#decide(address));
+      if (this.#verdicts.size >= MAX_REMEMBERED_VERDICTS) this.#verdicts.clear();
+      this.#verdicts.set(address, verdict);
+    }
+    return verdict;
+  }
+
+  #decide(address: string): AddressVerdict {
     const cls = this.classify(address);
     const raw = parseAddress(address)!;
     const forms = [raw, effective(raw)];
