@@ -12,6 +12,22 @@
  */
 import { CanonicalJsonError } from './errors.js';
 
+/**
+ * Key order by code point. Code units compare the same way unless one of the first pair that differs is a
+ * surrogate (astral characters sort after U+E000..U+FFFF by code point, before them by code unit): keys are ASCII
+ * nearly always, so the units are compared and only such a pair goes the slow way.
+ */
+function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    return x < 0xd800 && y < 0xd800 ? x - y : compareCodePoints(a.slice(i), b.slice(i));
+  }
+  return a.length - b.length;
+}
+
 function compareCodePoints(a: string, b: string): number {
   // Plain `<` compares UTF-16 code units, which orders astral characters before U+E000..U+FFFF.
   const ai = a[Symbol.iterator]();
@@ -57,7 +73,7 @@ function encode(value: unknown, key: string, seen: Set<object>): string | undefi
     }
     const record = obj as Record<string, unknown>;
     const parts: string[] = [];
-    for (const k of Object.keys(record).sort(compareCodePoints)) {
+    for (const k of Object.keys(record).sort(compareKeys)) {
       const encoded = encode(record[k], k, seen);
       if (encoded !== undefined) parts.push(`${JSON.stringify(k)}:${encoded}`);
     }

@@ -12,7 +12,8 @@ import {
 /** What one event writes: its history row and, when it has a status route, its status callback. */
 export interface EventWrite {
   event: NewCallEvent;
-  callback?: { route: string; url: string; body: string };
+  /** `sid` is the event's (none for an account's event): handed to the outbox with the row. */
+  callback?: { route: string; url: string; body: string; sid?: string };
 }
 
 /** How an event's status callback was queued: `route_disabled` rows are recorded as failed and never sent. */
@@ -39,11 +40,11 @@ const MAX_BATCH = 500;
  */
 export class EventWriter {
   readonly #db: Db;
-  readonly #onQueued: ((row: NewOutboxRow) => void) | undefined;
+  readonly #onQueued: ((row: NewOutboxRow, sid: string | undefined) => void) | undefined;
   #queue: Pending[] = [];
   #running: Promise<void> | undefined;
 
-  constructor(db: Db, onQueued?: (row: NewOutboxRow) => void) {
+  constructor(db: Db, onQueued?: (row: NewOutboxRow, sid: string | undefined) => void) {
     this.#db = db;
     this.#onQueued = onQueued;
   }
@@ -105,7 +106,7 @@ export class EventWriter {
     batch.forEach((p, i) => p.resolve(written.results[i]!));
     // Stored already: a failing listener must not make the batch look unwritten (it would be written again).
     try {
-      for (const row of written.queued) this.#onQueued?.(row);
+      for (const { row, sid } of written.queued) this.#onQueued?.(row, sid);
     } catch {
       // The rows stay pending in the table; the outbox's poll finds them.
     }
@@ -114,8 +115,8 @@ export class EventWriter {
 
 interface Written {
   results: CallbackWritten[];
-  /** The status callbacks queued as pending, in order. */
-  queued: NewOutboxRow[];
+  /** The status callbacks queued as pending, in order, with their events' sid. */
+  queued: Array<{ row: NewOutboxRow; sid: string | undefined }>;
 }
 
 const routeKey = (accountId: string, route: string, url: string): string => `${accountId}\n${route}\n${url}`;
@@ -144,6 +145,7 @@ async function writeAll(
     writes.map((w) => w.event),
   );
   const outbox: NewOutboxRow[] = [];
+  const queued: Written['queued'] = [];
   const results: CallbackWritten[] = [];
   for (const { event, callback } of writes) {
     if (!callback) {
@@ -151,7 +153,7 @@ async function writeAll(
       continue;
     }
     const disabled = disabledByRoute?.get(routeKey(event.account_id, callback.route, callback.url)) === true;
-    outbox.push({
+    const row: NewOutboxRow = {
       id: event.id,
       account_id: event.account_id,
       call_id: event.call_id,
@@ -167,9 +169,11 @@ async function writeAll(
       next_attempt_at: event.created_at,
       created_at: event.created_at,
       done_at: disabled ? event.created_at : null,
-    });
+    };
+    outbox.push(row);
+    if (!disabled) queued.push({ row, sid: callback.sid });
     results.push(disabled ? 'route_disabled' : 'queued');
   }
   if (outbox.length > 0) await insertOutboxRows(tx, outbox);
-  return { results, queued: outbox.filter((r) => r.state === 'pending') };
+  return { results, queued };
 }

@@ -69,7 +69,8 @@ export interface StatusCallbackOutboxOptions {
   logger?: Logger;
 }
 
-type OutboxRow = DueOutboxRow;
+/** A row as the outbox holds it: read from the table, or handed over with its event's sid (no body to parse). */
+type OutboxRow = DueOutboxRow & { sid?: string };
 
 type AttemptOutcome = { ok: true; status: number } | { ok: false; error: string };
 
@@ -177,8 +178,11 @@ export class StatusCallbackOutbox {
    * are done (the publisher calls this). Not kept when memory is full or the row is known already: the poll then
    * finds it in the table.
    */
-  offer(row: OutboxRow): void {
-    if (!this.#started || this.#closed || this.#known.has(row.id) || this.#known.size >= MAX_ROWS_IN_MEMORY) return;
+  offer(queued: DueOutboxRow, sid?: string): void {
+    if (!this.#started || this.#closed || this.#known.has(queued.id) || this.#known.size >= MAX_ROWS_IN_MEMORY) return;
+    // What the delivery reads, without the stored row's other columns.
+    const { id, account_id, call_id, event, route, url, body, attempts, next_attempt_at } = queued;
+    const row: OutboxRow = { id, account_id, call_id, event, route, url, body, attempts, next_attempt_at, sid };
     const key = row.call_id ?? row.id;
     const queue = this.#queues.get(key);
     if (queue === undefined) this.#queues.set(key, [row]);
@@ -484,11 +488,13 @@ export class StatusCallbackOutbox {
     code: typeof EventCodes.webhookDelivered | typeof EventCodes.webhookFailed,
     extra: object,
   ) {
-    let sid: string | undefined;
-    try {
-      sid = (JSON.parse(row.body) as { sid?: string }).sid;
-    } catch {
-      sid = undefined;
+    let sid = row.sid;
+    if (sid === undefined) {
+      try {
+        sid = (JSON.parse(row.body) as { sid?: string }).sid;
+      } catch {
+        sid = undefined;
+      }
     }
     try {
       await this.#publisher.emit({

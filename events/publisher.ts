@@ -64,7 +64,7 @@ export interface EmittedEvent {
  * be attempted at once without reading the table for it.
  */
 export interface OutboxFeed {
-  offer(row: DueOutboxRow): void;
+  offer(row: DueOutboxRow, sid?: string): void;
 }
 
 /**
@@ -108,7 +108,7 @@ export class EventPublisher {
     this.#bus = deps.bus;
     this.#log = deps.logger ?? roomLogger('events');
     this.#now = deps.now ?? (() => new Date());
-    this.#writer = new EventWriter(deps.db, (row) => this.#outbox?.offer(row));
+    this.#writer = new EventWriter(deps.db, (row, sid) => this.#outbox?.offer(row, sid));
   }
 
   /** Resolves when every event emitted so far is stored (the group commit has drained): for an orderly stop. */
@@ -194,7 +194,7 @@ export class EventPublisher {
           url = wireUrl(resolved.url);
           route = resolved.route;
           const body = buildStatusCallbackBody(frame, id, accountId, snapshot);
-          const written = await this.#writer.write({ event: row, callback: { route, url, body } });
+          const written = await this.#writer.write({ event: row, callback: { route, url, body, sid } });
           delivery = written === 'route_disabled' ? 'route_disabled' : 'queued';
         } else {
           await this.#writer.write({ event: row });

@@ -32,6 +32,12 @@ describe('events: webhook signing', () => {
     assert.equal(canonicalJson(v), sortedNoSpace({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'é ☎' } }));
   });
 
+  it('canonical JSON orders keys by code point: a prefix first, astral characters after U+E000..U+FFFF', () => {
+    // By UTF-16 code unit '😀' (U+1F600, D83D DE00) would sort before '\uff01'; by code point it sorts after.
+    const v = { '😀': 1, '\uff01': 2, ab: 3, a: 4, B: 5, 'a😀b': 6, 'a😁': 7, '\ue000x': 8 };
+    assert.equal(canonicalJson(v), '{"B":5,"a":4,"ab":3,"a😀b":6,"a😁":7,"\ue000x":8,"！":2,"😀":1}');
+  });
+
   it('signWebhook matches the spec formula on a non-ASCII body; verify rejects any change', () => {
     const raw = Buffer.from('{"name":"Wanjirū ☎"}', 'utf8');
     const url = 'https://example.test/cb?x=1&y=%C3%A9';
