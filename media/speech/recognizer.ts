@@ -13,7 +13,7 @@ import { dictionaryWords, hintGrammar, openGrammar, sanitiseHints } from './hint
  * so the event loop only copies audio; each is bounded in address space (prlimit) and in time, and killed when
  * the recognition ends, is aborted or its call ends.
  *
- * Two things learnt on this box (pocketsphinx 5prealpha, en-us 16 kHz model, espeak-ng voices at 8 kHz):
+ * Three things learnt on this box (pocketsphinx 5prealpha, en-us 16 kHz model, espeak-ng voices at 8 kHz):
  * - Telephone audio has nothing above 4 kHz, where the model expects the energy of /s/ and /f/: upsampled with an
  *   interpolating filter, "sales" and "support" were heard as "one"; upsampled by inserting zeros (the spectrum
  *   of 0-4 kHz mirrored into 4-8 kHz, a crude bandwidth extension) 6 of 6 hint words were right for a woman's voice
@@ -22,6 +22,12 @@ import { dictionaryWords, hintGrammar, openGrammar, sanitiseHints } from './hint
  *   is the agreement of two decoders on the same audio: the hints alone (what the caller said, forced to the
  *   closest hint) and the hints beside everyday other words. Both give the same hint: 0.9; another hint: 0.5; an
  *   other word or nothing: 0.2. A word outside the hints (espeak's "banana", "weather") went to other words.
+ * - The silence before the caller speaks changes what the decoders make of the speech (their voice activity
+ *   detection and live cepstral mean adapt to it), and how much of it a Gather hears depends on when it started
+ *   listening, not on the caller: the same "support" after 0 to 3 s of near-silence came back as "support" or as
+ *   nothing at all, and once as "billing". So the decoders get the caller's audio from LEAD_IN_MS before the
+ *   first 20 ms frame at speech level: the same words are the same samples to them however long the Gather
+ *   listened first. Ten hint words in three espeak voices after 3 s of silence: 14 of 30 right; so: 28 of 30.
  */
 export interface SpeechModel {
   /** The acoustic model directory. */
@@ -58,11 +64,13 @@ export interface RecognizerOptions {
 
 const run = promisify(execFile);
 const RATE = 16000;
-/** How long the second decoder may lag behind the first once the first has its answer. */
-const AGREEMENT_WAIT_MS = 1500;
 /** After the end of audio, how long the decoders get for their last utterance. */
 const DRAIN_MS = 3000;
+/** A 20 ms frame whose RMS (full scale 32768) is above this is the caller speaking (as for Record's voice). */
 const SPEECH_RMS = 600;
+/** Audio from before the first frame at speech level that the decoders get too: a word's softer beginning. */
+const LEAD_IN_MS = 20;
+const LEAD_IN_BYTES = (LEAD_IN_MS * RATE * 2) / 1000;
 /** Audio held for a decoder the FIFO cannot take yet: a minute of 16 kHz 16-bit (maxSeconds is at most 60). */
 const MAX_BACKLOG_BYTES = 60 * RATE * 2;
 
@@ -218,6 +226,8 @@ export class SpeechRecognizer {
   readonly #timer: NodeJS.Timeout;
   #samples = 0;
   #spoke = false;
+  /** Until the caller speaks: the last LEAD_IN_MS of their audio (16 kHz), which the decoders get with the speech. */
+  #leadIn = Buffer.alloc(0);
   #ended = false;
   #closed = false;
 
@@ -264,16 +274,30 @@ export class SpeechRecognizer {
     return this.#decoders.map((d) => d.pid).filter((p): p is number => p !== undefined);
   }
 
-  /** Audio of the caller, 16-bit mono at 8 or 16 kHz; past maxSeconds it ends the audio. */
+  /**
+   * Audio of the caller, 16-bit mono at 8 or 16 kHz; past maxSeconds it ends the audio. The decoders get it from
+   * LEAD_IN_MS before the first 20 ms frame at speech level on (see above): the silence before is only counted.
+   */
   push(samples: Int16Array, rate: 8000 | 16000): void {
     if (this.#ended) return;
-    if (!this.#spoke && samples.length > 0 && rms(samples, 0, samples.length) > SPEECH_RMS) {
-      this.#spoke = true;
-      this.#onSpeechStart?.();
-    }
     const pcm = rate === 8000 ? foldUp(samples) : Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-    for (const d of this.#decoders) d.write(pcm);
     this.#samples += pcm.length / 2;
+    if (this.#spoke) {
+      for (const d of this.#decoders) d.write(pcm);
+    } else {
+      const onset = speechOnset(samples, rate);
+      const held = Buffer.concat([this.#leadIn, pcm]);
+      if (onset === undefined) {
+        this.#leadIn = held.subarray(Math.max(0, held.length - LEAD_IN_BYTES));
+      } else {
+        this.#spoke = true;
+        this.#leadIn = Buffer.alloc(0);
+        this.#onSpeechStart?.();
+        const from = held.length - pcm.length + onset * (RATE / rate) * 2 - LEAD_IN_BYTES;
+        const speech = held.subarray(Math.max(0, from));
+        for (const d of this.#decoders) d.write(speech);
+      }
+    }
     if (this.#samples >= this.#maxSamples) this.end();
   }
 
@@ -299,10 +323,29 @@ export class SpeechRecognizer {
     const heard = await forced!.first;
     if (heard === null) return null;
     if (!open) return { transcript: heard, confidence: 0.5 };
-    const other = await Promise.race([open.first, new Promise<null>((r) => setTimeout(r, AGREEMENT_WAIT_MS))]);
+    // The answer is in: no more audio. The second decoder has been given all the first one heard, and cuts it into
+    // the same utterances (voice activity is found before either grammar is searched), so once its audio ends it
+    // answers for the same words however far behind the scheduler left it; a wall-clock wait for it made the
+    // confidence depend on the box's load. DRAIN_MS, as for any decoder's last utterance, bounds a stuck one.
+    this.end();
+    let timer: NodeJS.Timeout | undefined;
+    const other = await Promise.race([
+      open.first,
+      new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), DRAIN_MS))),
+    ]);
+    clearTimeout(timer);
     const confidence = other === heard ? 0.9 : other !== null && this.#hints.includes(other) ? 0.5 : 0.2;
     return { transcript: heard, confidence };
   }
+}
+
+/** The first sample of the first 20 ms frame of `samples` at speech level, or undefined. */
+export function speechOnset(samples: Int16Array, rate: 8000 | 16000): number | undefined {
+  const frame = rate / 50;
+  for (let i = 0; i < samples.length; i += frame) {
+    if (rms(samples, i, Math.min(samples.length, i + frame)) > SPEECH_RMS) return i;
+  }
+  return undefined;
 }
 
 /**

@@ -19,7 +19,8 @@ describe('calls: CallSpeech hears the caller from the start', function () {
     const raw = join(dir, 'raw.wav');
     const wav = join(dir, 'said.wav');
     execFileSync('espeak-ng', ['-v', 'en-us+f2', '-s', '130', '-w', raw, 'support']);
-    execFileSync('sox', [raw, '-r', '8000', '-c', '1', '-b', '16', wav, 'pad', '0.3', '1.5']);
+    // -R: sox seeds its dither, so the caller says the same samples every run.
+    execFileSync('sox', ['-R', raw, '-r', '8000', '-c', '1', '-b', '16', wav, 'pad', '0.3', '1.5']);
     const said = (await readWav(wav)).samples;
     // The call's media: whoever taps the caller's audio gets it as it arrives.
     const taps = new Set<(samples: Int16Array) => void>();

@@ -308,10 +308,10 @@ export function speechUlawFile(text: string): string {
   return ulawOf(wav);
 }
 
-/** A WAV converted to raw 8 kHz mu-law beside it. */
+/** A WAV converted to raw 8 kHz mu-law beside it: the same bytes every run (`-R` seeds sox's dither). */
 export function ulawOf(wav: string): string {
   const ulaw = wav.replace(/\.wav$/, '') + '.ulaw';
-  execFileSync('sox', [wav, '-r', '8000', '-c', '1', '-t', 'ul', ulaw]);
+  execFileSync('sox', ['-R', wav, '-r', '8000', '-c', '1', '-t', 'ul', ulaw]);
   return ulaw;
 }
 
