@@ -165,6 +165,7 @@ export class Switch {
       signals: signals.read,
       settings: config.overload,
       outsideRefusals: () => edge.sip?.frontRefusals ?? 0,
+      busySinceTick: signals.busySinceRead,
       onChange: (state) => {
         edge.sip?.overloadChanged();
         publisher.publishPlatformShedding(state);

@@ -12,8 +12,8 @@
  * cut), holds it for a second so the backlog drains, then raises it while the signals
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
  * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
- * again each time it probes; and only while the loop was busy under 90 % of the tick (raised on a full loop it climbed
- * past what the box carries and its backlog followed). A loop saturated (busy 97 % or more) on two ticks running, with
+ * again each time it probes; and only while the loop was busy under 85 % of every tick of the last second (raised on a
+ * full loop it climbed past what the box carries and its backlog followed), by 10 % only while under 75 %. A loop saturated (busy 97 % or more) on two ticks running, with
  * new calls waiting for it or coming in faster than it carries at what a call cost it while healthy, is overload too;
  * a flood's first cut is then no higher than the rate at which that cost keeps the loop 85 % busy. While the limit is
  * held it is not cut again. Once nothing has been refused for
@@ -27,6 +27,10 @@
  * that backlog within a few hundred milliseconds; the tick's rule needed two ticks of p99 over the limit, while every
  * call admitted meanwhile waited (the carrier bench at 400/s: 600 calls admitted in the first three seconds at p99
  * 0.5-1.5 s, then p99 16 ms).
+ *
+ * The probe also looks at the tick in progress for a flood's start: a loop saturated since the last tick with new calls
+ * coming in, over the last quarter second, faster than it carries at the learnt cost, is limited then and there, not
+ * two ticks later.
  *
  * Only new calls are ever refused here: the callers (SIP edge, REST originate) never ask for in-dialog requests,
  * registrations or Dial legs of admitted calls.
@@ -81,8 +85,24 @@ const CUT = 0.7;
 const BINDING = 0.8;
 /** The standing-backlog probe's period, ms. */
 const PROBE_MS = 10;
-/** While limiting, the limit rises only while the loop is busy less than this share of the tick. */
-const BUSY_RAISE = 0.9;
+/**
+ * A flood seen by the probe: since the last tick (at least this long, ms) the loop was saturated and new calls came in,
+ * over the last FLOOD_WINDOW_MS, faster than it carries at what a call cost it while healthy.
+ */
+const FLOOD_MIN_MS = 200;
+const FLOOD_WINDOW_MS = 250;
+/**
+ * ...and, not limiting yet, faster than this many times that rate: the cost is learnt at the rates seen before, where
+ * the loop's own upkeep weighs more (learnt at 150/s, it said full at about 300/s on a box that carried 480), and a
+ * step to 400/s on it, saturated for a moment while it warmed up, was cut to 280/s (13 % refused).
+ */
+const FLOOD_OVER = 1.5;
+/** While limiting, the limit rises only while the loop was busy less than this share of every tick of the last second. */
+const BUSY_RAISE = 0.85;
+/** ...and by 10 % a tick only while under this share too (by 2 % between it and BUSY_RAISE). */
+const BUSY_FAST = 0.75;
+/** Ticks of the loop's busy share the raise looks back on: a second's worth of the default 250-ms tick. */
+const BUSY_WINDOW = 4;
 /** Busy at least this share on two ticks running is overload, even with the loop's delay within its limit. */
 const BUSY_SATURATED = 0.97;
 /** The limit after a cut on a saturated loop while limiting: the limit is a little too high, a small step back. */
@@ -98,6 +118,8 @@ const COST_TICKS = 12;
  * upkeep (timers, GC, the registrar) is most of its busy share, and a call would look several times as costly.
  */
 const COST_MIN_BUSY = 0.3;
+/** ...and under this share: a loop nearly full delays its own work, and the cost it shows is not a call's alone. */
+const COST_MAX_BUSY = 0.9;
 
 export interface OverloadState {
   shedding: boolean;
@@ -151,6 +173,8 @@ export class OverloadControl implements NewCallGate {
   #delayTicks = 0;
   /** Ticks in a row with the loop saturated (busy BUSY_SATURATED or more). */
   #busyTicks = 0;
+  /** The loop's busy share on the last BUSY_WINDOW ticks, oldest first. */
+  readonly #busyRecent: number[] = [];
   /** Running averages over healthy ticks of the loop's busy share and of new calls a second: what a call costs. */
   #costBusy = 0;
   #costRate = 0;
@@ -172,6 +196,7 @@ export class OverloadControl implements NewCallGate {
   #lateSince: number | null = null;
   readonly #outsideRefusals: () => number;
   #outsideSeen = 0;
+  readonly #busySinceTick: (() => number) | undefined;
 
   constructor(opts: {
     signals: () => LoadSignals;
@@ -181,12 +206,15 @@ export class OverloadControl implements NewCallGate {
     onChange?: (state: OverloadState) => void;
     /** New calls refused by a gate outside the main thread (the SIP UDP front), a running count; read each tick. */
     outsideRefusals?: () => number;
+    /** The loop's busy share since the signals were last read (the probe's look at the tick in progress). */
+    busySinceTick?: () => number;
   }) {
     this.#settings = { ...DEFAULT_OVERLOAD_SETTINGS, ...opts.settings };
     this.#signals = opts.signals;
     this.#clock = opts.clock ?? { now: () => performance.now() };
     this.#onChange = opts.onChange ?? (() => undefined);
     this.#outsideRefusals = opts.outsideRefusals ?? (() => 0);
+    this.#busySinceTick = opts.busySinceTick;
   }
 
   /** Starts the periodic tick (the switch); tests call tick() themselves. */
@@ -212,6 +240,16 @@ export class OverloadControl implements NewCallGate {
     const now = this.#clock.now();
     const late = this.#probeDue === null ? 0 : now - this.#probeDue;
     this.#probeDue = now + PROBE_MS;
+    if (this.#saturatedWithinTick(now)) {
+      this.#forget(now);
+      const before = this.#limit;
+      // Not limiting: a flood's start, the full cut (no higher than the learnt cost allows). Limiting: the limit is
+      // a little over what the loop carries, the small step back the tick would take a tick or two later.
+      if (before === null) this.#overloaded(now, `new calls at ${this.#recentRate(now)}/s on a saturated loop`, CUT);
+      else this.#overloaded(now, 'event loop saturated at the limit', this.#saturatedCut(), true);
+      if (before !== this.#limit) this.#onChange(this.state());
+      return;
+    }
     const target = this.#settings.maxLoopDelayMs;
     if (late <= target) {
       this.#lateSince = null;
@@ -284,6 +322,8 @@ export class OverloadControl implements NewCallGate {
     this.#delayTicks = delayOver ? this.#delayTicks + 1 : 0;
     const busy = s.loopBusy ?? 0;
     this.#busyTicks = busy >= BUSY_SATURATED ? this.#busyTicks + 1 : 0;
+    this.#busyRecent.push(busy);
+    if (this.#busyRecent.length > BUSY_WINDOW) this.#busyRecent.shift();
     this.#learnCost(now, s, busy);
     // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
     // loop's delay is over its limit. A cold process at 200/s runs 98 % busy for its first seconds and answers in
@@ -313,15 +353,25 @@ export class OverloadControl implements NewCallGate {
     } else if (saturated) {
       // Limiting, the admitted rate is the limit, a little over what the loop carries: a small step back. Not yet
       // limiting, it is whatever is offered (a flood's start): the full cut, or it took three holds to get there.
-      this.#overloaded(now, `event loop busy ${Math.round(100 * busy)} %`, this.#limit === null ? CUT : CUT_SATURATED);
+      this.#overloaded(
+        now,
+        `event loop busy ${Math.round(100 * busy)} %`,
+        this.#limit === null ? CUT : this.#saturatedCut(),
+        true,
+      );
     } else if (this.#limit !== null && now >= this.#holdUntil) {
       if (now - this.#lastRefusalAt >= releaseAfterMs) {
         this.#limit = null;
         this.#ceiling = Infinity;
-      } else if (busy < BUSY_RAISE) {
+      } else {
         // Near full, the limit holds: raised there, it took the loop to saturation and its backlog (the carrier
-        // bench at 400/s: the limit rose to 420/s with the loop busy 100 % of every second, p99 1 s).
-        this.#limit = Math.ceil(this.#limit * (this.#limit < NEAR_CEILING * this.#ceiling ? 1.1 : 1.02));
+        // bench at 400/s: the limit rose to 420/s with the loop busy 100 % of every second, p99 1 s). Judged on the
+        // busiest tick of the last second, not this one: at 900/s offered to a box carrying about 480, ticks of
+        // 85-96 % let the limit creep up on the quieter ones until the loop saturated every few seconds (p99 232 ms);
+        // and at 85 %, not 90: 2 % a tick while under 90 % still took it into saturation every 5-10 s (p99 290 ms).
+        const busiest = Math.max(...this.#busyRecent);
+        const fast = this.#limit < NEAR_CEILING * this.#ceiling && busiest < BUSY_FAST;
+        if (busiest < BUSY_RAISE) this.#limit = Math.ceil(this.#limit * (fast ? 1.1 : 1.02));
       }
     }
     if (before !== this.#limit) this.#onChange(this.state());
@@ -342,7 +392,7 @@ export class OverloadControl implements NewCallGate {
    * first cut to no more than the learnt cost allows; held a second. That rate is the ceiling the limit then rises
    * slowly near.
    */
-  #overloaded(now: number, reason: string, cut: number): void {
+  #overloaded(now: number, reason: string, cut: number, saturated = false): void {
     // One cut per hold: the signals still show the backlog the last cut is draining, and cutting on each tick of it
     // took the limit to minCps within two seconds of a flood's start, and the ceiling with it, so that after the
     // flood the limit climbed back by 2 % a tick (150/s offered after 400/s: about half refused for 30 s).
@@ -359,7 +409,13 @@ export class OverloadControl implements NewCallGate {
     if (this.#limit !== null && admittedRate < BINDING * this.#limit) return;
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
-    this.#ceiling = Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
+    // Except on a loop saturated at the limit: the box carries no more than that rate, whatever it was offered (a
+    // flood's first second sets a ceiling of what came in, 820/s against the 480 carried, and the limit climbed at
+    // 10 % a tick to 90 % of it, into saturation).
+    this.#ceiling =
+      saturated && this.#limit !== null
+        ? Math.max(minCps, base)
+        : Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
     // A flood's first cut: 70 % of what came in may still be far over what the box carries (at 400/s offered to a box
     // carrying 180, three cuts a second apart, 270, 242, 165, and calls at 0.3 s meanwhile); what a call cost the loop
     // before it says where the box is full.
@@ -382,7 +438,7 @@ export class OverloadControl implements NewCallGate {
     this.#admittedAtTick = this.#admitted;
     if (since === null || now - since < this.#settings.tickMs / 2) return;
     const rate = (1000 * admitted) / (now - since);
-    const healthy = busy >= COST_MIN_BUSY && busy < BUSY_RAISE && s.loopDelayMs <= this.#settings.maxLoopDelayMs;
+    const healthy = busy >= COST_MIN_BUSY && busy < COST_MAX_BUSY && s.loopDelayMs <= this.#settings.maxLoopDelayMs;
     // While limiting, a tick with nothing refused counts: the calls came in under the limit, at the rate offered. (A
     // switch started cold under load limits at first, for seconds; a flood right after found nothing learnt.)
     if (!healthy || rate < 2 * this.#settings.minCps || this.#lastRefusalAt >= since) return;
@@ -390,6 +446,15 @@ export class OverloadControl implements NewCallGate {
     this.#costBusy += w * (busy - this.#costBusy);
     this.#costRate += w * (rate - this.#costRate);
     this.#costTicks++;
+  }
+
+  /**
+   * The cut of a limit the loop saturates at: a tenth, once the cost of a call is known (the limit is a little over
+   * what the loop carries); the full cut before (a process started cold into a flood is far from it: at 900/s,
+   * cut to 600 and then by a tenth a second, its calls waited 0.5-0.8 s for six seconds).
+   */
+  #saturatedCut(): number {
+    return this.#fullRate() === Infinity ? CUT : CUT_SATURATED;
   }
 
   /** The rate at which the loop would be TARGET_BUSY busy, from the cost learnt; Infinity before it is known. */
@@ -401,6 +466,31 @@ export class OverloadControl implements NewCallGate {
   #fullRate(): number {
     if (this.#costTicks < COST_TICKS || this.#costBusy <= 0) return Infinity;
     return this.#costRate / this.#costBusy;
+  }
+
+  /**
+   * Overload seen between ticks: the loop saturated since the last tick (for FLOOD_MIN_MS at least) with new calls
+   * coming in, over the last FLOOD_WINDOW_MS, faster than the loop carries at the cost learnt (not limiting: a
+   * flood's start) or at the limit (limiting, the hold over). The tick's rule needs two saturated ticks; at 900/s
+   * offered to a box carrying about 480, the 450-800 calls admitted meanwhile waited 0.3-0.6 s for the loop (the
+   * carrier bench's first two seconds, p99 450-650 ms), and each saturation mid-flood held calls 0.1-0.4 s.
+   */
+  #saturatedWithinTick(now: number): boolean {
+    if (this.#busySinceTick === undefined || this.#tickAt === null || now - this.#tickAt < FLOOD_MIN_MS) return false;
+    if (this.#limit !== null) {
+      if (now < this.#holdUntil || this.#recentRate(now) < BINDING * this.#limit) return false;
+    } else {
+      const full = this.#fullRate();
+      if (full === Infinity || this.#recentRate(now) <= FLOOD_OVER * full) return false;
+    }
+    return this.#busySinceTick() >= BUSY_SATURATED;
+  }
+
+  /** New calls a second admitted over the last FLOOD_WINDOW_MS. */
+  #recentRate(now: number): number {
+    let n = 0;
+    for (let i = this.#recent.length - 1; i >= 0 && this.#recent[i]! > now - FLOOD_WINDOW_MS; i--) n++;
+    return Math.round((1000 * n) / FLOOD_WINDOW_MS);
   }
 
   /**
@@ -447,7 +537,7 @@ export function loadSignalsOf(
   queueWaitMs: () => number = () => 0,
   /** How long media-engine commands waited to be sent since the last read, ms (MediaEngines.sampleSendWait). */
   mediaWaitMs: () => number = () => 0,
-): { read: () => LoadSignals; close: () => void } {
+): { read: () => LoadSignals; busySinceRead: () => number; close: () => void } {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   let busySince = performance.eventLoopUtilization();
@@ -465,6 +555,9 @@ export function loadSignalsOf(
         mediaWaitMs: mediaWaitMs(),
         loopBusy,
       };
+    },
+    busySinceRead() {
+      return performance.eventLoopUtilization(performance.eventLoopUtilization(), busySince).utilization;
     },
     close() {
       loop.disable();

@@ -5,6 +5,8 @@ import { OverloadControl, type LoadSignals, type OverloadState } from '../../bil
 function harness(settings: Record<string, number> = {}, outsideRefusals?: () => number) {
   let now = 0;
   const signals: LoadSignals = { loopDelayMs: 5, storeWaitMs: 1 };
+  /** The loop's busy share since the last tick, as the probe reads it. */
+  const sinceTick = { busy: 0 };
   const changes: OverloadState[] = [];
   const ctl = new OverloadControl({
     signals: () => ({ ...signals }),
@@ -12,6 +14,7 @@ function harness(settings: Record<string, number> = {}, outsideRefusals?: () => 
     settings,
     onChange: (s) => changes.push(s),
     outsideRefusals,
+    busySinceTick: () => sinceTick.busy,
   });
   /** Offers `rate` calls a second for `ms`, ticking every 250 ms; returns how many were admitted. */
   const offer = (rate: number, ms: number): { admitted: number; refused: number } => {
@@ -27,7 +30,13 @@ function harness(settings: Record<string, number> = {}, outsideRefusals?: () => 
     }
     return { admitted, refused };
   };
-  return { ctl, signals, changes, offer, advance: (ms: number) => (now += ms) };
+  /** Four healthy seconds at `rate` with the loop `busy`: the cost of a call is learnt (full at rate / busy). */
+  const learn = (rate: number, busy: number): void => {
+    signals.loopBusy = busy;
+    offer(rate, 4000);
+    delete signals.loopBusy;
+  };
+  return { ctl, signals, sinceTick, changes, offer, learn, advance: (ms: number) => (now += ms) };
 }
 
 describe('OverloadControl', () => {
@@ -241,8 +250,67 @@ describe('OverloadControl', () => {
       h.offer(300, 3000);
       assert.equal(h.ctl.state().limitCps, 210);
       h.signals.loopBusy = 0.7;
+      h.offer(300, 750);
+      assert.equal(h.ctl.state().limitCps, 210, 'a busy tick within the last second still holds it');
       h.offer(300, 500);
       assert.ok(h.ctl.state().limitCps! > 210, `limit ${h.ctl.state().limitCps}`);
+    });
+
+    it('one busy tick in a second holds the limit: it does not creep up on the quieter ticks between busy ones', () => {
+      const h = harness();
+      h.offer(600, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 420, ceiling 600
+      h.signals.storeWaitMs = 1;
+      h.offer(600, 1000); // the hold
+      for (let i = 0; i < 16; i++) {
+        h.signals.loopBusy = i % 3 === 0 ? 0.95 : 0.8; // 80-95 %: near full, not saturated
+        h.offer(600, 250);
+      }
+      assert.equal(h.ctl.state().limitCps, 420);
+    });
+
+    it('below the ceiling, the limit rises by 10 % a tick only while the loop has a fifth of its time to spare', () => {
+      const h = harness();
+      h.offer(600, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 420, ceiling 600
+      h.signals.storeWaitMs = 1;
+      h.signals.loopBusy = 0.8;
+      h.offer(600, 1000); // the hold
+      const limits: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        h.offer(600, 250);
+        limits.push(h.ctl.state().limitCps!);
+      }
+      assert.deepEqual(limits, [429, 438, 447]); // 2 % a tick, though far under 90 % of the 600/s ceiling
+    });
+
+    it('saturated at the limit sets the ceiling to that rate: the flood that came in before is no measure', () => {
+      let outside = 0;
+      const h = harness({}, () => outside);
+      h.learn(600, 0.4); // full at 1,500/s: the first cut is not capped by it
+      h.offer(900, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 630, ceiling 900
+      h.signals.storeWaitMs = 1;
+      h.signals.loopBusy = 0.98;
+      for (let t = 0; t < 1500; t += 250) {
+        outside += 20;
+        h.offer(900, 250);
+      }
+      const cut = h.ctl.state().limitCps!; // 90 % of the ~630/s admitted, and the ceiling ~630
+      assert.ok(cut >= 560 && cut <= 570, `limit ${cut}`);
+      h.signals.loopBusy = 0.5;
+      h.offer(900, 1000); // the hold, and a second of room
+      const limits: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        h.offer(900, 250);
+        limits.push(h.ctl.state().limitCps!);
+      }
+      // Past 90 % of the ~630 ceiling, 2 % a tick; had the ceiling stayed at the flood's 900/s, 10 % steps to 810.
+      for (let i = 1; i < limits.length; i++)
+        assert.ok(limits[i]! <= Math.ceil(1.02 * limits[i - 1]!), `limits ${limits.join(', ')}`);
     });
 
     it('saturated on two ticks running, with the UDP front refusing for its backlog, is overload: 70 % at first', () => {
@@ -262,6 +330,7 @@ describe('OverloadControl', () => {
     it('saturated while limiting steps the limit back by a tenth, not by the full cut', () => {
       let outside = 0;
       const h = harness({}, () => outside);
+      h.learn(600, 0.4);
       h.offer(300, 1000);
       h.signals.storeWaitMs = 400;
       h.ctl.tick(); // limit 210
@@ -272,6 +341,22 @@ describe('OverloadControl', () => {
         h.offer(300, 250);
       }
       assert.equal(h.ctl.state().limitCps, 188); // 90 % of the 209/s admitted at the 210 limit
+    });
+
+    it('saturated at the limit with nothing learnt of what a call costs (a process started cold) takes the full cut', () => {
+      let outside = 0;
+      const h = harness({}, () => outside);
+      h.offer(900, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 630
+      h.signals.storeWaitMs = 1;
+      h.signals.loopBusy = 0.98;
+      for (let t = 0; t < 1500; t += 250) {
+        outside += 20;
+        h.offer(900, 250);
+      }
+      const limit = h.ctl.state().limitCps!; // 70 % of the ~630/s admitted: a cold process is far from it
+      assert.ok(limit >= 435 && limit <= 445, `limit ${limit}`);
     });
 
     it("a flood's first cut is no higher than the rate the loop carries at 85 % busy, from what a call cost before", () => {
@@ -314,6 +399,64 @@ describe('OverloadControl', () => {
       h.offer(400, 750);
       assert.equal(h.ctl.state().shedding, true);
       assert.ok(h.ctl.state().limitCps! <= 142, `limit ${h.ctl.state().limitCps}`);
+    });
+
+    it("the probe limits a flood's start within the tick: saturated since the last one, calls faster than it carries", () => {
+      const h = harness();
+      h.signals.loopBusy = 0.6;
+      h.offer(150, 4000); // 4 ms of loop a call: full at 250/s
+      h.sinceTick.busy = 0.99;
+      // 900/s from here; the probe runs every 10 ms between the calls.
+      let limitedAfter: number | undefined;
+      for (let t = 0; t < 250 && limitedAfter === undefined; t += 10) {
+        h.offer(900, 10);
+        h.ctl.probe();
+        if (h.ctl.state().shedding) limitedAfter = t + 10;
+      }
+      assert.ok(limitedAfter !== undefined && limitedAfter <= 250, `limited after ${limitedAfter} ms`);
+      assert.match(h.ctl.state().reason, /new calls at \d+\/s on a saturated loop/);
+      assert.ok(h.ctl.state().limitCps! <= 215, `limit ${h.ctl.state().limitCps}`); // the learnt cost at 85 % busy
+    });
+
+    it('while limiting, the probe steps the limit back by a tenth once the loop saturates at it, after the hold', () => {
+      const h = harness();
+      h.learn(600, 0.4);
+      h.offer(300, 1000);
+      h.signals.storeWaitMs = 400;
+      h.ctl.tick(); // limit 210, held a second
+      h.signals.storeWaitMs = 1;
+      h.sinceTick.busy = 0.99;
+      for (let t = 0; t < 500; t += 10) {
+        h.offer(300, 10);
+        h.ctl.probe();
+      }
+      assert.equal(h.ctl.state().limitCps, 210, 'not within the hold');
+      for (let t = 0; t < 750 && h.ctl.state().limitCps === 210; t += 10) {
+        h.offer(300, 10);
+        h.ctl.probe();
+      }
+      const limit = h.ctl.state().limitCps!; // 90 % of the ~210/s admitted at the limit
+      assert.ok(limit >= 185 && limit <= 192, `limit ${limit}`);
+      assert.match(h.ctl.state().reason, /event loop saturated at the limit/);
+    });
+
+    it('the probe leaves alone a saturated loop with calls under the learnt rate, or with nothing learnt yet', () => {
+      const h = harness();
+      h.sinceTick.busy = 0.99;
+      for (let t = 0; t < 1000; t += 10) {
+        h.offer(400, 10); // a cold process: nothing learnt of what a call costs
+        h.ctl.probe();
+      }
+      assert.equal(h.ctl.state().shedding, false);
+      const w = harness();
+      w.signals.loopBusy = 0.6;
+      w.offer(150, 4000); // full at 250/s
+      w.sinceTick.busy = 0.99; // a GC, a burst of hang-ups
+      for (let t = 0; t < 1000; t += 10) {
+        w.offer(230, 10);
+        w.ctl.probe();
+      }
+      assert.equal(w.ctl.state().shedding, false);
     });
 
     it('saturated with new calls coming in under what the loop carries at that cost is not overload', () => {
