@@ -13,11 +13,11 @@
  * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
  * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
  * again each time it probes; and only while the loop was busy under 85 % of every tick of the last second (raised on a
- * full loop it climbed past what the box carries and its backlog followed), by 10 % only while under 75 %. A loop saturated (busy 97 % or more) on two ticks running, with
- * new calls waiting for it or coming in faster than it carries at what a call cost it while healthy, is overload too;
- * a flood's first cut is then no higher than the rate at which that cost keeps the loop 85 % busy. While the limit is
- * held it is not cut again. Once nothing has been refused for
- * `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An
+ * full loop it climbed past what the box carries and its backlog followed), by 10 % only while under 75 %. A loop
+ * saturated (busy 97 % or more) on two ticks running, with new calls waiting for it or coming in faster than it
+ * carries at what a call cost it while healthy, is overload too; a flood's first cut is then no higher than the rate
+ * at which that cost keeps the loop 85 % busy. While the limit is held it is not cut again. Once nothing has been
+ * refused for `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An
  * operator may also set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
  *
  * Between ticks a probe every 10 ms measures how late its own timer fires (the event loop's backlog as a message
@@ -243,10 +243,12 @@ export class OverloadControl implements NewCallGate {
     if (this.#saturatedWithinTick(now)) {
       this.#forget(now);
       const before = this.#limit;
-      // Not limiting: a flood's start, the full cut (no higher than the learnt cost allows). Limiting: the limit is
-      // a little over what the loop carries, the small step back the tick would take a tick or two later.
-      if (before === null) this.#overloaded(now, `new calls at ${this.#recentRate(now)}/s on a saturated loop`, CUT);
-      else this.#overloaded(now, 'event loop saturated at the limit', this.#saturatedCut(), true);
+      // Not limiting: a flood's start. Limiting: the step back the tick would take a tick or two later.
+      const reason =
+        before === null
+          ? `new calls at ${this.#recentRate(now)}/s on a saturated loop`
+          : 'event loop saturated at the limit';
+      this.#overloaded(now, reason, this.#saturatedCut(), true);
       if (before !== this.#limit) this.#onChange(this.state());
       return;
     }
@@ -353,12 +355,7 @@ export class OverloadControl implements NewCallGate {
     } else if (saturated) {
       // Limiting, the admitted rate is the limit, a little over what the loop carries: a small step back. Not yet
       // limiting, it is whatever is offered (a flood's start): the full cut, or it took three holds to get there.
-      this.#overloaded(
-        now,
-        `event loop busy ${Math.round(100 * busy)} %`,
-        this.#limit === null ? CUT : this.#saturatedCut(),
-        true,
-      );
+      this.#overloaded(now, `event loop busy ${Math.round(100 * busy)} %`, this.#saturatedCut(), true);
     } else if (this.#limit !== null && now >= this.#holdUntil) {
       if (now - this.#lastRefusalAt >= releaseAfterMs) {
         this.#limit = null;
@@ -449,12 +446,13 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * The cut of a limit the loop saturates at: a tenth, once the cost of a call is known (the limit is a little over
-   * what the loop carries); the full cut before (a process started cold into a flood is far from it: at 900/s,
-   * cut to 600 and then by a tenth a second, its calls waited 0.5-0.8 s for six seconds).
+   * The cut on a saturated loop: the full one at a flood's start (not limiting yet: the rate is whatever is offered;
+   * the first cut is capped by the learnt cost anyway); while limiting, a tenth once the cost of a call is known (the
+   * limit is a little over what the loop carries), the full cut before (a process started cold into a flood is far
+   * from it: at 900/s, cut to 600 and then by a tenth a second, its calls waited 0.5-0.8 s for six seconds).
    */
   #saturatedCut(): number {
-    return this.#fullRate() === Infinity ? CUT : CUT_SATURATED;
+    return this.#limit === null || this.#fullRate() === Infinity ? CUT : CUT_SATURATED;
   }
 
   /** The rate at which the loop would be TARGET_BUSY busy, from the cost learnt; Infinity before it is known. */
