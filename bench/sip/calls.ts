@@ -2,7 +2,7 @@
  * Call benchmark: SIPp's built-in uac (pinned to core 1) calls a minimal answering app built on sip/stack
  * (pinned to core 0) at a fixed rate, then the same SIPp run against SIPp's own uas (the harness ceiling).
  * Prints a table with calls/s, failures, retransmissions, INVITE-to-200 p50/p99 and the parser rate, beside
- * the Kamailio anchor of /work/shared/bench-anchors. Usage:
+ * a Kamailio stateful-proxy figure measured by hand on a box of this kind (re-run it on yours). Usage:
  *   npx tsx bench/sip/calls.ts [--rate 1000] [--duration 60] [--skip-harness]
  * Ports 17000-17999. Every process is stopped by its PID.
  */

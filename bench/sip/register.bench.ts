@@ -6,7 +6,8 @@
  *
  * Per step: offered rate, registrations, done (200), failed, REGISTER->401 and whole registration (first REGISTER ->
  * 200) p50/p99 from SIPp's own timers, switch CPU ms per registration, event-loop delay p99, SQL statements per
- * registration; beside it the Kamailio registrar figure at that rate from ../shared/bench-anchors (run_03).
+ * registration; beside it the Kamailio registrar figure at that rate from a Kamailio registrar run given in
+ * SIMU_BENCH_KAMAILIO_REGISTRAR (optional; re-run by hand on the same box).
  *
  *   npx tsx bench/sip/register.bench.ts [rates=500,1000,2000,3000] [seconds=10] [users=2000] [mode=refresh|new]
  *
@@ -68,8 +69,8 @@ const PORTS = Object.fromEntries(
     ([k, v]) => [k, v + SHIFT],
   ),
 ) as Record<'http' | 'sip' | 'ng' | 'dtmf' | 'rtpMin' | 'rtpMax' | 'phones', number>;
-const ANCHORS =
-  process.env.SIMU_BENCH_ANCHORS ?? path.resolve(import.meta.dirname, '..', '..', '..', 'shared', 'bench-anchors');
+/** A Kamailio registrar run's results file (its `registrar c=1 r=...` lines), re-run by hand on this box: optional. */
+const ANCHOR_FILE = process.env.SIMU_BENCH_KAMAILIO_REGISTRAR ?? '';
 
 const ctx = await startTestSwitch({
   ...PORTS,
@@ -157,7 +158,7 @@ for (const r of rows) console.log(r);
 // Every phone here is 127.0.0.1: a ban (failed authentications) would fail every later registration.
 const bans = await ctx.db('ip_bans').count({ n: '*' });
 console.log(`\nsource bans during the run: ${Number(bans[0]?.n ?? 0)}`);
-console.log(`\nKamailio registrar anchor (${path.join(ANCHORS, 'results', '03_registrar_c1.txt')}):`);
+if (ANCHOR_FILE) console.log(`\nKamailio registrar anchor (${ANCHOR_FILE}):`);
 for (const a of anchors.values()) console.log(`  ${a.line}`);
 const regs = USERS + RATES.reduce((n, r) => n + r * SECONDS, 0);
 console.log(`\nSQL statements by shape, per registration (all steps, ${regs}), the ${TOP} most frequent:\n`);
@@ -388,10 +389,9 @@ function rttOf(out: string): Record<number, number[]> {
 
 /** The anchor's registrar lines by rate: `registrar c=1 r=4000 ... failed=0 (0.000%) ... rt_ms_p50/p95/p99/max=0/4/8/520`. */
 function kamailioAnchors(): Map<number, { line: string; failed: string; p50: string; p99: string }> {
-  const file = path.join(ANCHORS, 'results', '03_registrar_c1.txt');
   const out = new Map<number, { line: string; failed: string; p50: string; p99: string }>();
-  if (!existsSync(file)) return out;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
+  if (!ANCHOR_FILE || !existsSync(ANCHOR_FILE)) return out;
+  for (const line of readFileSync(ANCHOR_FILE, 'utf8').split('\n')) {
     const r = /\br=(\d+)/.exec(line);
     const f = /failed=(\d+ \([\d.]+%\))/.exec(line);
     const t = /rt_ms_p50\/p95\/p99\/max=(\d+)\/\d+\/(\d+)\//.exec(line);

@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by balance-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch and baresip as a registered phone of the account, which
+ * test/support/netns-peer.ts): the whole switch and baresip as a registered phone of the account, which
  * dials the balance short code *100# twice: with 1,200.50 KES (English) and with nothing left (Swahili). baresip's
  * sndfile module writes what it heard (dump-*-dec.wav); the peer reports the seconds of speech in it, what the
  * switch's own sentence lasts, the CDRs and the ledger. Prints one JSON line.

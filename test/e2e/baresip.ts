@@ -1,5 +1,5 @@
 /**
- * baresip 1.0.0 as a registered phone in the tests' network namespaces (/work/shared/TESTING-WITH-PEERS.md), for
+ * baresip 1.0.0 as a registered phone in the tests' network namespaces (test/support/netns-peer.ts), for
  * the *-baresip-peer.ts files that run inside `unshare -n`: an end-user with a phone token for it, its config
  * (G.711, no sound card; optionally a file it says, sndfile writing what it hears, ctrl_tcp on sip port + 3, mwi),
  * its registration at the switch, its commands over ctrl_tcp, what its sndfile dumps held, and the account's

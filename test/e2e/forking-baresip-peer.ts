@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by forking-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch on 127.0.0.1 and two baresip phones registered as ONE
+ * test/support/netns-peer.ts): the whole switch on 127.0.0.1 and two baresip phones registered as ONE
  * extension, one that answers by itself (writing what it hears with sndfile) and one that only rings. A third
  * end-user (our stack's TestPhone) calls the extension and speaks; tcpdump on lo records the SIP that reaches the
  * ringing phone. Prints one JSON line; children killed by PID.

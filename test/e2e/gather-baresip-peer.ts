@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by gather-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch on 127.0.0.1, a DID whose document is a Gather, and
+ * test/support/netns-peer.ts): the whole switch on 127.0.0.1, a DID whose document is a Gather, and
  * baresip as the carrier's caller. Once the Gather listens, baresip is told over its ctrl_tcp socket to press 4,
  * 2 and # (baresip sends RFC 4733 events); prints what the action got as one JSON line. Children killed by PID.
  */

@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by mwi-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch and baresip as Bob's phone with its mwi module, which
+ * test/support/netns-peer.ts): the whole switch and baresip as Bob's phone with its mwi module, which
  * registers and SUBSCRIBEs to message-summary (digest with the phone token, answering the switch's challenge). A
  * SIPp phone (Alice) then calls Bob, who is in DND with voicemail, and leaves a message. Prints one JSON line.
  */

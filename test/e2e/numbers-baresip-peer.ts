@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by numbers-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch, two SIPp trunks (a carrier on the catch-all route and a
+ * test/support/netns-peer.ts): the whole switch, two SIPp trunks (a carrier on the catch-all route and a
  * PSAP on the `emergency` route), the account's webhook server and baresip as the phone. Prints one JSON line.
  */
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';

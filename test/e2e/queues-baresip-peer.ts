@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by queues-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch, three SIPp callers on a DID whose document is <Enqueue>,
+ * test/support/netns-peer.ts): the whole switch, three SIPp callers on a DID whose document is <Enqueue>,
  * and baresip as the agent: an end-user phone whose outbound call runs <Dial><Queue>. baresip says 1000 Hz (aufile)
  * and writes what it heard (sndfile); each caller says its own tone. Prints one JSON line.
  */

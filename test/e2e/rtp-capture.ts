@@ -13,7 +13,7 @@ export interface HeardPacket {
 }
 
 /**
- * What a SIPp peer hears, captured on loopback with tcpdump (docs: TESTING-WITH-PEERS, "Proving audio was heard"):
+ * What a SIPp peer hears, captured on loopback with tcpdump:
  * every UDP packet sent to `port` on lo, read back as PCMU RTP. SIPp plays its own file from that port, so its
  * media port cannot also be a sink of ours. The argv is fixed; the only value in it is a port number.
  */

@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by transfer-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): the whole switch on 127.0.0.1, two baresip phones registered as extensions
+ * test/support/netns-peer.ts): the whole switch on 127.0.0.1, two baresip phones registered as extensions
  * B (the receptionist, who transfers) and C (the target, writing what it hears with sndfile), and a caller A on
  * our own stack (TestPhone, real RTP) that calls B and speaks once C has it. B transfers with baresip's own
  * `/transfer` command (REFER, RFC 3515) over its ctrl_tcp socket. With XFER_MODE=ivr the caller is instead a PSTN

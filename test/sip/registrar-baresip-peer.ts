@@ -1,6 +1,6 @@
 /**
  * Run inside a private network namespace by registrar-baresip.test.ts (baresip will not start on `lo` alone,
- * /work/shared/TESTING-WITH-PEERS.md): starts a SipApplication + Registrar on 127.0.0.1, lets a baresip phone
+ * test/support/netns-peer.ts): starts a SipApplication + Registrar on 127.0.0.1, lets a baresip phone
  * register with a phone token, and prints what happened as one JSON line. Every child is killed by PID.
  */
 import { spawn } from 'node:child_process';

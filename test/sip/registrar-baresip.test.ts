@@ -1,7 +1,7 @@
 /**
  * A real softphone registers: baresip 1.0.0 with the whole phone token as its password, through the switch as
  * outbound proxy. baresip will not start on `lo` alone, so the registrar and the phone run together in a private
- * network namespace (registrar-baresip-peer.ts, /work/shared/TESTING-WITH-PEERS.md); the peer prints a JSON line.
+ * network namespace (registrar-baresip-peer.ts, test/support/netns-peer.ts); the peer prints a JSON line.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';

@@ -1,8 +1,8 @@
 /**
  * Headless Chromium (Debian's, driven by playwright-core) for the browser tests: the WebRTC leg
  * (test/media/webrtc-browser.test.ts) and the portal's softphone (test/web/portal.browser.test.ts). One set of
- * flags for a quiet, sandbox-free headless run on this kind of box (../shared/TESTING-WITH-PEERS.md), plus each
- * test's own; `close()` also kills any Chromium process of ours left behind.
+ * flags for a quiet, sandbox-free headless run as root on a box with no display, plus each test's own; `close()`
+ * also kills any Chromium process of ours left behind.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';

@@ -10,7 +10,7 @@ export const namespacePeersUsable =
 
 /**
  * Runs the TypeScript `peer` inside a private network namespace with lo up and a veth pair v0 (10.77.0.1) / v1
- * (10.77.0.2): baresip will not start on `lo` alone (/work/shared/TESTING-WITH-PEERS.md). The peer prints its
+ * (10.77.0.2): baresip will not start on `lo` alone (it needs an interface with an address). The peer prints its
  * report as the last line of stdout, parsed as JSON. The child is kept in `children` while it runs (to be killed
  * by PID in an after hook).
  */

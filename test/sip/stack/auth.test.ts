@@ -155,18 +155,7 @@ describe('digest authentication (RFC 3261 §22, RFC 7616, RFC 8760)', () => {
 
   it('RFC 4475 regaut01: an unknown scheme counts as no credentials, so the answer is a challenge', async () => {
     const here = path.dirname(fileURLToPath(import.meta.url));
-    const file = path.resolve(
-      here,
-      '..',
-      '..',
-      '..',
-      '..',
-      'shared',
-      'testdata',
-      'rfc4475',
-      'application',
-      'regaut01.dat',
-    );
+    const file = path.resolve(here, '..', '..', 'fixtures', 'rfc4475', 'application', 'regaut01.dat');
     const r = parseMessage(readFileSync(file));
     assert.ok(r.ok && r.message instanceof SipRequest);
     const v = await new DigestServer({ realm: 'example.com' }).verify(r.message, lookup);

@@ -12,7 +12,7 @@ import { Agents, rawUdp } from './helpers.js';
 import { MANIFEST } from './rfc4475-manifest.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const dir = path.resolve(repoRoot, '..', 'shared', 'testdata', 'rfc4475');
+const dir = path.resolve(repoRoot, 'test', 'fixtures', 'rfc4475');
 
 function withRport(data: Buffer): Buffer {
   const text = data.toString('latin1');

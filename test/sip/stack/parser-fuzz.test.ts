@@ -14,7 +14,7 @@ import { parseAuthHeader } from '../../../sip/stack/auth/digest.js';
 import { bearerToken } from '../../../sip/stack/auth/bearer.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const dir = path.resolve(repoRoot, '..', 'shared', 'testdata', 'rfc4475');
+const dir = path.resolve(repoRoot, 'test', 'fixtures', 'rfc4475');
 const seeds = readdirSync(dir, { recursive: true, encoding: 'utf8' })
   .filter((f) => f.endsWith('.dat'))
   .map((f) => readFileSync(path.join(dir, f)));

@@ -7,7 +7,7 @@ import { validateRequest } from '../../../sip/stack/core/request-validator.js';
 import { MANIFEST } from './rfc4475-manifest.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const dir = path.resolve(repoRoot, '..', 'shared', 'testdata', 'rfc4475');
+const dir = path.resolve(repoRoot, 'test', 'fixtures', 'rfc4475');
 
 describe('RFC 4475 torture messages', () => {
   const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
