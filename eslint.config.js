@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import { roomsPlugin } from './scripts/rooms.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'web/vendor/**', 'docs/**'] },
+  { ignores: ['node_modules/**', 'data/**', 'dist/**', 'web/vendor/**', 'docs/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

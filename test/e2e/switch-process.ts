@@ -11,12 +11,18 @@ export interface SwitchProcess {
 }
 
 /**
- * Starts the real switch (`tsx main.ts`, what `npm start` runs after set-up) as a child process with its own data
- * directory and ports, and resolves once it printed its banner.
+ * Starts the real switch as a child process with its own data directory and ports, and resolves once it printed
+ * its banner: the TypeScript through tsx's loader, or with `compiled` what `npm start` runs, node on dist/main.js
+ * (built by `npm run build` beforehand).
  */
-export async function startSwitch(env: Record<string, string>, timeoutMs = 30000): Promise<SwitchProcess> {
-  // One process (node with tsx's loader), not the tsx wrapper: a SIGKILL must hit the switch itself.
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
+export async function startSwitch(
+  env: Record<string, string>,
+  timeoutMs = 30000,
+  opts: { compiled?: boolean } = {},
+): Promise<SwitchProcess> {
+  // One process (node, with tsx's loader for TypeScript), not a wrapper: a SIGKILL must hit the switch itself.
+  const args = opts.compiled ? ['dist/main.js'] : ['--import', 'tsx', 'main.ts'];
+  const proc = spawn(process.execPath, args, {
     cwd: ROOT,
     // Overload control is off unless a test asks for it (a busy test box must not shed a test's few calls).
     env: {

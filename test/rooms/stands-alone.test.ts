@@ -7,8 +7,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /**
  * The repository stands alone: a clone with nothing beside it installs, runs and tests. So no tracked file reads
- * or names a folder beside the checkout (`../shared`, `/work/...`); the test data the project needs is in
- * test/fixtures/.
+ * or names a folder beside the checkout (a sibling folder, or an absolute path of the box where it was written);
+ * the test data the project needs is in test/fixtures/.
  */
 describe('the repository stands alone', () => {
   it('no tracked file names a folder outside the checkout', () => {
