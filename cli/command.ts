@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import type { Db, AccountRow } from '../store/index.js';
+import type { Config } from '../config/index.js';
 import { findAccount } from '../store/index.js';
 import { parseMoney, formatMoney, MoneyFormatError } from '../billing/index.js';
 import { OperationError } from '../api/index.js';
@@ -18,12 +19,16 @@ export interface Output {
 
 export type Command = (db: Db, args: ParsedArgs, out: Output) => Promise<void>;
 
+/** A command that must not open the store (it installs, copies or replaces it): it gets the configuration. */
+export type OfflineCommand = (config: Config, args: ParsedArgs, out: Output) => Promise<void>;
+
 /** One noun's commands ('account create', 'account list', ...) and its lines of the usage text. */
 export interface CommandGroup {
   noun: string;
   /** Lines of `simu help`; each names every command of the group in full ("account suspend ID"). */
   help: string;
   commands: Record<string, Command>;
+  offline?: Record<string, OfflineCommand>;
 }
 
 export const presentAccount = (a: AccountRow) => ({

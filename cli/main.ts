@@ -22,7 +22,7 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
   }
   let db;
   try {
-    const parsed = parseArgs(argv, ['json', 'all']);
+    const parsed = parseArgs(argv, ['json', 'all', 'dry-run']);
     const found = findCommand(parsed.positional);
     if (!found)
       throw new UsageError(
@@ -36,9 +36,14 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
       write: (text) => writeWhenReady(io.stdout, text),
     };
     const config = loadConfig();
+    const args = { positional: found.rest, flags: parsed.flags };
+    if ('offline' in found) {
+      await found.offline(config, args, out);
+      return 0;
+    }
     db = openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
     await migrate(db);
-    await found.fn(db, { positional: found.rest, flags: parsed.flags }, out);
+    await found.online(db, args, out);
     return 0;
   } catch (e) {
     if (e instanceof UsageError || e instanceof ConfigError) {

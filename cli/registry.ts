@@ -1,4 +1,4 @@
-import type { Command, CommandGroup } from './command.js';
+import type { Command, CommandGroup, OfflineCommand } from './command.js';
 import { accountCommands } from './commands/account.js';
 import { walletCommands } from './commands/wallet.js';
 import { prepaidCommands } from './commands/prepaid.js';
@@ -18,6 +18,9 @@ import { portalUserCommands } from './commands/portal-user.js';
 import { cdrCommands } from './commands/cdr.js';
 import { metricsCommands } from './commands/metrics.js';
 import { operatorCommands } from './commands/operator.js';
+import { backupCommands } from './commands/backup.js';
+import { restoreCommands } from './commands/restore.js';
+import { serviceCommands } from './commands/service.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -45,13 +48,22 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   cdrCommands,
   metricsCommands,
   operatorCommands,
+  backupCommands,
+  restoreCommands,
+  serviceCommands,
 ];
 
-function merge(groups: readonly CommandGroup[]): ReadonlyMap<string, Command> {
-  const all = new Map<string, Command>();
+type AnyCommand = { online: Command } | { offline: OfflineCommand };
+
+function merge(groups: readonly CommandGroup[]): ReadonlyMap<string, AnyCommand> {
+  const all = new Map<string, AnyCommand>();
   for (const g of groups) {
-    for (const [name, fn] of Object.entries(g.commands)) {
-      if (!name.startsWith(`${g.noun} `))
+    const entries: [string, AnyCommand][] = [
+      ...Object.entries(g.commands).map(([name, fn]): [string, AnyCommand] => [name, { online: fn }]),
+      ...Object.entries(g.offline ?? {}).map(([name, fn]): [string, AnyCommand] => [name, { offline: fn }]),
+    ];
+    for (const [name, fn] of entries) {
+      if (name !== g.noun && !name.startsWith(`${g.noun} `))
         throw new Error(`cli: command "${name}" is not of its group's noun ${g.noun}`);
       if (all.has(name)) throw new Error(`cli: command "${name}" is registered twice`);
       all.set(name, fn);
@@ -65,10 +77,15 @@ const COMMANDS = merge(COMMAND_GROUPS);
 /** Every command's full name ('account create', ...), in help order. */
 export const COMMAND_NAMES: readonly string[] = [...COMMANDS.keys()];
 
-/** The command its first two words name, and the words after them. */
-export function findCommand(words: string[]): { fn: Command; rest: string[] } | undefined {
-  const fn = COMMANDS.get(`${words[0]} ${words[1]}`);
-  return fn ? { fn, rest: words.slice(2) } : undefined;
+/**
+ * The command its first two words name, or its first word alone (`simu backup FILE`): one that opens the store or
+ * an offline one, and the words after its name.
+ */
+export function findCommand(words: string[]): (AnyCommand & { rest: string[] }) | undefined {
+  const two = COMMANDS.get(`${words[0]} ${words[1]}`);
+  if (two) return { ...two, rest: words.slice(2) };
+  const one = COMMANDS.get(words[0] ?? '');
+  return one ? { ...one, rest: words.slice(1) } : undefined;
 }
 
 /** The text of `simu help`, from each group's lines. */

@@ -27,3 +27,14 @@ export function isUniqueViolation(e: unknown): boolean {
     err?.code === '23505' || err?.code === 'SQLITE_CONSTRAINT' || /UNIQUE constraint failed/.test(err?.message ?? '')
   );
 }
+
+/** A store file cannot be backed up or restored as asked (missing, in use, not a Simu store). */
+export class StoreError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StoreError';
+  }
+}

@@ -14,7 +14,7 @@ export {
 // The bans table, as one namespace: sip/security wraps it with address checks under the same names (addBan ...).
 export * as bansTable from './bans.js';
 export { newId, nowIso, sha256Hex, randomToken, newCallSid, Uuid7Generator } from './ids.js';
-export { NotFoundError, ConflictError, isUniqueViolation } from './errors.js';
+export { NotFoundError, ConflictError, StoreError, isUniqueViolation } from './errors.js';
 export * from './accounts.js';
 export * from './sip-domains.js';
 export * from './api-keys.js';
@@ -51,3 +51,11 @@ export { openReadPool } from './read-pool.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';
 export * from './wallet-topups.js';
 export * from './last-good-documents.js';
+export {
+  backupSqliteStore,
+  restoreSqliteStore,
+  sqliteStoreFile,
+  processesHolding,
+  type BackupResult,
+  type RestoreResult,
+} from './backup.js';
