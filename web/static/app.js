@@ -14,7 +14,7 @@ const esc = (v) =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
   );
 const badge = (v) => `<span class="badge ${esc(v)}">${esc(v)}</span>`;
-const when = (t) => (t ? new Date(t).toLocaleString() : '');
+const when = (t) => (t ? new Date(t).toLocaleString(undefined, { hourCycle: 'h23' }) : '');
 let me = null;
 let leave = () => {};
 

@@ -72,7 +72,11 @@ export async function callTimeline(page, uuid, h) {
   const reason = call.reason_code ? `${codes?.reasons?.[call.reason_code] ?? ''} (${call.reason_code})` : '';
   head.append(
     el('h1', '', `${call.from_number} → ${call.to_number}`),
-    el('p', 'muted', `${call.direction} call ${call.sid}, ${new Date(call.created_at).toLocaleString()}`),
+    el(
+      'p',
+      'muted',
+      `${call.direction} call ${call.sid}, ${new Date(call.created_at).toLocaleString(undefined, { hourCycle: 'h23' })}`,
+    ),
   );
   const facts = el('dl', 'facts');
   for (const [k, v] of [
