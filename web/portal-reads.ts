@@ -1,12 +1,19 @@
 import { EVENT_CATALOGUE, REASON_LABELS } from '../events/index.js';
-import { findCall, listCallEvents, listCallLedgerRows, listCallWebhooks, type Db } from '../store/index.js';
-import { chartData, chartWindow, ChartWindowError } from '../api/index.js';
+import {
+  findCall,
+  findCallBySid,
+  listCallEvents,
+  listCallLedgerRows,
+  listCallWebhooks,
+  type Db,
+} from '../store/index.js';
+import { callOut, chartData, chartWindow, ChartWindowError } from '../api/index.js';
 import { WebError } from './web-kit.js';
 
 /**
- * The portal's read-only pages of issue 21, for the signed-in account: the code catalogue (the event view's
- * labels), the charts' figures, and a call's timeline (events, status callbacks, charges). Undefined: not one of
- * these routes.
+ * The portal's read-only pages, for the signed-in account: the code catalogue (the event view's labels), the
+ * charts' figures, a call's timeline (events, status callbacks, charges), and a call by its SID (the event view
+ * names each stream frame's call by its numbers; frames carry the SID only). Undefined: not one of these routes.
  */
 export async function portalReads(
   db: Db,
@@ -23,6 +30,12 @@ export async function portalReads(
       if (e instanceof ChartWindowError) throw new WebError(400, 'VALIDATION_ERROR', e.message);
       throw e;
     }
+  }
+  const bySid = /^GET \/portal\/api\/calls\/by-sid\/([A-Za-z0-9_]{1,64})$/.exec(route);
+  if (bySid) {
+    const call = await findCallBySid(db, accountId, bySid[1]!);
+    if (!call) throw new WebError(404, 'CALL_NOT_FOUND', 'No such call.');
+    return callOut(call);
   }
   const tl = /^GET \/portal\/api\/calls\/([0-9a-fA-F-]{36})\/timeline$/.exec(route);
   if (tl) {

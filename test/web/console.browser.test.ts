@@ -32,7 +32,10 @@ describe('web: operator console in headless Chromium', function () {
   let secret: string;
   let signInAt = 0;
   const dialogs: string[] = [];
-  const email = 'ops@example.net';
+  // A long address, as operators' are: it must not push the navigation onto a second line.
+  const email = 'duty-operator@nairobi.example.net';
+  /** Requests of the console's page answered 400 or more (through the DevTools protocol: favicons included). */
+  const failures: string[] = [];
   const password = 'operator passphrase 1';
   const base = () => `http://127.0.0.1:${t.ports.http}`;
 
@@ -45,6 +48,11 @@ describe('web: operator console in headless Chromium', function () {
     secret = (await addOperator(t.ctx.db, email, password)).totp_secret;
     chrome = await launchChromium();
     page = await (await chrome.browser.newContext({ viewport: VIEWPORTS.desktop })).newPage();
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Network.enable');
+    cdp.on('Network.responseReceived', (e) => {
+      if (e.response.status >= 400) failures.push(`${e.response.status} ${e.response.url}`);
+    });
     // Suspend and drain ask first: the operator says yes (the questions are checked as they come).
     page.on('dialog', (d) => {
       dialogs.push(d.message());
@@ -89,6 +97,20 @@ describe('web: operator console in headless Chromium', function () {
     await page.click('#signin-form button');
     await page.waitForSelector('#page[data-page="live"]');
     assert.equal(await page.textContent('#me'), email);
+    // Loading the console asks for nothing that is not there (its 401s are the "signed in?" question and the
+    // wrong code above).
+    await page.waitForLoadState('networkidle');
+    assert.deepEqual(
+      failures.filter((f) => !f.startsWith('401 ')),
+      [],
+      'no request failed while the console loaded',
+    );
+    // At 1280 px the navigation is one line: the bar is no taller than one of its links.
+    const nav = await page.$eval('#nav', (n) => ({
+      bar: n.getBoundingClientRect().height,
+      link: n.querySelector('a')!.getBoundingClientRect().height,
+    }));
+    assert.ok(nav.bar < nav.link * 1.5, `the navigation wraps at 1280 px: ${JSON.stringify(nav)}`);
     assert.equal(await page.evaluate(() => document.cookie), '', 'the session cookie is HttpOnly');
     // The portal's API does not open the console: without the console's cookie its API says signed out.
     const r = await fetch(`${base()}/console/api/accounts`, { headers: { authorization: `Bearer ${t.acct.key}` } });
@@ -203,6 +225,7 @@ describe('web: operator console in headless Chromium', function () {
       ]) {
         await go(p);
         if (p === 'charts') await page.waitForSelector('#charts .uplot');
+        if (p === 'charts' && name === 'desktop') await assertChartsFit(page);
         await shot(`console-${p}`, name as keyof typeof VIEWPORTS);
       }
     }
@@ -220,11 +243,37 @@ describe('web: operator console in headless Chromium', function () {
     await p.click('#signin-form button');
     await p.waitForSelector('#event-filters');
     await eventually(() => p.textContent('#stream-state').then((s) => s === 'live'), 'the stream');
+    // The dashboard's Calls figure counts the call as it starts, from the stream.
+    const figure = p.locator('.card', { hasText: /^Calls/ }).locator('.big');
+    const before = Number(await figure.textContent());
     t.sipp = t.carrierCalls();
+    await p.waitForSelector('details.event[data-code="CALL.0100"]', { timeout: 20_000 });
+    await eventually(
+      async () => Number(await figure.textContent()) === before + 1,
+      `the Calls figure rising from ${before}`,
+      5000,
+    );
+    const sid = (await p.getAttribute('details.event[data-code="CALL.0100"]', 'data-call'))!;
+    const row = await t.ctx.db('calls').where({ sid }).first();
     await p.waitForSelector('details.event[data-code="CALL.0300"]', { timeout: 20_000 });
+    // Each line is a sentence about this call: its numbers, and what became of it.
+    const said = async (code: string) => (await p.textContent(`details.event[data-code="${code}"] .what`))!;
+    await eventually(async () => (await said('CALL.0100')).includes(row.from_number), 'the numbers of the call');
+    for (const code of ['CALL.0100', 'CALL.0200', 'CALL.0300']) {
+      const what = await said(code);
+      assert.ok(what.includes(row.from_number) && what.includes(row.to_number), `${code} names the call: ${what}`);
+    }
+    assert.doesNotMatch(await said('CALL.0200'), /bridged/, 'the switch answered it itself: nothing was bridged');
+    assert.match(await said('CALL.0300'), /ended after \d+ seconds?; cost \d+\.\d{2} KES/);
     const line = (await p.textContent('details.event[data-code="CALL.0300"] summary'))!;
-    assert.match(line, /Ended after connecting/, 'what happened, in words');
-    assert.match(line, /\(END\.\d{4}\)/, `the reason, labelled: ${line}`);
+    assert.match(line, /\(END\.0200\)/, `the reason, labelled: ${line}`);
+    // A normal end is not styled as an error: in the colour of its class, not the error red.
+    const reason = await p.$eval('details.event[data-code="CALL.0300"] .reason', (r) => ({
+      cls: r.className,
+      color: getComputedStyle(r).color,
+    }));
+    assert.match(reason.cls, /\bok\b/, JSON.stringify(reason));
+    assert.notEqual(reason.color, 'rgb(138, 28, 19)', 'END.0200 is not red');
     assert.equal(await p.isVisible('details.event[data-code="CALL.0300"] pre.raw'), false);
     await p.click('details.event[data-code="CALL.0300"] summary');
     assert.match((await p.textContent('details.event[data-code="CALL.0300"] pre.raw'))!, /"code": "CALL.0300"/);
@@ -269,11 +318,53 @@ describe('web: operator console in headless Chromium', function () {
         await p.goto(`${base()}/portal/#/${name}`);
         await p.waitForFunction(() => !/^Loading/.test(document.querySelector('#page')?.textContent ?? ''));
         if (name === 'charts') await p.waitForSelector('#charts .uplot');
+        if (name === 'charts' && vp === VIEWPORTS.desktop) await assertChartsFit(p);
         const file = name.startsWith('call/') ? 'call-timeline' : name;
         await p.screenshot({ path: path.join(SHOTS, `portal-${file}-${vp.width}.png`), fullPage: true });
       }
     }
   });
+
+  /**
+   * Each chart spans its card (canvas at least 95 % of the card's inner width), the first and the newest bucket's
+   * bars lie whole inside the plot, and the time axis reads on the 24-hour clock, day before month.
+   */
+  async function assertChartsFit(on: Page) {
+    const charts = await on.$$eval('#charts figure.chart', (figs) =>
+      figs.map((f) => {
+        const cs = getComputedStyle(f);
+        const inner = f.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+        // charts.js keeps each chart's uPlot instance on its card.
+        const u = (f as HTMLElement & { uplot?: any }).uplot;
+        const xs: number[] = u?.data[0] ?? [];
+        return {
+          title: f.querySelector('figcaption')!.textContent,
+          canvas: f.querySelector('canvas')!.getBoundingClientRect().width,
+          inner,
+          first: xs[0]!,
+          last: xs[xs.length - 1]!,
+          step: xs[1]! - xs[0]!,
+          min: u?.scales.x.min as number,
+          max: u?.scales.x.max as number,
+          ticks: (u?.axes[0]._values ?? []) as string[],
+        };
+      }),
+    );
+    assert.ok(charts.length >= 5, JSON.stringify(charts));
+    for (const c of charts) {
+      assert.ok(c.canvas >= 0.95 * c.inner, `${c.title}: canvas ${c.canvas} px in a card of ${c.inner} px`);
+      // A bar is 80 % of a bucket wide, centred on it: its half must fit on either side.
+      assert.ok(c.max >= c.last + 0.4 * c.step, `${c.title}: the newest bar is cut (${c.max} < ${c.last} + 0.4 step)`);
+      assert.ok(c.min <= c.first - 0.4 * c.step, `${c.title}: the first bar is cut`);
+      assert.ok(c.ticks.length > 1, `${c.title}: axis labels ${JSON.stringify(c.ticks)}`);
+      for (const t of c.ticks)
+        assert.match(
+          t,
+          /^(\d{2}:\d{2}\n)?\d{1,2} \S+$|^\d{2}:\d{2}$/,
+          `${c.title}: a 24-hour, day-first label: ${JSON.stringify(t)}`,
+        );
+    }
+  }
 
   async function shot(name: string, size: keyof typeof VIEWPORTS) {
     await eventually(async () => {

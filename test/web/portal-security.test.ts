@@ -110,6 +110,26 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
   });
 
+  it("a call by SID is the account's own: another account's SID answers 404 like an unknown one", async () => {
+    const other = await h.tenant('Portal neighbour', 1_000_000, '+254700888002');
+    const placed = await h.req('POST', '/api/calls/originate', {
+      key: other.key,
+      body: { to: '+254711000002', from: '+254700888002', url: 'https://example.test/voice' },
+    });
+    assert.equal(placed.status, 201, placed.text);
+    const cookie = await signIn('127.0.0.11');
+    const theirs = await send('GET', `/portal/api/calls/by-sid/${placed.body.sid}`, { cookie, header: true });
+    assert.equal(theirs.status, 404, JSON.stringify(theirs.body));
+    assert.equal(theirs.body.code, 'CALL_NOT_FOUND');
+    const mine = await h.req('POST', '/api/calls/originate', {
+      key: t.key,
+      body: { to: '+254711000003', from: DID, url: 'https://example.test/voice' },
+    });
+    const own = await send('GET', `/portal/api/calls/by-sid/${mine.body.sid}`, { cookie, header: true });
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual([own.body.from_number, own.body.to_number], [DID, '+254711000003']);
+  });
+
   it('sign-in attempts are limited per source address before any password check, other addresses unaffected', async () => {
     const from = '127.0.0.20';
     const statuses: number[] = [];

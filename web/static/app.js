@@ -2,7 +2,7 @@
 // The Simu account portal: one page, hash routes, every call through /portal/proxy/api (the REST API as the
 // signed-in account) or /portal/api (sign-in, one-time-code actions, call events, webhook routes).
 import { mountSoftphone } from './softphone.js';
-import { mountEventView } from './portal-events.js';
+import { callLookup, mountEventView } from './portal-events.js';
 import { callTimeline } from './portal-call.js';
 import { mountCallHandling } from './call-handling.js';
 
@@ -14,7 +14,7 @@ const esc = (v) =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
   );
 const badge = (v) => `<span class="badge ${esc(v)}">${esc(v)}</span>`;
-const when = (t) => (t ? new Date(t).toLocaleString() : '');
+const when = (t) => (t ? new Date(t).toLocaleString(undefined, { hourCycle: 'h23' }) : '');
 let me = null;
 let leave = () => {};
 
@@ -117,20 +117,22 @@ async function route() {
 }
 window.addEventListener('hashchange', route);
 
-// ---- dashboard: balance, recent calls, live events ----
+// ---- dashboard: balance, calls, live events ----
 async function dashboard() {
   const [bal, recent, acct] = await Promise.all([api('/wallet/balance'), api('/calls?limit=5'), api('/account')]);
   page.innerHTML = `
     <h1>Dashboard</h1>
     <div class="row">
       <div class="card"><div>Balance</div><div class="big">${esc(bal.balance)} ${esc(bal.currency)}</div></div>
-      <div class="card"><div>Calls</div><div class="big">${esc(recent.total)}</div></div>
+      <div class="card"><div>Calls</div><div class="big" id="call-count">${esc(recent.total)}</div></div>
       <div class="card"><div>SIP domain</div><div class="big mono" id="sip-domain">${esc(acct.sip_domain)}</div></div>
     </div>
     <h2>Live events <span id="stream-state" class="badge">connecting</span></h2>
     <div class="card" id="event-view"></div>`;
   const codes = await portal('/codes').catch(() => null);
-  const view = mountEventView($('#event-view'), codes);
+  const calls = callLookup((sid) => portal(`/calls/by-sid/${encodeURIComponent(sid)}`).catch(() => null));
+  const view = mountEventView($('#event-view'), codes, calls);
+  const count = liveCallCount($('#call-count'), recent, calls);
   const { token } = await api('/stream/token', { method: 'POST' });
   const ws = new WebSocket(
     `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/api/stream?token=${encodeURIComponent(token)}`,
@@ -146,8 +148,30 @@ async function dashboard() {
       f = { raw: m.data };
     }
     view.add(f);
+    count(f);
   };
   leave = () => ws.close();
+}
+
+/**
+ * Keeps the dashboard's Calls figure (`total` of the calls list when the page loaded) current from the stream: a
+ * call counts once, when it starts (CALL.0100), or, for a call refused before it started, when it fails
+ * (CALL.0400) if it was made after the newest call the page loaded.
+ */
+function liveCallCount(figure, loaded, calls) {
+  let total = Number(loaded.total);
+  const newest = loaded.calls[0]?.created_at ?? '';
+  const counted = new Set(loaded.calls.map((c) => c.sid));
+  const bump = (sid) => {
+    if (counted.has(sid)) return;
+    counted.add(sid);
+    figure.textContent = String(++total);
+  };
+  return (f) => {
+    if (!f.sid || counted.has(f.sid)) return;
+    if (f.code === 'CALL.0100') bump(f.sid);
+    else if (f.code === 'CALL.0400') void calls.get(f.sid).then((c) => c && c.created_at > newest && bump(f.sid));
+  };
 }
 
 // ---- calls ----

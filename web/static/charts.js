@@ -39,19 +39,58 @@
     return out;
   }
 
-  function plot(host, title, width, x, series, yLabel) {
+  // Time labels: 24-hour clock, day before month ("18:00", "28 Nov"), in the browser's time zone and month names.
+  const monthOf = new Intl.DateTimeFormat(undefined, { month: 'short' });
+  const clockOf = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+  const DAY_TICKS = [1, 2, 7, 14, 28].map((n) => n * 86400);
+  const fmtDay = (d) => `${d.getDate()} ${monthOf.format(d)}`;
+  const fmtWhen = (s) => {
+    const d = new Date(s * 1000);
+    return `${fmtDay(d)} ${d.getFullYear()} ${clockOf.format(d)}`;
+  };
+  /** Tick labels: days for a daily step; otherwise the time, with the day under it where the day changes. */
+  function timeTicks(u, splits, axisIdx, space, incr) {
+    let lastDay = '';
+    return splits.map((s) => {
+      const d = new Date(s * 1000);
+      const day = fmtDay(d);
+      if (incr >= 86400) return day;
+      const label = day === lastDay ? clockOf.format(d) : `${clockOf.format(d)}\n${day}`;
+      lastDay = day;
+      return label;
+    });
+  }
+
+  /**
+   * One chart in its own card, as wide as the card and following it when it resizes. The x range runs half a
+   * bucket past the first and the last bucket so their bars are whole.
+   */
+  function plot(host, title, step, x, series, yLabel) {
     const box = el('figure', { class: 'chart' }, el('figcaption', {}, title));
     host.append(box);
+    const inner = () => {
+      const cs = window.getComputedStyle(box);
+      return Math.max(240, Math.floor(box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)));
+    };
     const bars =
       window.uPlot.paths && window.uPlot.paths.bars ? window.uPlot.paths.bars({ size: [0.8, 40] }) : undefined;
     const opts = {
-      width,
+      width: inner(),
       height: 200,
       legend: { show: true },
-      scales: { x: { time: true } },
-      axes: [{ stroke: '#333' }, { stroke: '#333', label: yLabel, size: 60 }],
+      scales: {
+        x: {
+          time: true,
+          range: (u, min, max) => [(min ?? 0) - step / 2, (max ?? 0) + step / 2],
+        },
+      },
+      axes: [
+        // Daily buckets get a tick per day (or per few days), never a clock time.
+        { stroke: '#333', values: timeTicks, ...(step >= 86400 && { incrs: DAY_TICKS }) },
+        { stroke: '#333', label: yLabel, size: 60 },
+      ],
       series: [
-        {},
+        { value: (u, v) => (v == null ? '–' : fmtWhen(v)) },
         ...series.map((s) => ({
           label: s.label,
           stroke: s.color,
@@ -64,7 +103,15 @@
         })),
       ],
     };
-    return new window.uPlot(opts, [x, ...series.map((s) => s.data)], box);
+    const u = new window.uPlot(opts, [x, ...series.map((s) => s.data)], box);
+    // The instance stays reachable from its card (the browser tests read its scale).
+    box.uplot = u;
+    if (window.ResizeObserver)
+      new window.ResizeObserver(() => {
+        const w = inner();
+        if (w !== u.width) u.setSize({ width: w, height: 200 });
+      }).observe(box);
+    return u;
   }
 
   /** Draws the summary figures, the time charts and the destinations table of `data` (GET .../charts) in `host`. */
@@ -90,15 +137,15 @@
     }
     const b = buckets(data);
     const per = data.window.bucket === 'hour' ? 'per hour' : 'per day';
-    const width = Math.max(280, Math.min(host.clientWidth || 600, 900) - 16);
-    plot(host, `Calls ${per}`, width, b.t, [
+    const step = data.window.bucket === 'hour' ? 3600 : 86400;
+    plot(host, `Calls ${per}`, step, b.t, [
       { label: 'calls', color: C.blue, data: b.calls, bar: true },
       { label: 'answered', color: C.orange, data: b.answered },
     ]);
     plot(
       host,
       `Answer rate ${per}`,
-      width,
+      step,
       b.t,
       [{ label: 'answered', color: C.green, data: b.rate, fmt: (v) => `${v.toFixed(1)} %` }],
       '%',
@@ -106,7 +153,7 @@
     plot(
       host,
       `Average talk time ${per}`,
-      width,
+      step,
       b.t,
       [{ label: 'seconds', color: C.purple, data: b.avg, fmt: fmtSecs }],
       's',
@@ -114,12 +161,12 @@
     plot(
       host,
       `Spend ${per}`,
-      width,
+      step,
       b.t,
       [{ label: 'KES', color: C.blue, data: b.spend, bar: true, fmt: (v) => v.toFixed(2) }],
       'KES',
     );
-    plot(host, `Webhook failures ${per}`, width, b.t, [{ label: 'failures', color: C.red, data: b.fails, bar: true }]);
+    plot(host, `Webhook failures ${per}`, step, b.t, [{ label: 'failures', color: C.red, data: b.fails, bar: true }]);
     const max = Math.max(1, ...data.destinations.map((d) => d.calls));
     host.append(
       el('h3', {}, 'Top destinations (outbound, by number prefix)'),

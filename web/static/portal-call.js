@@ -16,8 +16,16 @@ function points(call, tl, recs, codes) {
   const t0 = Date.parse(call.created_at);
   const out = [];
   for (const e of tl.events) {
-    const { what, reason } = describe({ ...e, createdAt: e.timestamp }, codes);
-    out.push({ at: Date.parse(e.timestamp) - t0, kind: 'event', code: e.code, title: what, detail: reason, raw: e });
+    const { what, reason, reasonTone } = describe({ ...e, createdAt: e.timestamp, sid: call.sid }, codes, call);
+    out.push({
+      at: Date.parse(e.timestamp) - t0,
+      kind: 'event',
+      code: e.code,
+      title: what,
+      detail: reason,
+      reasonTone,
+      raw: e,
+    });
   }
   for (const w of tl.webhooks) {
     const ok = w.state === 'delivered';
@@ -64,7 +72,11 @@ export async function callTimeline(page, uuid, h) {
   const reason = call.reason_code ? `${codes?.reasons?.[call.reason_code] ?? ''} (${call.reason_code})` : '';
   head.append(
     el('h1', '', `${call.from_number} → ${call.to_number}`),
-    el('p', 'muted', `${call.direction} call ${call.sid}, ${new Date(call.created_at).toLocaleString()}`),
+    el(
+      'p',
+      'muted',
+      `${call.direction} call ${call.sid}, ${new Date(call.created_at).toLocaleString(undefined, { hourCycle: 'h23' })}`,
+    ),
   );
   const facts = el('dl', 'facts');
   for (const [k, v] of [
@@ -100,7 +112,7 @@ export async function callTimeline(page, uuid, h) {
     li.append(el('span', `icon ${tone}`, p.kind === 'recording' ? '●' : glyph), el('time', 'mono', secs(p.at)));
     const body = el('div', 'tl-body');
     body.append(el('strong', '', p.title));
-    if (p.detail) body.append(el('div', 'muted', p.detail));
+    if (p.detail) body.append(el('div', p.reasonTone ? `reason ${p.reasonTone}` : 'muted', p.detail));
     if (p.rec) body.append(h.recordingPlayer(p.rec));
     if (p.raw) {
       const raw = el('details', 'rawbox');

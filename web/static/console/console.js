@@ -351,6 +351,7 @@
     page.hidden = false;
     $('#signout').hidden = false;
     $('#me').textContent = me.email;
+    $('#me').title = me.email;
     void show();
   }
 
