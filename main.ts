@@ -4,7 +4,10 @@
  * (rtpengine supervisor, HTTP API and event stream, SIP transports) and stops them in reverse on SIGINT/SIGTERM.
  */
 import { loadConfig, ConfigError, setLogLevel, roomLogger } from './config/index.js';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { Switch } from './switch.js';
+import { PID_FILE, removeOwnPidFile, requestedDrainSeconds } from './cli/index.js';
 
 const log = roomLogger('main');
 
@@ -21,24 +24,43 @@ try {
 setLogLevel(config.logLevel);
 
 const sw = new Switch(config);
+const pidFile = path.join(config.dataDir, PID_FILE);
 let stopping = false;
 const stop = (signal: string) => {
   if (stopping) return;
   stopping = true;
-  log.warn({ signal }, 'stopping');
+  log.warn({ signal, live: sw.calls?.liveCount ?? 0 }, 'stopping');
   sw.stop().then(
-    () => process.exit(0),
+    () => {
+      removeOwnPidFile(pidFile);
+      process.exit(0);
+    },
     (e) => {
       log.error({ err: e }, 'error while stopping');
+      removeOwnPidFile(pidFile);
       process.exit(1);
     },
   );
 };
+/**
+ * SIGTERM drains (new calls refused, health 503) and stops once the calls have ended or the drain time is up, the
+ * rest then ended with BYE; a second SIGTERM, or SIGINT, stops at once.
+ */
+const drainThenStop = () => {
+  if (sw.draining) return stop('SIGTERM');
+  const seconds = requestedDrainSeconds(config.dataDir) ?? config.drain.seconds;
+  log.warn({ seconds, live: sw.calls?.liveCount ?? 0 }, 'draining: new calls refused, stopping when calls end');
+  void sw.drain(seconds * 1000).then((left) => {
+    if (left > 0) log.warn({ left }, 'drain time is up: ending the calls still up');
+    stop('SIGTERM');
+  });
+};
 process.on('SIGINT', () => stop('SIGINT'));
-process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGTERM', drainThenStop);
 
 try {
   const banner = await sw.start();
+  writeFileSync(pidFile, `${process.pid}\n`);
   process.stdout.write(banner + '\n');
 } catch (e) {
   process.stderr.write(`simu: could not start: ${(e as Error).message}\n`);

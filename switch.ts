@@ -67,6 +67,8 @@ export class Switch {
   #supervisor: RtpengineSupervisor | undefined;
   #engines: MediaEngines | undefined;
   readonly #closers: Array<() => Promise<void>> = [];
+  #admission: StoreAdmission | undefined;
+  #draining = false;
 
   constructor(readonly config: Config) {}
 
@@ -152,6 +154,7 @@ export class Switch {
 
     // Overload control: new calls beyond what the box carries get 503 + Retry-After at once (billing/overload.ts).
     const admission = new StoreAdmission(db);
+    this.#admission = admission;
     const engines = this.#engines;
     const signals = loadSignalsOf(
       probeStoreQueue(db),
@@ -375,11 +378,29 @@ export class Switch {
     return lines.join('\n');
   }
 
-  /** Store and media reachability, for GET /api/health/. */
-  async health(): Promise<{ store: boolean; media: boolean }> {
+  /** Store and media reachability, and whether this process drains, for GET /api/health/. */
+  async health(): Promise<{ store: boolean; media: boolean; draining: boolean }> {
     const store = this.#db ? await pingDb(this.#db) : false;
     const media = this.#engines ? this.#engines.list().some((e) => e.healthy) : false;
-    return { store, media };
+    return { store, media, draining: this.#draining };
+  }
+
+  /**
+   * Drains this process: new calls are refused from now on (SIP 503 and API 503 PLATFORM.0503, both with
+   * Retry-After; health answers 503) while calls in progress, their in-dialog requests included, go on. Resolves
+   * with the number of calls still up when they have all ended or `timeoutMs` has passed; `stop()` ends the rest.
+   */
+  async drain(timeoutMs: number, pollMs = 250): Promise<number> {
+    this.#draining = true;
+    this.#admission?.drainNode();
+    const deadline = Date.now() + timeoutMs;
+    while ((this.calls?.liveCount ?? 0) > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
+    return this.calls?.liveCount ?? 0;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
   }
 
   /** Stops rooms in reverse order of starting; safe to call twice. */

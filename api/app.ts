@@ -31,8 +31,8 @@ import { securityHeaders } from './security-headers.js';
 export interface ApiDeps {
   db: Db;
   config: Config;
-  /** Store and media reachability, for GET /api/health. */
-  health: () => Promise<{ store: boolean; media: boolean }>;
+  /** Store and media reachability, and whether this process is draining, for GET /api/health. */
+  health: () => Promise<{ store: boolean; media: boolean; draining?: boolean }>;
   calls: CallEngine;
   /** Server secret for signed recording URLs and phone tokens (purpose-specific keys are derived from it). */
   signUrlSecret: string;
@@ -95,15 +95,16 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   prepaidSettingsRoutes(all, d);
 
   publicRouter.get('/api/health', async (ctx) => {
-    let h = { store: false, media: false };
+    let h: { store: boolean; media: boolean; draining?: boolean } = { store: false, media: false };
     try {
       h = await deps.health();
     } catch (err) {
       log.warn({ err }, 'health probe failed');
     }
-    const ok = h.store && h.media;
+    // A draining process answers 503 so that a balancer sends new work elsewhere while its calls end.
+    const ok = h.store && h.media && !h.draining;
     ctx.status = ok ? 200 : 503;
-    ctx.body = { status: ok ? 'ok' : 'degraded' };
+    ctx.body = { status: h.draining ? 'draining' : ok ? 'ok' : 'degraded' };
   });
   publicRouter.get('/api/openapi.json', async (ctx) => {
     ctx.body = openApiDocument(all.specs, deps.config.publicBaseUrl);

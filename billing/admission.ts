@@ -116,10 +116,17 @@ export class StoreAdmission implements Admission {
   readonly #waiting = new Map<number, number>();
   #waitSeq = 0;
   #maxTurnWaitMs = 0;
+  /** This process is draining (SIGTERM, `simu node drain`): new calls are refused as when the platform is paused. */
+  #nodeDraining = false;
 
   constructor(db: Db, clock: Clock = systemClock) {
     this.#db = db;
     this.#clock = clock;
+  }
+
+  /** Refuses every new call from now on (PLATFORM.0503 with Retry-After); calls already admitted go on. */
+  drainNode(): void {
+    this.#nodeDraining = true;
   }
 
   async admit<T>(req: AdmissionRequest, place: () => Promise<T>): Promise<T> {
@@ -155,7 +162,7 @@ export class StoreAdmission implements Admission {
     // The account's settings from the per-process cache; its balance (never cached: money) is read with its calls.
     const account = await findAccountSettings(this.#db, req.accountId);
     if (!account || account.status !== 'active') throw suspended();
-    if ((await getSettingCached(this.#db, 'draining')) === 'true')
+    if (this.#nodeDraining || (await getSettingCached(this.#db, 'draining')) === 'true')
       throw new AdmissionRefusedError(
         ReasonCodes.platformPaused,
         'The platform is paused for maintenance and is not admitting new calls; retry shortly.',

@@ -22,7 +22,7 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
   }
   let db;
   try {
-    const parsed = parseArgs(argv, ['json', 'all', 'dry-run']);
+    const parsed = parseArgs(argv, ['json', 'all', 'dry-run', 'wait']);
     const found = findCommand(parsed.positional);
     if (!found)
       throw new UsageError(

@@ -21,6 +21,7 @@ import { operatorCommands } from './commands/operator.js';
 import { backupCommands } from './commands/backup.js';
 import { restoreCommands } from './commands/restore.js';
 import { serviceCommands } from './commands/service.js';
+import { nodeCommands } from './commands/node.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -51,6 +52,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   backupCommands,
   restoreCommands,
   serviceCommands,
+  nodeCommands,
 ];
 
 type AnyCommand = { online: Command } | { offline: OfflineCommand };

@@ -61,6 +61,7 @@ export interface Config {
     retryAfterSeconds: number;
     udpFront: boolean;
   };
+  drain: { seconds: number };
   api: {
     rateLimitPerSecond: number;
     rateLimitBurst: number;

@@ -499,6 +499,15 @@ export const SETTINGS = [
     help: 'Receive and send SIP over UDP in a worker thread that owns the port and refuses new calls beyond the overload limit (503 + Retry-After) even while the main thread is busy.',
   },
   {
+    key: 'drain.seconds',
+    env: 'SIMU_DRAIN_SECONDS',
+    kind: 'int',
+    default: '100',
+    min: 0,
+    max: 86400,
+    help: 'On SIGTERM (or `simu node drain`) the switch refuses new calls (503 + Retry-After, health 503) and waits this long for its calls to end before ending the rest; a second SIGTERM stops at once.',
+  },
+  {
     key: 'api.rateLimitPerSecond',
     env: 'SIMU_API_RATE_PER_SECOND',
     kind: 'int',
