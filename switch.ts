@@ -91,6 +91,7 @@ export class Switch {
       groupCommit: true,
       groupCommitWindowMs: GROUP_COMMIT_WINDOW_MS,
       warmPool: true,
+      watchOtherWriters: true,
     });
     this.#db = db;
     this.#closers.push(() => db.destroy());

@@ -7,7 +7,7 @@ export type DestinationVerdict =
  * Toll-fraud control before any outbound PSTN leg is dialled (originate, Dial): a platform block prefix refuses
  * the destination for everyone; an account with an allowlist may reach only numbers under one of its prefixes.
  * Read through the store's read cache: a change made in this process applies to the next call, one made by another
- * process (the CLI) within two seconds.
+ * process (the CLI) within 50 ms (SQLite) or at its commit (PostgreSQL).
  */
 export async function checkDestination(db: Db, accountId: string, e164: string): Promise<DestinationVerdict> {
   const digits = e164.replace(/^\+/, '');

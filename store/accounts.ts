@@ -88,8 +88,9 @@ export type AccountSettings = Omit<AccountRow, 'balance_cents'>;
 
 /**
  * The account without its balance, from a per-process cache invalidated by every write to accounts through this
- * store (store/read-cache.ts); writers in other processes are seen within two seconds. For the call path's reads of
- * webhook URLs, signing secret, fallback, caps and status. `db` is the store's root instance, not a transaction.
+ * store (store/read-cache.ts); in the switch, by other processes' writes too (within 50 ms on SQLite, at their
+ * commit on PostgreSQL). For the call path's reads of webhook URLs, signing secret, fallback, caps and status.
+ * `db` is the store's root instance, not a transaction.
  */
 export async function findAccountSettings(db: Db, id: string): Promise<AccountSettings | undefined> {
   return cachedRead(db, 'accounts', id, async () => {

@@ -6,6 +6,8 @@ import { tuneConnection, type GroupCommitStats, type RawConnection } from './sql
 import { startCheckpointer } from './checkpointer.js';
 import { connectionOfHandle, directTransaction } from './direct-transaction.js';
 import { pgTransaction } from './pg-transaction.js';
+import { listenForChanges, pollDataVersion, type PgDriver } from './other-writers.js';
+import { forgetCached } from './read-cache.js';
 export { timeStatements } from './sqlite-connection.js';
 import { roomLogger } from '../kit/index.js';
 
@@ -35,6 +37,12 @@ export interface DbOptions {
   groupCommitWindowMs?: number;
   /** PostgreSQL: open every connection of the pool at once and keep them open (the switch); else on demand. */
   warmPool?: boolean;
+  /**
+   * The switch: writes made by other processes (the CLI, another node) drop this process's read cache
+   * (store/read-cache.ts) within DATA_VERSION_POLL_MS on SQLite, at their commit on PostgreSQL (LISTEN on a
+   * connection of its own; store/other-writers.ts). Without it they are seen when the cached rows expire.
+   */
+  watchOtherWriters?: boolean;
 }
 
 export function isPostgres(db: Db): boolean {
@@ -55,6 +63,8 @@ export function isPostgres(db: Db): boolean {
 export function openDb(opts: DbOptions): Db {
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
     const warm = opts.warmPool === true;
+    /** The server process ids of the pool's connections: their notifications are this process's own writes. */
+    const ownBackends = new Set<number>();
     const pg = knexFactory({
       client: 'pg',
       connection: opts.databaseUrl,
@@ -66,8 +76,16 @@ export function openDb(opts: DbOptions): Db {
         max: PG_POOL_MAX,
         // pg's pipeline mode, set while the new connection is idle: statements sent together go out at once
         // (store/pg-transaction.ts pgPipelinedTransaction); one at a time, as knex sends them, nothing changes.
-        afterCreate: (conn: { pipeline?: boolean }, done: (err: Error | null, conn: unknown) => void) => {
+        afterCreate: (
+          conn: { pipeline?: boolean; processID?: number; once(e: 'end', fn: () => void): unknown },
+          done: (err: Error | null, conn: unknown) => void,
+        ) => {
           conn.pipeline = true;
+          const pid = conn.processID;
+          if (pid !== undefined) {
+            ownBackends.add(pid);
+            conn.once('end', () => ownBackends.delete(pid));
+          }
           done(null, conn);
         },
       },
@@ -80,6 +98,22 @@ export function openDb(opts: DbOptions): Db {
       void Promise.allSettled(Array.from({ length: PG_POOL_MAX }, () => client.acquireConnection())).then((rs) => {
         for (const r of rs) if (r.status === 'fulfilled') client.releaseConnection(r.value);
       });
+    }
+    if (opts.watchOtherWriters === true) {
+      const listener = listenForChanges(
+        (pg.client as { driver: PgDriver }).driver,
+        opts.databaseUrl,
+        ownBackends,
+        (table) => forgetCached(pg, table),
+        (err) => log.warn({ err }, 'store: the change listener lost its connection; listening again in a second'),
+      );
+      // Closed with the pool (knex's destroy() is its client's).
+      const client = pg.client as { destroy(cb?: unknown): Promise<void> };
+      const destroy = client.destroy.bind(client);
+      client.destroy = async (cb?: unknown) => {
+        await listener.stop();
+        return destroy(cb);
+      };
     }
     return pg;
   }
@@ -99,6 +133,11 @@ export function openDb(opts: DbOptions): Db {
           conn.pragma('busy_timeout = 5000');
           conn.pragma('foreign_keys = ON');
           conn.pragma('synchronous = NORMAL');
+          // Prepared before the group commit wraps the connection (store/other-writers.ts).
+          const stopPolling =
+            opts.watchOtherWriters === true
+              ? pollDataVersion(conn as RawConnection, () => forgetCached(db, undefined))
+              : undefined;
           const tuned = tuneConnection(
             conn,
             opts.groupCommit === true,
@@ -120,6 +159,10 @@ export function openDb(opts: DbOptions): Db {
             );
             const close = conn.close.bind(conn);
             conn.close = () => (void checkpointer.stop(), close());
+          }
+          if (stopPolling) {
+            const close = conn.close.bind(conn);
+            conn.close = () => (stopPolling(), close());
           }
           done(null, conn);
         } catch (err) {

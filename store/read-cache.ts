@@ -1,4 +1,7 @@
-import type { Db } from './db.js';
+import type { Knex } from 'knex';
+
+/** The store's root instance (store/db.ts's Db, named here so that db.ts may use this module). */
+type Db = Knex;
 
 /**
  * A small per-process cache of rows that every call reads and almost nothing writes (an account's static fields,
@@ -8,8 +11,10 @@ import type { Db } from './db.js';
  * insert, update or delete on a cached table drops that table's entries at once. A write inside a transaction
  * keeps the table uncached until that transaction ends, and for a grace period after its COMMIT is sent, so a
  * reader on another connection (PostgreSQL) cannot cache the value from before the commit; a read that started
- * before a write landed is not kept. Writers in other processes (the CLI, another node) are bounded by `ttlMs`.
- * Never used for a figure that decides money (the balance): that is read in the transaction that moves it.
+ * before a write landed is not kept. Writers in other processes (the CLI, another node) are seen by the switch's
+ * store (openDb's watchOtherWriters, store/other-writers.ts): within 50 ms on SQLite, at their commit on
+ * PostgreSQL; `ttlMs` bounds what a lost watch misses. Never used for a figure that decides money (the balance):
+ * that is read in the transaction that moves it.
  */
 const TTL_MS = 2000;
 const COMMIT_GRACE_MS = 1000;
@@ -40,10 +45,26 @@ class TableCache {
   }
 }
 
+/**
+ * The tables cached. On PostgreSQL each has a trigger notifying other processes of its writes
+ * (store/change-notify.ts): a table added here needs a migration that creates its trigger.
+ */
+export const CACHED_TABLES = [
+  'accounts',
+  'destination_rules',
+  'numbers',
+  'platform_settings',
+  'rates',
+  'webhook_routes',
+] as const;
+export type CachedTable = (typeof CACHED_TABLES)[number];
+
 const WRITE = /^\s*(?:insert\s+(?:or\s+\w+\s+)?into|replace\s+into|update|delete\s+from)\s+[`"]?(\w+)[`"]?/i;
 const END_TX = /^\s*(?:commit|rollback)\b/i;
 /** Columns never cached, whose writes therefore leave a table's entries valid (the ledger moves the balance). */
-const UNCACHED_COLUMNS: Record<string, ReadonlySet<string>> = { accounts: new Set(['balance_cents']) };
+export const UNCACHED_COLUMNS: Readonly<Record<string, ReadonlySet<string>>> = {
+  accounts: new Set(['balance_cents']),
+};
 const SET_CLAUSE = /\bset\s+(.*?)(?:\s+where\b|$)/is;
 
 /** The table a statement writes, unless it only sets columns that are never cached. */
@@ -100,7 +121,7 @@ function tablesOf(db: Db): Map<string, TableCache> {
  */
 export async function cachedRead<T>(
   db: Db,
-  table: string,
+  table: CachedTable,
   key: string,
   load: () => Promise<T>,
   ttlMs = TTL_MS,
@@ -139,7 +160,12 @@ export async function cachedRead<T>(
   return run;
 }
 
-/** Drops every cached row of `table` (for a writer that bypasses the store's knex instance). */
-export function forgetCached(db: Db, table: string): void {
-  tablesOf(db).get(table)?.invalidate();
+/**
+ * Drops every cached row of `table`, or of every table when undefined: for a writer that bypasses the store's knex
+ * instance, and for the writes of other processes.
+ */
+export function forgetCached(db: Db, table: string | undefined): void {
+  const tables = tablesOf(db);
+  if (table !== undefined) tables.get(table)?.invalidate();
+  else for (const c of tables.values()) c.invalidate();
 }

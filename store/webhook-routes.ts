@@ -62,7 +62,7 @@ export async function findWebhookRoute(db: Db, accountId: string, ref: RouteRef)
 /**
  * findWebhookRoute from the per-process read cache (store/read-cache.ts): every status callback reads its route's
  * health twice (queued, then attempted), and it changes only when a delivery fails for good or an operator acts.
- * Any write to webhook_routes through this store drops the cache; another process's within two seconds. A
+ * Any write to webhook_routes through this store drops the cache; in the switch, another process's too. A
  * delivery therefore writes the route only when it has a failure count to reset. `db` is the root instance.
  */
 export async function findWebhookRouteCached(

@@ -3,6 +3,8 @@ import { buildRtp } from '../rtp-packet.js';
 
 /** 20 ms of 8 kHz G.711: what one RTP packet of the caller's leg carries, and what we send back per packet. */
 export const FRAME_BYTES = 160;
+/** 20 ms of mu-law silence (0xFF is mu-law's zero). Shared: never written to. */
+export const SILENCE_FRAME: Buffer = Buffer.alloc(FRAME_BYTES, 0xff);
 
 /** What an audio port needs of the platform's end of a leg (media/ivr-endpoint.ts). */
 export interface LegEndpoint {

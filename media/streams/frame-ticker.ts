@@ -4,10 +4,10 @@ import { performance } from 'node:perf_hooks';
 const MAX_CATCH_UP = 5;
 
 /**
- * One 20 ms clock for every stream that plays audio to a caller (a <Connect><Stream>), instead of a timer each: one
- * wake-up per tick for the process, aimed at a fixed grid (start + n x 20 ms) so lateness does not accumulate, and a
- * late wake-up runs the ticks it missed (up to MAX_CATCH_UP), so each caller still gets 50 frames a second.
- * Runs only while someone listens.
+ * One 20 ms clock for every media stream (its silence frames, and on a <Connect><Stream> the audio to the caller),
+ * instead of a timer each: one wake-up per tick for the process, aimed at a fixed grid (start + n x 20 ms) so
+ * lateness does not accumulate, and a late wake-up runs the ticks it missed (up to MAX_CATCH_UP), so each caller
+ * still gets 50 frames a second. Runs only while someone listens.
  */
 export class FrameTicker {
   readonly #members = new Set<() => void>();

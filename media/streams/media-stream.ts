@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { signWebhook } from '../../events/index.js';
 import { resolveAllowed, systemClock, type Clock, type UrlPolicy } from '../../kit/index.js';
 import { MediaError } from '../errors.js';
-import type { LegAudioPort } from './audio-port.js';
+import { SILENCE_FRAME, type LegAudioPort } from './audio-port.js';
 import { FrameTicker } from './frame-ticker.js';
 import {
   MAX_INBOUND_MESSAGE_BYTES,
@@ -18,6 +18,7 @@ import {
   type StreamTrack,
 } from './messages.js';
 import { Playout } from './playout.js';
+import { TrackClock } from './track-clock.js';
 
 /** Longest the WebSocket handshake may take. */
 export const STREAM_CONNECT_TIMEOUT_MS = 5_000;
@@ -40,13 +41,13 @@ export interface MediaStreamOptions {
   readonly policy: UrlPolicy;
   readonly port: LegAudioPort;
   readonly clock?: Pick<Clock, 'now'>;
-  /** The 20 ms clock of the server's audio to the caller; the process's shared one unless a test gives its own. */
+  /** The 20 ms clock of silence frames and of the server's audio to the caller; the process's own unless a test's. */
   readonly ticker?: FrameTicker;
   readonly maxSendBufferBytes?: number;
 }
 
 export interface MediaStreamStats {
-  /** Media frames handed to the socket. */
+  /** Media frames handed to the socket (silence frames included). */
   readonly framesSent: number;
   /** Media frames dropped because the consumer was not reading (send buffer full). */
   readonly framesDropped: number;
@@ -77,6 +78,8 @@ export class MediaStream {
   #startedAt = 0;
   #sent = 0;
   #dropped = 0;
+  /** The clock of each track the stream carries: silence frames stand in while it has no audio. */
+  #tracks: { readonly track: 'inbound' | 'outbound'; readonly clock: TrackClock }[] = [];
   #untaps: (() => void)[] = [];
   #untick: (() => void) | undefined;
   #stopped = false;
@@ -143,14 +146,26 @@ export class MediaStream {
     this.#send(connectedMessage());
     this.#send(startMessage(this.#seq++, { ...this.#o, streamSid: this.streamSid }));
     const { track, port } = this.#o;
-    if (track !== 'outbound_track') this.#untaps.push(port.onReceived((p) => this.#media('inbound', p)));
-    if (track !== 'inbound_track') this.#untaps.push(port.onSent((p) => this.#media('outbound', p)));
+    if (track !== 'outbound_track') this.#carry('inbound', (fn) => port.onReceived(fn));
+    if (track !== 'inbound_track') this.#carry('outbound', (fn) => port.onSent(fn));
     if (this.#o.bidirectional) {
       ws.on('message', (data, isBinary) => {
         if (!isBinary) this.#onServerMessage(data.toString());
       });
-      this.#untick = (this.#o.ticker ?? FrameTicker.shared).add(() => this.#tick());
     }
+    this.#untick = (this.#o.ticker ?? FrameTicker.shared).add(() => this.#tick());
+  }
+
+  #carry(track: 'inbound' | 'outbound', tap: (fn: (pcmu: Buffer) => void) => () => void): void {
+    const clock = new TrackClock(this.#startedAt);
+    this.#tracks.push({ track, clock });
+    this.#untaps.push(
+      tap((pcmu) => {
+        const now = this.#clock.now();
+        clock.heard(now);
+        this.#media(track, pcmu, now);
+      }),
+    );
   }
 
   /** A key the caller pressed (Twilio sends `dtmf` on bidirectional streams; Simu on every stream). */
@@ -173,7 +188,7 @@ export class MediaStream {
     await this.closed;
   }
 
-  #media(track: 'inbound' | 'outbound', pcmu: Buffer): void {
+  #media(track: 'inbound' | 'outbound', pcmu: Buffer, atMs: number): void {
     const ws = this.#ws;
     if (this.#stopped || !ws || ws.readyState !== WebSocket.OPEN) return;
     const chunk = track === 'inbound' ? ++this.#inboundChunk : ++this.#outboundChunk;
@@ -182,8 +197,7 @@ export class MediaStream {
       return;
     }
     this.#sent += 1;
-    const ms = this.#clock.now() - this.#startedAt;
-    ws.send(mediaMessage(this.#seq++, this.streamSid, track, chunk, ms, pcmu));
+    ws.send(mediaMessage(this.#seq++, this.streamSid, track, chunk, atMs - this.#startedAt, pcmu));
   }
 
   #onServerMessage(text: string): void {
@@ -194,10 +208,17 @@ export class MediaStream {
     else for (const name of this.#playout.clear()) this.#send(markMessage(this.#seq++, this.streamSid, name));
   }
 
+  /**
+   * Every 20 ms: silence frames for each track that has had no audio, and on a bidirectional stream the next frame
+   * of the server's audio to the caller, or a silence frame when none is queued, so the caller's RTP keeps its
+   * clock (its jitter buffer and a carrier's media timeout see a steady stream, before the first audio and after
+   * a `clear`).
+   */
   #tick(): void {
-    const frame = this.#playout.nextFrame();
-    if (frame) this.#o.port.send(frame);
-    else if (this.#playout.pendingMarks === 0) this.#o.port.markTalkspurt();
+    const now = this.#clock.now();
+    for (const { track, clock } of this.#tracks) clock.tick(now, (at) => this.#media(track, SILENCE_FRAME, at));
+    if (!this.#o.bidirectional) return;
+    this.#o.port.send(this.#playout.nextFrame() ?? SILENCE_FRAME);
     for (const name of this.#playout.takeReachedMarks()) this.#send(markMessage(this.#seq++, this.streamSid, name));
   }
 

@@ -63,6 +63,7 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
   const DID = '+254711800001';
   const FORK_DID = '+254711800002';
   const KEYS_DID = '+254711800003';
+  const CLOCK_DID = '+254711800004';
   let secret = '';
   const upgrades: IncomingMessage[] = [];
   let onSocket: (ws: WebSocket) => void = () => undefined;
@@ -111,6 +112,16 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
       webhook_voice_inbound: server.url('/keys'),
     });
     server.verbs('/keys', `<Response><Connect><Stream url="ws://127.0.0.1:${wsPort}/keys"/></Connect></Response>`);
+    await ctx.db('numbers').insert({
+      id: 'n-clock',
+      number: CLOCK_DID,
+      account_id: account.id,
+      is_active: true,
+      acquired_at: new Date().toISOString(),
+      created_at: new Date().toISOString(),
+      webhook_voice_inbound: server.url('/clock'),
+    });
+    server.verbs('/clock', `<Response><Connect><Stream url="ws://127.0.0.1:${wsPort}/clock"/></Connect></Response>`);
     server.verbs(
       '/fork',
       `<Response><Start><Stream name="tap" url="ws://127.0.0.1:${wsPort}/tap"/></Start>` +
@@ -263,6 +274,71 @@ describe('e2e: <Connect><Stream> with a SIPp caller and a local WebSocket server
     const codes = events.map((r: { code: string }) => r.code);
     assert.ok(codes.includes('TTS.0200') && codes.includes('STREAM.0300'), codes.join(' '));
     assert.ok(codes.indexOf('STREAM.0300') < codes.lastIndexOf('CALL.0300'), codes.join(' '));
+  });
+
+  it('both clocks keep running: silence frames while the caller sends nothing, silence RTP after clear', async () => {
+    // The caller speaks for one second, then sends no RTP at all.
+    const ulaw = toneUlawFile(500, 1);
+    const media: { at: number; chunk: number; timestamp: number; payload: Buffer }[] = [];
+    let socket: WebSocket | undefined;
+    let streamSid = '';
+    onSocket = (ws) => {
+      socket = ws;
+      ws.on('message', (data) => {
+        const m = JSON.parse(data.toString());
+        if (m.event === 'start') streamSid = m.streamSid;
+        if (m.event !== 'media') return;
+        const { chunk, timestamp, payload } = m.media;
+        media.push({ at: Date.now(), chunk: +chunk, timestamp: +timestamp, payload: Buffer.from(payload, 'base64') });
+      });
+    };
+    sipp = carrierCallsDid({
+      sip: PORTS.sip,
+      did: CLOCK_DID,
+      port: CALLER,
+      sink: SINK,
+      scenario: speakingCarrierScenario(ulaw),
+      extra: ['-mp', String(SIPP_MEDIA)],
+    });
+    const silent = (p: Buffer): boolean => p.every((b) => b === 0xff);
+    await eventually(() => media.filter((m) => !silent(m.payload)).length >= 40, 'the caller audio', 20000);
+    await eventually(() => Date.now() - media.findLast((m) => !silent(m.payload))!.at > 2000, 'the caller to stop');
+
+    // The last 1.5 s of the caller's silence, as the server received it: 50 frames a second, all silence.
+    const spokeUntil = media.findLast((m) => !silent(m.payload))!.at;
+    const quiet = media.filter((m) => m.at > spokeUntil + 300 && m.at <= spokeUntil + 1800);
+    assert.ok(quiet.every((m) => silent(m.payload)));
+    assert.ok(quiet.length >= 63 && quiet.length <= 87, `${quiet.length} media messages in 1.5 s of silence`);
+    assert.deepEqual(
+      media.map((m) => m.chunk),
+      media.map((_m, i) => i + 1),
+      'chunks count on without a gap',
+    );
+    const span = quiet.at(-1)!.timestamp - quiet[0]!.timestamp;
+    assert.ok(Math.abs(span - (quiet.length - 1) * 20) <= 60, `timestamps advance 20 ms a frame (${span} ms)`);
+
+    // Back to the caller: 2 s of tone, cleared after half a second; RTP goes on, silent, at 50 packets a second.
+    const tone = encodeG711(sine(440, 2, 8000), 0);
+    const sentAt = Date.now();
+    socket!.send(JSON.stringify({ event: 'media', streamSid, media: { payload: tone.toString('base64') } }));
+    await new Promise((r) => setTimeout(r, 500));
+    const clearAt = Date.now();
+    socket!.send(JSON.stringify({ event: 'clear', streamSid }));
+    // tcpdump hands packets over in blocks: wait until the capture has passed the window.
+    await eventually(() => sink.packets().some((p) => p.at > clearAt + 1800), 'RTP to the caller after clear', 5000);
+    const has440 = (p: { samples: Int16Array }) => toneAmplitude(p.samples, 440) > 2000;
+    const heard = sink.packets().filter((p) => p.at > sentAt);
+    assert.ok(heard.filter(has440).length > 15, 'the tone was heard before the clear');
+    const after = heard.filter((p) => p.at > clearAt + 300 && p.at <= clearAt + 1800);
+    assert.ok(
+      after.every((p) => !has440(p) && p.samples.every((v) => Math.abs(v) < 8)),
+      'silence after clear',
+    );
+    assert.ok(after.length >= 63 && after.length <= 87, `${after.length} RTP packets in 1.5 s after clear`);
+    if (process.env.SIMU_TEST_FIGURES) console.log({ quiet: quiet.length, afterClear: after.length });
+
+    socket!.close();
+    assert.equal(await sipp.exited, 0, sipp.output());
   });
 
   it("the caller's keys reach the server as dtmf messages", async () => {

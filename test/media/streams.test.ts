@@ -6,6 +6,7 @@ import { LegAudioPort, type LegEndpoint } from '../../media/streams/audio-port.j
 import { MediaStream } from '../../media/streams/media-stream.js';
 import { mediaMessage, parseInbound } from '../../media/streams/messages.js';
 import { Playout, MAX_PENDING_MARKS, MAX_QUEUED_BYTES } from '../../media/streams/playout.js';
+import { TrackClock } from '../../media/streams/track-clock.js';
 import { parseRtp } from '../../media/rtp-packet.js';
 import { eventually } from '../support/wait.js';
 
@@ -51,6 +52,49 @@ const options = (
 });
 
 describe('media/streams', () => {
+  describe('TrackClock', () => {
+    const ticks = (clock: TrackClock, from: number, to: number): number[] => {
+      const filled: number[] = [];
+      for (let t = from; t <= to; t += 20) clock.tick(t, (at) => filled.push(at));
+      return filled;
+    };
+
+    it('a track with audio every 20 ms, each packet up to 35 ms late, is owed nothing', () => {
+      const c = new TrackClock(0);
+      const filled: number[] = [];
+      const events: { at: number; tick: boolean }[] = [];
+      for (let i = 1; i <= 100; i++) events.push({ at: 20 * i + ((i * 7919) % 36), tick: false });
+      for (let t = 10; t <= 2000; t += 20) events.push({ at: t, tick: true });
+      events.sort((a, b) => a.at - b.at);
+      for (const e of events) {
+        if (e.tick) c.tick(e.at, (at) => filled.push(at));
+        else c.heard(e.at);
+      }
+      assert.deepEqual(filled, []);
+    });
+
+    it('once silent for 60 ms, a frame for every 20 ms since the last audio, up to the previous tick', () => {
+      const c = new TrackClock(0);
+      c.heard(100);
+      assert.deepEqual(ticks(c, 120, 160), [], 'silent for less than 60 ms');
+      assert.deepEqual(ticks(c, 180, 180), [120, 140, 160], 'the 60 ms known silent are filled at once');
+      assert.deepEqual(ticks(c, 200, 260), [180, 200, 220, 240], 'then one a tick');
+      c.heard(265);
+      assert.deepEqual(ticks(c, 280, 300), [], 'audio again: nothing more');
+    });
+
+    it('a track that never had audio is filled from its start; a late timer catching up fills what it knows', () => {
+      const c = new TrackClock(1000);
+      assert.deepEqual(ticks(c, 1020, 1080), [1020, 1040, 1060]);
+      const filled: number[] = [];
+      // Five ticks at one wake-up, 100 ms late: RTP that arrived meanwhile is not read yet, so only up to 1080.
+      for (let i = 0; i < 5; i++) c.tick(1180, (at) => filled.push(at));
+      assert.deepEqual(filled, [1080]);
+      c.tick(1200, (at) => filled.push(at));
+      assert.deepEqual(filled, [1080, 1100, 1120, 1140, 1160, 1180]);
+    });
+  });
+
   describe('Playout', () => {
     it('hands out 20 ms frames in order, padding the last; a mark comes back once the audio before it was taken', () => {
       const p = new Playout();
@@ -134,6 +178,44 @@ describe('media/streams', () => {
     wss.close();
   });
 
+  it('a silent caller is streamed as silence frames, 50 a second, chunks and timestamps advancing', async () => {
+    const { wss, url, next } = await wsServer();
+    const endpoint = new FakeEndpoint();
+    const s = new MediaStream(options(url, endpoint, { track: 'both_tracks' }));
+    await s.start();
+    const server = await next;
+    const media: any[] = [];
+    server.on('message', (d) => {
+      const m = JSON.parse(d.toString());
+      if (m.event === 'media') media.push({ ...m.media, at: Date.now() });
+    });
+    for (let i = 0; i < 10; i++) {
+      endpoint.speak(Buffer.alloc(160, 9));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 1200));
+    await s.stop();
+    const inbound = media.filter((m) => m.track === 'inbound');
+    const outbound = media.filter((m) => m.track === 'outbound');
+    assert.equal(inbound.filter((m) => m.payload === Buffer.alloc(160, 9).toString('base64')).length, 10);
+    const silence = Buffer.alloc(160, 0xff).toString('base64');
+    assert.ok(inbound.slice(10).every((m) => m.payload === silence));
+    // 1.4 s of stream: about 70 frames on each track whether anything was heard or not.
+    for (const track of [inbound, outbound]) {
+      assert.ok(track.length >= 55 && track.length <= 75, `${track.length} frames in 1.4 s`);
+      assert.deepEqual(
+        track.map((m) => Number(m.chunk)),
+        track.map((_m, i) => i + 1),
+      );
+    }
+    const stamps = outbound.map((m) => Number(m.timestamp));
+    assert.ok(
+      stamps.every((t, i) => i === 0 || t - stamps[i - 1]! === 20),
+      stamps.join(' '),
+    );
+    wss.close();
+  });
+
   it('a bidirectional stream plays the server audio to the caller at 20 ms a frame and answers marks', async () => {
     const { wss, url, next } = await wsServer();
     const endpoint = new FakeEndpoint();
@@ -149,10 +231,19 @@ describe('media/streams', () => {
     const took = Date.now() - t0;
     assert.ok(took >= 150 && took < 800, `ten frames played in about 200 ms (${took})`);
     const packets = endpoint.sent.map((b) => parseRtp(b)!);
-    assert.equal(packets.length, 10);
-    assert.ok(packets.every((p) => p.payloadType === 0 && p.payload.length === 160 && p.payload[0] === 7));
-    assert.equal(packets[1]!.sequence, (packets[0]!.sequence + 1) & 0xffff);
-    assert.equal(packets[1]!.timestamp, (packets[0]!.timestamp + 160) >>> 0);
+    assert.ok(packets.every((p) => p.payloadType === 0 && p.payload.length === 160));
+    const audio = packets.filter((p) => p.payload[0] === 7);
+    assert.equal(audio.length, 10);
+    // Silence (0xFF) before the server's audio and after it: one RTP stream, its clock never stops.
+    assert.ok(packets.every((p) => p.payload[0] === 7 || p.payload.every((b) => b === 0xff)));
+    for (let i = 1; i < packets.length; i++) {
+      assert.equal(packets[i]!.sequence, (packets[i - 1]!.sequence + 1) & 0xffff);
+      assert.equal(packets[i]!.timestamp, (packets[i - 1]!.timestamp + 160) >>> 0);
+    }
+    const sentBefore = endpoint.sent.length;
+    await new Promise((r) => setTimeout(r, 500));
+    const idle = endpoint.sent.length - sentBefore;
+    assert.ok(idle >= 18 && idle <= 27, `silence RTP at 50 a second with nothing queued (${idle} in 500 ms)`);
     await s.stop();
     await eventually(() => got.find((m) => m.event === 'stop'), 'the stop message', 3000);
     wss.close();

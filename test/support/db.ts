@@ -22,15 +22,20 @@ export const sqliteDb: TestDbKind = {
   },
 };
 
+/** A new, empty PostgreSQL database on the test server: its URL (not migrated). */
+export async function newPostgresDatabase(): Promise<string> {
+  const admin = await startPostgres();
+  const name = `simu_t${process.pid}_${++seq}`;
+  const a = knexFactory({ client: 'pg', connection: admin });
+  await a.raw(`create database ${name}`);
+  await a.destroy();
+  return admin.replace(/\/postgres$/, `/${name}`);
+}
+
 export const postgresDb: TestDbKind = {
   name: 'postgres',
   async open() {
-    const admin = await startPostgres();
-    const name = `simu_t${process.pid}_${++seq}`;
-    const a = knexFactory({ client: 'pg', connection: admin });
-    await a.raw(`create database ${name}`);
-    await a.destroy();
-    const db = openDb({ databaseUrl: admin.replace(/\/postgres$/, `/${name}`), dataDir: os.tmpdir() });
+    const db = openDb({ databaseUrl: await newPostgresDatabase(), dataDir: os.tmpdir() });
     await migrate(db);
     return db;
   },
