@@ -13,6 +13,8 @@ import { UsageError, type ParsedArgs } from './args.js';
 export interface Output {
   json: boolean;
   print(human: string, machine: unknown): void;
+  /** A warning for the operator, on stderr whatever the output format (`--json` stays parseable). */
+  warn(text: string): void;
   /** Raw text to stdout; resolves when the sink can take more (a streaming command waits for it). */
   write(text: string): Promise<void>;
 }

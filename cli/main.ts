@@ -22,7 +22,7 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
   }
   let db;
   try {
-    const parsed = parseArgs(argv, ['json', 'all', 'dry-run', 'wait']);
+    const parsed = parseArgs(argv, ['json', 'all', 'force', 'dry-run', 'wait']);
     const found = findCommand(parsed.positional);
     if (!found)
       throw new UsageError(
@@ -33,6 +33,7 @@ export async function runCli(argv: string[], io: { stdout: Sink; stderr: Sink } 
     const out: Output = {
       json,
       print: (human, machine) => io.stdout.write((json ? JSON.stringify(machine) : human) + '\n'),
+      warn: (text) => io.stderr.write(`simu: warning: ${text}\n`),
       write: (text) => writeWhenReady(io.stdout, text),
     };
     const config = loadConfig();

@@ -15,7 +15,9 @@ import {
   type PhoneCredentials,
   type PhoneTokenRow,
 } from '../store/index.js';
+import type { Logger } from '../config/index.js';
 import type { EndUserIdentity } from './sip-app.js';
+import type { SwitchNames } from './switch-names.js';
 import type { SecurityGate } from './security/index.js';
 import { dummySecret } from './security/index.js';
 import { DigestServer, bearerChallenge, type Clock, type Responder, type SipRequest, type Uri } from './stack/index.js';
@@ -48,6 +50,9 @@ export interface EndUserAuthOptions {
   clock: Clock;
   settings: EndUserAuthSettings;
   gate?: SecurityGate;
+  /** The switch's own names: a digest-uri naming the switch, not the Request-URI, is accepted (RFC 3261 §22.4). */
+  names?: SwitchNames;
+  logger?: Logger;
   /** Where AUTH.0200 and AUTH.0401 go (the registrar records them, so its settled() waits for them). */
   report(accountId: string, code: EventCode, data: Record<string, unknown>): void;
 }
@@ -61,6 +66,8 @@ export class EndUserAuth {
   readonly #settings: EndUserAuthSettings;
   readonly #gate?: SecurityGate;
   readonly #report: EndUserAuthOptions['report'];
+  readonly #names?: SwitchNames;
+  readonly #log?: Logger;
   readonly #credentials: PhoneCredentialStore;
   /** One DigestServer per realm and challenge kind (401 for REGISTER, 407 for INVITE); bounded. */
   readonly #digest = new Map<string, DigestServer>();
@@ -72,6 +79,8 @@ export class EndUserAuth {
     this.#settings = opts.settings;
     this.#gate = opts.gate;
     this.#report = opts.report;
+    this.#names = opts.names;
+    this.#log = opts.logger;
     this.#credentials = new PhoneCredentialStore(opts.db, opts.secret, () => opts.clock.now());
   }
 
@@ -140,9 +149,16 @@ export class EndUserAuth {
     }
     if (found.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
     if (found.reason === 'uri-mismatch') {
-      // RFC 2617 §3.2.2.5: credentials for another Request-URI are a bad request (and a failed attempt).
+      // RFC 3261 §22.4: credentials signed for another resource are a failed credential, and no password would
+      // make them right, so 403 (a new challenge would only be answered with the same uri).
       this.#gate?.authFailed(who);
-      srv.send(400, 'Bad Request', { headers: { Warning: '399 simu "digest uri does not match the Request-URI"' } });
+      this.#log?.info(
+        { source: who.source, account: who.account, user: who.user, method: req.method },
+        'digest uri names neither the Request-URI nor this switch',
+      );
+      srv.send(403, 'Forbidden', {
+        headers: { Warning: '399 simu "digest uri names neither the Request-URI nor this switch"' },
+      });
       return { ok: false };
     }
     // 'missing' (the first request of a phone) is not a failure; 'malformed' and 'wrong' are.
@@ -285,7 +301,14 @@ export class EndUserAuth {
       // Bounded: realms come from the request, so a stranger could invent many. An evicted realm's nonces are
       // then 'wrong' and the phone is simply challenged again.
       if (this.#digest.size >= 10_000) this.#digest.delete(this.#digest.keys().next().value!);
-      s = new DigestServer({ realm, proxy, algorithms: this.#settings.digestAlgorithms, now: () => this.#clock.now() });
+      const names = this.#names;
+      s = new DigestServer({
+        realm,
+        proxy,
+        algorithms: this.#settings.digestAlgorithms,
+        now: () => this.#clock.now(),
+        namesServer: names ? (uri, req) => names.namesSwitch(uri, req) : undefined,
+      });
       this.#digest.set(key, s);
     }
     return s;

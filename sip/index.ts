@@ -13,7 +13,14 @@ export {
   type OutboundPlan,
   type TrunkDirectoryOptions,
 } from './trunks.js';
-export { RouteTable, EMERGENCY_PREFIX, type RoutePlan, type PlannedRoute, type SkippedRoute } from './routing.js';
+export {
+  RouteTable,
+  EMERGENCY_PREFIX,
+  perMinute,
+  type RoutePlan,
+  type PlannedRoute,
+  type SkippedRoute,
+} from './routing.js';
 export {
   TrunkHealth,
   DEFAULT_TRUNK_HEALTH,

@@ -28,6 +28,12 @@ export const MWI_LIMITS = {
   total: 10_000,
 };
 
+/**
+ * Why a subscription ended, as its last NOTIFY says (RFC 6665 §4.1.3): `timeout`, it ran out unrefreshed (or was a
+ * fetch, Expires 0 from the start); `deactivated`, the subscriber ended it (Expires 0 in its dialog).
+ */
+type EndReason = 'timeout' | 'deactivated';
+
 interface Subscription {
   key: string;
   accountId: string;
@@ -127,14 +133,16 @@ export class MessageWaiting {
       sending: Promise.resolve(),
     };
     sub.timer.unref();
-    // RFC 6665 §4.2.1.2: the first NOTIFY follows the 200 at once; an unsubscribe (Expires 0) gets a last one.
+    // RFC 6665 §4.2.1.2: the first NOTIFY follows the 200 at once. A new SUBSCRIBE with Expires 0 is a fetch
+    // (§4.4.3): one NOTIFY of the state, saying the subscription's zero seconds have run out.
     if (expires > 0) this.#subs.set(key, sub);
-    await this.#notify(sub, expires === 0);
+    await this.#notify(sub, expires === 0 ? 'timeout' : undefined);
   }
 
   /**
    * A refresh in the subscription's dialog: the same subscription (its NOTIFYs keep their CSeq order) with a new
-   * expiry, and a NOTIFY (RFC 6665 §4.2.1.2); Expires 0 ends it with a terminated NOTIFY. A new Contact or source
+   * expiry, and a NOTIFY (RFC 6665 §4.2.1.2); Expires 0 ends it with a NOTIFY `terminated;reason=deactivated`
+   * (§4.2.1.4, §4.1.3: `timeout` says the subscriber let it run out, which it did not). A new Contact or source
    * (the phone moved, or its NAT binding did) is where NOTIFYs go from now on.
    */
   async #refresh(s: Subscription, expires: number, req: SipRequest, srv: Responder): Promise<void> {
@@ -142,7 +150,7 @@ export class MessageWaiting {
     if (expires === 0) {
       this.#drop(s.key);
       srv.send(200, 'OK', { headers: { Expires: '0' } });
-      return this.#notify(s, true);
+      return this.#notify(s, 'deactivated');
     }
     srv.send(200, 'OK', { headers: { Expires: String(expires) } });
     clearTimeout(s.timer);
@@ -153,13 +161,13 @@ export class MessageWaiting {
     if (contact) s.remoteTarget = formatUri(contact);
     const src = req.source;
     if (src) s.target = replyTarget(src);
-    await this.#notify(s, false);
+    await this.#notify(s);
   }
 
   /** The mailbox of `endUserId` changed: each of its subscriptions is sent the new counts. */
   async changed(accountId: string, endUserId: string): Promise<void> {
     const subs = [...this.#subs.values()].filter((s) => s.endUserId === endUserId && s.accountId === accountId);
-    await Promise.all(subs.map((s) => this.#notify(s, false)));
+    await Promise.all(subs.map((s) => this.#notify(s)));
   }
 
   close(): void {
@@ -177,7 +185,7 @@ export class MessageWaiting {
     const s = this.#subs.get(key);
     if (!s) return;
     this.#drop(key);
-    await this.#notify(s, true).catch(() => undefined);
+    await this.#notify(s, 'timeout').catch(() => undefined);
   }
 
   #drop(key: string): void {
@@ -191,15 +199,16 @@ export class MessageWaiting {
    * NOTIFYs of a subscription go one at a time, each once the one before is answered, and say what the mailbox
    * holds when they go: a phone never gets an older count after a newer one. (Sent at once, the first NOTIFY,
    * whose read of the store was under way, could leave after the one of a message deleted meanwhile.)
+   * `ended`: the last NOTIFY, with why the subscription ended (RFC 6665 §4.1.3).
    */
-  #notify(s: Subscription, last: boolean): Promise<void> {
-    const sent = s.sending.then(() => this.#send(s, last));
+  #notify(s: Subscription, ended?: EndReason): Promise<void> {
+    const sent = s.sending.then(() => this.#send(s, ended));
     s.sending = sent.catch(() => undefined);
     return sent;
   }
 
-  async #send(s: Subscription, last: boolean): Promise<void> {
-    if (!last && this.#subs.get(s.key) !== s) return; // ended while this one waited its turn
+  async #send(s: Subscription, ended: EndReason | undefined): Promise<void> {
+    if (!ended && this.#subs.get(s.key) !== s) return; // ended while this one waited its turn
     const counts = await mailboxCounts(this.deps.db, s.accountId, s.endUserId);
     const left = Math.max(0, Math.round((s.expiresAt - Date.now()) / 1000));
     s.cseq += 1;
@@ -216,7 +225,7 @@ export class MessageWaiting {
           CSeq: `${s.cseq} NOTIFY`,
           Contact: this.deps.ua.contact(s.target.transport),
           Event: 'message-summary',
-          'Subscription-State': last ? 'terminated;reason=timeout' : `active;expires=${left}`,
+          'Subscription-State': ended ? `terminated;reason=${ended}` : `active;expires=${left}`,
         },
       });
       // RFC 6665 §4.2.2: a 481 (or any failure but a 408 retry) from the subscriber ends the subscription.

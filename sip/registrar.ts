@@ -140,6 +140,8 @@ export class Registrar {
       clock: this.#clock,
       settings: this.settings,
       gate: opts.gate,
+      names: opts.app.names,
+      logger: opts.logger,
       report: (accountId, code, data) => this.#emit(accountId, code, data),
     });
     this.nat = new NatKeepAlive({

@@ -1,9 +1,18 @@
+import { CURRENCY, formatMoney } from '../billing/index.js';
 import type { RouteRow, TrunkRow } from '../store/index.js';
 
 /** The prefix of the emergency route (issue 17, item 6): not digits, so no dialled number ever falls under it. */
 export const EMERGENCY_PREFIX = 'emergency';
 
-/** One way a number may be carried, in the order it would be tried, with the reason it sits there. */
+/** A per-minute rate as a person reads it, in the currency the CLI takes: `1.20 KES/min`. */
+export function perMinute(cents: number): string {
+  return `${formatMoney(cents)} ${CURRENCY}/min`;
+}
+
+/**
+ * One way a number may be carried, in the order it would be tried, with the reason it sits there (`why`, read by
+ * people: `simu routes test`, the route.attempt event; rates in KES).
+ */
 export interface PlannedRoute {
   route: RouteRow | undefined;
   trunk: TrunkRow;
@@ -91,7 +100,7 @@ export class RouteTable {
         else if (!o.allowLossMaking && o.sellRateCents !== undefined && route.buy_rate_cents > o.sellRateCents)
           skip(
             'loss-making',
-            `buy rate ${route.buy_rate_cents} > sell rate ${o.sellRateCents} cents/min (routing.allowLossMaking is off)`,
+            `buy rate ${perMinute(route.buy_rate_cents)} > sell rate ${perMinute(o.sellRateCents)} (routing.allowLossMaking is off)`,
           );
         else {
           seen.add(trunk.id);
@@ -106,7 +115,7 @@ export class RouteTable {
 /** One prefix's routes in their order: priority, then weighted draw (or cheapest first when weights are equal). */
 function orderGroup(group: readonly RouteRow[], random: () => number): Array<{ route: RouteRow; why: string }> {
   if (group.length === 1)
-    return [{ route: group[0], why: `priority ${group[0].priority}, buy ${group[0].buy_rate_cents}` }];
+    return [{ route: group[0], why: `priority ${group[0].priority}, buy ${perMinute(group[0].buy_rate_cents)}` }];
   const byPriority = new Map<number, RouteRow[]>();
   for (const r of group) {
     const list = byPriority.get(r.priority);
@@ -120,7 +129,7 @@ function orderGroup(group: readonly RouteRow[], random: () => number): Array<{ r
     if (same.length === 1 || same.every((r) => r.weight === same[0].weight)) {
       const why = same.length === 1 ? '' : ', equal weights: cheapest first';
       for (const r of [...same].sort(cheapest))
-        out.push({ route: r, why: `priority ${priority}${why}, buy ${r.buy_rate_cents}` });
+        out.push({ route: r, why: `priority ${priority}${why}, buy ${perMinute(r.buy_rate_cents)}` });
       continue;
     }
     // Weighted random order without replacement (Efraimidis-Spirakis: key u^(1/w), largest first); weight 0 last.
@@ -131,7 +140,7 @@ function orderGroup(group: readonly RouteRow[], random: () => number): Array<{ r
       const share = total > 0 ? Math.round((100 * Math.max(0, r.weight)) / total) : 0;
       out.push({
         route: r,
-        why: `priority ${priority}, weight ${r.weight} (${share}% drawn first), buy ${r.buy_rate_cents}`,
+        why: `priority ${priority}, weight ${r.weight} (${share}% drawn first), buy ${perMinute(r.buy_rate_cents)}`,
       });
     }
   }

@@ -12,6 +12,7 @@ import { addressMatches, TrunkDirectory } from './trunks.js';
 import { TrunkHealth, type TrunkStateChange } from './trunk-health.js';
 import { pingTrunk } from './trunk-ping.js';
 import { MessageWaiting } from './message-waiting.js';
+import { SwitchNames } from './switch-names.js';
 import { UpstreamRegistrations, type RegistrationChange } from './upstream-registration.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
 import type { NewCallGate } from '../billing/index.js';
@@ -48,6 +49,8 @@ export class SipApplication {
   readonly upstream: UpstreamRegistrations;
   /** Message-waiting indication to phones (SUBSCRIBE/NOTIFY message-summary, RFC 3842). */
   readonly mwi: MessageWaiting;
+  /** The switch's own names and addresses (a digest-uri may name the switch instead of the Request-URI). */
+  readonly names: SwitchNames;
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
@@ -71,6 +74,12 @@ export class SipApplication {
     this.#log = deps.logger;
     const gate = deps.security;
     const sip: Partial<Config['sip']> = deps.config.sip;
+    this.names = new SwitchNames({
+      publicHost: deps.config.publicHost ?? '',
+      domain: sip.domain ?? '',
+      listenHost: sip.host ?? '',
+      ports: [sip.port ?? 0, sip.tlsPort ?? 0, sip.wsPort ?? 0, sip.wssPort ?? 0],
+    });
     this.ua = new UserAgent({
       logger: deps.logger,
       advertisedHost: deps.config.publicHost,

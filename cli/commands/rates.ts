@@ -3,6 +3,15 @@ import { formatMoney, CURRENCY } from '../../billing/index.js';
 import { Flags, UsageError } from '../args.js';
 import { money, type CommandGroup } from '../command.js';
 
+/** What each kind of rate is charged per, as the usage text says. */
+const UNIT: Record<RateKind, string> = {
+  outbound: '/min',
+  inbound: '/min',
+  internal: '/min',
+  tts: '/s',
+  did_setup: ' once',
+};
+
 /** Rates per kind (and prefix or tier). */
 export const ratesCommands: CommandGroup = {
   noun: 'rates',
@@ -31,7 +40,7 @@ export const ratesCommands: CommandGroup = {
         currency: CURRENCY,
       };
       out.print(
-        `rate ${r.kind}${r.prefix ? ` +${r.prefix}` : ''}${r.tier ? ` tier ${r.tier}` : ''} = ${shown.amount} ${CURRENCY}`,
+        `rate ${r.kind}${r.prefix ? ` +${r.prefix}` : ''}${r.tier ? ` tier ${r.tier}` : ''} = ${shown.amount} ${CURRENCY}${UNIT[r.kind]}`,
         shown,
       );
     },
@@ -44,8 +53,12 @@ export const ratesCommands: CommandGroup = {
         amount: formatMoney(r.amount_cents),
       }));
       out.print(
-        rows.map((r) => `${r.kind.padEnd(10)} ${(r.prefix || r.tier || '*').padEnd(12)} ${r.amount}`).join('\n') ||
-          '(no rates)',
+        rows
+          .map(
+            (r) =>
+              `${r.kind.padEnd(10)} ${(r.prefix || r.tier || '*').padEnd(12)} ${r.amount} ${CURRENCY}${UNIT[r.kind]}`,
+          )
+          .join('\n') || '(no rates)',
         rows,
       );
     },

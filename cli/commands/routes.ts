@@ -1,6 +1,6 @@
 import { loadConfig } from '../../config/index.js';
 import { formatMoney, CURRENCY } from '../../billing/index.js';
-import { EMERGENCY_PREFIX, TrunkDirectory } from '../../sip/index.js';
+import { EMERGENCY_PREFIX, perMinute, TrunkDirectory } from '../../sip/index.js';
 import { insertRoute, listRoutes, listTrunks, removeRoutes, type RouteRow } from '../../store/index.js';
 import { Flags, UsageError } from '../args.js';
 import { money, type CommandGroup } from '../command.js';
@@ -41,7 +41,7 @@ export const routesCommands: CommandGroup = {
       if (!trunk) throw new UsageError(`no trunk named ${trunkName}`);
       const r = await insertRoute(db, { prefix, trunk_id: trunk.id, priority, weight, buy_rate_cents: buy });
       out.print(
-        `route ${r.prefix || '*'} -> ${r.trunk_name} (priority ${r.priority}, weight ${r.weight}, buy ${formatMoney(r.buy_rate_cents)} ${CURRENCY}/min) ${r.id}`,
+        `route ${r.prefix || '*'} -> ${r.trunk_name} (priority ${r.priority}, weight ${r.weight}, buy ${perMinute(r.buy_rate_cents)}) ${r.id}`,
         presentRoute(r),
       );
     },
@@ -52,7 +52,7 @@ export const routesCommands: CommandGroup = {
         rows
           .map(
             (r) =>
-              `${(r.prefix || '*').padEnd(16)} ${r.trunk.padEnd(16)} priority ${String(r.priority).padEnd(4)} weight ${String(r.weight).padEnd(4)} buy ${r.buy_rate}  ${r.id}`,
+              `${(r.prefix || '*').padEnd(16)} ${r.trunk.padEnd(16)} priority ${String(r.priority).padEnd(4)} weight ${String(r.weight).padEnd(4)} buy ${r.buy_rate} ${CURRENCY}/min  ${r.id}`,
           )
           .join('\n') || '(no routes: outbound calls go to the first active trunk)',
         rows,
@@ -85,14 +85,15 @@ export const routesCommands: CommandGroup = {
       const plan = await directory.outboundPlan(number, { emergency });
       const tried = plan.targets.map((t, i) => ({ order: i + 1, trunk: t.trunk.name, why: t.why }));
       const skipped = plan.skipped.map((s) => ({ prefix: s.route.prefix, trunk: s.route.trunk_name, why: s.why }));
-      const sell = plan.sellRateCents === undefined ? 'none' : `${formatMoney(plan.sellRateCents)} ${CURRENCY}/min`;
+      const sell = plan.sellRateCents === undefined ? 'none' : perMinute(plan.sellRateCents);
       const lines = [
         `${number}: sell rate ${sell}`,
         ...tried.map((t) => `  ${t.order}. ${t.trunk.padEnd(16)} ${t.why}`),
         ...skipped.map((s) => `  -  ${s.trunk.padEnd(16)} skipped (prefix '${s.prefix}'): ${s.why}`),
       ];
       if (tried.length === 0) lines.push('  no trunk can carry it: the call would fail (END.0500)');
-      out.print(lines.join('\n'), { number, sellRate: plan.sellRateCents ?? null, tried, skipped });
+      const sellRate = plan.sellRateCents === undefined ? null : formatMoney(plan.sellRateCents);
+      out.print(lines.join('\n'), { number, sellRate, currency: CURRENCY, tried, skipped });
     },
   },
 };

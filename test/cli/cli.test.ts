@@ -59,7 +59,8 @@ describe('operator CLI', function () {
       (await db('numbers').whereNull('account_id').orderBy('number')).map((n) => n.number),
       ['+254700000500', '+254700000501', '+254700000502'],
     );
-    assert.equal((await simu('trunks', 'add', '--name', 'c1', '--host', '127.0.0.1', '--port', '25060')).code, 0);
+    const c1 = ['--name', 'c1', '--host', '127.0.0.1', '--port', '25060', '--inbound', 'none'];
+    assert.equal((await simu('trunks', 'add', ...c1)).code, 0);
     const trunks = JSON.parse((await simu('trunks', 'list', '--json')).stdout);
     assert.equal(trunks[0].port, 25060);
     assert.equal((await simu('rates', 'set', 'outbound', '3.00', '--prefix', '254')).code, 0);

@@ -25,7 +25,10 @@ describe('simu routes and trunks ping/register', function () {
       ['alpha', '5070'],
       ['beta', '5071'],
     ])
-      assert.equal((await simu('trunks', 'add', '--name', name, '--host', '127.0.0.1', '--port', port)).code, 0);
+      assert.equal(
+        (await simu('trunks', 'add', '--name', name, '--host', '127.0.0.1', '--port', port, '--inbound', 'none')).code,
+        0,
+      );
     assert.equal((await simu('rates', 'set', 'outbound', '2.00', '--prefix', '254')).code, 0);
   });
   after(() => {
@@ -47,12 +50,13 @@ describe('simu routes and trunks ping/register', function () {
       ],
     );
     const test = JSON.parse((await simu('routes', 'test', '+254712345678', '--json')).stdout);
-    assert.equal(test.sellRate, 200);
+    assert.equal(test.sellRate, '2.00', 'KES with two decimals, as the CLI takes it');
+    assert.equal(test.currency, 'KES');
     assert.deepEqual(
       test.tried.map((t: { trunk: string }) => t.trunk),
       ['beta', 'alpha'],
     );
-    assert.match(test.skipped[0].why, /buy rate 250 > sell rate 200/);
+    assert.match(test.skipped[0].why, /buy rate 2\.50 KES\/min > sell rate 2\.00 KES\/min/);
 
     // A trunk the switch stored as down is skipped by `routes test` too.
     await withDb(async (db) => {

@@ -189,13 +189,13 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
       await eventually(() => mine(d.callId).length === 3, 'the change NOTIFYed', 5000);
     });
 
-    it('Expires 0 ends it with a terminated NOTIFY', async () => {
+    it('RFC 6665 §4.2.1.4: Expires 0 ends it with a NOTIFY terminated;reason=deactivated, not timeout', async () => {
       const d = await subscribed();
       const size = mwi.size;
       const res = await subscribe('0', 'message-summary', { ...d, cseq: 2 });
       assert.equal(res.status, 200);
       await eventually(() => mine(d.callId).length === 2, 'the last NOTIFY', 5000);
-      assert.match(mine(d.callId)[1]!.headers.get('subscription-state') ?? '', /^terminated/);
+      assert.equal(mine(d.callId)[1]!.headers.get('subscription-state'), 'terminated;reason=deactivated');
       assert.equal(mwi.size, size - 1);
     });
 
@@ -205,6 +205,17 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
       assert.equal((await subscribe('600', 'message-summary', { ...d, cseq: 1 })).status, 500);
       assert.equal((await subscribe('600', 'message-summary', { ...d, cseq: 3 })).status, 200, 'still held');
     });
+  });
+
+  it('RFC 6665 §4.4.3: a new SUBSCRIBE with Expires 0 (a fetch) gets one NOTIFY of the state, terminated', async () => {
+    const size = mwi.size;
+    assert.equal((await subscribe('0')).status, 200);
+    const callId = lastCallId;
+    await eventually(() => notifies.some((n) => n.callId === callId), 'the NOTIFY', 5000);
+    const n = notifies.find((x) => x.callId === callId)!;
+    assert.equal(n.headers.get('subscription-state'), 'terminated;reason=timeout');
+    assert.match(n.body.toString(), /^Messages-Waiting: (yes|no)/);
+    assert.equal(mwi.size, size, 'nothing held');
   });
 
   it('an unknown event package gets 489 with Allow-Events', async () => {
@@ -219,9 +230,13 @@ describe('sip: message-summary subscriptions (RFC 3842 over RFC 6665)', function
     try {
       const before = mwi.size;
       assert.equal((await subscribe('1')).status, 200);
+      const callId = lastCallId;
       assert.equal(mwi.size, before + 1);
       await eventually(
-        () => notifies.some((n) => /terminated;reason=timeout/.test(n.headers.get('subscription-state') ?? '')),
+        () =>
+          notifies.some(
+            (n) => n.callId === callId && n.headers.get('subscription-state') === 'terminated;reason=timeout',
+          ),
         'the terminating NOTIFY',
         5000,
       );

@@ -1,7 +1,8 @@
 /**
  * Registrar limits from the security audit: the bindings of one address-of-record are capped (a new contact
  * beyond the cap replaces the binding that expires soonest; one REGISTER naming more contacts than the cap gets
- * 403), and a digest whose uri is not the Request-URI is answered 400 (RFC 2617 §3.2.2.5).
+ * 403), and a digest whose uri names neither the Request-URI nor this switch is a failed credential: 403 with the
+ * reason (RFC 3261 §22.4).
  */
 import assert from 'node:assert/strict';
 import {
@@ -87,7 +88,7 @@ describe('sip/registrar limits: bindings per address-of-record, digest uri', fun
     assert.deepEqual(contacts(), ['sip:1001@127.0.0.1:5001']);
   });
 
-  it('a digest computed for another Request-URI gets 400 and registers nothing', async () => {
+  it('a digest computed for another server gets 403 naming the digest uri, and registers nothing', async () => {
     const challenge = await phone.request(`sip:${domainOf(acct.account.id)}`, {
       method: 'REGISTER',
       to: aor(),
@@ -112,8 +113,8 @@ describe('sip/registrar limits: bindings per address-of-record, digest uri', fun
       headers: { Contact: '<sip:1001@127.0.0.1:5001>', Authorization: other.message.headers.get('authorization')! },
       proxy: PROXY,
     });
-    assert.equal(res.status, 400);
-    assert.match(res.headers.get('warning') ?? '', /digest uri/);
+    assert.equal(res.status, 403);
+    assert.match(res.headers.get('warning') ?? '', /digest uri names neither the Request-URI nor this switch/);
     assert.deepEqual(contacts(), []);
   });
 });

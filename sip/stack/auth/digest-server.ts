@@ -6,7 +6,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { detached } from '../../../kit/index.js';
-import { formatUri, parseUri, type SipRequest, type Uri } from '../message/index.js';
+import { formatUri, parseUri, type SipRequest, type SipUri, type Uri } from '../message/index.js';
 import { HmacSha256 } from './hmac.js';
 import { hash, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
 
@@ -19,6 +19,12 @@ export interface DigestServerOptions {
   /** Challenge as a proxy (407, Proxy-Authenticate) instead of 401. */
   proxy?: boolean;
   now?: () => number;
+  /**
+   * Whether a digest-uri with no user names this server (its domains, its addresses, with or without a port), for
+   * the clients that sign the server rather than the Request-URI. Default: the address and port the request
+   * arrived on, when that is a real address (a socket bound to 0.0.0.0 or :: knows none).
+   */
+  namesServer?: (uri: SipUri, req: SipRequest) => boolean;
 }
 
 export type PasswordLookup = (username: string, realm: string) => string | undefined | Promise<string | undefined>;
@@ -28,7 +34,10 @@ export type DigestVerdict =
   | {
       ok: false;
       stale: boolean;
-      /** `uri-mismatch`: the digest-uri names another resource than the Request-URI (answer 400, RFC 2617 §3.2.2.5). */
+      /**
+       * `uri-mismatch`: the digest-uri names neither the Request-URI nor this server (RFC 3261 §22.4): credentials
+       * made for another resource, which no password makes right.
+       */
       reason: 'missing' | 'malformed' | 'uri-mismatch' | 'unknown-user' | 'wrong' | 'stale';
     };
 
@@ -73,6 +82,7 @@ export class DigestServer {
   readonly #ttl: number;
   readonly #proxy: boolean;
   readonly #now: () => number;
+  readonly #namesServer: (uri: SipUri, req: SipRequest) => boolean;
   /** Tags nonces under this server's secret (32 random bytes). */
   readonly #hmac = new HmacSha256(randomBytes(32));
   /** Nonces already accepted once, with the time they stop mattering. */
@@ -86,6 +96,7 @@ export class DigestServer {
     this.#ttl = opts.nonceTtlMs ?? 30_000;
     this.#proxy = opts.proxy ?? false;
     this.#now = opts.now ?? Date.now;
+    this.#namesServer = opts.namesServer ?? arrivedAt;
   }
 
   /** The status to answer with (401 or 407). */
@@ -162,10 +173,10 @@ export class DigestServer {
     // be the same (host case aside); URI parameters and headers are not compared, because common clients put
     // fewer of them in the digest-uri than in the Request-URI (SIPp 3.6 signs `sip:host:port` for a Request-URI
     // `sip:host:port;transport=UDP`), and a parameter does not name another resource to authorise.
-    // One more form is accepted: a digest-uri naming this server itself (no user, the address and port the request
-    // arrived on), which is what SIPp 3.6 signs whatever the Request-URI; it names no other resource either.
+    // One more form is accepted: a digest-uri naming this server itself (no user; `namesServer`), which is what
+    // SIPp 3.6 signs whatever the Request-URI (`sip:<the address it sent to>:<port>`); it names no other resource.
     const digestUri = parseUri(uri);
-    if (!digestUri || (!sameResource(digestUri, req.uri) && !namesThisServer(digestUri, req))) {
+    if (!digestUri || (!sameResource(digestUri, req.uri) && !this.#namesThisServer(digestUri, req))) {
       return { ok: false, stale: false, reason: 'uri-mismatch' };
     }
     const parts = nonce.split('.');
@@ -185,6 +196,10 @@ export class DigestServer {
       req.method,
       uri,
     );
+  }
+
+  #namesThisServer(u: Uri, req: SipRequest): boolean {
+    return 'host' in u && u.user === undefined && this.#namesServer(u, req);
   }
 
   /** Whether the attempt's digest was made with `password` (compared in constant time). */
@@ -237,9 +252,13 @@ function sameResource(a: Uri, b: Uri): boolean {
   );
 }
 
-/** `sip:<the address the request arrived on>[:<its port>]`, no user: the server itself. */
-function namesThisServer(u: Uri, req: SipRequest): boolean {
+/** The unspecified addresses a socket bound to every interface reports as its own. */
+const UNSPECIFIED = new Set(['0.0.0.0', '::', '[::]']);
+
+/** `sip:<the address the request arrived on>[:<its port>]`: the server itself, when the socket knows its address. */
+function arrivedAt(u: SipUri, req: SipRequest): boolean {
   const local = req.source;
-  if (!('host' in u) || u.user !== undefined || !local?.localAddress) return false;
-  return u.host === local.localAddress.toLowerCase() && (u.port === undefined || u.port === local.localPort);
+  if (!local?.localAddress || UNSPECIFIED.has(local.localAddress)) return false;
+  const host = u.host.startsWith('[') ? u.host.slice(1, -1) : u.host; // a socket's IPv6 address has no brackets
+  return host === local.localAddress.toLowerCase() && (u.port === undefined || u.port === local.localPort);
 }

@@ -144,6 +144,55 @@ describe('digest authentication (RFC 3261 §22, RFC 7616, RFC 8760)', () => {
     assert.deepEqual(await signedFor('10.0.0.6'), { ok: false, stale: false, reason: 'uri-mismatch' });
   });
 
+  /** A REGISTER for `sip:acct.simu.test` signed over `digestUri`, arrived on `local`:5060. */
+  async function signedOver(server: DigestServer, digestUri: string, local: string) {
+    const req = register();
+    req.uri = parseUri(digestUri)!;
+    const good = req.clone();
+    assert.ok(new DigestClient({ username: 'alice', password: 'secret' }).authorize(good, challenged(server, req)));
+    good.uri = parseUri('sip:acct.simu.test')!;
+    good.source = {
+      transport: 'UDP',
+      address: '10.0.0.9',
+      port: 5062,
+      flowId: 'f',
+      localAddress: local,
+      localPort: 5060,
+    };
+    return server.verify(good, lookup);
+  }
+
+  it('a socket bound to every address (0.0.0.0, ::) names no server: its own unspecified address is no match', async () => {
+    const server = new DigestServer({ realm: 'simu.test' });
+    for (const [uri, local] of [
+      ['sip:0.0.0.0:5060', '0.0.0.0'],
+      ['sip:[::]:5060', '::'],
+    ]) {
+      assert.deepEqual(await signedOver(server, uri, local), { ok: false, stale: false, reason: 'uri-mismatch' }, uri);
+    }
+    // An IPv6 address the socket reports without brackets is the URI's bracketed host.
+    assert.equal((await signedOver(server, 'sip:[2001:db8::5]:5060', '2001:db8::5')).ok, true);
+  });
+
+  it('namesServer decides which user-less digest-uris name the server; a user or another scheme never does', async () => {
+    const asked: string[] = [];
+    const server = new DigestServer({
+      realm: 'simu.test',
+      namesServer: (u) => (asked.push(u.host), u.host === '127.0.0.1' || u.host === 'switch.test'),
+    });
+    // Listening on 0.0.0.0: the address SIPp sent to, and the switch's name, both name it.
+    assert.equal((await signedOver(server, 'sip:127.0.0.1:5060', '0.0.0.0')).ok, true);
+    assert.equal((await signedOver(server, 'sip:switch.test', '0.0.0.0')).ok, true);
+    for (const uri of ['sip:other.test', 'sip:bob@127.0.0.1:5060', 'tel:+254700000000']) {
+      assert.deepEqual(
+        await signedOver(server, uri, '0.0.0.0'),
+        { ok: false, stale: false, reason: 'uri-mismatch' },
+        uri,
+      );
+    }
+    assert.deepEqual(asked, ['127.0.0.1', 'switch.test', 'other.test'], 'asked only about user-less SIP URIs');
+  });
+
   it('a nonce we did not issue is refused', async () => {
     const server = new DigestServer({ realm: 'simu.test' });
     const other = new DigestServer({ realm: 'simu.test' });
