@@ -10,7 +10,13 @@ import {
   ensureLiveCallTriggers,
   type Db,
 } from './store/index.js';
-import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
+import {
+  RtpengineSupervisor,
+  MediaEngines,
+  MediaService,
+  RecordingRetention,
+  startCallPersistence,
+} from './media/index.js';
 import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
 import {
   CreditMonitor,
@@ -102,7 +108,15 @@ export class Switch {
     const secret = loadServerSecret(config.dataDir);
 
     if (config.rtpengine.urls.length === 0) {
+      // Where the engine keeps its calls, so a restart after a crash restores them (media/redis-supervisor.ts).
+      const persistence = await startCallPersistence(config.rtpengine.redis, {
+        dataDir: config.dataDir,
+        logger: roomLogger('media'),
+      });
+      const redis = persistence.supervisor;
+      if (redis) this.#closers.push(() => redis.stop());
       this.#supervisor = new RtpengineSupervisor({
+        redis: persistence.redis,
         ngPort: config.rtpengine.ngPort,
         interface: config.rtpengine.interface,
         portMin: config.rtpengine.portMin,

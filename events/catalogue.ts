@@ -242,6 +242,7 @@ export const ReasonCodes = {
   extensionOffline: 'END.0410',
   noOutboundHandler: 'END.0501',
   sessionExpired: 'END.0422',
+  mediaFailure: 'END.0502',
   platformPaused: 'PLATFORM.0503',
 } as const;
 
@@ -269,6 +270,7 @@ export const REASON_LABELS = {
   'END.0410': 'Extension offline',
   'END.0501': 'No outbound voice webhook',
   'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
+  'END.0502': 'Media failure: the media engine was lost and the call could not be restored',
   'PLATFORM.0503': 'Platform paused for maintenance',
 } as const satisfies Record<ReasonCode, string>;
 
