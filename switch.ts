@@ -46,7 +46,7 @@ import {
   LIVE_CALL_STATUSES,
   onAuthWrite,
 } from './store/index.js';
-import { SwitchCallEngine } from './calls/index.js';
+import { SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
 import { Console, Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
@@ -144,6 +144,8 @@ export class Switch {
     });
     const bus = new EventBus();
     const publisher = new EventPublisher({ db, bus, logger: roomLogger('events') });
+    // An engine lost, restarted or back reaches staff streams (MEDIA.0100).
+    this.#engines.on('engine-state', (state) => publishMediaEngineState(publisher, state));
     // Before the store closes (closers run in reverse): events still being group-committed are written.
     this.#closers.push(() => publisher.flushed());
     const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy }).start();
@@ -305,6 +307,7 @@ export class Switch {
       liveCalls: () => calls.liveCount,
       outboxBacklog: () => countOutboxBacklog(db),
       mediaUp: async () => (await this.health()).media,
+      mediaEngines: () => engines.status(),
     });
     const unfeed = feedMetrics(bus, metrics);
     this.#closers.push(async () => {

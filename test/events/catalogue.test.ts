@@ -28,7 +28,7 @@ PLATFORM.0001 platform.concurrent|PLATFORM.0503 platform.draining|SYS.0500 syste
  * Codes Simu adds beyond the spec (docs/api.md, "Codes beyond the spec"), kept apart so the list above stays the
  * spec's word for word.
  */
-const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|CALL.0210 call.redirected|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|
+const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|CALL.0210 call.redirected|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|MEDIA.0100 media.engine_state|
 GATHER.0100 gather.started|GATHER.0200 gather.completed|
 FWD.0100 call.forwarded|VM.0300 voicemail.left|
 BILL.0311 call.credit_warning|
