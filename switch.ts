@@ -340,7 +340,8 @@ export class Switch {
         },
         overload: () => ({ ...overload.state() }),
         registrations: () => registrar.location.size,
-        media: () => (this.#engines?.list() ?? []).map((e) => ({ address: e.address, healthy: e.healthy })),
+        // Each engine with its losses and restarts (MediaEngineStatus): the live page shows them beside its health.
+        media: () => this.#engines?.status() ?? [],
       },
     });
     this.#closers.push(async () => operatorConsole.close());
