@@ -10,7 +10,13 @@ import {
   ensureLiveCallTriggers,
   type Db,
 } from './store/index.js';
-import { RtpengineSupervisor, MediaEngines, MediaService, RecordingRetention } from './media/index.js';
+import {
+  RtpengineSupervisor,
+  MediaEngines,
+  MediaService,
+  RecordingRetention,
+  startCallPersistence,
+} from './media/index.js';
 import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
 import {
   CreditMonitor,
@@ -40,7 +46,7 @@ import {
   LIVE_CALL_STATUSES,
   onAuthWrite,
 } from './store/index.js';
-import { SwitchCallEngine } from './calls/index.js';
+import { SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
 import { Console, Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
@@ -105,7 +111,15 @@ export class Switch {
     const secret = loadServerSecret(config.dataDir);
 
     if (config.rtpengine.urls.length === 0) {
+      // Where the engine keeps its calls, so a restart after a crash restores them (media/redis-supervisor.ts).
+      const persistence = await startCallPersistence(config.rtpengine.redis, {
+        dataDir: config.dataDir,
+        logger: roomLogger('media'),
+      });
+      const redis = persistence.supervisor;
+      if (redis) this.#closers.push(() => redis.stop());
       this.#supervisor = new RtpengineSupervisor({
+        redis: persistence.redis,
         ngPort: config.rtpengine.ngPort,
         interface: config.rtpengine.interface,
         portMin: config.rtpengine.portMin,
@@ -133,6 +147,8 @@ export class Switch {
     });
     const bus = new EventBus();
     const publisher = new EventPublisher({ db, bus, logger: roomLogger('events') });
+    // An engine lost, restarted or back reaches staff streams (MEDIA.0100).
+    this.#engines.on('engine-state', (state) => publishMediaEngineState(publisher, state));
     // Before the store closes (closers run in reverse): events still being group-committed are written.
     this.#closers.push(() => publisher.flushed());
     const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy }).start();
@@ -295,6 +311,7 @@ export class Switch {
       liveCalls: () => calls.liveCount,
       outboxBacklog: () => countOutboxBacklog(db),
       mediaUp: async () => (await this.health()).media,
+      mediaEngines: () => engines.status(),
     });
     const unfeed = feedMetrics(bus, metrics);
     this.#closers.push(async () => {
@@ -327,7 +344,8 @@ export class Switch {
         },
         overload: () => ({ ...overload.state() }),
         registrations: () => registrar.location.size,
-        media: () => (this.#engines?.list() ?? []).map((e) => ({ address: e.address, healthy: e.healthy })),
+        // Each engine with its losses and restarts (MediaEngineStatus): the live page shows them beside its health.
+        media: () => this.#engines?.status() ?? [],
       },
     });
     this.#closers.push(async () => operatorConsole.close());

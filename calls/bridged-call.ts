@@ -156,6 +156,11 @@ export class BridgedCall implements TransferableBridge {
     }
   }
 
+  /** Its media engine was lost for good (CallTeardown.mediaFailed): both legs BYEd, END.0502, billed to `at`. */
+  mediaFailed(at: number): Promise<CallRow> {
+    return this.#teardown.mediaFailed(at);
+  }
+
   /** Ends both legs once, whoever asks; `byeFrom` is the leg whose far end hung up (it gets no BYE back). */
   end(reason: ReasonCode, byeFrom?: Dialog): Promise<CallRow> {
     return this.#teardown.end(reason, { byeFrom });

@@ -1,5 +1,5 @@
 import type { Logger } from '../config/index.js';
-import type { ReasonCode } from '../events/index.js';
+import { ReasonCodes, type ReasonCode } from '../events/index.js';
 import type { RecordingResult } from '../media/index.js';
 import type { CallRow } from '../store/index.js';
 import type { Clock } from '../kit/index.js';
@@ -34,6 +34,8 @@ export interface EndOptions {
   byeFrom?: ByeDialog;
   /** `failed` even if it was answered (a refused call that played early media). */
   failed?: boolean;
+  /** When the call ended if not now (epoch ms): its media stopped then, so the CDR and the bill stop there too. */
+  endedAt?: number;
 }
 
 /**
@@ -60,6 +62,7 @@ export class CallTeardown {
   #answerInFlight: Promise<void> | undefined;
   #billingStart: Promise<void> = Promise.resolve();
   #refusal: SipRefusal | undefined;
+  #mediaFailedAt: number | undefined;
 
   constructor(deps: CallTeardownDeps) {
     this.#d = deps;
@@ -118,6 +121,21 @@ export class CallTeardown {
     this.#refusal ??= refusal;
   }
 
+  /** When the call's media stopped for good (its engine was lost), if that is how it ends. */
+  get mediaFailedAt(): number | undefined {
+    return this.#mediaFailedAt;
+  }
+
+  /**
+   * The media engine holding the call was lost and the call did not come back with it: ended with END.0502,
+   * every leg BYEd, billed and closed as of `at`, the moment its media stopped (the account never pays for the
+   * dead air after it). A call already ending keeps its own end.
+   */
+  mediaFailed(at: number): Promise<CallRow> {
+    if (!this.isEnding) this.#mediaFailedAt = at;
+    return this.end(ReasonCodes.mediaFailure, { endedAt: at });
+  }
+
   /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown). */
   end(reason: ReasonCode, opts: EndOptions = {}): Promise<CallRow> {
     this.#ending ??= this.#end(reason, opts);
@@ -133,7 +151,8 @@ export class CallTeardown {
     const byes = opts.remoteHungUp ? [] : this.#dialogs.filter((d) => d !== opts.byeFrom);
     await Promise.all(byes.map((d) => d.bye().catch(() => undefined)));
     await this.#billingStart.catch(() => undefined);
-    const endedAt = new Date(this.#d.clock.now());
+    const now = this.#d.clock.now();
+    const endedAt = new Date(opts.endedAt === undefined ? now : Math.min(opts.endedAt, now));
     const closed = await media.close().catch((e) => {
       log.warn({ err: e, call: life.row.sid }, 'media session not deleted');
       return {} as { sessionRecording?: RecordingResult };

@@ -37,9 +37,9 @@ export class ChildLeg {
     }
   }
 
-  /** Settles (when it was answered) and closes the leg's CDR once. */
-  async end(reason: ReasonCode): Promise<CallRow> {
-    const at = new Date();
+  /** Settles (when it was answered) and closes the leg's CDR once, as of `endedAt` (epoch ms) when given. */
+  async end(reason: ReasonCode, endedAt?: number): Promise<CallRow> {
+    const at = new Date(endedAt === undefined ? Date.now() : Math.min(endedAt, Date.now()));
     const settled =
       this.life.isAnswered && this.billing
         ? await this.billing.callEnded(this.id, at).catch(() => undefined)

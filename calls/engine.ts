@@ -117,6 +117,10 @@ export class SwitchCallEngine implements CallEngine {
         call.digitPressed(e.digit, e.source ?? 'rfc4733-log', e.durationMs);
       }
     });
+    // The calls whose media engine died and did not come back with them end with END.0502, billed to the loss.
+    deps.media.on('sessions-lost', (callIds, at) => {
+      for (const id of callIds) void this.#live.get(id)?.mediaFailed(at);
+    });
     // A trunk going up or down reaches staff streams (TRUNK.0100).
     deps.sip.trunkHealth?.on('change', (c) => void publishTrunkState(deps.publisher, c));
     deps.sip.onInvite(async (req, srv, origin) => {

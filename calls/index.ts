@@ -3,3 +3,4 @@ export type { CallEngine, CallControlOutcome } from './call-engine.js';
 export { CallLifecycle } from './lifecycle.js';
 export type { ConferenceControl, ConferenceView, ParticipantView } from './conference/index.js';
 export type { QueueDirectory, QueueInfo, QueueMemberInfo } from './queue/queue-registry.js';
+export { publishMediaEngineState } from './media-engine-events.js';

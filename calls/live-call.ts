@@ -264,6 +264,16 @@ export class LiveCall {
   }
 
   /** Ends the call once, whoever asks (API hangup, BYE, billing cut, end of verbs, shutdown): CallTeardown. */
+  /** Its media engine was lost for good (CallTeardown.mediaFailed): END.0502, billed to `at`. */
+  mediaFailed(at: number): Promise<CallRow> {
+    return this.#teardown.mediaFailed(at);
+  }
+
+  /** When the call's media stopped for good, if its engine was lost (a Dial's leg ends and is billed there too). */
+  get mediaFailedAt(): number | undefined {
+    return this.#teardown.mediaFailedAt;
+  }
+
   end(reason: ReasonCode, opts: EndOptions = {}): Promise<CallRow> {
     return this.#teardown.end(reason, opts);
   }

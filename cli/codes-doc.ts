@@ -52,6 +52,8 @@ const REASON_MEANINGS = {
     "A phone's call to the public network, but the account has no voice_outbound webhook; a notice plays, unanswered.",
   [ReasonCodes.sessionExpired]:
     'Beyond the spec (RFC 4028): the side that was to refresh the session timer sent no refresh in time; the switch sent BYE to every leg and billed to that moment.',
+  [ReasonCodes.mediaFailure]:
+    "Beyond the spec: the media engine relaying the call's audio died and the call did not come back with it in time; the switch sent BYE to every leg and billed only to the moment the media stopped.",
   [ReasonCodes.platformPaused]:
     'Refused while the platform is not admitting new calls (deploy or maintenance); retry shortly (503 + Retry-After).',
 } as const satisfies Record<ReasonCode, string>; // keyed by the named constants: codes are spelled only in the catalogue

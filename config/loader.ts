@@ -38,7 +38,16 @@ export interface Config {
   dataDir: string;
   databaseUrl: string;
   logLevel: string;
-  rtpengine: { urls: string[]; ngPort: number; dtmfPort: number; interface: string; portMin: number; portMax: number };
+  rtpengine: {
+    urls: string[];
+    ngPort: number;
+    dtmfPort: number;
+    interface: string;
+    portMin: number;
+    portMax: number;
+    /** `auto`, `off`, or `IP:PORT/DB` (rtpengine's --redis): where the local engine keeps its calls. */
+    redis: string;
+  };
   tts: { voice: string };
   billing: { initialSeconds: number; incrementSeconds: number };
   tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };
@@ -201,6 +210,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       'SIMU_RTP_PORT_MIN',
       String(cfg.rtpengine.portMin),
       'lower than rtpengine.portMax',
+    );
+  }
+  if (!/^(auto|off|[^\s/]+:\d{1,5}\/\d{1,2})$/.test(cfg.rtpengine.redis)) {
+    throw new ConfigError(
+      'rtpengine.redis',
+      'SIMU_RTPENGINE_REDIS',
+      cfg.rtpengine.redis,
+      'auto, off, or a Redis as IP:PORT/DB (e.g. 127.0.0.1:6379/1)',
     );
   }
   cfg.numbers.defaultCountry = cfg.numbers.defaultCountry.toUpperCase();

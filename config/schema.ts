@@ -300,6 +300,15 @@ export const SETTINGS = [
     default: '60000',
     help: 'Highest RTP port of the local rtpengine (a call through Dial holds about 8 ports).',
   },
+  {
+    key: 'rtpengine.redis',
+    env: 'SIMU_RTPENGINE_REDIS',
+    kind: 'string',
+    default: 'auto',
+    help:
+      'Where the local rtpengine keeps its calls so a restarted engine restores them: auto (a redis-server Simu ' +
+      "starts and supervises, when installed), off, or IP:PORT/DB of an operator's Redis.",
+  },
   { key: 'tts.voice', env: 'SIMU_TTS_VOICE', kind: 'string', default: 'en', help: 'Default espeak-ng voice for Say.' },
   {
     key: 'billing.initialSeconds',

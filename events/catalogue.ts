@@ -44,6 +44,7 @@ export const EventCodes = {
   callRedirected: 'CALL.0210',
   routeAttempt: 'ROUTE.0100',
   trunkState: 'TRUNK.0100',
+  mediaEngineState: 'MEDIA.0100',
   gatherStarted: 'GATHER.0100',
   gatherCompleted: 'GATHER.0200',
   queueJoined: 'QUEUE.0100',
@@ -119,6 +120,10 @@ export const EVENT_CATALOGUE = {
     event: 'trunk.state',
     label: 'A carrier trunk went up or down (OPTIONS pings, or a 503 with Retry-After) (staff stream).',
   },
+  'MEDIA.0100': {
+    event: 'media.engine_state',
+    label: 'An rtpengine was lost, restarted or came back; carries its health, losses and restarts (staff stream).',
+  },
   'GATHER.0100': { event: 'gather.started', label: 'A Gather began listening for keys (or speech).' },
   'GATHER.0200': { event: 'gather.completed', label: 'A Gather ended; carries the digits (and speech) it heard.' },
   'QUEUE.0100': { event: 'queue.joined', label: 'A caller joined a queue (Enqueue); carries the queue and position.' },
@@ -184,6 +189,7 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.callRedirected,
   EventCodes.routeAttempt,
   EventCodes.trunkState,
+  EventCodes.mediaEngineState,
   EventCodes.gatherStarted,
   EventCodes.gatherCompleted,
   EventCodes.queueJoined,
@@ -242,6 +248,7 @@ export const ReasonCodes = {
   extensionOffline: 'END.0410',
   noOutboundHandler: 'END.0501',
   sessionExpired: 'END.0422',
+  mediaFailure: 'END.0502',
   platformPaused: 'PLATFORM.0503',
 } as const;
 
@@ -269,6 +276,7 @@ export const REASON_LABELS = {
   'END.0410': 'Extension offline',
   'END.0501': 'No outbound voice webhook',
   'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
+  'END.0502': 'Media failure: the media engine was lost and the call could not be restored',
   'PLATFORM.0503': 'Platform paused for maintenance',
 } as const satisfies Record<ReasonCode, string>;
 

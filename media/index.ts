@@ -48,8 +48,10 @@ export {
   parseEngineUrl,
   LOCAL_ENGINE_ADDRESS,
   type MediaEngine,
+  type MediaEngineStatus,
   type MediaEnginesEvents,
 } from './media-engines.js';
+export { RedisSupervisor, startCallPersistence, type RedisSupervisorOptions } from './redis-supervisor.js';
 export {
   MediaService,
   type MediaServiceOptions,

@@ -6,9 +6,9 @@ import { TypedEmitter } from '../kit/index.js';
 
 /**
  * Which rtpengine a new call goes to. With `config.rtpengine.urls` set we use those external engines, one per
- * call in round robin, skipping those whose last ping failed (they are pinged every `pingIntervalMs`); otherwise
- * the supervised local engine. A call must stay on the engine that anchored it (its state lives there), so the
- * caller keeps the returned client for the life of the call.
+ * call in round robin, skipping those whose last ping failed (each is pinged every `pingIntervalMs`: per-engine
+ * health, as trunks have); otherwise the supervised local engine. A call must stay on the engine that anchored it
+ * (its state lives there), so the caller keeps the returned client for the life of the call.
  */
 export interface MediaEngine {
   readonly address: string;
@@ -16,9 +16,28 @@ export interface MediaEngine {
   readonly healthy: boolean;
 }
 
-class ExternalEngine implements MediaEngine {
+/** What the operator sees of one engine (health endpoint, staff stream, /metrics, the console). */
+export interface MediaEngineStatus {
+  address: string;
+  healthy: boolean;
+  /** true: it keeps its calls in Redis; false: it does not; undefined: unknown (an external engine). */
+  persistent: boolean | undefined;
+  /** Times it was seen lost (exited, or stopped answering its ping). */
+  losses: number;
+  /** Times the supervisor restarted it (the local engine). */
+  restarts: number;
+  /** New calls placed on it. */
+  placed: number;
+}
+
+class EngineEntry implements MediaEngine {
   healthy = true;
-  constructor(readonly client: NgClient) {}
+  losses = 0;
+  placed = 0;
+  constructor(
+    readonly client: NgClient,
+    readonly persistent: boolean | undefined,
+  ) {}
   get address(): string {
     return this.client.address;
   }
@@ -31,30 +50,54 @@ export function parseEngineUrl(url: string): { host: string; port: number } {
   return { host: m[1], port: Number(m[2]) };
 }
 
-/** 'engine-lost': an engine died and took its calls' state with it (the local engine exiting unexpectedly). */
-export type MediaEnginesEvents = { 'engine-lost': [address: string] };
+/**
+ * 'engine-lost': an engine died (the local one exited unexpectedly) or stopped answering its ping (an external
+ * one); `at` is when that was seen (epoch ms), the moment its calls' media stopped. 'engine-up': it answers
+ * again (a call it held may have been restored). 'engine-state': any change of an engine's status.
+ */
+export type MediaEnginesEvents = {
+  'engine-lost': [address: string, at: number];
+  'engine-up': [address: string];
+  'engine-state': [status: MediaEngineStatus];
+};
 
 export const LOCAL_ENGINE_ADDRESS = 'local';
 
 export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
-  readonly #external: ExternalEngine[];
+  readonly #external: EngineEntry[];
   readonly #local: RtpengineSupervisor | undefined;
+  readonly #localEntry: { losses: number; placed: number } = { losses: 0, placed: 0 };
   readonly #log: Logger | undefined;
   readonly #pingIntervalMs: number;
   #next = 0;
   #pingTimer: NodeJS.Timeout | undefined;
 
-  constructor(opts: { urls: string[]; local?: RtpengineSupervisor; logger?: Logger; pingIntervalMs?: number }) {
+  constructor(opts: {
+    urls: string[];
+    local?: RtpengineSupervisor;
+    logger?: Logger;
+    pingIntervalMs?: number;
+    /** Whether the external engines keep their calls in Redis (undefined: not known here). */
+    externalPersistent?: boolean;
+  }) {
     super(opts.logger);
     this.#external = opts.urls
       .filter((u) => u.trim() !== '')
-      .map((u) => new ExternalEngine(new NgClient(parseEngineUrl(u))));
+      .map((u) => new EngineEntry(new NgClient(parseEngineUrl(u)), opts.externalPersistent));
     this.#local = this.#external.length === 0 ? opts.local : undefined;
     if (this.#external.length === 0 && !opts.local) {
       throw new MediaError('MEDIA_NO_ENGINE', 'no rtpengine urls configured and no local supervisor given');
     }
-    this.#local?.on('exit', ({ expected }) => {
-      if (!expected) this.safeEmit('engine-lost', LOCAL_ENGINE_ADDRESS);
+    const local = this.#local;
+    local?.on('exit', ({ expected, at }) => {
+      if (expected) return;
+      this.#localEntry.losses += 1;
+      this.safeEmit('engine-lost', LOCAL_ENGINE_ADDRESS, at);
+      this.safeEmit('engine-state', this.#statusOfLocal(local));
+    });
+    local?.on('healthy', () => {
+      this.safeEmit('engine-up', LOCAL_ENGINE_ADDRESS);
+      this.safeEmit('engine-state', this.#statusOfLocal(local));
     });
     this.#log = opts.logger;
     this.#pingIntervalMs = opts.pingIntervalMs ?? 2000;
@@ -78,9 +121,20 @@ export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
   async #pingAll(): Promise<void> {
     await Promise.all(
       this.#external.map(async (e) => {
-        const was = e.healthy;
-        e.healthy = await e.client.ping(1000).catch(() => false);
-        if (was !== e.healthy) this.#log?.warn({ engine: e.address, healthy: e.healthy }, 'rtpengine health changed');
+        const sent = Date.now();
+        const healthy = await e.client.ping(Math.min(1000, this.#pingIntervalMs)).catch(() => false);
+        if (healthy === e.healthy) return;
+        e.healthy = healthy;
+        this.#log?.warn({ engine: e.address, healthy }, 'rtpengine health changed');
+        if (!healthy) {
+          e.losses += 1;
+          // Nothing in flight will be answered: its callers learn it now rather than at their deadlines.
+          e.client.rejectAll(new MediaError('MEDIA_ENGINE_GONE', `rtpengine ${e.address} stopped answering`));
+          this.safeEmit('engine-lost', e.address, sent);
+        } else {
+          this.safeEmit('engine-up', e.address);
+        }
+        this.safeEmit('engine-state', this.#statusOf(e));
       }),
     );
   }
@@ -92,6 +146,39 @@ export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
       return [{ address: LOCAL_ENGINE_ADDRESS, client: local.client, healthy: local.healthy }];
     }
     return [...this.#external];
+  }
+
+  /** Every engine as the operator sees it. */
+  status(): MediaEngineStatus[] {
+    if (this.#local) return [this.#statusOfLocal(this.#local)];
+    return this.#external.map((e) => this.#statusOf(e));
+  }
+
+  #statusOf(e: EngineEntry): MediaEngineStatus {
+    const { address, healthy, persistent, losses, placed } = e;
+    return { address, healthy, persistent, losses, restarts: 0, placed };
+  }
+
+  #statusOfLocal(local: RtpengineSupervisor): MediaEngineStatus {
+    return {
+      address: LOCAL_ENGINE_ADDRESS,
+      healthy: local.healthy,
+      persistent: local.persistent,
+      losses: this.#localEntry.losses,
+      restarts: local.restarts,
+      placed: this.#localEntry.placed,
+    };
+  }
+
+  /** Whether the engine at `address` restores its calls after a restart (undefined: not known). */
+  persistent(address: string): boolean | undefined {
+    if (this.#local) return address === LOCAL_ENGINE_ADDRESS ? this.#local.persistent : undefined;
+    return this.#external.find((e) => e.address === address)?.persistent;
+  }
+
+  /** Whether the engine at `address` answers its ping now. */
+  isHealthy(address: string): boolean {
+    return this.list().some((e) => e.address === address && e.healthy);
   }
 
   /**
@@ -108,12 +195,14 @@ export class MediaEngines extends TypedEmitter<MediaEnginesEvents> {
   pick(): MediaEngine {
     if (this.#local) {
       if (!this.#local.healthy) throw new MediaError('MEDIA_NO_ENGINE', 'local rtpengine is not healthy');
+      this.#localEntry.placed += 1;
       return { address: LOCAL_ENGINE_ADDRESS, client: this.#local.client, healthy: true };
     }
     for (let i = 0; i < this.#external.length; i += 1) {
       const engine = this.#external[(this.#next + i) % this.#external.length];
       if (engine?.healthy) {
         this.#next = (this.#next + i + 1) % this.#external.length;
+        engine.placed += 1;
         return engine;
       }
     }

@@ -51,7 +51,10 @@ export interface MediaHealth {
 export interface MediaEnginePool {
   pick(): SessionEngine;
   list(): Array<{ address: string; healthy: boolean }>;
-  on(event: 'engine-lost', listener: (address: string) => void): unknown;
+  on(event: 'engine-lost', listener: (address: string, at: number) => void): unknown;
+  /** Whether the engine restores its calls after a restart (Redis); undefined: not known, so it is asked. */
+  persistent?(address: string): boolean | undefined;
+  isHealthy?(address: string): boolean;
 }
 
 export interface MediaServiceOptions {
@@ -73,13 +76,23 @@ export interface MediaServiceOptions {
    * (epoch ms with the default systemClock: recordings line prompts up against pcap capture times).
    */
   clock?: Clock;
+  /**
+   * How long a call whose engine was lost may wait for it to come back with the call restored (Redis) before it
+   * is given up as lost. Default 4 s; an engine known to keep nothing is not waited for.
+   */
+  restoreWindowMs?: number;
 }
 
 /**
- * 'dtmf': a digit from a leg. 'sessions-lost': the engine holding these calls died (their media is gone; the
- * calls room should end them). Their sessions are already closed here.
+ * 'dtmf': a digit from a leg. 'sessions-lost': the engine holding these calls died and they did not come back
+ * (their media is gone; the calls room ends them, billed to `at`). Their sessions are already closed here.
+ * 'sessions-restored': the engine came back holding these calls (Redis), their media resumes; `gapMs` from the loss.
  */
-export type MediaServiceEvents = { dtmf: [DtmfEvent]; 'sessions-lost': [callIds: string[]] };
+export type MediaServiceEvents = {
+  dtmf: [DtmfEvent];
+  'sessions-lost': [callIds: string[], at: number];
+  'sessions-restored': [callIds: string[], gapMs: number];
+};
 
 export class MediaService extends TypedEmitter<MediaServiceEvents> {
   readonly #engines: MediaEnginePool;
@@ -101,6 +114,7 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
    * in flight, so other commands interleave.
    */
   readonly #playStarts = new Limiter(4);
+  readonly #restoreWindowMs: number;
 
   constructor(opts: MediaServiceOptions) {
     super(opts.logger);
@@ -119,7 +133,8 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
         ...(opts.urlPolicy === undefined ? {} : { urlPolicy: opts.urlPolicy }),
       });
     this.#dtmfPort = opts.dtmfPort;
-    this.#engines.on('engine-lost', (address) => this.#onEngineLost(address));
+    this.#restoreWindowMs = opts.restoreWindowMs ?? 4000;
+    this.#engines.on('engine-lost', (address, at) => void this.#onEngineLost(address, at));
     this.#dtmf.on('dtmf', (e) => {
       if (this.#sessions.has(e.callId)) this.safeEmit('dtmf', e);
     });
@@ -343,15 +358,54 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
     return s.close();
   }
 
-  #onEngineLost(address: string): void {
-    const lost = [...this.#sessions.values()].filter((s) => s.engine.address === address);
-    for (const s of lost) void s.close('engine-lost');
+  /**
+   * An engine died with calls on it. An engine that keeps its calls in Redis (or may: an external one) is given
+   * `restoreWindowMs` to answer again; each call it then still holds (ng `query`) is restored and goes on. The
+   * others are lost: their sessions close and 'sessions-lost' tells the calls room, with the moment of the loss.
+   */
+  async #onEngineLost(address: string, at: number): Promise<void> {
+    const onEngine = (): MediaSession[] => [...this.#sessions.values()].filter((s) => s.engine.address === address);
+    if (onEngine().length === 0) return;
+    const restored: MediaSession[] = [];
+    if (this.#engines.persistent?.(address) !== false) {
+      const up = await this.#waitForEngine(address, at + this.#restoreWindowMs);
+      for (const s of up ? onEngine() : []) {
+        const held = await s.engine.client.query({ 'call-id': s.callId }).then(
+          () => true,
+          () => false,
+        );
+        if (held && !s.closed) restored.push(s);
+      }
+    }
+    const lost = onEngine().filter((s) => !restored.includes(s));
+    if (restored.length > 0) {
+      const gapMs = Date.now() - at;
+      this.#log.warn({ engine: address, calls: restored.length, gapMs }, 'rtpengine restarted; calls restored');
+      this.safeEmit(
+        'sessions-restored',
+        restored.map((s) => s.callId),
+        gapMs,
+      );
+    }
     if (lost.length === 0) return;
-    this.#log.warn({ engine: address, calls: lost.length }, 'rtpengine lost with live calls');
+    for (const s of lost) void s.close('engine-lost');
+    this.#log.warn({ engine: address, calls: lost.length }, 'rtpengine lost with live calls; ending them');
     this.safeEmit(
       'sessions-lost',
       lost.map((s) => s.callId),
+      at,
     );
+  }
+
+  /** Resolves true once the engine at `address` answers its ping, false at `deadline` (epoch ms). */
+  async #waitForEngine(address: string, deadline: number): Promise<boolean> {
+    const healthy = (): boolean =>
+      this.#engines.isHealthy?.(address) ?? this.#engines.list().some((e) => e.address === address && e.healthy);
+    while (!healthy()) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return true;
   }
 
   /** RTP packets our IVR endpoint of a leg has received (benches, diagnostics). */

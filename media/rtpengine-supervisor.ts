@@ -39,18 +39,24 @@ export interface RtpengineSupervisorOptions {
   backoffMaxMs?: number;
   maxMissedPings?: number;
   extraArgs?: string[];
+  /**
+   * Where the engine keeps its calls (`--redis`, `IP:PORT/DB`), so an engine restarted after a crash restores them
+   * and their media resumes on the same ports; undefined: no persistence, a crash loses every call it held.
+   */
+  redis?: string;
 }
 
 export type RtpengineSupervisorEvents = {
   ready: [pid: number];
-  exit: [info: { pid: number; code: number | null; signal: NodeJS.Signals | null; expected: boolean }];
+  /** `at`: when the exit was seen (epoch ms), the moment the calls' media stopped. */
+  exit: [info: { pid: number; code: number | null; signal: NodeJS.Signals | null; expected: boolean; at: number }];
   healthy: [];
   degraded: [reason: string];
 };
 
 export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents> {
-  readonly #opts: Required<Omit<RtpengineSupervisorOptions, 'dtmfLogPort' | 'extraArgs'>> &
-    Pick<RtpengineSupervisorOptions, 'dtmfLogPort' | 'extraArgs'>;
+  readonly #opts: Required<Omit<RtpengineSupervisorOptions, 'dtmfLogPort' | 'extraArgs' | 'redis'>> &
+    Pick<RtpengineSupervisorOptions, 'dtmfLogPort' | 'extraArgs' | 'redis'>;
   readonly #log: Logger;
   #client: NgClient;
   #child: ChildProcess | undefined;
@@ -61,6 +67,7 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
   #pingTimer: NodeJS.Timeout | undefined;
   #restartTimer: NodeJS.Timeout | undefined;
   #stopping: Promise<void> | undefined;
+  #restarts = 0;
   readonly #onProcessExit = (): void => this.#killNow();
 
   constructor(opts: RtpengineSupervisorOptions) {
@@ -100,6 +107,16 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
 
   get pid(): number | undefined {
     return this.#child?.pid;
+  }
+
+  /** Whether the engine keeps its calls in Redis (a restart restores them). */
+  get persistent(): boolean {
+    return this.#opts.redis !== undefined;
+  }
+
+  /** Restarts after an unexpected exit since this supervisor was made. */
+  get restarts(): number {
+    return this.#restarts;
   }
 
   get recordingDir(): string {
@@ -156,6 +173,8 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
       '--delete-delay=0',
     ];
     if (o.dtmfLogPort !== undefined) args.push(`--dtmf-log-dest=127.0.0.1:${o.dtmfLogPort}`);
+    // A Redis that is down must not keep the engine from relaying new calls: it starts and retries without it.
+    if (o.redis !== undefined) args.push(`--redis=${o.redis}`, '--no-redis-required');
     return [...args, ...(o.extraArgs ?? [])];
   }
 
@@ -176,14 +195,21 @@ export class RtpengineSupervisor extends TypedEmitter<RtpengineSupervisorEvents>
     if (this.#child !== child) return;
     this.#child = undefined;
     const expected = !this.#running;
-    this.safeEmit('exit', { pid: child.pid ?? 0, code, signal, expected });
-    if (expected) return;
+    const at = Date.now();
+    if (expected) {
+      this.safeEmit('exit', { pid: child.pid ?? 0, code, signal, expected, at });
+      return;
+    }
     this.#log.warn({ code, signal, restartInMs: this.#backoffMs }, 'rtpengine exited unexpectedly');
     this.#client.rejectAll(new MediaError('MEDIA_ENGINE_GONE', `rtpengine exited (${signal ?? code})`));
     this.#markDegraded(`rtpengine exited (${signal ?? code})`);
+    // Emitted once the engine is marked down: a listener waiting for it to come back sees it gone first.
+    this.safeEmit('exit', { pid: child.pid ?? 0, code, signal, expected, at });
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
-      if (this.#running) this.#spawn();
+      if (!this.#running) return;
+      this.#restarts += 1;
+      this.#spawn();
     }, this.#backoffMs);
     this.#backoffMs = Math.min(this.#backoffMs * 2, this.#opts.backoffMaxMs);
   }

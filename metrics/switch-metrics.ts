@@ -9,6 +9,17 @@ export interface LiveFigures {
   outboxBacklog: () => Promise<number>;
   /** Whether at least one rtpengine answers. */
   mediaUp: () => Promise<boolean>;
+  /** Each rtpengine: whether it answers its ping, times it was lost and restarted, new calls placed on it. */
+  mediaEngines?: () => EngineFigures[];
+}
+
+/** One rtpengine's figures (the media room's MediaEngineStatus, as far as /metrics reads it). */
+export interface EngineFigures {
+  address: string;
+  healthy: boolean;
+  losses: number;
+  restarts: number;
+  placed: number;
 }
 
 /** Seconds of the sliding window calls/s is measured over. */
@@ -144,6 +155,30 @@ export class SwitchMetrics {
         this.set((await figures.mediaUp().catch(() => false)) ? 1 : 0);
       },
     });
+    const engines = figures.mediaEngines;
+    if (engines) {
+      const perEngine = (name: string, help: string, value: (e: EngineFigures) => number) =>
+        new Gauge({
+          name,
+          help,
+          labelNames: ['engine'],
+          registers,
+          collect() {
+            this.reset();
+            for (const e of engines()) this.set({ engine: e.address }, value(e));
+          },
+        });
+      perEngine('simu_rtpengine_engine_up', '1 when this rtpengine answers its ng ping, else 0.', (e) =>
+        e.healthy ? 1 : 0,
+      );
+      perEngine(
+        'simu_rtpengine_losses',
+        'Times this rtpengine was lost (it exited, or stopped answering).',
+        (e) => e.losses,
+      );
+      perEngine('simu_rtpengine_restarts', 'Times the supervisor restarted this rtpengine.', (e) => e.restarts);
+      perEngine('simu_rtpengine_calls_placed', 'New calls placed on this rtpengine since start.', (e) => e.placed);
+    }
     this.#loop = monitorEventLoopDelay({ resolution: 10 });
     this.#loop.enable();
     const loop = this.#loop;

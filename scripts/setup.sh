@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mode=start
 [ "${1:-}" = "--test" ] && mode=test
 
-runtime_pkgs="rtpengine-daemon espeak-ng sox libsox-fmt-mp3 openssl pocketsphinx pocketsphinx-en-us"
+runtime_pkgs="rtpengine-daemon redis-server espeak-ng sox libsox-fmt-mp3 openssl pocketsphinx pocketsphinx-en-us"
 test_pkgs="sip-tester postgresql baresip-core chromium tcpdump iproute2 iptables procps systemd"
 pkgs="$runtime_pkgs"
 [ "$mode" = test ] && pkgs="$pkgs $test_pkgs"

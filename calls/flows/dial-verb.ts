@@ -168,7 +168,10 @@ async function bridge(
     call.onEnd(done);
   });
   await bridged.close();
-  await won.child?.end(ReasonCodes.normalHangup);
+  // The bridge died with the media engine: the dialled leg ends and is billed as the caller's call is.
+  const mediaFailedAt = call.mediaFailedAt;
+  if (mediaFailedAt === undefined) await won.child?.end(ReasonCodes.normalHangup);
+  else await won.child?.end(ReasonCodes.mediaFailure, mediaFailedAt);
   const seconds = Math.round((Date.now() - answeredAt) / 1000);
   await backToIvr(d, call, o);
   return { result: { status: 'completed', durationSeconds: seconds } };

@@ -10,7 +10,6 @@ import {
   AccountServer,
   addCarrier,
   allocateSwitchPorts,
-  api,
   carrierCallsDid,
   createAccountWithDid,
   type SippRun,

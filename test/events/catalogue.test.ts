@@ -28,7 +28,7 @@ PLATFORM.0001 platform.concurrent|PLATFORM.0503 platform.draining|SYS.0500 syste
  * Codes Simu adds beyond the spec (docs/api.md, "Codes beyond the spec"), kept apart so the list above stays the
  * spec's word for word.
  */
-const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|CALL.0210 call.redirected|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|
+const BEYOND_SPEC_EVENTS = `VERB.0299 verb.attribute_ignored|CALL.0210 call.redirected|ROUTE.0100 route.attempt|TRUNK.0100 trunk.state|MEDIA.0100 media.engine_state|
 GATHER.0100 gather.started|GATHER.0200 gather.completed|
 FWD.0100 call.forwarded|VM.0300 voicemail.left|
 BILL.0311 call.credit_warning|
@@ -44,7 +44,8 @@ END.0487 Canceled before answer|END.0503 Enforcement watchdog cut|END.0504 Recon
 END.0500 Carrier or network failure|END.0603 Rejected|END.0403 No DID to originate from|END.0488 Cross-account extension|
 END.0410 Extension offline|END.0501 No outbound voice webhook|PLATFORM.0503 Platform paused for maintenance`;
 /** Reason codes beyond the spec (docs/api.md, "Codes beyond the spec"). */
-const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028)`;
+const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028) |
+  END.0502 Media failure: the media engine was lost and the call could not be restored`;
 
 const pairs = (s: string) =>
   s

@@ -158,9 +158,9 @@ describe('media: MediaSession (fake ng client, manual clock)', function () {
 
   it('MediaService: deleteSession is session.close(); a lost engine closes its sessions through the same teardown', async () => {
     const engine = fakeEngine();
-    let lose: ((address: string) => void) | undefined;
+    let lose: ((address: string, at: number) => void) | undefined;
     const media = new MediaService({
-      engines: { pick: () => engine, list: () => [], on: (_e, l) => (lose = l) },
+      engines: { pick: () => engine, list: () => [], on: (_e, l) => (lose = l), persistent: () => false },
       dataDir: data.dir,
       logger: quietLogger,
       clock,
@@ -179,15 +179,54 @@ describe('media: MediaSession (fake ng client, manual clock)', function () {
 
     const playing = media.playFile('c2', 'A', '/x.wav');
     await new Promise((r) => setImmediate(r));
-    const lost = new Promise<string[]>((resolve) => media.once('sessions-lost', resolve));
+    const lost = new Promise<[string[], number]>((resolve) => media.once('sessions-lost', (...a) => resolve(a)));
     const sentBefore = engine.client.sent.length;
-    lose?.('fake-engine');
-    assert.deepEqual(await lost, ['c2']);
+    lose?.('fake-engine', EPOCH + 500);
+    assert.deepEqual(await lost, [['c2'], EPOCH + 500], 'the calls lost and when their media stopped');
     assert.equal(s2.closed, true);
     assert.deepEqual(await playing, { durationMs: 2000, completed: false });
     await new Promise((r) => setImmediate(r));
     assert.equal(engine.client.sent.length, sentBefore, 'nothing sent to a dead engine');
     assert.equal(media.health().sessions, 0);
+    await media.close();
+  });
+
+  it('MediaService: an engine that may keep its calls is waited for; those it still holds go on, the rest are lost', async () => {
+    const engine = fakeEngine();
+    let lose: ((address: string, at: number) => void) | undefined;
+    let up = false;
+    const held = new Set(['kept']);
+    engine.client.query = (params) =>
+      held.has(params['call-id'])
+        ? Promise.resolve({ result: 'ok' })
+        : Promise.reject(new MediaError('MEDIA_ENGINE_ERROR', 'Unknown call-id'));
+    const media = new MediaService({
+      engines: { pick: () => engine, list: () => [], on: (_e, l) => (lose = l), isHealthy: () => up },
+      dataDir: data.dir,
+      logger: quietLogger,
+      clock,
+      restoreWindowMs: 3000,
+    });
+    await media.answerIvr('kept', 'A', callerSdp);
+    await media.answerIvr('gone', 'A', callerSdp);
+    const restored = new Promise<string[]>((resolve) => media.once('sessions-restored', resolve));
+    const lost = new Promise<string[]>((resolve) => media.once('sessions-lost', resolve));
+    lose?.('fake-engine', Date.now());
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(media.hasSession('gone'), true, 'nothing is given up while the engine may come back');
+    up = true;
+    assert.deepEqual(await restored, ['kept']);
+    assert.deepEqual(await lost, ['gone']);
+    assert.equal(media.hasSession('kept'), true);
+    assert.equal(media.hasSession('gone'), false);
+
+    // An engine that does not come back within the window: every call on it is lost.
+    up = false;
+    const lostAgain = new Promise<string[]>((resolve) => media.once('sessions-lost', resolve));
+    const started = Date.now();
+    lose?.('fake-engine', started);
+    assert.deepEqual(await lostAgain, ['kept']);
+    assert.ok(Date.now() - started >= 2900, `waited the window: ${Date.now() - started} ms`);
     await media.close();
   });
 });

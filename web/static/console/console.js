@@ -52,7 +52,10 @@
     async live() {
       const d = await api('GET', '/live');
       const engines = d.rtpengine.map((e) =>
-        pill(`${e.address} ${e.healthy ? 'up' : 'DOWN'}`, e.healthy ? 'ok' : 'bad'),
+        pill(
+          `${e.address} ${e.healthy ? 'up' : 'DOWN'}${e.restarts || e.losses ? ` (lost ${e.losses || 0}, restarted ${e.restarts || 0})` : ''}`,
+          e.healthy ? 'ok' : 'bad',
+        ),
       );
       return [
         h('h1', {}, 'Live'),
