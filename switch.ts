@@ -67,6 +67,8 @@ const log = roomLogger('switch');
  * or a power cut can lose is at most the last 15 ms of writes.
  */
 const GROUP_COMMIT_WINDOW_MS = 15;
+/** How long a drained switch waits for its calls' last status callbacks before it stops (the rest stay queued). */
+const CALLBACKS_SETTLE_MS = 5000;
 
 export class Switch {
   #db: Db | undefined;
@@ -74,6 +76,8 @@ export class Switch {
   #engines: MediaEngines | undefined;
   readonly #closers: Array<() => Promise<void>> = [];
   #admission: StoreAdmission | undefined;
+  #outbox: StatusCallbackOutbox | undefined;
+  #publisher: EventPublisher | undefined;
   #draining = false;
 
   constructor(readonly config: Config) {}
@@ -152,6 +156,8 @@ export class Switch {
     // Before the store closes (closers run in reverse): events still being group-committed are written.
     this.#closers.push(() => publisher.flushed());
     const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy }).start();
+    this.#outbox = outbox;
+    this.#publisher = publisher;
     this.#closers.push(() => outbox.close());
     const concurrency = new PlatformConcurrencyMonitor({ db, publisher });
     this.#closers.push(async () => concurrency.close());
@@ -406,8 +412,9 @@ export class Switch {
 
   /**
    * Drains this process: new calls are refused from now on (SIP 503 and API 503 PLATFORM.0503, both with
-   * Retry-After; health answers 503) while calls in progress, their in-dialog requests included, go on. Resolves
-   * with the number of calls still up when they have all ended or `timeoutMs` has passed; `stop()` ends the rest.
+   * Retry-After; health answers 503) while calls in progress, their in-dialog requests included, go on. When they
+   * have all ended, or `timeoutMs` has passed and the rest were ended (BYE, billed), the calls' last status
+   * callbacks are given up to CALLBACKS_SETTLE_MS to be delivered. Resolves with the number of calls it ended.
    */
   async drain(timeoutMs: number, pollMs = 250): Promise<number> {
     this.#draining = true;
@@ -415,7 +422,11 @@ export class Switch {
     const deadline = Date.now() + timeoutMs;
     while ((this.calls?.liveCount ?? 0) > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
-    return this.calls?.liveCount ?? 0;
+    const left = this.calls?.liveCount ?? 0;
+    if (left > 0) await this.calls?.close();
+    await this.#publisher?.flushed();
+    await this.#outbox?.settled(CALLBACKS_SETTLE_MS);
+    return left;
   }
 
   get draining(): boolean {

@@ -208,6 +208,19 @@ export class StatusCallbackOutbox {
   }
 
   /** Stops polling and waits for attempts in flight (each bounded by the attempt timeout). Safe to call twice. */
+  /**
+   * Resolves once this process has no status callback queued or in flight, or after `timeoutMs`: a draining switch
+   * delivers its calls' last callbacks before it stops (what is left stays pending in the table).
+   */
+  async settled(timeoutMs: number, pollMs = 50): Promise<boolean> {
+    const deadline = this.#now() + timeoutMs;
+    while (this.#queues.size > 0 || this.#inFlight.size > 0) {
+      if (this.#closed || this.#now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+    return true;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
