@@ -1,3 +1,4 @@
+import { secondsUp } from '../../billing/index.js';
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
 import { findActiveNumberOf } from '../../store/index.js';
@@ -168,8 +169,9 @@ async function bridge(
     call.onEnd(done);
   });
   await bridged.close();
-  await won.child?.end(ReasonCodes.normalHangup);
-  const seconds = Math.round((Date.now() - answeredAt) / 1000);
+  const leg = await won.child?.end(ReasonCodes.normalHangup);
+  // DialCallDuration is the leg's talk time on its own CDR where it has one, else the same rounding (up).
+  const seconds = leg?.talk_seconds ?? secondsUp(answeredAt, Date.now());
   await backToIvr(d, call, o);
   return { result: { status: 'completed', durationSeconds: seconds } };
 }
