@@ -48,6 +48,8 @@ export function callOut(c: CallRow): z.infer<typeof S.CallOut> {
     answered_at: c.answered_at,
     ended_at: c.ended_at,
     created_at: c.created_at,
+    parent_call_uuid: c.parent_call_id,
+    parent_call_sid: c.parent_call_sid ?? null,
   };
 }
 

@@ -183,6 +183,13 @@ export const CallOut = z.object({
   answered_at: TsOrNull,
   ended_at: TsOrNull,
   created_at: Ts,
+  parent_call_uuid: z
+    .string()
+    .nullable()
+    .describe(
+      'Beyond the spec: the uuid of the call this one is a leg of (a Dial leg, a forward, a transferred party), else null',
+    ),
+  parent_call_sid: z.string().nullable().describe("Beyond the spec: that call's sid, else null"),
 });
 export const CallListOut = z.object({
   calls: z.array(CallOut),

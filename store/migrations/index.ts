@@ -23,6 +23,7 @@ import * as m023 from './023-prepaid.js';
 import * as m026 from './026-operator-audit-seq.js';
 import * as m027 from './027-calls-search-batched.js';
 import * as m030 from './030-account-live-calls.js';
+import * as m031 from './031-call-parent-sid.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -53,6 +54,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['026-operator-audit-seq', m026],
   ['027-calls-search-batched', m027],
   ['030-account-live-calls', m030],
+  ['031-call-parent-sid', m031],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -32,7 +32,13 @@ export const CALL: Shape = {
   ended_at: SN,
   created_at: S,
 };
-export const CALL_OPTIONAL: Shape = { customPayload: ['object', 'null'], custom_payload: ['object', 'null'] };
+export const CALL_OPTIONAL: Shape = {
+  customPayload: ['object', 'null'],
+  custom_payload: ['object', 'null'],
+  // Beyond the spec (docs/api.md "Calls"): the call a leg belongs to.
+  parent_call_uuid: SN,
+  parent_call_sid: SN,
+};
 export const NUMBER: Shape = {
   uuid: S,
   number: S,
