@@ -4,6 +4,7 @@ import { formatMoney, CURRENCY } from '../billing/index.js';
 import type {
   AccountRow,
   ApiKeyRow,
+  CallEventRow,
   CallRow,
   EndUserRow,
   NumberRow,
@@ -51,6 +52,11 @@ export function callOut(c: CallRow): z.infer<typeof S.CallOut> {
     parent_call_uuid: c.parent_call_id,
     parent_call_sid: c.parent_call_sid ?? null,
   };
+}
+
+/** A stored event of a call as GET /api/calls/{uuid}/events lists it (`data` as the stream frame carried it). */
+export function callEventOut(e: CallEventRow): z.infer<typeof S.CallEventOut> {
+  return { code: e.code, event: e.event, data: payload(e.data) ?? {}, created_at: e.created_at };
 }
 
 const PURPOSE_COLUMNS = [

@@ -191,6 +191,19 @@ export const CallOut = z.object({
     ),
   parent_call_sid: z.string().nullable().describe("Beyond the spec: that call's sid, else null"),
 });
+export const CallEventListQuery = z.object({ limit: Limit, offset: Offset });
+export const CallEventOut = z.object({
+  code: z.string().describe('the event code (docs/events.md)'),
+  event: z.string(),
+  data: z.record(z.string(), z.unknown()).describe("the event's own fields, as on the stream frame"),
+  created_at: Ts,
+});
+export const CallEventListOut = z.object({
+  events: z.array(CallEventOut),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
 export const CallListOut = z.object({
   calls: z.array(CallOut),
   total: z.number().int(),
