@@ -10,6 +10,7 @@ import type {
   NumberRow,
   PhoneTokenRow,
   RecordingRow,
+  WalletTopupRow,
   WalletTransactionRow,
 } from '../store/index.js';
 import { phoneTokenIsValid } from '../store/index.js';
@@ -134,13 +135,20 @@ export const balanceOut = (a: AccountRow): z.infer<typeof S.BalanceOut> => ({
   currency: CURRENCY as 'KES',
 });
 
-export const transactionOut = (t: WalletTransactionRow): z.infer<typeof S.TransactionOut> => ({
+/** A ledger row; `topup` is the provider callback that posted it, when one did (store/wallet-topups.ts). */
+export const transactionOut = (
+  t: WalletTransactionRow,
+  topup?: Pick<WalletTopupRow, 'provider' | 'receipt' | 'reference'>,
+): z.infer<typeof S.TransactionOut> => ({
   uuid: t.id,
   direction: t.direction,
   kind: t.kind,
   amount: formatMoney(t.amount_cents),
   balance_before: formatMoney(t.balance_before_cents),
   created_at: t.created_at,
+  provider: topup?.provider ?? null,
+  receipt: topup?.receipt ?? null,
+  reference: topup?.reference ?? null,
 });
 
 export const endUserOut = (u: EndUserRow): z.infer<typeof S.EndUserOut> => ({

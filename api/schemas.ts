@@ -267,6 +267,19 @@ export const TransactionOut = z.object({
   amount: Money,
   balance_before: Money,
   created_at: Ts,
+  provider: z
+    .string()
+    .nullable()
+    .describe(
+      'Beyond the spec: the mobile-money provider whose callback posted this row (a top-up or its reversal), else null',
+    ),
+  receipt: z
+    .string()
+    .nullable()
+    .describe(
+      "Beyond the spec: the provider's receipt of the payment (for a reversal, the payment reversed), else null",
+    ),
+  reference: z.string().nullable().describe("Beyond the spec: a reversal's own id at the provider, else null"),
 });
 export const EndUserOut = z
   .object({

@@ -69,6 +69,8 @@ export const SECRET: Shape = { signing_secret: S };
 export const API_KEY: Shape = { uuid: S, name: S, prefix: S, is_active: B, last_used_at: SN, created_at: S };
 export const BALANCE: Shape = { balance: S, currency: S };
 export const TRANSACTION: Shape = { uuid: S, direction: S, kind: S, amount: S, balance_before: S, created_at: S };
+/** Beyond the spec (docs/api.md "Wallet transactions"): the provider's side of a mobile-money top-up. */
+export const TRANSACTION_BEYOND_SPEC: Shape = { provider: SN, receipt: SN, reference: SN };
 export const END_USER: Shape = {
   uuid: S,
   email: S,
