@@ -105,7 +105,8 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
     number_id: input.number_id ?? null,
     end_user_id: input.end_user_id ?? null,
     parent_call_id: input.parent_call_id ?? null,
-    // Only on a child leg: a store migrated before 031 (tests of earlier migrations) writes its other calls.
+    // Written only on a child leg (null by default), so a store migrated before 031 (the tests of earlier
+    // migrations) still takes every other call; the row answered has it all the same.
     ...(input.parent_call_sid ? { parent_call_sid: input.parent_call_sid } : {}),
     node_id: input.node_id ?? null,
     started_at: input.started_at ?? null,
@@ -118,7 +119,7 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
   };
   await insertRows(db, 'calls', [row]);
   bump(row.account_id);
-  return normaliseCall(row);
+  return normaliseCall({ parent_call_sid: null, ...row });
 }
 
 export async function findCall(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
