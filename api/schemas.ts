@@ -183,6 +183,26 @@ export const CallOut = z.object({
   answered_at: TsOrNull,
   ended_at: TsOrNull,
   created_at: Ts,
+  parent_call_uuid: z
+    .string()
+    .nullable()
+    .describe(
+      'Beyond the spec: the uuid of the call this one is a leg of (a Dial leg, a forward, a transferred party), else null',
+    ),
+  parent_call_sid: z.string().nullable().describe("Beyond the spec: that call's sid, else null"),
+});
+export const CallEventListQuery = z.object({ limit: Limit, offset: Offset });
+export const CallEventOut = z.object({
+  code: z.string().describe('the event code (docs/events.md)'),
+  event: z.string(),
+  data: z.record(z.string(), z.unknown()).describe("the event's own fields, as on the stream frame"),
+  created_at: Ts,
+});
+export const CallEventListOut = z.object({
+  events: z.array(CallEventOut),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
 });
 export const CallListOut = z.object({
   calls: z.array(CallOut),
@@ -247,6 +267,19 @@ export const TransactionOut = z.object({
   amount: Money,
   balance_before: Money,
   created_at: Ts,
+  provider: z
+    .string()
+    .nullable()
+    .describe(
+      'Beyond the spec: the mobile-money provider whose callback posted this row (a top-up or its reversal), else null',
+    ),
+  receipt: z
+    .string()
+    .nullable()
+    .describe(
+      "Beyond the spec: the provider's receipt of the payment (for a reversal, the payment reversed), else null",
+    ),
+  reference: z.string().nullable().describe("Beyond the spec: a reversal's own id at the provider, else null"),
 });
 export const EndUserOut = z
   .object({

@@ -12,7 +12,7 @@ import {
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, type BillingEmit, type CutReason } from './codes.js';
-import { talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
+import { secondsUp, talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
 import { formatMoney } from './money.js';
 import { settleCall, settledCharges } from './settlement.js';
 import { EnforcementWatchdog } from './watchdog.js';
@@ -251,7 +251,7 @@ export class CreditMonitor {
     // A retry after a failed settlement keeps the first end time.
     call.endedAtMs ??= Math.max(call.answeredAtMs, toMs(endedAt));
     const wallet = this.#walletOf(call.accountId);
-    const talkSeconds = Math.ceil((call.endedAtMs - call.answeredAtMs) / 1000);
+    const talkSeconds = secondsUp(call.answeredAtMs, call.endedAtMs);
     const rated = {
       talk: talkCents(call.ratePerMinute, talkSeconds, call.card.increment),
       tts: this.#ttsCentsOf(call),
@@ -428,7 +428,7 @@ export class CreditMonitor {
 
   #committedCents(call: LiveCall, now: number): number {
     const end = call.endedAtMs ?? now;
-    const talkSeconds = Math.ceil(Math.max(0, end - call.answeredAtMs) / 1000);
+    const talkSeconds = secondsUp(call.answeredAtMs, end);
     return talkCents(call.ratePerMinute, talkSeconds, call.card.increment) + this.#ttsCentsOf(call);
   }
 

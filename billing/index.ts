@@ -15,6 +15,8 @@ export {
   RateCard,
   RateNotFoundError,
   billableSeconds,
+  cdrSeconds,
+  secondsUp,
   talkCents,
   ttsCents,
   destinationDigits,

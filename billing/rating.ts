@@ -34,6 +34,27 @@ export function destinationDigits(to: string): string {
   return user.replace(/\D/g, '');
 }
 
+/** Whole seconds from `fromMs` to `toMs`, a started second counted whole; 0 when `toMs` is not after `fromMs`. */
+export function secondsUp(fromMs: number, toMs: number): number {
+  return Math.ceil(Math.max(0, toMs - fromMs) / 1000);
+}
+
+/**
+ * A call record's two lengths from its instants, each rounded up to a whole second (docs/api.md, "Calls"):
+ * `durationSeconds` from the start to the end, `talkSeconds` from the answer (never taken before the start) to the
+ * end, 0 when it was never answered. Both round the same way from a later-or-equal start, so talk time never
+ * exceeds the duration; billing rates exactly this `talkSeconds` (`secondsUp` from the answer).
+ */
+export function cdrSeconds(i: { startedMs: number; answeredMs: number | null; endedMs: number }): {
+  durationSeconds: number;
+  talkSeconds: number;
+} {
+  return {
+    durationSeconds: secondsUp(i.startedMs, i.endedMs),
+    talkSeconds: i.answeredMs === null ? 0 : secondsUp(Math.max(i.startedMs, i.answeredMs), i.endedMs),
+  };
+}
+
 /** Seconds to bill for `talkSeconds` of connected time: the first block whole, then whole increments. */
 export function billableSeconds(talkSeconds: number, inc: BillingIncrement): number {
   if (talkSeconds <= 0) return 0;

@@ -13,7 +13,7 @@ import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, reasonLabel, type BillingEmit } from './codes.js';
 import { LedgerConflictError } from './ledger.js';
 import { formatMoney } from './money.js';
-import { talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
+import { secondsUp, talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
 import { settleCallInTransaction, emitDebits } from './settlement.js';
 import { systemTimers, type MonitorTimers } from './timers.js';
 import type { Periodic } from '../kit/index.js';
@@ -90,13 +90,15 @@ export async function reconcileCall(
         });
         if (!won) return undefined;
         const credit = answered ? await findCallCredit(trx, callId) : undefined;
+        const started = ms(call.started_at) ?? ms(call.created_at) ?? detectedAtMs;
+        // Both lengths rounded up from instants no earlier than the start, so talk time never exceeds the duration.
         let talkSeconds = 0;
         let talk = 0;
         let tts = 0;
         if (credit) {
-          const from = ms(call.answered_at) ?? ms(credit.answered_at)!;
+          const from = Math.max(started, ms(call.answered_at) ?? ms(credit.answered_at)!);
           const until = Math.min(ms(credit.heartbeat_at)!, detectedAtMs);
-          talkSeconds = Math.max(0, Math.ceil((until - from) / 1000));
+          talkSeconds = secondsUp(from, until);
           talk = talkCents(credit.rate_cents_per_minute, talkSeconds, inc);
           tts = credit.tts_cents;
         }
@@ -106,8 +108,7 @@ export async function reconcileCall(
           talkCents: talk,
           ttsCents: tts,
         });
-        const started = ms(call.started_at) ?? ms(call.created_at) ?? detectedAtMs;
-        const durationSeconds = Math.max(0, Math.round((detectedAtMs - started) / 1000));
+        const durationSeconds = secondsUp(started, detectedAtMs);
         await patchCallRow(trx, callId, {
           talk_seconds: answered ? talkSeconds : null,
           cost_cents: s.costCents,

@@ -44,6 +44,6 @@ export class ChildLeg {
       this.life.isAnswered && this.billing
         ? await this.billing.callEnded(this.id, at).catch(() => undefined)
         : undefined;
-    return this.life.end(reason, { at, costCents: settled?.costCents, talkSeconds: settled?.talkSeconds });
+    return this.life.end(reason, { at, costCents: settled?.costCents });
   }
 }

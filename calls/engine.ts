@@ -209,6 +209,7 @@ export class SwitchCallEngine implements CallEngine {
       from_number: from,
       to_number: to,
       parent_call_id: parent.id,
+      parent_call_sid: parent.life.row.sid,
       started_at: nowIso(),
     });
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);

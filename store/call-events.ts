@@ -9,12 +9,27 @@ export interface CallEventRow {
   created_at: string;
 }
 
-/** A call's events in the order they happened, scoped to the account. */
-export async function listCallEvents(db: Db, accountId: string, callId: string): Promise<CallEventRow[]> {
-  return db('call_events')
+/**
+ * A call's events in the order they happened (ties by id, which grows with time), scoped to the account: all of
+ * them (the portal's timeline) or one page (GET /api/calls/{uuid}/events).
+ */
+export async function listCallEvents(
+  db: Db,
+  accountId: string,
+  callId: string,
+  page?: { limit: number; offset: number },
+): Promise<CallEventRow[]> {
+  const q = db('call_events')
     .where({ account_id: accountId, call_id: callId })
-    .orderBy('created_at')
+    .orderBy([{ column: 'created_at' }, { column: 'id' }])
     .select('code', 'event', 'data', 'created_at');
+  return page ? q.limit(page.limit).offset(page.offset) : q;
+}
+
+/** How many events a call of the account has. */
+export async function countCallEvents(db: Db, accountId: string, callId: string): Promise<number> {
+  const r = await db('call_events').where({ account_id: accountId, call_id: callId }).count({ n: '*' }).first();
+  return Number(r?.n ?? 0);
 }
 
 export interface NewCallEvent extends CallEventRow {

@@ -4,10 +4,12 @@ import { NumberFormatError, normalise } from '../../numbers/index.js';
 import type { Context } from 'koa';
 import {
   LIVE_CALL_STATUSES,
+  countCallEvents,
   findCall,
   findCallBySid,
   findActiveNumberOf,
   insertCall,
+  listCallEvents,
   nowIso,
   updateCall,
   type CallRow,
@@ -16,7 +18,7 @@ import { authOf } from '../auth.js';
 import { CallListCache } from '../call-list-cache.js';
 import { ApiError, notFound, ValidationError } from '../errors.js';
 import { withIdempotency } from '../idempotency.js';
-import { callOut } from '../present.js';
+import { callEventOut, callOut } from '../present.js';
 import type { RouteDeps, RouteTable } from '../route-table.js';
 import * as S from '../schemas.js';
 import { parseBody, parseQuery } from '../validation.js';
@@ -185,6 +187,28 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       const call = await findCall(d.readDb, authOf(ctx).account.id, String(ctx.params.uuid));
       if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
       ctx.body = callOut(call);
+    },
+  );
+
+  t.add(
+    {
+      method: 'get',
+      path: '/api/calls/:uuid/events',
+      summary: "Beyond the spec: one call's events, oldest first (the call list's paging)",
+      query: S.CallEventListQuery,
+      ok: { status: 200, schema: S.CallEventListOut },
+      errors: [400, 401, 404],
+    },
+    async (ctx) => {
+      const q = parseQuery(ctx, S.CallEventListQuery);
+      const accountId = authOf(ctx).account.id;
+      const call = await findCall(d.readDb, accountId, String(ctx.params.uuid));
+      if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
+      const [rows, total] = await Promise.all([
+        listCallEvents(d.readDb, accountId, call.id, q),
+        countCallEvents(d.readDb, accountId, call.id),
+      ]);
+      ctx.body = { events: rows.map(callEventOut), total, limit: q.limit, offset: q.offset };
     },
   );
 }

@@ -62,9 +62,14 @@ export class CallTransfers {
   async #openLeg(
     deps: FlowDeps & { billing?: CallBilling },
     parent: TransferableBridge,
-    call: Omit<NewCall, 'parent_call_id'>,
+    call: Omit<NewCall, 'parent_call_id' | 'parent_call_sid'>,
   ): Promise<ChildLeg> {
-    const row = await insertCall(deps.db, { ...call, parent_call_id: parent.life.row.id, started_at: nowIso() });
+    const row = await insertCall(deps.db, {
+      ...call,
+      parent_call_id: parent.life.row.id,
+      parent_call_sid: parent.life.row.sid,
+      started_at: nowIso(),
+    });
     const life = new CallLifecycle({ db: deps.db, events: deps.events, log: deps.log }, row);
     this.#legs.set(row.id, parent);
     void life.ended.then(() => this.#legs.delete(row.id));

@@ -156,7 +156,7 @@ export class FakeBilling implements CallBilling {
   async callEnded(callId: string, endedAt: Date) {
     this.settlements.push({ callId, endedAt });
     this.steps.push('settle');
-    return { costCents: 7, talkSeconds: 42 };
+    return { costCents: 7 };
   }
 }
 
