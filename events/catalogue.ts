@@ -243,6 +243,7 @@ export const ReasonCodes = {
   noOutboundHandler: 'END.0501',
   sessionExpired: 'END.0422',
   platformPaused: 'PLATFORM.0503',
+  platformFailure: 'SYS.0500',
 } as const;
 
 export type ReasonCode = (typeof ReasonCodes)[keyof typeof ReasonCodes];
@@ -270,6 +271,7 @@ export const REASON_LABELS = {
   'END.0501': 'No outbound voice webhook',
   'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
   'PLATFORM.0503': 'Platform paused for maintenance',
+  'SYS.0500': 'Platform failure',
 } as const satisfies Record<ReasonCode, string>;
 
 export interface CatalogueEntry {

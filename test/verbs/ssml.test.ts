@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MAX_SAY_CHARS, parseVerbDocument, type SayVerb } from '../../verbs/index.js';
+import { MAX_SAY_CHARS, parseVerbDocument, type GatherVerb, type SayVerb } from '../../verbs/index.js';
 import { MAX_SAY_SSML_CHARS } from '../../verbs/ssml.js';
 import { MAX_TTS_SSML, MAX_TTS_TEXT, SSML_ELEMENTS } from '../../media/index.js';
 
@@ -51,8 +51,8 @@ describe('verbs/ssml: SSML inside Say, rebuilt for espeak-ng', () => {
 
   it('Gather and a queue wait document carry the SSML of their Say prompts', () => {
     const doc = parseVerbDocument('<Response><Gather><Say>Press <emphasis>one</emphasis></Say></Gather></Response>');
-    const gather = doc.verbs[0] as { prompts: SayVerb[] };
-    assert.equal(gather.prompts[0]!.ssml, '<speak>Press <emphasis>one</emphasis></speak>');
+    const gather = doc.verbs[0] as GatherVerb;
+    assert.equal((gather.prompts[0] as SayVerb).ssml, '<speak>Press <emphasis>one</emphasis></speak>');
   });
 
   it('markup is bounded: a Say whose SSML passes the limit is refused, naming it', () => {
