@@ -24,7 +24,7 @@ import { CallTransfers } from './transfer/transfer-hub.js';
 import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
-import type { InterpreterStart } from '../verbs/index.js';
+import { VERB_REGISTRY, type InterpreterStart, type VerbRegistry } from '../verbs/index.js';
 import { Conferences, conferenceCallOf, joinConference } from './conference/index.js';
 import { join } from 'node:path';
 
@@ -71,6 +71,11 @@ export class SwitchCallEngine implements CallEngine {
   readonly queues = new QueueRegistry(systemClock, queueEvents);
   /** Conferences of this process and the mixer clock (calls/conference/; docs/api.md, Conferences). */
   readonly conferences: Conferences;
+  /**
+   * The classes that run each verb, read when a call's document starts: VERB_REGISTRY. Tests replace one with a
+   * class that fails, to prove what a platform failure does to a call through the real switch.
+   */
+  verbRegistry: VerbRegistry = VERB_REGISTRY;
   readonly #keep: { db: Db; clock: typeof systemClock; recordingRetentionDays: number };
   #closed = false;
 
@@ -174,6 +179,7 @@ export class SwitchCallEngine implements CallEngine {
         speech: this.#speech,
         queues: this.queues,
         lastGood: this.#lastGood,
+        verbRegistry: () => this.verbRegistry,
       },
       life,
     );

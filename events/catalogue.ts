@@ -250,6 +250,7 @@ export const ReasonCodes = {
   sessionExpired: 'END.0422',
   mediaFailure: 'END.0502',
   platformPaused: 'PLATFORM.0503',
+  platformFailure: 'SYS.0500',
 } as const;
 
 export type ReasonCode = (typeof ReasonCodes)[keyof typeof ReasonCodes];
@@ -278,6 +279,7 @@ export const REASON_LABELS = {
   'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
   'END.0502': 'Media failure: the media engine was lost and the call could not be restored',
   'PLATFORM.0503': 'Platform paused for maintenance',
+  'SYS.0500': 'Platform failure',
 } as const satisfies Record<ReasonCode, string>;
 
 export interface CatalogueEntry {

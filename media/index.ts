@@ -59,6 +59,7 @@ export {
   type MediaHealth,
   type MediaEnginePool,
   type SayOptions,
+  type SayResult,
 } from './media-service.js';
 export {
   MediaSession,
@@ -89,7 +90,17 @@ export {
   type SpeechResult,
   type RecognizerOptions,
 } from './speech/recognizer.js';
-export { EspeakTtsEngine, type TtsEngine, type TtsRequest, type TtsResult } from './tts.js';
+export {
+  EspeakTtsEngine,
+  MAX_TTS_TEXT,
+  MAX_TTS_SSML,
+  SSML_ELEMENTS,
+  type TtsEngine,
+  type TtsRequest,
+  type TtsResult,
+  type TtsSubstitution,
+  type VoiceChoice,
+} from './tts.js';
 export { AudioFetcher, type FetchedAudio } from './audio-fetch.js';
 export { pcapToStereoWav, findCallPcaps } from './session-recording.js';
 export { readPcapUdp, type PcapUdpPacket } from './pcap-reader.js';

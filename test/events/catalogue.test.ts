@@ -44,8 +44,8 @@ END.0487 Canceled before answer|END.0503 Enforcement watchdog cut|END.0504 Recon
 END.0500 Carrier or network failure|END.0603 Rejected|END.0403 No DID to originate from|END.0488 Cross-account extension|
 END.0410 Extension offline|END.0501 No outbound voice webhook|PLATFORM.0503 Platform paused for maintenance`;
 /** Reason codes beyond the spec (docs/api.md, "Codes beyond the spec"). */
-const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028) |
-  END.0502 Media failure: the media engine was lost and the call could not be restored`;
+const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028)|
+  END.0502 Media failure: the media engine was lost and the call could not be restored|SYS.0500 Platform failure`;
 
 const pairs = (s: string) =>
   s
