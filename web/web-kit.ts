@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Context } from 'koa';
 
@@ -37,11 +38,18 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
 };
 
+const requireHere = createRequire(import.meta.url);
+
 /** The charting library (uPlot, npm), served from node_modules: nothing is fetched from outside the box. */
 export const VENDOR_FILES: Record<string, string> = {
-  'uplot.js': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.iife.min.js'),
-  'uplot.css': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.min.css'),
+  'uplot.js': vendorPath('uplot', 'dist/uPlot.iife.min.js'),
+  'uplot.css': vendorPath('uplot', 'dist/uPlot.min.css'),
 };
+
+/** A file of an npm package, found as Node finds the package (from the source tree or from dist/ alike). */
+function vendorPath(pkg: string, file: string): string {
+  return path.join(path.dirname(requireHere.resolve(`${pkg}/package.json`)), file);
+}
 
 /** Sends `file` (already confined to its directory by the caller) with the pages' security headers. */
 export async function sendStatic(ctx: Context, file: string): Promise<void> {
