@@ -59,3 +59,4 @@ export {
   type BackupResult,
   type RestoreResult,
 } from './backup.js';
+export { pendingMigrations } from './migration-status.js';
