@@ -1,5 +1,5 @@
 import type { Config } from './config/index.js';
-import { roomLogger } from './config/index.js';
+import { roomLogger, setLogLevel, SETTINGS } from './config/index.js';
 import {
   openDb,
   openReadPool,
@@ -79,6 +79,7 @@ export class Switch {
   #outbox: StatusCallbackOutbox | undefined;
   #publisher: EventPublisher | undefined;
   #draining = false;
+  #security: SecurityGate | undefined;
 
   constructor(readonly config: Config) {}
 
@@ -204,21 +205,12 @@ export class Switch {
       signals.close();
     });
 
-    const sec = config.security;
     const security = new SecurityGate({
-      settings: {
-        flood: { maxRequests: sec.floodMaxRequests, windowSeconds: sec.floodWindowSeconds, banSeconds: sec.banSeconds },
-        auth: {
-          maxFailuresPerSource: sec.authMaxFailures,
-          banSeconds: sec.banSeconds,
-          maxFailuresPerUser: sec.userLockoutFailures,
-          lockoutSeconds: sec.userLockoutSeconds,
-        },
-        scanners: { banAfter: sec.scannerBanAfter },
-      },
+      settings: securitySettingsOf(config.security),
       store: knexBanStore(db),
       logger: roomLogger('sip').child({ module: 'security' }),
     });
+    this.#security = security;
     const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload });
     edge.sip = sip;
     // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
@@ -433,6 +425,29 @@ export class Switch {
     return this.#draining;
   }
 
+  /**
+   * A configuration read again (SIGHUP): the settings of LIVE_SETTINGS that changed take effect at once (the log
+   * level; the TLS certificate, for connections accepted from now on; security limits); a change of any other is
+   * refused, named in the answer, and the switch goes on with the value it started with.
+   */
+  reload(next: Config): { applied: string[]; refused: string[] } {
+    const changed = SETTINGS.map((s) => s.key).filter(
+      (key) => JSON.stringify(valueAt(this.config, key)) !== JSON.stringify(valueAt(next, key)),
+    );
+    const applied = changed.filter((key) => LIVE_SETTINGS.test(key));
+    const refused = changed.filter((key) => !LIVE_SETTINGS.test(key));
+    if (applied.length === 0) return { applied, refused };
+    if (applied.some((k) => k.startsWith('sip.tls')) && (next.sip.tlsPort > 0 || next.sip.wssPort > 0)) {
+      // Read before anything changes: a certificate that cannot be read leaves the running one in place.
+      const pem = ensureSipCertificate({ dataDir: next.dataDir, ...pick(next.sip), host: next.publicHost });
+      this.sip?.ua.setCertificate(pem);
+    }
+    for (const key of applied) setValueAt(this.config, key, valueAt(next, key));
+    if (applied.includes('logLevel')) setLogLevel(next.logLevel);
+    if (applied.some((k) => k.startsWith('security.'))) this.#security?.reconfigure(securitySettingsOf(next.security));
+    return { applied, refused };
+  }
+
   /** Stops rooms in reverse order of starting; safe to call twice. */
   async stop(): Promise<void> {
     while (this.#closers.length) {
@@ -443,3 +458,31 @@ export class Switch {
 }
 
 const pick = (s: Config['sip']) => ({ cert: s.tlsCert, key: s.tlsKey });
+
+/** Settings a reload applies to the running switch (Switch.reload); the others need a restart. */
+const LIVE_SETTINGS = /^(logLevel|sip\.tlsCert|sip\.tlsKey|security\.\w+)$/;
+
+function securitySettingsOf(sec: Config['security']) {
+  return {
+    flood: { maxRequests: sec.floodMaxRequests, windowSeconds: sec.floodWindowSeconds, banSeconds: sec.banSeconds },
+    auth: {
+      maxFailuresPerSource: sec.authMaxFailures,
+      banSeconds: sec.banSeconds,
+      maxFailuresPerUser: sec.userLockoutFailures,
+      lockoutSeconds: sec.userLockoutSeconds,
+    },
+    scanners: { banAfter: sec.scannerBanAfter },
+  };
+}
+
+/** The value of a dotted settings key ('sip.tlsCert') in a configuration. */
+function valueAt(config: Config, key: string): unknown {
+  return key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], config);
+}
+
+function setValueAt(config: Config, key: string, value: unknown): void {
+  const path = key.split('.');
+  const last = path.pop()!;
+  const parent = path.reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, config as never);
+  parent[last] = value;
+}

@@ -605,6 +605,11 @@ export class UserAgent {
   }
 
   /** Closes transports, transactions and dialogs (no BYE is sent). Safe to call twice. */
+  /** A renewed certificate for the TLS and WSS listeners (new connections get it). */
+  setCertificate(pem: { cert: string; key: string }): void {
+    this.#transport.setCertificate(pem);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

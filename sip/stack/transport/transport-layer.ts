@@ -184,6 +184,14 @@ export class TransportLayer implements TransportSink {
     return this.channelTo({ transport: 'UDP', host: src.address, port });
   }
 
+  /** A renewed certificate for the TLS and WSS listeners: new connections get it, open ones go on. */
+  setCertificate(pem: { cert: string; key: string }): void {
+    for (const name of ['TLS', 'WSS'] as const) {
+      const t = this.#transports.get(name) as { setCertificate?(pem: { cert: string; key: string }): void } | undefined;
+      t?.setCertificate?.(pem);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
