@@ -11,7 +11,7 @@ import {
   spendOperatorTotp,
 } from '../api/index.js';
 import { sourceKey } from './request-keys.js';
-import { confined, readJsonBody, sendStatic, VENDOR_FILES, WebError } from './web-kit.js';
+import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
 import { consoleApi, type ConsoleLive } from './console-api.js';
 
 /**
@@ -80,9 +80,8 @@ export class Console {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
     // The API strips a trailing slash before this runs: /console/ arrives as /console.
     const rel = ctx.path.slice('/console/'.length);
-    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
-    if (vendor !== undefined) {
-      const file = VENDOR_FILES[vendor];
+    if (rel.startsWith('vendor/')) {
+      const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
     // The charts script and the icon are the portal's too.

@@ -37,11 +37,28 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
 };
 
-/** The charting library (uPlot, npm), served from node_modules: nothing is fetched from outside the box. */
-export const VENDOR_FILES: Record<string, string> = {
-  'uplot.js': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.iife.min.js'),
-  'uplot.css': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.min.css'),
+const NODE_MODULES = path.join(import.meta.dirname, '../node_modules');
+
+/**
+ * Browser libraries, served from node_modules under `vendor/`: nothing is fetched from outside the box. uPlot
+ * (charts) ships single files; SIP.js (the softphone) ships ES modules without dependencies, so its lib/ folder is
+ * served as it is and the browser imports it natively, no bundler.
+ */
+const VENDOR_FILES: Record<string, string> = {
+  'uplot.js': path.join(NODE_MODULES, 'uplot/dist/uPlot.iife.min.js'),
+  'uplot.css': path.join(NODE_MODULES, 'uplot/dist/uPlot.min.css'),
 };
+const VENDOR_DIRS: Record<string, string> = {
+  'sip.js': path.join(NODE_MODULES, 'sip.js/lib'),
+};
+
+/** The file a request path under `vendor/` names (`uplot.js`, `sip.js/index.js`), or null. */
+export function vendorFile(rel: string): string | null {
+  if (Object.hasOwn(VENDOR_FILES, rel)) return VENDOR_FILES[rel]!;
+  const [lib, ...rest] = rel.split('/');
+  if (!lib || !Object.hasOwn(VENDOR_DIRS, lib) || !rel.endsWith('.js')) return null;
+  return confined(VENDOR_DIRS[lib]!, rest.join('/'));
+}
 
 /** Sends `file` (already confined to its directory by the caller) with the pages' security headers. */
 export async function sendStatic(ctx: Context, file: string): Promise<void> {
