@@ -41,6 +41,7 @@ interface Session {
 
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
+const SHARED = new Set(['charts.js', 'ui-kit.js', 'favicon.svg']);
 const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
 const MAX_FAILURES = 5;
@@ -84,8 +85,8 @@ export class Console {
       const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts script and the icon are the portal's too.
-    if (rel === 'charts.js' || rel === 'favicon.svg') return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
+    // The charts, the UI kit and the icon are the portal's too.
+    if (SHARED.has(rel)) return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);
     await sendStatic(ctx, file);
