@@ -185,6 +185,15 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     assert.match(entry.body, /export \* from "\.\/api\/index\.js"/);
     // A module the entry imports, by its relative path: the browser resolves the rest of the library this way.
     assert.equal((await send('GET', '/portal/vendor/sip.js/api/user-agent.js')).status, 200);
+    // Each load revalidates the modules; an unchanged one is a 304 without a body. (http, not fetch: fetch sends
+    // Cache-Control: no-cache with a conditional header, which asks for the whole file.)
+    const again = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http
+        .get(`${h.base}/portal/vendor/sip.js/index.js`, { headers: { 'if-none-match': entry.headers.etag } }, resolve)
+        .on('error', reject),
+    );
+    again.resume();
+    assert.equal(again.statusCode, 304);
     assert.match((await send('GET', '/portal/softphone.js')).body, /from '\.\/vendor\/sip\.js\/index\.js'/);
     for (const p of [
       '/portal/vendor/sip.js/../package.json',
