@@ -11,7 +11,7 @@ import {
   spendOperatorTotp,
 } from '../api/index.js';
 import { sourceKey } from './request-keys.js';
-import { confined, readJsonBody, sendStatic, VENDOR_FILES, WebError } from './web-kit.js';
+import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
 import { consoleApi, type ConsoleLive } from './console-api.js';
 
 /**
@@ -41,6 +41,7 @@ interface Session {
 
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
+const SHARED = new Set(['charts.js', 'ui-kit.js', 'favicon.svg']);
 const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
 const MAX_FAILURES = 5;
@@ -80,13 +81,12 @@ export class Console {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
     // The API strips a trailing slash before this runs: /console/ arrives as /console.
     const rel = ctx.path.slice('/console/'.length);
-    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
-    if (vendor !== undefined) {
-      const file = VENDOR_FILES[vendor];
+    if (rel.startsWith('vendor/')) {
+      const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts script and the icon are the portal's too.
-    if (rel === 'charts.js' || rel === 'favicon.svg') return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
+    // The charts, the UI kit and the icon are the portal's too.
+    if (SHARED.has(rel)) return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);
     await sendStatic(ctx, file);

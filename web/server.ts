@@ -25,7 +25,7 @@ import {
 import { loosePath, sourceKey } from './request-keys.js';
 import { portalReads } from './portal-reads.js';
 // The portal's errors are the web room's (status, stable code, message).
-import { VENDOR_FILES, WebError as PortalError, readJsonBody as readJson, sendStatic, confined } from './web-kit.js';
+import { WebError as PortalError, readJsonBody as readJson, sendStatic, confined, vendorFile } from './web-kit.js';
 
 /**
  * The account portal on the API's HTTP server: static pages under /portal/, sign-in under /portal/api/, and
@@ -144,9 +144,10 @@ export class Portal {
   async #static(ctx: Context): Promise<void> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
     let rel = ctx.path.replace(/^\/portal\/?/, '');
-    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
-    if (vendor !== undefined)
-      return VENDOR_FILES[vendor] ? sendStatic(ctx, VENDOR_FILES[vendor]) : void (ctx.status = 404);
+    if (rel.startsWith('vendor/')) {
+      const file = vendorFile(rel.slice('vendor/'.length));
+      return file ? sendStatic(ctx, file) : void (ctx.status = 404);
+    }
     if (rel === '' || !rel.includes('.')) rel = rel.startsWith('softphone') ? 'softphone.html' : 'index.html';
     const file = confined(STATIC_DIR, rel);
     if (!file) return void (ctx.status = 404);

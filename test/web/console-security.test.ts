@@ -134,4 +134,17 @@ describe('web: operator console guards', function () {
     ])
       assert.notEqual((await send('GET', p)).status, 200, p);
   });
+
+  it("is ES modules like the portal: one module script, the portal's UI kit and charts", async () => {
+    const page = (await send('GET', '/console/')).text;
+    assert.match(page, /<script type="module" src="\/console\/console\.js"><\/script>/);
+    const main = (await send('GET', '/console/console.js')).text;
+    assert.match(main, /^import .* from '\.\/ui-kit\.js';$/m);
+    assert.doesNotMatch(main, /window\.ConsoleUi/);
+    for (const shared of ['/console/ui-kit.js', '/console/charts.js']) {
+      const r = await send('GET', shared);
+      assert.equal(r.status, 200, shared);
+      assert.match(r.text, /^export /m, shared);
+    }
+  });
 });

@@ -5,14 +5,11 @@ import { mountSoftphone } from './softphone.js';
 import { callLookup, mountEventView } from './portal-events.js';
 import { callTimeline } from './portal-call.js';
 import { mountCallHandling } from './call-handling.js';
+import { render as renderCharts } from './charts.js';
+import { esc } from './ui-kit.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const page = $('#page');
-const esc = (v) =>
-  String(v ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
-  );
 const badge = (v) => `<span class="badge ${esc(v)}">${esc(v)}</span>`;
 const when = (t) => (t ? new Date(t).toLocaleString(undefined, { hourCycle: 'h23' }) : '');
 let me = null;
@@ -228,7 +225,7 @@ async function charts() {
       <option value="30">Last 30 days</option><option value="90">Last 90 days</option></select></label></form>
     <div id="charts"></div>`;
   const pick = $('#chart-window select');
-  const draw = async () => window.SimuCharts.render($('#charts'), await portal(`/charts?days=${pick.value}`));
+  const draw = async () => renderCharts($('#charts'), await portal(`/charts?days=${pick.value}`));
   pick.addEventListener('change', () => void draw());
   await draw();
 }
