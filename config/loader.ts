@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './errors.js';
@@ -71,6 +72,7 @@ export interface Config {
     udpFront: boolean;
   };
   drain: { seconds: number };
+  node: { id: string; goneAfterSeconds: number };
   api: {
     rateLimitPerSecond: number;
     rateLimitBurst: number;
@@ -220,6 +222,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       'auto, off, or a Redis as IP:PORT/DB (e.g. 127.0.0.1:6379/1)',
     );
   }
+  cfg.node.id ||= os.hostname().slice(0, 64) || 'simu';
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(cfg.node.id))
+    throw new ConfigError('node.id', 'SIMU_NODE_ID', cfg.node.id, 'letters, digits, dot, underscore or dash, at most 64');
   cfg.numbers.defaultCountry = cfg.numbers.defaultCountry.toUpperCase();
   if (!isSupportedCountryCode(cfg.numbers.defaultCountry))
     throw new ConfigError(

@@ -508,6 +508,22 @@ export const SETTINGS = [
     help: 'Receive and send SIP over UDP in a worker thread that owns the port and refuses new calls beyond the overload limit (503 + Retry-After) even while the main thread is busy.',
   },
   {
+    key: 'node.id',
+    env: 'SIMU_NODE_ID',
+    kind: 'string',
+    default: '',
+    help: 'This switch process as a node of a cluster on one PostgreSQL (letters, digits, . _ -; at most 64); empty: the host name.',
+  },
+  {
+    key: 'node.goneAfterSeconds',
+    env: 'SIMU_NODE_GONE_AFTER_SECONDS',
+    kind: 'int',
+    default: '10',
+    min: 4,
+    max: 3600,
+    help: 'A node whose heartbeat (every 2 s) is older than this is declared gone by a survivor, which closes its calls (END.0504).',
+  },
+  {
     key: 'drain.seconds',
     env: 'SIMU_DRAIN_SECONDS',
     kind: 'int',

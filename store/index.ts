@@ -60,3 +60,11 @@ export {
   type RestoreResult,
 } from './backup.js';
 export { pendingMigrations } from './migration-status.js';
+export {
+  writeNodeHeartbeat,
+  listNodes,
+  claimGoneNodes,
+  markNodeStopped,
+  type NodeRow,
+  type NodeState,
+} from './nodes.js';
