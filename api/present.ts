@@ -48,6 +48,8 @@ export function callOut(c: CallRow): z.infer<typeof S.CallOut> {
     answered_at: c.answered_at,
     ended_at: c.ended_at,
     created_at: c.created_at,
+    // Beyond the spec: only on a call whose answering machine detection decided.
+    ...(c.answered_by ? { answered_by: c.answered_by as NonNullable<z.infer<typeof S.CallOut>['answered_by']> } : {}),
   };
 }
 

@@ -24,6 +24,7 @@ import * as m026 from './026-operator-audit-seq.js';
 import * as m027 from './027-calls-search-batched.js';
 import * as m030 from './030-account-live-calls.js';
 import * as m031 from './031-change-notify.js';
+import * as m032 from './032-calls-answered-by.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -55,6 +56,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['027-calls-search-batched', m027],
   ['030-account-live-calls', m030],
   ['031-change-notify', m031],
+  ['032-calls-answered-by', m032],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
