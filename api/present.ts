@@ -52,6 +52,8 @@ export function callOut(c: CallRow): z.infer<typeof S.CallOut> {
     created_at: c.created_at,
     parent_call_uuid: c.parent_call_id,
     parent_call_sid: c.parent_call_sid ?? null,
+    // Beyond the spec: only on a call whose answering machine detection decided.
+    ...(c.answered_by ? { answered_by: c.answered_by as NonNullable<z.infer<typeof S.CallOut>['answered_by']> } : {}),
   };
 }
 

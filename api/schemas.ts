@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CallHandlingOut, CallHandlingUpdate } from './call-handling-schemas.js';
-import { DIGITS_PATTERN, MAX_DIGITS } from '../media/index.js';
+import { DIGITS_PATTERN, MACHINE_DETECTION_LIMITS, MAX_DIGITS } from '../media/index.js';
 
 /**
  * Every request and response shape of the API, in one place. Routes validate requests with these schemas and
@@ -64,13 +64,64 @@ export const DialledNumber = z
   .min(1, 'expected a phone number such as +254712345678 or 0712345678')
   .max(32, 'expected a phone number of at most 32 characters');
 
-export const OriginateBody = z.object({
-  to: DialledNumber,
-  from: DialledNumber,
-  url: HttpUrl,
-  timeout: z.number().int().min(1).max(600).default(30),
-  customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+const amdLimit = (key: keyof typeof MACHINE_DETECTION_LIMITS, what: string) =>
+  z
+    .number()
+    .int()
+    .min(MACHINE_DETECTION_LIMITS[key][0])
+    .max(MACHINE_DETECTION_LIMITS[key][1])
+    .optional()
+    .describe(what);
+
+/** Answering machine detection's thresholds (beyond the spec; media/README.md has the defaults). */
+export const MachineDetectionParamsBody = z.strictObject({
+  timeout_ms: amdLimit(
+    'timeoutMs',
+    'Longest the detector listens; then unknown (machine_end_other once a machine was heard)',
+  ),
+  initial_silence_ms: amdLimit('initialSilenceMs', 'Silence from the answer this long: unknown'),
+  greeting_ms: amdLimit('greetingMs', 'Voice in total this long: a machine'),
+  after_greeting_silence_ms: amdLimit('afterGreetingSilenceMs', 'Silence after a shorter answer this long: human'),
+  end_silence_ms: amdLimit('endSilenceMs', "DetectMessageEnd: silence after a machine's voice this long ends it"),
+  min_word_ms: amdLimit('minWordMs', 'Shortest voice that is a word'),
+  between_words_silence_ms: amdLimit('betweenWordsSilenceMs', 'Silence that separates two words'),
+  max_words: amdLimit('maxWords', 'This many words: a machine'),
+  max_word_ms: amdLimit('maxWordMs', 'One word this long: a machine'),
+  silence_threshold: amdLimit('silenceThreshold', 'Mean absolute amplitude (16-bit) below which audio is silence'),
 });
+
+export const OriginateBody = z
+  .object({
+    to: DialledNumber,
+    from: DialledNumber,
+    url: HttpUrl,
+    timeout: z.number().int().min(1).max(600).default(30),
+    customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+    machine_detection: z
+      .enum(['Enable', 'DetectMessageEnd'], { error: 'expected "Enable" or "DetectMessageEnd"' })
+      .optional()
+      .describe(
+        'Answering machine detection (beyond the spec): decide human or machine at once, or wait for the end of a greeting',
+      ),
+    machine_detection_params: MachineDetectionParamsBody.optional(),
+    async_amd: z
+      .boolean()
+      .default(false)
+      .describe('Run the call-control document at once; the verdict arrives as AMD.0200 and the callback'),
+    async_amd_status_callback: HttpUrl.optional().describe('Async detection: where the signed verdict is POSTed'),
+  })
+  .refine((b) => b.machine_detection !== undefined || b.machine_detection_params === undefined, {
+    error: '"machine_detection_params" needs "machine_detection"',
+    path: ['machine_detection_params'],
+  })
+  .refine((b) => b.machine_detection !== undefined || !b.async_amd, {
+    error: '"async_amd" needs "machine_detection"',
+    path: ['async_amd'],
+  })
+  .refine((b) => b.async_amd || b.async_amd_status_callback === undefined, {
+    error: '"async_amd_status_callback" needs "async_amd": true',
+    path: ['async_amd_status_callback'],
+  });
 
 /** Longest inline document POST /api/calls/{uuid}/update takes, in characters (a fetched one may be 64 KiB). */
 export const MAX_UPDATE_TWIML_CHARS = 16 * 1024;
@@ -177,6 +228,11 @@ export const CallOut = z.object({
   talk_seconds: z.number().int().nullable(),
   cost: Money,
   tts_seconds: z.number().int(),
+  answered_by: z
+    .enum(['human', 'machine_start', 'machine_end_beep', 'machine_end_silence', 'machine_end_other', 'fax', 'unknown'])
+    .nullable()
+    .optional()
+    .describe("Answering machine detection's verdict (beyond the spec); null without detection or before it decided"),
   custom_payload: z.record(z.string(), z.unknown()).nullable().optional(),
   customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
   started_at: TsOrNull,

@@ -5,7 +5,7 @@ import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
-import type { CallControlOutcome, CallEngine } from './call-engine.js';
+import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
 import { CallLifecycle } from './lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import { mediaOfCall } from './call-media.js';
@@ -242,10 +242,10 @@ export class SwitchCallEngine implements CallEngine {
     return this.#live.size;
   }
 
-  async originate(row: CallRow, opts: { timeoutSeconds: number }): Promise<void> {
+  async originate(row: CallRow, opts: OriginateOptions): Promise<void> {
     const call = this.#track(row);
     await call.life.initiated();
-    void runOriginate(this.#flow, call, opts.timeoutSeconds).catch((e) => {
+    void runOriginate(this.#flow, call, opts.timeoutSeconds, opts.machineDetection).catch((e) => {
       this.#log.error({ err: e, call: row.sid }, 'originate failed');
       void call.end(ReasonCodes.carrierFailure);
     });

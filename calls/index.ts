@@ -1,5 +1,6 @@
 export { SwitchCallEngine, type CallEngineDeps } from './engine.js';
-export type { CallEngine, CallControlOutcome } from './call-engine.js';
+export type { CallEngine, CallControlOutcome, OriginateOptions } from './call-engine.js';
+export type { MachineDetectionRequest } from './machine-detection.js';
 export { CallLifecycle } from './lifecycle.js';
 export type { ConferenceControl, ConferenceView, ParticipantView } from './conference/index.js';
 export type { QueueDirectory, QueueInfo, QueueMemberInfo } from './queue/queue-registry.js';

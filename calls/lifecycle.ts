@@ -164,6 +164,12 @@ export class CallLifecycle {
     if (row) this.#row = row;
   }
 
+  /** Records answering machine detection's verdict on the call (the Call object's answered_by). */
+  async setAnsweredBy(answeredBy: string, durationMs: number): Promise<void> {
+    const row = await updateCall(this.#db, this.#row.id, { answered_by: answeredBy, machine_detection_ms: durationMs });
+    if (row) this.#row = row;
+  }
+
   /** Records the cost settled after the end (billing settles once the talk time is known). */
   async setCost(costCents: number): Promise<void> {
     const row = await updateCall(this.#db, this.#row.id, { cost_cents: costCents });

@@ -349,6 +349,8 @@ export class CallVerbs implements VerbContext {
           to: row.to_number,
           customPayload: row.custom_payload ? JSON.parse(row.custom_payload) : null,
           endUser: this.#host.endUser(),
+          answeredBy: row.answered_by ?? null,
+          machineDetectionDurationMs: row.machine_detection_ms ?? null,
         };
       },
       secret: account.signing_secret,

@@ -62,6 +62,7 @@ export const EventCodes = {
   conferenceJoined: 'CONF.0110',
   conferenceLeft: 'CONF.0120',
   conferenceEnded: 'CONF.0300',
+  machineDetected: 'AMD.0200',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -177,6 +178,11 @@ export const EVENT_CATALOGUE = {
     event: 'conference.ended',
     label: 'A conference ended (its last participant left, or one with endConferenceOnExit did); carries its length.',
   },
+  'AMD.0200': {
+    event: 'call.machine_detection',
+    label:
+      'Answering machine detection decided who answered a placed call; carries answeredBy, the duration (ms), the reason and the segments heard.',
+  },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 
 /**
@@ -207,6 +213,7 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.conferenceJoined,
   EventCodes.conferenceLeft,
   EventCodes.conferenceEnded,
+  EventCodes.machineDetected,
 ]);
 
 /** Why a REFER's target was refused (XFER.0403's `reason`; docs/softphones.md, "Transfer"). */

@@ -24,6 +24,7 @@
  *   media.stopPlayback(callSid, aTag);                                              // barge-in
  *   const rec = await media.record(callSid, aTag, { maxLengthSec, silenceTimeoutSec, signal }); // {path, durationSec, sizeBytes, reason}
  *   await media.startSessionRecording(callSid, [aTag, bTag]);  // RecordSession; stopSessionRecording(callSid) -> RecordingResult
+ *   const amd = new MachineDetector({ mode: 'Enable', clock });  // push(20 ms frame) / poll() -> result once
  *   media.on('dtmf', ({ callId, legTag, digit, durationMs, source }) => ...);   // source: undefined (rtpengine log), 'rtp-event', 'inband'
  *   const { sessionRecording } = await media.deleteSession(callSid);               // at hangup; safe twice
  *   // The same per call, as an object (mediasoup's shape): its close() cascades to IVR endpoints, playbacks and
@@ -82,6 +83,21 @@ export { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';
 export { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
+export { goertzelAmplitude, goertzelCoefficient } from './goertzel.js';
+export {
+  MachineDetector,
+  MACHINE_DETECTION_DEFAULTS,
+  MACHINE_DETECTION_LIMITS,
+  ANSWERED_BY,
+  AMD_FRAME_SAMPLES,
+  type AnsweredBy,
+  type MachineDetectionMode,
+  type MachineDetectionParams,
+  type MachineDetectionResult,
+  type MachineDetectionSegment,
+  type MachineDetectionReason,
+  type MachineDetectorOptions,
+} from './machine-detector.js';
 export { checkDigits, digitsDurationMs, DIGITS_PATTERN, MAX_DIGITS } from './digit-sender.js';
 export {
   SpeechRecognizer,

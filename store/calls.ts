@@ -40,6 +40,9 @@ export interface CallRow {
   emergency: boolean;
   /** `last_good`: the call ran its number's last known good document (issue 23; null before migration 023). */
   served_from?: string | null;
+  /** Answering machine detection's verdict and how long it took, ms (null without detection; migration 032). */
+  answered_by?: string | null;
+  machine_detection_ms?: number | null;
 }
 
 export const normaliseCall = (r: any): CallRow => ({
@@ -49,6 +52,7 @@ export const normaliseCall = (r: any): CallRow => ({
   tts_seconds: Number(r.tts_seconds),
   duration_seconds: r.duration_seconds == null ? null : Number(r.duration_seconds),
   talk_seconds: r.talk_seconds == null ? null : Number(r.talk_seconds),
+  ...(r.machine_detection_ms == null ? {} : { machine_detection_ms: Number(r.machine_detection_ms) }),
 });
 
 /**

@@ -38,6 +38,9 @@ export interface CallControlCall {
   readonly customPayload?: unknown;
   /** Set only when an end-user's phone originated the call. */
   readonly endUser?: CallControlEndUser | null;
+  /** Answering machine detection's verdict and its duration (ms), once decided on a call that asked for it. */
+  readonly answeredBy?: string | null;
+  readonly machineDetectionDurationMs?: number | null;
 }
 
 export type DialCallStatus = 'completed' | 'busy' | 'no-answer' | 'failed';
@@ -74,6 +77,9 @@ export interface CallControlFields extends ActionCallbackExtras {
   /** JSON-encoded string of the call's custom payload; present only when one is set. */
   readonly customPayload?: string;
   readonly endUser?: CallControlEndUser;
+  /** Twilio's fields for answering machine detection (beyond the spec): sent once the call has a verdict. */
+  readonly AnsweredBy?: string;
+  readonly MachineDetectionDuration?: number;
 }
 
 /** Exactly the spec's call-control fields for `call`, plus action-callback extras. */
@@ -94,6 +100,10 @@ export function buildCallControlFields(call: CallControlCall, extras: ActionCall
   if (call.direction === 'outbound' && call.endUser !== undefined && call.endUser !== null) {
     const { uuid, email, display_name, extension_number } = call.endUser;
     fields.endUser = { uuid, email, display_name, extension_number };
+  }
+  if (call.answeredBy) {
+    fields.AnsweredBy = call.answeredBy;
+    fields.MachineDetectionDuration = call.machineDetectionDurationMs ?? 0;
   }
   const keys = [
     'DialCallStatus',

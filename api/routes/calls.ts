@@ -2,6 +2,9 @@ import { AdmissionRefusedError, checkDestination } from '../../billing/index.js'
 import { ReasonCodes } from '../../events/index.js';
 import { NumberFormatError, normalise } from '../../numbers/index.js';
 import type { Context } from 'koa';
+import type { z } from 'zod';
+import type { MachineDetectionRequest } from '../../calls/index.js';
+import { literalUrlVerdict, UrlPolicy } from '../../kit/index.js';
 import {
   LIVE_CALL_STATUSES,
   countCallEvents,
@@ -33,6 +36,44 @@ function e164Field(value: string, field: string, country: string): string {
       throw new ValidationError(`The field "${field}" is not a number that reads as E.164: ${e.message} (${e.code})`);
     throw e;
   }
+}
+
+/** Originate's answering machine detection fields as the engine takes them; a refused callback host is a 400. */
+function machineDetectionOf(
+  body: z.infer<typeof S.OriginateBody>,
+  webhooks: { allowPrivate: boolean; allowNetworks?: string[] },
+): MachineDetectionRequest | undefined {
+  if (!body.machine_detection) return undefined;
+  const callback = body.async_amd_status_callback;
+  if (callback !== undefined) {
+    const policy = new UrlPolicy({ allowPrivate: webhooks.allowPrivate, allow: webhooks.allowNetworks ?? [] });
+    const verdict = literalUrlVerdict(callback, policy);
+    if (verdict && !verdict.allowed)
+      throw new ValidationError(
+        `The field "async_amd_status_callback" points at a ${verdict.class} address, where the platform sends nothing.`,
+      );
+  }
+  const p = body.machine_detection_params ?? {};
+  const params = Object.fromEntries(
+    Object.entries({
+      timeoutMs: p.timeout_ms,
+      initialSilenceMs: p.initial_silence_ms,
+      greetingMs: p.greeting_ms,
+      afterGreetingSilenceMs: p.after_greeting_silence_ms,
+      endSilenceMs: p.end_silence_ms,
+      minWordMs: p.min_word_ms,
+      betweenWordsSilenceMs: p.between_words_silence_ms,
+      maxWords: p.max_words,
+      maxWordMs: p.max_word_ms,
+      silenceThreshold: p.silence_threshold,
+    }).filter(([, v]) => v !== undefined),
+  );
+  return {
+    mode: body.machine_detection,
+    params,
+    async: body.async_amd,
+    ...(callback === undefined ? {} : { statusCallbackUrl: callback }),
+  };
 }
 
 export function callRoutes(t: RouteTable, d: RouteDeps): void {
@@ -89,6 +130,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
         to: e164Field(parsed.to, 'to', country),
         from: e164Field(parsed.from, 'from', country),
       };
+      const machineDetection = machineDetectionOf(body, d.config.webhooks);
       // Overload control first: a refusal costs nothing of the store and is not an idempotent result (a retry
       // after Retry-After places the call).
       const load = d.overload?.admitNewCall();
@@ -131,7 +173,10 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
           }),
         );
         try {
-          await d.calls.originate(call, { timeoutSeconds: body.timeout });
+          await d.calls.originate(call, {
+            timeoutSeconds: body.timeout,
+            ...(machineDetection ? { machineDetection } : {}),
+          });
         } catch (err) {
           // The engine could not even start dialling: the call ends at once (nothing was billed).
           await updateCall(

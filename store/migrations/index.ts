@@ -27,6 +27,7 @@ import * as m031 from './031-change-notify.js';
 import * as m032 from './032-call-parent-sid.js';
 import * as m033 from './033-topup-ledger-index.js';
 import * as m034 from './034-nodes.js';
+import * as m035 from './035-calls-answered-by.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -61,6 +62,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['032-call-parent-sid', m032],
   ['033-topup-ledger-index', m033],
   ['034-nodes', m034],
+  ['035-calls-answered-by', m035],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -35,7 +35,8 @@ BILL.0311 call.credit_warning|
 QUEUE.0100 queue.joined|QUEUE.0200 queue.bridged|QUEUE.0300 queue.left|STREAM.0100 stream.started|
 STREAM.0300 stream.stopped|STREAM.0400 stream.failed|
 CONF.0100 conference.started|CONF.0110 participant.joined|CONF.0120 participant.left|CONF.0300 conference.ended|
-XFER.0200 call.transferred|XFER.0403 transfer.refused|XFER.0480 transfer.failed`;
+XFER.0200 call.transferred|XFER.0403 transfer.refused|XFER.0480 transfer.failed|
+AMD.0200 call.machine_detection`;
 
 const SPEC_REASONS = `BILL.0402 Insufficient balance|BILL.0403 Balance exhausted mid-call|BILL.0407 Account suspended|
 LIMIT.0429 Concurrency cap reached|LIMIT.0430 Calls-per-second limit exceeded|END.0200 Normal hangup|
