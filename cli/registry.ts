@@ -22,6 +22,7 @@ import { backupCommands } from './commands/backup.js';
 import { restoreCommands } from './commands/restore.js';
 import { serviceCommands } from './commands/service.js';
 import { nodeCommands } from './commands/node.js';
+import { traceCommands } from './commands/trace.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -53,6 +54,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   restoreCommands,
   serviceCommands,
   nodeCommands,
+  traceCommands,
 ];
 
 type AnyCommand = { online: Command } | { offline: OfflineCommand };
