@@ -179,7 +179,7 @@ describe('web: operator console in headless Chromium', function () {
     await ladder(last.sid);
     await page.waitForSelector('tr[data-direction]');
     const rows = await page.$$eval('tr[data-direction]', (trs) =>
-      trs.map((tr) => [tr.getAttribute('data-direction'), tr.querySelector('summary')?.textContent ?? '']),
+      trs.map((tr) => [tr.getAttribute('data-direction') ?? '', tr.querySelector('summary')?.textContent ?? '']),
     );
     assert.match(rows[0]![1], /^INVITE sip:.* \(UDP\)$/);
     assert.equal(rows[0]![0], 'in');

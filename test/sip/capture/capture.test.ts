@@ -7,7 +7,7 @@ import { writePcap } from '../../../sip/capture/pcap-writer.js';
 import { readPcapUdp } from '../../../media/pcap-reader.js';
 import type { TappedMessage } from '../../../sip/stack/index.js';
 import { decodeHep3 } from '../../support/hep-collector.js';
-import { silentLogger } from '../../../sip/stack/logger.js';
+import { pino } from 'pino';
 import { ConfigError, loadConfig } from '../../../config/index.js';
 
 const invite = (callId: string, toTag = '') =>
@@ -94,7 +94,7 @@ describe('sip/capture', () => {
       port: 9060,
       captureId: 1,
       queueLimit: 1000,
-      logger: silentLogger,
+      logger: pino({ level: 'silent' }),
     });
     const m = tapped('in', invite('q@x'));
     const started = performance.now();
