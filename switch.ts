@@ -1,5 +1,5 @@
 import type { Config } from './config/index.js';
-import { roomLogger, setLogLevel, SETTINGS } from './config/index.js';
+import { parseHepUrl, roomLogger, setLogLevel, SETTINGS } from './config/index.js';
 import {
   openDb,
   openReadPool,
@@ -17,7 +17,16 @@ import {
   RecordingRetention,
   startCallPersistence,
 } from './media/index.js';
-import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
+import {
+  SipApplication,
+  Registrar,
+  ensureSipCertificate,
+  SecurityGate,
+  knexBanStore,
+  SipCapture,
+  HepSender,
+  sipTraceToken,
+} from './sip/index.js';
 import {
   CreditMonitor,
   OverloadControl,
@@ -211,7 +220,10 @@ export class Switch {
       logger: roomLogger('sip').child({ module: 'security' }),
     });
     this.#security = security;
-    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload });
+    // SIP capture (sip/capture/): calls' ladders in memory for the console and `simu trace`, HEP when configured.
+    const capture = sipCapture(config);
+    if (capture) this.#closers.push(() => capture.close());
+    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload, capture });
     edge.sip = sip;
     // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
     const registrar = new Registrar({
@@ -310,6 +322,7 @@ export class Switch {
       outboxBacklog: () => countOutboxBacklog(db),
       mediaUp: async () => (await this.health()).media,
       mediaEngines: () => engines.status(),
+      sipCapture: capture && (() => capture.figures()),
     });
     const unfeed = feedMetrics(bus, metrics);
     this.#closers.push(async () => {
@@ -344,7 +357,9 @@ export class Switch {
         registrations: () => registrar.location.size,
         // Each engine with its losses and restarts (MediaEngineStatus): the live page shows them beside its health.
         media: () => this.#engines?.status() ?? [],
+        sipLadder: (id) => capture?.ladder(id),
       },
+      sipTraceToken: sipTraceToken(secret),
     });
     this.#closers.push(async () => operatorConsole.close());
     const consoleMw = operatorConsole.middleware();
@@ -485,4 +500,19 @@ function setValueAt(config: Config, key: string, value: unknown): void {
   const last = path.pop()!;
   const parent = path.reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, config as never);
   parent[last] = value;
+}
+
+/** SIP capture as configured: undefined when no ladder is kept and no HEP collector is named. */
+function sipCapture(config: Config): SipCapture | undefined {
+  const c = config.capture;
+  const logger = roomLogger('sip').child({ module: 'capture' });
+  const collector = c.hepUrl ? parseHepUrl(c.hepUrl) : undefined;
+  const hep = collector && new HepSender({ ...collector, captureId: c.hepCaptureId, queueLimit: c.hepQueue, logger });
+  if (!SipCapture.wanted({ ladderMessages: c.ladderMessages, hep })) return undefined;
+  return new SipCapture({
+    ladderMessages: c.ladderMessages,
+    ladderMinutes: c.ladderMinutes,
+    hep,
+    advertisedAddress: config.publicHost,
+  });
 }

@@ -150,6 +150,8 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   #track(row: CallRow): LiveCall {
+    // SIP capture files the messages being handled (this call's legs) under its ids.
+    this.#deps.sip.capture?.claim(row.id, row.sid);
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     const call = new LiveCall(
       {
@@ -189,6 +191,7 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   #trackBridge(row: CallRow, opts: { unbilled?: boolean } = {}): BridgedCall {
+    this.#deps.sip.capture?.claim(row.id, row.sid);
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     // Emergency calls are never billed nor cut for credit (flows/emergency.ts).
     const billing = row.emergency || opts.unbilled ? undefined : this.#deps.billing;
@@ -218,6 +221,7 @@ export class SwitchCallEngine implements CallEngine {
       parent_call_sid: parent.life.row.sid,
       started_at: nowIso(),
     });
+    this.#deps.sip.capture?.claim(row.id, row.sid);
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     this.#children.set(row.id, parent);
     this.#childLives.set(row.id, life);

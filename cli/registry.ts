@@ -23,6 +23,7 @@ import { restoreCommands } from './commands/restore.js';
 import { serviceCommands } from './commands/service.js';
 import { nodeCommands } from './commands/node.js';
 import { doctorCommands } from './commands/doctor.js';
+import { traceCommands } from './commands/trace.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -55,6 +56,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   serviceCommands,
   nodeCommands,
   doctorCommands,
+  traceCommands,
 ];
 
 type AnyCommand = { online: Command } | { offline: OfflineCommand };

@@ -73,6 +73,13 @@ export interface Config {
   };
   drain: { seconds: number };
   node: { id: string; goneAfterSeconds: number };
+  capture: {
+    hepUrl: string;
+    hepCaptureId: number;
+    hepQueue: number;
+    ladderMessages: number;
+    ladderMinutes: number;
+  };
   api: {
     rateLimitPerSecond: number;
     rateLimitBurst: number;
@@ -224,7 +231,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   }
   cfg.node.id ||= os.hostname().slice(0, 64) || 'simu';
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(cfg.node.id))
-    throw new ConfigError('node.id', 'SIMU_NODE_ID', cfg.node.id, 'letters, digits, dot, underscore or dash, at most 64');
+    throw new ConfigError(
+      'node.id',
+      'SIMU_NODE_ID',
+      cfg.node.id,
+      'letters, digits, dot, underscore or dash, at most 64',
+    );
   cfg.numbers.defaultCountry = cfg.numbers.defaultCountry.toUpperCase();
   if (!isSupportedCountryCode(cfg.numbers.defaultCountry))
     throw new ConfigError(
@@ -241,8 +253,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       badEmergency,
       'numbers of 2 to 15 digits',
     );
+  if (cfg.capture.hepUrl !== '' && !parseHepUrl(cfg.capture.hepUrl))
+    throw new ConfigError(
+      'capture.hepUrl',
+      'SIMU_HEP_URL',
+      cfg.capture.hepUrl,
+      'udp:HOST:PORT (an IPv6 address in brackets), or empty for no HEP',
+    );
   if (!cfg.publicBaseUrl) cfg.publicBaseUrl = `http://${cfg.publicHost}:${cfg.http.port}`;
   return cfg;
+}
+
+/**
+ * A HEP collector's address as capture.hepUrl names it: `udp:HOST:PORT`, an IPv6 address in brackets; HEP over UDP
+ * is what Homer's heplify-server and `sngrep -L` listen for. Undefined when it is not of that form.
+ */
+export function parseHepUrl(url: string): { host: string; port: number } | undefined {
+  const m = /^udp:(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})$/.exec(url.trim());
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
 /** The README's configuration table, made from the same list the loader reads. */

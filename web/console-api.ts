@@ -13,7 +13,7 @@ import {
   type Db,
 } from '../store/index.js';
 import { formatMoney, parseMoney } from '../billing/index.js';
-import { listBans } from '../sip/index.js';
+import { listBans, type CapturedMessage } from '../sip/index.js';
 import {
   chartData,
   chartWindow,
@@ -36,6 +36,8 @@ export interface ConsoleLive {
   overload(): { shedding: boolean } & Record<string, unknown>;
   registrations(): number;
   media(): Array<{ address: string; healthy: boolean }>;
+  /** A call's SIP messages (its legs' and child legs'), by uuid or sid; undefined when none are kept. */
+  sipLadder?(callId: string): CapturedMessage[] | undefined;
 }
 
 interface Ctx {
@@ -102,6 +104,8 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
     if (!live) throw new WebError(503, 'CONSOLE_NO_SWITCH', 'No running switch to hang up on.');
     return { hung_up: await hangupOp(db, actor, hang[1]!, (id) => live.hangup(id)) };
   }
+  const sip = /^GET \/calls\/([A-Za-z0-9_-]{1,64})\/sip$/.exec(route);
+  if (sip) return sipLadder(c.live, sip[1]!);
   switch (route) {
     case 'GET /accounts':
       return (await listAccounts(db)).map(accountOut);
@@ -139,6 +143,32 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
     }
   }
   throw new WebError(404, 'NOT_FOUND', 'No such console endpoint.');
+}
+
+/** GET /calls/{uuid or sid}/sip: the call's SIP ladder, each message with its bytes (base64) and as text. */
+export function sipLadder(live: ConsoleLive | undefined, id: string) {
+  const messages = live?.sipLadder?.(id);
+  if (!messages)
+    throw new WebError(
+      404,
+      'CONSOLE_NO_SIP_TRACE',
+      'No SIP messages are kept for this call: they are kept for capture.ladderMinutes after its last one, at most ' +
+        'capture.ladderMessages in all, by the switch that carried it.',
+    );
+  return {
+    call: id,
+    messages: messages.map((m) => ({
+      at: new Date(m.at).toISOString(),
+      at_us: Math.round(m.at * 1000),
+      direction: m.direction,
+      transport: m.transport,
+      src: { address: m.srcAddress, port: m.srcPort },
+      dst: { address: m.dstAddress, port: m.dstPort },
+      first_line: m.startLine,
+      text: m.data.toString('utf8'),
+      base64: m.data.toString('base64'),
+    })),
+  };
 }
 
 async function live(c: Ctx) {

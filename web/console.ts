@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config/index.js';
@@ -12,7 +12,7 @@ import {
 } from '../api/index.js';
 import { sourceKey } from './request-keys.js';
 import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
-import { consoleApi, type ConsoleLive } from './console-api.js';
+import { consoleApi, sipLadder, type ConsoleLive } from './console-api.js';
 
 /**
  * The operator console (issue 21) on the API's HTTP server: pages under /console/, its JSON under /console/api/.
@@ -30,6 +30,8 @@ export interface ConsoleDeps {
   live?: ConsoleLive;
   now?: () => number;
   secureCookies?: boolean;
+  /** The bearer token `simu trace` reads a call's SIP messages with (sip/: sipTraceToken), without a session. */
+  sipTraceToken?: string;
 }
 
 interface Session {
@@ -108,6 +110,8 @@ export class Console {
   async #api(ctx: Context): Promise<void> {
     const route = `${ctx.method} ${ctx.path.replace(/\/+$/, '')}`;
     if (route === 'POST /console/api/signin') return this.#signIn(ctx);
+    const trace = /^GET \/console\/api\/calls\/([A-Za-z0-9_-]{1,64})\/sip$/.exec(route);
+    if (trace && this.#traceTokenGiven(ctx)) return void (ctx.body = sipLadder(this.deps.live, trace[1]!));
     const s = this.#session(ctx);
     if (!s) throw new WebError(401, 'CONSOLE_SIGNED_OUT', 'Sign in first.');
     if (ctx.method !== 'GET' && ctx.get('x-simu-console') !== '1')
@@ -125,6 +129,16 @@ export class Console {
       live: this.deps.live,
       now: this.#now,
     });
+  }
+
+  /** The request carries `Authorization: Bearer` with the trace token (compared in constant time). */
+  #traceTokenGiven(ctx: Context): boolean {
+    const want = this.deps.sipTraceToken;
+    const given = /^Bearer (\S+)$/.exec(ctx.get('authorization'))?.[1];
+    if (!want || !given) return false;
+    const a = Buffer.from(given);
+    const b = Buffer.from(want);
+    return a.length === b.length && timingSafeEqual(a, b);
   }
 
   async #signIn(ctx: Context): Promise<void> {

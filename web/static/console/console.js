@@ -1,4 +1,4 @@
-/* global location, FormData, confirm */
+/* global location, FormData, URLSearchParams, confirm */
 // The operator console's pages (issue 21). Every action calls /console/api, which runs the operation the CLI runs
 // and writes the audit log.
 import { h, table, toast, since } from './ui-kit.js';
@@ -82,7 +82,7 @@ const pages = {
       d.calls.length === 0
         ? h('p', { class: 'muted', id: 'no-live-calls' }, 'No calls in progress.')
         : table(
-            ['Account', 'Direction', 'From', 'To', 'State', 'For', ''],
+            ['Account', 'Direction', 'From', 'To', 'State', 'For', '', ''],
             d.calls.map((c) => [
               c.account_name || c.account_id,
               c.direction,
@@ -90,10 +90,55 @@ const pages = {
               c.to_number,
               pill(c.status, c.status === 'answered' ? 'ok' : ''),
               since(c.answered_at || c.created_at),
+              h('a', { href: `#/sip?call=${encodeURIComponent(c.id)}`, class: 'sip-ladder' }, 'SIP'),
               act('Hang up', () => api('POST', `/calls/${c.id}/hangup`).then(() => toast('Hung up.')), 'danger hangup'),
             ]),
             (i) => ({ 'data-call': d.calls[i].id }),
           ),
+    ];
+  },
+  /** A call's SIP messages as the switch keeps them (its legs' too): who sent what to whom, in order. */
+  async sip() {
+    const call = new URLSearchParams(location.hash.split('?')[1] || '').get('call') || '';
+    const find = h(
+      'form',
+      { class: 'inline', id: 'sip-find' },
+      h('label', {}, 'Call sid or uuid', h('input', { name: 'call', value: call, required: true, size: 40 })),
+      h('button', {}, 'Show'),
+    );
+    find.addEventListener('submit', (e) => {
+      e.preventDefault();
+      location.hash = `#/sip?call=${encodeURIComponent(new FormData(find).get('call').trim())}`;
+    });
+    const head = [h('h1', {}, 'SIP ladder'), find];
+    if (!call) return head;
+    let d;
+    try {
+      d = await api('GET', `/calls/${encodeURIComponent(call)}/sip`);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return [...head, h('p', { class: 'muted' }, err.message)];
+      throw err;
+    }
+    const at = (m) => `${m.src.address}:${m.src.port}`;
+    const to = (m) => `${m.dst.address}:${m.dst.port}`;
+    return [
+      ...head,
+      h(
+        'p',
+        { class: 'muted' },
+        `${d.messages.length} messages; bin/simu trace ${call} --pcap FILE writes them for Wireshark.`,
+      ),
+      table(
+        ['Time', 'From', '', 'To', 'Message'],
+        d.messages.map((m) => [
+          m.at.slice(11, 23),
+          at(m),
+          m.direction === 'in' ? '→ switch' : 'switch →',
+          to(m),
+          h('details', {}, h('summary', {}, `${m.first_line} (${m.transport})`), h('pre', {}, m.text)),
+        ]),
+        (i) => ({ 'data-direction': d.messages[i].direction }),
+      ),
     ];
   },
   async accounts() {
