@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Config } from './config/index.js';
 import { parseHepUrl, roomLogger, setLogLevel, SETTINGS } from './config/index.js';
 import {
@@ -8,6 +10,7 @@ import {
   probeStoreQueue,
   startCallsSearchIndexer,
   ensureLiveCallTriggers,
+  setStoreNodeId,
   type Db,
 } from './store/index.js';
 import {
@@ -31,6 +34,7 @@ import {
   CreditMonitor,
   OverloadControl,
   RateBook,
+  NodeWatch,
   ReconcileSweep,
   StoreAdmission,
   loadSignalsOf,
@@ -76,6 +80,17 @@ const log = roomLogger('switch');
  * or a power cut can lose is at most the last 15 ms of writes.
  */
 const GROUP_COMMIT_WINDOW_MS = 15;
+/** This build's version (package.json, beside switch.ts or one floor up from dist/), shown in `simu nodes`. */
+const SIMU_VERSION = (() => {
+  for (const rel of ['package.json', '../package.json']) {
+    try {
+      return String(JSON.parse(readFileSync(path.join(import.meta.dirname, rel), 'utf8')).version);
+    } catch {
+      /* the other place */
+    }
+  }
+  return 'unknown';
+})();
 /** How long a drained switch waits for its calls' last status callbacks before it stops (the rest stay queued). */
 const CALLBACKS_SETTLE_MS = 5000;
 
@@ -115,6 +130,7 @@ export class Switch {
     });
     this.#db = db;
     this.#closers.push(() => db.destroy());
+    setStoreNodeId(config.node.id);
     await migrate(db);
     // Admission reads the account's live calls from a count triggers keep (SQLite); a rebuilt calls table loses them.
     if (await ensureLiveCallTriggers(db)) log.warn('the live-call count triggers were missing: made again, recounted');
@@ -261,6 +277,8 @@ export class Switch {
       emit: billingEmit,
       cut: (id, reason) => this.calls?.cut(id, reason),
       warn: (id, w) => this.calls?.warnCredit(id, w),
+      // Nodes share a wallet only on PostgreSQL: there the credit other nodes' calls hold is counted too.
+      nodeId: config.databaseUrl ? config.node.id : null,
     });
     const calls = new SwitchCallEngine({
       db,
@@ -294,10 +312,30 @@ export class Switch {
       db,
       isLive: (id) => calls.isLive(id),
       emit: billingEmit,
-      nodeId: null,
+      // On PostgreSQL, nodes share the store: each sweeps its own calls (a dead node's are closed by NodeWatch).
+      nodeId: config.databaseUrl ? config.node.id : null,
       monitor,
     });
     await sweep.start();
+    // Before calls.close is registered, so that it runs after the calls have ended (closers run in reverse).
+    const nodeWatch = await new NodeWatch({
+      db,
+      node: {
+        id: config.node.id,
+        version: SIMU_VERSION,
+        sip_address: `${config.publicHost}:${config.sip.port}`,
+        http_address: `${config.http.host === '0.0.0.0' ? config.publicHost : config.http.host}:${config.http.port}`,
+        pid: process.pid,
+        started_at: new Date().toISOString(),
+      },
+      goneAfterMs: config.node.goneAfterSeconds * 1000,
+      liveCalls: () => calls.liveCount,
+      draining: () => this.#draining,
+      emit: billingEmit,
+      increment: rates.increment,
+      onClosed: (id) => monitor.release(id),
+    }).start();
+    this.#closers.push(() => nodeWatch.close());
     // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).
     const retention = new RecordingRetention({ db, dataDir: config.dataDir, log: roomLogger('calls') }).start();
     this.#closers.push(() => retention.close());

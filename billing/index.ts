@@ -36,6 +36,7 @@ export {
   type StoreHeartbeatWatchdogOptions,
 } from './watchdog.js';
 export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';
+export { NodeWatch, HEARTBEAT_MS, type NodeWatchOptions } from './node-watch.js';
 export { checkDestination, type DestinationVerdict } from './destinations.js';
 export {
   AdmissionRefusedError,

@@ -22,6 +22,7 @@ import { backupCommands } from './commands/backup.js';
 import { restoreCommands } from './commands/restore.js';
 import { serviceCommands } from './commands/service.js';
 import { nodeCommands } from './commands/node.js';
+import { nodesCommands } from './commands/nodes.js';
 import { doctorCommands } from './commands/doctor.js';
 import { traceCommands } from './commands/trace.js';
 
@@ -55,6 +56,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   restoreCommands,
   serviceCommands,
   nodeCommands,
+  nodesCommands,
   doctorCommands,
   traceCommands,
 ];

@@ -1,4 +1,5 @@
 import { isPostgres, type Db } from './db.js';
+import { storeNodeId } from './node-identity.js';
 import { newId, nowIso, newCallSid } from './ids.js';
 import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
 import { CALLS_SEARCH_CANDIDATES } from './calls-search.js';
@@ -112,7 +113,7 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
     // Written only on a child leg (null by default), so a store migrated before 031 (the tests of earlier
     // migrations) still takes every other call; the row answered has it all the same.
     ...(input.parent_call_sid ? { parent_call_sid: input.parent_call_sid } : {}),
-    node_id: input.node_id ?? null,
+    node_id: input.node_id ?? storeNodeId(),
     started_at: input.started_at ?? null,
     answered_at: null,
     ended_at: input.ended_at ?? null,
@@ -209,13 +210,16 @@ export async function patchCallRow(db: Db, id: string, patch: CallPatch): Promis
   await db('calls').where({ id }).update(patch);
 }
 
-/** Ids of the calls the store shows live, created at or before `createdBefore`; of one node, or all when null. */
+/**
+ * Ids of the calls the store shows live, created at or before `createdBefore`: of one node (and those written
+ * before calls named their node), or all when null.
+ */
 export async function liveCallIds(db: Db, createdBefore: string, nodeId: string | null): Promise<string[]> {
   const q = db('calls')
     .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
     .where('created_at', '<=', createdBefore)
     .select('id');
-  if (nodeId !== null) q.where({ node_id: nodeId });
+  if (nodeId !== null) q.where((w) => w.where({ node_id: nodeId }).orWhereNull('node_id'));
   return (await q).map((r: { id: string }) => r.id);
 }
 

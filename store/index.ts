@@ -68,3 +68,4 @@ export {
   type NodeRow,
   type NodeState,
 } from './nodes.js';
+export { setStoreNodeId, storeNodeId } from './node-identity.js';
