@@ -49,17 +49,19 @@ import {
   StatusCallbackOutbox,
   PlatformConcurrencyMonitor,
   attachStream,
+  relayEventsAcrossNodes,
   type EventCode,
 } from './events/index.js';
 import {
   consumeStreamToken,
   countOutboxBacklog,
   findCallAnyAccount,
+  openNodeChannel,
   lapsedStreamPrincipals,
   LIVE_CALL_STATUSES,
   onAuthWrite,
 } from './store/index.js';
-import { SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
+import { NodeRoutedCallEngine, SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
 import { Console, Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
@@ -185,6 +187,20 @@ export class Switch {
     this.#outbox = outbox;
     this.#publisher = publisher;
     this.#closers.push(() => outbox.close());
+    // Nodes sharing PostgreSQL: one channel (LISTEN/NOTIFY) for other nodes' events and for commands on calls.
+    const link = config.databaseUrl
+      ? openNodeChannel(db, config.node.id, (err) =>
+          log.warn({ err }, 'node channel: lost its connection or a message; listening again in a second'),
+        )
+      : undefined;
+    if (link) {
+      const stopRelay = relayEventsAcrossNodes(bus, link);
+      this.#closers.push(async () => {
+        stopRelay();
+        await link.close();
+      });
+      await Promise.race([link.ready, new Promise((r) => setTimeout(r, 5000).unref())]);
+    }
     const concurrency = new PlatformConcurrencyMonitor({ db, publisher });
     this.#closers.push(async () => concurrency.close());
 
@@ -406,7 +422,10 @@ export class Switch {
       before: (ctx, next) => consoleMw(ctx, () => portalMw(ctx, next)),
       db,
       config,
-      calls,
+      // A command for a call another node holds goes to that node (calls/node-routing.ts).
+      calls: link
+        ? new NodeRoutedCallEngine({ db, link, local: calls, goneAfterMs: config.node.goneAfterSeconds * 1000 })
+        : calls,
       admission,
       overload,
       signUrlSecret: secret,

@@ -5,3 +5,10 @@ export { CallLifecycle } from './lifecycle.js';
 export type { ConferenceControl, ConferenceView, ParticipantView } from './conference/index.js';
 export type { QueueDirectory, QueueInfo, QueueMemberInfo } from './queue/queue-registry.js';
 export { publishMediaEngineState } from './media-engine-events.js';
+export {
+  NodeRoutedCallEngine,
+  NodeUnreachableError,
+  COMMAND_TIMEOUT_MS,
+  type NodeCommand,
+  type NodeReply,
+} from './node-routing.js';

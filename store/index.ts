@@ -63,9 +63,19 @@ export { pendingMigrations } from './migration-status.js';
 export {
   writeNodeHeartbeat,
   listNodes,
+  findNode,
   claimGoneNodes,
   markNodeStopped,
   type NodeRow,
   type NodeState,
 } from './nodes.js';
 export { setStoreNodeId, storeNodeId } from './node-identity.js';
+export {
+  openNodeChannel,
+  COMMANDS_CHANNEL,
+  REPLIES_CHANNEL,
+  EVENTS_CHANNEL,
+  type NodeLink,
+  type NodeMessage,
+  type NodeChannelName,
+} from './node-channel.js';

@@ -35,6 +35,11 @@ export async function writeNodeHeartbeat(db: Db, row: Omit<NodeRow, 'gone_at' | 
     ]);
 }
 
+export async function findNode(db: Db, id: string): Promise<NodeRow | undefined> {
+  const r = (await db('nodes').where({ id }).first()) as NodeRow | undefined;
+  return r && { ...r, pid: Number(r.pid), live_calls: Number(r.live_calls) };
+}
+
 export async function listNodes(db: Db): Promise<NodeRow[]> {
   const rows = (await db('nodes').orderBy('id').select('*')) as NodeRow[];
   return rows.map((r) => ({ ...r, pid: Number(r.pid), live_calls: Number(r.live_calls) }));
