@@ -418,14 +418,17 @@ export class Switch {
     this.#closers.push(async () => operatorConsole.close());
     const consoleMw = operatorConsole.middleware();
     const portalMw = portal.middleware();
+    // A command for a call or a room another node holds goes to that node (calls/node-routing.ts).
+    const routed = link
+      ? new NodeRoutedCallEngine({ db, link, local: calls, goneAfterMs: config.node.goneAfterSeconds * 1000 })
+      : undefined;
+    if (routed) this.#closers.push(async () => routed.close());
+    const apiCalls = routed ?? calls;
     const { server } = createApiServer({
       before: (ctx, next) => consoleMw(ctx, () => portalMw(ctx, next)),
       db,
       config,
-      // A command for a call another node holds goes to that node (calls/node-routing.ts).
-      calls: link
-        ? new NodeRoutedCallEngine({ db, link, local: calls, goneAfterMs: config.node.goneAfterSeconds * 1000 })
-        : calls,
+      calls: apiCalls,
       admission,
       overload,
       signUrlSecret: secret,

@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
-import { NodeRoutedCallEngine, NodeUnreachableError } from '../../calls/index.js';
+import {
+  NodeRoutedCallEngine,
+  NodeUnreachableError,
+  type CallEngine,
+  type ConferenceControl,
+  type ConferenceView,
+  type QueueDirectory,
+} from '../../calls/index.js';
 import {
   COMMANDS_CHANNEL,
   EVENTS_CHANNEL,
@@ -167,6 +174,95 @@ describe('calls routed to the node that holds them', function () {
       assert.equal(wires.sent.length, 0);
     });
   }
+
+  /** A local engine with rooms: conferences (sids, each with its participants' call sids) and queues (callers). */
+  const withRooms = (e: NullCallEngine, confs: Record<string, string[]>, queue: string[]): CallEngine => {
+    const view = (sid: string): ConferenceView => ({
+      sid,
+      name: sid,
+      status: 'in-progress',
+      createdAt: '',
+      startedAt: null,
+      participantCount: confs[sid]!.length,
+      recording: false,
+    });
+    const conferences: ConferenceControl = {
+      list: () => Object.keys(confs).map(view),
+      find: (_a, sid) => (confs[sid] ? view(sid) : undefined),
+      participants: () => undefined,
+      update: () => undefined,
+      kick: (_a, sid, callSid) => {
+        const i = confs[sid]?.indexOf(callSid) ?? -1;
+        if (i < 0) return false;
+        confs[sid]!.splice(i, 1);
+        return true;
+      },
+    };
+    const queues: QueueDirectory = {
+      list: () => (queue.length ? [{ name: 'q', size: queue.length, averageWaitSeconds: 0 }] : []),
+      members: () => undefined,
+      dequeueToUrl: (_a, _n, callId) => {
+        const i = callId === 'front' ? (queue.length ? 0 : -1) : queue.indexOf(callId);
+        if (i < 0) return false;
+        queue.splice(i, 1);
+        return true;
+      },
+    };
+    return {
+      originate: (c, o) => e.originate(c, o),
+      hangup: (c) => e.hangup(c),
+      redirect: (c, t, s) => e.redirect(c, t, s),
+      sendDigits: (c, d) => e.sendDigits(c, d),
+      isLive: (id) => e.isLive(id),
+      conferences,
+      queues,
+    };
+  };
+
+  it('conferences and queues: reads span both nodes, a change is made where the room is, once', async () => {
+    const confsA: Record<string, string[]> = { CF0: ['CA0'] };
+    const confsB: Record<string, string[]> = { CF1: ['CA1', 'CA2'] };
+    const queueA: string[] = [];
+    const queueB = ['c1', 'c2'];
+    const w = new Wires();
+    const ra = new NodeRoutedCallEngine({
+      db,
+      link: w.link('a'),
+      local: withRooms(engineA, confsA, queueA),
+      goneAfterMs: 10000,
+      timeoutMs: 300,
+    });
+    new NodeRoutedCallEngine({
+      db,
+      link: w.link('b'),
+      local: withRooms(engineB, confsB, queueB),
+      goneAfterMs: 10000,
+      timeoutMs: 300,
+    });
+    const list = await ra.conferences!.list(account);
+    assert.deepEqual(list.map((c) => c.sid).sort(), ['CF0', 'CF1']);
+    assert.equal((await ra.conferences!.find(account, 'CF1'))?.participantCount, 2);
+    assert.equal(await ra.conferences!.find(account, 'CF9'), undefined);
+    assert.equal(await ra.conferences!.kick(account, 'CF1', 'CA2'), true);
+    assert.deepEqual(confsB.CF1, ['CA1']);
+    assert.equal(await ra.conferences!.kick(account, 'CF1', 'CA2'), false, 'already gone');
+    assert.equal(await ra.conferences!.kick(account, 'CF0', 'CA0'), true, 'a room here: nothing sent');
+    assert.deepEqual(
+      (await ra.queues!.list(account)).map((q) => q.size),
+      [2],
+    );
+    assert.equal(await ra.queues!.dequeueToUrl(account, 'q', 'front', 'https://example.com/x'), true);
+    assert.deepEqual(queueB, ['c2'], 'front took one caller');
+
+    // A silent node: a room not found here may be there, 503; a list has what answered.
+    w.cut.add('b');
+    await assert.rejects(async () => ra.conferences!.find(account, 'CF1'), NodeUnreachableError);
+    assert.deepEqual(
+      (await ra.conferences!.list(account)).map((c) => c.sid),
+      ['CF0'],
+    );
+    ra.close();
+  });
 
   it('close answers pending commands at once', async () => {
     const call = await heldBy('b');
