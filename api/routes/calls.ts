@@ -208,7 +208,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
   const hangupSpec = {
     summary: 'End a live call (idempotent)',
     ok: { status: 200, schema: S.CallOut },
-    errors: [400, 401, 404],
+    errors: [400, 401, 404, 503],
   };
   t.add({ method: 'post', path: '/api/calls/hangup', body: S.SidBody, ...hangupSpec }, async (ctx) =>
     hangup(ctx, (await parseBody(ctx, S.SidBody)).sid),
