@@ -20,8 +20,8 @@ import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.
 
 /**
  * Two nodes on one PostgreSQL: a stream socket on node A sees the events of calls node B holds (relayed through
- * NOTIFY, within 100 ms at p99), and a hangup sent to A's API ends a call B holds (B sends the caller its BYE,
- * the record completes, one CALL.0300).
+ * NOTIFY, within 100 ms at p99); an update sent to A's API moves a call B holds, and a hangup sent to A ends it
+ * (B sends the caller its BYE, the record completes, one CALL.0300).
  */
 describe('e2e: two nodes on one PostgreSQL, a call reached from the other node', function () {
   this.timeout(120000);
@@ -157,6 +157,16 @@ describe('e2e: two nodes on one PostgreSQL, a call reached from the other node',
     );
     const call = await db('calls').where({ account_id: acct.id, status: 'answered' }).first();
     assert.equal(call.node_id, 'reach-b');
+    // An update sent to A moves the call on B (its verb document parsed on A, run on B).
+    const moved = await api(baseA, acct.key, 'POST', `/api/calls/${call.id}/update`, {
+      twiml: '<Response><Say>moved</Say><Pause length="60"/></Response>',
+    });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    await server.waitFor(
+      () => frames.some((f) => f.sid === call.sid && f.code === 'CALL.0210'),
+      5000,
+      "CALL.0210 on A's stream",
+    );
     const res = await api(baseA, acct.key, 'POST', '/api/calls/hangup', { sid: call.sid });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.status, 'completed', JSON.stringify(res.body));
