@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { TokenBucket } from '../kit/index.js';
+import { TokenBucket, systemClock, type Clock } from '../kit/index.js';
 import { ApiError } from './errors.js';
 
 /** Over the per-key or per-account request rate (distinct from LIMIT.0429 / LIMIT.0430, which are call caps). */
@@ -21,8 +21,8 @@ export interface RequestRateLimiterOptions {
   ratePerSecond: number;
   /** Bucket size: how many requests a key may make at once. */
   burst: number;
-  /** Milliseconds clock; injected by tests. */
-  now?: () => number;
+  /** Injected by tests. */
+  clock?: Pick<Clock, 'now'>;
   /** Most buckets kept; beyond it idle (full) buckets are dropped, then the least recently used. */
   maxBuckets?: number;
 }
@@ -37,7 +37,7 @@ export type Admit = { ok: true } | { ok: false; retryAfterSeconds: number };
 export class RequestRateLimiter {
   readonly #ratePerSecond: number;
   readonly #burst: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #max: number;
   readonly #buckets = new Map<string, TokenBucket>();
   #lastSweep: number;
@@ -46,9 +46,9 @@ export class RequestRateLimiter {
     if (!(o.ratePerSecond > 0) || !(o.burst >= 1)) throw new RangeError('rate must be > 0 and burst >= 1');
     this.#ratePerSecond = o.ratePerSecond;
     this.#burst = o.burst;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? systemClock;
     this.#max = o.maxBuckets ?? 100_000;
-    this.#lastSweep = this.#now();
+    this.#lastSweep = this.#clock.now();
   }
 
   /** Buckets currently held (for tests of the bound). */
@@ -58,7 +58,7 @@ export class RequestRateLimiter {
 
   /** Takes one token for `key`, or says how long until one is available. */
   take(key: string): Admit {
-    const now = this.#now();
+    const now = this.#clock.now();
     this.#maybeSweep(now);
     let b = this.#buckets.get(key);
     if (b)

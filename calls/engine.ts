@@ -88,7 +88,7 @@ export class SwitchCallEngine implements CallEngine {
     this.#keep = { db: deps.db, clock: systemClock, recordingRetentionDays: deps.recordingRetentionDays ?? 90 };
     this.conferences = new Conferences({
       log: this.#log,
-      now: () => systemClock.now(),
+      clock: systemClock,
       port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
       playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
       recordingsDir: join(deps.config.dataDir, 'recordings'),

@@ -1,4 +1,5 @@
 import type { Logger } from '../config/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 import { findPurgeableRecordings, markRecordingMediaDeleted, type Db } from '../store/index.js';
 import { LocalMediaStorage } from './media-storage.js';
 
@@ -10,7 +11,7 @@ export interface RecordingRetentionOptions {
   intervalMs?: number;
   /** Recordings handled per batch, so one sweep never holds the store for long. */
   batchSize?: number;
-  now?: () => Date;
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -19,13 +20,13 @@ export interface RecordingRetentionOptions {
  * the download endpoints refuse such a recording (404 RECORDING_NOT_FOUND, docs/assets.md).
  */
 export class RecordingRetention {
-  readonly #o: Required<Omit<RecordingRetentionOptions, 'now'>> & { now: () => Date };
+  readonly #o: Required<RecordingRetentionOptions>;
   readonly #storage: LocalMediaStorage;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<number> | undefined;
 
   constructor(o: RecordingRetentionOptions) {
-    this.#o = { intervalMs: 3600_000, batchSize: 200, now: () => new Date(), ...o };
+    this.#o = { intervalMs: 3600_000, batchSize: 200, clock: systemClock, ...o };
     this.#storage = new LocalMediaStorage(o.dataDir);
   }
 
@@ -48,7 +49,7 @@ export class RecordingRetention {
   async #sweep(): Promise<number> {
     let total = 0;
     for (;;) {
-      const now = this.#o.now();
+      const now = new Date(this.#o.clock.now());
       const batch = await findPurgeableRecordings(this.#o.db, now, this.#o.batchSize);
       for (const r of batch) {
         // Only local media exists today; a row of another backend is marked once its backend can delete it.
