@@ -16,6 +16,9 @@ export interface SettingSpec {
   max?: number;
 }
 
+/** The country national numbers are read with when neither the account nor the operator chose one. */
+export const DEFAULT_COUNTRY = 'KE';
+
 export const SETTINGS = [
   {
     key: 'http.host',
@@ -226,7 +229,7 @@ export const SETTINGS = [
     key: 'numbers.defaultCountry',
     env: 'SIMU_DEFAULT_COUNTRY',
     kind: 'string',
-    default: 'KE',
+    default: DEFAULT_COUNTRY,
     help: 'Country (ISO 3166-1 alpha-2) whose national numbers (`07…`, `01…`) phones and trunks send, for accounts without their own (`simu account country`).',
   },
   {
