@@ -86,8 +86,9 @@ export class Console {
       const file = VENDOR_FILES[vendor];
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts script and the icon are the portal's too.
-    if (rel === 'charts.js' || rel === 'favicon.svg') return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
+    // The charts script, the JSON client and the icon are the portal's too.
+    if (rel === 'charts.js' || rel === 'http-json.js' || rel === 'favicon.svg')
+      return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);
     await sendStatic(ctx, file);

@@ -1,5 +1,7 @@
 // Small helpers of the operator console: DOM building (text only: names and numbers from the store are never
 // parsed as HTML), the JSON calls to /console/api with the anti-forgery header, tables, and a toast.
+import { ApiError, requestJson } from './http-json.js';
+
 (function () {
   'use strict';
   function h(tag, attrs, ...kids) {
@@ -13,22 +15,9 @@
     return e;
   }
 
-  class ApiError extends Error {
-    constructor(status, body) {
-      super((body && body.detail) || `HTTP ${status}`);
-      this.status = status;
-    }
-  }
-
   async function api(method, path, body) {
-    const res = await fetch(`/console/api${path}`, {
-      method,
-      headers: { 'X-Simu-Console': '1', ...(body !== undefined && { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const data = await res.json().catch(() => ({}));
-    if (!res.ok) throw new ApiError(res.status, data);
-    return data;
+    const data = await requestJson(`/console/api${path}`, { method, body, headers: { 'X-Simu-Console': '1' } });
+    return data !== null && typeof data === 'object' ? data : {};
   }
 
   /** A table with a header row; `rows` are arrays of cells, `attrs(i)` the attributes of row i. */
