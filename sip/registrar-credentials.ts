@@ -6,7 +6,7 @@
  * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
  */
 import { systemClock, type Clock } from '../kit/index.js';
-import { signPhoneToken } from './phone-token.js';
+import { claimsOfRow, signPhoneToken } from './phone-token.js';
 import {
   onCredentialWrites,
   phoneCredentials,
@@ -153,14 +153,7 @@ export class PhoneCredentialStore {
     if (cached) return cached;
     const created = Math.floor(Date.parse(row.created_at) / 1000);
     const iats = row.issued_at != null ? [row.issued_at] : [created, created - 1];
-    const claims = {
-      tokenId: row.id,
-      accountId: row.account_id,
-      endUserId: row.end_user_id,
-      extension: row.extension_number,
-      maxConcurrent: row.max_concurrent,
-      expiresAt: Math.floor(Date.parse(row.expires_at) / 1000),
-    };
+    const claims = claimsOfRow(row);
     const jwts = await Promise.all(iats.map((iat) => signPhoneToken(this.secret, claims, iat)));
     const out = [...jwts, ...jwts.map(shortPassword)];
     if (this.#candidates.size >= 10_000) this.#candidates.delete(this.#candidates.keys().next().value!);
