@@ -1,5 +1,5 @@
 import type { Logger } from '../config/index.js';
-import { systemClock, type Clock } from '../kit/index.js';
+import { PeriodicJob, systemClock, type Clock } from '../kit/index.js';
 import { findPurgeableRecordings, markRecordingMediaDeleted, type Db } from '../store/index.js';
 import { LocalMediaStorage } from './media-storage.js';
 
@@ -22,8 +22,7 @@ export interface RecordingRetentionOptions {
 export class RecordingRetention {
   readonly #o: Required<RecordingRetentionOptions>;
   readonly #storage: LocalMediaStorage;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<number> | undefined;
+  readonly #job = new PeriodicJob(() => this.#sweep());
 
   constructor(o: RecordingRetentionOptions) {
     this.#o = { intervalMs: 3600_000, batchSize: 200, clock: systemClock, ...o };
@@ -32,18 +31,16 @@ export class RecordingRetention {
 
   /** Runs once now and then every interval. */
   start(): this {
-    void this.runOnce().catch((e) => this.#o.log.error({ err: e }, 'recording retention sweep failed'));
-    this.#timer = setInterval(() => {
-      void this.runOnce().catch((e) => this.#o.log.error({ err: e }, 'recording retention sweep failed'));
-    }, this.#o.intervalMs);
-    this.#timer.unref();
+    this.#job.start({
+      everyMs: this.#o.intervalMs,
+      onError: (e) => this.#o.log.error({ err: e }, 'recording retention sweep failed'),
+    });
     return this;
   }
 
   /** One sweep; answers how many recordings lost their media. Overlapping calls share one sweep. */
   runOnce(): Promise<number> {
-    this.#running ??= this.#sweep().finally(() => (this.#running = undefined));
-    return this.#running;
+    return this.#job.runOnce();
   }
 
   async #sweep(): Promise<number> {
@@ -65,7 +62,6 @@ export class RecordingRetention {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => undefined);
+    await this.#job.close();
   }
 }
