@@ -7,7 +7,7 @@ import {
   type Db,
 } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
-import { Fifo, systemClock, type Clock as KitClock } from '../kit/index.js';
+import { Fifo, systemClock, type Clock } from '../kit/index.js';
 
 /**
  * Admission control for new calls (spec, Limits and Errors): account status, platform draining, balance,
@@ -68,9 +68,6 @@ interface Prechecked {
   minimum: number;
 }
 
-/** The slice of the kit's one clock admission reads (the CPS window). */
-export type Clock = Pick<KitClock, 'now'>;
-
 /** A call this process admitted whose placement (the write of its row) is under way or recently done. */
 interface Placement {
   /** The tick at which `place` settled; Infinity while it runs. */
@@ -106,7 +103,7 @@ const NEAR_LIMIT = Symbol('near a limit');
  */
 export class StoreAdmission implements Admission {
   readonly #db: Db;
-  readonly #clock: Clock;
+  readonly #clock: Pick<Clock, 'now'>;
   /** Per account, when its calls of the last second were admitted, oldest first. */
   readonly #admittedAt = new Map<string, Fifo<number>>();
   readonly #accounts = new Map<string, AccountAdmissions>();
@@ -119,7 +116,8 @@ export class StoreAdmission implements Admission {
   /** This process is draining (SIGTERM, `simu node drain`): new calls are refused as when the platform is paused. */
   #nodeDraining = false;
 
-  constructor(db: Db, clock: Clock = systemClock) {
+  /** `clock`: the slice of the kit's clock admission reads (the CPS window). */
+  constructor(db: Db, clock: Pick<Clock, 'now'> = systemClock) {
     this.#db = db;
     this.#clock = clock;
   }
