@@ -27,7 +27,6 @@ export {
   type RateBookOptions,
 } from './rating.js';
 export { settleCall, talkKey, ttsKey, type CallCharge, type CallSettlementResult } from './settlement.js';
-export { systemTimers, type MonitorTimers } from './timers.js';
 export { CreditMonitor, type CreditMonitorOptions, type CallAnswered, type CallSettlement } from './credit-monitor.js';
 export {
   EnforcementWatchdog,

@@ -11,7 +11,7 @@ import { roomLogger, type Logger } from '../config/index.js';
 import type { BillingEmit } from './codes.js';
 import { reconcileCall } from './reconcile.js';
 import type { BillingIncrement } from './rating.js';
-import { systemTimers, type MonitorTimers } from './timers.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /** How often a node writes its heartbeat, and looks for nodes whose heartbeat stopped. */
 export const HEARTBEAT_MS = 2000;
@@ -28,7 +28,7 @@ export interface NodeWatchOptions {
   increment?: BillingIncrement;
   /** Told of each call it closed for a gone node (the credit monitor stops tracking it). */
   onClosed?: (callId: string) => void;
-  timers?: MonitorTimers;
+  clock?: Pick<Clock, 'now' | 'every'>;
   logger?: Logger;
 }
 
@@ -39,20 +39,20 @@ export interface NodeWatchOptions {
  * last moment its credit monitor vouched for, one terminal event and one status callback each.
  */
 export class NodeWatch {
-  readonly #o: NodeWatchOptions & { timers: MonitorTimers };
+  readonly #o: NodeWatchOptions & { clock: Pick<Clock, 'now' | 'every'> };
   readonly #log: Logger;
   #timer: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
 
   constructor(opts: NodeWatchOptions) {
-    this.#o = { timers: systemTimers, ...opts };
+    this.#o = { clock: systemClock, ...opts };
     this.#log = opts.logger ?? roomLogger('billing').child({ module: 'nodes' });
   }
 
   async start(): Promise<this> {
     await this.beat();
-    this.#timer = this.#o.timers.every(HEARTBEAT_MS, () => void this.beat(), 'node-heartbeat');
+    this.#timer = this.#o.clock.every(HEARTBEAT_MS, () => void this.beat(), 'node-heartbeat');
     return this;
   }
 
@@ -66,7 +66,7 @@ export class NodeWatch {
 
   async #beat(): Promise<void> {
     if (this.#closed) return;
-    const now = this.#o.timers.now();
+    const now = this.#o.clock.now();
     await writeNodeHeartbeat(this.#o.db, {
       ...this.#o.node,
       state: this.#o.draining() ? 'draining' : 'up',
@@ -83,10 +83,10 @@ export class NodeWatch {
   }
 
   async #takeOver(node: string): Promise<void> {
-    const ids = await liveCallIds(this.#o.db, nowIso(new Date(this.#o.timers.now())), node);
+    const ids = await liveCallIds(this.#o.db, nowIso(new Date(this.#o.clock.now())), node);
     let closed = 0;
     for (const id of ids) {
-      const r = await reconcileCall(this.#o.db, id, this.#o.timers.now(), {
+      const r = await reconcileCall(this.#o.db, id, this.#o.clock.now(), {
         emit: this.#o.emit,
         increment: this.#o.increment,
       });

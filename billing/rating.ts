@@ -1,5 +1,6 @@
 import type { Db } from '../store/index.js';
 import { listRates, type RateRow } from '../store/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /**
  * Rating: turns operator rates (the `rates` table) into cents for a call. See docs/billing.md.
@@ -140,7 +141,7 @@ export interface RateBookOptions {
   defaultTier?: string;
   /** How long a loaded card is trusted; an operator's rate change is seen within this time. */
   ttlMs?: number;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -151,7 +152,7 @@ export class RateBook {
   readonly increment: BillingIncrement;
   readonly #defaultTier: string;
   readonly #ttlMs: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   #card: RateCard | undefined;
   #loadedAt = 0;
   #loading: Promise<RateCard> | undefined;
@@ -163,16 +164,16 @@ export class RateBook {
     this.increment = opts.increment ?? DEFAULT_INCREMENT;
     this.#defaultTier = opts.defaultTier ?? 'standard';
     this.#ttlMs = opts.ttlMs ?? 5000;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
   }
 
   async card(): Promise<RateCard> {
-    if (this.#card && this.#now() - this.#loadedAt < this.#ttlMs) return this.#card;
+    if (this.#card && this.#clock.now() - this.#loadedAt < this.#ttlMs) return this.#card;
     // One load at a time: callers arriving during a reload share it.
     this.#loading ??= listRates(this.db)
       .then((rows) => {
         this.#card = new RateCard(rows, this.increment, this.#defaultTier);
-        this.#loadedAt = this.#now();
+        this.#loadedAt = this.#clock.now();
         return this.#card;
       })
       .catch((e: unknown) => {

@@ -15,8 +15,7 @@ import { LedgerConflictError } from './ledger.js';
 import { formatMoney } from './money.js';
 import { secondsUp, talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
 import { settleCallInTransaction, emitDebits } from './settlement.js';
-import { systemTimers, type MonitorTimers } from './timers.js';
-import type { Periodic } from '../kit/index.js';
+import { systemClock, type Clock, type Periodic } from '../kit/index.js';
 
 /**
  * The reconcile sweep (platform-api.md, States: "Call record shown live but the switch has already ended it";
@@ -42,7 +41,7 @@ export interface ReconcileOptions {
   /** Only rows of this node; null on a one-box deployment (every live row is this process's). */
   nodeId: string | null;
   increment?: BillingIncrement;
-  timers?: MonitorTimers;
+  clock?: Pick<Clock, 'now' | 'every'>;
   /** Period of the sweep after the start-up pass. */
   intervalMs?: number;
   /** A periodic sweep skips rows younger than this (a call being set up may be in the store before the switch). */
@@ -151,7 +150,7 @@ export class ReconcileSweep {
   constructor(opts: ReconcileOptions) {
     this.#o = {
       increment: DEFAULT_INCREMENT,
-      timers: systemTimers,
+      clock: systemClock,
       intervalMs: 30_000,
       minAgeMs: 10_000,
       ...opts,
@@ -163,7 +162,7 @@ export class ReconcileSweep {
   async start(): Promise<ReconciledCall[]> {
     const first = await this.runOnce({ minAgeMs: 0 });
     if (!this.#closed && this.#timer === undefined) {
-      this.#timer = this.#o.timers.every(
+      this.#timer = this.#o.clock.every(
         this.#o.intervalMs,
         () => void this.runOnce().catch((e: unknown) => this.#log.error({ err: e }, 'reconcile sweep failed')),
         'reconcile-sweep',
@@ -186,12 +185,12 @@ export class ReconcileSweep {
   }
 
   async #sweep(minAgeMs: number): Promise<ReconciledCall[]> {
-    const now = this.#o.timers.now();
+    const now = this.#o.clock.now();
     const ids = await liveCallIds(this.#o.db, nowIso(new Date(now - minAgeMs)), this.#o.nodeId);
     const closed: ReconciledCall[] = [];
     for (const id of ids) {
       if (await this.#o.isLive(id)) continue;
-      const r = await reconcileCall(this.#o.db, id, this.#o.timers.now(), {
+      const r = await reconcileCall(this.#o.db, id, this.#o.clock.now(), {
         emit: this.#o.emit,
         increment: this.#o.increment,
       });

@@ -5,97 +5,40 @@ import { ConfigError } from './errors.js';
 import { isSupportedCountryCode } from '../numbers/index.js';
 import { SETTINGS, type SettingSpec } from './schema.js';
 
-export interface Config {
-  http: { host: string; port: number };
-  sip: {
-    host: string;
-    port: number;
-    tlsPort: number;
-    wsPort: number;
-    wssPort: number;
-    tlsCert: string;
-    tlsKey: string;
-    requireEncryption: boolean;
-    maxConnectionsPerSource: number;
-    maxConnections: number;
-    firstMessageSeconds: number;
-    maxBindingsPerUser: number;
-    domain: string;
-    keepAliveSeconds: number;
-    keepAliveMisses: number;
-  };
-  security: {
-    floodMaxRequests: number;
-    floodWindowSeconds: number;
-    authMaxFailures: number;
-    userLockoutFailures: number;
-    userLockoutSeconds: number;
-    banSeconds: number;
-    scannerBanAfter: number;
-  };
-  publicHost: string;
-  publicBaseUrl: string;
-  numbers: { defaultCountry: string; emergencyNumbers: string[] };
-  dataDir: string;
-  databaseUrl: string;
-  logLevel: string;
-  rtpengine: {
-    urls: string[];
-    ngPort: number;
-    dtmfPort: number;
-    interface: string;
-    portMin: number;
-    portMax: number;
-    /** `auto`, `off`, or `IP:PORT/DB` (rtpengine's --redis): where the local engine keeps its calls. */
-    redis: string;
-  };
-  tts: { voice: string };
-  billing: { initialSeconds: number; incrementSeconds: number };
-  tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };
-  ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
-  webhooks: { timeoutMs: number; allowPrivate: boolean; allowNetworks: string[] };
-  recordings: { retentionDays: number };
-  prepaid: { topupToleranceSeconds: number; balanceShortCode: string; lastGoodMaxAgeSeconds: number };
-  storage: {
-    backend: 'local' | 's3';
-    s3Endpoint: string;
-    s3Bucket: string;
-    s3Region: string;
-    s3AccessKeyId: string;
-    s3SecretAccessKey: string;
-  };
-  overload: {
-    maxLoopDelayMs: number;
-    maxStoreWaitMs: number;
-    platformMaxCps: number;
-    retryAfterSeconds: number;
-    udpFront: boolean;
-  };
-  drain: { seconds: number };
-  node: { id: string; goneAfterSeconds: number };
-  capture: {
-    hepUrl: string;
-    hepCaptureId: number;
-    hepQueue: number;
-    ladderMessages: number;
-    ladderMinutes: number;
-  };
-  api: {
-    rateLimitPerSecond: number;
-    rateLimitBurst: number;
-    accountRateLimitPerSecond: number;
-    accountRateLimitBurst: number;
-    listCacheMs: number;
-  };
-  routing: {
-    allowLossMaking: boolean;
-    attemptTimeoutSeconds: number;
-    pingIntervalSeconds: number;
-    pingDownAfter: number;
-    pingUpAfter: number;
-  };
-  demo: { numbers: string[] };
-}
+/** One setting of the table. */
+type Setting = (typeof SETTINGS)[number];
+
+/** The value `parseValue` makes of a setting of this kind. */
+type ValueOf<S extends Setting> = S extends { kind: 'port' | 'int' }
+  ? number
+  : S extends { kind: 'bool' }
+    ? boolean
+    : S extends { kind: 'enum'; values: readonly (infer V)[] }
+      ? V
+      : S extends { kind: 'list' }
+        ? string[]
+        : S extends { kind: 'json' }
+          ? Array<Record<string, unknown>>
+          : string;
+
+/** `{ a: { b: V } }` for the key `a.b`. */
+type Nested<K extends string, V> = K extends `${infer Head}.${infer Rest}`
+  ? { [P in Head]: Nested<Rest, V> }
+  : { [P in K]: V };
+
+/** One nested object per setting (distributes over the union of settings). */
+type NestedEach<S> = S extends Setting ? Nested<S['key'], ValueOf<S>> : never;
+
+type Intersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+
+/** Flattens intersections into one object type, recursively, so editors show plain nested objects. */
+type Plain<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]: Plain<T[K]> } : T;
+
+/**
+ * The switch's configuration, derived from the settings table (schema.ts): every key is a (nested) field whose type
+ * is what its kind parses to, so the table and the type cannot drift apart.
+ */
+export type Config = Plain<Intersection<NestedEach<Setting>>>;
 
 type Raw = Record<string, string>;
 

@@ -16,6 +16,9 @@ export interface SettingSpec {
   max?: number;
 }
 
+/** The country national numbers are read with when neither the account nor the operator chose one. */
+export const DEFAULT_COUNTRY = 'KE';
+
 export const SETTINGS = [
   {
     key: 'http.host',
@@ -226,7 +229,7 @@ export const SETTINGS = [
     key: 'numbers.defaultCountry',
     env: 'SIMU_DEFAULT_COUNTRY',
     kind: 'string',
-    default: 'KE',
+    default: DEFAULT_COUNTRY,
     help: 'Country (ISO 3166-1 alpha-2) whose national numbers (`07…`, `01…`) phones and trunks send, for accounts without their own (`simu account country`).',
   },
   {
@@ -446,7 +449,7 @@ export const SETTINGS = [
     env: 'SIMU_S3_ENDPOINT',
     kind: 'url-or-empty',
     default: '',
-    help: 'http(s)://host:port of the S3-compatible service (path-style requests, SigV4).',
+    help: 'http(s)://host:port of the S3-compatible service (path-style requests unless storage.s3VirtualHosted, SigV4).',
   },
   { key: 'storage.s3Bucket', env: 'SIMU_S3_BUCKET', kind: 'string', default: '', help: 'Bucket for assets.' },
   { key: 'storage.s3Region', env: 'SIMU_S3_REGION', kind: 'string', default: 'us-east-1', help: 'SigV4 region.' },
@@ -463,6 +466,20 @@ export const SETTINGS = [
     kind: 'string',
     default: '',
     help: 'Secret access key for the bucket.',
+  },
+  {
+    key: 'storage.s3SessionToken',
+    env: 'SIMU_S3_SESSION_TOKEN',
+    kind: 'string',
+    default: '',
+    help: 'Session token of temporary credentials (STS, an instance role); empty for long-term keys.',
+  },
+  {
+    key: 'storage.s3VirtualHosted',
+    env: 'SIMU_S3_VIRTUAL_HOSTED',
+    kind: 'bool',
+    default: 'false',
+    help: 'Address the bucket as a host name (bucket.host/key, virtual-hosted style) instead of a path (host/bucket/key).',
   },
   {
     key: 'overload.maxLoopDelayMs',

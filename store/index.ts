@@ -43,6 +43,7 @@ export * from './portal-users.js';
 export * from './call-events.js';
 export * from './webhook-routes.js';
 export * from './call-credit.js';
+export * from './admissions.js';
 export * from './event-outbox.js';
 export * from './operators.js';
 export * from './call-stats.js';

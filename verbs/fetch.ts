@@ -15,6 +15,8 @@ import {
   requestUrl,
   type GuardedReply,
   type ReplyHeaders,
+  systemClock,
+  type Clock,
 } from '../kit/index.js';
 import type { VerbDocument } from './types.js';
 
@@ -138,8 +140,8 @@ export interface FetchVerbDocumentOptions {
    * connecting. Default: public destinations only.
    */
   readonly urlPolicy?: UrlPolicy;
-  /** Clock in milliseconds since the epoch, for the X-Voice-Timestamp header. */
-  readonly now?: () => number;
+  /** The clock (milliseconds since the epoch) for the X-Voice-Timestamp header. */
+  readonly clock?: Pick<Clock, 'now'>;
   /** Aborts the request (the call ended); the promise then rejects with reason `aborted`. */
   readonly signal?: AbortSignal;
   /** Told the document's text and reply headers once it parsed (the last known good document, issue 23). */
@@ -156,10 +158,10 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
   const url = requestUrl(options.url);
   const timeoutMs = options.timeoutMs ?? CALL_CONTROL_DEADLINE_MS;
   const policy = options.urlPolicy ?? UrlPolicy.strict;
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
 
   const body = canonicalJson(fields);
-  const timestamp = String(Math.floor(now() / 1000));
+  const timestamp = String(Math.floor(clock.now() / 1000));
   const headers = {
     'Content-Type': 'application/json',
     'X-Voice-Timestamp': timestamp,
@@ -254,7 +256,7 @@ export interface CallControlFetcherOptions {
   readonly secret: string;
   readonly timeoutMs?: number;
   readonly urlPolicy?: UrlPolicy;
-  readonly now?: () => number;
+  readonly clock?: Pick<Clock, 'now'>;
   readonly onSource?: (xml: string, headers: ReplyHeaders) => void;
 }
 
@@ -270,7 +272,7 @@ export function callControlFetcher(
       signal: request.signal,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(options.urlPolicy === undefined ? {} : { urlPolicy: options.urlPolicy }),
-      ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.onSource === undefined ? {} : { onSource: options.onSource }),
     });
 }

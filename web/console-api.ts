@@ -28,6 +28,7 @@ import {
   topUpOp,
 } from '../api/index.js';
 import { readJsonBody, WebError } from './web-kit.js';
+import type { Clock } from '../kit/index.js';
 
 /** What the live view reads from the running switch (wired in switch.ts). */
 export interface ConsoleLive {
@@ -45,7 +46,7 @@ interface Ctx {
   readDb: Db;
   actor: string;
   live?: ConsoleLive;
-  now: () => number;
+  clock: Pick<Clock, 'now'>;
 }
 
 const accountOut = (a: AccountRow) => ({
@@ -139,7 +140,7 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
     case 'GET /charts': {
       const q = ctx.query as Record<string, unknown>;
       const account = typeof q.account === 'string' && /^[0-9a-fA-F-]{36}$/.test(q.account) ? q.account : null;
-      return chartData(c.readDb, chartWindow(q, account, c.now()));
+      return chartData(c.readDb, chartWindow(q, account, c.clock.now()));
     }
   }
   throw new WebError(404, 'NOT_FOUND', 'No such console endpoint.');
@@ -172,7 +173,7 @@ export function sipLadder(live: ConsoleLive | undefined, id: string) {
 }
 
 async function live(c: Ctx) {
-  const since = new Date(c.now() - 10_000).toISOString();
+  const since = new Date(c.clock.now() - 10_000).toISOString();
   const [calls, recent] = await Promise.all([
     listLiveCallsAllAccounts(c.readDb),
     countCallsCreatedSince(c.readDb, since),

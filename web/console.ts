@@ -13,6 +13,7 @@ import {
 import { sourceKey } from './request-keys.js';
 import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
 import { consoleApi, sipLadder, type ConsoleLive } from './console-api.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /**
  * The operator console (issue 21) on the API's HTTP server: pages under /console/, its JSON under /console/api/.
@@ -28,7 +29,7 @@ export interface ConsoleDeps {
   /** Where the live view and the charts read (on SQLite a read pool: the store's one connection stays free). */
   readDb?: Db;
   live?: ConsoleLive;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   secureCookies?: boolean;
   /** The bearer token `simu trace` reads a call's SIP messages with (sip/: sipTraceToken), without a session. */
   sipTraceToken?: string;
@@ -43,7 +44,7 @@ interface Session {
 
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
-const SHARED = new Set(['charts.js', 'ui-kit.js', 'favicon.svg']);
+const SHARED = new Set(['charts.js', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
 const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
 const MAX_FAILURES = 5;
@@ -52,12 +53,12 @@ const LOCKOUT_MS = 15 * 60_000;
 export class Console {
   readonly #sessions = new Map<string, Session>();
   readonly #failures = new Map<string, { count: number; until: number }>();
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #limiter: RequestRateLimiter;
 
   constructor(private readonly deps: ConsoleDeps) {
-    this.#now = deps.now ?? Date.now;
-    this.#limiter = new RequestRateLimiter({ ratePerSecond: 10 / 60, burst: 10, now: this.#now });
+    this.#clock = deps.clock ?? systemClock;
+    this.#limiter = new RequestRateLimiter({ ratePerSecond: 10 / 60, burst: 10, clock: this.#clock });
   }
 
   middleware(): Middleware {
@@ -87,7 +88,7 @@ export class Console {
       const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts, the UI kit and the icon are the portal's too.
+    // The charts, the UI kit, the JSON client and the icon are the portal's too.
     if (SHARED.has(rel)) return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);
@@ -98,7 +99,7 @@ export class Console {
     const sid = ctx.cookies.get(CONSOLE_COOKIE);
     const s = sid ? this.#sessions.get(sid) : undefined;
     if (!sid || !s) return null;
-    const now = this.#now();
+    const now = this.#clock.now();
     if (s.lastSeen + IDLE_MS < now || s.createdAt + MAX_MS < now) {
       this.#sessions.delete(sid);
       return null;
@@ -127,7 +128,7 @@ export class Console {
       readDb: this.deps.readDb ?? this.deps.db,
       actor: `operator:${s.email}`,
       live: this.deps.live,
-      now: this.#now,
+      clock: this.#clock,
     });
   }
 
@@ -156,7 +157,7 @@ export class Console {
       .trim()
       .toLowerCase()
       .slice(0, 320);
-    const now = this.#now();
+    const now = this.#clock.now();
     const f = this.#failures.get(email);
     if (f && f.count >= MAX_FAILURES && f.until > now)
       throw new WebError(429, 'CONSOLE_LOCKED', 'Too many failed sign-ins; try again later.');

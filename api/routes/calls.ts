@@ -1,4 +1,5 @@
 import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
+import { DEFAULT_COUNTRY } from '../../config/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import { NumberFormatError, normalise } from '../../numbers/index.js';
 import type { Context } from 'koa';
@@ -124,7 +125,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       const account = authOf(ctx).account;
       // Numbers are stored, rated, matched and sent in E.164 (issue 17, item 5): `0712 345 678` is read with the
       // account's country; a string that is no number is a 400 naming the field and why.
-      const country = account.country ?? d.config.numbers?.defaultCountry ?? 'KE';
+      const country = account.country ?? d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
       const body = {
         ...parsed,
         to: e164Field(parsed.to, 'to', country),

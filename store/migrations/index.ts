@@ -28,6 +28,7 @@ import * as m032 from './032-call-parent-sid.js';
 import * as m033 from './033-topup-ledger-index.js';
 import * as m034 from './034-nodes.js';
 import * as m035 from './035-calls-answered-by.js';
+import * as m036 from './036-call-admissions.js';
 import * as m037 from './037-node-messages.js';
 
 /**
@@ -64,6 +65,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['033-topup-ledger-index', m033],
   ['034-nodes', m034],
   ['035-calls-answered-by', m035],
+  ['036-call-admissions', m036],
   ['037-node-messages', m037],
 ];
 

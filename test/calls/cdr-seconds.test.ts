@@ -56,8 +56,8 @@ describe('calls: duration and talk time of a CDR', () => {
             const clock = new ManualClock(CALL_EPOCH);
             const monitor = new CreditMonitor({
               db,
-              rates: new RateBook(db, { now: () => clock.now() }),
-              timers: clock,
+              rates: new RateBook(db, { clock }),
+              clock,
               cut: () => undefined,
               emit: () => undefined,
               logger: quietLog,

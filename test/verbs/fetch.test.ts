@@ -160,7 +160,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
       fields: buildCallControlFields(outbound),
       secret: SECRET,
       timeoutMs,
-      now: () => NOW_MS,
+      clock: { now: () => NOW_MS },
       urlPolicy,
     });
   }

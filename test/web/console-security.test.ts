@@ -45,7 +45,7 @@ describe('web: operator console guards', function () {
 
   before(async () => {
     h = await ApiHarness.start(sqliteDb, { before: (ctx, next) => con.middleware()(ctx, next) });
-    con = new Console({ db: h.db, config: h.config, now: () => clock });
+    con = new Console({ db: h.db, config: h.config, clock: { now: () => clock } });
     t = await h.tenant('Guarded', 1_000_000, '+254700888101');
     secret = (await addOperator(h.db, email, password)).totp_secret;
     await addPortalUser(h.db, t.accountId, 'owner@example.net', password);

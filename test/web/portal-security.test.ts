@@ -79,7 +79,13 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
 
   before(async () => {
     h = await ApiHarness.start(sqliteDb, { before: (ctx, next) => portal.middleware()(ctx, next) });
-    portal = new Portal({ db: h.db, config: h.config, now: () => clock, signInBurst: 5, signInPerMinute: 1 });
+    portal = new Portal({
+      db: h.db,
+      config: h.config,
+      clock: { now: () => clock },
+      signInBurst: 5,
+      signInPerMinute: 1,
+    });
     t = await h.tenant('Portal guard', 1_000_000, DID);
     secret = (await addPortalUser(h.db, t.accountId, email, password)).totp_secret;
   });

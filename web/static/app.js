@@ -7,6 +7,7 @@ import { callTimeline } from './portal-call.js';
 import { mountCallHandling } from './call-handling.js';
 import { render as renderCharts } from './charts.js';
 import { esc } from './ui-kit.js';
+import { requestJson } from './http-json.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const page = $('#page');
@@ -15,31 +16,13 @@ const when = (t) => (t ? new Date(t).toLocaleString(undefined, { hourCycle: 'h23
 let me = null;
 let leave = () => {};
 
-class ApiFailure extends Error {
-  constructor(status, body) {
-    super(body?.detail ?? `HTTP ${status}`);
-    this.status = status;
-    this.code = body?.code;
-  }
-}
-
 async function call(url, { method = 'GET', body, headers = {} } = {}) {
-  const r = await fetch(url, {
-    method,
-    credentials: 'same-origin',
-    headers: { 'X-Simu-Portal': '1', ...(body !== undefined && { 'Content-Type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let data;
   try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = text;
+    return await requestJson(url, { method, body, headers: { 'X-Simu-Portal': '1', ...headers } });
+  } catch (e) {
+    if (e.status === 401 && !url.endsWith('/signin')) showSignIn();
+    throw e;
   }
-  if (r.status === 401 && !url.endsWith('/signin')) showSignIn();
-  if (!r.ok) throw new ApiFailure(r.status, data);
-  return data;
 }
 const api = (path, opts) => call(`/portal/proxy/api${path}`, opts);
 const portal = (path, opts) => call(`/portal/api${path}`, opts);

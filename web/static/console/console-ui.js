@@ -1,19 +1,9 @@
 // The operator console's JSON calls to /console/api, with the anti-forgery header.
+import { ApiError, requestJson } from './http-json.js';
 
-export class ApiError extends Error {
-  constructor(status, body) {
-    super((body && body.detail) || `HTTP ${status}`);
-    this.status = status;
-  }
-}
+export { ApiError };
 
 export async function api(method, path, body) {
-  const res = await fetch(`/console/api${path}`, {
-    method,
-    headers: { 'X-Simu-Console': '1', ...(body !== undefined && { 'Content-Type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw new ApiError(res.status, data);
-  return data;
+  const data = await requestJson(`/console/api${path}`, { method, body, headers: { 'X-Simu-Console': '1' } });
+  return data !== null && typeof data === 'object' ? data : {};
 }
