@@ -1,11 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import knexFactory from 'knex';
 import WebSocket from 'ws';
-import { openDb, migrate, setRate, type Db } from '../../store/index.js';
-import { startPostgres } from '../support/postgres.js';
+import { setRate, type Db } from '../../store/index.js';
 import { nextPort, nextPorts } from '../support/ports.js';
 import {
   AccountServer,
@@ -16,7 +11,7 @@ import {
   createAccountWithDid,
   type SippRun,
 } from './harness.js';
-import { startSwitch, pidsMatching, type SwitchProcess } from './switch-process.js';
+import { freshPostgresStore, killSwitch, processEnv, startSwitch, type SwitchProcess } from './switch-process.js';
 
 /**
  * Two nodes on one PostgreSQL: a stream socket on node A sees the events of calls node B holds (relayed through
@@ -38,42 +33,22 @@ describe('e2e: two nodes on one PostgreSQL, a call reached from the other node',
   const sipps: SippRun[] = [];
   let ws: WebSocket | undefined;
 
-  const envOf = (n: (typeof nodes)[number]) => ({
-    SIMU_DATABASE_URL: url,
-    SIMU_NODE_ID: n.id,
-    SIMU_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `simu-${n.id}-`)),
-    SIMU_HTTP_HOST: '127.0.0.1',
-    SIMU_HTTP_PORT: String(n.ports.http),
-    SIMU_SIP_HOST: '127.0.0.1',
-    SIMU_SIP_PORT: String(n.ports.sip),
-    SIMU_SIP_TLS_PORT: '0',
-    SIMU_SIP_WS_PORT: '0',
-    SIMU_SIP_WSS_PORT: '0',
-    SIMU_RTPENGINE_NG_PORT: String(n.ports.ng),
-    SIMU_RTPENGINE_DTMF_PORT: String(n.ports.dtmf),
-    SIMU_RTP_PORT_MIN: String(n.ports.rtpMin),
-    SIMU_RTP_PORT_MAX: String(n.ports.rtpMax),
-  });
+  const envOf = (n: (typeof nodes)[number]) =>
+    processEnv(n.ports, {
+      SIMU_DATABASE_URL: url,
+      SIMU_NODE_ID: n.id,
+    });
 
   before(async () => {
     await server.listen();
-    const admin = await startPostgres();
-    const name = `simu_reach_${process.pid}`;
-    const a = knexFactory({ client: 'pg', connection: admin });
-    await a.raw(`create database ${name}`);
-    await a.destroy();
-    url = admin.replace(/\/postgres$/, `/${name}`);
-    db = openDb({ databaseUrl: url, dataDir: os.tmpdir() });
-    await migrate(db); // once, before the nodes start
+    ({ url, db } = await freshPostgresStore('simu_reach')); // migrated once, before the nodes start
   });
 
   after(async () => {
     ws?.terminate();
     for (const s of sipps) s.kill();
     for (const n of nodes) {
-      await n.sw?.stop('SIGKILL');
-      for (const pid of pidsMatching(`rtpengine.*--listen-ng=127.0.0.1:${n.ports.ng}( |$)`))
-        process.kill(pid, 'SIGKILL');
+      await killSwitch(n.sw, n.ports.ng);
     }
     await db?.destroy();
     await server.close();
