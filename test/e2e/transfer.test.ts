@@ -362,7 +362,7 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
       const x = await a.call('254722000088');
       const parentRow = await settled(async () => {
         const row = (await calls(acct.id)).find((r) => r.to_number === '+254722000088' && r.parent_call_id === null);
-        assert.ok(row && (await codes(row.id)).includes('DIAL.0200'));
+        assert.ok(row && (await codes(row.id)).includes('DIAL.0200'), 'the Dial leg answered');
         return row;
       });
       const notified: number[] = [];
