@@ -204,7 +204,7 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     const rows = await settled(async () => {
       const all = await calls(acct.id);
       assert.equal(all.length, before + 1);
-      assert.ok(all.at(-1)!.ended_at);
+      assert.ok(all.at(-1)!.ended_at, 'the call ended');
       return all;
     });
     const call = rows.at(-1)!;
