@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { roomLogger, type Logger } from '../config/index.js';
+import { ReasonCodes } from '../events/index.js';
 import {
   COMMANDS_CHANNEL,
   REPLIES_CHANNEL,
@@ -40,7 +41,7 @@ export type NodeReply = { outcome: CallControlOutcome } | { result: unknown } | 
 /** The node holding the call did not answer in time: the request may be tried again. */
 export class NodeUnreachableError extends Error {
   readonly status = 503;
-  readonly code = 'PLATFORM.0503';
+  readonly code = ReasonCodes.platformPaused;
   readonly retryAfterSeconds = 1;
   constructor(node: string) {
     super(`The node holding this call (${node}) did not answer in time; try again`);

@@ -124,7 +124,7 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
   };
   await insertRows(db, 'calls', [row]);
   bump(row.account_id);
-  return normaliseCall({ parent_call_sid: null, ...row });
+  return normaliseCall({ parent_call_sid: null, answered_by: null, machine_detection_ms: null, ...row });
 }
 
 export async function findCall(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
