@@ -73,11 +73,9 @@ const log = roomLogger('switch');
  * here is wiring; behaviour lives in the rooms.
  */
 /**
- * SQLite: writes of the switch wait up to this long for others to share their commit (store/db.ts). In the carrier
- * bench at 40 calls/s, commits per call fell from 7.4 (end of each event-loop turn) to 3.1 and commit time per call
- * from 2.3 to 0.76 ms with 5 ms. A commit writes at least one page of each of the ~21 indexes a call leg touches,
- * whatever it holds: bench/store/call-writes.bench.ts measured 284 µs of commit per leg at one leg a commit, 103 µs
- * at four; at 150 calls/s (300 legs/s) 15 ms holds about four. The API commits the open group before each request,
+ * SQLite: writes of the switch wait up to this long for others to share their commit (store/db.ts). A commit writes
+ * at least one page of each of the ~21 indexes a call leg touches, whatever it holds, so several legs a commit cost
+ * far less each than one (the figures: docs/performance.md, "Group commit"). The API commits the open group before each request,
  * so its reads see every earlier write; an orderly exit or an uncaught exception commits it too, so what a SIGKILL
  * or a power cut can lose is at most the last 15 ms of writes.
  */
