@@ -66,7 +66,7 @@ export interface StatusCallbackOutboxOptions {
   /** Attempts of one account in flight at once; default a quarter of maxInFlight (16), at least 2. */
   maxInFlightPerAccount?: number;
   /**
-   * Where status URLs may point (issue 22, SSRF): every attempt resolves the host and refuses loopback, private,
+   * Where status URLs may point (SSRF): every attempt resolves the host and refuses loopback, private,
    * link-local... addresses per this policy. Default: public destinations only. The composition root passes the
    * operator's (`webhooks.allowPrivate`).
    */
