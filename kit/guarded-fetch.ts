@@ -7,7 +7,7 @@ import { UrlPolicy } from './url-policy.js';
 import { requestUrl } from './request-url.js';
 
 /**
- * `fetch` for URLs a customer chose (issue 22, item 2: server-side request forgery). For every hop it resolves the
+ * `fetch` for URLs a customer chose (server-side request forgery). For every hop it resolves the
  * host, refuses the request if ANY address the name resolves to is refused by the UrlPolicy, and connects to the
  * address it checked (a `lookup` that returns it pins the connection, so a second DNS answer cannot swap in
  * another host; TLS still verifies the certificate against the host name). Redirects are followed one hop at a

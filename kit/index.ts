@@ -2,7 +2,7 @@
  * The shared kit beside the leaves (ARCHITECTURE: "a tiny shared kit ... may sit beside them"): imports nothing of
  * the project, so every room may use it.
  *
- * Outbound requests to customer-chosen URLs (issue 22, docs/security.md "Outbound URLs"):
+ * Outbound requests to customer-chosen URLs (docs/security.md "Outbound URLs"):
  *
  *   const policy = new UrlPolicy({ allowPrivate: config.webhooks.allowPrivate });
  *   const fetchOut = createGuardedFetch({ policy });
