@@ -1,7 +1,7 @@
 import { CURRENCY, formatMoney } from '../billing/index.js';
 import type { RouteRow, TrunkRow } from '../store/index.js';
 
-/** The prefix of the emergency route (issue 17, item 6): not digits, so no dialled number ever falls under it. */
+/** The prefix of the emergency route: not digits, so no dialled number ever falls under it. */
 export const EMERGENCY_PREFIX = 'emergency';
 
 /** A per-minute rate as a person reads it, in the currency the CLI takes: `1.20 KES/min`. */
