@@ -169,7 +169,7 @@ export class Switch {
     });
     await this.#engines.start();
 
-    // Issue 22 (SSRF): where customer URLs may point; docs/security.md "Outbound URLs". The calls room builds its
+    // Against SSRF: where customer URLs may point; docs/security.md "Outbound URLs". The calls room builds its
     // own from the same settings for call-control requests.
     const urlPolicy = new UrlPolicy({
       allowPrivate: config.webhooks.allowPrivate,
@@ -350,7 +350,7 @@ export class Switch {
       onClosed: (id) => monitor.release(id),
     }).start();
     this.#closers.push(() => nodeWatch.close());
-    // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).
+    // Expired and soft-deleted recordings lose their audio (the rows stay).
     const retention = new RecordingRetention({ db, dataDir: config.dataDir, log: roomLogger('calls') }).start();
     this.#closers.push(() => retention.close());
     this.#closers.push(() => monitor.close());
@@ -368,7 +368,7 @@ export class Switch {
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());
 
-    // GET /metrics (issue 17, item 7): call counters fed from the bus, the rest read at each scrape.
+    // GET /metrics: call counters fed from the bus, the rest read at each scrape.
     const metrics = new SwitchMetrics({
       liveCalls: () => calls.liveCount,
       outboxBacklog: () => countOutboxBacklog(db),
@@ -382,7 +382,7 @@ export class Switch {
       metrics.close();
     });
 
-    // Issue 21: the charts, the roll-up job and the console's live view read on their own SQLite connections.
+    // The charts, the roll-up job and the console's live view read on their own SQLite connections.
     const statsRead = openReadPool(db, 2);
     this.#closers.push(async () => void (await statsRead?.destroy()));
     const readDb = statsRead ?? db;
@@ -436,7 +436,7 @@ export class Switch {
     const stream = attachStream(server, {
       bus,
       consumeToken: (t) => consumeStreamToken(db, t),
-      // Sockets close when their key is revoked or their account suspended (issue 22).
+      // Sockets close when their key is revoked or their account suspended.
       lapsed: (accounts, keys) => lapsedStreamPrincipals(db, accounts, keys),
       onAuthChange: onAuthWrite,
       logger: roomLogger('events'),
