@@ -4,7 +4,8 @@ import {
   findAccountSettings,
   findWebhookRouteCached,
   inTransaction,
-  leaseOutboxRow,
+  leaseOutboxRows,
+  markOutboxRowsDelivered,
   noteRouteDelivered,
   resetRouteFailures,
   noteRouteFailed,
@@ -20,6 +21,7 @@ import {
   guardedRequest,
   requestUrl,
   systemClock,
+  TurnBatch,
   type Clock,
 } from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
@@ -78,6 +80,12 @@ export interface StatusCallbackOutboxOptions {
 
 /** A row as the outbox holds it: read from the table, or handed over with its event's sid (no body to parse). */
 type OutboxRow = DueOutboxRow & { sid?: string };
+
+/**
+ * Leases and delivered marks go to the store at most every 5 ms each: under a stream of callbacks each finishing in a
+ * turn of its own, one statement then covers the callbacks of those 5 ms; an idle outbox writes in the next turn.
+ */
+const BATCHING = { minGapMs: 5 };
 
 type AttemptOutcome = { ok: true; status: number } | { ok: false; error: string };
 
@@ -150,6 +158,20 @@ export class StatusCallbackOutbox {
   #kicked = false;
   #started = false;
   #closed = false;
+  /**
+   * Leases and delivered marks of the attempts started or finished within one turn go to the store together: one
+   * statement for all, not one per status callback. A row's next attempt is leased only once its call's earlier row
+   * is marked (its attempt waits for the mark), so the lease's order check sees it done.
+   */
+  readonly #leases = new TurnBatch<string, number | undefined>(async (ids) => {
+    const now = this.#clock.now();
+    const won = await leaseOutboxRows(this.#db, ids, iso(now + this.#attemptTimeoutMs + 5_000), iso(now));
+    return ids.map((id) => won.get(id));
+  }, BATCHING);
+  readonly #delivered = new TurnBatch<{ id: string; attempts: number }, void>(async (rows) => {
+    await markOutboxRowsDelivered(this.#db, rows, iso(this.#clock.now()));
+    return rows.map(() => undefined);
+  }, BATCHING);
 
   constructor(opts: StatusCallbackOutboxOptions) {
     this.#db = opts.db;
@@ -357,12 +379,14 @@ export class StatusCallbackOutbox {
 
   async #leaseAndAttempt(row: OutboxRow, queue: string | undefined): Promise<void> {
     // The lease: only the process whose conditional update wins attempts the row.
-    const lease = iso(this.#clock.now() + this.#attemptTimeoutMs + 5_000);
-    if (!(await leaseOutboxRow(this.#db, row, lease))) {
+    const attempted = await this.#leases.add(row.id);
+    if (attempted === undefined) {
       // Another node took it, or an earlier row of its call is pending elsewhere: the poll handles this call now.
       if (queue !== undefined) this.#forgetQueue(queue);
       return;
     }
+    // Attempts made by whoever held the row before (another node's retries) count too.
+    row.attempts = attempted;
     const recorded = await this.#attemptAndRecord(row);
     if (queue === undefined) return;
     const rows = this.#queues.get(queue);
@@ -408,13 +432,13 @@ export class StatusCallbackOutbox {
     const attempts = row.attempts + 1;
     const now = this.#clock.now();
     if (outcome.ok) {
-      const delivered = { state: 'delivered' as const, attempts, last_error: null, done_at: iso(now) };
       if (health !== undefined) {
         // The route's row exists: a failure count to reset is written (rare), none is the usual case. No
         // transaction with the delivered mark (a crash between them leaves a count the next delivery resets).
-        await updateOutboxRow(this.#db, row.id, delivered);
+        await this.#delivered.add({ id: row.id, attempts });
         if (health.consecutive_failures > 0) await resetRouteFailures(this.#db, row.account_id, ref, iso(now));
       } else {
+        const delivered = { state: 'delivered' as const, attempts, last_error: null, done_at: iso(now) };
         await inTransaction(this.#db, async (trx) => {
           await updateOutboxRow(trx, row.id, delivered);
           await noteRouteDelivered(trx, row.account_id, ref, iso(now));
