@@ -1,9 +1,8 @@
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
-import { insertCall, listOwnedNumbers, nowIso, type CallRow, type NewCall } from '../../store/index.js';
+import { insertCall, listOwnedNumbers, nowIso, type NewCall } from '../../store/index.js';
 import { dialPstn } from './dial-pstn.js';
-import type { FlowDeps } from './flow-deps.js';
-import type { BridgedCall } from '../bridged-call.js';
+import type { FlowServices } from './flow-services.js';
 import { bridgePhone } from './phone-bridge.js';
 
 /** How long an emergency call may ring before it is given up (the phone can always dial again). */
@@ -17,7 +16,7 @@ const EMERGENCY_RING_SECONDS = 60;
  * `emergency: true` and it is not billed (the BridgedCall is made without credit control: engine.ts).
  */
 export async function runEmergency(
-  d: FlowDeps & { trackBridge: (row: CallRow) => BridgedCall },
+  d: FlowServices,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,

@@ -2,7 +2,7 @@ import { ReasonCodes, type ReasonCode } from '../../events/index.js';
 import type { LegMediaOptions } from '../../media/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import type { BridgedCall } from '../bridged-call.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { mediaProfileFor, type DialLegOutcome } from './dial-leg.js';
 import { failureReason } from './originate.js';
 
@@ -26,7 +26,7 @@ export interface BridgeTarget {
  * its reason and the matching SIP status to the phone.
  */
 export async function bridgePhone(
-  d: FlowDeps,
+  d: CallServices,
   req: SipRequest,
   srv: Responder,
   call: BridgedCall,

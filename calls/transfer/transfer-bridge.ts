@@ -41,3 +41,8 @@ export type BridgeFinder = (
   accountId: string,
   match: (dialog: Dialog) => boolean,
 ) => { bridge: TransferableBridge; leg: TransferLeg } | undefined;
+
+/** The engine's side of transfer a bridge reports to: phones on these legs may transfer the call from now on. */
+export interface TransferWatch {
+  watch(bridge: TransferableBridge, legs: readonly TransferLeg[]): void;
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { ReasonCodes } from '../../events/index.js';
 import { insertAccount, type Db } from '../../store/index.js';
 import { VERB_REGISTRY, VerbTaskBase, parseVerbDocument, type VerbOutcome } from '../../verbs/index.js';
-import type { LiveCallDeps } from '../../calls/live-call.js';
+import type { CallServices } from '../../calls/call-services.js';
 import { sqliteDb } from '../support/db.js';
 import { deferred, inboundLiveCall, settle, subsequence, until } from './fakes.js';
 
@@ -23,7 +23,7 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
   });
   after(async () => db?.destroy());
 
-  const inbound = (extra: Partial<LiveCallDeps> = {}) => inboundLiveCall(db, accountId, extra);
+  const inbound = (extra: Partial<CallServices> = {}) => inboundLiveCall(db, accountId, extra);
 
   const doc = (xml: string) => ({ document: parseVerbDocument(xml) });
 
