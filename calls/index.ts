@@ -1,6 +1,7 @@
 export { SwitchCallEngine, type CallEngineDeps } from './engine.js';
 export type { CallEngine, CallControlOutcome, OriginateOptions } from './call-engine.js';
 export type { MachineDetectionRequest } from './machine-detection.js';
+export { originateCall, OriginateRefusedError, type OriginateRequest } from './flows/originate-request.js';
 export { CallLifecycle } from './lifecycle.js';
 export type { ConferenceControl, ConferenceView, ParticipantView } from './conference/index.js';
 export type { QueueDirectory, QueueInfo, QueueMemberInfo } from './queue/queue-registry.js';
