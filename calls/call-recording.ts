@@ -2,7 +2,7 @@ import { EventCodes } from '../events/index.js';
 import type { RecordingResult } from '../media/index.js';
 import { insertRecording, recordingRetentionDaysFor } from '../store/index.js';
 import type { CallServices } from './call-services.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 
 /**
  * Stores a recording of the call (Record, or RecordSession at the end) with its expiry and announces it

@@ -8,8 +8,8 @@ import type { AssetAudioSource, CallRow, Db } from '../store/index.js';
 import type { VerbRegistry } from '../verbs/index.js';
 import type { Clock, UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
-import type { CallLifecycle } from './lifecycle.js';
-import type { LastGoodDocuments } from './prepaid/last-good.js';
+import type { CallLifecycle } from './call-lifecycle.js';
+import type { LastGoodDocuments } from './prepaid/last-good-documents.js';
 import type { QueueRegistry } from './queue/queue-registry.js';
 import type { SpeechInput } from './speech-input.js';
 
@@ -57,7 +57,7 @@ export interface CallServices {
   readonly speech?: SpeechInput;
   /** This process's call queues (Enqueue, Dial Queue); absent: those verbs end with QueueResult error. */
   readonly queues?: QueueRegistry;
-  /** The last known good call-control documents (calls/prepaid/last-good.ts); absent: never used. */
+  /** The last known good call-control documents (calls/prepaid/last-good-documents.ts); absent: never used. */
   readonly lastGood?: LastGoodDocuments;
   /** The classes that run each verb; VERB_REGISTRY unless a test injects a failing one. */
   readonly verbRegistry?: () => VerbRegistry;

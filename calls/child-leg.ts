@@ -2,7 +2,7 @@ import type { ReasonCode } from '../events/index.js';
 import { insertCall, nowIso, type CallRow, type NewCall } from '../store/index.js';
 import type { CallBilling } from './call-billing.js';
 import type { CallServices } from './call-services.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 
 /**
  * The PSTN leg a Dial verb places: a CDR of its own (`parent_call_id` = the call that dialled, direction

@@ -17,11 +17,11 @@ import type { CallServices } from './call-services.js';
 import type { CallMedia } from './call-media.js';
 import { keepRecording } from './call-recording.js';
 import { CallTeardown, type EndOptions } from './call-teardown.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 import { BUSY, CALL_CONTROL_UNAVAILABLE, DECLINED, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
 import type { CallControlOutcome } from './call-engine.js';
-import { RedirectableVerbs } from './call-redirect.js';
-import { CallVerbs } from './verb-context.js';
+import { RedirectableVerbs } from './redirectable-verbs.js';
+import { CallVerbs } from './call-verbs.js';
 import type { DigitSource } from './call-digits.js';
 import { parseDtmfInfo } from './dtmf-info.js';
 
@@ -33,7 +33,7 @@ export type Dialer = (call: LiveCall, target: DialTarget, options: DialOptions) 
 
 /**
  * One call the platform itself answers or places (an IVR leg): its SIP leg, its media, the verbs and the CDR.
- * The composition of two parts: CallVerbs (verb-context.ts), the VerbContext the interpreter runs verbs through,
+ * The composition of two parts: CallVerbs (call-verbs.ts), the VerbContext the interpreter runs verbs through,
  * and CallTeardown (call-teardown.ts), the one ordered, idempotent end. What is here decides when the caller's leg
  * is answered (the first verb that needs the line) and how the interpreter's hangup ends a call still ringing.
  */
@@ -44,7 +44,7 @@ export class LiveCall {
   readonly #clock: Clock;
   readonly #teardown: CallTeardown;
   readonly verbs: CallVerbs;
-  /** The verbs' interpreters, one after the other as REST call control moves the call (call-redirect.ts). */
+  /** The verbs' interpreters, one after the other as REST call control moves the call (redirectable-verbs.ts). */
   readonly #runner: RedirectableVerbs;
   /** Keys sent into the call, one request after the other (POST /api/calls/{uuid}/digits). */
   #digits: Promise<unknown> = Promise.resolve();

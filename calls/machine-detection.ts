@@ -11,7 +11,7 @@ import {
 } from '../media/index.js';
 import { getAccountSettings } from '../store/index.js';
 import type { CallServices } from './call-services.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 
 /** What a placed call asked of answering machine detection (originate's machine_detection, Dial's attribute). */
 export interface MachineDetectionRequest {

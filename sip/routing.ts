@@ -52,7 +52,7 @@ export interface PlanOptions {
  * (a trie of Maps had 3 nodes per prefix, and their garbage collection showed in the p99). Immutable: a change
  * of the table builds a new one.
  */
-export class RouteTable {
+export class TrunkRouteTable {
   readonly #byPrefix = new Map<string, RouteRow[]>();
   readonly #lengths: number[];
   readonly size: number;

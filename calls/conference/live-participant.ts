@@ -1,6 +1,6 @@
 import { keepRecording } from '../call-recording.js';
 import type { CallServices } from '../call-services.js';
-import type { CallLifecycle } from '../lifecycle.js';
+import type { CallLifecycle } from '../call-lifecycle.js';
 import type { ConferenceCall } from './conference-room.js';
 
 /** A live call as a conference sees it: its ids, its event stream, and where its conference recording goes. */

@@ -13,7 +13,7 @@ const EMERGENCY_RING_SECONDS = 60;
  * never refused: no admission (balance, suspension, caps, CPS, draining), no allowlist, no webhook; overload control
  * lets it through at the SIP edge. It goes straight to the `emergency` route (else the first trunk that is up),
  * presenting the account's DID as the caller's identity, bridged to the phone like an on-net call. Its CDR carries
- * `emergency: true` and it is not billed (the BridgedCall is made without credit control: engine.ts).
+ * `emergency: true` and it is not billed (the BridgedCall is made without credit control: switch-call-engine.ts).
  */
 export async function runEmergency(
   d: FlowServices,

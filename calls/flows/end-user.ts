@@ -28,7 +28,7 @@ import { recordRefusedCall, refuseAdmission } from './refusal.js';
 import { CALLER_LEG } from '../live-call.js';
 import { NO_OUTBOUND_HANDLER } from '../unanswered-leg.js';
 import { uasLeg } from './uas-leg.js';
-import { CallHandling } from '../forwarding.js';
+import { CallHandling } from '../call-handling.js';
 import { isMailboxCode, runMailbox } from '../voicemail/mailbox.js';
 
 export type { ContactBinding, EndUserLocator } from '../call-services.js';
@@ -156,7 +156,7 @@ async function runInternal(
     return;
   }
   const bindings = d.locator.lookup(who.accountId, ext);
-  // DND, forwarding and voicemail of the callee (calls/forwarding.ts): undefined when it has none of them set.
+  // DND, forwarding and voicemail of the callee (calls/call-handling.ts): undefined when it has none of them set.
   const handling = CallHandling.of(d, callee);
   const divertFirst = handling?.causeBeforeRinging(bindings.length);
   if (bindings.length === 0 && !divertFirst) {

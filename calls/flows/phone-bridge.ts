@@ -11,7 +11,7 @@ export interface BridgeTarget {
   side: LegMediaOptions;
   dial(o: { sdp: string; signal: AbortSignal; onRinging: () => void }): Promise<DialLegOutcome>;
   /**
-   * The far side did not answer (busy, no answer, refused): per end-user call handling (calls/forwarding.ts) may
+   * The far side did not answer (busy, no answer, refused): per end-user call handling (calls/call-handling.ts) may
    * take the still-ringing caller elsewhere (a forward, voicemail). True when it did; the caller is then its.
    */
   onUnanswered?(reason: ReasonCode): Promise<boolean>;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { CallHandling, DEFAULT_RING_SECONDS } from '../../calls/forwarding.js';
+import { CallHandling, DEFAULT_RING_SECONDS } from '../../calls/call-handling.js';
 import { defaultGreeting } from '../../calls/voicemail/deposit.js';
 import { isBalanceCode } from '../../calls/prepaid/balance-call.js';
 import { isMailboxCode } from '../../calls/voicemail/mailbox.js';

@@ -7,7 +7,7 @@ import { insertAccount, insertCall, setRate, updateAccount, type CallRow, type D
 import { runDial } from '../../calls/flows/dial-verb.js';
 import type { FlowServices } from '../../calls/flows/flow-services.js';
 import { ChildLeg } from '../../calls/child-leg.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
 import type { LiveCall } from '../../calls/live-call.js';
 import type { DialOptions } from '../../verbs/index.js';
 import { sqliteDb } from '../support/db.js';

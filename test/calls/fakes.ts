@@ -5,7 +5,7 @@ import type { SipRefusal, UnansweredLeg } from '../../calls/unanswered-leg.js';
 import type { EventPublisher } from '../../events/index.js';
 import type { RecordingResult } from '../../media/index.js';
 import { roomLogger } from '../../config/index.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
 import { LiveCall } from '../../calls/live-call.js';
 import type { CallServices } from '../../calls/call-services.js';
 import { ManualClock, UrlPolicy } from '../../kit/index.js';

@@ -7,7 +7,7 @@ import { sqliteDb } from '../support/db.js';
 import { deferred, inboundLiveCall, settle, subsequence, until } from './fakes.js';
 
 /**
- * LiveCall as the composition of its verbs (calls/verb-context.ts) and its teardown (calls/call-teardown.ts): an
+ * LiveCall as the composition of its verbs (calls/call-verbs.ts) and its teardown (calls/call-teardown.ts): an
  * inbound call rings, the first verb that needs the line answers it, and the end races the answer, the caller's
  * BYE and the verbs. The real lifecycle and store (SQLite in a temp dir) and the real interpreter on parsed
  * documents; the caller's leg, media and billing are stand-ins logging to one ordered list; time is a manual

@@ -6,7 +6,7 @@ import { mediaStorageFor, type MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
 import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
-import { CallLifecycle } from './lifecycle.js';
+import { CallLifecycle } from './call-lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import { mediaOfCall } from './call-media.js';
 import type { FlowServices } from './flows/flow-services.js';
@@ -14,14 +14,14 @@ import { hasLocator, type CallServices, type EndUserLocator } from './call-servi
 import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
 import { runEndUserCall } from './flows/end-user.js';
-import { CreditNotices, type CreditWarningNotice } from './prepaid/credit-notice.js';
-import { LastGoodDocuments } from './prepaid/last-good.js';
+import { CreditNotices, type CreditWarningNotice } from './prepaid/credit-notices.js';
+import { LastGoodDocuments } from './prepaid/last-good-documents.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLegs, type ChildLeg } from './child-leg.js';
 import { CallSpeech } from './call-speech.js';
 import { publishTrunkState } from './trunk-events.js';
-import { CallTransfers } from './transfer/transfer-hub.js';
+import { CallTransfers } from './transfer/call-transfers.js';
 import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
@@ -57,7 +57,7 @@ export class SwitchCallEngine implements CallEngine {
   /** Dial legs and transfers' new legs (a billing cut of a leg ends the call it is part of). */
   readonly #childLegs: ChildLegs;
   readonly #log = roomLogger('calls');
-  /** The "one minute left" notice to a prepaid call's paying leg (calls/prepaid/credit-notice.ts). */
+  /** The "one minute left" notice to a prepaid call's paying leg (calls/prepaid/credit-notices.ts). */
   readonly #creditNotices: CreditNotices;
   /** REFER from phones on bridges (calls/transfer/; docs/softphones.md, "Transfer"). */
   readonly #transfers: CallTransfers;

@@ -27,12 +27,12 @@ import {
 import { sleep, type ReplyHeaders } from '../kit/index.js';
 import type { CallServices } from './call-services.js';
 import { keepRecording } from './call-recording.js';
-import type { LastGoodCall } from './prepaid/last-good.js';
+import type { LastGoodCall } from './prepaid/last-good-documents.js';
 import type { CallMedia } from './call-media.js';
 import { CallDigits, type DigitSource } from './call-digits.js';
 import { runGather } from './gather-run.js';
-import type { CallLifecycle } from './lifecycle.js';
-import { CallLiveVerbs } from './live-verbs.js';
+import type { CallLifecycle } from './call-lifecycle.js';
+import { CallLiveVerbs } from './call-live-verbs.js';
 
 /** Most voice substitutions one call reports (each distinct voice or language asked for is one). */
 const MAX_SUBSTITUTION_REPORTS = 16;
@@ -68,7 +68,7 @@ export class CallVerbs implements VerbContext {
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
   /** The number's call-control URL until its first request (the only one a last good document may answer). */
   #controlUrl: string | undefined;
-  /** Queues and media streams (calls/live-verbs.ts). */
+  /** Queues and media streams (calls/call-live-verbs.ts). */
   readonly #live: CallLiveVerbs;
   /** Say voices and languages already reported as spoken with the default (`attribute=value`). */
   readonly #substituted = new Set<string>();

@@ -4,7 +4,7 @@ import { getAccountSettings } from '../store/index.js';
 import type { DialOptions, DialResult, QueueTicket, StreamNoun } from '../verbs/index.js';
 import type { CallMedia } from './call-media.js';
 import type { CallServices } from './call-services.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 import { CallQueueing } from './queue/call-queueing.js';
 import { holdAudioFile } from './queue/hold-audio.js';
 import { CallStreams } from './streams/call-streams.js';
