@@ -1,5 +1,4 @@
 import { MediaError } from '../media/index.js';
-import { UrlPolicy } from '../kit/index.js';
 import { getAccountSettings } from '../store/index.js';
 import type { DialOptions, DialResult, QueueTicket, StreamNoun } from '../verbs/index.js';
 import type { CallMedia } from './call-media.js';
@@ -89,7 +88,7 @@ export class CallLiveVerbs {
     this.#streams ??= new CallStreams({
       life,
       log: this.#d.log,
-      policy: this.#d.urlPolicy ?? UrlPolicy.strict,
+      policy: this.#d.urlPolicy,
       secret: async () => (await getAccountSettings(db, life.row.account_id)).signing_secret,
       port: () => this.#port(),
       listenKeys: (fn) => this.#listenKeys(fn),

@@ -321,7 +321,7 @@ export class CallVerbs implements VerbContext {
       },
       secret: account.signing_secret,
       timeoutMs: this.#d.webhookTimeoutMs,
-      ...(this.#d.urlPolicy === undefined ? {} : { urlPolicy: this.#d.urlPolicy }),
+      urlPolicy: this.#d.urlPolicy,
       ...(onSource === undefined ? {} : { onSource }),
     });
     return fetcher(url, extras, options);

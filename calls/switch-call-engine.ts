@@ -156,9 +156,7 @@ export class SwitchCallEngine implements CallEngine {
     // SIP capture files the messages being handled (this call's legs) under its ids.
     this.#deps.sip.capture?.claim(row.id, row.sid);
     const life = this.#services.lifecycle(row);
-    const call = new LiveCall(this.#services, life, mediaOfCall(this.#deps.media, row.id), (c, target, options) =>
-      this.#services.dial(c, target, options),
-    );
+    const call = new LiveCall(this.#services, life, mediaOfCall(this.#deps.media, row.id), this.#services.dial);
     this.#live.set(row.id, call);
     void life.ended.then(() => this.#live.delete(row.id));
     return call;
