@@ -416,7 +416,7 @@ export class Switch {
     this.#closers.push(async () => operatorConsole.close());
     const consoleMw = operatorConsole.middleware();
     const portalMw = portal.middleware();
-    // A command for a call or a room another node holds goes to that node (calls/node-routing.ts).
+    // A command for a call or a room another node holds goes to that node (calls/node-routed-call-engine.ts).
     const routed = link
       ? new NodeRoutedCallEngine({ db, link, local: calls, goneAfterMs: config.node.goneAfterSeconds * 1000 })
       : undefined;

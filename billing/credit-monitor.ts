@@ -78,7 +78,7 @@ export interface CallSettlement {
   ttsSeconds: number;
 }
 
-interface LiveCall {
+interface MonitoredCall {
   callId: string;
   accountId: string;
   answeredAtMs: number;
@@ -101,7 +101,7 @@ interface LiveCall {
 interface AccountWallet {
   accountId: string;
   balanceCents: number;
-  calls: Map<string, LiveCall>;
+  calls: Map<string, MonitoredCall>;
   /** Settlements in flight and a counter bumped when one lands: a balance read overlapping either is stale. */
   settling: number;
   epoch: number;
@@ -120,7 +120,7 @@ export class CreditMonitor {
   };
   readonly #log: Logger;
   readonly #wallets = new Map<string, AccountWallet>();
-  readonly #calls = new Map<string, LiveCall>();
+  readonly #calls = new Map<string, MonitoredCall>();
   /** Settlements of calls no longer tracked, so a repeated callEnded returns the same answer. */
   readonly #settled = new Map<string, Promise<CallSettlement>>();
   readonly #background = new Set<Promise<unknown>>();
@@ -187,7 +187,7 @@ export class CreditMonitor {
       wallet.balanceCents = acct.balance_cents - others;
       wallet.othersCents = others;
     }
-    const call: LiveCall = {
+    const call: MonitoredCall = {
       callId: a.callId,
       accountId: a.accountId,
       answeredAtMs: toMs(a.answeredAt),
@@ -295,7 +295,7 @@ export class CreditMonitor {
     for (const wallet of this.#wallets.values()) {
       let committed = 0;
       let centsPerSecond = 0;
-      const live: LiveCall[] = [];
+      const live: MonitoredCall[] = [];
       for (const call of wallet.calls.values()) {
         committed += this.#committedCents(call, now);
         if (call.cutReason && call.endedAtMs === undefined && now - call.cutAtMs! >= this.#o.recutMs) {
@@ -425,25 +425,25 @@ export class CreditMonitor {
     return w;
   }
 
-  #committedCents(call: LiveCall, now: number): number {
+  #committedCents(call: MonitoredCall, now: number): number {
     const end = call.endedAtMs ?? now;
     const talkSeconds = secondsUp(call.answeredAtMs, end);
     return talkCents(call.ratePerMinute, talkSeconds, call.card.increment) + this.#ttsCentsOf(call);
   }
 
-  #ttsCentsOf(call: LiveCall): number {
+  #ttsCentsOf(call: MonitoredCall): number {
     let cents = 0;
     for (const [tier, secs] of call.ttsByTier) cents += ttsCents(call.card.ttsPerSecond(tier), secs);
     return cents;
   }
 
-  #ttsSecondsOf(call: LiveCall): number {
+  #ttsSecondsOf(call: MonitoredCall): number {
     let secs = 0;
     for (const s of call.ttsByTier.values()) secs += s;
     return Math.ceil(secs);
   }
 
-  #cut(call: LiveCall | undefined, reason: CutReason): void {
+  #cut(call: MonitoredCall | undefined, reason: CutReason): void {
     if (!call || call.cutReason || call.endedAtMs !== undefined) return;
     call.cutReason = reason;
     call.cutAtMs = this.#o.clock.now();

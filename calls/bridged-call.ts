@@ -6,7 +6,7 @@ import type { Dialog } from '../sip/stack/index.js';
 import type { CallRow } from '../store/index.js';
 import type { CallBilling } from './call-billing.js';
 import { CallTeardown } from './call-teardown.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 import { relayReinvites } from './reinvite-relay.js';
 import type { TransferableBridge, TransferLeg } from './transfer/transfer-bridge.js';
 

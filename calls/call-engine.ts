@@ -35,7 +35,7 @@ export interface CallEngine {
   hangup(call: CallRow): Promise<CallRow>;
   /**
    * Moves a live call to new verbs now (POST /api/calls/{uuid}/update): `{ url }` is fetched as a call-control
-   * request, `{ document }` runs as given; the running verb is interrupted (calls/call-redirect.ts). `source` is
+   * request, `{ document }` runs as given; the running verb is interrupted (calls/redirectable-verbs.ts). `source` is
    * what the call's CALL.0210 event says.
    */
   redirect(call: CallRow, to: InterpreterStart, source: 'url' | 'twiml'): Promise<CallControlOutcome>;

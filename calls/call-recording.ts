@@ -1,15 +1,8 @@
 import { EventCodes } from '../events/index.js';
 import type { RecordingResult } from '../media/index.js';
-import { insertRecording, recordingRetentionDaysFor, type Db } from '../store/index.js';
-import type { Clock } from '../kit/index.js';
-import type { CallLifecycle } from './lifecycle.js';
-
-export interface KeepRecordingDeps {
-  db: Db;
-  clock: Pick<Clock, 'now'>;
-  /** The platform's retention, for accounts without their own. */
-  recordingRetentionDays: number;
-}
+import { insertRecording, recordingRetentionDaysFor } from '../store/index.js';
+import type { CallServices } from './call-services.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 
 /**
  * Stores a recording of the call (Record, or RecordSession at the end) with its expiry and announces it
@@ -17,7 +10,7 @@ export interface KeepRecordingDeps {
  * platform's.
  */
 export async function keepRecording(
-  d: KeepRecordingDeps,
+  d: Pick<CallServices, 'db' | 'clock' | 'recordingRetentionDays'>,
   life: CallLifecycle,
   r: RecordingResult,
   /** A voicemail message: the mailbox's end-user, and `new` (calls/voicemail/deposit.ts). */

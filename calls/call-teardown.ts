@@ -5,7 +5,7 @@ import type { CallRow } from '../store/index.js';
 import type { Clock } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
 import type { CallMedia } from './call-media.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 import { refusalFor, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
 
 export interface CallTeardownDeps {

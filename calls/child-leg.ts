@@ -1,8 +1,8 @@
-import type { Logger } from '../config/index.js';
-import type { EventPublisher, ReasonCode } from '../events/index.js';
-import { insertCall, nowIso, type CallRow, type Db, type NewCall } from '../store/index.js';
-import { CallLifecycle } from './lifecycle.js';
-import type { CallBilling } from './live-call.js';
+import type { ReasonCode } from '../events/index.js';
+import { insertCall, nowIso, type CallRow, type NewCall } from '../store/index.js';
+import type { CallBilling } from './call-billing.js';
+import type { CallServices } from './call-services.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 
 /**
  * The PSTN leg a Dial verb places: a CDR of its own (`parent_call_id` = the call that dialled, direction
@@ -63,7 +63,7 @@ export interface ChildLegParent {
 export class ChildLegs {
   readonly #legs = new Map<string, { parent: ChildLegParent; life: CallLifecycle; parentHearsWarnings: boolean }>();
 
-  constructor(private readonly deps: { db: Db; events: EventPublisher; log: Logger; billing?: CallBilling }) {}
+  constructor(private readonly services: Pick<CallServices, 'db' | 'billing' | 'lifecycle'>) {}
 
   /**
    * Writes the leg's CDR (`parent_call_id` = the parent's) and holds it. `parentHearsWarnings`: the leg's credit
@@ -74,14 +74,14 @@ export class ChildLegs {
     call: Omit<NewCall, 'parent_call_id' | 'parent_call_sid'>,
     parentHearsWarnings: boolean,
   ): Promise<ChildLeg> {
-    const { db, events, log, billing } = this.deps;
+    const { db, billing } = this.services;
     const row = await insertCall(db, {
       ...call,
       parent_call_id: parent.life.row.id,
       parent_call_sid: parent.life.row.sid,
       started_at: nowIso(),
     });
-    const life = new CallLifecycle({ db, events, log }, row);
+    const life = this.services.lifecycle(row);
     this.#legs.set(row.id, { parent, life, parentHearsWarnings });
     void life.ended.then(() => this.#legs.delete(row.id));
     return new ChildLeg(life, billing);

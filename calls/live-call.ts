@@ -1,10 +1,8 @@
-import type { Logger } from '../config/index.js';
-import type { LastGoodDocuments } from './prepaid/last-good.js';
 import { fallbackPolicyOf } from './prepaid/fallback-message.js';
-import { EventCodes, ReasonCodes, reportSystemError, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { EventCodes, ReasonCodes, reportSystemError, type ReasonCode } from '../events/index.js';
 import { MediaError } from '../media/index.js';
 import type { Dialog } from '../sip/stack/index.js';
-import { getAccountSettings, type AssetAudioSource, type CallRow, type Db } from '../store/index.js';
+import { getAccountSettings, type CallRow } from '../store/index.js';
 import {
   type CallControlEndUser,
   type DialResult,
@@ -13,113 +11,74 @@ import {
   type HangupCause,
   type InterpreterStart,
   type SessionRecordingOptions,
-  type VerbRegistry,
 } from '../verbs/index.js';
-import { systemClock, type Clock, type UrlPolicy } from '../kit/index.js';
-import type { CallBilling } from './call-billing.js';
+import type { Clock } from '../kit/index.js';
+import type { CallServices } from './call-services.js';
 import type { CallMedia } from './call-media.js';
 import { keepRecording } from './call-recording.js';
 import { CallTeardown, type EndOptions } from './call-teardown.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 import { BUSY, CALL_CONTROL_UNAVAILABLE, DECLINED, type SipRefusal, type UnansweredLeg } from './unanswered-leg.js';
 import type { CallControlOutcome } from './call-engine.js';
-import { RedirectableVerbs } from './call-redirect.js';
-import { CallVerbs } from './verb-context.js';
+import { RedirectableVerbs } from './redirectable-verbs.js';
+import { CallVerbs } from './call-verbs.js';
 import type { DigitSource } from './call-digits.js';
 import { parseDtmfInfo } from './dtmf-info.js';
-import type { SpeechInput } from './speech-input.js';
-import type { QueueRegistry } from './queue/queue-registry.js';
 
 export { CALLER_LEG } from './call-media.js';
 export type { CallBilling } from './call-billing.js';
 
-export interface LiveCallDeps {
-  db: Db;
-  /** This call's media (calls/call-media.ts: mediaOfCall over the switch's MediaService). */
-  media: CallMedia;
-  events: EventPublisher;
-  log: Logger;
-  billing?: CallBilling;
-  /** The kit's system clock unless a test moves its own (a ManualClock). */
-  clock?: Clock;
-  webhookTimeoutMs: number;
-  /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
-  urlPolicy?: UrlPolicy;
-  /** Runs the Dial verb (calls/flows/dial-verb.ts). */
-  dialer?: (call: LiveCall, target: DialTarget, options: DialOptions) => Promise<DialResult>;
-  recordingRetentionDays: number;
-  /** Where assets not kept locally are fetched from (s3); local assets need nothing. */
-  assetStorage?: AssetAudioSource;
-  /** The recogniser for Gather input="speech" (calls/speech-input.ts); absent: a speech Gather hears nothing. */
-  speech?: SpeechInput;
-  /** This process's call queues (Enqueue, Dial Queue). */
-  queues?: QueueRegistry;
-  /** The last known good call-control documents (calls/prepaid/last-good.ts). */
-  lastGood?: LastGoodDocuments;
-  /** The classes that run each verb; VERB_REGISTRY unless a test injects a failing one. */
-  verbRegistry?: () => VerbRegistry;
-}
+/** Runs a call's Dial verb (calls/flows/dial-verb.ts) or joins it to a conference. */
+export type Dialer = (call: LiveCall, target: DialTarget, options: DialOptions) => Promise<DialResult>;
 
 /**
  * One call the platform itself answers or places (an IVR leg): its SIP leg, its media, the verbs and the CDR.
- * The composition of two parts: CallVerbs (verb-context.ts), the VerbContext the interpreter runs verbs through,
+ * The composition of two parts: CallVerbs (call-verbs.ts), the VerbContext the interpreter runs verbs through,
  * and CallTeardown (call-teardown.ts), the one ordered, idempotent end. What is here decides when the caller's leg
  * is answered (the first verb that needs the line) and how the interpreter's hangup ends a call still ringing.
  */
 export class LiveCall {
-  readonly #d: LiveCallDeps;
+  readonly #d: CallServices;
+  readonly #media: CallMedia;
   readonly life: CallLifecycle;
   readonly #clock: Clock;
   readonly #teardown: CallTeardown;
   readonly verbs: CallVerbs;
-  /** The verbs' interpreters, one after the other as REST call control moves the call (call-redirect.ts). */
+  /** The verbs' interpreters, one after the other as REST call control moves the call (redirectable-verbs.ts). */
   readonly #runner: RedirectableVerbs;
   /** Keys sent into the call, one request after the other (POST /api/calls/{uuid}/digits). */
   #digits: Promise<unknown> = Promise.resolve();
   #dialog: Dialog | undefined;
   #endUser: CallControlEndUser | null = null;
 
-  constructor(deps: LiveCallDeps, life: CallLifecycle) {
-    this.#d = deps;
+  /**
+   * `media`: this call's media (calls/call-media.ts: mediaOfCall over the switch's MediaService); `dialer` runs its
+   * Dial verbs (absent in set-ups without SIP).
+   */
+  constructor(services: CallServices, life: CallLifecycle, media: CallMedia, dialer?: Dialer) {
+    this.#d = services;
+    this.#media = media;
     this.life = life;
-    this.#clock = deps.clock ?? systemClock;
-    const recordings = { db: deps.db, clock: this.#clock, recordingRetentionDays: deps.recordingRetentionDays };
+    this.#clock = services.clock;
     this.#teardown = new CallTeardown({
       life,
-      media: deps.media,
-      log: deps.log,
+      media,
+      log: services.log,
       clock: this.#clock,
-      billing: deps.billing,
-      keepRecording: (r) => keepRecording(recordings, life, r),
+      billing: services.billing,
+      keepRecording: (r) => keepRecording(services, life, r),
     });
-    const dialer = deps.dialer;
-    this.verbs = new CallVerbs(
-      {
-        db: deps.db,
-        media: deps.media,
-        log: deps.log,
-        clock: this.#clock,
-        billing: deps.billing,
-        webhookTimeoutMs: deps.webhookTimeoutMs,
-        urlPolicy: deps.urlPolicy,
-        assetStorage: deps.assetStorage,
-        keepRecording: (r) => keepRecording(recordings, life, r),
-        speech: deps.speech,
-        queues: deps.queues,
-        lastGood: deps.lastGood,
-      },
-      {
-        life,
-        needMedia: () => this.#needMedia(),
-        hangup: (cause) => this.#hangup(cause),
-        ...(dialer ? { dial: (target: DialTarget, options: DialOptions) => dialer(this, target, options) } : {}),
-        endUser: () => this.#endUser,
-        canReject: () => this.#teardown.ringingLeg !== undefined && !this.#teardown.answerInFlight && !this.isEnding,
-        reject: (reason) => this.#reject(reason),
-      },
-    );
+    this.verbs = new CallVerbs(services, media, {
+      life,
+      needMedia: () => this.#needMedia(),
+      hangup: (cause) => this.#hangup(cause),
+      ...(dialer ? { dial: (target: DialTarget, options: DialOptions) => dialer(this, target, options) } : {}),
+      endUser: () => this.#endUser,
+      canReject: () => this.#teardown.ringingLeg !== undefined && !this.#teardown.answerInFlight && !this.isEnding,
+      reject: (reason) => this.#reject(reason),
+    });
     this.#runner = new RedirectableVerbs(this.verbs, () => ({
-      ...(deps.verbRegistry === undefined ? {} : { registry: deps.verbRegistry() }),
+      ...(services.verbRegistry === undefined ? {} : { registry: services.verbRegistry() }),
       onError: (error) => this.#platformFailed(error),
     }));
     this.#teardown.onEnd(() => void this.verbs.closeStreams());
@@ -267,7 +226,7 @@ export class LiveCall {
       if (leg && !this.isEnding) {
         await leg.earlyMedia();
         await this.life.progress();
-        if (!this.isEnding) await this.#d.media.say(text, language === undefined ? {} : { language });
+        if (!this.isEnding) await this.#media.say(text, language === undefined ? {} : { language });
       }
     } catch (e) {
       this.#d.log.warn({ err: e, call: this.row.sid }, 'notice not spoken');
@@ -319,7 +278,7 @@ export class LiveCall {
     const send = this.#digits.then(async (): Promise<CallControlOutcome> => {
       if (this.isEnding) return 'not_held';
       try {
-        await this.#d.media.sendDigits(digits);
+        await this.#media.sendDigits(digits);
         return 'ok';
       } catch (e) {
         if (e instanceof MediaError && e.code === 'MEDIA_LEG_BRIDGED') return 'bridged';

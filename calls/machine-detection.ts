@@ -1,5 +1,5 @@
 import { canonicalJson, EventCodes, signWebhook } from '../events/index.js';
-import { guardedRequest, requestUrl, systemClock, UrlPolicy, type Clock } from '../kit/index.js';
+import { guardedRequest, requestUrl, systemClock, type Clock } from '../kit/index.js';
 import {
   AMD_FRAME_SAMPLES,
   MachineDetector,
@@ -9,9 +9,9 @@ import {
   type MachineDetectionResult,
   type MediaService,
 } from '../media/index.js';
-import { getAccountSettings, type Db } from '../store/index.js';
-import type { Logger } from '../kit/index.js';
-import type { CallLifecycle } from './lifecycle.js';
+import { getAccountSettings } from '../store/index.js';
+import type { CallServices } from './call-services.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 
 /** What a placed call asked of answering machine detection (originate's machine_detection, Dial's attribute). */
 export interface MachineDetectionRequest {
@@ -89,12 +89,8 @@ export function machineDetectionData(r: MachineDetectionResult, mode: MachineDet
   };
 }
 
-export interface MachineDetectionDeps {
-  readonly db: Db;
-  readonly log: Logger;
-  readonly urlPolicy: UrlPolicy;
-  readonly clock?: Clock;
-}
+/** What reporting a verdict reads of the call services. */
+type Reporting = Pick<CallServices, 'db' | 'log' | 'urlPolicy' | 'clock'>;
 
 /**
  * Records a verdict: on the call (answered_by), as AMD.0200 on the stream and status callbacks, and, for an async
@@ -102,7 +98,7 @@ export interface MachineDetectionDeps {
  * X-Voice-Signature over the URL, the timestamp and the body).
  */
 export async function reportMachineDetection(
-  d: MachineDetectionDeps,
+  d: Reporting,
   life: CallLifecycle,
   request: MachineDetectionRequest,
   result: MachineDetectionResult,
@@ -115,7 +111,7 @@ export async function reportMachineDetection(
 }
 
 async function sendMachineDetectionCallback(
-  d: MachineDetectionDeps,
+  d: Reporting,
   life: CallLifecycle,
   target: string,
   result: MachineDetectionResult,
@@ -132,7 +128,7 @@ async function sendMachineDetectionCallback(
     AnsweredBy: result.answeredBy,
     MachineDetectionDuration: result.durationMs,
   });
-  const clock = d.clock ?? systemClock;
+  const clock = d.clock;
   for (let attempt = 1; attempt <= CALLBACK_ATTEMPTS; attempt++) {
     const timestamp = String(Math.floor(clock.now() / 1000));
     const headers = {

@@ -4,15 +4,9 @@ import { MediaError } from '../media/index.js';
 import type { EndUserIdentity } from '../sip/index.js';
 import type { Responder, SipRequest } from '../sip/stack/index.js';
 import { insertCall, nowIso, type CallRow, type NewCall } from '../store/index.js';
-import type { BridgedCall } from './bridged-call.js';
-import type { FlowDeps } from './flows/flow-deps.js';
+import type { FlowServices } from './flows/flow-services.js';
 import { refuseAdmission } from './flows/refusal.js';
 import { answerCaller, type AnsweredCaller } from './voicemail/ivr-leg.js';
-
-export interface ShortCodeCallDeps extends FlowDeps {
-  /** Tracks the call as a bridge of this process; `unbilled` keeps it off the credit monitor. */
-  trackBridge: (row: CallRow, opts?: { unbilled?: boolean }) => BridgedCall;
-}
 
 /**
  * True when a phone's Request-URI user part is `code`, percent-decoded as phones may send it (`%2A97`, `*100%23`);
@@ -45,7 +39,7 @@ export interface ShortCode {
  * media failure while serving is logged and the call ends normally; one before the answer is a 500.
  */
 export async function runShortCodeCall(
-  d: ShortCodeCallDeps,
+  d: FlowServices,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,

@@ -14,7 +14,7 @@ export {
   type TrunkDirectoryOptions,
 } from './trunks.js';
 export {
-  RouteTable,
+  TrunkRouteTable,
   EMERGENCY_PREFIX,
   perMinute,
   type RoutePlan,

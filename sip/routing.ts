@@ -52,7 +52,7 @@ export interface PlanOptions {
  * garbage collector must walk). Immutable: a change
  * of the table builds a new one.
  */
-export class RouteTable {
+export class TrunkRouteTable {
   readonly #byPrefix = new Map<string, RouteRow[]>();
   readonly #lengths: number[];
   readonly size: number;

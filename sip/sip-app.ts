@@ -12,6 +12,7 @@ import { addressMatches, TrunkDirectory } from './trunks.js';
 import { TrunkHealth, type TrunkStateChange } from './trunk-health.js';
 import { pingTrunk } from './trunk-ping.js';
 import { MessageWaiting } from './message-waiting.js';
+import { FRONT_POLICY_MODULE, frontPolicyData, setFrontCap, type FrontPolicyData } from './front-policy.js';
 import { SwitchNames } from './switch-names.js';
 import { UpstreamRegistrations, type RegistrationChange } from './upstream-registration.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
@@ -57,6 +58,8 @@ export class SipApplication {
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
+  /** The UDP front's policy data (front-policy.js), while a front is asked for: the cap is set on each change. */
+  #frontPolicy: FrontPolicyData | undefined;
 
   #trustedTimer: NodeJS.Timeout | undefined;
   #bansTimer: NodeJS.Timeout | undefined;
@@ -203,7 +206,9 @@ export class SipApplication {
   /** The overload gate's limit changed: the UDP front applies it from now on. */
   overloadChanged(): void {
     const gate = this.deps.overload?.gate?.();
-    if (gate) this.ua.udpFront?.publish(gate);
+    if (!gate) return;
+    this.ua.udpFront?.publish(gate);
+    if (this.#frontPolicy) setFrontCap(this.#frontPolicy, gate.platformMaxCps);
   }
 
   /** New INVITEs the UDP front refused so far (0 without a front). */
@@ -212,14 +217,20 @@ export class SipApplication {
   }
 
   /**
-   * The UDP front (sip/stack/transport/udp-front.ts): never refuses an emergency call, and each INVITE it refuses
-   * counts towards the sender's flood limit as if the main thread had seen it.
+   * The UDP front (sip/stack/transport/udp-front.ts): the platform's policy (front-policy.js: never refuses an
+   * emergency call, holds the platform cap), and each INVITE it refuses counts towards the sender's flood limit as
+   * if the main thread had seen it.
    */
   #frontOptions() {
     const security = this.deps.security;
+    const data = frontPolicyData([
+      ...BUILT_IN_EMERGENCY_NUMBERS,
+      ...(this.deps.config.numbers?.emergencyNumbers ?? []),
+    ]);
+    this.#frontPolicy = data;
     return {
       onError: (err: Error) => this.#log.error({ err }, 'the UDP front stopped: SIP over UDP is received without it'),
-      exemptUsers: [...BUILT_IN_EMERGENCY_NUMBERS, ...(this.deps.config.numbers?.emergencyNumbers ?? [])],
+      policy: { module: FRONT_POLICY_MODULE, data },
       onRefused: (address: string, count: number, userAgent: string | undefined) => {
         for (let i = 0; i < count; i++)
           security?.inspect({ source: address, transport: 'UDP', method: 'INVITE', userAgent });

@@ -1,7 +1,7 @@
 import { RateBook, type RateCard } from '../billing/index.js';
 import { numberForTrunk } from '../numbers/index.js';
 import { listRoutes, listTrunks, routesVersion, type Db, type TrunkRow } from '../store/index.js';
-import { EMERGENCY_PREFIX, RouteTable, type PlannedRoute, type RoutePlan } from './routing.js';
+import { EMERGENCY_PREFIX, TrunkRouteTable, type PlannedRoute, type RoutePlan } from './routing.js';
 import type { TrunkHealth } from './trunk-health.js';
 import { systemClock, type Clock } from '../kit/index.js';
 
@@ -71,8 +71,8 @@ export function trunkTarget(trunk: TrunkRow, why: string, buyRateCents?: number)
 export class TrunkDirectory {
   #cache: TrunkCache | undefined;
   #loading: Promise<TrunkRow[]> | undefined;
-  #routes: { table: RouteTable; version: string; checkedAt: number } | undefined;
-  #routesLoading: Promise<RouteTable> | undefined;
+  #routes: { table: TrunkRouteTable; version: string; checkedAt: number } | undefined;
+  #routesLoading: Promise<TrunkRouteTable> | undefined;
   readonly #ttlMs: number;
   readonly #clock: Pick<Clock, 'now'>;
   readonly #rates: Pick<RateBook, 'card'>;
@@ -115,7 +115,7 @@ export class TrunkDirectory {
   }
 
   /** The routes table: loaded once, then reloaded in the background when its version changes. */
-  async #table(): Promise<RouteTable> {
+  async #table(): Promise<TrunkRouteTable> {
     const r = this.#routes;
     if (r && this.#clock.now() - r.checkedAt < this.#ttlMs) return r.table;
     if (r) {
@@ -128,10 +128,10 @@ export class TrunkDirectory {
     return this.#reloadRoutes();
   }
 
-  #reloadRoutes(): Promise<RouteTable> {
+  #reloadRoutes(): Promise<TrunkRouteTable> {
     this.#routesLoading ??= (async () => {
       const version = await routesVersion(this.db);
-      const table = new RouteTable(await listRoutes(this.db));
+      const table = new TrunkRouteTable(await listRoutes(this.db));
       this.#routes = { table, version, checkedAt: this.#clock.now() };
       return table;
     })().finally(() => (this.#routesLoading = undefined));

@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 
-/** The last valid document a number's call-control webhook returned (migration 023; calls/prepaid/last-good.ts). */
+/** The last valid document a number's call-control webhook returned (migration 023; calls/prepaid/last-good-documents.ts). */
 export interface LastGoodDocumentRow {
   account_id: string;
   number: string;

@@ -71,7 +71,7 @@ export interface SessionRecordingOptions {
   readonly maxLength?: number;
 }
 
-/** How a Gather listens (verbs/verbs/gather.ts builds it from the verb). */
+/** How a Gather listens (verbs/tasks/gather.ts builds it from the verb). */
 export interface GatherOptions {
   readonly dtmf: boolean;
   readonly speech: boolean;

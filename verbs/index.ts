@@ -54,8 +54,8 @@ export {
   type InterpreterOptions,
   type InterpreterStart,
 } from './interpreter.js';
-export { VERB_REGISTRY, createVerbTask, type VerbRegistry, type VerbTaskClass } from './verbs/registry.js';
-export { VerbTaskBase, type VerbOutcome, type VerbTask } from './verbs/verb-task.js';
+export { VERB_REGISTRY, createVerbTask, type VerbRegistry, type VerbTaskClass } from './tasks/registry.js';
+export { VerbTaskBase, type VerbOutcome, type VerbTask } from './tasks/verb-task.js';
 export * from './types-live.js';
 export * from './types-conference.js';
 export type * from './context-live.js';

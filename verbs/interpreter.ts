@@ -1,6 +1,6 @@
 /**
  * The interpreter loop: run a document's verbs in order through a VerbContext. Kept small on purpose (STYLE.md:
- * avoid jambonz's 3,000-line call session); every verb's behaviour lives in verbs/verbs/.
+ * avoid jambonz's 3,000-line call session); every verb's behaviour lives in verbs/tasks/.
  *
  * TwiML semantics:
  * - Redirect, and any verb with an `action` URL, hand control to the fetched document; the verbs after it in
@@ -23,9 +23,9 @@ import type { VerbContext } from './context.js';
 import { RedirectLimitError, WebhookFetchError } from './errors.js';
 import type { ActionCallbackExtras } from './fetch.js';
 import type { VerbDocument } from './types.js';
-import { VERB_REGISTRY, createVerbTask, type VerbRegistry } from './verbs/registry.js';
-import type { VerbTask } from './verbs/verb-task.js';
-import { REJECT_NOT_RINGING } from './verbs/reject.js';
+import { VERB_REGISTRY, createVerbTask, type VerbRegistry } from './tasks/registry.js';
+import type { VerbTask } from './tasks/verb-task.js';
+import { REJECT_NOT_RINGING } from './tasks/reject.js';
 
 export const DEFAULT_MAX_REDIRECTS = 10;
 /** Most VERB.0299 events one call emits, whatever its documents hold (each document lists at most 32 pairs). */

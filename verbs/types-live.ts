@@ -1,7 +1,7 @@
 /**
  * The verbs of queues and streams: queues (<Enqueue>, and <Queue> as a Dial noun in types.ts) and media streams
- * (<Start><Stream>, <Stop><Stream>, <Connect><Stream>). Parsed by parse-live.ts; run by verbs/verbs/enqueue.ts and
- * verbs/verbs/stream.ts.
+ * (<Start><Stream>, <Stop><Stream>, <Connect><Stream>). Parsed by parse-live.ts; run by verbs/tasks/enqueue.ts and
+ * verbs/tasks/stream.ts.
  */
 
 /** Longest queue name: TwiML's friendly names are at most 64 characters. */

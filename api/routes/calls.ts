@@ -1,21 +1,17 @@
-import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
+import { AdmissionRefusedError } from '../../billing/index.js';
 import { DEFAULT_COUNTRY } from '../../config/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import { NumberFormatError, normalise } from '../../numbers/index.js';
 import type { Context } from 'koa';
 import type { z } from 'zod';
-import type { MachineDetectionRequest } from '../../calls/index.js';
+import { originateCall, OriginateRefusedError, type MachineDetectionRequest } from '../../calls/index.js';
 import { literalUrlVerdict, UrlPolicy } from '../../kit/index.js';
 import {
   LIVE_CALL_STATUSES,
   countCallEvents,
   findCall,
   findCallBySid,
-  findActiveNumberOf,
-  insertCall,
   listCallEvents,
-  nowIso,
-  updateCall,
   type CallRow,
 } from '../../store/index.js';
 import { authOf } from '../auth.js';
@@ -142,59 +138,21 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
           load.retryAfterSeconds,
         );
       await withIdempotency(ctx, d.db, account.id, 'calls.originate', body, async () => {
-        const did = await findActiveNumberOf(d.db, account.id, body.from);
-        if (!did)
-          throw new ApiError(
-            422,
-            'FROM_NOT_OWNED',
-            `The field "from" (${body.from}) must be an active number owned by the account.`,
-          );
-        // Toll-fraud control (docs/security.md): a destination outside the account's allowlist or under a platform
-        // block prefix is refused before anything is written, dialled or billed.
-        const verdict = await checkDestination(d.db, account.id, body.to);
-        if (!verdict.allowed)
-          throw new ApiError(
-            403,
-            'DESTINATION_BLOCKED',
-            verdict.reason === 'blocked'
-              ? `The field "to" (${body.to}) is in a range the platform blocks (prefix +${verdict.prefix}).`
-              : `The field "to" (${body.to}) is outside the destinations this account may call.`,
-          );
-        // Admission writes the call inside the account's admission turn, so the concurrency count includes it.
-        const call = await d.admission.admit({ accountId: account.id, to: body.to }, () =>
-          insertCall(d.db, {
-            account_id: account.id,
-            direction: 'outbound',
-            from_number: body.from,
-            to_number: body.to,
-            status: 'initiated',
-            custom_payload: body.customPayload ?? null,
-            webhook_url: body.url,
-            number_id: did.id,
-          }),
-        );
+        const request = {
+          accountId: account.id,
+          from: body.from,
+          to: body.to,
+          url: body.url,
+          customPayload: body.customPayload,
+          options: { timeoutSeconds: body.timeout, ...(machineDetection ? { machineDetection } : {}) },
+        };
         try {
-          await d.calls.originate(call, {
-            timeoutSeconds: body.timeout,
-            ...(machineDetection ? { machineDetection } : {}),
-          });
-        } catch (err) {
-          // The engine could not even start dialling: the call ends at once (nothing was billed).
-          await updateCall(
-            d.db,
-            call.id,
-            {
-              status: 'failed',
-              reason_code: ReasonCodes.carrierFailure,
-              reason_label: 'Carrier or network failure',
-              ended_at: nowIso(),
-            },
-            LIVE_CALL_STATUSES,
-          );
-          d.log.error({ err, sid: call.sid }, 'call engine refused an admitted call');
-          throw new ApiError(502, 'CALL_ENGINE_UNAVAILABLE', 'The call could not be started; it was not billed.');
+          const call = await originateCall({ db: d.db, admission: d.admission, engine: d.calls, log: d.log }, request);
+          return { status: 201, body: callOut(call) };
+        } catch (e) {
+          if (e instanceof OriginateRefusedError) throw new ApiError(e.status, e.code, e.message);
+          throw e;
         }
-        return { status: 201, body: callOut(call) };
       });
     },
   );

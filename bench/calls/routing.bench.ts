@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { RouteTable, TrunkDirectory } from '../../sip/index.js';
+import { TrunkRouteTable, TrunkDirectory } from '../../sip/index.js';
 import { insertTrunk, listRoutes, migrate, newId, nowIso, openDb, putSetting, setRate } from '../../store/index.js';
 
 const PREFIXES = 100_000;
@@ -65,7 +65,7 @@ if (rows.length) await db.batchInsert('routes', rows, 500);
 await putSetting(db, 'routes_version', 'bench');
 
 const t0 = performance.now();
-const table = new RouteTable(await listRoutes(db));
+const table = new TrunkRouteTable(await listRoutes(db));
 const loadMs = performance.now() - t0;
 
 const directory = new TrunkDirectory(db, { ttlMs: 60_000, random: rand });
@@ -110,7 +110,7 @@ console.log(
 );
 console.table([
   await measure('TrunkDirectory.outboundPlan (what a call runs)', (n) => directory.outboundPlan(n)),
-  await measure('RouteTable.plan alone', (n) =>
+  await measure('TrunkRouteTable.plan alone', (n) =>
     table.plan(n.slice(1), {
       allowLossMaking: false,
       sellRateCents: 150,

@@ -26,7 +26,7 @@ export interface ParticipantView {
   readonly joinedAt: string;
 }
 
-/** A value, or its promise: the API's view of rooms on other nodes is asynchronous (calls/node-routing.ts). */
+/** A value, or its promise: the API's view of rooms on other nodes is asynchronous (calls/node-routed-call-engine.ts). */
 export type MaybeAsync<T> = T | Promise<T>;
 
 export interface ConferenceControl {

@@ -1,13 +1,12 @@
-import type { Clock } from '../../kit/index.js';
 import { keepRecording } from '../call-recording.js';
-import type { Db } from '../../store/index.js';
-import type { CallLifecycle } from '../lifecycle.js';
+import type { CallServices } from '../call-services.js';
+import type { CallLifecycle } from '../call-lifecycle.js';
 import type { ConferenceCall } from './conference-room.js';
 
 /** A live call as a conference sees it: its ids, its event stream, and where its conference recording goes. */
 export function conferenceCallOf(
   call: { readonly life: CallLifecycle },
-  keep: { db: Db; clock: Pick<Clock, 'now'>; recordingRetentionDays: number },
+  keep: Pick<CallServices, 'db' | 'clock' | 'recordingRetentionDays'>,
 ): ConferenceCall {
   const life = call.life;
   return {

@@ -1,17 +1,17 @@
 import { DEFAULT_COUNTRY } from '../../config/index.js';
 import { normalise, NumberFormatError, type NumberErrorCode } from '../../numbers/index.js';
 import { getAccountSettings } from '../../store/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 
 /** The country an account's national numbers are read with: its own, else numbers.defaultCountry. */
-export async function accountCountry(d: FlowDeps, accountId: string): Promise<string> {
+export async function accountCountry(d: CallServices, accountId: string): Promise<string> {
   const account = await getAccountSettings(d.db, accountId);
   return account.country ?? d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
 }
 
 /** A number a verb document gave (Dial), in E.164 for the account's country, or the reason it is none. */
 export async function e164ForAccount(
-  d: FlowDeps,
+  d: CallServices,
   accountId: string,
   written: string,
 ): Promise<{ ok: true; e164: string } | { ok: false; code: NumberErrorCode }> {

@@ -1,6 +1,6 @@
 import type { LegMediaOptions } from '../../media/index.js';
 import type { Dialog, Outbound, SipRequest, TransportName } from '../../sip/stack/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { abortQuietly } from '../../kit/index.js';
 
 /**
@@ -39,7 +39,7 @@ export interface DialLegOptions {
 export type DialLegOutcome = { ok: true; dialog: Dialog } | { ok: false; error: unknown; noAnswer: boolean };
 
 /** INVITEs one leg, ringing at most `timeoutSeconds`; cancelled by `signal` or the timeout. */
-export async function dialLeg(d: FlowDeps, o: DialLegOptions): Promise<DialLegOutcome> {
+export async function dialLeg(d: CallServices, o: DialLegOptions): Promise<DialLegOutcome> {
   const ring = new AbortController();
   let noAnswer = false;
   const timer = setTimeout(() => {

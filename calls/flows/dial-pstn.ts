@@ -1,7 +1,7 @@
 import { EventCodes } from '../../events/index.js';
 import { SipCanceledError, SipError, type SipResponse } from '../../sip/stack/index.js';
 import type { OutboundPlan, TrunkRoute } from '../../sip/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { abortQuietly } from '../../kit/index.js';
 import { dialLeg, type DialLegOptions, type DialLegOutcome } from './dial-leg.js';
 
@@ -47,7 +47,7 @@ export class TrunkSilentError extends SipError {
  * Each attempt is a ROUTE.0100 event: `{ attempt, trunk, sipStatus, outcome, failover, why }`; the SIP status is
  * not named `status`, which a status callback's call snapshot (the call's own status) would overwrite.
  */
-export async function dialPstn(d: FlowDeps, o: DialPstnOptions): Promise<DialPstnOutcome> {
+export async function dialPstn(d: CallServices, o: DialPstnOptions): Promise<DialPstnOutcome> {
   const plan = o.plan ?? (await d.sip.trunks.outboundPlan(o.number, { emergency: o.emergency }));
   const deadline = Date.now() + o.timeoutSeconds * 1000;
   const silentSeconds = d.config.routing?.attemptTimeoutSeconds ?? 4;
@@ -77,7 +77,7 @@ export async function dialPstn(d: FlowDeps, o: DialPstnOptions): Promise<DialPst
 
 /** One trunk: ring it for at most `seconds`, giving up early if it sends nothing at all for `silentSeconds`. */
 async function attempt(
-  d: FlowDeps,
+  d: CallServices,
   o: DialPstnOptions,
   route: TrunkRoute,
   seconds: number,

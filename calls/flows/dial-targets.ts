@@ -1,4 +1,3 @@
-import type { DialBridgeDeps } from '../transfer/dial-bridge.js';
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import type { OutboundPlan } from '../../sip/index.js';
 import type { Target } from '../../sip/stack/index.js';
@@ -6,22 +5,10 @@ import { AdmissionRefusedError, checkDestination } from '../../billing/index.js'
 import type { DialTarget } from '../../verbs/index.js';
 import type { LiveCall } from '../live-call.js';
 import type { ChildLeg } from '../child-leg.js';
-import type { FlowDeps } from './flow-deps.js';
-import type { EndUserLocator } from './end-user.js';
+import type { FlowServices } from './flow-services.js';
 import { e164ForAccount } from './account-country.js';
 import { mediaProfileFor } from './dial-leg.js';
 import { forkableBindings } from './ring-bindings.js';
-
-export interface DialTargetDeps extends FlowDeps {
-  locator?: EndUserLocator;
-  /**
-   * Opens the CDR and billing of a PSTN leg this call dials (calls/child-leg.ts): writes it as a live call. Run
-   * inside admission, so the leg counts against the account's caps from the moment it exists.
-   */
-  openChildLeg: (parent: LiveCall, from: string, to: string) => Promise<ChildLeg>;
-  /** REFER from a dialled phone (calls/transfer/); absent: the dialled leg's REFER is answered 501. */
-  transfers?: DialBridgeDeps['transfers'];
-}
 
 /** A PSTN number goes out by the routes table (dial-pstn.ts); an extension rings its registered contacts. */
 export type ResolvedLeg =
@@ -48,7 +35,7 @@ export type Prepared = { ok: true; leg: PreparedLeg } | { ok: false; reason?: st
  * is never written, dialled nor billed. On-net extensions are not new calls (no CDR, not billed).
  */
 export async function prepareLeg(
-  d: DialTargetDeps,
+  d: FlowServices,
   call: LiveCall,
   target: DialTarget,
   presented: string,
@@ -84,11 +71,7 @@ export async function prepareLeg(
   }
 }
 
-async function resolveTarget(
-  d: DialTargetDeps,
-  accountId: string,
-  target: DialTarget,
-): Promise<ResolvedLeg | undefined> {
+async function resolveTarget(d: FlowServices, accountId: string, target: DialTarget): Promise<ResolvedLeg | undefined> {
   if (target.kind === 'number') {
     const plan = await d.sip.trunks.outboundPlan(target.number);
     return plan.targets.length > 0 ? { kind: 'pstn', number: target.number, plan, transport: 'UDP' } : undefined;

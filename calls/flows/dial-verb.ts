@@ -10,11 +10,10 @@ import { DialBridge } from '../transfer/dial-bridge.js';
 import { failureReason } from './originate.js';
 import { raceForks } from './fork.js';
 import { ringBindings } from './ring-bindings.js';
-import { closeLeg, prepareLeg, type DialTargetDeps, type PreparedLeg } from './dial-targets.js';
+import { closeLeg, prepareLeg, type PreparedLeg } from './dial-targets.js';
+import type { FlowServices } from './flow-services.js';
 
 export const DIALLED_LEG = 'B';
-
-export type DialVerbDeps = DialTargetDeps;
 
 /** How one ringing of a Dial ended, before DIAL.0300 says so. */
 type Rung = { result: DialResult; reason?: string };
@@ -29,7 +28,7 @@ type Rung = { result: DialResult; reason?: string };
  * verbs go on: the Dial's action document, or the next verb (TwiML's rule). DIAL.0200 on answer, DIAL.0300 at the end.
  */
 export async function runDial(
-  d: DialVerbDeps,
+  d: FlowServices,
   call: LiveCall,
   target: DialTarget,
   o: DialOptions,
@@ -90,7 +89,7 @@ export async function runDial(
  * first block until the reconcile sweep (a leg already ended keeps its own reason: first end wins).
  */
 async function ringAndBridge(
-  d: DialVerbDeps,
+  d: FlowServices,
   call: LiveCall,
   legs: PreparedLeg[],
   o: DialOptions,
@@ -104,7 +103,7 @@ async function ringAndBridge(
 }
 
 async function bridge(
-  d: DialVerbDeps,
+  d: FlowServices,
   call: LiveCall,
   legs: PreparedLeg[],
   o: DialOptions,
@@ -187,7 +186,7 @@ async function bridge(
  * a leg that does not connect has its CDR ended with its own reason (a lost fork: cancelled).
  */
 async function ring(
-  d: DialVerbDeps,
+  d: FlowServices,
   { leg, child }: PreparedLeg,
   common: Omit<DialLegOptions, 'target'>,
 ): Promise<DialLegOutcome> {
@@ -213,7 +212,7 @@ async function ring(
  * The caller is still up after the Dial: point its media back at the IVR so the next verbs are heard. A caller
  * that hung up (or a call being ended) needs nothing; a caller whose media cannot be moved back is hung up.
  */
-async function backToIvr(d: DialVerbDeps, call: LiveCall, o: DialOptions): Promise<void> {
+async function backToIvr(d: FlowServices, call: LiveCall, o: DialOptions): Promise<void> {
   if (call.isEnding || !d.media.hasSession(call.id)) return;
   if (o.endsCall === true && !o.signal.aborted) return; // the call ends next: nothing will play to the caller
   try {

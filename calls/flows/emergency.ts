@@ -1,9 +1,8 @@
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
-import { insertCall, listOwnedNumbers, nowIso, type CallRow, type NewCall } from '../../store/index.js';
+import { insertCall, listOwnedNumbers, nowIso, type NewCall } from '../../store/index.js';
 import { dialPstn } from './dial-pstn.js';
-import type { FlowDeps } from './flow-deps.js';
-import type { BridgedCall } from '../bridged-call.js';
+import type { FlowServices } from './flow-services.js';
 import { bridgePhone } from './phone-bridge.js';
 
 /** How long an emergency call may ring before it is given up (the phone can always dial again). */
@@ -14,10 +13,10 @@ const EMERGENCY_RING_SECONDS = 60;
  * never refused: no admission (balance, suspension, caps, CPS, draining), no allowlist, no webhook; overload control
  * lets it through at the SIP edge. It goes straight to the `emergency` route (else the first trunk that is up),
  * presenting the account's DID as the caller's identity, bridged to the phone like an on-net call. Its CDR carries
- * `emergency: true` and it is not billed (the BridgedCall is made without credit control: engine.ts).
+ * `emergency: true` and it is not billed (the BridgedCall is made without credit control: switch-call-engine.ts).
  */
 export async function runEmergency(
-  d: FlowDeps & { trackBridge: (row: CallRow) => BridgedCall },
+  d: FlowServices,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,

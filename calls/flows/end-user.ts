@@ -2,7 +2,7 @@ import { AdmissionRefusedError } from '../../billing/index.js';
 import { classifyDialled, NumberFormatError, type Dialled } from '../../numbers/index.js';
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import type { EndUserIdentity } from '../../sip/index.js';
-import type { Responder, SipRequest, Target } from '../../sip/stack/index.js';
+import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import {
   accountIdOfSipLabel,
   findEndUserAnyAccount,
@@ -15,7 +15,8 @@ import {
   type Db,
   type NewCall,
 } from '../../store/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { FlowServices } from './flow-services.js';
+import type { LocatingServices } from '../call-services.js';
 import { fromUser, mediaProfileFor } from './dial-leg.js';
 import { forkableBindings, ringBindings } from './ring-bindings.js';
 import { bridgePhone } from './phone-bridge.js';
@@ -24,36 +25,16 @@ import { NOTICES, notice, noticeLanguageOf } from '../../media/index.js';
 import { isBalanceCode, runBalanceCall } from '../prepaid/balance-call.js';
 import { accountCountry } from './account-country.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
-import { CALLER_LEG, type LiveCall } from '../live-call.js';
-import type { BridgedCall } from '../bridged-call.js';
+import { CALLER_LEG } from '../live-call.js';
 import { NO_OUTBOUND_HANDLER } from '../unanswered-leg.js';
 import { uasLeg } from './uas-leg.js';
-import { CallHandling } from '../forwarding.js';
+import { CallHandling } from '../call-handling.js';
 import { isMailboxCode, runMailbox } from '../voicemail/mailbox.js';
-import type { ChildLeg } from '../child-leg.js';
 
-/** A registered contact of an end-user, as the location service holds it. */
-export interface ContactBinding {
-  contact: string;
-  target: Target;
-}
+export type { ContactBinding, EndUserLocator } from '../call-services.js';
 
-/** The location service as the call engine sees it (sip/location.ts). */
-export interface EndUserLocator {
-  lookup(accountId: string, extension: string): ContactBinding[];
-  /** A phone token's `max_concurrent`: false when the token already has that many calls up. */
-  acquireCallSlot?(tokenId: string, max: number): boolean;
-  releaseCallSlot?(tokenId: string): void;
-}
-
-export interface EndUserFlowDeps extends FlowDeps {
-  locator: EndUserLocator;
-  trackIvr: (row: CallRow) => LiveCall;
-  /** `unbilled`: kept off the credit monitor (the balance short code, calls/prepaid/balance-call.ts). */
-  trackBridge: (row: CallRow, opts?: { unbilled?: boolean }) => BridgedCall;
-  /** A forward to a number's outbound CDR (calls/forwarding.ts). */
-  openChildLeg?: (parent: BridgedCall, from: string, to: string) => Promise<ChildLeg>;
-}
+/** What an end-user's call is handed: the flows' services with the location service. */
+type EndUserFlow = LocatingServices<FlowServices>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -72,7 +53,7 @@ export const NO_OUTBOUND_HANDLER_NOTICE: string = NOTICES.noOutboundHandler.en;
  * PSTN by itself).
  */
 export async function runEndUserCall(
-  d: EndUserFlowDeps,
+  d: EndUserFlow,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,
@@ -95,7 +76,7 @@ export async function runEndUserCall(
 }
 
 async function routeEndUserCall(
-  d: EndUserFlowDeps,
+  d: EndUserFlow,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,
@@ -140,7 +121,7 @@ async function routeEndUserCall(
  * The Request-URI's user part read with the account's dial plan (numbers/): its country for national numbers
  * (`0712 345 678` is `+254712345678` in Kenya), the platform's emergency numbers. Undefined when it is no number.
  */
-async function readDialled(d: EndUserFlowDeps, accountId: string, user: string): Promise<Dialled | undefined> {
+async function readDialled(d: EndUserFlow, accountId: string, user: string): Promise<Dialled | undefined> {
   let text: string;
   try {
     text = decodeURIComponent(user);
@@ -158,7 +139,7 @@ async function readDialled(d: EndUserFlowDeps, accountId: string, user: string):
 }
 
 async function runInternal(
-  d: EndUserFlowDeps,
+  d: EndUserFlow,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,
@@ -175,7 +156,7 @@ async function runInternal(
     return;
   }
   const bindings = d.locator.lookup(who.accountId, ext);
-  // DND, forwarding and voicemail of the callee (calls/forwarding.ts): undefined when it has none of them set.
+  // DND, forwarding and voicemail of the callee (calls/call-handling.ts): undefined when it has none of them set.
   const handling = CallHandling.of(d, callee);
   const divertFirst = handling?.causeBeforeRinging(bindings.length);
   if (bindings.length === 0 && !divertFirst) {
@@ -221,7 +202,7 @@ async function runInternal(
 }
 
 async function runToPstn(
-  d: EndUserFlowDeps,
+  d: EndUserFlow,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,

@@ -11,9 +11,8 @@ import {
   type CallRow,
   type TrunkRow,
 } from '../../store/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { FlowServices } from './flow-services.js';
 import { recordRefusedCall, refuseAdmission } from './refusal.js';
-import type { LiveCall } from '../live-call.js';
 import { uasLeg } from './uas-leg.js';
 
 /**
@@ -60,13 +59,7 @@ function safeDecode(s: string): string {
  * when a verb needs media (spec: CallStatus is `ringing` on inbound). A document that hangs up first, or a
  * failed fetch with the `drop` fallback, refuses the call unanswered and unbilled (LiveCall.answerWhenNeeded).
  */
-export async function runInbound(
-  d: FlowDeps,
-  track: (row: CallRow) => LiveCall,
-  req: SipRequest,
-  srv: Responder,
-  trunk: TrunkRow,
-): Promise<void> {
+export async function runInbound(d: FlowServices, req: SipRequest, srv: Responder, trunk: TrunkRow): Promise<void> {
   const country = d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
   const did = didFromRequest(req, country);
   const caller = callerFromRequest(req, country);
@@ -101,7 +94,7 @@ export async function runInbound(
     if (e instanceof AdmissionRefusedError) return refuseAdmission(d.db, d.events, srv, base, e);
     throw e;
   }
-  const call = track(row);
+  const call = d.trackIvr(row);
   await call.life.initiated();
   srv.send(180, 'Ringing');
   await call.life.ringing();

@@ -1,9 +1,8 @@
 import { ReasonCodes, reasonForSipStatus, type ReasonCode } from '../../events/index.js';
 import { SipCanceledError, SipError } from '../../sip/stack/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { dialPstn, NoRouteError } from './dial-pstn.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
-import { UrlPolicy } from '../../kit/index.js';
 import { detectAnsweredBy, reportMachineDetection, type MachineDetectionRequest } from '../machine-detection.js';
 
 /**
@@ -12,7 +11,7 @@ import { detectAnsweredBy, reportMachineDetection, type MachineDetectionRequest 
  * The platform is the caller's other end: rtpengine anchors the callee against our IVR endpoint.
  */
 export async function runOriginate(
-  d: FlowDeps,
+  d: CallServices,
   call: LiveCall,
   timeoutSeconds: number,
   machineDetection?: MachineDetectionRequest,
@@ -55,7 +54,7 @@ export async function runOriginate(
 
 /** Detects who answered and reports it (the call row, AMD.0200, the async callback); never throws. */
 async function detectMachine(
-  d: FlowDeps,
+  d: CallServices,
   call: LiveCall,
   request: MachineDetectionRequest,
   signal: AbortSignal,
@@ -63,9 +62,7 @@ async function detectMachine(
   try {
     const result = await detectAnsweredBy(d.media, call.row.id, CALLER_LEG, request, signal);
     if (!result || call.isEnding) return;
-    const { allowPrivate, allowNetworks } = d.config.webhooks;
-    const urlPolicy = new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] });
-    await reportMachineDetection({ db: d.db, log: d.log, urlPolicy }, call.life, request, result);
+    await reportMachineDetection(d, call.life, request, result);
   } catch (e) {
     d.log.error({ err: e, call: call.row.sid }, 'machine detection failed');
   }

@@ -2,7 +2,7 @@ import { ReasonCodes, type ReasonCode } from '../../events/index.js';
 import type { LegMediaOptions } from '../../media/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import type { BridgedCall } from '../bridged-call.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { mediaProfileFor, type DialLegOutcome } from './dial-leg.js';
 import { failureReason } from './originate.js';
 
@@ -11,7 +11,7 @@ export interface BridgeTarget {
   side: LegMediaOptions;
   dial(o: { sdp: string; signal: AbortSignal; onRinging: () => void }): Promise<DialLegOutcome>;
   /**
-   * The far side did not answer (busy, no answer, refused): per end-user call handling (calls/forwarding.ts) may
+   * The far side did not answer (busy, no answer, refused): per end-user call handling (calls/call-handling.ts) may
    * take the still-ringing caller elsewhere (a forward, voicemail). True when it did; the caller is then its.
    */
   onUnanswered?(reason: ReasonCode): Promise<boolean>;
@@ -26,7 +26,7 @@ export interface BridgeTarget {
  * its reason and the matching SIP status to the phone.
  */
 export async function bridgePhone(
-  d: FlowDeps,
+  d: CallServices,
   req: SipRequest,
   srv: Responder,
   call: BridgedCall,

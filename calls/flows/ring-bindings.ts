@@ -1,4 +1,4 @@
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { dialLeg, mediaProfileFor, type DialLegOptions } from './dial-leg.js';
 import { raceForks, type ForkOutcome } from './fork.js';
 import type { Target } from '../../sip/stack/index.js';
@@ -23,7 +23,7 @@ export function forkableBindings(bindings: readonly ContactBinding[]): ContactBi
  * "Call completed elsewhere" Reason, and the call fails only when all did. `onRinging` is told once.
  */
 export function ringBindings(
-  d: FlowDeps,
+  d: CallServices,
   bindings: readonly ContactBinding[],
   o: Omit<DialLegOptions, 'target'>,
 ): Promise<ForkOutcome> {

@@ -1,6 +1,6 @@
 import type { LegMediaOptions } from '../../media/index.js';
 import { SipCanceledError, type Responder, type SipRequest } from '../../sip/stack/index.js';
-import type { FlowDeps } from './flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import type { UnansweredLeg } from '../unanswered-leg.js';
 
@@ -9,7 +9,7 @@ import type { UnansweredLeg } from '../unanswered-leg.js';
  * time early media or the answer needs it, sent in a 183 (early media) and in the 200; or a final refusal.
  */
 export function uasLeg(
-  d: FlowDeps,
+  d: CallServices,
   call: LiveCall,
   req: SipRequest,
   srv: Responder,

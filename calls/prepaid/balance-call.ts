@@ -3,12 +3,11 @@ import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { findAccount } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
-import { dialsShortCode, runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
+import { dialsShortCode, runShortCodeCall } from '../short-code-call.js';
+import type { FlowServices } from '../flows/flow-services.js';
 
 /** True when a phone's Request-URI user part is the balance short code (`*100#`, `*100%23` as phones send it). */
 export const isBalanceCode = (user: string | undefined, code: string): boolean => dialsShortCode(user, code, 32);
-
-export type BalanceCallDeps = ShortCodeCallDeps;
 
 /**
  * The balance short code (`prepaid.balanceShortCode`, default `*100#`) from any registered phone:
@@ -19,7 +18,7 @@ export type BalanceCallDeps = ShortCodeCallDeps;
  * is an internal call of the end-user to the short code, cost 0.
  */
 export async function runBalanceCall(
-  d: BalanceCallDeps,
+  d: FlowServices,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,

@@ -1,7 +1,7 @@
 import { EventCodes } from '../../events/index.js';
 import type { LegAudioPort } from '../../media/index.js';
 import type { DialOptions, DialResult, QueueTicket } from '../../verbs/index.js';
-import type { CallLifecycle } from '../lifecycle.js';
+import type { CallLifecycle } from '../call-lifecycle.js';
 import { bridgeAudio } from './queue-bridge.js';
 import type { QueueCall, QueueEvents, QueueRegistry } from './queue-registry.js';
 

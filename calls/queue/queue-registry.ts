@@ -72,7 +72,7 @@ export interface QueueEvents {
 }
 
 /** What the REST API reads and does with the queues (api/routes/queues.ts). */
-/** The API's view of queues; asynchronous where it spans nodes (calls/node-routing.ts). */
+/** The API's view of queues; asynchronous where it spans nodes (calls/node-routed-call-engine.ts). */
 export interface QueueDirectory {
   list(accountId: string): QueueInfo[] | Promise<QueueInfo[]>;
   members(accountId: string, name: string): QueueMemberInfo[] | undefined | Promise<QueueMemberInfo[] | undefined>;

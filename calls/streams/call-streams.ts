@@ -3,7 +3,7 @@ import { EventCodes } from '../../events/index.js';
 import { MediaError, MediaStream, type LegAudioPort } from '../../media/index.js';
 import type { UrlPolicy } from '../../kit/index.js';
 import type { StreamNoun } from '../../verbs/index.js';
-import type { CallLifecycle } from '../lifecycle.js';
+import type { CallLifecycle } from '../call-lifecycle.js';
 
 /** Most streams one call holds at once (Twilio allows four forked streams per call). */
 export const MAX_STREAMS_PER_CALL = 4;

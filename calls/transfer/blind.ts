@@ -9,8 +9,7 @@ import { failureReason } from '../flows/originate.js';
 import { completeTowards, newLegTag, offerTowards, restoreTowards } from './leg-move.js';
 import { resolveReferTarget, type ReferTarget } from './refer-target.js';
 import type { TransferLeg } from './transfer-bridge.js';
-import type { TransferDeps } from './transfer-deps.js';
-import { completeTransfer, refuseTransfer, type Transfer } from './transfer-steps.js';
+import { completeTransfer, refuseTransfer, type Transfer, type TransferContext } from './transfer-steps.js';
 
 /** Seconds a transfer target rings before the transfer fails (the transferee stays with the transferor). */
 export const TRANSFER_RING_SECONDS = 30;
@@ -107,7 +106,7 @@ async function dialTarget(
  * the account's first active DID as any outbound call of the account does (undefined: it has none to present).
  */
 async function legFor(
-  d: TransferDeps,
+  d: TransferContext,
   accountId: string,
   transferee: TransferLeg,
   target: Extract<ReferTarget, { ok: true }>,

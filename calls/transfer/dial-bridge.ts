@@ -5,13 +5,13 @@ import type { Dialog } from '../../sip/stack/index.js';
 import { CALLER_LEG } from '../call-media.js';
 import type { LiveCall } from '../live-call.js';
 import { relayReinvites } from '../reinvite-relay.js';
-import type { TransferableBridge, TransferLeg } from './transfer-bridge.js';
+import type { TransferableBridge, TransferLeg, TransferWatch } from './transfer-bridge.js';
 
 /** What a Dial's bridge needs: the media (re-INVITE relay) and, when phones may transfer, the engine's side of it. */
 export interface DialBridgeDeps {
   media: Pick<MediaService, 'offer' | 'answer' | 'legSide'>;
   log: Logger;
-  transfers?: { watch(bridge: TransferableBridge, legs: readonly TransferLeg[]): void };
+  transfers?: TransferWatch;
 }
 
 /**

@@ -5,8 +5,8 @@ import { accountOfHost, type OutboundPlan } from '../../sip/index.js';
 import type { Uri } from '../../sip/stack/index.js';
 import { findEndUserByExtension } from '../../store/index.js';
 import { accountCountry } from '../flows/account-country.js';
-import type { ContactBinding } from '../flows/end-user.js';
-import type { TransferDeps } from './transfer-deps.js';
+import type { ContactBinding } from '../call-services.js';
+import type { TransferContext } from './transfer-steps.js';
 
 /** Longest user part of a Refer-To read as a number or an extension. */
 const MAX_TARGET_USER = 32;
@@ -29,7 +29,7 @@ const refuse = (status: 400 | 403 | 404 | 480, reason: TransferRefusal): ReferTa
  * Emergency numbers are not transfer targets.
  */
 export async function resolveReferTarget(
-  d: TransferDeps,
+  d: TransferContext,
   accountId: string,
   uri: Uri,
   ownDomains: readonly string[],

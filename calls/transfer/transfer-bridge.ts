@@ -1,7 +1,7 @@
 import type { ReasonCode } from '../../events/index.js';
 import type { LegMediaOptions } from '../../media/index.js';
 import type { Dialog } from '../../sip/stack/index.js';
-import type { CallLifecycle } from '../lifecycle.js';
+import type { CallLifecycle } from '../call-lifecycle.js';
 
 /** One leg of a bridge as a transfer sees it: its dialog, its tag in the call's media session, its media profile. */
 export interface TransferLeg {
@@ -41,3 +41,8 @@ export type BridgeFinder = (
   accountId: string,
   match: (dialog: Dialog) => boolean,
 ) => { bridge: TransferableBridge; leg: TransferLeg } | undefined;
+
+/** The engine's side of transfer a bridge reports to: phones on these legs may transfer the call from now on. */
+export interface TransferWatch {
+  watch(bridge: TransferableBridge, legs: readonly TransferLeg[]): void;
+}

@@ -2,9 +2,16 @@ import { EventCodes, ReasonCodes, type TransferRefusal } from '../../events/inde
 import type { ReferSubscription } from '../../sip/stack/index.js';
 import type { ChildLeg } from '../child-leg.js';
 import type { BridgeFinder, TransferableBridge, TransferLeg } from './transfer-bridge.js';
-import type { TransferDeps } from './transfer-deps.js';
+import type { NewCall } from '../../store/index.js';
+import type { CallServices, LocatingServices } from '../call-services.js';
 
-export interface TransferContext extends TransferDeps {
+/** What a transfer is handed: the call services with the location service, and the engine's hold on legs. */
+export interface TransferContext extends LocatingServices<CallServices> {
+  /**
+   * Opens the CDR of the transferred party's new leg (`parent_call_id` = the call transferred) and has the engine
+   * hold it, so a billing cut of the leg ends the call it belongs to (`parent.end`).
+   */
+  openLeg(parent: TransferableBridge, call: Omit<NewCall, 'parent_call_id' | 'parent_call_sid'>): Promise<ChildLeg>;
   /** The live bridges of an account, searched for the dialog an attended transfer's Replaces names. */
   findBridge: BridgeFinder;
 }

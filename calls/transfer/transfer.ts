@@ -6,7 +6,6 @@ import {
   type Responder,
   type SipRequest,
 } from '../../sip/stack/index.js';
-import type { TransferDeps } from './transfer-deps.js';
 import { attendedTransfer } from './attended.js';
 import { blindTransfer } from './blind.js';
 import type { TransferableBridge, TransferLeg } from './transfer-bridge.js';
@@ -58,7 +57,7 @@ async function onRefer(
 }
 
 /** Hosts a Refer-To may name: the account's domain as the transferor wrote it (its From and To), the switch. */
-function ownDomains(d: TransferDeps, req: SipRequest): string[] {
+function ownDomains(d: TransferContext, req: SipRequest): string[] {
   const hosts = [d.config.publicHost, d.sip.ua.address('UDP')?.host ?? ''];
   for (const h of ['from', 'to']) hosts.push(hostOf(req.headers.get(h)) ?? '');
   return hosts.filter((h) => h !== '');

@@ -4,7 +4,7 @@ import { systemClock } from '../../kit/index.js';
 import { findPlayableAsset, type EndUserRow } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
 import { keepRecording } from '../call-recording.js';
-import type { FlowDeps } from '../flows/flow-deps.js';
+import type { CallServices } from '../call-services.js';
 import { answerCaller, type MailboxCaller } from './ivr-leg.js';
 
 /** A message is at most this long; this much silence ends it; `#` ends it too. */
@@ -26,7 +26,7 @@ export function defaultGreeting(callee: Pick<EndUserRow, 'extension_number' | 'd
  * message is a Recording of the call (REC.0300) marked as the end-user's (`GET /api/recordings?end_user_uuid=`),
  * announced as VM.0300, and the end-user's phones get a message-summary NOTIFY (sip/message-waiting.ts).
  */
-export async function leaveVoicemail(d: FlowDeps, c: MailboxCaller, callee: EndUserRow): Promise<void> {
+export async function leaveVoicemail(d: CallServices, c: MailboxCaller, callee: EndUserRow): Promise<void> {
   const row = c.call.life.row;
   const caller = await answerCaller(d, c).catch((e: unknown) => {
     d.log.warn({ err: e, call: row.sid }, 'voicemail could not answer the caller');
@@ -79,7 +79,7 @@ export async function leaveVoicemail(d: FlowDeps, c: MailboxCaller, callee: EndU
 }
 
 /** The greeting asset when the end-user set one and it is playable, else the spoken default. */
-async function greet(d: FlowDeps, accountId: string, callId: string, callee: EndUserRow, signal: AbortSignal) {
+async function greet(d: CallServices, accountId: string, callId: string, callee: EndUserRow, signal: AbortSignal) {
   if (callee.voicemail_greeting) {
     const file = await findPlayableAsset(d.db, accountId, callee.voicemail_greeting, mediaStorageFor(d.config));
     if (file) return void (await d.media.playFile(callId, CALLER_LEG, file, { signal }));

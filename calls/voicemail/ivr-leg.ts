@@ -7,7 +7,7 @@ import { CallDigits } from '../call-digits.js';
 import { CALLER_LEG } from '../call-media.js';
 import { parseDtmfInfo } from '../dtmf-info.js';
 import { mediaProfileFor } from '../flows/dial-leg.js';
-import type { FlowDeps } from '../flows/flow-deps.js';
+import type { CallServices } from '../call-services.js';
 
 /** The caller of a mailbox (leaving a message, or *97): its INVITE, still unanswered, and its call. */
 export interface MailboxCaller {
@@ -32,7 +32,7 @@ export interface AnsweredCaller {
  * billing starts, and its keys (RFC 4733 from our endpoint and from rtpengine's log, in-band tones) arrive
  * de-duplicated through CallDigits, the Gather machinery's key stream. Undefined when the caller gave up first.
  */
-export async function answerCaller(d: FlowDeps, c: MailboxCaller): Promise<AnsweredCaller | undefined> {
+export async function answerCaller(d: CallServices, c: MailboxCaller): Promise<AnsweredCaller | undefined> {
   const row = c.call.life.row;
   if (c.srv.canceled || c.srv.finalResponse || c.call.isEnding) return undefined;
   await d.media.deleteSession(row.id);

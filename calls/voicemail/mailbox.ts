@@ -4,7 +4,8 @@ import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { deleteMessage, listMailbox, markMessageHeard, type CallRow, type RecordingRow } from '../../store/index.js';
 import { CALLER_LEG } from '../call-media.js';
 import { runGather } from '../gather-run.js';
-import { dialsShortCode, runShortCodeCall, type ShortCodeCallDeps } from '../short-code-call.js';
+import { dialsShortCode, runShortCodeCall } from '../short-code-call.js';
+import type { FlowServices } from '../flows/flow-services.js';
 import type { AnsweredCaller } from './ivr-leg.js';
 
 /** The short code a phone dials to listen to its own mailbox. */
@@ -19,8 +20,6 @@ const KEY_WAIT_SECONDS = 5;
 /** True when a phone's Request-URI user part is the mailbox short code (`*97`, or `%2A97` as some phones send it). */
 export const isMailboxCode = (user: string | undefined): boolean => dialsShortCode(user, MAILBOX_CODE, 8);
 
-export type MailboxDeps = ShortCodeCallDeps;
-
 /**
  * `*97` from a phone: the switch answers, says how many new and saved messages the end-user
  * has, plays each (new ones first) and takes a key during or after it: 7 deletes it, 9 (or nothing) keeps it and
@@ -28,7 +27,7 @@ export type MailboxDeps = ShortCodeCallDeps;
  * NOTIFY. The call is an internal call of the end-user (its CDR's `to` is `*97`), admitted as any call of the account.
  */
 export async function runMailbox(
-  d: MailboxDeps,
+  d: FlowServices,
   req: SipRequest,
   srv: Responder,
   who: EndUserIdentity,
@@ -38,7 +37,7 @@ export async function runMailbox(
   await runShortCodeCall(d, req, srv, who, release, sc, (row, caller) => listen(d, row, who, caller));
 }
 
-async function listen(d: MailboxDeps, row: CallRow, who: EndUserIdentity, caller: AnsweredCaller): Promise<void> {
+async function listen(d: FlowServices, row: CallRow, who: EndUserIdentity, caller: AnsweredCaller): Promise<void> {
   const say = (text: string, signal = caller.gone) => d.media.say(row.id, CALLER_LEG, text, { signal });
   const messages = await listMailbox(d.db, who.accountId, who.endUserId);
   const fresh = messages.filter((m) => m.voicemail_status === 'new').length;
@@ -66,7 +65,7 @@ async function listen(d: MailboxDeps, row: CallRow, who: EndUserIdentity, caller
 
 /** One message and its menu, through the Gather machinery: a key barges in on both; '' when none came. */
 async function play(
-  d: MailboxDeps,
+  d: FlowServices,
   row: CallRow,
   caller: AnsweredCaller,
   message: RecordingRow,

@@ -74,6 +74,7 @@ export type {
   SourceAdmission,
   MessageTap,
   TappedMessage,
+  NewInvitePolicy,
 } from './transport/index.js';
 export { DEFAULT_CONNECTION_LIMITS } from './transport/index.js';
 export {

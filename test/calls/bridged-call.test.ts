@@ -6,7 +6,7 @@ import type { Dialog } from '../../sip/stack/index.js';
 import { insertAccount, insertCall, nowIso, type Db } from '../../store/index.js';
 import { BridgedCall, type BridgedCallDeps } from '../../calls/bridged-call.js';
 import { CallTeardown } from '../../calls/call-teardown.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
 import { sqliteDb } from '../support/db.js';
 import { CALL_EPOCH, FakeBilling, FakeDialog, deferred, fakeEvents, until, type Steps } from './fakes.js';
 

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { CallHandling, DEFAULT_RING_SECONDS, type ForwardingDeps } from '../../calls/forwarding.js';
+import { CallHandling, DEFAULT_RING_SECONDS } from '../../calls/call-handling.js';
 import { defaultGreeting } from '../../calls/voicemail/deposit.js';
 import { isBalanceCode } from '../../calls/prepaid/balance-call.js';
 import { isMailboxCode } from '../../calls/voicemail/mailbox.js';
 import type { EndUserRow } from '../../store/index.js';
 
-const deps = {} as ForwardingDeps; // the policy reads only the callee's row
+const deps = {} as Parameters<typeof CallHandling.of>[0]; // the policy reads only the callee's row
 
 function callee(over: Partial<EndUserRow> = {}): EndUserRow {
   return {

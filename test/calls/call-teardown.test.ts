@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { roomLogger } from '../../config/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import { insertAccount, insertCall, findCallAnyAccount, nowIso, type Db } from '../../store/index.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
 import { CallTeardown } from '../../calls/call-teardown.js';
 import { sqliteDb } from '../support/db.js';
 import { ManualClock } from '../../kit/index.js';

@@ -4,7 +4,7 @@ import { roomLogger } from '../../config/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import { CreditMonitor, RateBook, cdrSeconds, post } from '../../billing/index.js';
 import { insertAccount, insertCall, nowIso, setRate, type Db } from '../../store/index.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
 import { CallTeardown } from '../../calls/call-teardown.js';
 import { ManualClock } from '../../kit/index.js';
 import { sqliteDb } from '../support/db.js';

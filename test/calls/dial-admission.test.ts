@@ -4,9 +4,10 @@ import { StoreAdmission, post } from '../../billing/index.js';
 import type { EventPublisher } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
 import { insertAccount, insertCall, setRate, updateAccount, type CallRow, type Db } from '../../store/index.js';
-import { runDial, type DialVerbDeps } from '../../calls/flows/dial-verb.js';
+import { runDial } from '../../calls/flows/dial-verb.js';
+import type { FlowServices } from '../../calls/flows/flow-services.js';
 import { ChildLeg } from '../../calls/child-leg.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
 import type { LiveCall } from '../../calls/live-call.js';
 import type { DialOptions } from '../../verbs/index.js';
 import { sqliteDb } from '../support/db.js';
@@ -92,7 +93,7 @@ describe('calls: a Dial leg passes admission (CPS, and the held slot is released
         });
         return new ChildLeg(new CallLifecycle({ db, events, log }, row), undefined);
       },
-    } as unknown as DialVerbDeps;
+    } as unknown as FlowServices;
     const children = () => db('calls').where({ parent_call_id: parentRow.id }).orderBy('created_at');
     const live = async () =>
       (await db('calls').where({ account_id: account.id }).whereIn('status', ['initiated', 'ringing', 'answered']))

@@ -5,9 +5,10 @@ import type { SipRefusal, UnansweredLeg } from '../../calls/unanswered-leg.js';
 import type { EventPublisher } from '../../events/index.js';
 import type { RecordingResult } from '../../media/index.js';
 import { roomLogger } from '../../config/index.js';
-import { CallLifecycle } from '../../calls/lifecycle.js';
-import { LiveCall, type LiveCallDeps } from '../../calls/live-call.js';
-import { ManualClock } from '../../kit/index.js';
+import { CallLifecycle } from '../../calls/call-lifecycle.js';
+import { LiveCall } from '../../calls/live-call.js';
+import type { CallServices } from '../../calls/call-services.js';
+import { ManualClock, UrlPolicy } from '../../kit/index.js';
 import type { Dialog } from '../../sip/stack/index.js';
 import { insertCall, nowIso, type Db } from '../../store/index.js';
 
@@ -190,7 +191,7 @@ export function subsequence(steps: Steps, want: string[]): string[] {
  * one `steps` list; its leg answers as calls/flows/uas-leg.ts does (media answer, then the 200 unless the call
  * ended meanwhile, then answered) once the test resolves `leg.mediaReady`.
  */
-export async function inboundLiveCall(db: Db, accountId: string, extra: Partial<LiveCallDeps> = {}) {
+export async function inboundLiveCall(db: Db, accountId: string, extra: Partial<CallServices> = {}) {
   const log = roomLogger('calls');
   const steps: Steps = [];
   const clock = new ManualClock(CALL_EPOCH);
@@ -205,10 +206,19 @@ export async function inboundLiveCall(db: Db, accountId: string, extra: Partial<
   const events = fakeEvents(steps);
   const media = new FakeMedia(steps);
   const billing = new FakeBilling(steps);
-  const call = new LiveCall(
-    { db, media, events, log, billing, clock, webhookTimeoutMs: 1000, recordingRetentionDays: 30, ...extra },
-    new CallLifecycle({ db, events, log }, row),
-  );
+  const services = {
+    db,
+    events,
+    log,
+    billing,
+    clock,
+    urlPolicy: UrlPolicy.strict,
+    webhookTimeoutMs: 1000,
+    recordingRetentionDays: 30,
+    lifecycle: (r) => new CallLifecycle({ db, events, log }, r),
+    ...extra,
+  } as Partial<CallServices> as CallServices;
+  const call = new LiveCall(services, services.lifecycle(row), media);
   const dialog = new FakeDialog(steps);
   const leg = new FakeLeg(
     steps,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { keepableDocument, type LastGoodCall } from '../../calls/prepaid/last-good.js';
+import { keepableDocument, type LastGoodCall } from '../../calls/prepaid/last-good-documents.js';
 import { parseVerbDocument } from '../../verbs/index.js';
 
-/** Issue 23, item 4: which call-control replies may serve later callers (calls/prepaid/last-good.ts). */
+/** Issue 23, item 4: which call-control replies may serve later callers (calls/prepaid/last-good-documents.ts). */
 describe('calls: the last known good document keeps no per-call state', () => {
   const call: LastGoodCall = {
     id: '6f1c2a9e-0000-4000-8000-00000000abcd',

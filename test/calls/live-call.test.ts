@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { ReasonCodes } from '../../events/index.js';
 import { insertAccount, type Db } from '../../store/index.js';
 import { VERB_REGISTRY, VerbTaskBase, parseVerbDocument, type VerbOutcome } from '../../verbs/index.js';
-import type { LiveCallDeps } from '../../calls/live-call.js';
+import type { CallServices } from '../../calls/call-services.js';
 import { sqliteDb } from '../support/db.js';
 import { deferred, inboundLiveCall, settle, subsequence, until } from './fakes.js';
 
 /**
- * LiveCall as the composition of its verbs (calls/verb-context.ts) and its teardown (calls/call-teardown.ts): an
+ * LiveCall as the composition of its verbs (calls/call-verbs.ts) and its teardown (calls/call-teardown.ts): an
  * inbound call rings, the first verb that needs the line answers it, and the end races the answer, the caller's
  * BYE and the verbs. The real lifecycle and store (SQLite in a temp dir) and the real interpreter on parsed
  * documents; the caller's leg, media and billing are stand-ins logging to one ordered list; time is a manual
@@ -23,7 +23,7 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
   });
   after(async () => db?.destroy());
 
-  const inbound = (extra: Partial<LiveCallDeps> = {}) => inboundLiveCall(db, accountId, extra);
+  const inbound = (extra: Partial<CallServices> = {}) => inboundLiveCall(db, accountId, extra);
 
   const doc = (xml: string) => ({ document: parseVerbDocument(xml) });
 

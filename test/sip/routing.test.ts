@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { RouteTable, type PlanOptions } from '../../sip/routing.js';
+import { TrunkRouteTable, type PlanOptions } from '../../sip/routing.js';
 import type { RouteRow, TrunkRow } from '../../store/index.js';
 
 const trunk = (id: string, over: Partial<TrunkRow> = {}): TrunkRow =>
@@ -24,7 +24,7 @@ describe('sip: routing table (least cost routing)', () => {
   const trunks = ['a', 'b', 'c', 'd'].map((id) => trunk(id));
 
   it('orders by longest prefix, then priority, then cheapest buy rate among equal weights', () => {
-    const table = new RouteTable([
+    const table = new TrunkRouteTable([
       route('', 'd', 0, 1),
       route('254', 'a', 0, 30),
       route('2547', 'b', 1, 20),
@@ -39,7 +39,7 @@ describe('sip: routing table (least cost routing)', () => {
   });
 
   it('skips a route dearer than the sell rate unless loss-making routes are allowed', () => {
-    const table = new RouteTable([route('254', 'a', 0, 300), route('254', 'b', 1, 150)]);
+    const table = new TrunkRouteTable([route('254', 'a', 0, 300), route('254', 'b', 1, 150)]);
     const plan = table.plan('254700', options(trunks, { sellRateCents: 200 }));
     assert.deepEqual(
       plan.tried.map((p) => p.trunk.id),
@@ -54,7 +54,7 @@ describe('sip: routing table (least cost routing)', () => {
   });
 
   it('skips down and inactive trunks, and a trunk already planned under a longer prefix', () => {
-    const table = new RouteTable([route('254', 'a'), route('254', 'b', 1), route('25', 'c'), route('2', 'a')]);
+    const table = new TrunkRouteTable([route('254', 'a'), route('254', 'b', 1), route('25', 'c'), route('2', 'a')]);
     const plan = table.plan(
       '25470',
       options([trunk('a'), trunk('b'), trunk('c', { is_active: false })], { isUp: (id) => id !== 'b' }),
@@ -74,7 +74,7 @@ describe('sip: routing table (least cost routing)', () => {
   });
 
   it('draws among equal priority in proportion to weight', () => {
-    const table = new RouteTable([route('1', 'a', 0, 10, 3), route('1', 'b', 0, 5, 1)]);
+    const table = new TrunkRouteTable([route('1', 'a', 0, 10, 3), route('1', 'b', 0, 5, 1)]);
     let seed = 1;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     let aFirst = 0;
@@ -84,7 +84,7 @@ describe('sip: routing table (least cost routing)', () => {
   });
 
   it('finds the emergency route by its word, never by digits', () => {
-    const table = new RouteTable([route('emergency', 'b'), route('', 'a')]);
+    const table = new TrunkRouteTable([route('emergency', 'b'), route('', 'a')]);
     assert.deepEqual(
       table.plan('emergency', options(trunks)).tried.map((p) => p.route?.prefix),
       ['emergency', ''],

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { parseVerbDocument, VerbDocumentError } from '../../verbs/index.js';
-import { Enqueue } from '../../verbs/verbs/enqueue.js';
+import { Enqueue } from '../../verbs/tasks/enqueue.js';
 import type { QueueOutcome, QueueTicket, VerbContext } from '../../verbs/index.js';
 
 describe('verbs: queues and media streams (parse-live.ts, enqueue.ts)', () => {

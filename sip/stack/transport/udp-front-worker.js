@@ -4,9 +4,9 @@
  * the TypeScript loader of the main thread.
  *
  * Per datagram it reads only the start line; of an INVITE (and of an ACK or CANCEL while refusals are remembered) a few
- * headers: Via, From, To, Call-ID, CSeq, the Request-URI's user, User-Agent. A new INVITE (no To tag, not to an
- * emergency number) meets the gate the main thread publishes in shared memory (a token bucket's rate, the fixed
- * platform cap); a refused one is answered here, statelessly (RFC 3261 §8.2.6, §16.6 step 8's reply shape), with
+ * headers: Via, From, To, Call-ID, CSeq, the Request-URI's user, User-Agent. A new INVITE (no To tag, not exempt by
+ * the policy) meets the policy the switch passed (a module: createPolicy(data)) and the gate the main thread
+ * publishes in shared memory (a token bucket's rate); a refused one is answered here, statelessly (RFC 3261 §8.2.6, §16.6 step 8's reply shape), with
  * 503 and Retry-After. Its retransmissions get the same reply, byte for byte, the ACK of that reply is absorbed and a
  * CANCEL of it gets 200 (§9.2: the transaction has its final response).
  * Everything else goes to the main thread, as it came, with the source address; so do the INVITEs admitted here
@@ -21,31 +21,33 @@
  * out, and its own controller (billing/overload.ts) sees it only later. At the onset of a flood this is what keeps
  * the calls already admitted moving.
  *
- * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] the platform cap in calls/s (0 =
- * none), [2] Retry-After seconds, [3] the bucket's floor (minCps), [4] refusals so far (written here), [5] the
- * backlog limit in ms (0 = none), [6] the number of the last batch the main thread has taken (written there).
+ * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] Retry-After seconds, [2] the bucket's
+ * floor (minCps), [3] refusals so far (written here), [4] the backlog limit in ms (0 = none), [5] the number of the
+ * last batch the main thread has taken (written there).
  */
 import dgram from 'node:dgram';
 import { parentPort, workerData } from 'node:worker_threads';
 
 const GATE_LIMIT = 0;
-const GATE_CAP = 1;
-const GATE_RETRY_AFTER = 2;
-const GATE_MIN_CPS = 3;
-const GATE_REFUSED = 4;
-const GATE_MAX_BACKLOG = 5;
-const GATE_TAKEN = 6;
+const GATE_RETRY_AFTER = 1;
+const GATE_MIN_CPS = 2;
+const GATE_REFUSED = 3;
+const GATE_MAX_BACKLOG = 4;
+const GATE_TAKEN = 5;
 /** The header section read of an INVITE; a larger one goes to the main thread, which applies its own limits. */
 const MAX_HEAD = 16 * 1024;
 /** Transactions remembered (decision by Call-ID, CSeq number and From tag) for 64*T1 to twice that. */
 const REMEMBER_MS = 32_000;
 const REMEMBER_MAX = 100_000;
 
-const { host, port, ipv6, exemptUsers, tokenBucketModule } = workerData;
+const { host, port, ipv6, policyModule, policyData, tokenBucketModule } = workerData;
 // The kit's token bucket, by the URL the main thread passes (kit/index.ts exports it): the same module as its own.
 const { TokenBucket } = await import(tokenBucketModule);
+/** The switch's rules for new INVITEs (udp-front.ts, NewInvitePolicy); without one, none is exempt or capped. */
+const policy = policyModule
+  ? (await import(policyModule)).createPolicy(policyData)
+  : { exempt: () => false, admit: () => true, admitted: () => {} };
 const gate = new Int32Array(workerData.gate);
-const exempt = new Set(exemptUsers);
 let banned = new Set();
 const tagSalt = Math.floor(Math.random() * 0xffffff).toString(36);
 
@@ -59,8 +61,6 @@ let rotatedAt = performance.now();
 let refusalsRemembered = 0;
 const bucket = new TokenBucket({ ratePerSecond: 0, burst: 0, tokens: 0, at: performance.now() });
 let lastLimit = -1;
-/** Admission times within the last second, for the platform cap. */
-const recent = [];
 
 // The port's only socket: bound exclusively (no SO_REUSEADDR), so no other process can bind it while Simu runs.
 const socket = dgram.createSocket({ type: ipv6 ? 'udp6' : 'udp4' });
@@ -175,7 +175,7 @@ function receive(data, address, srcPort) {
   }
   // A retransmission: the same answer.
   if (typeof known === 'number') return send(refusal(req, address, srcPort, key, known), req, address, srcPort);
-  if (known === true || req.toTag || req.cseqMethod !== 'INVITE' || exempt.has(req.user.replace(/[\s\-.()/]/g, '')))
+  if (known === true || req.toTag || req.cseqMethod !== 'INVITE' || policy.exempt(req.user))
     return forward(data, address, srcPort, known === true ? 1 : 0);
   if (banned.has(address)) return forward(data, address, srcPort, 0); // the main thread drops it unanswered
   if (admit()) {
@@ -206,12 +206,10 @@ function note(address, userAgent) {
   }, 100);
 }
 
-/** The gate: the platform cap over the last second, the main thread's backlog, then the token bucket at the published limit. */
+/** The gate: the policy, the main thread's backlog, then the token bucket at the published limit. */
 function admit() {
   const now = performance.now();
-  while (recent.length > 0 && recent[0] <= now - 1000) recent.shift();
-  const cap = Atomics.load(gate, GATE_CAP);
-  if (cap > 0 && recent.length >= cap) return false;
+  if (!policy.admit(now)) return false;
   const maxBacklog = Atomics.load(gate, GATE_MAX_BACKLOG);
   if (maxBacklog > 0 && backlog(now) > maxBacklog) return false;
   const limitMilli = Atomics.load(gate, GATE_LIMIT);
@@ -226,7 +224,7 @@ function admit() {
     lastLimit = -1;
     bucket.at = now;
   }
-  if (cap > 0) recent.push(now);
+  policy.admitted(now);
   return true;
 }
 

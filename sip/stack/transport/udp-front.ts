@@ -22,8 +22,6 @@ import type { ListenAddress } from './flow.js';
 export interface UdpGate {
   /** Calls per second admitted (a token bucket); null for no limit. */
   limitCps: number | null;
-  /** Fixed platform-wide cap on new calls per second; 0 for none. */
-  platformMaxCps: number;
   retryAfterSeconds: number;
   /** The bucket's burst never falls below this many calls. */
   minCps: number;
@@ -34,9 +32,26 @@ export interface UdpGate {
   maxBacklogMs: number;
 }
 
+/**
+ * The switch's rules for new INVITEs, asked by the front's worker thread before its own gate: which are never refused
+ * and which are over a cap of the switch's. Times are the worker's performance.now(), ms.
+ */
+export interface NewInvitePolicy {
+  /** An INVITE to this Request-URI user is never refused (passed to the main thread as it came). */
+  exempt(user: string): boolean;
+  /** False: the INVITE is refused (503 + Retry-After). */
+  admit(now: number): boolean;
+  /** The INVITE passed the whole gate. */
+  admitted(now: number): void;
+}
+
 export interface UdpFrontOptions {
-  /** Request-URI users of INVITEs never refused (emergency numbers); separators are ignored. */
-  exemptUsers: readonly string[];
+  /**
+   * The policy, as the worker loads it: a plain JavaScript module's URL exporting `createPolicy(data)`, which
+   * returns a NewInvitePolicy, and the data passed to it (structured-cloned; a SharedArrayBuffer stays shared).
+   * Without one, no INVITE is exempt and none capped beyond the gate.
+   */
+  policy?: { module: string; data: unknown };
   /** The worker failed after it started (it has stopped; the transport takes the port back on the main thread). */
   onError?: (err: Error) => void;
   /** New INVITEs the front refused from one source (told every 100 ms at most), e.g. for flood accounting. */
@@ -47,11 +62,11 @@ export interface UdpFrontOptions {
 export type FrontReceive = (data: Buffer, address: string, port: number, gated: boolean) => void;
 
 const WORKER_URL = new URL('./udp-front-worker.js', import.meta.url);
-const GATE_FIELDS = 7;
-const GATE_REFUSED = 4;
-const GATE_MAX_BACKLOG = 5;
+const GATE_FIELDS = 6;
+const GATE_REFUSED = 3;
+const GATE_MAX_BACKLOG = 4;
 /** The number of the last batch of datagrams the main thread has taken from the worker (written here). */
-const GATE_TAKEN = 6;
+const GATE_TAKEN = 5;
 
 /** A send waiting for the worker's report. */
 interface PendingSend {
@@ -90,14 +105,15 @@ export class UdpFront {
     onStopped: () => void,
   ): Promise<UdpFront> {
     const gate = new Int32Array(new SharedArrayBuffer(GATE_FIELDS * 4));
-    gate.set([-1, 0, 2, 10, 0, 0, 0]);
+    gate.set([-1, 2, 10, 0, 0, 0]);
     const ipv6 = addr.host.includes(':');
     const worker = new Worker(WORKER_URL, {
       workerData: {
         host: addr.host,
         port: addr.port,
         ipv6,
-        exemptUsers: [...opts.exemptUsers],
+        policyModule: opts.policy?.module,
+        policyData: opts.policy?.data,
         gate: gate.buffer,
         tokenBucketModule: TOKEN_BUCKET_MODULE,
       },
@@ -182,9 +198,8 @@ export class UdpFront {
   /** Publishes the gate (on every change of the limit). */
   publish(g: UdpGate): void {
     Atomics.store(this.#gate, 0, g.limitCps === null ? -1 : Math.round(g.limitCps * 1000));
-    Atomics.store(this.#gate, 1, g.platformMaxCps);
-    Atomics.store(this.#gate, 2, g.retryAfterSeconds);
-    Atomics.store(this.#gate, 3, g.minCps);
+    Atomics.store(this.#gate, 1, g.retryAfterSeconds);
+    Atomics.store(this.#gate, 2, g.minCps);
     Atomics.store(this.#gate, GATE_MAX_BACKLOG, Math.round(g.maxBacklogMs));
   }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { Worker } from 'node:worker_threads';
 import { UserAgent, type SipRequest } from '../../../sip/stack/index.js';
+import { FRONT_POLICY_MODULE, frontPolicyData } from '../../../sip/front-policy.js';
 import { nextPort } from '../../support/ports.js';
 import { eventually } from '../../support/wait.js';
 
@@ -27,7 +28,10 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     ua.onRequest('OPTIONS', (_req, srv) => srv.send(200, 'OK'));
     await ua.listen({
       udp: { host: '127.0.0.1', port },
-      udpFront: { exemptUsers: ['112'], onRefused: (...r) => refusals.push(r) },
+      udpFront: {
+        policy: { module: FRONT_POLICY_MODULE, data: frontPolicyData(['112']) },
+        onRefused: (...r) => refusals.push(r),
+      },
     });
     client = dgram.createSocket('udp4');
     client.on('message', (m) => replies.push(m));

@@ -1,13 +1,6 @@
-import type { Logger } from '../config/index.js';
 import { EventCodes } from '../events/index.js';
 import { MediaError, type RecordingResult, type TtsSubstitution } from '../media/index.js';
-import {
-  getAccountSettings,
-  findPlayableAsset,
-  type AccountSettings,
-  type AssetAudioSource,
-  type Db,
-} from '../store/index.js';
+import { getAccountSettings, findPlayableAsset, type AccountSettings } from '../store/index.js';
 import {
   callControlFetcher,
   type ActionCallbackExtras,
@@ -31,37 +24,15 @@ import {
   type QueueTicket,
   type StreamNoun,
 } from '../verbs/index.js';
-import { sleep, type Clock, type ReplyHeaders, type UrlPolicy } from '../kit/index.js';
-import type { CallBilling } from './call-billing.js';
-import type { LastGoodCall, LastGoodDocuments } from './prepaid/last-good.js';
+import { sleep, type ReplyHeaders } from '../kit/index.js';
+import type { CallServices } from './call-services.js';
+import { keepRecording } from './call-recording.js';
+import type { LastGoodCall } from './prepaid/last-good-documents.js';
 import type { CallMedia } from './call-media.js';
 import { CallDigits, type DigitSource } from './call-digits.js';
 import { runGather } from './gather-run.js';
-import type { CallLifecycle } from './lifecycle.js';
-import type { SpeechInput } from './speech-input.js';
-import { CallLiveVerbs } from './live-verbs.js';
-import type { QueueRegistry } from './queue/queue-registry.js';
-
-export interface CallVerbsDeps {
-  db: Db;
-  media: CallMedia;
-  log: Logger;
-  clock: Clock;
-  billing?: CallBilling;
-  webhookTimeoutMs: number;
-  /** Where the account's webhook URLs may point (kit/url-policy.ts); default: public destinations only. */
-  urlPolicy?: UrlPolicy;
-  /** Where assets not kept locally are fetched from (s3); local assets need nothing. */
-  assetStorage?: AssetAudioSource;
-  /** Stores a Record verb's file and announces it (calls/call-recording.ts); resolves with its Recording. */
-  keepRecording(r: RecordingResult): Promise<{ id: string }>;
-  /** The speech recogniser for Gather input="speech"; absent: such a Gather hears nothing. */
-  speech?: SpeechInput;
-  /** This process's call queues (Enqueue, Dial Queue); absent: those verbs end with QueueResult error. */
-  queues?: QueueRegistry;
-  /** The last known good call-control documents (calls/prepaid/last-good.ts); absent: never used. */
-  lastGood?: LastGoodDocuments;
-}
+import type { CallLifecycle } from './call-lifecycle.js';
+import { CallLiveVerbs } from './call-live-verbs.js';
 
 /** Most voice substitutions one call reports (each distinct voice or language asked for is one). */
 const MAX_SUBSTITUTION_REPORTS = 16;
@@ -89,30 +60,25 @@ export interface VerbHost {
  * seconds on the call's record. Every verb that needs the line answers a ringing caller first.
  */
 export class CallVerbs implements VerbContext {
-  readonly #d: CallVerbsDeps;
+  readonly #d: CallServices;
+  /** This call's media (calls/call-media.ts). */
+  readonly #media: CallMedia;
   readonly #host: VerbHost;
   readonly #digits: CallDigits;
   #fallback: FallbackPolicy = { mode: 'drop', value: '' };
   /** The number's call-control URL until its first request (the only one a last good document may answer). */
   #controlUrl: string | undefined;
-  /** Queues and media streams (calls/live-verbs.ts). */
+  /** Queues and media streams (calls/call-live-verbs.ts). */
   readonly #live: CallLiveVerbs;
   /** Say voices and languages already reported as spoken with the default (`attribute=value`). */
   readonly #substituted = new Set<string>();
 
-  constructor(deps: CallVerbsDeps, host: VerbHost) {
-    this.#d = deps;
+  constructor(services: CallServices, media: CallMedia, host: VerbHost) {
+    this.#d = services;
+    this.#media = media;
     this.#host = host;
-    this.#digits = new CallDigits(deps.clock);
-    this.#live = new CallLiveVerbs({
-      db: deps.db,
-      media: deps.media,
-      log: deps.log,
-      life: host.life,
-      urlPolicy: deps.urlPolicy,
-      queues: deps.queues,
-      listenKeys: (fn) => this.#digits.listen(({ digit }) => fn(digit)),
-    });
+    this.#digits = new CallDigits(services.clock);
+    this.#live = new CallLiveVerbs(services, media, host.life, (fn) => this.#digits.listen(({ digit }) => fn(digit)));
   }
 
   get fallback(): FallbackPolicy {
@@ -130,7 +96,7 @@ export class CallVerbs implements VerbContext {
 
   async say(text: string, options: SayOptions): Promise<void> {
     await this.#host.needMedia();
-    const r = await this.#d.media.say(options.ssml ?? text, {
+    const r = await this.#media.say(options.ssml ?? text, {
       voice: options.voice,
       language: options.language,
       signal: options.signal,
@@ -160,11 +126,11 @@ export class CallVerbs implements VerbContext {
       // Absent, inactive or without audio: PLAY.0404 and the next verb (spec, Play).
       const file = await findPlayableAsset(this.#d.db, row.account_id, source.name, this.#d.assetStorage);
       if (!file) return 'asset_missing';
-      await this.#d.media.playFile(file, { signal: options.signal });
+      await this.#media.playFile(file, { signal: options.signal });
       return 'played';
     }
     try {
-      await this.#d.media.playUrl(source.url, { signal: options.signal });
+      await this.#media.playUrl(source.url, { signal: options.signal });
       return 'played';
     } catch (e) {
       if (e instanceof MediaError) {
@@ -245,7 +211,7 @@ export class CallVerbs implements VerbContext {
    */
   async record(options: RecordOptions): Promise<RecordResult> {
     await this.#host.needMedia();
-    if (options.playBeep) await this.#d.media.playBeep({ signal: options.signal });
+    if (options.playBeep) await this.#media.playBeep({ signal: options.signal });
     if (options.signal.aborted) return { durationSeconds: 0 };
     await this.#life.emit(EventCodes.recordingStarted, {});
     const finished = new AbortController();
@@ -254,7 +220,7 @@ export class CallVerbs implements VerbContext {
     });
     let r: RecordingResult;
     try {
-      r = await this.#d.media.record({
+      r = await this.#media.record({
         maxLengthSec: options.maxLength,
         silenceTimeoutSec: options.timeout,
         signal: AbortSignal.any([options.signal, finished.signal]),
@@ -262,7 +228,7 @@ export class CallVerbs implements VerbContext {
     } finally {
       unlisten();
     }
-    const rec = await this.#d.keepRecording(r);
+    const rec = await keepRecording(this.#d, this.#life, r);
     // RecordingPath is the Recording's uuid (what POST /api/recordings/download takes), never the file's place on
     // this server: an absolute path told every customer the data directory's layout.
     return { durationSeconds: Math.round(r.durationSec), path: rec.id };
@@ -275,9 +241,9 @@ export class CallVerbs implements VerbContext {
    */
   async startSessionRecording(options: SessionRecordingOptions): Promise<void> {
     await this.#host.needMedia();
-    if (this.#d.media.isRecording()) return;
+    if (this.#media.isRecording()) return;
     try {
-      await this.#d.media.startRecording({ maxLengthSec: options.maxLength, mono: options.channels === 'mono' });
+      await this.#media.startRecording({ maxLengthSec: options.maxLength, mono: options.channels === 'mono' });
     } catch (e) {
       if (!(e instanceof MediaError)) throw e;
       this.#d.log.warn(
@@ -355,7 +321,7 @@ export class CallVerbs implements VerbContext {
       },
       secret: account.signing_secret,
       timeoutMs: this.#d.webhookTimeoutMs,
-      ...(this.#d.urlPolicy === undefined ? {} : { urlPolicy: this.#d.urlPolicy }),
+      urlPolicy: this.#d.urlPolicy,
       ...(onSource === undefined ? {} : { onSource }),
     });
     return fetcher(url, extras, options);

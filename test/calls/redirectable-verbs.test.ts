@@ -5,7 +5,7 @@ import { sqliteDb } from '../support/db.js';
 import { inboundLiveCall, until } from './fakes.js';
 
 /**
- * REST call update on a live call (calls/call-redirect.ts through LiveCall.redirect): the running verb is
+ * REST call update on a live call (calls/redirectable-verbs.ts through LiveCall.redirect): the running verb is
  * interrupted at once and the new document runs instead of the rest of the old one. Real interpreter, lifecycle
  * and store; leg and media are stand-ins logging to one ordered list; the clock is manual, so a Pause of 60 s
  * only ends if something interrupts it.

@@ -2,25 +2,26 @@ import type { Config } from '../config/index.js';
 import { roomLogger } from '../config/index.js';
 import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
-import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
+import { mediaStorageFor, type MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
 import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
-import { CallLifecycle } from './lifecycle.js';
+import { CallLifecycle } from './call-lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import { mediaOfCall } from './call-media.js';
-import type { FlowDeps } from './flows/flow-deps.js';
+import type { FlowServices } from './flows/flow-services.js';
+import { hasLocator, type CallServices, type EndUserLocator } from './call-services.js';
 import { runOriginate } from './flows/originate.js';
 import { runInbound } from './flows/inbound.js';
-import { runEndUserCall, type EndUserLocator } from './flows/end-user.js';
-import { CreditNotices, type CreditWarningNotice } from './prepaid/credit-notice.js';
-import { LastGoodDocuments } from './prepaid/last-good.js';
+import { runEndUserCall } from './flows/end-user.js';
+import { CreditNotices, type CreditWarningNotice } from './prepaid/credit-notices.js';
+import { LastGoodDocuments } from './prepaid/last-good-documents.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
 import { ChildLegs, type ChildLeg } from './child-leg.js';
 import { CallSpeech } from './call-speech.js';
 import { publishTrunkState } from './trunk-events.js';
-import { CallTransfers } from './transfer/transfer-hub.js';
+import { CallTransfers } from './transfer/call-transfers.js';
 import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
@@ -50,20 +51,14 @@ export interface CallEngineDeps {
  */
 export class SwitchCallEngine implements CallEngine {
   readonly #deps: CallEngineDeps;
-  readonly #flow: FlowDeps;
+  /** Built once here and handed down with every call (calls/call-services.ts, calls/flows/flow-services.ts). */
+  readonly #services: FlowServices;
   readonly #live = new Map<string, LiveCall | BridgedCall>();
   /** Dial legs and transfers' new legs (a billing cut of a leg ends the call it is part of). */
   readonly #childLegs: ChildLegs;
   readonly #log = roomLogger('calls');
-  /** Where call-control, action and Redirect URLs may point (SSRF; docs/security.md). */
-  readonly #urlPolicy: UrlPolicy;
-  readonly #assetStorage: MediaStorage;
-  /** Gather input="speech": pocketsphinx on the caller's audio (calls/call-speech.ts). */
-  readonly #speech: CallSpeech;
-  /** The "one minute left" notice to a prepaid call's paying leg (calls/prepaid/credit-notice.ts). */
+  /** The "one minute left" notice to a prepaid call's paying leg (calls/prepaid/credit-notices.ts). */
   readonly #creditNotices: CreditNotices;
-  /** The last known good call-control document of each number (calls/prepaid/last-good.ts). */
-  readonly #lastGood: LastGoodDocuments;
   /** REFER from phones on bridges (calls/transfer/; docs/softphones.md, "Transfer"). */
   readonly #transfers: CallTransfers;
   /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues). */
@@ -75,31 +70,12 @@ export class SwitchCallEngine implements CallEngine {
    * class that fails, to prove what a platform failure does to a call through the real switch.
    */
   verbRegistry: VerbRegistry = VERB_REGISTRY;
-  readonly #keep: { db: Db; clock: typeof systemClock; recordingRetentionDays: number };
   #closed = false;
 
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
-    this.#assetStorage = mediaStorageFor(deps.config);
-    this.#speech = new CallSpeech(deps.media);
-    this.#creditNotices = new CreditNotices({ media: deps.media, log: this.#log });
-    this.#lastGood = new LastGoodDocuments({
-      db: deps.db,
-      maxAgeSeconds: deps.config.prepaid.lastGoodMaxAgeSeconds,
-      clock: systemClock,
-      log: this.#log,
-    });
-    this.#keep = { db: deps.db, clock: systemClock, recordingRetentionDays: deps.recordingRetentionDays ?? 90 };
-    this.conferences = new Conferences({
-      log: this.#log,
-      clock: systemClock,
-      port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
-      playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
-      recordingsDir: join(deps.config.dataDir, 'recordings'),
-    });
     const { allowPrivate, allowNetworks } = deps.config.webhooks;
-    this.#urlPolicy = new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] });
-    this.#flow = {
+    const core = {
       db: deps.db,
       config: deps.config,
       log: this.#log,
@@ -107,13 +83,49 @@ export class SwitchCallEngine implements CallEngine {
       sip: deps.sip,
       events: deps.publisher,
       admission: deps.admission,
-    };
-    this.#childLegs = new ChildLegs({ db: deps.db, events: deps.publisher, log: this.#log, billing: deps.billing });
+      clock: systemClock,
+      urlPolicy: new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] }),
+      webhookTimeoutMs: deps.config.webhooks.timeoutMs,
+      recordingRetentionDays: deps.recordingRetentionDays ?? 90,
+      billing: deps.billing,
+      locator: deps.locator,
+      assetStorage: mediaStorageFor(deps.config),
+      speech: new CallSpeech(deps.media),
+      queues: this.queues,
+      lastGood: new LastGoodDocuments({
+        db: deps.db,
+        maxAgeSeconds: deps.config.prepaid.lastGoodMaxAgeSeconds,
+        clock: systemClock,
+        log: this.#log,
+      }),
+      verbRegistry: () => this.verbRegistry,
+      lifecycle: (row: CallRow) => new CallLifecycle({ db: deps.db, events: deps.publisher, log: this.#log }, row),
+    } satisfies CallServices;
+    this.#creditNotices = new CreditNotices({ media: deps.media, log: this.#log });
+    this.conferences = new Conferences({
+      log: this.#log,
+      clock: systemClock,
+      port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
+      playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
+      recordingsDir: join(deps.config.dataDir, 'recordings'),
+    });
+    this.#childLegs = new ChildLegs(core);
     this.#transfers = new CallTransfers(
-      { ...this.#flow, locator: deps.locator },
+      core,
       { bridges: () => [...this.#live.values()].filter((c): c is BridgedCall => c instanceof BridgedCall) },
       this.#childLegs,
     );
+    this.#services = {
+      ...core,
+      trackIvr: (row) => this.#track(row),
+      trackBridge: (row, opts) => this.#trackBridge(row, opts),
+      openChildLeg: (parent, from, to) => this.#openChildLeg(parent, from, to),
+      dial: (c, target, options) =>
+        target.kind === 'conference'
+          ? joinConference(this.conferences, conferenceCallOf(c, core), target.conference, options)
+          : runDial(this.#services, c, target, options),
+      transfers: this.#transfers,
+    };
     // A caller's keys (RFC 4733 from rtpengine's log and read by our IVR endpoint, tones it heard) reach its call
     // (Gather, Record's finishOnKey; one press seen twice counts once); digits of bridged legs are not used. SIP
     // INFO keys arrive on the dialog (LiveCall).
@@ -131,61 +143,20 @@ export class SwitchCallEngine implements CallEngine {
     deps.sip.trunkHealth?.on('change', (c) => void publishTrunkState(deps.publisher, c));
     deps.sip.onInvite(async (req, srv, origin) => {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
-      if (origin.kind === 'trunk') return runInbound(this.#flow, (row) => this.#track(row), req, srv, origin.trunk);
-      if (!deps.locator) return void srv.send(503, 'Service Unavailable');
+      if (origin.kind === 'trunk') return runInbound(this.#services, req, srv, origin.trunk);
+      const services = this.#services;
+      if (!hasLocator(services)) return void srv.send(503, 'Service Unavailable');
       // RFC 3891: a phone taking the place of a leg of a live call of its account (calls/transfer/replaces-invite.ts).
       if (req.headers.get('replaces') !== undefined) return this.#transfers.replace(req, srv, origin.identity);
-      return runEndUserCall(
-        {
-          ...this.#flow,
-          locator: deps.locator,
-          trackIvr: (row) => this.#track(row),
-          trackBridge: (row, opts) => this.#trackBridge(row, opts),
-          openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
-        },
-        req,
-        srv,
-        origin.identity,
-      );
+      return runEndUserCall(services, req, srv, origin.identity);
     });
   }
 
   #track(row: CallRow): LiveCall {
     // SIP capture files the messages being handled (this call's legs) under its ids.
     this.#deps.sip.capture?.claim(row.id, row.sid);
-    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
-    const call = new LiveCall(
-      {
-        db: this.#deps.db,
-        media: mediaOfCall(this.#deps.media, row.id),
-        events: this.#deps.publisher,
-        log: this.#log,
-        billing: this.#deps.billing,
-        webhookTimeoutMs: this.#deps.config.webhooks.timeoutMs,
-        urlPolicy: this.#urlPolicy,
-        dialer: (c, target, options) =>
-          target.kind === 'conference'
-            ? joinConference(this.conferences, conferenceCallOf(c, this.#keep), target.conference, options)
-            : runDial(
-                {
-                  ...this.#flow,
-                  locator: this.#deps.locator,
-                  openChildLeg: (p, from, to) => this.#openChildLeg(p, from, to),
-                  transfers: this.#transfers,
-                },
-                c,
-                target,
-                options,
-              ),
-        recordingRetentionDays: this.#deps.recordingRetentionDays ?? 90,
-        assetStorage: this.#assetStorage,
-        speech: this.#speech,
-        queues: this.queues,
-        lastGood: this.#lastGood,
-        verbRegistry: () => this.verbRegistry,
-      },
-      life,
-    );
+    const life = this.#services.lifecycle(row);
+    const call = new LiveCall(this.#services, life, mediaOfCall(this.#deps.media, row.id), this.#services.dial);
     this.#live.set(row.id, call);
     void life.ended.then(() => this.#live.delete(row.id));
     return call;
@@ -193,7 +164,7 @@ export class SwitchCallEngine implements CallEngine {
 
   #trackBridge(row: CallRow, opts: { unbilled?: boolean } = {}): BridgedCall {
     this.#deps.sip.capture?.claim(row.id, row.sid);
-    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
+    const life = this.#services.lifecycle(row);
     // Emergency calls are never billed nor cut for credit (flows/emergency.ts).
     const billing = row.emergency || opts.unbilled ? undefined : this.#deps.billing;
     const call = new BridgedCall(
@@ -241,7 +212,7 @@ export class SwitchCallEngine implements CallEngine {
   async originate(row: CallRow, opts: OriginateOptions): Promise<void> {
     const call = this.#track(row);
     await call.life.initiated();
-    void runOriginate(this.#flow, call, opts.timeoutSeconds, opts.machineDetection).catch((e) => {
+    void runOriginate(this.#services, call, opts.timeoutSeconds, opts.machineDetection).catch((e) => {
       this.#log.error({ err: e, call: row.sid }, 'originate failed');
       void call.end(ReasonCodes.carrierFailure);
     });
@@ -253,10 +224,7 @@ export class SwitchCallEngine implements CallEngine {
     // The store shows the call live but this switch does not hold it: close it as reconciled (spec: END.0504),
     // billed up to the last credit heartbeat, reported once, exactly as the periodic sweep would.
     if (this.#deps.reconcile) await this.#deps.reconcile(row.id);
-    else
-      await new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row).end(
-        ReasonCodes.reconciled,
-      );
+    else await this.#services.lifecycle(row).end(ReasonCodes.reconciled);
     return (await findCallAnyAccount(this.#deps.db, row.id)) ?? row;
   }
 

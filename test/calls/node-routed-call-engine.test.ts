@@ -51,7 +51,7 @@ class Wires {
 }
 
 /**
- * The command protocol between nodes (calls/node-routing.ts): a hangup, redirect or keys for a call another node
+ * The command protocol between nodes (calls/node-routed-call-engine.ts): a hangup, redirect or keys for a call another node
  * holds run on that node's engine and its outcome comes back; a silent owner times out (503); a call the owner's
  * store does not know is `not_held`; a gone or stale owner is not asked, the call is closed here (END.0504).
  */

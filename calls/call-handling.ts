@@ -1,13 +1,14 @@
 import { AdmissionRefusedError, checkDestination } from '../billing/index.js';
 import { EventCodes, ReasonCodes, type ReasonCode } from '../events/index.js';
-import type { Responder, SipRequest, Target } from '../sip/stack/index.js';
+import type { Responder, SipRequest } from '../sip/stack/index.js';
 import { findEndUserByExtension, listOwnedNumbers, type EndUserRow } from '../store/index.js';
 import type { BridgedCall } from './bridged-call.js';
 import type { ChildLeg } from './child-leg.js';
 import { dialLeg, mediaProfileFor, type DialLegOutcome } from './flows/dial-leg.js';
 import { dialPstn } from './flows/dial-pstn.js';
 import { raceForks } from './flows/fork.js';
-import type { FlowDeps } from './flows/flow-deps.js';
+import type { FlowServices } from './flows/flow-services.js';
+import type { LocatingServices } from './call-services.js';
 import { failureReason } from './flows/originate.js';
 import { bridgePhone, type BridgeTarget } from './flows/phone-bridge.js';
 import { leaveVoicemail } from './voicemail/deposit.js';
@@ -18,12 +19,8 @@ export type DivertCause = 'dnd' | 'always' | 'offline' | 'busy' | 'no-answer';
 /** The ring time of an extension without no-answer handling (what every extension rang before per-user call handling). */
 export const DEFAULT_RING_SECONDS = 30;
 
-export interface ForwardingDeps extends FlowDeps {
-  /** The registered contacts of an extension (the location service). */
-  locator: { lookup(accountId: string, extension: string): Array<{ contact: string; target: Target }> };
-  /** Opens the CDR of a forward to a number: an outbound call of the account (calls/child-leg.ts). */
-  openChildLeg?: (parent: BridgedCall, from: string, to: string) => Promise<ChildLeg>;
-}
+/** What call handling is handed: the flows' services with the location service. */
+type Forwarding = LocatingServices<FlowServices>;
 
 /** The call being handled: the caller's INVITE (still unanswered), its call, and who rang whom. */
 export interface HandledCall {
@@ -43,11 +40,11 @@ export interface HandledCall {
  */
 export class CallHandling {
   private constructor(
-    private readonly d: ForwardingDeps,
+    private readonly d: Forwarding,
     readonly callee: EndUserRow,
   ) {}
 
-  static of(d: ForwardingDeps, callee: EndUserRow): CallHandling | undefined {
+  static of(d: Forwarding, callee: EndUserRow): CallHandling | undefined {
     const any =
       callee.dnd ||
       callee.voicemail_enabled ||
@@ -174,11 +171,11 @@ export class CallHandling {
     };
     const [did] = (await listOwnedNumbers(d.db, row.account_id)).filter((n) => n.is_active);
     const verdict = await checkDestination(d.db, row.account_id, number);
-    if (!did || !verdict.allowed || !d.openChildLeg) return fail(ReasonCodes.rejected, 403);
+    if (!did || !verdict.allowed) return fail(ReasonCodes.rejected, 403);
     let child: ChildLeg;
     try {
       child = await d.admission.admit({ accountId: row.account_id, to: number }, () =>
-        d.openChildLeg!(c.call, did.number, number),
+        d.openChildLeg(c.call, did.number, number),
       );
     } catch (e) {
       if (!(e instanceof AdmissionRefusedError)) throw e;

@@ -1,26 +1,12 @@
-import type { Logger } from '../config/index.js';
 import { MediaError } from '../media/index.js';
-import { UrlPolicy } from '../kit/index.js';
-import { getAccountSettings, type Db } from '../store/index.js';
+import { getAccountSettings } from '../store/index.js';
 import type { DialOptions, DialResult, QueueTicket, StreamNoun } from '../verbs/index.js';
 import type { CallMedia } from './call-media.js';
-import type { CallLifecycle } from './lifecycle.js';
+import type { CallServices } from './call-services.js';
+import type { CallLifecycle } from './call-lifecycle.js';
 import { CallQueueing } from './queue/call-queueing.js';
 import { holdAudioFile } from './queue/hold-audio.js';
-import type { QueueRegistry } from './queue/queue-registry.js';
 import { CallStreams } from './streams/call-streams.js';
-
-export interface CallLiveVerbsDeps {
-  readonly db: Db;
-  readonly media: CallMedia;
-  readonly log: Logger;
-  readonly life: CallLifecycle;
-  readonly urlPolicy?: UrlPolicy;
-  /** This process's call queues; absent: Enqueue and Dial Queue fail. */
-  readonly queues?: QueueRegistry;
-  /** Deduplicated keys the caller presses (CallDigits); the returned function stops listening. */
-  listenKeys(fn: (digit: string) => void): () => void;
-}
 
 const FAILED_DIAL: DialResult = { status: 'failed', durationSeconds: 0 };
 
@@ -30,12 +16,24 @@ const FAILED_DIAL: DialResult = { status: 'failed', durationSeconds: 0 };
  * answered by CallVerbs before any of these.
  */
 export class CallLiveVerbs {
-  readonly #d: CallLiveVerbsDeps;
+  readonly #d: CallServices;
+  readonly #media: CallMedia;
+  readonly #life: CallLifecycle;
+  /** Deduplicated keys the caller presses (CallDigits); the returned function stops listening. */
+  readonly #listenKeys: (fn: (digit: string) => void) => () => void;
   #queueing: CallQueueing | undefined;
   #streams: CallStreams | undefined;
 
-  constructor(deps: CallLiveVerbsDeps) {
-    this.#d = deps;
+  constructor(
+    services: CallServices,
+    media: CallMedia,
+    life: CallLifecycle,
+    listenKeys: (fn: (digit: string) => void) => () => void,
+  ) {
+    this.#d = services;
+    this.#media = media;
+    this.#life = life;
+    this.#listenKeys = listenKeys;
   }
 
   joinQueue(name: string, maxSize: number): QueueTicket {
@@ -49,7 +47,7 @@ export class CallLiveVerbs {
   }
 
   async playHold(signal: AbortSignal): Promise<void> {
-    await this.#d.media.playFile(await holdAudioFile(), { signal });
+    await this.#media.playFile(await holdAudioFile(), { signal });
   }
 
   startStream(stream: StreamNoun): Promise<void> {
@@ -70,27 +68,30 @@ export class CallLiveVerbs {
   }
 
   #port() {
-    const media = this.#d.media;
+    const media = this.#media;
     if (!media.audioPort) throw new MediaError('MEDIA_NO_SESSION', 'no audio port in this set-up');
     return media.audioPort();
   }
 
   #queues(): CallQueueing | undefined {
-    const { queues, media, life } = this.#d;
+    const { queues } = this.#d;
+    const media = this.#media;
+    const life = this.#life;
     if (!queues || !media.audioPort) return undefined;
     this.#queueing ??= new CallQueueing(queues, life, () => this.#port());
     return this.#queueing;
   }
 
   #callStreams(): CallStreams {
-    const { db, life } = this.#d;
+    const { db } = this.#d;
+    const life = this.#life;
     this.#streams ??= new CallStreams({
       life,
       log: this.#d.log,
-      policy: this.#d.urlPolicy ?? UrlPolicy.strict,
+      policy: this.#d.urlPolicy,
       secret: async () => (await getAccountSettings(db, life.row.account_id)).signing_secret,
       port: () => this.#port(),
-      listenKeys: (fn) => this.#d.listenKeys(fn),
+      listenKeys: (fn) => this.#listenKeys(fn),
     });
     return this.#streams;
   }

@@ -1,6 +1,5 @@
 import type { ChildLegs } from '../child-leg.js';
-import type { EndUserLocator } from '../flows/end-user.js';
-import type { FlowDeps } from '../flows/flow-deps.js';
+import { hasLocator, type CallServices } from '../call-services.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { inviteWithReplaces } from './replaces-invite.js';
@@ -21,23 +20,23 @@ export interface BridgeSource {
 export class CallTransfers {
   readonly #ctx: TransferContext | undefined;
 
-  constructor(deps: FlowDeps & { locator?: EndUserLocator }, source: BridgeSource, childLegs: ChildLegs) {
-    const locator = deps.locator;
+  constructor(services: CallServices, source: BridgeSource, childLegs: ChildLegs) {
     // Without a location service there are no phones to transfer to (nor from).
-    this.#ctx = locator && {
-      ...deps,
-      locator,
-      openLeg: (parent, call) => childLegs.open(parent, call, false),
-      findBridge: (accountId, match) => {
-        for (const bridge of source.bridges()) {
-          // An emergency call is never moved nor taken over (its other leg is the PSAP's).
-          if (bridge.life.row.account_id !== accountId || bridge.isEnding || bridge.life.row.emergency) continue;
-          const leg = bridge.legs().find((l) => match(l.dialog));
-          if (leg) return { bridge, leg };
+    this.#ctx = hasLocator(services)
+      ? {
+          ...services,
+          openLeg: (parent, call) => childLegs.open(parent, call, false),
+          findBridge: (accountId, match) => {
+            for (const bridge of source.bridges()) {
+              // An emergency call is never moved nor taken over (its other leg is the PSAP's).
+              if (bridge.life.row.account_id !== accountId || bridge.isEnding || bridge.life.row.emergency) continue;
+              const leg = bridge.legs().find((l) => match(l.dialog));
+              if (leg) return { bridge, leg };
+            }
+            return undefined;
+          },
         }
-        return undefined;
-      },
-    };
+      : undefined;
   }
 
   /** Phones on these legs may transfer the call from now on. */
