@@ -17,6 +17,8 @@ export interface ConferencesDeps {
   recordingsDir: string;
   /** The one 20 ms clock of every mixer (a default one is made). */
   scheduler?: TickScheduler;
+  /** Told when a room ends (its lease in the store is freed, node-leg.ts). */
+  onRoomEnded?: (accountId: string, name: string) => void;
 }
 
 /**
@@ -41,6 +43,7 @@ export class Conferences implements ConferenceControl {
     const room = new ConferenceRoom(accountId, name, this.d.clock, (r) => {
       if (this.#rooms.get(key) === r) this.#rooms.delete(key);
       this.scheduler.remove(r.mixer);
+      if (!this.#rooms.has(key)) this.d.onRoomEnded?.(accountId, name);
       void this.#finishRecording(r);
     });
     this.#rooms.set(key, room);
