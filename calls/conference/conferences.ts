@@ -51,6 +51,12 @@ export class Conferences implements ConferenceControl {
     return room;
   }
 
+  /** The live room of the account called `name`, if any (none is made). */
+  existing(accountId: string, name: string): ConferenceRoom | undefined {
+    const room = this.#rooms.get(`${accountId}\u0000${name}`);
+    return room && !room.ended ? room : undefined;
+  }
+
   recordingPath(room: ConferenceRoom): string {
     return join(this.d.recordingsDir, `conference-${room.sid}.wav`);
   }

@@ -1,6 +1,6 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Logger } from '../../config/index.js';
-import { ReasonCodes, type EventPublisher } from '../../events/index.js';
+import { EventCodes, ReasonCodes, type EventPublisher } from '../../events/index.js';
 import type { Clock } from '../../kit/index.js';
 import type { MediaService } from '../../media/index.js';
 import { NODE_LEG_HEADER, type SipApplication } from '../../sip/index.js';
@@ -293,6 +293,18 @@ export async function serveNodeLeg(d: NodeLegDeps, req: SipRequest, srv: Respond
   if (!row || row.account_id !== join.accountId) return void srv.send(404, 'Not Found');
   const holder = await d.rooms.holder('conference', join.accountId, join.noun.name);
   if (holder.nodeId !== d.rooms.nodeId) return void srv.send(410, 'Gone');
+  const life = new CallLifecycle({ db: d.db, events: d.events, log: d.log }, row);
+  const full = d.conferences.existing(join.accountId, join.noun.name);
+  if (full && full.size >= join.noun.maxParticipants) {
+    // As for a caller of this node (join.ts): not joined, DIAL.0300 failed on its call; the leg is refused busy.
+    await life.emit(EventCodes.dialCompleted, {
+      DialCallStatus: 'failed',
+      DialCallDuration: 0,
+      reason: 'CONFERENCE_FULL',
+      ...full.about(),
+    });
+    return void srv.send(486, 'Busy Here');
+  }
   const legId = `${row.id}.${randomUUID()}`;
   d.legs.add(legId);
   const left = new AbortController();
@@ -315,7 +327,6 @@ export async function serveNodeLeg(d: NodeLegDeps, req: SipRequest, srv: Respond
       );
     }, PEER_LOOK_MS);
     try {
-      const life = new CallLifecycle({ db: d.db, events: d.events, log: d.log }, row);
       const call = conferenceCallOf({ life }, d.keep);
       await joinConference(d.conferences, call, join.noun, { ...join, signal: left.signal }, port);
     } finally {

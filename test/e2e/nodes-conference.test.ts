@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
 import { setRate, type Db } from '../../store/index.js';
 import { nextPort } from '../support/ports.js';
 import { toneAmplitude, toneSeconds } from '../support/tones.js';
@@ -8,6 +9,45 @@ import { ToneCallers, heardSince } from './conference-legs.js';
 import { freshPostgresStore, killSwitch, processEnv, startSwitch, type SwitchProcess } from './switch-process.js';
 
 const TONES = [440, 660, 880] as const;
+
+/** Sends one INVITE claiming to come from node `node` with a made-up signature; answers the final status line. */
+async function forgedNodeLeg(sipPort: number, node: string): Promise<string> {
+  const sock = createSocket('udp4');
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', r));
+  const port = sock.address().port;
+  const join = Buffer.from(JSON.stringify({ callId: 'x', accountId: 'x', noun: { name: 'standup' }, at: Date.now() }));
+  const invite = [
+    `INVITE sip:conference@127.0.0.1:${sipPort} SIP/2.0`,
+    `Via: SIP/2.0/UDP 127.0.0.1:${port};branch=z9hG4bK-forged-${port}`,
+    `From: <sip:forger@127.0.0.1:${port}>;tag=f${port}`,
+    `To: <sip:conference@127.0.0.1:${sipPort}>`,
+    `Call-ID: forged-${port}@127.0.0.1`,
+    'CSeq: 1 INVITE',
+    `Contact: <sip:forger@127.0.0.1:${port}>`,
+    'Max-Forwards: 70',
+    `X-Simu-Node: ${node}`,
+    `X-Simu-Room-Join: ${join.toString('base64url')}`,
+    'X-Simu-Node-Signature: AAAA',
+    'Content-Length: 0',
+    '',
+    '',
+  ].join('\r\n');
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no final answer to the forged leg')), 5000);
+      sock.on('message', (m) => {
+        const line = m.toString().split('\r\n')[0]!;
+        if (/^SIP\/2\.0 [2-6]\d\d/.test(line)) {
+          clearTimeout(timer);
+          resolve(line);
+        }
+      });
+      sock.send(invite, sipPort, '127.0.0.1');
+    });
+  } finally {
+    sock.close();
+  }
+}
 
 /**
  * Three nodes on one PostgreSQL, a caller of one conference arriving on each: the room is held by the node the
@@ -102,6 +142,30 @@ describe('e2e: one conference across three nodes', function () {
       });
     });
     assert.ok(ok, report.join('\n'));
+
+    // A participant of another node is one like any other: muted through C's API, held on B, in A's room.
+    const baseC = `http://127.0.0.1:${c.ports.http}`;
+    const conf = (await conferences())[0]!;
+    const people = (await api(baseC, acct.key, 'GET', `/api/conferences/${conf.sid}/participants`)).body
+      .participants as Array<{ call_sid: string }>;
+    const onBSid = (await db('calls').where({ account_id: acct.id, node_id: 'room-b' }).first()).sid;
+    assert.ok(
+      people.some((p) => p.call_sid === onBSid),
+      JSON.stringify(people),
+    );
+    const muted = await api(baseC, acct.key, 'POST', `/api/conferences/${conf.sid}/participants/${onBSid}`, {
+      muted: true,
+    });
+    assert.equal(muted.status, 200, JSON.stringify(muted.body));
+    const afterMute = Date.now() + 300;
+    await new Promise((r) => setTimeout(r, 2500));
+    for (const listener of [callers.legs[0]!, callers.legs[2]!]) {
+      const heard = toneAmplitude(heardSince(listener, afterMute), 660);
+      assert.ok(heard < 400, `${listener.tone} Hz caller still hears the muted 660 Hz caller (${heard.toFixed(0)})`);
+    }
+
+    // Nobody outside the cluster joins a room by claiming to be a node.
+    assert.match(await forgedNodeLeg(b.ports.sip, 'room-a'), /^SIP\/2\.0 403/);
 
     // The node holding the room dies: the callers of B and C leave it (their Dial ends, their document with it:
     // the switch hangs them up), A's caller is closed by a survivor's takeover.
