@@ -110,6 +110,7 @@ export class SwitchCallEngine implements CallEngine {
       port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
       playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
       recordingsDir: join(deps.config.dataDir, 'recordings'),
+      onRoomMade: (accountId, name) => this.#nodeLegs?.rooms.made('conference', accountId, name),
       onRoomEnded: (accountId, name) => this.#nodeLegs?.rooms.release('conference', accountId, name),
     });
     this.#nodeLegs = isPostgres(deps.db)

@@ -17,7 +17,8 @@ export interface ConferencesDeps {
   recordingsDir: string;
   /** The one 20 ms clock of every mixer (a default one is made). */
   scheduler?: TickScheduler;
-  /** Told when a room ends (its lease in the store is freed, node-leg.ts). */
+  /** Told when a room is made and when it ends (its lease in the store is taken and freed, node-leg.ts). */
+  onRoomMade?: (accountId: string, name: string) => void;
   onRoomEnded?: (accountId: string, name: string) => void;
 }
 
@@ -48,6 +49,7 @@ export class Conferences implements ConferenceControl {
     });
     this.#rooms.set(key, room);
     this.scheduler.add(room.mixer);
+    this.d.onRoomMade?.(accountId, name);
     return room;
   }
 

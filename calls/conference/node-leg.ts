@@ -70,6 +70,7 @@ export interface NodeRoomsDeps {
 export class NodeRooms {
   readonly d: NodeRoomsDeps;
   #secret: Promise<Buffer> | undefined;
+  readonly #turns = new Map<string, Promise<void>>();
 
   constructor(d: NodeRoomsDeps) {
     this.d = d;
@@ -81,23 +82,57 @@ export class NodeRooms {
 
   /** The node holding the account's room `name`: this one when it was free or its holder is out of service. */
   holder(kind: RoomKind, accountId: string, name: string): Promise<RoomHolder> {
-    const now = this.d.clock.now();
-    return takeRoomLease(this.d.db, {
-      kind,
-      accountId,
-      name,
-      node: this.d.nodeId,
-      sipAddress: this.d.sipAddress,
-      staleBefore: nowIso(new Date(now - this.d.goneAfterMs)),
-      now: nowIso(new Date(now)),
+    return this.#inTurn(kind, accountId, name, () => {
+      const now = this.d.clock.now();
+      return takeRoomLease(this.d.db, {
+        kind,
+        accountId,
+        name,
+        node: this.d.nodeId,
+        sipAddress: this.d.sipAddress,
+        staleBefore: nowIso(new Date(now - this.d.goneAfterMs)),
+        now: nowIso(new Date(now)),
+      });
     });
+  }
+
+  /**
+   * A room was made here: its lease is taken again after any release still on its way (the room before it, of the
+   * same name, may have ended between this node's look at the lease and the new room). A lease another node holds
+   * meanwhile is logged: two rooms of one name until one of them ends.
+   */
+  made(kind: RoomKind, accountId: string, name: string): void {
+    void this.holder(kind, accountId, name).then(
+      (h) => {
+        if (h.nodeId !== this.d.nodeId)
+          this.d.log.warn({ room: name, holder: h.nodeId }, 'a room of this name is held elsewhere too');
+      },
+      (err: unknown) => this.d.log.warn({ err, room: name }, 'room lease not taken'),
+    );
   }
 
   /** The room ended here: the next caller, on any node, takes it anew. */
   release(kind: RoomKind, accountId: string, name: string): void {
-    void releaseRoomLease(this.d.db, { kind, accountId, name, node: this.d.nodeId }).catch((err: unknown) =>
+    void this.#inTurn(kind, accountId, name, () =>
+      releaseRoomLease(this.d.db, { kind, accountId, name, node: this.d.nodeId }),
+    ).catch((err: unknown) =>
       this.d.log.warn({ err, room: name }, 'room lease not released: it lapses when this node stops'),
     );
+  }
+
+  /** Lease reads and writes of one room run on this node one after another, in the order asked. */
+  #inTurn<T>(kind: RoomKind, accountId: string, name: string, fn: () => Promise<T>): Promise<T> {
+    const key = `${kind}\u0000${accountId}\u0000${name}`;
+    const run = (this.#turns.get(key) ?? Promise.resolve()).then(fn, fn);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#turns.set(key, settled);
+    void settled.then(() => {
+      if (this.#turns.get(key) === settled) this.#turns.delete(key);
+    });
+    return run;
   }
 
   /** Whether `nodeId` is in service: up or draining, its heartbeat fresh. */
