@@ -29,7 +29,9 @@ async function readLease(db: Db, kind: RoomKind, accountId: string, name: string
 /**
  * The node holding an account's room: `node` when nobody held it (the lease is taken in one insert, so of nodes
  * asking at once exactly one wins), or when its holder is out of service (gone, stopped, or silent since
- * `staleBefore`), taken over by a conditional update; else the holder, up or draining.
+ * `staleBefore`), taken over by a conditional update; else the holder, up or draining. A draining `node` takes no
+ * new room: a free one is left to the node in service with the fewest calls, which takes it when the caller's leg
+ * reaches it (`node` itself when no other is in service).
  */
 export async function takeRoomLease(
   db: Db,
@@ -44,7 +46,14 @@ export async function takeRoomLease(
   },
 ): Promise<RoomHolder> {
   const k = key(o.kind, o.accountId, o.name);
+  const self = (await db('nodes').where({ id: o.node }).first('state')) as { state: string } | undefined;
+  const draining = self?.state === 'draining';
   for (let attempt = 0; attempt < 3; attempt++) {
+    if (draining) {
+      const elsewhere = await inServiceNode(db, o.node, o.staleBefore);
+      const held = await readLease(db, o.kind, o.accountId, o.name);
+      if (!held && elsewhere) return elsewhere;
+    }
     await db('room_leases')
       .insert({ ...k, node_id: o.node, taken_at: o.now })
       .onConflict(['kind', 'account_id', 'name'])
@@ -62,6 +71,17 @@ export async function takeRoomLease(
       .update({ node_id: o.node, taken_at: o.now });
   }
   throw new Error(`room lease ${o.kind} ${o.name}: no holder after three attempts`);
+}
+
+/** The node up (not draining), heard from since `staleBefore`, other than `not`, with the fewest live calls. */
+async function inServiceNode(db: Db, not: string, staleBefore: string): Promise<RoomHolder | undefined> {
+  const n = (await db('nodes')
+    .where({ state: 'up' })
+    .whereNot({ id: not })
+    .where('heartbeat_at', '>=', staleBefore)
+    .orderBy([{ column: 'live_calls' }, { column: 'id' }])
+    .first('id', 'sip_address')) as { id: string; sip_address: string } | undefined;
+  return n && { nodeId: n.id, sipAddress: n.sip_address };
 }
 
 /** The room ended on `node`: its lease is free (a lease another node took since is left alone). */

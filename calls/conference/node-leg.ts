@@ -256,7 +256,14 @@ async function joinRemote(
     clearTimeout(timer);
     dial.signal.removeEventListener('abort', stopRinging);
   }
-  await d.media.answer(row.id, CALLER_LEG, ROOM_LEG, dialog.remoteSdp ?? '');
+  try {
+    await d.media.answer(row.id, CALLER_LEG, ROOM_LEG, dialog.remoteSdp ?? '');
+  } catch (err) {
+    d.log.warn({ err, call: row.sid }, "conference: the caller media could not be joined to the room node's");
+    void dialog.bye().catch(() => undefined);
+    await backToIvr(d, call, dial);
+    return failed;
+  }
   const joinedAt = Date.now();
   let remoteBye = false;
   let holderGone = false;

@@ -60,10 +60,12 @@ describe('room leases, on postgres', function () {
   });
 
   it('a draining holder keeps its room; a gone, stopped or silent one loses it to the next asker', async () => {
-    await node('a', 'draining');
+    await node('a', 'up');
     await node('b', 'up');
     assert.equal((await take('a')).nodeId, 'a');
+    await node('a', 'draining');
     assert.equal((await take('b')).nodeId, 'a', 'draining: still the holder');
+    assert.equal((await take('a')).nodeId, 'a', 'draining: its own room goes on');
     for (const [state, ago] of [
       ['gone', 0],
       ['stopped', 0],
@@ -75,6 +77,26 @@ describe('room leases, on postgres', function () {
       await node('a', state, ago);
       assert.equal((await take('b')).nodeId, 'b', `a holder ${state} ${ago} ms ago loses the room`);
     }
+  });
+
+  it('a draining node takes no new room: it is pointed at the up node with the fewest calls, which takes it', async () => {
+    await node('a', 'draining');
+    await node('b', 'up');
+    await node('c', 'gone');
+    const h = await take('a', 'fresh');
+    assert.equal(h.nodeId, 'b');
+    assert.equal(
+      await db('room_leases')
+        .where({ name: 'fresh' })
+        .count({ n: '*' })
+        .first()
+        .then((r) => Number(r?.n)),
+      0,
+    );
+    assert.equal((await take('b', 'fresh')).nodeId, 'b');
+    assert.equal((await take('a', 'fresh')).nodeId, 'b');
+    await node('b', 'draining');
+    assert.equal((await take('a', 'alone')).nodeId, 'a', 'no node up but itself: it holds the room');
   });
 
   it('a room released by its holder, or every room of a gone node, is free for the next asker', async () => {
