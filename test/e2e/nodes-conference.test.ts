@@ -52,8 +52,9 @@ async function forgedNodeLeg(sipPort: number, node: string): Promise<string> {
 /**
  * Three nodes on one PostgreSQL, a caller of one conference arriving on each: the room is held by the node the
  * first caller reached, and the callers of the two others join it through legs between the nodes. Each caller
- * hears the two others' tones (Goertzel) and not its own. When the holding node is SIGKILLed, the callers of the
- * two others are hung up (their Dial ends with the room), and every call is billed once.
+ * hears the two others' tones (Goertzel) and not its own; a participant of another node is muted and kicked
+ * through any node's API, and a leg between nodes ends from either side. When the holding node is SIGKILLed, the
+ * caller of another node still in the room is hung up (its Dial ends with the room), and every call is billed once.
  */
 describe('e2e: one conference across three nodes', function () {
   this.timeout(180_000);
@@ -80,7 +81,7 @@ describe('e2e: one conference across three nodes', function () {
     await server.close();
   });
 
-  it('three callers on three nodes hear each other; the holder dies and the others are hung up, billed once', async () => {
+  it('callers on three nodes hear each other, are muted and kicked from any node; the holder dies, each billed once', async () => {
     // One after another: each runs the migrations at start.
     for (const n of nodes) {
       n.sw = await startSwitch(
@@ -167,12 +168,28 @@ describe('e2e: one conference across three nodes', function () {
     // Nobody outside the cluster joins a room by claiming to be a node.
     assert.match(await forgedNodeLeg(b.ports.sip, 'room-a'), /^SIP\/2\.0 403/);
 
-    // The node holding the room dies: the callers of B and C leave it (their Dial ends, their document with it:
-    // the switch hangs them up), A's caller is closed by a survivor's takeover.
+    // Either side ends a leg between nodes. The holder's: a fourth caller, on C, kicked through B's API, is hung up
+    // by C (its Dial ends, then its document). The caller's: C's first caller hung up through B's API leaves the room.
+    const count = async () => (await conferences())[0]?.participant_count;
+    const fourth = await callers.call({ sip: c.ports.sip, did: DID, tone: 1000 });
+    await eventually(async () => (await count()) === 4, 'a fourth caller joined through C', 15_000);
+    const fourthSid = (await db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first()).sid;
+    const kicked = await api(baseB, acct.key, 'POST', `/api/conferences/${conf.sid}/participants/${fourthSid}/kick`);
+    assert.equal(kicked.status, 204, JSON.stringify(kicked.body));
+    const out = await Promise.race([fourth.sipp.done, new Promise<undefined>((r) => setTimeout(r, 15_000))]);
+    assert.equal(out?.code, 0, `the kicked caller was hung up by C:\n${fourth.sipp.output()}`);
+    await eventually(async () => (await count()) === 3, 'the kicked caller left', 10_000);
+    const onCSid = (await db('calls').where({ account_id: acct.id, node_id: 'room-c' }).orderBy('created_at').first())
+      .sid;
+    const hungUp = await api(baseB, acct.key, 'POST', '/api/calls/hangup', { sid: onCSid });
+    assert.equal(hungUp.status, 200, JSON.stringify(hungUp.body));
+    await eventually(async () => (await count()) === 2, "C's caller hung up left the room", 10_000);
+
+    // The node holding the room dies: B's caller leaves it (its Dial ends, its document with it: B hangs it up),
+    // A's caller is closed by a survivor's takeover.
     await a.sw!.stop('SIGKILL');
     a.sw = undefined;
-    const [, onB, onC] = callers.legs as [unknown, (typeof callers.legs)[number], (typeof callers.legs)[number]];
-    for (const leg of [onB, onC]) {
+    for (const leg of [callers.legs[1]!]) {
       const r = await Promise.race([leg.sipp.done, new Promise<undefined>((r) => setTimeout(r, 20_000, undefined))]);
       assert.equal(r?.code, 0, `the ${leg.tone} Hz caller was hung up by its node:\n${leg.sipp.output()}`);
     }
@@ -184,7 +201,7 @@ describe('e2e: one conference across three nodes', function () {
     const rows = await db('calls').where({ account_id: acct.id }).orderBy('created_at');
     assert.deepEqual(
       rows.map((r) => r.reason_code),
-      ['END.0504', 'END.0200', 'END.0200'],
+      ['END.0504', 'END.0200', 'END.0200', 'END.0200'],
     );
     assert.equal(
       await db('room_leases')
