@@ -3,6 +3,7 @@ import {
   liveCallIds,
   markNodeStopped,
   nowIso,
+  releaseNodeLeases,
   writeNodeHeartbeat,
   type Db,
   type NodeRow,
@@ -36,7 +37,8 @@ export interface NodeWatchOptions {
  * A node's presence in the store it shares with other nodes: its heartbeat, and the takeover of nodes whose
  * heartbeat stopped. A gone node's calls are closed once, by whichever survivor's conditional update marked it
  * gone (store/nodes.ts claimGoneNodes), as the reconcile sweep closes a call nobody holds: END.0504, billed to the
- * last moment its credit monitor vouched for, one terminal event and one status callback each.
+ * last moment its credit monitor vouched for, one terminal event and one status callback each; its room leases
+ * (conferences, queues) are freed.
  */
 export class NodeWatch {
   readonly #o: NodeWatchOptions & { clock: Pick<Clock, 'now' | 'every'> };
@@ -51,6 +53,8 @@ export class NodeWatch {
   }
 
   async start(): Promise<this> {
+    // A node starting holds no rooms: leases a crash of its earlier process left are freed.
+    await releaseNodeLeases(this.#o.db, this.#o.node.id);
     await this.beat();
     this.#timer = this.#o.clock.every(HEARTBEAT_MS, () => void this.beat(), 'node-heartbeat');
     return this;
@@ -95,7 +99,9 @@ export class NodeWatch {
         this.#o.onClosed?.(id);
       }
     }
-    this.#log.warn({ node, closed }, 'node gone (no heartbeat): its calls closed (END.0504)');
+    // Its conference and queue rooms are gone with it: the next caller of each takes the room anew.
+    const rooms = await releaseNodeLeases(this.#o.db, node);
+    this.#log.warn({ node, closed, rooms }, 'node gone (no heartbeat): its calls closed (END.0504), its rooms freed');
   }
 
   /** This node stops in order: its row says so, and no survivor takes it over. */

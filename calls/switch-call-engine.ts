@@ -4,7 +4,7 @@ import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
-import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
+import { findCallAnyAccount, isPostgres, type CallRow, type Db } from '../store/index.js';
 import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
 import { CallLifecycle } from './call-lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
@@ -26,7 +26,15 @@ import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
 import { VERB_REGISTRY, type InterpreterStart, type VerbRegistry } from '../verbs/index.js';
-import { Conferences, conferenceCallOf, joinConference } from './conference/index.js';
+import {
+  Conferences,
+  NodeRooms,
+  conferenceCallOf,
+  dialConference,
+  joinConference,
+  serveNodeLeg,
+  type NodeLegDeps,
+} from './conference/index.js';
 import { join } from 'node:path';
 
 export interface CallEngineDeps {
@@ -65,6 +73,12 @@ export class SwitchCallEngine implements CallEngine {
   readonly queues = new QueueRegistry(systemClock, queueEvents);
   /** Conferences of this process and the mixer clock (calls/conference/; docs/api.md, Conferences). */
   readonly conferences: Conferences;
+  /**
+   * On PostgreSQL (nodes sharing the store): where each conference is held, and the legs between nodes that join
+   * callers of other nodes to the rooms held here (conference/node-leg.ts). Undefined on SQLite: one node, every
+   * room here.
+   */
+  readonly #nodeLegs: NodeLegDeps | undefined;
   /**
    * The classes that run each verb, read when a call's document starts: VERB_REGISTRY. Tests replace one with a
    * class that fails, to prove what a platform failure does to a call through the real switch.
@@ -108,7 +122,30 @@ export class SwitchCallEngine implements CallEngine {
       port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
       playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
       recordingsDir: join(deps.config.dataDir, 'recordings'),
+      onRoomMade: (accountId, name) => this.#nodeLegs?.rooms.made('conference', accountId, name),
+      onRoomEnded: (accountId, name) => this.#nodeLegs?.rooms.release('conference', accountId, name),
     });
+    this.#nodeLegs = isPostgres(deps.db)
+      ? {
+          db: deps.db,
+          log: this.#log,
+          media: deps.media,
+          sip: deps.sip,
+          events: deps.publisher,
+          conferences: this.conferences,
+          keep: core,
+          lifecycle: core.lifecycle,
+          legs: new Set(),
+          rooms: new NodeRooms({
+            db: deps.db,
+            nodeId: deps.config.node.id,
+            sipAddress: `${deps.config.publicHost}:${deps.config.sip.port}`,
+            goneAfterMs: deps.config.node.goneAfterSeconds * 1000,
+            clock: systemClock,
+            log: this.#log,
+          }),
+        }
+      : undefined;
     this.#childLegs = new ChildLegs(core);
     this.#transfers = new CallTransfers(
       core,
@@ -122,7 +159,9 @@ export class SwitchCallEngine implements CallEngine {
       openChildLeg: (parent, from, to) => this.#openChildLeg(parent, from, to),
       dial: (c, target, options) =>
         target.kind === 'conference'
-          ? joinConference(this.conferences, conferenceCallOf(c, core), target.conference, options)
+          ? this.#nodeLegs
+            ? dialConference(this.#nodeLegs, c, target.conference, options)
+            : joinConference(this.conferences, conferenceCallOf(c, core), target.conference, options)
           : runDial(this.#services, c, target, options),
       transfers: this.#transfers,
     };
@@ -143,6 +182,8 @@ export class SwitchCallEngine implements CallEngine {
     deps.sip.trunkHealth?.on('change', (c) => void publishTrunkState(deps.publisher, c));
     deps.sip.onInvite(async (req, srv, origin) => {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
+      if (origin.kind === 'node')
+        return this.#nodeLegs ? serveNodeLeg(this.#nodeLegs, req, srv, origin.nodeId) : void srv.send(403, 'Forbidden');
       if (origin.kind === 'trunk') return runInbound(this.#services, req, srv, origin.trunk);
       const services = this.#services;
       if (!hasLocator(services)) return void srv.send(503, 'Service Unavailable');
@@ -205,8 +246,9 @@ export class SwitchCallEngine implements CallEngine {
     return this.#live.get(callId)?.life.row ?? this.#childLegs.rowOf(callId);
   }
 
+  /** Calls held here, legs from other nodes into rooms held here included (a drain waits for them too). */
   get liveCount(): number {
-    return this.#live.size;
+    return this.#live.size + (this.#nodeLegs?.legs.size ?? 0);
   }
 
   async originate(row: CallRow, opts: OriginateOptions): Promise<void> {

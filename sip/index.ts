@@ -1,5 +1,6 @@
 export {
   SipApplication,
+  NODE_LEG_HEADER,
   type InviteOrigin,
   type InviteHandler,
   type EndUserIdentity,

@@ -19,8 +19,17 @@ import type { SecurityGate, SecurityStats } from './security/index.js';
 import type { SipCapture } from './capture/index.js';
 import type { NewCallGate } from '../billing/index.js';
 
-/** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
-export type InviteOrigin = { kind: 'trunk'; trunk: TrunkRow } | { kind: 'end-user'; identity: EndUserIdentity };
+/**
+ * Who sent an INVITE, as far as the edge could tell before handing it to the call engine. `node`: another node of
+ * the cluster says it sent it (NODE_LEG_HEADER), unverified here: the call engine checks its signature.
+ */
+export type InviteOrigin =
+  | { kind: 'trunk'; trunk: TrunkRow }
+  | { kind: 'end-user'; identity: EndUserIdentity }
+  | { kind: 'node'; nodeId: string };
+
+/** The header naming the node that sent a leg between nodes (a caller of its joining a room held here). */
+export const NODE_LEG_HEADER = 'X-Simu-Node';
 
 export interface EndUserIdentity {
   accountId: string;
@@ -263,6 +272,10 @@ export class SipApplication {
     const load = exempt || req.source?.gated ? undefined : this.deps.overload?.admitNewCall();
     if (load && !load.ok)
       return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
+    // A leg from another node: whatever its source (nodes may share an address with a carrier), the engine checks it.
+    const fromNode = req.headers.get(NODE_LEG_HEADER);
+    if (fromNode !== undefined && req.toTag === undefined)
+      return this.#handOver(req, srv, { kind: 'node', nodeId: fromNode });
     const source = req.source?.address ?? '';
     // An INVITE to a trunk's registered Contact is that trunk's, whatever its source; else by source address.
     const trunk = this.upstream.claim(req) ?? (await this.trunks.matchSource(source));
@@ -278,8 +291,12 @@ export class SipApplication {
       if (!identity) return; // challenged or refused by the authenticator
       origin = { kind: 'end-user', identity };
     }
+    await this.#handOver(req, srv, origin);
+  }
+
+  async #handOver(req: SipRequest, srv: Responder, origin: InviteOrigin): Promise<void> {
     try {
-      await this.#onInvite(req, srv, origin);
+      await this.#onInvite!(req, srv, origin);
     } catch (e) {
       this.#log.error({ err: e, callId: req.headers.get('call-id') }, 'INVITE handler failed');
       srv.send(500, 'Server Internal Error');

@@ -72,6 +72,14 @@ export {
 } from './nodes.js';
 export { setStoreNodeId, storeNodeId } from './node-identity.js';
 export {
+  takeRoomLease,
+  releaseRoomLease,
+  releaseNodeLeases,
+  nodeSecret,
+  type RoomKind,
+  type RoomHolder,
+} from './room-leases.js';
+export {
   openNodeChannel,
   COMMANDS_CHANNEL,
   REPLIES_CHANNEL,

@@ -17,6 +17,9 @@ export interface ConferencesDeps {
   recordingsDir: string;
   /** The one 20 ms clock of every mixer (a default one is made). */
   scheduler?: TickScheduler;
+  /** Told when a room is made and when it ends (its lease in the store is taken and freed, node-leg.ts). */
+  onRoomMade?: (accountId: string, name: string) => void;
+  onRoomEnded?: (accountId: string, name: string) => void;
 }
 
 /**
@@ -41,11 +44,19 @@ export class Conferences implements ConferenceControl {
     const room = new ConferenceRoom(accountId, name, this.d.clock, (r) => {
       if (this.#rooms.get(key) === r) this.#rooms.delete(key);
       this.scheduler.remove(r.mixer);
+      if (!this.#rooms.has(key)) this.d.onRoomEnded?.(accountId, name);
       void this.#finishRecording(r);
     });
     this.#rooms.set(key, room);
     this.scheduler.add(room.mixer);
+    this.d.onRoomMade?.(accountId, name);
     return room;
+  }
+
+  /** The live room of the account called `name`, if any (none is made). */
+  existing(accountId: string, name: string): ConferenceRoom | undefined {
+    const room = this.#rooms.get(`${accountId}\u0000${name}`);
+    return room && !room.ended ? room : undefined;
   }
 
   recordingPath(room: ConferenceRoom): string {

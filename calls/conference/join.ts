@@ -19,6 +19,8 @@ export async function joinConference(
    * `record="record-from-start"` does) and `timeLimit` (seconds the participant may stay).
    */
   dial: { signal: AbortSignal; record?: DialRecordMode; timeLimit?: number },
+  /** The participant's audio when it is not the call's own leg here (a caller of another node, node-leg.ts). */
+  given?: ParticipantPort,
 ): Promise<DialResult> {
   const { signal } = dial;
   const record = noun.record === 'record-from-start' || (dial.record ?? 'do-not-record') !== 'do-not-record';
@@ -26,7 +28,7 @@ export async function joinConference(
   if (signal.aborted) return { status: 'failed', durationSeconds: 0 };
   let port: ParticipantPort;
   try {
-    port = d.port(call.id);
+    port = given ?? d.port(call.id);
   } catch (err) {
     // The call's media is gone or not the platform's now (MEDIA_NO_SESSION, MEDIA_LEG_BRIDGED): nothing to join.
     d.log.info({ err, call: call.sid }, 'conference: the call has no audio port');

@@ -22,9 +22,9 @@ export class ToneCallers {
   readonly legs: ToneLeg[] = [];
   #dir: string | undefined;
 
-  #scenario(tone: number): string {
+  #scenario(tone: number, template: string): string {
     this.#dir ??= mkdtempSync(path.join(os.tmpdir(), 'simu-tones-'));
-    const file = path.join(this.#dir, `tone-${tone}.xml`);
+    const file = path.join(this.#dir, `tone-${tone}-${template}`);
     const ulaw = path.join(this.#dir, `tone-${tone}.ulaw`);
     // Two seconds of the tone (a whole number of cycles for these tones), looped for as long as the caller stays.
     execFileSync('sox', [
@@ -43,12 +43,15 @@ export class ToneCallers {
       'vol',
       '0.25',
     ]);
-    const template = readFileSync(path.join(SCENARIOS, 'uac-conference-tone.xml'), 'utf8');
-    writeFileSync(file, template.replaceAll('[tone]', ulaw));
+    writeFileSync(file, readFileSync(path.join(SCENARIOS, template), 'utf8').replaceAll('[tone]', ulaw));
     return file;
   }
 
-  async call(o: { sip: number; did: string; tone: number; staySeconds: number }): Promise<ToneLeg> {
+  /**
+   * With `staySeconds` the caller hangs up then (scenarios/uac-conference-tone.xml); without, it stays until the
+   * switch hangs it up (uac-conference-tone-until-bye.xml), at most SIPp's -timeout.
+   */
+  async call(o: { sip: number; did: string; tone: number; staySeconds?: number }): Promise<ToneLeg> {
     const mp = nextPorts(4);
     const capture = await new RtpCapture(mp).start();
     const sipp = carrierCallsDid({
@@ -56,8 +59,11 @@ export class ToneCallers {
       did: o.did.replace(/^\+/, ''),
       port: nextPort(),
       sink: mp,
-      scenario: this.#scenario(o.tone),
-      extra: ['-d', String(o.staySeconds * 1000), '-mp', String(mp)],
+      scenario: this.#scenario(
+        o.tone,
+        o.staySeconds === undefined ? 'uac-conference-tone-until-bye.xml' : 'uac-conference-tone.xml',
+      ),
+      extra: [...(o.staySeconds === undefined ? [] : ['-d', String(o.staySeconds * 1000)]), '-mp', String(mp)],
     });
     const leg = { tone: o.tone, capture, sipp };
     this.legs.push(leg);
