@@ -12,6 +12,7 @@ import {
   nowIso,
   releaseRoomLease,
   takeRoomLease,
+  type CallRow,
   type Db,
   type RoomHolder,
   type RoomKind,
