@@ -20,7 +20,12 @@ export const DEFAULT_RING_SECONDS = 30;
 
 export interface ForwardingDeps extends FlowDeps {
   /** The registered contacts of an extension (the location service). */
-  locator: { lookup(accountId: string, extension: string): Array<{ contact: string; target: Target }> };
+  locator: {
+    lookup(
+      accountId: string,
+      extension: string,
+    ): Array<{ contact: string; target: Target }> | Promise<Array<{ contact: string; target: Target }>>;
+  };
   /** Opens the CDR of a forward to a number: an outbound call of the account (calls/child-leg.ts). */
   openChildLeg?: (parent: BridgedCall, from: string, to: string) => Promise<ChildLeg>;
 }
@@ -124,7 +129,7 @@ export class CallHandling {
     const d = this.d;
     const accountId = c.call.life.row.account_id;
     const other = await findEndUserByExtension(d.db, accountId, ext, { activeOnly: true });
-    const all = other ? d.locator.lookup(accountId, ext) : [];
+    const all = other ? await d.locator.lookup(accountId, ext) : [];
     const side = all[0] && mediaProfileFor(all[0].target.transport);
     const bindings = all.filter((b) => mediaProfileFor(b.target.transport).profile === side?.profile);
     const onUnanswered = this.#fallback(c);

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { markRegistrationsUnreachable } from './registrations.js';
 
 export type NodeState = 'up' | 'draining' | 'stopped' | 'gone';
 
@@ -48,7 +49,8 @@ export async function listNodes(db: Db): Promise<NodeRow[]> {
 /**
  * Marks as gone every node other than `survivor` still counted in service (up or draining) whose heartbeat is
  * older than `staleBefore`, and answers the ids this call marked. The update is conditional, so when several
- * survivors look at once each node is marked, and its calls closed, by exactly one.
+ * survivors look at once each node is marked, and its calls closed, by exactly one. Its bindings over connections
+ * it held are marked unreachable (store/registrations.ts).
  */
 export async function claimGoneNodes(db: Db, survivor: string, staleBefore: string, now: string): Promise<string[]> {
   const stale = (await db('nodes')
@@ -63,7 +65,10 @@ export async function claimGoneNodes(db: Db, survivor: string, staleBefore: stri
       .whereIn('state', ['up', 'draining'])
       .where('heartbeat_at', '<', staleBefore)
       .update({ state: 'gone', gone_at: now, gone_by: survivor });
-    if (n > 0) claimed.push(id);
+    if (n > 0) {
+      claimed.push(id);
+      await markRegistrationsUnreachable(db, id, now);
+    }
   }
   return claimed;
 }

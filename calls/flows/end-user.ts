@@ -40,7 +40,8 @@ export interface ContactBinding {
 
 /** The location service as the call engine sees it (sip/location.ts). */
 export interface EndUserLocator {
-  lookup(accountId: string, extension: string): ContactBinding[];
+  /** This node's bindings, and (several nodes) other nodes' that this node reaches (docs/architecture.md). */
+  lookup(accountId: string, extension: string): ContactBinding[] | Promise<ContactBinding[]>;
   /** A phone token's `max_concurrent`: false when the token already has that many calls up. */
   acquireCallSlot?(tokenId: string, max: number): boolean;
   releaseCallSlot?(tokenId: string): void;
@@ -174,7 +175,7 @@ async function runInternal(
     srv.send(404, 'Not Found');
     return;
   }
-  const bindings = d.locator.lookup(who.accountId, ext);
+  const bindings = await d.locator.lookup(who.accountId, ext);
   // DND, forwarding and voicemail of the callee (calls/forwarding.ts): undefined when it has none of them set.
   const handling = CallHandling.of(d, callee);
   const divertFirst = handling?.causeBeforeRinging(bindings.length);

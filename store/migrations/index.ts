@@ -31,6 +31,7 @@ import * as m035 from './035-calls-answered-by.js';
 import * as m036 from './036-call-admissions.js';
 import * as m037 from './037-node-messages.js';
 import * as m038 from './038-web-sessions.js';
+import * as m039 from './039-registration-node.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -69,6 +70,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['036-call-admissions', m036],
   ['037-node-messages', m037],
   ['038-web-sessions', m038],
+  ['039-registration-node', m039],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

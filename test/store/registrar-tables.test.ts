@@ -132,6 +132,9 @@ for (const kind of BOTH_DBS) {
         cseq: 1,
         registered_at: 1,
         expires_at: far,
+        node_id: null,
+        transport: 'UDP',
+        unreachable_at: null,
       });
       // 73 registered (64 + 8 + 1 in chunks), one with two contacts; one registered without a new time; one gone.
       const at = (i: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString();
