@@ -4,7 +4,7 @@
  * another node reads them to reach a phone registered there (remoteBindings). Rows only: the Binding shape lives in
  * sip/location.ts.
  */
-import { inTransaction, type Db } from './db.js';
+import { inTransaction, isPostgres, type Db } from './db.js';
 import { insertRows, runSql } from './fixed-sql.js';
 import type { RegistrationState } from './end-users.js';
 import { storeNodeId } from './node-identity.js';
@@ -29,6 +29,12 @@ export interface RegistrationRow {
   /** Set when its node was declared gone holding the phone's connection; cleared by the next REGISTER. */
   unreachable_at: string | null;
 }
+
+/**
+ * The node whose rows this process writes and restores: on PostgreSQL (nodes share the store) its own; on SQLite
+ * (one box) undefined, every row (a restart under another host name still finds its phones).
+ */
+const ownNode = (db: Db): string | undefined => (isPostgres(db) ? (storeNodeId() ?? '') : undefined);
 
 const toRow = (r: Record<string, unknown>): RegistrationRow => ({
   ...(r as unknown as RegistrationRow),
@@ -61,10 +67,11 @@ export interface RegistrationWrite {
  */
 export async function writeRegistrations(db: Db, writes: RegistrationWrite[], nowMs = Date.now()): Promise<void> {
   if (writes.length === 0) return;
-  const node = storeNodeId() ?? '';
+  const node = ownNode(db);
   await inTransaction(db, async (tx) => {
     for (const ids of chunks(writes.map((w) => w.endUserId))) {
-      await runSql(tx, statement('delete', ids.length), [...ids, node]);
+      if (node === undefined) await runSql(tx, statement('deleteAll', ids.length), ids);
+      else await runSql(tx, statement('delete', ids.length), [...ids, node]);
     }
     const rows = writes.flatMap((w) => w.rows);
     for (const part of chunks(rows)) {
@@ -93,7 +100,7 @@ export async function writeRegistrations(db: Db, writes: RegistrationWrite[], no
 const texts = new Map<string, string>();
 
 /** The fixed text of one of writeRegistrations' statements for `n` end-users (n is 64, 8 or 1). */
-function statement(kind: 'timed' | 'state' | 'unregistered' | 'delete' | 'moved', n: number): string {
+function statement(kind: 'timed' | 'state' | 'unregistered' | 'delete' | 'deleteAll' | 'moved', n: number): string {
   const key = `${kind}${n}`;
   let sql = texts.get(key);
   if (sql !== undefined) return sql;
@@ -109,6 +116,8 @@ function statement(kind: 'timed' | 'state' | 'unregistered' | 'delete' | 'moved'
       `update "end_users" set "registration_state" = 'unregistered' where "id" in ${list} and not exists ` +
       `(select 1 from "registrations" r where r."end_user_id" = "end_users"."id" and r."expires_at" > ? ` +
       `and r."unreachable_at" is null)`;
+  } else if (kind === 'deleteAll') {
+    sql = `delete from "registrations" where "end_user_id" in ${list}`;
   } else if (kind === 'delete') {
     sql = `delete from "registrations" where "end_user_id" in ${list} and coalesce("node_id", '') = ?`;
   } else {
@@ -132,8 +141,9 @@ function* chunks<T>(xs: T[]): Generator<T[]> {
  */
 export async function liveRegistrations(db: Db, nowMs: number): Promise<RegistrationRow[]> {
   const nowIso = new Date(nowMs).toISOString();
+  const node = ownNode(db);
   const rows = await db('registrations as r')
-    .whereRaw(`coalesce(r.node_id, '') = ?`, [storeNodeId() ?? ''])
+    .modify((q) => (node === undefined ? q : q.whereRaw(`coalesce(r.node_id, '') = ?`, [node])))
     .where('r.transport', 'UDP')
     .join('phone_tokens as t', 't.id', 'r.token_id')
     .join('end_users as u', 'u.id', 'r.end_user_id')
@@ -151,16 +161,16 @@ export async function liveRegistrations(db: Db, nowMs: number): Promise<Registra
  * connections of its previous process go, in one transaction; other nodes' rows stay, but expired ones go too.
  */
 export async function pruneRegistrations(db: Db, keep: RegistrationRow[], nowMs = Date.now()): Promise<void> {
-  const node = storeNodeId();
+  const node = ownNode(db);
   await db.transaction(async (trx) => {
     await trx('registrations')
-      .whereRaw(`coalesce(node_id, '') = ?`, [node ?? ''])
+      .modify((q) => (node === undefined ? q : q.whereRaw(`coalesce(node_id, '') = ?`, [node])))
       .delete();
     await trx('registrations').where('expires_at', '<=', nowMs).delete();
     if (keep.length > 0)
       await trx.batchInsert(
         'registrations',
-        keep.map((r) => ({ ...r, node_id: node })),
+        keep.map((r) => ({ ...r, node_id: storeNodeId() })),
         200,
       );
   });
