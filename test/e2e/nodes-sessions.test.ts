@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import WebSocket from 'ws';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/index.js';
@@ -17,7 +18,8 @@ const REGISTER = path.resolve(import.meta.dirname, '..', 'sip', 'registrar-scena
 /**
  * Nodes on one PostgreSQL share what a browser or a client holds: a portal session and a console session made on
  * one node work on the others (and survive another node starting), an Idempotency-Key used on one replays on
- * another, and a phone token revoked through one node is refused by another that had remembered it.
+ * another, a stream token minted on one is spent on another, and a phone token revoked through one node is refused
+ * by another that had remembered it.
  */
 describe('e2e: sessions, idempotency keys and phone-token revocations across nodes', function () {
   this.timeout(120000);
@@ -140,6 +142,21 @@ describe('e2e: sessions, idempotency keys and phone-token revocations across nod
     const again = await request(b);
     assert.equal(again.status, 404);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  });
+
+  it('a stream token minted on node A opens a stream socket on node B, once', async () => {
+    const [a, b] = nodes as [(typeof nodes)[number], (typeof nodes)[number]];
+    const { key } = await createAccountWithDid(db, '+254711500007');
+    const token = await api(base(a), key, 'POST', '/api/stream/token');
+    assert.equal(token.status, 200, JSON.stringify(token.body));
+    const open = (n: (typeof nodes)[number]) =>
+      new Promise<boolean>((resolve) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${n.ports.http}/api/stream?token=${token.body.token}`);
+        ws.once('open', () => (ws.terminate(), resolve(true)));
+        ws.once('error', () => resolve(false));
+      });
+    assert.equal(await open(b), true, 'node B honours the token');
+    assert.equal(await open(a), false, 'spent: refused on node A too');
   });
 
   it('a phone token revoked through node A is refused by node B, which had remembered it', async () => {
