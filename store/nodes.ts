@@ -73,7 +73,11 @@ export async function claimGoneNodes(db: Db, survivor: string, staleBefore: stri
   return claimed;
 }
 
-/** A node that stopped in order (its calls ended): not to be taken over. */
+/**
+ * A node that stopped in order (its calls ended): not to be taken over. The connections it held are closed, so its
+ * stream bindings left in the store are unreachable.
+ */
 export async function markNodeStopped(db: Db, id: string, now: string): Promise<void> {
   await db('nodes').where({ id }).update({ state: 'stopped', live_calls: 0, heartbeat_at: now });
+  await markRegistrationsUnreachable(db, id, now);
 }
