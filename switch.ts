@@ -60,6 +60,7 @@ import {
   lapsedStreamPrincipals,
   LIVE_CALL_STATUSES,
   onAuthWrite,
+  remoteRegistrations,
 } from './store/index.js';
 import { NodeRoutedCallEngine, SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
@@ -303,11 +304,28 @@ export class Switch {
       admission,
       billing: monitor,
       locator: {
-        lookup: (accountId, ext) =>
-          registrar.location.lookup(accountId, ext).map((b) => ({
+        lookup: async (accountId, ext) => {
+          const here = registrar.location.lookup(accountId, ext).map((b) => ({
             contact: b.contact,
             target: { transport: b.transport, host: b.sourceAddress, port: b.sourcePort, flowId: b.flowId },
-          })),
+          }));
+          if (!config.databaseUrl) return here;
+          // Phones registered over UDP through another node are reached straight from here (docs/architecture.md).
+          const known = new Set(here.map((b) => b.contact));
+          const there = await remoteRegistrations(db, accountId, ext, Date.now()).catch((err: unknown) => {
+            log.warn({ err }, 'registrations of other nodes not read');
+            return [];
+          });
+          return [
+            ...here,
+            ...there
+              .filter((r) => !known.has(r.contact))
+              .map((r) => ({
+                contact: r.contact,
+                target: { transport: 'UDP' as const, host: r.source_address, port: r.source_port },
+              })),
+          ];
+        },
         acquireCallSlot: (tokenId, max) => registrar.location.acquireCallSlot(tokenId, max),
         releaseCallSlot: (tokenId) => registrar.location.releaseCallSlot(tokenId),
       },

@@ -121,7 +121,7 @@ export class CallHandling {
     const d = this.d;
     const accountId = c.call.life.row.account_id;
     const other = await findEndUserByExtension(d.db, accountId, ext, { activeOnly: true });
-    const all = other ? d.locator.lookup(accountId, ext) : [];
+    const all = other ? await d.locator.lookup(accountId, ext) : [];
     const side = all[0] && mediaProfileFor(all[0].target.transport);
     const bindings = all.filter((b) => mediaProfileFor(b.target.transport).profile === side?.profile);
     const onUnanswered = this.#fallback(c);

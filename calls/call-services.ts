@@ -21,7 +21,8 @@ export interface ContactBinding {
 
 /** The location service as the call engine sees it (sip/location.ts). */
 export interface EndUserLocator {
-  lookup(accountId: string, extension: string): ContactBinding[];
+  /** This node's bindings, and (several nodes) other nodes' that this node reaches (docs/architecture.md). */
+  lookup(accountId: string, extension: string): ContactBinding[] | Promise<ContactBinding[]>;
   /** A phone token's `max_concurrent`: false when the token already has that many calls up. */
   acquireCallSlot?(tokenId: string, max: number): boolean;
   releaseCallSlot?(tokenId: string): void;

@@ -53,10 +53,11 @@ export function shortPassword(jwt: string): string {
 
 /**
  * How long a phone's credentials are answered from memory after a store read. A write in this process (a token
- * minted or revoked, an end-user disabled, renumbered or deleted) drops them at once (store onCredentialWrites); a
- * write by another process (the CLI, another node) is seen after at most this long, or at the registrar's next sweep
- * for a token that authenticated a phone here (tokensInUse). A digest that matches nothing remembered is checked
- * once more against the store, so a token minted elsewhere works at once.
+ * minted or revoked, an end-user disabled, renumbered or deleted) drops them at once (store onCredentialWrites), and
+ * so does one by another process (the CLI, another node) when the store watches other writers (the switch's does);
+ * otherwise it is seen after at most this long, or at the registrar's next sweep for a token that authenticated a
+ * phone here (tokensInUse). A digest that matches nothing remembered is checked once more against the store, so a
+ * token minted elsewhere works at once.
  */
 export const CREDENTIALS_TTL_MS = 60_000;
 /**

@@ -12,7 +12,13 @@
  * refreshes before its binding expires). close() and settled() write everything pending.
  */
 import type { Logger } from '../config/index.js';
-import { writeRegistrations, type Db, type RegistrationRow, type RegistrationWrite } from '../store/index.js';
+import {
+  storeNodeId,
+  writeRegistrations,
+  type Db,
+  type RegistrationRow,
+  type RegistrationWrite,
+} from '../store/index.js';
 import type { Clock, TimerHandle } from './stack/index.js';
 import type { Binding, LocationService } from './location.js';
 
@@ -151,8 +157,9 @@ export class RegistrationWriter {
       endUserId,
       state: live.length > 0 ? 'registered' : 'unregistered',
       lastRegisteredAt: live.length > 0 ? p.registeredAt : undefined,
-      // UDP bindings are kept across restarts; stream ones die with their connection.
-      rows: live.filter((b) => b.transport === 'UDP' && b.endUserId === endUserId).map(rowOf),
+      // Every binding is stored, so other nodes know where the phone is; only UDP ones are restored after a restart
+      // (stream ones die with their connection).
+      rows: live.filter((b) => b.endUserId === endUserId).map(rowOf),
     };
   }
 }
@@ -171,17 +178,20 @@ function rowOf(b: Binding): RegistrationRow {
     cseq: b.cseq,
     registered_at: b.registeredAt,
     expires_at: b.expiresAt,
+    node_id: storeNodeId(),
+    transport: b.transport,
+    unreachable_at: null,
   };
 }
 
-/** A kept registration restored at start-up (UDP: the only ones kept). */
+/** A kept registration: one restored at start-up (UDP), or another node's UDP one this node reaches too. */
 export function bindingOf(r: RegistrationRow): Binding {
   return {
     accountId: r.account_id,
     endUserId: r.end_user_id,
     extension: r.extension,
     contact: r.contact,
-    transport: 'UDP',
+    transport: r.transport as Binding['transport'],
     sourceAddress: r.source_address,
     sourcePort: r.source_port,
     flowId: r.flow_id,

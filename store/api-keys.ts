@@ -22,8 +22,16 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
   return { key, prefix: key.slice(0, 11), hash: sha256Hex(key) };
 }
 
-export async function insertApiKey(db: Db, accountId: string, name: string): Promise<{ row: ApiKeyRow; key: string }> {
-  const { key, prefix, hash } = generateApiKey();
+/** Stores a new key; `given` is a key made by the caller (the portal's session keys), otherwise one is generated. */
+export async function insertApiKey(
+  db: Db,
+  accountId: string,
+  name: string,
+  given?: string,
+): Promise<{ row: ApiKeyRow; key: string }> {
+  const { key, prefix, hash } = given
+    ? { key: given, prefix: given.slice(0, 11), hash: sha256Hex(given) }
+    : generateApiKey();
   const row = {
     id: newId(),
     account_id: accountId,

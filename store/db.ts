@@ -6,7 +6,7 @@ import { tuneConnection, type GroupCommitStats, type RawConnection } from './sql
 import { startCheckpointer } from './checkpointer.js';
 import { connectionOfHandle, directTransaction } from './direct-transaction.js';
 import { pgTransaction } from './pg-transaction.js';
-import { listenForChanges, pollDataVersion, type PgDriver } from './other-writers.js';
+import { listenForChanges, pollDataVersion, reportOtherWrite, type PgDriver } from './other-writers.js';
 import { forgetCached } from './read-cache.js';
 export { timeStatements } from './sqlite-connection.js';
 import { roomLogger } from '../kit/index.js';
@@ -104,7 +104,10 @@ export function openDb(opts: DbOptions): Db {
         (pg.client as { driver: PgDriver }).driver,
         opts.databaseUrl,
         ownBackends,
-        (table) => forgetCached(pg, table),
+        (table) => {
+          forgetCached(pg, table);
+          reportOtherWrite(pg, table);
+        },
         (err) => log.warn({ err }, 'store: the change listener lost its connection; listening again in a second'),
       );
       // Closed with the pool (knex's destroy() is its client's).
@@ -136,7 +139,10 @@ export function openDb(opts: DbOptions): Db {
           // Prepared before the group commit wraps the connection (store/other-writers.ts).
           const stopPolling =
             opts.watchOtherWriters === true
-              ? pollDataVersion(conn as RawConnection, () => forgetCached(db, undefined))
+              ? pollDataVersion(conn as RawConnection, () => {
+                  forgetCached(db, undefined);
+                  reportOtherWrite(db, undefined);
+                })
               : undefined;
           const tuned = tuneConnection(
             conn,

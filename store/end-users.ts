@@ -171,13 +171,29 @@ export async function setRegistrationState(
 }
 
 /**
- * At the registrar's start: in one transaction, every end-user unregistered except these (whose kept registrations
- * were restored), which are registered.
+ * At the registrar's start, after its registrations were pruned: in one transaction, every end-user unregistered
+ * except these (whose kept registrations were restored), which are registered, and those with a live binding of
+ * another node.
  */
-export async function resetRegistrationStates(db: Db, registeredIds: Iterable<string>): Promise<void> {
+export async function resetRegistrationStates(
+  db: Db,
+  registeredIds: Iterable<string>,
+  nowMs = Date.now(),
+): Promise<void> {
   const ids = [...new Set(registeredIds)];
   await db.transaction(async (trx) => {
-    await trx('end_users').where({ registration_state: 'registered' }).update({ registration_state: 'unregistered' });
+    // End-users with a live binding another node holds stay registered.
+    await trx('end_users')
+      .where({ registration_state: 'registered' })
+      .whereNotExists((q) =>
+        q
+          .select(trx.raw('1'))
+          .from('registrations as r')
+          .whereRaw('r.end_user_id = end_users.id')
+          .where('r.expires_at', '>', nowMs)
+          .whereNull('r.unreachable_at'),
+      )
+      .update({ registration_state: 'unregistered' });
     for (let i = 0; i < ids.length; i += 500) {
       await trx('end_users')
         .whereIn('id', ids.slice(i, i + 500))

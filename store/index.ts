@@ -32,6 +32,7 @@ export * from './end-users.js';
 export * from './voicemail.js';
 export * from './phone-tokens.js';
 export * from './stream-tokens.js';
+export * from './web-sessions.js';
 export * from './idempotency-keys.js';
 export * from './wallet-transactions.js';
 export { settleCappedDebitsOnPg, type CappedDebit, type PgSettlement } from './pg-settlement.js';

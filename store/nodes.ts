@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { markRegistrationsUnreachable } from './registrations.js';
 
 export type NodeState = 'up' | 'draining' | 'stopped' | 'gone';
 
@@ -48,7 +49,8 @@ export async function listNodes(db: Db): Promise<NodeRow[]> {
 /**
  * Marks as gone every node other than `survivor` still counted in service (up or draining) whose heartbeat is
  * older than `staleBefore`, and answers the ids this call marked. The update is conditional, so when several
- * survivors look at once each node is marked, and its calls closed, by exactly one.
+ * survivors look at once each node is marked, and its calls closed, by exactly one. Its bindings over connections
+ * it held are marked unreachable (store/registrations.ts).
  */
 export async function claimGoneNodes(db: Db, survivor: string, staleBefore: string, now: string): Promise<string[]> {
   const stale = (await db('nodes')
@@ -63,12 +65,19 @@ export async function claimGoneNodes(db: Db, survivor: string, staleBefore: stri
       .whereIn('state', ['up', 'draining'])
       .where('heartbeat_at', '<', staleBefore)
       .update({ state: 'gone', gone_at: now, gone_by: survivor });
-    if (n > 0) claimed.push(id);
+    if (n > 0) {
+      claimed.push(id);
+      await markRegistrationsUnreachable(db, id, now);
+    }
   }
   return claimed;
 }
 
-/** A node that stopped in order (its calls ended): not to be taken over. */
+/**
+ * A node that stopped in order (its calls ended): not to be taken over. The connections it held are closed, so its
+ * stream bindings left in the store are unreachable.
+ */
 export async function markNodeStopped(db: Db, id: string, now: string): Promise<void> {
   await db('nodes').where({ id }).update({ state: 'stopped', live_calls: 0, heartbeat_at: now });
+  await markRegistrationsUnreachable(db, id, now);
 }

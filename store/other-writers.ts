@@ -39,6 +39,30 @@ export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): () =>
   return () => clearInterval(timer);
 }
 
+const otherWriteListeners = new WeakMap<object, Set<OtherWrite>>();
+
+/**
+ * Calls `fn` for each write of another process the store of `db` learns of (the tables the read cache does not hold
+ * too: phone_tokens, end_users). Returns the unsubscribe.
+ */
+export function onOtherWrites(db: object, fn: OtherWrite): () => void {
+  let set = otherWriteListeners.get(db);
+  if (!set) otherWriteListeners.set(db, (set = new Set()));
+  set.add(fn);
+  return () => void set.delete(fn);
+}
+
+/** Tells the listeners of `db` that another process wrote `table` (undefined: perhaps any table). */
+export function reportOtherWrite(db: object, table: string | undefined): void {
+  for (const fn of otherWriteListeners.get(db) ?? []) {
+    try {
+      fn(table);
+    } catch {
+      /* a listener's failure is its own */
+    }
+  }
+}
+
 /** The pg client as used here (the driver is the one knex loaded: its client's `driver`). */
 interface PgClient {
   connect(): Promise<void>;

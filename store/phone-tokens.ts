@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { newId, nowIso } from './ids.js';
+import { onOtherWrites } from './other-writers.js';
 
 export interface PhoneTokenRow {
   id: string;
@@ -152,8 +153,9 @@ interface QueryEvent {
  * phoneCredentials returns: as a write to phone_tokens or to end_users (other than the registration columns) is sent,
  * after it ran, and as a transaction that made one commits or rolls back and after that. A cache that drops its
  * entries at each call, and keeps no read that began before the latest call, never holds a value from before a write
- * (a read on another connection during the transaction sees the old rows: the call at its end drops them). Returns
- * the unsubscribe.
+ * (a read on another connection during the transaction sees the old rows: the call at its end drops them). Writes
+ * by another process (another node, the CLI) call it as the store hears of them (openDb's watchOtherWriters: their
+ * commit on PostgreSQL, within 50 ms on SQLite). Returns the unsubscribe.
  */
 export function onCredentialWrites(db: Db, changed: () => void): () => void {
   const openTx = new Set<string>();
@@ -172,7 +174,12 @@ export function onCredentialWrites(db: Db, changed: () => void): () => void {
   db.on('query', sent);
   db.on('query-response', ran);
   db.on('query-error', ran);
+  // Another process's writes (another node, the CLI), as the store hears of them.
+  const stopOther = onOtherWrites(db, (table) => {
+    if (table === undefined || table === 'phone_tokens' || table === 'end_users') changed();
+  });
   return () => {
+    stopOther();
     db.off('query', sent);
     db.off('query-response', ran);
     db.off('query-error', ran);

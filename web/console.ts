@@ -2,7 +2,15 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config/index.js';
-import type { Db } from '../store/index.js';
+import {
+  deleteWebSession,
+  endExpiredWebSessions,
+  findWebSession,
+  insertWebSession,
+  touchWebSession,
+  type Db,
+  type WebSessionRow,
+} from '../store/index.js';
 import {
   checkPassword,
   dummyPasswordHash,
@@ -21,7 +29,7 @@ import { systemClock, type Clock } from '../kit/index.js';
  * account's credentials. Sessions as the portal's: a 256-bit id in an HttpOnly SameSite=Strict cookie scoped to
  * /console, 8 h idle / 12 h in all; a state-changing request must carry `X-Simu-Console: 1` (a cross-site form
  * cannot). Every action runs the operation the CLI runs (api/operations.ts) and is audited with the operator's
- * email.
+ * email. Sessions are rows of the store (store/web-sessions.ts), so every node sharing it honours the cookie.
  */
 export interface ConsoleDeps {
   db: Db;
@@ -35,13 +43,6 @@ export interface ConsoleDeps {
   sipTraceToken?: string;
 }
 
-interface Session {
-  operatorId: string;
-  email: string;
-  createdAt: number;
-  lastSeen: number;
-}
-
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
 const SHARED = new Set(['charts.js', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
@@ -49,9 +50,10 @@ const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
 const MAX_FAILURES = 5;
 const LOCKOUT_MS = 15 * 60_000;
+/** A session's last use is written at most this often (its idle limit is hours). */
+const TOUCH_MS = 60_000;
 
 export class Console {
-  readonly #sessions = new Map<string, Session>();
   readonly #failures = new Map<string, { count: number; until: number }>();
   readonly #clock: Pick<Clock, 'now'>;
   readonly #limiter: RequestRateLimiter;
@@ -76,9 +78,8 @@ export class Console {
     };
   }
 
-  close(): void {
-    this.#sessions.clear();
-  }
+  /** Sessions are the store's: they go on on the other nodes and after a restart. */
+  close(): void {}
 
   async #static(ctx: Context): Promise<void> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
@@ -95,16 +96,17 @@ export class Console {
     await sendStatic(ctx, file);
   }
 
-  #session(ctx: Context): Session | null {
+  async #session(ctx: Context): Promise<WebSessionRow | null> {
     const sid = ctx.cookies.get(CONSOLE_COOKIE);
-    const s = sid ? this.#sessions.get(sid) : undefined;
-    if (!sid || !s) return null;
+    if (!sid || sid.length > 100) return null;
+    const s = await findWebSession(this.deps.db, 'console', sid);
+    if (!s) return null;
     const now = this.#clock.now();
-    if (s.lastSeen + IDLE_MS < now || s.createdAt + MAX_MS < now) {
-      this.#sessions.delete(sid);
+    if (s.last_seen_at + IDLE_MS < now || s.created_at + MAX_MS < now) {
+      await deleteWebSession(this.deps.db, sid);
       return null;
     }
-    s.lastSeen = now;
+    if (s.last_seen_at + TOUCH_MS <= now) await touchWebSession(this.deps.db, sid, now);
     return s;
   }
 
@@ -113,13 +115,13 @@ export class Console {
     if (route === 'POST /console/api/signin') return this.#signIn(ctx);
     const trace = /^GET \/console\/api\/calls\/([A-Za-z0-9_-]{1,64})\/sip$/.exec(route);
     if (trace && this.#traceTokenGiven(ctx)) return void (ctx.body = sipLadder(this.deps.live, trace[1]!));
-    const s = this.#session(ctx);
+    const s = await this.#session(ctx);
     if (!s) throw new WebError(401, 'CONSOLE_SIGNED_OUT', 'Sign in first.');
     if (ctx.method !== 'GET' && ctx.get('x-simu-console') !== '1')
       throw new WebError(403, 'CONSOLE_CSRF', 'Missing the X-Simu-Console header.');
     if (route === 'GET /console/api/me') return void (ctx.body = { email: s.email });
     if (route === 'POST /console/api/signout') {
-      this.#sessions.delete(ctx.cookies.get(CONSOLE_COOKIE) ?? '');
+      await deleteWebSession(this.deps.db, ctx.cookies.get(CONSOLE_COOKIE) ?? '');
       ctx.cookies.set(CONSOLE_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: '/console', maxAge: 0 });
       return void (ctx.body = { message: 'signed out' });
     }
@@ -175,11 +177,18 @@ export class Console {
       throw new WebError(401, 'CONSOLE_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
     }
     this.#failures.delete(email);
-    // Sessions that were never used again are dropped here (the map stays bounded by live sessions).
-    for (const [k, v] of this.#sessions)
-      if (v.lastSeen + IDLE_MS < now || v.createdAt + MAX_MS < now) this.#sessions.delete(k);
+    // Sessions that were never used again are dropped here (the table stays bounded by live sessions).
+    await endExpiredWebSessions(this.deps.db, 'console', now - IDLE_MS, now - MAX_MS);
     const sid = randomBytes(32).toString('base64url');
-    this.#sessions.set(sid, { operatorId: op.id, email: op.email, createdAt: now, lastSeen: now });
+    await insertWebSession(this.deps.db, sid, {
+      kind: 'console',
+      user_id: op.id,
+      account_id: null,
+      email: op.email,
+      api_key_id: null,
+      created_at: now,
+      last_seen_at: now,
+    });
     ctx.cookies.set(CONSOLE_COOKIE, sid, {
       httpOnly: true,
       sameSite: 'strict',

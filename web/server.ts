@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Context, Middleware, Next } from 'koa';
 import type { Config } from '../config/index.js';
@@ -10,9 +10,14 @@ import {
   insertApiKey,
   listCallEvents,
   listWebhookRoutes,
+  deleteWebSession,
+  endExpiredWebSessions,
+  findWebSession,
+  insertWebSession,
   revokeApiKey,
-  revokeApiKeysNamed,
+  touchWebSession,
   type Db,
+  type WebSessionRow,
 } from '../store/index.js';
 import {
   apiKeyOut,
@@ -35,9 +40,12 @@ import { systemClock, type Clock } from '../kit/index.js';
  * Security reasoning (docs/webrtc.md has the operator-facing part):
  * - Sign-in needs email, password (scrypt) and a fresh TOTP code; a code is spent once (replay refused).
  * - The session id is a 256-bit random value in an HttpOnly, SameSite=Strict cookie; the browser never sees an
- *   API key. Each session mints its own API key (named `portal-session`), held only in this process's memory and
- *   revoked at sign-out or expiry, so the REST API's own authentication, account status checks and rate limits
- *   apply to portal requests unchanged (no second authorization path to get wrong).
+ *   API key. Each session mints its own API key (named `portal-session`), revoked at sign-out or expiry, so the REST
+ *   API's own authentication, account status checks and rate limits apply to portal requests unchanged (no second
+ *   authorization path to get wrong).
+ * - Sessions are rows of the store (store/web-sessions.ts: the session id's SHA-256, the user, the key's id), so
+ *   every node sharing the store honours the cookie and a restart signs nobody out. The key itself is not stored:
+ *   it is an HMAC of the session id (sessionApiKey), rebuilt from the cookie on each request.
  * - Proxied requests (all methods: GET /api/calls/hangup changes state) and the portal's own state-changing ones must
  *   carry `X-Simu-Portal: 1`: a cross-site form or image cannot set that header and a cross-site fetch with it needs
  *   a CORS preflight this server never grants (defence in depth next to SameSite).
@@ -63,15 +71,7 @@ export interface PortalDeps {
   signInPerMinute?: number;
 }
 
-interface Session {
-  userId: string;
-  accountId: string;
-  email: string;
-  apiKey: string;
-  apiKeyId: string;
-  createdAt: number;
-  lastSeen: number;
-}
+type Session = WebSessionRow & { account_id: string };
 
 export const SESSION_COOKIE = 'simu_portal';
 /** The name of the API key each portal session runs under (hidden on the portal's key page). */
@@ -80,9 +80,15 @@ const STATIC_DIR = path.join(import.meta.dirname, 'static');
 /** Failed sign-ins per email before a lockout, and its length. */
 const MAX_FAILURES = 5;
 const LOCKOUT_MS = 15 * 60_000;
+/** A session's last use is written at most this often (its idle limit is hours). */
+const TOUCH_MS = 60_000;
+
+/** The API key of a portal session: a function of the session id alone, so no node stores it. */
+export function sessionApiKey(sessionId: string): string {
+  return `sk_${createHmac('sha256', sessionId).update('simu portal session key').digest('base64url')}`;
+}
 
 export class Portal {
-  readonly #sessions = new Map<string, Session>();
   readonly #failures = new Map<string, { count: number; until: number }>();
   readonly #clock: Pick<Clock, 'now'>;
   readonly #idleMs: number;
@@ -91,8 +97,6 @@ export class Portal {
   readonly #signInLimiter: RequestRateLimiter;
 
   readonly #sweep: NodeJS.Timeout;
-  /** Session keys left active by a previous process (sessions live in memory) are revoked once at start. */
-  readonly ready: Promise<void>;
 
   constructor(private readonly deps: PortalDeps) {
     this.#clock = deps.clock ?? systemClock;
@@ -103,15 +107,8 @@ export class Portal {
       burst: deps.signInBurst ?? 10,
       clock: this.#clock,
     });
-    this.ready = revokeApiKeysNamed(deps.db, SESSION_KEY_NAME, new Date(this.#clock.now()).toISOString()).then(
-      () => undefined,
-      () => undefined,
-    );
-    // Idle sessions end (and their keys are revoked) even if their browser never comes back.
-    this.#sweep = setInterval(() => {
-      const now = this.#clock.now();
-      for (const [sid, s] of this.#sessions) if (this.#expired(s, now)) void this.#end(sid);
-    }, 60_000);
+    // Idle sessions end (and their keys are revoked) even if their browser never comes back; any node's sweep does.
+    this.#sweep = setInterval(() => void this.#endExpired().catch(() => undefined), 60_000);
     this.#sweep.unref();
   }
 
@@ -136,10 +133,15 @@ export class Portal {
     };
   }
 
-  /** Revokes every session key (switch shutdown). */
+  /** Stops the sweep. Sessions are the store's: they go on on the other nodes and after a restart. */
   async close(): Promise<void> {
     clearInterval(this.#sweep);
-    for (const [sid] of this.#sessions) await this.#end(sid);
+  }
+
+  async #endExpired(): Promise<void> {
+    const now = this.#clock.now();
+    for (const s of await endExpiredWebSessions(this.deps.db, 'portal', now - this.#idleMs, now - this.#maxMs))
+      await this.#revokeKey(s);
   }
 
   async #static(ctx: Context): Promise<void> {
@@ -155,17 +157,18 @@ export class Portal {
     await sendStatic(ctx, file);
   }
 
-  #session(ctx: Context): { sid: string; s: Session } | null {
+  async #session(ctx: Context): Promise<{ sid: string; s: Session } | null> {
     const sid = ctx.cookies.get(SESSION_COOKIE);
-    if (!sid) return null;
-    const s = this.#sessions.get(sid);
-    if (!s) return null;
-    if (this.#expired(s, this.#clock.now())) {
-      void this.#end(sid);
+    if (!sid || sid.length > 100) return null;
+    const s = await findWebSession(this.deps.db, 'portal', sid);
+    if (!s?.account_id) return null;
+    const now = this.#clock.now();
+    if (this.#expired(s, now)) {
+      await this.#end(sid);
       return null;
     }
-    s.lastSeen = this.#clock.now();
-    return { sid, s };
+    if (s.last_seen_at + TOUCH_MS <= now) await touchWebSession(this.deps.db, sid, now);
+    return { sid, s: s as Session };
   }
 
   /**
@@ -173,28 +176,33 @@ export class Portal {
    * proxy: some API GETs change state, e.g. GET /api/calls/hangup, and an image tag can send a GET).
    */
   /** Idle too long, or older than the absolute lifetime (a stolen cookie kept busy still dies). */
-  #expired(s: Session, now: number): boolean {
-    return s.lastSeen + this.#idleMs < now || s.createdAt + this.#maxMs < now;
+  #expired(s: WebSessionRow, now: number): boolean {
+    return s.last_seen_at + this.#idleMs < now || s.created_at + this.#maxMs < now;
   }
 
-  #require(ctx: Context, anyMethod = false): { sid: string; s: Session } {
-    const got = this.#session(ctx);
+  async #require(ctx: Context, anyMethod = false): Promise<{ sid: string; s: Session }> {
+    const got = await this.#session(ctx);
     if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
     if ((anyMethod || ctx.method !== 'GET') && ctx.get('x-simu-portal') !== '1')
       throw new PortalError(403, 'PORTAL_CSRF', 'Missing the X-Simu-Portal header.');
     return got;
   }
 
+  /** Ends a session (every node): its row goes, and its key is revoked by whoever removed the row. */
   async #end(sid: string): Promise<void> {
-    const s = this.#sessions.get(sid);
-    this.#sessions.delete(sid);
-    if (s) await revokeApiKey(this.deps.db, s.accountId, s.apiKeyId).catch(() => undefined);
+    const s = await deleteWebSession(this.deps.db, sid);
+    if (s) await this.#revokeKey(s);
+  }
+
+  async #revokeKey(s: WebSessionRow): Promise<void> {
+    if (s.account_id && s.api_key_id)
+      await revokeApiKey(this.deps.db, s.account_id, s.api_key_id).catch(() => undefined);
   }
 
   async #proxy(ctx: Context, next: Next): Promise<void> {
     let got;
     try {
-      got = this.#require(ctx, true);
+      got = await this.#require(ctx, true);
     } catch (e) {
       if (!(e instanceof PortalError)) throw e;
       ctx.status = e.status;
@@ -210,7 +218,7 @@ export class Portal {
       return;
     }
     ctx.path = apiPath;
-    ctx.request.headers.authorization = `Bearer ${got.s.apiKey}`;
+    ctx.request.headers.authorization = `Bearer ${sessionApiKey(got.sid)}`;
     await next();
   }
 
@@ -218,12 +226,12 @@ export class Portal {
     const route = `${ctx.method} ${ctx.path.replace(/\/+$/, '')}`;
     if (route === 'POST /portal/api/signin') return this.#signIn(ctx);
     if (route === 'GET /portal/api/me') {
-      const got = this.#session(ctx);
+      const got = await this.#session(ctx);
       if (!got) throw new PortalError(401, 'PORTAL_SIGNED_OUT', 'Sign in first.');
       ctx.body = this.#me(got.s);
       return;
     }
-    const { sid, s } = this.#require(ctx);
+    const { sid, s } = await this.#require(ctx);
     const db = this.deps.db;
     if (route === 'POST /portal/api/signout') {
       await this.#end(sid);
@@ -235,27 +243,27 @@ export class Portal {
       const body = await readJson(ctx);
       const name = String(body.name ?? '').trim();
       if (!name || name.length > 100) throw new PortalError(400, 'VALIDATION_ERROR', 'A key needs a name.');
-      if (!(await spendTotp(db, s.userId, String(body.code ?? ''), this.#clock.now())))
+      if (!(await spendTotp(db, s.user_id, String(body.code ?? ''), this.#clock.now())))
         throw new PortalError(403, 'PORTAL_TOTP_INVALID', 'The one-time code is wrong or already used.');
-      const { row, key } = await insertApiKey(db, s.accountId, name);
+      const { row, key } = await insertApiKey(db, s.account_id, name);
       ctx.status = 201;
       ctx.body = { ...apiKeyOut(row), key };
       return;
     }
     const ev = /^GET \/portal\/api\/calls\/([0-9a-fA-F-]{36})\/events$/.exec(route);
     if (ev) {
-      const call = await findCall(db, s.accountId, ev[1]);
+      const call = await findCall(db, s.account_id, ev[1]);
       if (!call) throw new PortalError(404, 'CALL_NOT_FOUND', 'No such call.');
-      const rows = await listCallEvents(db, s.accountId, ev[1]);
+      const rows = await listCallEvents(db, s.account_id, ev[1]);
       ctx.body = rows.map((r) => ({ code: r.code, event: r.event, data: safeJson(r.data), timestamp: r.created_at }));
       return;
     }
     if (route === 'GET /portal/api/webhook-routes') {
-      const rows = await listWebhookRoutes(db, s.accountId);
+      const rows = await listWebhookRoutes(db, s.account_id);
       // A number's status route is shown with its number (null once the number left the account).
       const numberOf = async (route: string) => {
         const id = /^status:number:(.+)$/.exec(route)?.[1];
-        return id ? ((await findNumberOf(db, s.accountId, id))?.number ?? null) : null;
+        return id ? ((await findNumberOf(db, s.account_id, id))?.number ?? null) : null;
       };
       const numbers = await Promise.all(rows.map((r) => numberOf(r.route)));
       ctx.body = rows.map((r, i) => ({
@@ -272,7 +280,7 @@ export class Portal {
       const body = await readJson(ctx);
       // One route: the account's status route and a number's override are re-enabled apart, even on one URL.
       const ref = { route: String(body.route ?? ''), url: String(body.url ?? '') };
-      const ok = await enableWebhookRoute(db, s.accountId, ref, new Date().toISOString());
+      const ok = await enableWebhookRoute(db, s.account_id, ref, new Date().toISOString());
       if (!ok) throw new PortalError(404, 'WEBHOOK_ROUTE_NOT_FOUND', 'No such webhook route.');
       ctx.body = { message: 'route re-enabled' };
       return;
@@ -281,7 +289,7 @@ export class Portal {
     const read = await portalReads(
       db,
       this.deps.readDb ?? db,
-      s.accountId,
+      s.account_id,
       route,
       ctx.query as Record<string, unknown>,
     );
@@ -290,7 +298,6 @@ export class Portal {
   }
 
   async #signIn(ctx: Context): Promise<void> {
-    await this.ready;
     // Per source address before anything else: a spray of invented emails (each its own lockout counter) must not
     // buy unbounded scrypt work.
     const admit = this.#signInLimiter.take(sourceKey(ctx.ip));
@@ -325,17 +332,18 @@ export class Portal {
     this.#failures.delete(email);
     const account = await findAccount(this.deps.db, user.account_id);
     if (account?.status !== 'active') throw new PortalError(403, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended.');
-    const { row, key } = await insertApiKey(this.deps.db, user.account_id, SESSION_KEY_NAME);
     const sid = randomBytes(32).toString('base64url');
-    this.#sessions.set(sid, {
-      userId: user.id,
-      accountId: user.account_id,
+    const { row } = await insertApiKey(this.deps.db, user.account_id, SESSION_KEY_NAME, sessionApiKey(sid));
+    const session: Session = {
+      kind: 'portal',
+      user_id: user.id,
+      account_id: user.account_id,
       email: user.email,
-      apiKey: key,
-      apiKeyId: row.id,
-      createdAt: now,
-      lastSeen: now,
-    });
+      api_key_id: row.id,
+      created_at: now,
+      last_seen_at: now,
+    };
+    await insertWebSession(this.deps.db, sid, session);
     ctx.cookies.set(SESSION_COOKIE, sid, {
       httpOnly: true,
       sameSite: 'strict',
@@ -343,7 +351,7 @@ export class Portal {
       secure: this.deps.secureCookies ?? this.deps.config?.publicBaseUrl.startsWith('https:') ?? false,
       overwrite: true,
     });
-    ctx.body = this.#me(this.#sessions.get(sid)!);
+    ctx.body = this.#me(session);
   }
 
   /** Who is signed in, and where the softphone registers (WSS preferred: browsers on https pages need it). */
@@ -356,7 +364,7 @@ export class Portal {
         : c.sip.wsPort > 0
           ? `ws://${c.publicHost}:${c.sip.wsPort}`
           : null;
-    return { email: s.email, account: s.accountId, sip_websocket: sip };
+    return { email: s.email, account: s.account_id, sip_websocket: sip };
   }
 }
 

@@ -78,7 +78,7 @@ async function resolveTarget(d: FlowServices, accountId: string, target: DialTar
   }
   if (target.kind !== 'extension') return undefined; // other nouns (a queue ...) are handled before this
   // Every registered phone of the extension rings (ring-bindings.ts).
-  const bindings = forkableBindings(d.locator?.lookup(accountId, target.extension) ?? []);
+  const bindings = forkableBindings((await d.locator?.lookup(accountId, target.extension)) ?? []);
   return bindings.length > 0 ? { kind: 'sip', bindings, transport: bindings[0]!.target.transport } : undefined;
 }
 

@@ -155,7 +155,7 @@ async function runInternal(
     srv.send(404, 'Not Found');
     return;
   }
-  const bindings = d.locator.lookup(who.accountId, ext);
+  const bindings = await d.locator.lookup(who.accountId, ext);
   // DND, forwarding and voicemail of the callee (calls/call-handling.ts): undefined when it has none of them set.
   const handling = CallHandling.of(d, callee);
   const divertFirst = handling?.causeBeforeRinging(bindings.length);

@@ -64,7 +64,7 @@ export async function resolveReferTarget(
   if (dialled.kind === 'extension') {
     const user = await findEndUserByExtension(d.db, accountId, dialled.extension, { activeOnly: true });
     if (!user) return refuse(404, TransferRefusals.unknown);
-    const [binding] = d.locator.lookup(accountId, dialled.extension);
+    const [binding] = await d.locator.lookup(accountId, dialled.extension);
     if (!binding) return refuse(480, TransferRefusals.offline);
     return { ok: true, kind: 'extension', extension: dialled.extension, endUserId: user.id, binding };
   }

@@ -30,6 +30,8 @@ import * as m034 from './034-nodes.js';
 import * as m035 from './035-calls-answered-by.js';
 import * as m036 from './036-call-admissions.js';
 import * as m037 from './037-node-messages.js';
+import * as m038 from './038-web-sessions.js';
+import * as m039 from './039-registration-node.js';
 import * as m041 from './041-room-leases.js';
 
 /**
@@ -68,6 +70,8 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['035-calls-answered-by', m035],
   ['036-call-admissions', m036],
   ['037-node-messages', m037],
+  ['038-web-sessions', m038],
+  ['039-registration-node', m039],
   ['041-room-leases', m041],
 ];
 

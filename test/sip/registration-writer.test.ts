@@ -31,7 +31,9 @@ describe('sip/registration-writer', function () {
     });
     const written = new Set<string>();
     const onQuery = (q: { sql: string; bindings?: unknown[] }) => {
-      if (/^delete from "registrations"/i.test(q.sql)) for (const id of q.bindings ?? []) written.add(String(id));
+      // The end-users' ids (on PostgreSQL then the node's id).
+      if (/^delete from "registrations" where "end_user_id" in/i.test(q.sql))
+        for (const id of q.bindings ?? []) if (String(id).startsWith('user-')) written.add(String(id));
     };
     db.on('query', onQuery);
     try {

@@ -8,6 +8,10 @@ import {
   phoneCredentials,
   recentPhoneTokens,
   liveRegistrations,
+  markRegistrationsUnreachable,
+  remoteRegistrations,
+  setStoreNodeId,
+  storeNodeId,
   writeRegistrations,
   type RegistrationRow,
   resetRegistrationStates,
@@ -16,7 +20,7 @@ import {
   type Db,
   type EndUserRow,
 } from '../../store/index.js';
-import { BOTH_DBS } from '../support/db.js';
+import { BOTH_DBS, postgresDb } from '../support/db.js';
 
 /** Three tokens of the end-user, issued at 1700000000 + 0, 1, 2, created in that order (distinct created_at). */
 async function threeTokens(db: Db, u: EndUserRow, maxConcurrent: number): Promise<string[]> {
@@ -132,6 +136,9 @@ for (const kind of BOTH_DBS) {
         cseq: 1,
         registered_at: 1,
         expires_at: far,
+        node_id: null,
+        transport: 'UDP',
+        unreachable_at: null,
       });
       // 73 registered (64 + 8 + 1 in chunks), one with two contacts; one registered without a new time; one gone.
       const at = (i: number) => new Date(Date.UTC(2024, 0, 1, 0, 0, i)).toISOString();
@@ -170,3 +177,67 @@ for (const kind of BOTH_DBS) {
     });
   });
 }
+
+/** Nodes sharing PostgreSQL: each writes its own bindings; a gone node's stream bindings become unreachable. */
+describe('store: registrations of several nodes (postgres)', function () {
+  this.timeout(30_000);
+  let db: Db;
+  const before0 = storeNodeId();
+  before(async () => {
+    db = await postgresDb.open();
+  });
+  after(async () => {
+    setStoreNodeId(before0);
+    await db?.destroy();
+  });
+
+  it("a node's write leaves the other node's rows; a contact registered again moves; unreachable when gone", async () => {
+    const a = await insertAccount(db, 'Nodes');
+    const u = await insertEndUser(db, a.id, 'n@example.com', 'N');
+    const [token] = await threeTokens(db, u, 1);
+    const row = (contact: string, transport: string): RegistrationRow => ({
+      end_user_id: u.id,
+      contact,
+      account_id: a.id,
+      extension: u.extension_number,
+      source_address: '192.0.2.1',
+      source_port: 5060,
+      flow_id: 'f',
+      token_id: token!,
+      call_id: 'c',
+      cseq: 1,
+      registered_at: 1,
+      expires_at: Date.now() + 3600_000,
+      node_id: storeNodeId(),
+      transport,
+      unreachable_at: null,
+    });
+    setStoreNodeId('node-1');
+    await writeRegistrations(db, [
+      { endUserId: u.id, state: 'registered', rows: [row('sip:udp@x', 'UDP'), row('sip:tcp@x', 'TCP')] },
+    ]);
+    setStoreNodeId('node-2');
+    // Node 2 sees node 1's UDP binding (it reaches it itself), not the TCP one.
+    assert.deepEqual(
+      (await remoteRegistrations(db, a.id, u.extension_number, Date.now())).map((r) => r.contact),
+      ['sip:udp@x'],
+    );
+    // Node 2 has none of its own: its write leaves node 1's rows, and the end-user registered.
+    await writeRegistrations(db, [{ endUserId: u.id, state: 'unregistered', rows: [] }]);
+    assert.equal((await db('registrations').where({ end_user_id: u.id })).length, 2);
+    assert.equal((await db('end_users').where({ id: u.id }).first()).registration_state, 'registered');
+    // The UDP phone registers again through node 2: its contact moves there.
+    await writeRegistrations(db, [{ endUserId: u.id, state: 'registered', rows: [row('sip:udp@x', 'UDP')] }]);
+    const rows = await db('registrations').where({ end_user_id: u.id }).orderBy('contact');
+    assert.deepEqual(
+      rows.map((r: any) => [r.contact, r.node_id]),
+      [
+        ['sip:tcp@x', 'node-1'],
+        ['sip:udp@x', 'node-2'],
+      ],
+    );
+    assert.equal(await markRegistrationsUnreachable(db, 'node-1', new Date().toISOString()), 1);
+    assert.ok((await db('registrations').where({ contact: 'sip:tcp@x' }).first()).unreachable_at);
+    assert.equal((await db('end_users').where({ id: u.id }).first()).registration_state, 'registered', 'UDP on 2');
+  });
+});
