@@ -11,6 +11,8 @@ import {
   startCallsSearchIndexer,
   ensureLiveCallTriggers,
   setStoreNodeId,
+  isPostgres,
+  nodeSecret,
   type Db,
 } from './store/index.js';
 import {
@@ -139,7 +141,7 @@ export class Switch {
     const searchIndexer = startCallsSearchIndexer(db, (err) => log.warn({ err }, 'calls search indexing failed'));
     this.#closers.push(async () => searchIndexer.stop());
     const first = await firstRun(db, config);
-    const secret = loadServerSecret(config.dataDir);
+    const secret = await serverSecretOf(db, config.dataDir);
 
     if (config.rtpengine.urls.length === 0) {
       // Where the engine keeps its calls, so a restart after a crash restores them (media/redis-supervisor.ts).
@@ -552,6 +554,20 @@ const pick = (s: Config['sip']) => ({ cert: s.tlsCert, key: s.tlsKey });
 
 /** Settings a reload applies to the running switch (Switch.reload); the others need a restart. */
 const LIVE_SETTINGS = /^(logLevel|sip\.tlsCert|sip\.tlsKey|security\.\w+)$/;
+
+/**
+ * The server secret (phone tokens, recording URLs, trace tokens): the data directory's file on one box; on
+ * PostgreSQL the cluster's, kept in the store, so a token minted through one node verifies on every other. The first
+ * node to ask seeds it with its own file's secret, so the tokens an existing box minted stay valid.
+ */
+async function serverSecretOf(db: Db, dataDir: string): Promise<string> {
+  const local = loadServerSecret(dataDir);
+  if (!isPostgres(db)) return local;
+  const shared = await nodeSecret(db, 'server', local);
+  if (shared !== local)
+    log.warn({ dataDir }, "this node's server-secret file differs from the cluster's: the cluster's is used");
+  return shared;
+}
 
 function securitySettingsOf(sec: Config['security']) {
   return {

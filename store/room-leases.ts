@@ -100,12 +100,14 @@ export async function releaseNodeLeases(db: Db, node: string): Promise<number> {
 }
 
 /**
- * A secret every node sharing the store knows, for one purpose (nodes signing their legs to each other): made by
- * the first node that asks, read by the others. The store is what the nodes trust already.
+ * A secret every node sharing the store knows, for one purpose (nodes signing their legs to each other, the server
+ * secret): made by the first node that asks (from `proposed` when given), read by the others. The store is what the
+ * nodes trust already.
  */
-export async function nodeSecret(db: Db, purpose: string): Promise<string> {
+export async function nodeSecret(db: Db, purpose: string, proposed?: string): Promise<string> {
+  const secret = proposed ?? randomBytes(32).toString('base64url');
   await db('node_secrets')
-    .insert({ purpose, secret: randomBytes(32).toString('base64url'), created_at: new Date().toISOString() })
+    .insert({ purpose, secret, created_at: new Date().toISOString() })
     .onConflict('purpose')
     .ignore();
   const row = (await db('node_secrets').where({ purpose }).first('secret')) as { secret: string };

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import WebSocket from 'ws';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
 import type { Db } from '../../store/index.js';
 import { addOperator, addPortalUser, totp } from '../../api/index.js';
 import { shortPassword } from '../../sip/registrar-credentials.js';
@@ -31,12 +30,10 @@ describe('e2e: sessions, idempotency keys and phone-token revocations across nod
   ];
   let url: string;
   let db: Db;
-  /** Nodes sharing a store share the server secret (phone tokens are signed with it). */
-  const SECRET = randomUUID();
 
   const start = async (n: (typeof nodes)[number]) => {
     const env = processEnv(n.ports, { SIMU_DATABASE_URL: url, SIMU_NODE_ID: n.id });
-    writeFileSync(path.join(env.SIMU_DATA_DIR!, 'server-secret'), SECRET + '\n', { mode: 0o600 });
+    // Each node's data directory holds a server secret of its own; the store's (the first node's) is used by all.
     n.sw = await startSwitch(env);
   };
   const base = (n: (typeof nodes)[number]) => `http://127.0.0.1:${n.ports.http}`;
