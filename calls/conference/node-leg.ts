@@ -50,6 +50,8 @@ interface NodeLegJoin {
   timeLimit?: number;
   /** When the sending node signed it (ms since the epoch). */
   at: number;
+  /** Unique per join: a copy of a signed join replayed within its age is refused. */
+  nonce: string;
 }
 
 export interface NodeRoomsDeps {
@@ -72,6 +74,8 @@ export class NodeRooms {
   readonly d: NodeRoomsDeps;
   #secret: Promise<Buffer> | undefined;
   readonly #turns = new Map<string, Promise<void>>();
+  /** Nonces of the joins taken within the last SIGNATURE_MAX_AGE_MS, with when each may be forgotten. */
+  readonly #nonces = new Map<string, number>();
 
   constructor(d: NodeRoomsDeps) {
     this.d = d;
@@ -141,6 +145,18 @@ export class NodeRooms {
     const n = await findNode(this.d.db, nodeId);
     if (!n || (n.state !== 'up' && n.state !== 'draining')) return false;
     return n.heartbeat_at >= nowIso(new Date(this.d.clock.now() - this.d.goneAfterMs));
+  }
+
+  /** True the first time a join's nonce is seen within its age; a replayed copy is false. */
+  firstUse(nonce: string): boolean {
+    const now = this.d.clock.now();
+    for (const [n, until] of this.#nonces) {
+      if (until > now) break;
+      this.#nonces.delete(n);
+    }
+    if (this.#nonces.has(nonce)) return false;
+    this.#nonces.set(nonce, now + 2 * SIGNATURE_MAX_AGE_MS);
+    return true;
   }
 
   async sign(fromNode: string, payload: string): Promise<string> {
@@ -221,6 +237,7 @@ async function joinRemote(
     record: dial.record,
     timeLimit: dial.timeLimit,
     at: d.rooms.d.clock.now(),
+    nonce: randomUUID(),
   };
   const payload = Buffer.from(JSON.stringify(join)).toString('base64url');
   let sdp: string;
@@ -334,6 +351,10 @@ export async function serveNodeLeg(d: NodeLegDeps, req: SipRequest, srv: Respond
     return void srv.send(400, 'Bad Request');
   }
   if (Math.abs(d.rooms.d.clock.now() - join.at) > SIGNATURE_MAX_AGE_MS) return void srv.send(403, 'Forbidden');
+  if (typeof join.nonce !== 'string' || !d.rooms.firstUse(join.nonce)) {
+    d.log.warn({ node: fromNode, source: req.source?.address }, 'a replayed leg between nodes was refused');
+    return void srv.send(403, 'Forbidden');
+  }
   const row = await findCallAnyAccount(d.db, join.callId);
   if (!row || row.account_id !== join.accountId) return void srv.send(404, 'Not Found');
   const holder = await d.rooms.holder('conference', join.accountId, join.noun.name);
