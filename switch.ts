@@ -34,15 +34,14 @@ import {
 } from './sip/index.js';
 import {
   CreditMonitor,
-  OverloadControl,
   RateBook,
   NodeWatch,
   ReconcileSweep,
   StoreAdmission,
-  loadSignalsOf,
   reconcileCall,
   type BillingEmit,
 } from './billing/index.js';
+import { OverloadControl, loadSignalsOf } from './overload/index.js';
 import { createApiServer, feedMetrics, StatsRollup } from './api/index.js';
 import { SwitchMetrics } from './metrics/index.js';
 import {
@@ -218,7 +217,7 @@ export class Switch {
     await media.start();
     this.#closers.push(() => media.close());
 
-    // Overload control: new calls beyond what the box carries get 503 + Retry-After at once (billing/overload.ts).
+    // Overload control: new calls beyond what the box carries get 503 + Retry-After at once (overload/).
     const admission = new StoreAdmission(db);
     this.#admission = admission;
     const engines = this.#engines;

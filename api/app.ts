@@ -1,7 +1,8 @@
 import http from 'node:http';
 import Koa from 'koa';
 import { Router } from '@koa/router';
-import { StoreAdmission, type Admission, type NewCallGate } from '../billing/index.js';
+import { StoreAdmission, type Admission } from '../billing/index.js';
+import type { NewCallGate } from '../overload/index.js';
 import { roomLogger, type Config } from '../config/index.js';
 import { flushGroupCommit, openReadPool, type Db } from '../store/index.js';
 import { apiKeyAuth, authOf } from './auth.js';

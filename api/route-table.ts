@@ -1,7 +1,8 @@
 import type { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { z } from 'zod';
-import type { Admission, NewCallGate } from '../billing/index.js';
+import type { Admission } from '../billing/index.js';
+import type { NewCallGate } from '../overload/index.js';
 import type { Config, Logger } from '../config/index.js';
 import type { Db } from '../store/index.js';
 import type { CallEngine } from '../calls/index.js';
@@ -15,7 +16,7 @@ export interface RouteDeps {
   config: Config;
   calls: CallEngine;
   admission: Admission;
-  /** Overload control: asked first for every new call, before any store work (billing/overload.ts). */
+  /** Overload control: asked first for every new call, before any store work (overload/). */
   overload?: NewCallGate;
   signUrlSecret: string;
   health: () => Promise<{ store: boolean; media: boolean }>;

@@ -45,17 +45,6 @@ export {
   type AdmissionRequest,
 } from './admission.js';
 export {
-  OverloadControl,
-  DEFAULT_OVERLOAD_SETTINGS,
-  loadSignalsOf,
-  type LoadSignals,
-  type OverloadSettings,
-  type OverloadState,
-  type OverloadVerdict,
-  type NewCallGate,
-  type PublishedGate,
-} from './overload.js';
-export {
   applyTopupPayment,
   applyTopupReversal,
   TopupRefusedError,

@@ -17,7 +17,7 @@ import { SwitchNames } from './switch-names.js';
 import { UpstreamRegistrations, type RegistrationChange } from './upstream-registration.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
 import type { SipCapture } from './capture/index.js';
-import type { NewCallGate } from '../billing/index.js';
+import type { NewCallGate } from '../overload/index.js';
 
 /**
  * Who sent an INVITE, as far as the edge could tell before handing it to the call engine. `node`: another node of
@@ -263,7 +263,7 @@ export class SipApplication {
 
   async #invite(req: SipRequest, srv: Responder): Promise<void> {
     if (!this.#onInvite) return void srv.send(503, 'Service Unavailable');
-    // Overload control (billing/overload.ts) before any store work: the excess is refused at once so the calls
+    // Overload control (overload/) before any store work: the excess is refused at once so the calls
     // already admitted keep their latency. Only new calls reach here (in-dialog requests go to their dialog), and
     // a re-INVITE that lost its dialog carries a To tag: it is never shed.
     const exempt = req.toTag !== undefined || this.#isEmergency(req); // emergency calls are never shed either

@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 
-/** How far behind the store is: what overload control reads (billing/overload.ts). */
+/** How far behind the store is: what overload control reads (overload/overload-control.ts). */
 export interface StoreQueueSample {
   /** Queries waiting for a connection now. */
   pending: number;

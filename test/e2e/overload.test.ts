@@ -27,7 +27,7 @@ const CALLER_MEDIA = nextPorts(4); // its RTP sockets (SIPp -mp): from the block
  * Issue 20, overload control, through the real switch: with a platform cap of 5 new calls a second, a SIPp carrier
  * offering 15/s gets the excess refused with 503 + Retry-After, the admitted calls run to their end (their BYEs are
  * never shed), nothing is written for a refused call, and REST originate is refused with PLATFORM.0503 too.
- * The load-based trigger (store backlog, event-loop delay) is proven by test/billing/overload.test.ts and measured
+ * The load-based trigger (store backlog, event-loop delay) is proven by test/overload/overload-control.test.ts and measured
  * by bench/calls/carrier.bench.ts; both triggers share this path at the edges.
  */
 describe('e2e: overload control sheds new calls with 503 + Retry-After', function () {

@@ -18,7 +18,7 @@
  *
  * The gate also refuses a new INVITE while a batch of datagrams handed to the main thread more than the published
  * backlog limit ago is still untaken: that thread's event loop is so far behind that a call let in now would wait it
- * out, and its own controller (billing/overload.ts) sees it only later. At the onset of a flood this is what keeps
+ * out, and its own controller (overload/overload-control.ts) sees it only later. At the onset of a flood this is what keeps
  * the calls already admitted moving.
  *
  * The shared gate, an Int32Array: [0] limit in milli-calls/s (-1 = none), [1] Retry-After seconds, [2] the bucket's

@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { OverloadControl, type LoadSignals, type OverloadState } from '../../billing/index.js';
+import { OverloadControl, type LoadSignals, type OverloadState } from '../../overload/index.js';
 
 /** A manual clock and hand-set signals: the controller's rules, without sleeping. */
 function harness(settings: Record<string, number> = {}, outsideRefusals?: () => number) {
