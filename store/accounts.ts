@@ -1,5 +1,5 @@
 import { isPostgres, type Db, type Tx } from './db.js';
-import { selectRows, updateRow } from './fixed-sql.js';
+import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
 import { newId, nowIso, randomToken } from './ids.js';
 import { NotFoundError } from './errors.js';
 import { cachedRead } from './read-cache.js';
@@ -63,7 +63,7 @@ function normalise(row: any): AccountRow {
   return { ...row, balance_cents: Number(row.balance_cents) };
 }
 
-export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
+export async function insertAccount(db: Db | Tx, name: string): Promise<AccountRow> {
   const row = {
     id: newId(),
     name,
@@ -73,13 +73,13 @@ export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
     created_at: nowIso(),
     sip_label: await freeSipLabel(db, sipLabelOf(name)),
   };
-  await db('accounts').insert(row);
+  await insertRows(db, 'accounts', [row]);
   noteAuthWrite();
   return getAccount(db, row.id);
 }
 
-export async function findAccount(db: Db, id: string): Promise<AccountRow | undefined> {
-  const row = await db('accounts').where({ id }).first();
+export async function findAccount(db: Db | Tx, id: string): Promise<AccountRow | undefined> {
+  const [row] = await selectRows(db, 'select * from "accounts" where "id" = ? limit 1', [id]);
   return row ? normalise(row) : undefined;
 }
 
@@ -108,7 +108,7 @@ export async function getAccountSettings(db: Db, id: string): Promise<AccountSet
   return row;
 }
 
-export async function getAccount(db: Db, id: string): Promise<AccountRow> {
+export async function getAccount(db: Db | Tx, id: string): Promise<AccountRow> {
   const row = await findAccount(db, id);
   if (!row) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
   return row;
@@ -134,7 +134,7 @@ export async function setAccountBalance(tx: Tx, id: string, balanceCents: number
 
 /** What the credit monitor needs of an account at answer: its balance and its per-call length cap. */
 export async function accountFunds(
-  db: Db,
+  db: Db | Tx,
   id: string,
 ): Promise<
   { balance_cents: number; max_call_seconds: number; credit_warning_seconds: number; language: string } | undefined
@@ -157,21 +157,21 @@ export async function accountFunds(
 }
 
 /** The account's balance alone (the credit monitor's refresh); undefined when there is no such account. */
-export async function accountBalance(db: Db, id: string): Promise<number | undefined> {
+export async function accountBalance(db: Db | Tx, id: string): Promise<number | undefined> {
   const [row] = await selectRows(db, 'select "balance_cents" from "accounts" where "id" = ?', [id]);
   return row ? Number(row.balance_cents) : undefined;
 }
 
-export async function listAccounts(db: Db): Promise<AccountRow[]> {
-  return (await db('accounts').orderBy('created_at', 'asc')).map(normalise);
+export async function listAccounts(db: Db | Tx): Promise<AccountRow[]> {
+  return (await selectRows(db, 'select * from "accounts" order by "created_at" asc', [])).map(normalise);
 }
 
 export async function updateAccount(
-  db: Db,
+  db: Db | Tx,
   id: string,
   patch: Partial<Omit<AccountRow, 'id' | 'created_at'>>,
 ): Promise<AccountRow> {
-  const n = await db('accounts').where({ id }).update(patch);
+  const n = await updateRowCount(db, 'accounts', { column: 'id', value: id }, patch);
   noteAuthWrite();
   if (n === 0) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
   return getAccount(db, id);

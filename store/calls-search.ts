@@ -36,8 +36,8 @@ export async function indexCallsSearch(db: Db, maxRows: number = CALLS_SEARCH_BA
     const mark = Number(s?.mark);
     const top = Math.min(Number(s?.top ?? mark), mark + maxRows);
     if (!(top > mark)) return 0;
-    await runSql(tx, INDEX_RANGE, [mark, top]);
-    await runSql(tx, MOVE_MARK, [top, mark]);
+    await runSql(tx, INDEX_RANGE, [mark, top], 'calls_search');
+    await runSql(tx, MOVE_MARK, [top, mark], 'calls_search_state');
     return top - mark;
   });
 }

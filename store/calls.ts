@@ -1,6 +1,7 @@
-import { isPostgres, type Db } from './db.js';
+import { isPostgres, sqlOf, type Db, type Tx } from './db.js';
 import { newId, nowIso, newCallSid } from './ids.js';
 import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
+import { compiled } from './knex.js';
 import { CALLS_SEARCH_CANDIDATES } from './calls-search.js';
 
 export type CallDirection = 'inbound' | 'outbound' | 'internal';
@@ -82,7 +83,7 @@ export interface NewCall {
   emergency?: boolean;
 }
 
-export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
+export async function insertCall(db: Db | Tx, input: NewCall): Promise<CallRow> {
   const row = {
     id: newId(),
     sid: newCallSid(),
@@ -116,19 +117,25 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
   return normaliseCall(row);
 }
 
-export async function findCall(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
-  const r = await db('calls').where({ account_id: accountId, id }).first();
+export async function findCall(db: Db | Tx, accountId: string, id: string): Promise<CallRow | undefined> {
+  const [r] = await selectRows(db, 'select * from "calls" where "account_id" = ? and "id" = ? limit 1', [
+    accountId,
+    id,
+  ]);
   return r ? normaliseCall(r) : undefined;
 }
 
-export async function findCallBySid(db: Db, accountId: string, sid: string): Promise<CallRow | undefined> {
-  const r = await db('calls').where({ account_id: accountId, sid }).first();
+export async function findCallBySid(db: Db | Tx, accountId: string, sid: string): Promise<CallRow | undefined> {
+  const [r] = await selectRows(db, 'select * from "calls" where "account_id" = ? and "sid" = ? limit 1', [
+    accountId,
+    sid,
+  ]);
   return r ? normaliseCall(r) : undefined;
 }
 
 /** Any account's call by id: for the call engine, never for a customer-facing read. */
-export async function findCallAnyAccount(db: Db, id: string): Promise<CallRow | undefined> {
-  const r = await db('calls').where({ id }).first();
+export async function findCallAnyAccount(db: Db | Tx, id: string): Promise<CallRow | undefined> {
+  const [r] = await selectRows(db, 'select * from "calls" where "id" = ? limit 1', [id]);
   return r ? normaliseCall(r) : undefined;
 }
 
@@ -140,7 +147,7 @@ export type CallPatch = Partial<Omit<CallRow, 'id' | 'sid' | 'account_id' | 'cre
  * condition did not hold.
  */
 export async function updateCall(
-  db: Db,
+  db: Db | Tx,
   id: string,
   patch: CallPatch,
   onlyIfStatusIn?: readonly CallStatus[],
@@ -163,7 +170,7 @@ export async function updateCall(
  * leg): RETURNING * cost SQLite about four times the update itself.
  */
 export async function updateHeldCall(
-  db: Db,
+  db: Db | Tx,
   row: CallRow,
   patch: CallPatch,
   onlyIfStatusIn?: readonly CallStatus[],
@@ -186,41 +193,43 @@ export async function updateHeldCall(
  * Closes a call only while it is still live (a compare-and-set on the status, for the reconcile sweep): true when
  * this update won. The caller notes the write (noteCallsWritten) after its transaction commits.
  */
-export async function closeCallIfLive(db: Db, id: string, patch: CallPatch): Promise<boolean> {
-  const n = await db('calls')
-    .where({ id })
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .update(patch);
-  return n > 0;
+export async function closeCallIfLive(db: Db | Tx, id: string, patch: CallPatch): Promise<boolean> {
+  const guard = { column: 'status', in: LIVE_CALL_STATUSES };
+  return (await updateRowCount(db, 'calls', { column: 'id', value: id }, patch, guard)) > 0;
 }
 
 /** Writes figures on a call row, unconditionally and without noting the write (the caller does, after commit). */
-export async function patchCallRow(db: Db, id: string, patch: CallPatch): Promise<void> {
-  await db('calls').where({ id }).update(patch);
+export async function patchCallRow(db: Db | Tx, id: string, patch: CallPatch): Promise<void> {
+  await updateRowCount(db, 'calls', { column: 'id', value: id }, patch);
 }
 
+const LIVE_IN = `"status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
+
 /** Ids of the calls the store shows live, created at or before `createdBefore`; of one node, or all when null. */
-export async function liveCallIds(db: Db, createdBefore: string, nodeId: string | null): Promise<string[]> {
-  const q = db('calls')
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .where('created_at', '<=', createdBefore)
-    .select('id');
-  if (nodeId !== null) q.where({ node_id: nodeId });
-  return (await q).map((r: { id: string }) => r.id);
+export async function liveCallIds(db: Db | Tx, createdBefore: string, nodeId: string | null): Promise<string[]> {
+  const rows =
+    nodeId === null
+      ? await selectRows(db, `select "id" from "calls" where ${LIVE_IN} and "created_at" <= ?`, [
+          ...LIVE_CALL_STATUSES,
+          createdBefore,
+        ])
+      : await selectRows(db, `select "id" from "calls" where ${LIVE_IN} and "created_at" <= ? and "node_id" = ?`, [
+          ...LIVE_CALL_STATUSES,
+          createdBefore,
+          nodeId,
+        ]);
+  return rows.map((r) => r.id as string);
 }
 
 /** Live calls of every account (the platform-wide figure of staff streams). */
-export async function countAllLiveCalls(db: Db): Promise<number> {
-  const r = await db('calls')
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .count({ n: '*' })
-    .first();
+export async function countAllLiveCalls(db: Db | Tx): Promise<number> {
+  const [r] = await selectRows(db, `select count(*) as "n" from "calls" where ${LIVE_IN}`, LIVE_CALL_STATUSES);
   return Number(r?.n ?? 0);
 }
 
 const COUNT_LIVE_OF_ACCOUNT = `select count(*) as "n" from "calls" where "account_id" = ? and "status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
 
-export async function countLiveCalls(db: Db, accountId: string): Promise<number> {
+export async function countLiveCalls(db: Db | Tx, accountId: string): Promise<number> {
   const [r] = await selectRows(db, COUNT_LIVE_OF_ACCOUNT, [accountId, ...LIVE_CALL_STATUSES]);
   return Number(r?.n ?? 0);
 }
@@ -237,7 +246,7 @@ const BALANCE_AND_LIVE = `select "balance_cents", (${COUNT_LIVE_OF_ACCOUNT}) as 
  * last touched it; counting stays until that is measured on PostgreSQL.
  */
 export async function balanceAndLiveCalls(
-  db: Db,
+  db: Db | Tx,
   accountId: string,
 ): Promise<{ balanceCents: number; live: number } | undefined> {
   const [r] = isPostgres(db)
@@ -277,6 +286,12 @@ function trigramQuery(s: string): string {
 }
 
 const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** A query built by knex (its filters are chosen at run time), run by the store's driver. */
+function rowsOf(db: Db, q: Parameters<typeof compiled>[0]) {
+  const { sql, bindings } = compiled(q);
+  return sqlOf(db).all(sql, bindings);
+}
 
 function applyFilter(db: Db, f: CallFilter) {
   const q = db('calls').where('account_id', f.accountId);
@@ -320,8 +335,11 @@ export async function callPositionAt(
   offset: number,
   from?: CallPosition,
 ): Promise<CallPosition | undefined> {
-  const r = await fromPosition(db, f, from).select('created_at', 'id').orderBy(NEWEST_FIRST).limit(1).offset(offset);
-  return r[0] ? { created_at: r[0].created_at, id: r[0].id } : undefined;
+  const r = await rowsOf(
+    db,
+    fromPosition(db, f, from).select('created_at', 'id').orderBy(NEWEST_FIRST).limit(1).offset(offset),
+  );
+  return r[0] ? { created_at: r[0].created_at as string, id: r[0].id as string } : undefined;
 }
 
 /**
@@ -336,17 +354,21 @@ export async function listCalls(
   offset: number,
   from?: CallPosition,
 ): Promise<CallRow[]> {
-  const ids = await fromPosition(db, f, from).select('id').orderBy(NEWEST_FIRST).limit(limit).offset(offset);
-  if (ids.length === 0) return [];
-  const rows = await db('calls').whereIn(
-    'id',
-    ids.map((r: { id: string }) => r.id),
+  const ids = await rowsOf(
+    db,
+    fromPosition(db, f, from).select('id').orderBy(NEWEST_FIRST).limit(limit).offset(offset),
   );
-  const byId = new Map(rows.map((r: any) => [r.id, normaliseCall(r)]));
-  return ids.map((r: { id: string }) => byId.get(r.id)).filter((r): r is CallRow => r !== undefined);
+  if (ids.length === 0) return [];
+  const rows = await selectRows(
+    db,
+    `select * from "calls" where "id" in (${ids.map(() => '?').join(', ')})`,
+    ids.map((r) => r.id),
+  );
+  const byId = new Map(rows.map((r) => [r.id, normaliseCall(r)]));
+  return ids.map((r) => byId.get(r.id)).filter((r): r is CallRow => r !== undefined);
 }
 
 export async function countCalls(db: Db, f: CallFilter): Promise<number> {
-  const r = await applyFilter(db, f).count({ n: '*' }).first();
+  const [r] = await rowsOf(db, applyFilter(db, f).count({ n: '*' }));
   return Number(r?.n ?? 0);
 }

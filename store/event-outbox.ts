@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
 import { runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
@@ -41,7 +41,7 @@ export type OutboxPatch = Partial<
 const OUTBOX_ROWS_PER_INSERT = 200;
 
 /** Queues many status callbacks in one statement per 200 (the publisher's group commit), in the order given. */
-export async function insertOutboxRows(db: Db, rows: readonly NewOutboxRow[]): Promise<void> {
+export async function insertOutboxRows(db: Db | Tx, rows: readonly NewOutboxRow[]): Promise<void> {
   await insertChunked(db, 'event_outbox', rows, OUTBOX_ROWS_PER_INSERT);
 }
 
@@ -57,7 +57,7 @@ const dueSql: string[] = [];
  * run for every status callback, 13 a carrier call.
  */
 export async function dueOutboxRows(
-  db: Db,
+  db: Db | Tx,
   now: string,
   excludeAccounts: readonly string[],
   limit: number,
@@ -81,7 +81,7 @@ const LEASE_SQL =
  * (same state and next_attempt_at) and no earlier row of its call is pending (order per call, whoever queued that
  * one). True for the one process whose update won; only it attempts the row.
  */
-export async function leaseOutboxRow(db: Db, row: DueOutboxRow, leaseUntil: string): Promise<boolean> {
+export async function leaseOutboxRow(db: Db | Tx, row: DueOutboxRow, leaseUntil: string): Promise<boolean> {
   const won = await runSqlCount(
     db,
     LEASE_SQL,
@@ -91,11 +91,16 @@ export async function leaseOutboxRow(db: Db, row: DueOutboxRow, leaseUntil: stri
   return won === 1;
 }
 
-export async function updateOutboxRow(db: Db, id: string, patch: OutboxPatch): Promise<void> {
+export async function updateOutboxRow(db: Db | Tx, id: string, patch: OutboxPatch): Promise<void> {
   await updateRowCount(db, 'event_outbox', { column: 'id', value: id }, patch);
 }
 
 /** Deletes rows that reached a final state before `before`; pending rows are never touched. Returns how many. */
-export async function purgeFinishedOutboxRows(db: Db, before: string): Promise<number> {
-  return db('event_outbox').whereIn('state', ['delivered', 'failed']).where('done_at', '<', before).delete();
+export async function purgeFinishedOutboxRows(db: Db | Tx, before: string): Promise<number> {
+  return runSqlCount(
+    db,
+    `delete from "event_outbox" where "state" in ('delivered', 'failed') and "done_at" < ?`,
+    [before],
+    'event_outbox',
+  );
 }

@@ -17,9 +17,9 @@ export type OtherWrite = (table: string | undefined) => void;
  * SQLite: PRAGMA data_version on the switch's writer connection changes when any other connection (the CLI,
  * another process) commits, never for this connection's own commits nor for a passive checkpoint. The statement is
  * prepared on the connection as opened, before the group commit's wrapper, which commits the open group before
- * any PRAGMA; read-only, it runs inside the group as well as outside it. Returns the function that stops polling.
+ * any PRAGMA; read-only, it runs inside the group as well as outside it.
  */
-export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): () => void {
+export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): DataVersionPoll {
   const version = conn.prepare('PRAGMA data_version');
   const read = (): unknown => (version.get() as { data_version: number }).data_version;
   let last = read();
@@ -36,7 +36,22 @@ export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): () =>
     }
   }, DATA_VERSION_POLL_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return {
+    stop: () => clearInterval(timer),
+    absorb: () => {
+      try {
+        last = read();
+      } catch {
+        // closing
+      }
+    },
+  };
+}
+
+export interface DataVersionPoll {
+  stop(): void;
+  /** Takes the version as it is now without reporting it: a commit of this process's own other connection (knex's). */
+  absorb(): void;
 }
 
 /** The pg client as used here (the driver is the one knex loaded: its client's `driver`). */

@@ -1,4 +1,6 @@
 import type { Db } from './db.js';
+import { onWrites } from './notices.js';
+import { selectRows } from './fixed-sql.js';
 import { newId, nowIso } from './ids.js';
 
 export interface PhoneTokenRow {
@@ -76,10 +78,8 @@ export async function phoneCredentials(
   extension: string,
   limit: number,
 ): Promise<PhoneCredentials> {
-  // Raw and fixed: the registrar runs this for every authenticated REGISTER, and building it each time costs more
-  // than running it (the text is prepared once).
-  const result: any = await db.raw(CREDENTIALS_SQL, [accountId, extension, limit]);
-  const rows: any[] = Array.isArray(result) ? result : result.rows;
+  // Fixed text: the registrar runs this for every authenticated REGISTER (the text is prepared once).
+  const rows: any[] = await selectRows(db, CREDENTIALS_SQL, [accountId, extension, limit]);
   const first = rows[0];
   return {
     endUserId: first?.user_id,
@@ -128,53 +128,32 @@ export async function unusablePhoneTokenIds(db: Db, ids: Iterable<string>, now: 
 
 /** end_users columns the registrar writes on every registration: they never change a phone's credentials. */
 const REGISTRATION_COLUMNS = new Set(['registration_state', 'last_registered_at']);
-const WRITE_RE = /^\s*(?:insert\s+(?:or\s+\w+\s+)?into|replace\s+into|update|delete\s+from)\s+[`"]?(\w+)[`"]?/i;
-const SET_RE = /\bset\s+(.*?)\s+where\b/is;
 
-/** Whether a statement may change what phoneCredentials returns. */
-function changesCredentials(sql: string): boolean {
-  const table = WRITE_RE.exec(sql)?.[1]?.toLowerCase();
-  if (table === 'phone_tokens') return true;
+/** Whether a write may change what phoneCredentials returns (a table undefined: any table may have changed). */
+function changesCredentials(table: string | undefined, columns: readonly string[] | undefined): boolean {
+  if (table === undefined || table === 'phone_tokens') return true;
   if (table !== 'end_users') return false;
-  if (!/^\s*update\b/i.test(sql)) return true;
-  const set = SET_RE.exec(sql)?.[1] ?? '';
-  const cols = [...set.matchAll(/(\w+)[`"]?\s*=/g)].map((m) => m[1]!.toLowerCase());
-  return cols.length === 0 || cols.some((c) => !REGISTRATION_COLUMNS.has(c));
-}
-
-interface QueryEvent {
-  sql?: string;
-  __knexTxId?: string;
+  return columns === undefined || columns.length === 0 || columns.some((c) => !REGISTRATION_COLUMNS.has(c));
 }
 
 /**
- * Calls `changed()` whenever a statement of `db` (the store's root instance, transactions included) may change what
- * phoneCredentials returns: as a write to phone_tokens or to end_users (other than the registration columns) is sent,
- * after it ran, and as a transaction that made one commits or rolls back and after that. A cache that drops its
- * entries at each call, and keeps no read that began before the latest call, never holds a value from before a write
- * (a read on another connection during the transaction sees the old rows: the call at its end drops them). Returns
- * the unsubscribe.
+ * Calls `changed()` whenever a write of the store `db` (its root object; transactions included, store/notices.ts)
+ * may change what phoneCredentials returns: as a write to phone_tokens or to end_users (other than the
+ * registration columns) is sent, after it ran, and as a transaction that made one commits or rolls back and after
+ * that. A cache that drops its entries at each call, and keeps no read that began before the latest call, never
+ * holds a value from before a write (a read on another connection during the transaction sees the old rows: the
+ * call at its end drops them). Returns the unsubscribe.
  */
 export function onCredentialWrites(db: Db, changed: () => void): () => void {
-  const openTx = new Set<string>();
-  const seen = (q: QueryEvent, after: boolean): void => {
-    const sql = q.sql ?? '';
-    if (changesCredentials(sql)) {
-      if (q.__knexTxId && !after) openTx.add(q.__knexTxId);
+  const openTx = new Set<number>();
+  return onWrites(db, (n) => {
+    if (n.kind === 'write') {
+      if (!changesCredentials(n.table, n.columns)) return;
+      if (n.tx !== undefined && !n.done) openTx.add(n.tx);
       changed();
-    } else if (q.__knexTxId && openTx.has(q.__knexTxId) && /^\s*(?:commit|rollback)\b/i.test(sql)) {
-      if (after) openTx.delete(q.__knexTxId);
+    } else if (openTx.has(n.tx)) {
+      if (n.done) openTx.delete(n.tx);
       changed();
     }
-  };
-  const sent = (q: QueryEvent) => seen(q, false);
-  const ran = (_r: unknown, q: QueryEvent) => seen(q, true);
-  db.on('query', sent);
-  db.on('query-response', ran);
-  db.on('query-error', ran);
-  return () => {
-    db.off('query', sent);
-    db.off('query-response', ran);
-    db.off('query-error', ran);
-  };
+  });
 }

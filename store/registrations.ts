@@ -2,8 +2,8 @@
  * Kept UDP registrations (migration 010). The registrar writes end-users' whole sets after changes, many at a time
  * (sip/registration-writer.ts), and reads the live ones back at start-up. Rows only: the Binding shape lives in sip/location.ts.
  */
-import { inTransaction, type Db } from './db.js';
-import { insertRows, runSql } from './fixed-sql.js';
+import { inTransaction, type Db, type Tx } from './db.js';
+import { insertRows, runSql, selectRows } from './fixed-sql.js';
 import type { RegistrationState } from './end-users.js';
 
 export interface RegistrationRow {
@@ -42,27 +42,27 @@ export interface RegistrationWrite {
 /**
  * Writes many end-users' registrations in one transaction (the registrar's group commit): their state and time
  * of last registration on end_users, and their kept registrations replaced. Multi-row statements of fixed text, cut
- * into chunks of 64, 8 and 1 so that only a few texts exist (each is prepared once), whatever the batch size; on the
- * switch's SQLite store they run on its connection directly (store/fixed-sql.ts, store/direct-transaction.ts), not
- * through knex's query builder (about a tenth of the switch's CPU per registration in the register bench).
+ * into chunks of 64, 8 and 1 so that only a few texts exist (each is prepared once), whatever the batch size.
  */
-export async function writeRegistrations(db: Db, writes: RegistrationWrite[]): Promise<void> {
+export async function writeRegistrations(db: Db | Tx, writes: RegistrationWrite[]): Promise<void> {
   if (writes.length === 0) return;
   await inTransaction(db, async (tx) => {
     const timed = writes.filter((w) => w.lastRegisteredAt !== undefined && w.state === 'registered');
     for (const part of chunks(timed)) {
-      await runSql(tx, statement('timed', part.length), [
-        ...part.flatMap((w) => [w.endUserId, w.lastRegisteredAt!]),
-        ...part.map((w) => w.endUserId),
-      ]);
+      await runSql(
+        tx,
+        statement('timed', part.length),
+        [...part.flatMap((w) => [w.endUserId, w.lastRegisteredAt!]), ...part.map((w) => w.endUserId)],
+        REGISTRATION_WRITE,
+      );
     }
     const done = new Set(timed);
     for (const state of ['registered', 'unregistered'] as const) {
       const plain = writes.filter((w) => w.state === state && !done.has(w)).map((w) => w.endUserId);
-      for (const ids of chunks(plain)) await runSql(tx, statement('state', ids.length), [state, ...ids]);
+      for (const ids of chunks(plain)) await runSql(tx, statement('state', ids.length), [state, ...ids], STATE_WRITE);
     }
     for (const ids of chunks(writes.map((w) => w.endUserId))) {
-      await runSql(tx, statement('delete', ids.length), ids);
+      await runSql(tx, statement('delete', ids.length), ids, 'registrations');
     }
     for (const rows of chunks(writes.flatMap((w) => w.rows))) {
       await insertRows(tx, 'registrations', rows as unknown as Record<string, unknown>[]);
@@ -71,6 +71,9 @@ export async function writeRegistrations(db: Db, writes: RegistrationWrite[]): P
 }
 
 const texts = new Map<string, string>();
+/** What the end_users statements set: the registration columns only (phone credentials are not among them). */
+const REGISTRATION_WRITE = { table: 'end_users', columns: ['registration_state', 'last_registered_at'] };
+const STATE_WRITE = { table: 'end_users', columns: ['registration_state'] };
 
 /** The fixed text of one of writeRegistrations' statements for `n` end-users (n is 64, 8 or 1). */
 function statement(kind: 'timed' | 'state' | 'delete', n: number): string {
@@ -103,24 +106,22 @@ function* chunks<T>(xs: T[]): Generator<T[]> {
  * The registrations still live at `nowMs` whose phone token is still valid and whose end-user is still active
  * (a token revoked or an end-user disabled while the switch was down does not come back).
  */
-export async function liveRegistrations(db: Db, nowMs: number): Promise<RegistrationRow[]> {
+export async function liveRegistrations(db: Db | Tx, nowMs: number): Promise<RegistrationRow[]> {
   const nowIso = new Date(nowMs).toISOString();
-  const rows = await db('registrations as r')
-    .join('phone_tokens as t', 't.id', 'r.token_id')
-    .join('end_users as u', 'u.id', 'r.end_user_id')
-    .where('r.expires_at', '>', nowMs)
-    .whereNull('t.revoked_at')
-    .where('t.expires_at', '>', nowIso)
-    .where('u.is_active', true)
-    .whereNull('u.deleted_at')
-    .select('r.*');
+  const rows = await selectRows(db, LIVE_REGISTRATIONS, [nowMs, nowIso, true]);
   return rows.map(toRow);
 }
 
+const LIVE_REGISTRATIONS =
+  'select "r".* from "registrations" as "r" inner join "phone_tokens" as "t" on "t"."id" = "r"."token_id" ' +
+  'inner join "end_users" as "u" on "u"."id" = "r"."end_user_id" where "r"."expires_at" > ? ' +
+  'and "t"."revoked_at" is null and "t"."expires_at" > ? and "u"."is_active" = ? and "u"."deleted_at" is null';
+
 /** Keeps exactly `keep` (the live ones): expired, revoked or disabled end-users' rows go, in one transaction. */
-export async function pruneRegistrations(db: Db, keep: RegistrationRow[]): Promise<void> {
-  await db.transaction(async (trx) => {
-    await trx('registrations').delete();
-    if (keep.length > 0) await trx.batchInsert('registrations', keep, 200);
+export async function pruneRegistrations(db: Db | Tx, keep: RegistrationRow[]): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    await runSql(tx, 'delete from "registrations"', [], 'registrations');
+    for (let i = 0; i < keep.length; i += 200)
+      await insertRows(tx, 'registrations', keep.slice(i, i + 200) as unknown as Record<string, unknown>[]);
   });
 }

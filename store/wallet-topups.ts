@@ -1,4 +1,5 @@
 import type { Db, Tx } from './db.js';
+import { insertRows, selectRows } from './fixed-sql.js';
 import { nowIso } from './ids.js';
 
 /** A mobile-money provider the operator trusts, with the secret its callbacks are signed with. */
@@ -56,18 +57,22 @@ export async function removeTopupProvider(db: Db, name: string): Promise<boolean
 }
 
 export async function findWalletTopup(
-  db: Db,
+  db: Db | Tx,
   provider: string,
   receipt: string,
   kind: TopupKind,
 ): Promise<WalletTopupRow | undefined> {
-  const row = await db('wallet_topups').where({ provider, receipt, kind }).first();
+  const [row] = await selectRows(
+    db,
+    'select * from "wallet_topups" where "provider" = ? and "receipt" = ? and "kind" = ? limit 1',
+    [provider, receipt, kind],
+  );
   return row ? topup(row) : undefined;
 }
 
 /** Records an accepted callback; a unique violation (the same receipt and kind, raced) is thrown as is. */
 export async function insertWalletTopup(tx: Tx, row: WalletTopupRow): Promise<void> {
-  await tx('wallet_topups').insert(row);
+  await insertRows(tx, 'wallet_topups', [row as unknown as Record<string, unknown>]);
 }
 
 /** Top-ups received in [from, to), oldest first. */
