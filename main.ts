@@ -57,6 +57,17 @@ const drainThenStop = () => {
 };
 process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', drainThenStop);
+/** SIGHUP (systemctl reload): the configuration read again; what cannot change live is named and kept. */
+process.on('SIGHUP', () => {
+  try {
+    const { applied, refused } = sw.reload(loadConfig());
+    if (refused.length > 0)
+      log.warn({ refused }, 'reload: these settings change only with a restart; kept as they were');
+    log.warn({ applied }, 'configuration reloaded');
+  } catch (e) {
+    log.error({ err: (e as Error).message }, 'reload refused: the configuration was kept as it was');
+  }
+});
 
 try {
   const banner = await sw.start();

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Config } from './config/index.js';
-import { roomLogger } from './config/index.js';
+import { parseHepUrl, roomLogger, setLogLevel, SETTINGS } from './config/index.js';
 import {
   openDb,
   openReadPool,
@@ -8,6 +10,7 @@ import {
   probeStoreQueue,
   startCallsSearchIndexer,
   ensureLiveCallTriggers,
+  setStoreNodeId,
   type Db,
 } from './store/index.js';
 import {
@@ -17,11 +20,21 @@ import {
   RecordingRetention,
   startCallPersistence,
 } from './media/index.js';
-import { SipApplication, Registrar, ensureSipCertificate, SecurityGate, knexBanStore } from './sip/index.js';
+import {
+  SipApplication,
+  Registrar,
+  ensureSipCertificate,
+  SecurityGate,
+  knexBanStore,
+  SipCapture,
+  HepSender,
+  sipTraceToken,
+} from './sip/index.js';
 import {
   CreditMonitor,
   OverloadControl,
   RateBook,
+  NodeWatch,
   ReconcileSweep,
   StoreAdmission,
   loadSignalsOf,
@@ -36,17 +49,19 @@ import {
   StatusCallbackOutbox,
   PlatformConcurrencyMonitor,
   attachStream,
+  relayEventsAcrossNodes,
   type EventCode,
 } from './events/index.js';
 import {
   consumeStreamToken,
   countOutboxBacklog,
   findCallAnyAccount,
+  openNodeChannel,
   lapsedStreamPrincipals,
   LIVE_CALL_STATUSES,
   onAuthWrite,
 } from './store/index.js';
-import { SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
+import { NodeRoutedCallEngine, SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
 import { Console, Portal } from './web/index.js';
 import { UrlPolicy } from './kit/index.js';
@@ -67,6 +82,17 @@ const log = roomLogger('switch');
  * or a power cut can lose is at most the last 15 ms of writes.
  */
 const GROUP_COMMIT_WINDOW_MS = 15;
+/** This build's version (package.json, beside switch.ts or one floor up from dist/), shown in `simu nodes`. */
+const SIMU_VERSION = (() => {
+  for (const rel of ['package.json', '../package.json']) {
+    try {
+      return String(JSON.parse(readFileSync(path.join(import.meta.dirname, rel), 'utf8')).version);
+    } catch {
+      /* the other place */
+    }
+  }
+  return 'unknown';
+})();
 /** How long a drained switch waits for its calls' last status callbacks before it stops (the rest stay queued). */
 const CALLBACKS_SETTLE_MS = 5000;
 
@@ -79,6 +105,7 @@ export class Switch {
   #outbox: StatusCallbackOutbox | undefined;
   #publisher: EventPublisher | undefined;
   #draining = false;
+  #security: SecurityGate | undefined;
 
   constructor(readonly config: Config) {}
 
@@ -105,6 +132,7 @@ export class Switch {
     });
     this.#db = db;
     this.#closers.push(() => db.destroy());
+    setStoreNodeId(config.node.id);
     await migrate(db);
     // Admission reads the account's live calls from a count triggers keep (SQLite); a rebuilt calls table loses them.
     if (await ensureLiveCallTriggers(db)) log.warn('the live-call count triggers were missing: made again, recounted');
@@ -159,6 +187,20 @@ export class Switch {
     this.#outbox = outbox;
     this.#publisher = publisher;
     this.#closers.push(() => outbox.close());
+    // Nodes sharing PostgreSQL: one channel (LISTEN/NOTIFY) for other nodes' events and for commands on calls.
+    const link = config.databaseUrl
+      ? openNodeChannel(db, config.node.id, (err) =>
+          log.warn({ err }, 'node channel: lost its connection or a message; listening again in a second'),
+        )
+      : undefined;
+    if (link) {
+      const stopRelay = relayEventsAcrossNodes(bus, link);
+      this.#closers.push(async () => {
+        stopRelay();
+        await link.close();
+      });
+      await Promise.race([link.ready, new Promise((r) => setTimeout(r, 5000).unref())]);
+    }
     const concurrency = new PlatformConcurrencyMonitor({ db, publisher });
     this.#closers.push(async () => concurrency.close());
 
@@ -204,22 +246,16 @@ export class Switch {
       signals.close();
     });
 
-    const sec = config.security;
     const security = new SecurityGate({
-      settings: {
-        flood: { maxRequests: sec.floodMaxRequests, windowSeconds: sec.floodWindowSeconds, banSeconds: sec.banSeconds },
-        auth: {
-          maxFailuresPerSource: sec.authMaxFailures,
-          banSeconds: sec.banSeconds,
-          maxFailuresPerUser: sec.userLockoutFailures,
-          lockoutSeconds: sec.userLockoutSeconds,
-        },
-        scanners: { banAfter: sec.scannerBanAfter },
-      },
+      settings: securitySettingsOf(config.security),
       store: knexBanStore(db),
       logger: roomLogger('sip').child({ module: 'security' }),
     });
-    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload });
+    this.#security = security;
+    // SIP capture (sip/capture/): calls' ladders in memory for the console and `simu trace`, HEP when configured.
+    const capture = sipCapture(config);
+    if (capture) this.#closers.push(() => capture.close());
+    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload, capture });
     edge.sip = sip;
     // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
     const registrar = new Registrar({
@@ -257,6 +293,8 @@ export class Switch {
       emit: billingEmit,
       cut: (id, reason) => this.calls?.cut(id, reason),
       warn: (id, w) => this.calls?.warnCredit(id, w),
+      // Nodes share a wallet only on PostgreSQL: there the credit other nodes' calls hold is counted too.
+      nodeId: config.databaseUrl ? config.node.id : null,
     });
     const calls = new SwitchCallEngine({
       db,
@@ -290,10 +328,30 @@ export class Switch {
       db,
       isLive: (id) => calls.isLive(id),
       emit: billingEmit,
-      nodeId: null,
+      // On PostgreSQL, nodes share the store: each sweeps its own calls (a dead node's are closed by NodeWatch).
+      nodeId: config.databaseUrl ? config.node.id : null,
       monitor,
     });
     await sweep.start();
+    // Before calls.close is registered, so that it runs after the calls have ended (closers run in reverse).
+    const nodeWatch = await new NodeWatch({
+      db,
+      node: {
+        id: config.node.id,
+        version: SIMU_VERSION,
+        sip_address: `${config.publicHost}:${config.sip.port}`,
+        http_address: `${config.http.host === '0.0.0.0' ? config.publicHost : config.http.host}:${config.http.port}`,
+        pid: process.pid,
+        started_at: new Date().toISOString(),
+      },
+      goneAfterMs: config.node.goneAfterSeconds * 1000,
+      liveCalls: () => calls.liveCount,
+      draining: () => this.#draining,
+      emit: billingEmit,
+      increment: rates.increment,
+      onClosed: (id) => monitor.release(id),
+    }).start();
+    this.#closers.push(() => nodeWatch.close());
     // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).
     const retention = new RecordingRetention({ db, dataDir: config.dataDir, log: roomLogger('calls') }).start();
     this.#closers.push(() => retention.close());
@@ -318,6 +376,7 @@ export class Switch {
       outboxBacklog: () => countOutboxBacklog(db),
       mediaUp: async () => (await this.health()).media,
       mediaEngines: () => engines.status(),
+      sipCapture: capture && (() => capture.figures()),
     });
     const unfeed = feedMetrics(bus, metrics);
     this.#closers.push(async () => {
@@ -352,16 +411,24 @@ export class Switch {
         registrations: () => registrar.location.size,
         // Each engine with its losses and restarts (MediaEngineStatus): the live page shows them beside its health.
         media: () => this.#engines?.status() ?? [],
+        sipLadder: (id) => capture?.ladder(id),
       },
+      sipTraceToken: sipTraceToken(secret),
     });
     this.#closers.push(async () => operatorConsole.close());
     const consoleMw = operatorConsole.middleware();
     const portalMw = portal.middleware();
+    // A command for a call or a room another node holds goes to that node (calls/node-routing.ts).
+    const routed = link
+      ? new NodeRoutedCallEngine({ db, link, local: calls, goneAfterMs: config.node.goneAfterSeconds * 1000 })
+      : undefined;
+    if (routed) this.#closers.push(async () => routed.close());
+    const apiCalls = routed ?? calls;
     const { server } = createApiServer({
       before: (ctx, next) => consoleMw(ctx, () => portalMw(ctx, next)),
       db,
       config,
-      calls,
+      calls: apiCalls,
       admission,
       overload,
       signUrlSecret: secret,
@@ -433,6 +500,29 @@ export class Switch {
     return this.#draining;
   }
 
+  /**
+   * A configuration read again (SIGHUP): the settings of LIVE_SETTINGS that changed take effect at once (the log
+   * level; the TLS certificate, for connections accepted from now on; security limits); a change of any other is
+   * refused, named in the answer, and the switch goes on with the value it started with.
+   */
+  reload(next: Config): { applied: string[]; refused: string[] } {
+    const changed = SETTINGS.map((s) => s.key).filter(
+      (key) => JSON.stringify(valueAt(this.config, key)) !== JSON.stringify(valueAt(next, key)),
+    );
+    const applied = changed.filter((key) => LIVE_SETTINGS.test(key));
+    const refused = changed.filter((key) => !LIVE_SETTINGS.test(key));
+    if (applied.length === 0) return { applied, refused };
+    if (applied.some((k) => k.startsWith('sip.tls')) && (next.sip.tlsPort > 0 || next.sip.wssPort > 0)) {
+      // Read before anything changes: a certificate that cannot be read leaves the running one in place.
+      const pem = ensureSipCertificate({ dataDir: next.dataDir, ...pick(next.sip), host: next.publicHost });
+      this.sip?.ua.setCertificate(pem);
+    }
+    for (const key of applied) setValueAt(this.config, key, valueAt(next, key));
+    if (applied.includes('logLevel')) setLogLevel(next.logLevel);
+    if (applied.some((k) => k.startsWith('security.'))) this.#security?.reconfigure(securitySettingsOf(next.security));
+    return { applied, refused };
+  }
+
   /** Stops rooms in reverse order of starting; safe to call twice. */
   async stop(): Promise<void> {
     while (this.#closers.length) {
@@ -443,3 +533,46 @@ export class Switch {
 }
 
 const pick = (s: Config['sip']) => ({ cert: s.tlsCert, key: s.tlsKey });
+
+/** Settings a reload applies to the running switch (Switch.reload); the others need a restart. */
+const LIVE_SETTINGS = /^(logLevel|sip\.tlsCert|sip\.tlsKey|security\.\w+)$/;
+
+function securitySettingsOf(sec: Config['security']) {
+  return {
+    flood: { maxRequests: sec.floodMaxRequests, windowSeconds: sec.floodWindowSeconds, banSeconds: sec.banSeconds },
+    auth: {
+      maxFailuresPerSource: sec.authMaxFailures,
+      banSeconds: sec.banSeconds,
+      maxFailuresPerUser: sec.userLockoutFailures,
+      lockoutSeconds: sec.userLockoutSeconds,
+    },
+    scanners: { banAfter: sec.scannerBanAfter },
+  };
+}
+
+/** The value of a dotted settings key ('sip.tlsCert') in a configuration. */
+function valueAt(config: Config, key: string): unknown {
+  return key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], config);
+}
+
+function setValueAt(config: Config, key: string, value: unknown): void {
+  const path = key.split('.');
+  const last = path.pop()!;
+  const parent = path.reduce<Record<string, unknown>>((o, k) => o[k] as Record<string, unknown>, config as never);
+  parent[last] = value;
+}
+
+/** SIP capture as configured: undefined when no ladder is kept and no HEP collector is named. */
+function sipCapture(config: Config): SipCapture | undefined {
+  const c = config.capture;
+  const logger = roomLogger('sip').child({ module: 'capture' });
+  const collector = c.hepUrl ? parseHepUrl(c.hepUrl) : undefined;
+  const hep = collector && new HepSender({ ...collector, captureId: c.hepCaptureId, queueLimit: c.hepQueue, logger });
+  if (!SipCapture.wanted({ ladderMessages: c.ladderMessages, hep })) return undefined;
+  return new SipCapture({
+    ladderMessages: c.ladderMessages,
+    ladderMinutes: c.ladderMinutes,
+    hep,
+    advertisedAddress: config.publicHost,
+  });
+}

@@ -8,6 +8,7 @@ import {
   type CallRow,
   type Db,
 } from '../store/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /** A count that took longer than this is "expensive": it is then refreshed in the background. */
 const EXPENSIVE_MS = 20;
@@ -51,7 +52,7 @@ export class CallListCache {
 
   private readonly ttlMs: number;
   private readonly maxEntries: number;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly stride: number;
   private readonly pageTtlMs: number;
 
@@ -61,11 +62,11 @@ export class CallListCache {
    */
   constructor(
     private readonly db: Db,
-    o: { ttlMs?: number; maxEntries?: number; now?: () => number; stride?: number; pageTtlMs?: number } = {},
+    o: { ttlMs?: number; maxEntries?: number; clock?: Pick<Clock, 'now'>; stride?: number; pageTtlMs?: number } = {},
   ) {
     this.ttlMs = o.ttlMs ?? 5000;
     this.maxEntries = o.maxEntries ?? 10_000;
-    this.now = o.now ?? Date.now;
+    this.clock = o.clock ?? systemClock;
     this.stride = o.stride ?? ANCHOR_STRIDE;
     this.pageTtlMs = o.pageTtlMs ?? 1000;
   }
@@ -74,7 +75,7 @@ export class CallListCache {
     const key = filterKey(f);
     const generation = callsGeneration(f.accountId);
     const hit = this.#totals.get(key);
-    const fresh = hit && hit.generation === generation && this.now() - hit.at < this.ttlMs;
+    const fresh = hit && hit.generation === generation && this.clock.now() - hit.at < this.ttlMs;
     if (hit && fresh) return hit.total;
     const recount = this.#recount(key, f, generation);
     if (hit && hit.costMs > EXPENSIVE_MS) {
@@ -88,11 +89,11 @@ export class CallListCache {
     const pendingKey = `${key}#${generation}`;
     let pending = this.#pending.get(pendingKey);
     if (!pending) {
-      const started = this.now();
+      const started = this.clock.now();
       pending = countCalls(this.db, f)
         .then((total) => {
           if (this.#totals.size >= this.maxEntries) this.#totals.clear();
-          this.#totals.set(key, { total, generation, at: this.now(), costMs: this.now() - started });
+          this.#totals.set(key, { total, generation, at: this.clock.now(), costMs: this.clock.now() - started });
           return total;
         })
         .finally(() => this.#pending.delete(pendingKey));
@@ -112,7 +113,7 @@ export class CallListCache {
     const key = `${filterKey(filter)}|${limit}|${offset}`;
     const generation = callsGeneration(filter.accountId);
     const hit = this.#pages.get(key);
-    if (hit && hit.generation === generation && this.now() - hit.at < this.pageTtlMs) return hit.rows;
+    if (hit && hit.generation === generation && this.clock.now() - hit.at < this.pageTtlMs) return hit.rows;
     // Requests that miss together share one query (no stampede when an entry expires under load).
     const pendingKey = `${key}#${generation}`;
     let pending = this.#pendingPages.get(pendingKey);
@@ -120,7 +121,7 @@ export class CallListCache {
       pending = this.#page(filter, limit, offset)
         .then((rows) => {
           this.#forgetPage(key);
-          this.#pages.set(key, { rows, generation, at: this.now() });
+          this.#pages.set(key, { rows, generation, at: this.clock.now() });
           this.#pageRows += rows.length;
           while (this.#pageRows > PAGE_ROWS_MAX) this.#forgetPage(this.#pages.keys().next().value!);
           return rows;
@@ -154,9 +155,9 @@ export class CallListCache {
     const key = filterKey(f);
     const generation = callsGeneration(f.accountId);
     let set = this.#anchors.get(key);
-    if (!set || set.generation !== generation || this.now() - set.at >= this.ttlMs) {
+    if (!set || set.generation !== generation || this.clock.now() - set.at >= this.ttlMs) {
       if (this.#anchors.size >= this.maxEntries) this.#anchors.clear();
-      set = { generation, at: this.now(), byOffset: new Map() };
+      set = { generation, at: this.clock.now(), byOffset: new Map() };
       this.#anchors.set(key, set);
     }
     const known = set.byOffset.get(bucket);

@@ -21,7 +21,7 @@ const STATUS_TEXT: Record<number, string> = {
   416: 'Range not satisfiable',
   422: 'Idempotency-Key reused with a different body, or a semantically invalid field',
   429: 'Traffic cap: LIMIT.0429 (concurrency) or LIMIT.0430 (calls per second)',
-  503: 'Platform draining (PLATFORM.0503), with Retry-After',
+  503: 'Platform draining, or the node holding the call did not answer (PLATFORM.0503), with Retry-After',
 };
 
 /**

@@ -4,11 +4,13 @@ import { formatMoney, CURRENCY } from '../billing/index.js';
 import type {
   AccountRow,
   ApiKeyRow,
+  CallEventRow,
   CallRow,
   EndUserRow,
   NumberRow,
   PhoneTokenRow,
   RecordingRow,
+  WalletTopupRow,
   WalletTransactionRow,
 } from '../store/index.js';
 import { phoneTokenIsValid } from '../store/index.js';
@@ -48,7 +50,16 @@ export function callOut(c: CallRow): z.infer<typeof S.CallOut> {
     answered_at: c.answered_at,
     ended_at: c.ended_at,
     created_at: c.created_at,
+    parent_call_uuid: c.parent_call_id,
+    parent_call_sid: c.parent_call_sid ?? null,
+    // Beyond the spec: only on a call whose answering machine detection decided.
+    ...(c.answered_by ? { answered_by: c.answered_by as NonNullable<z.infer<typeof S.CallOut>['answered_by']> } : {}),
   };
+}
+
+/** A stored event of a call as GET /api/calls/{uuid}/events lists it (`data` as the stream frame carried it). */
+export function callEventOut(e: CallEventRow): z.infer<typeof S.CallEventOut> {
+  return { code: e.code, event: e.event, data: payload(e.data) ?? {}, created_at: e.created_at };
 }
 
 const PURPOSE_COLUMNS = [
@@ -126,13 +137,20 @@ export const balanceOut = (a: AccountRow): z.infer<typeof S.BalanceOut> => ({
   currency: CURRENCY as 'KES',
 });
 
-export const transactionOut = (t: WalletTransactionRow): z.infer<typeof S.TransactionOut> => ({
+/** A ledger row; `topup` is the provider callback that posted it, when one did (store/wallet-topups.ts). */
+export const transactionOut = (
+  t: WalletTransactionRow,
+  topup?: Pick<WalletTopupRow, 'provider' | 'receipt' | 'reference'>,
+): z.infer<typeof S.TransactionOut> => ({
   uuid: t.id,
   direction: t.direction,
   kind: t.kind,
   amount: formatMoney(t.amount_cents),
   balance_before: formatMoney(t.balance_before_cents),
   created_at: t.created_at,
+  provider: topup?.provider ?? null,
+  receipt: topup?.receipt ?? null,
+  reference: topup?.reference ?? null,
 });
 
 export const endUserOut = (u: EndUserRow): z.infer<typeof S.EndUserOut> => ({

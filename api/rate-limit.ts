@@ -1,4 +1,5 @@
 import type { Context, Next } from 'koa';
+import { TokenBucket, systemClock, type Clock } from '../kit/index.js';
 import { ApiError } from './errors.js';
 
 /** Over the per-key or per-account request rate (distinct from LIMIT.0429 / LIMIT.0430, which are call caps). */
@@ -20,18 +21,13 @@ export interface RequestRateLimiterOptions {
   ratePerSecond: number;
   /** Bucket size: how many requests a key may make at once. */
   burst: number;
-  /** Milliseconds clock; injected by tests. */
-  now?: () => number;
+  /** Injected by tests. */
+  clock?: Pick<Clock, 'now'>;
   /** Most buckets kept; beyond it idle (full) buckets are dropped, then the least recently used. */
   maxBuckets?: number;
 }
 
 export type Admit = { ok: true } | { ok: false; retryAfterSeconds: number };
-
-interface Bucket {
-  tokens: number;
-  at: number;
-}
 
 /**
  * A token bucket per key: `burst` tokens, refilled continuously at `ratePerSecond`; each request takes one.
@@ -39,20 +35,20 @@ interface Bucket {
  * dropped and memory stays bounded by the number of keys active within one refill period.
  */
 export class RequestRateLimiter {
-  readonly #rate: number;
+  readonly #ratePerSecond: number;
   readonly #burst: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #max: number;
-  readonly #buckets = new Map<string, Bucket>();
+  readonly #buckets = new Map<string, TokenBucket>();
   #lastSweep: number;
 
   constructor(o: RequestRateLimiterOptions) {
     if (!(o.ratePerSecond > 0) || !(o.burst >= 1)) throw new RangeError('rate must be > 0 and burst >= 1');
-    this.#rate = o.ratePerSecond / 1000;
+    this.#ratePerSecond = o.ratePerSecond;
     this.#burst = o.burst;
-    this.#now = o.now ?? Date.now;
+    this.#clock = o.clock ?? systemClock;
     this.#max = o.maxBuckets ?? 100_000;
-    this.#lastSweep = this.#now();
+    this.#lastSweep = this.#clock.now();
   }
 
   /** Buckets currently held (for tests of the bound). */
@@ -62,33 +58,28 @@ export class RequestRateLimiter {
 
   /** Takes one token for `key`, or says how long until one is available. */
   take(key: string): Admit {
-    const now = this.#now();
+    const now = this.#clock.now();
     this.#maybeSweep(now);
-    const b = this.#buckets.get(key);
-    let tokens = this.#burst;
-    if (b) {
-      tokens = Math.min(this.#burst, b.tokens + Math.max(0, now - b.at) * this.#rate);
+    let b = this.#buckets.get(key);
+    if (b)
       this.#buckets.delete(key); // re-inserted below: Map order is then least recently used first
-    }
-    if (tokens < 1) {
-      this.#buckets.set(key, { tokens, at: now });
+    else b = new TokenBucket({ ratePerSecond: this.#ratePerSecond, burst: this.#burst, at: now });
+    this.#buckets.set(key, b);
+    if (!b.take(now))
       // Retry-After is whole seconds (RFC 9110, 10.2.3), rounded up and never 0.
-      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / this.#rate / 1000)) };
-    }
-    this.#buckets.set(key, { tokens: tokens - 1, at: now });
+      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(b.msUntilToken() / 1000)) };
     if (this.#buckets.size > this.#max) this.#sweep(now, true);
     return { ok: true };
   }
 
   #maybeSweep(now: number): void {
     // Sweep about once per full-refill period; each sweep is O(buckets), so this is amortised O(1) per request.
-    if (now - this.#lastSweep >= Math.max(1000, this.#burst / this.#rate)) this.#sweep(now, false);
+    if (now - this.#lastSweep >= Math.max(1000, (1000 * this.#burst) / this.#ratePerSecond)) this.#sweep(now, false);
   }
 
   #sweep(now: number, overflow: boolean): void {
     this.#lastSweep = now;
-    for (const [k, b] of this.#buckets)
-      if (b.tokens + Math.max(0, now - b.at) * this.#rate >= this.#burst) this.#buckets.delete(k);
+    for (const [k, b] of this.#buckets) if (b.peek(now) >= this.#burst) this.#buckets.delete(k);
     if (!overflow) return;
     // Still too many active keys: forget the least recently used (they get a fresh burst: bounded over exact).
     for (const k of this.#buckets.keys()) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CallHandlingOut, CallHandlingUpdate } from './call-handling-schemas.js';
-import { DIGITS_PATTERN, MAX_DIGITS } from '../media/index.js';
+import { DIGITS_PATTERN, MACHINE_DETECTION_LIMITS, MAX_DIGITS } from '../media/index.js';
 
 /**
  * Every request and response shape of the API, in one place. Routes validate requests with these schemas and
@@ -64,13 +64,64 @@ export const DialledNumber = z
   .min(1, 'expected a phone number such as +254712345678 or 0712345678')
   .max(32, 'expected a phone number of at most 32 characters');
 
-export const OriginateBody = z.object({
-  to: DialledNumber,
-  from: DialledNumber,
-  url: HttpUrl,
-  timeout: z.number().int().min(1).max(600).default(30),
-  customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+const amdLimit = (key: keyof typeof MACHINE_DETECTION_LIMITS, what: string) =>
+  z
+    .number()
+    .int()
+    .min(MACHINE_DETECTION_LIMITS[key][0])
+    .max(MACHINE_DETECTION_LIMITS[key][1])
+    .optional()
+    .describe(what);
+
+/** Answering machine detection's thresholds (beyond the spec; media/README.md has the defaults). */
+export const MachineDetectionParamsBody = z.strictObject({
+  timeout_ms: amdLimit(
+    'timeoutMs',
+    'Longest the detector listens; then unknown (machine_end_other once a machine was heard)',
+  ),
+  initial_silence_ms: amdLimit('initialSilenceMs', 'Silence from the answer this long: unknown'),
+  greeting_ms: amdLimit('greetingMs', 'Voice in total this long: a machine'),
+  after_greeting_silence_ms: amdLimit('afterGreetingSilenceMs', 'Silence after a shorter answer this long: human'),
+  end_silence_ms: amdLimit('endSilenceMs', "DetectMessageEnd: silence after a machine's voice this long ends it"),
+  min_word_ms: amdLimit('minWordMs', 'Shortest voice that is a word'),
+  between_words_silence_ms: amdLimit('betweenWordsSilenceMs', 'Silence that separates two words'),
+  max_words: amdLimit('maxWords', 'This many words: a machine'),
+  max_word_ms: amdLimit('maxWordMs', 'One word this long: a machine'),
+  silence_threshold: amdLimit('silenceThreshold', 'Mean absolute amplitude (16-bit) below which audio is silence'),
 });
+
+export const OriginateBody = z
+  .object({
+    to: DialledNumber,
+    from: DialledNumber,
+    url: HttpUrl,
+    timeout: z.number().int().min(1).max(600).default(30),
+    customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
+    machine_detection: z
+      .enum(['Enable', 'DetectMessageEnd'], { error: 'expected "Enable" or "DetectMessageEnd"' })
+      .optional()
+      .describe(
+        'Answering machine detection (beyond the spec): decide human or machine at once, or wait for the end of a greeting',
+      ),
+    machine_detection_params: MachineDetectionParamsBody.optional(),
+    async_amd: z
+      .boolean()
+      .default(false)
+      .describe('Run the call-control document at once; the verdict arrives as AMD.0200 and the callback'),
+    async_amd_status_callback: HttpUrl.optional().describe('Async detection: where the signed verdict is POSTed'),
+  })
+  .refine((b) => b.machine_detection !== undefined || b.machine_detection_params === undefined, {
+    error: '"machine_detection_params" needs "machine_detection"',
+    path: ['machine_detection_params'],
+  })
+  .refine((b) => b.machine_detection !== undefined || !b.async_amd, {
+    error: '"async_amd" needs "machine_detection"',
+    path: ['async_amd'],
+  })
+  .refine((b) => b.async_amd || b.async_amd_status_callback === undefined, {
+    error: '"async_amd_status_callback" needs "async_amd": true',
+    path: ['async_amd_status_callback'],
+  });
 
 /** Longest inline document POST /api/calls/{uuid}/update takes, in characters (a fetched one may be 64 KiB). */
 export const MAX_UPDATE_TWIML_CHARS = 16 * 1024;
@@ -177,12 +228,37 @@ export const CallOut = z.object({
   talk_seconds: z.number().int().nullable(),
   cost: Money,
   tts_seconds: z.number().int(),
+  answered_by: z
+    .enum(['human', 'machine_start', 'machine_end_beep', 'machine_end_silence', 'machine_end_other', 'fax', 'unknown'])
+    .nullable()
+    .optional()
+    .describe("Answering machine detection's verdict (beyond the spec); null without detection or before it decided"),
   custom_payload: z.record(z.string(), z.unknown()).nullable().optional(),
   customPayload: z.record(z.string(), z.unknown()).nullable().optional(),
   started_at: TsOrNull,
   answered_at: TsOrNull,
   ended_at: TsOrNull,
   created_at: Ts,
+  parent_call_uuid: z
+    .string()
+    .nullable()
+    .describe(
+      'Beyond the spec: the uuid of the call this one is a leg of (a Dial leg, a forward, a transferred party), else null',
+    ),
+  parent_call_sid: z.string().nullable().describe("Beyond the spec: that call's sid, else null"),
+});
+export const CallEventListQuery = z.object({ limit: Limit, offset: Offset });
+export const CallEventOut = z.object({
+  code: z.string().describe('the event code (docs/events.md)'),
+  event: z.string(),
+  data: z.record(z.string(), z.unknown()).describe("the event's own fields, as on the stream frame"),
+  created_at: Ts,
+});
+export const CallEventListOut = z.object({
+  events: z.array(CallEventOut),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
 });
 export const CallListOut = z.object({
   calls: z.array(CallOut),
@@ -247,6 +323,19 @@ export const TransactionOut = z.object({
   amount: Money,
   balance_before: Money,
   created_at: Ts,
+  provider: z
+    .string()
+    .nullable()
+    .describe(
+      'Beyond the spec: the mobile-money provider whose callback posted this row (a top-up or its reversal), else null',
+    ),
+  receipt: z
+    .string()
+    .nullable()
+    .describe(
+      "Beyond the spec: the provider's receipt of the payment (for a reversal, the payment reversed), else null",
+    ),
+  reference: z.string().nullable().describe("Beyond the spec: a reversal's own id at the provider, else null"),
 });
 export const EndUserOut = z
   .object({

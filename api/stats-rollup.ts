@@ -6,6 +6,7 @@ import {
   rollUpCallStats,
   type Db,
 } from '../store/index.js';
+import { PeriodicJob } from '../kit/index.js';
 
 const SETTING = 'call_stats_rolled_hour';
 
@@ -15,8 +16,7 @@ const SETTING = 'call_stats_rolled_hour';
  * calls through the created_at index and writes only the roll-up tables: a call's own path is untouched.
  */
 export class StatsRollup {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  readonly #job = new PeriodicJob(() => this.#run());
 
   constructor(
     private readonly db: Db,
@@ -25,17 +25,13 @@ export class StatsRollup {
   ) {}
 
   start(): this {
-    const tick = () => void this.runOnce().catch((e) => this.opts.onError?.(e));
-    tick();
-    this.#timer = setInterval(tick, this.opts.intervalMs ?? 60_000);
-    this.#timer.unref();
+    this.#job.start({ everyMs: this.opts.intervalMs ?? 60_000, onError: (e) => this.opts.onError?.(e) });
     return this;
   }
 
   /** One roll-up now (a run already under way is awaited instead of started twice). */
   runOnce(): Promise<void> {
-    this.#running ??= this.#run().finally(() => (this.#running = undefined));
-    return this.#running;
+    return this.#job.runOnce();
   }
 
   async #run(): Promise<void> {
@@ -56,7 +52,6 @@ export class StatsRollup {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => undefined);
+    await this.#job.close();
   }
 }

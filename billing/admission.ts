@@ -1,13 +1,18 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  admitInStore,
   balanceAndLiveCalls,
   getSettingCached,
+  isPostgres,
+  settleAdmission,
+  storeNodeId,
   findAccountSettings,
   ratesOfKindCached,
   type AccountSettings,
   type Db,
 } from '../store/index.js';
 import { ReasonCodes } from '../events/index.js';
-import { Fifo, systemClock, type Clock as KitClock } from '../kit/index.js';
+import { Fifo, systemClock, type Clock } from '../kit/index.js';
 
 /**
  * Admission control for new calls (spec, Limits and Errors): account status, platform draining, balance,
@@ -68,9 +73,6 @@ interface Prechecked {
   minimum: number;
 }
 
-/** The slice of the kit's one clock admission reads (the CPS window). */
-export type Clock = Pick<KitClock, 'now'>;
-
 /** A call this process admitted whose placement (the write of its row) is under way or recently done. */
 interface Placement {
   /** The tick at which `place` settled; Infinity while it runs. */
@@ -92,8 +94,25 @@ interface AccountAdmissions {
 const NEAR_LIMIT = Symbol('near a limit');
 
 /**
- * Admission against the store, for one switch process (the CPS window and the placements under way are in memory;
- * several nodes would share them through the store, see ARCHITECTURE.md "Beyond one box").
+ * On PostgreSQL: how many times a refusal is asked again while admissions of the account are being placed (each
+ * wait doubles from 1 ms up to 20 ms: about a second in all), and how long an admission may stay unsettled before
+ * the store takes it for one whose node died while placing it.
+ */
+const STORE_RETRIES = 60;
+const STORE_STALE_MS = 10_000;
+
+/**
+ * Admission against the store.
+ *
+ * On PostgreSQL, where several nodes share the store, the store decides (store/admissions.ts): one statement per
+ * admission, under the account's advisory lock, counts the live calls of every node, the admissions whose call row
+ * is still being written and those of the last second (the CPS window), checks the balance against the first blocks
+ * of all of them, and records the admission. Once the call's row is written the admission is settled and the call
+ * counts through `calls` alone; until then it may be counted twice (its row and its admission), so a refusal made
+ * while admissions are unsettled is asked again once they settle, and only then is final.
+ *
+ * On SQLite (one box, one process) this process decides, as follows (the CPS window and the placements under way
+ * are in memory).
  *
  * A call's admission reads the account's balance and live calls in one statement and decides without waiting for
  * the account's other admissions: the store's count misses the calls this process is placing now, so every
@@ -106,7 +125,7 @@ const NEAR_LIMIT = Symbol('near a limit');
  */
 export class StoreAdmission implements Admission {
   readonly #db: Db;
-  readonly #clock: Clock;
+  readonly #clock: Pick<Clock, 'now'>;
   /** Per account, when its calls of the last second were admitted, oldest first. */
   readonly #admittedAt = new Map<string, Fifo<number>>();
   readonly #accounts = new Map<string, AccountAdmissions>();
@@ -119,7 +138,8 @@ export class StoreAdmission implements Admission {
   /** This process is draining (SIGTERM, `simu node drain`): new calls are refused as when the platform is paused. */
   #nodeDraining = false;
 
-  constructor(db: Db, clock: Clock = systemClock) {
+  /** `clock`: the slice of the kit's clock admission reads (the CPS window). */
+  constructor(db: Db, clock: Pick<Clock, 'now'> = systemClock) {
     this.#db = db;
     this.#clock = clock;
   }
@@ -135,6 +155,7 @@ export class StoreAdmission implements Admission {
     this.#waiting.set(id, this.#clock.now());
     try {
       const pre = await this.#before(req);
+      if (isPostgres(this.#db)) return await this.#inStore(req, pre, place, id);
       if (this.#account(req.accountId).queued === 0) {
         const fast = await this.#attempt(req, pre, place, id, false);
         if (fast !== NEAR_LIMIT) return fast;
@@ -224,21 +245,47 @@ export class StoreAdmission implements Admission {
       const underCap = live < account.max_concurrent_calls;
       if (!exact && !(covered && underCap)) return NEAR_LIMIT;
       this.#endWait(id);
-      if (!covered)
-        throw new AdmissionRefusedError(
-          ReasonCodes.insufficientBalance,
-          'The wallet balance is insufficient to place a call.',
-        );
-      if (!underCap)
-        throw new AdmissionRefusedError(
-          ReasonCodes.concurrencyCap,
-          `The account already has ${live} live calls, its maximum of simultaneous calls (${account.max_concurrent_calls}).`,
-        );
+      if (!covered) throw insufficient();
+      if (!underCap) throw overCap(live, account.max_concurrent_calls);
       this.#takeCpsSlot(req.accountId, account.max_cps);
       return await this.#place(acc, place);
     } finally {
       acc.reads.delete(at);
       this.#prune(req.accountId, acc);
+    }
+  }
+
+  /** PostgreSQL: the store decides; the admission is settled once `place` has written the call (or failed). */
+  async #inStore<T>(req: AdmissionRequest, pre: Prechecked, place: () => Promise<T>, id: number): Promise<T> {
+    const { account, minimum } = pre;
+    for (let attempt = 0; ; attempt++) {
+      const r = await admitInStore(this.#db, {
+        accountId: req.accountId,
+        nodeId: storeNodeId(),
+        maxConcurrent: account.max_concurrent_calls,
+        maxCps: account.max_cps,
+        minimumCents: minimum,
+        staleMs: STORE_STALE_MS,
+      });
+      if (r.verdict === 'missing') throw suspended();
+      if (r.verdict === 'ok') {
+        this.#endWait(id);
+        const admissionId = r.admissionId!;
+        const run = Promise.resolve().then(place);
+        // Unsettled, the call would count twice until the admission goes stale: conservative, never over a limit.
+        const settle = () => settleAdmission(this.#db, admissionId).catch(() => undefined);
+        void run.then(settle, settle);
+        return await run;
+      }
+      // The calls-per-second window counts settled admissions too: waiting changes nothing.
+      if (r.verdict !== 'cps' && r.placing > 0 && attempt < STORE_RETRIES) {
+        await sleep(Math.min(2 ** attempt, 20));
+        continue;
+      }
+      this.#endWait(id);
+      if (r.verdict === 'balance') throw insufficient();
+      if (r.verdict === 'cap') throw overCap(r.live + r.placing, account.max_concurrent_calls);
+      throw overCps(r.recent, account.max_cps);
     }
   }
 
@@ -271,12 +318,7 @@ export class StoreAdmission implements Admission {
       this.#admittedAt.set(accountId, window);
     }
     while (window.length > 0 && window.peek()! <= now - 1000) window.shift();
-    if (window.length >= maxCps) {
-      throw new AdmissionRefusedError(
-        ReasonCodes.cpsLimit,
-        `The account placed ${window.length} calls in the last second, its calls-per-second limit (${maxCps}).`,
-      );
-    }
+    if (window.length >= maxCps) throw overCps(window.length, maxCps);
     window.push(now);
   }
 
@@ -318,3 +360,18 @@ export class StoreAdmission implements Admission {
 
 const suspended = (): AdmissionRefusedError =>
   new AdmissionRefusedError(ReasonCodes.accountSuspended, 'The account is suspended; new calls are refused.');
+
+const insufficient = (): AdmissionRefusedError =>
+  new AdmissionRefusedError(ReasonCodes.insufficientBalance, 'The wallet balance is insufficient to place a call.');
+
+const overCap = (live: number, max: number): AdmissionRefusedError =>
+  new AdmissionRefusedError(
+    ReasonCodes.concurrencyCap,
+    `The account already has ${live} live calls, its maximum of simultaneous calls (${max}).`,
+  );
+
+const overCps = (recent: number, max: number): AdmissionRefusedError =>
+  new AdmissionRefusedError(
+    ReasonCodes.cpsLimit,
+    `The account placed ${recent} calls in the last second, its calls-per-second limit (${max}).`,
+  );

@@ -12,13 +12,12 @@ import {
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, type BillingEmit, type CutReason } from './codes.js';
-import { talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
+import { secondsUp, talkCents, ttsCents, type CallDirection, type RateBook, type RateCard } from './rating.js';
 import { formatMoney } from './money.js';
 import { settleCall, settledCharges } from './settlement.js';
 import { EnforcementWatchdog } from './watchdog.js';
-import { systemTimers, type MonitorTimers } from './timers.js';
 import { warnCalls, type CreditWarn, type CreditWarning } from './warning.js';
-import type { Periodic } from '../kit/index.js';
+import { systemClock, type Clock, type Periodic } from '../kit/index.js';
 
 /**
  * Live credit control (ARCHITECTURE.md, billing; platform-api.md, Events BILL.0310/BILL.0403, reason codes
@@ -43,7 +42,7 @@ export interface CreditMonitorOptions {
   warn?: CreditWarn;
   /** This process, written on credit rows so a watchdog elsewhere knows whose heartbeat guards a call. */
   nodeId?: string | null;
-  timers?: MonitorTimers;
+  clock?: Pick<Clock, 'now' | 'every'>;
   tickMs?: number;
   /** BILL.0310 when the account's live calls have less than this many seconds left. */
   lowBalanceSeconds?: number;
@@ -136,7 +135,7 @@ export class CreditMonitor {
 
   constructor(opts: CreditMonitorOptions) {
     this.#o = {
-      timers: systemTimers,
+      clock: systemClock,
       tickMs: 250,
       lowBalanceSeconds: 60,
       balanceRefreshMs: 2000,
@@ -149,11 +148,11 @@ export class CreditMonitor {
       nodeId: opts.nodeId ?? null,
     };
     this.#log = opts.logger ?? roomLogger('billing');
-    const now = this.#o.timers.now();
+    const now = this.#o.clock.now();
     this.#lastTickAt = this.#lastRefreshAt = this.#lastPersistAt = now;
-    this.#tickTimer = this.#o.timers.every(this.#o.tickMs, () => this.tick(), 'credit-tick');
+    this.#tickTimer = this.#o.clock.every(this.#o.tickMs, () => this.tick(), 'credit-tick');
     this.#watchdog = new EnforcementWatchdog({
-      timers: this.#o.timers,
+      clock: this.#o.clock,
       heartbeat: () => this.#lastTickAt,
       guarded: () => [...this.#calls.values()].filter((c) => c.endedAtMs === undefined).map((c) => c.callId),
       cut: (callId) => this.#cut(this.#calls.get(callId), BillingCodes.watchdogCut),
@@ -210,7 +209,7 @@ export class CreditMonitor {
         node_id: this.#o.nodeId,
         rate_cents_per_minute: ratePerMinute,
         answered_at: nowIso(new Date(call.answeredAtMs)),
-        heartbeat_at: nowIso(new Date(this.#o.timers.now())),
+        heartbeat_at: nowIso(new Date(this.#o.clock.now())),
       });
       call.recorded = true;
     } catch (e) {
@@ -251,7 +250,7 @@ export class CreditMonitor {
     // A retry after a failed settlement keeps the first end time.
     call.endedAtMs ??= Math.max(call.answeredAtMs, toMs(endedAt));
     const wallet = this.#walletOf(call.accountId);
-    const talkSeconds = Math.ceil((call.endedAtMs - call.answeredAtMs) / 1000);
+    const talkSeconds = secondsUp(call.answeredAtMs, call.endedAtMs);
     const rated = {
       talk: talkCents(call.ratePerMinute, talkSeconds, call.card.increment),
       tts: this.#ttsCentsOf(call),
@@ -292,7 +291,7 @@ export class CreditMonitor {
   /** One pass over every account with live calls: exhaustion, low balance, maximum duration. */
   tick(): void {
     if (this.#closed) return;
-    const now = this.#o.timers.now();
+    const now = this.#o.clock.now();
     for (const wallet of this.#wallets.values()) {
       let committed = 0;
       let centsPerSecond = 0;
@@ -391,7 +390,7 @@ export class CreditMonitor {
   spendableOf(accountId: string): number | undefined {
     const w = this.#wallets.get(accountId);
     if (!w) return undefined;
-    const now = this.#o.timers.now();
+    const now = this.#o.clock.now();
     let committed = 0;
     for (const call of w.calls.values()) committed += this.#committedCents(call, now);
     return Math.max(0, w.balanceCents - committed);
@@ -428,7 +427,7 @@ export class CreditMonitor {
 
   #committedCents(call: LiveCall, now: number): number {
     const end = call.endedAtMs ?? now;
-    const talkSeconds = Math.ceil(Math.max(0, end - call.answeredAtMs) / 1000);
+    const talkSeconds = secondsUp(call.answeredAtMs, end);
     return talkCents(call.ratePerMinute, talkSeconds, call.card.increment) + this.#ttsCentsOf(call);
   }
 
@@ -447,7 +446,7 @@ export class CreditMonitor {
   #cut(call: LiveCall | undefined, reason: CutReason): void {
     if (!call || call.cutReason || call.endedAtMs !== undefined) return;
     call.cutReason = reason;
-    call.cutAtMs = this.#o.timers.now();
+    call.cutAtMs = this.#o.clock.now();
     this.#log.info({ callId: call.callId, reason }, 'cutting call');
     if (reason === BillingCodes.walletExhausted) this.#emit(call.accountId, reason, { callId: call.callId });
     this.#invokeCut(call.callId, reason);
@@ -503,7 +502,7 @@ export class CreditMonitor {
    */
   async #othersCommitted(accountId: string): Promise<number> {
     if (this.#o.nodeId === null) return 0;
-    const fresh = nowIso(new Date(this.#o.timers.now() - this.#o.peerStaleMs));
+    const fresh = nowIso(new Date(this.#o.clock.now() - this.#o.peerStaleMs));
     return committedElsewhere(this.#o.db, accountId, this.#o.nodeId, fresh);
   }
 

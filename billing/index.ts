@@ -15,6 +15,8 @@ export {
   RateCard,
   RateNotFoundError,
   billableSeconds,
+  cdrSeconds,
+  secondsUp,
   talkCents,
   ttsCents,
   destinationDigits,
@@ -25,7 +27,6 @@ export {
   type RateBookOptions,
 } from './rating.js';
 export { settleCall, talkKey, ttsKey, type CallCharge, type CallSettlementResult } from './settlement.js';
-export { systemTimers, type MonitorTimers } from './timers.js';
 export { CreditMonitor, type CreditMonitorOptions, type CallAnswered, type CallSettlement } from './credit-monitor.js';
 export {
   EnforcementWatchdog,
@@ -34,6 +35,7 @@ export {
   type StoreHeartbeatWatchdogOptions,
 } from './watchdog.js';
 export { ReconcileSweep, reconcileCall, type ReconcileOptions, type ReconciledCall } from './reconcile.js';
+export { NodeWatch, HEARTBEAT_MS, type NodeWatchOptions } from './node-watch.js';
 export { checkDestination, type DestinationVerdict } from './destinations.js';
 export {
   AdmissionRefusedError,

@@ -37,7 +37,7 @@
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { StoreQueueProbe } from '../store/index.js';
-import type { Clock } from '../kit/index.js';
+import { TokenBucket, type Clock } from '../kit/index.js';
 
 export interface LoadSignals {
   /** Event-loop delay p99 over the last tick, ms. */
@@ -166,8 +166,8 @@ export class OverloadControl implements NewCallGate {
   readonly #onChange: (state: OverloadState) => void;
   #limit: number | null = null;
   #reason = '';
-  #tokens = 0;
-  #tokensAt = 0;
+  /** New calls pass it while limiting: at the limit's rate, a quarter second's worth (at least minCps) at once. */
+  readonly #bucket = new TokenBucket({ ratePerSecond: 0, burst: 0, tokens: 0, at: 0 });
   #holdUntil = 0;
   /** Ticks in a row with the loop's delay over its limit. */
   #delayTicks = 0;
@@ -280,9 +280,7 @@ export class OverloadControl implements NewCallGate {
     const cap = this.#settings.platformMaxCps;
     if (cap > 0 && this.#recent.length >= cap) return this.#refuse(now, `platform cap of ${cap} calls/s`);
     if (this.#limit !== null) {
-      this.#refill(now);
-      if (this.#tokens < 1) return this.#refuse(now, this.#reason);
-      this.#tokens -= 1;
+      if (!this.#configuredBucket().take(now)) return this.#refuse(now, this.#reason);
     }
     this.#recent.push(now);
     this.#admitted++;
@@ -293,8 +291,8 @@ export class OverloadControl implements NewCallGate {
     const now = this.#clock.now();
     this.#forget(now);
     if (this.#limit !== null) {
-      this.#refill(now);
-      this.#tokens = Math.max(-Math.max(this.#settings.minCps, this.#limit / 4), this.#tokens - 1);
+      const bucket = this.#configuredBucket();
+      bucket.takeOwing(now, bucket.burst);
     }
     this.#recent.push(now);
     this.#admitted++;
@@ -420,8 +418,8 @@ export class OverloadControl implements NewCallGate {
     this.#limit = Math.max(minCps, Math.floor(Math.min(base * cut, model)));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
-    this.#refill(now);
-    this.#tokens = Math.min(this.#tokens, 1);
+    this.#configuredBucket().refill(now);
+    this.#bucket.keepAtMost(1);
   }
 
   /**
@@ -509,13 +507,12 @@ export class OverloadControl implements NewCallGate {
     return { ok: false, retryAfterSeconds: this.#settings.retryAfterSeconds, reason };
   }
 
-  #refill(now: number): void {
+  #configuredBucket(): TokenBucket {
     const limit = this.#limit ?? 0;
     // A quarter of a second's worth, but never less than minCps: a few calls placed together at a low rate are
     // not refused for arriving together.
-    const burst = Math.max(this.#settings.minCps, limit / 4);
-    this.#tokens = Math.min(burst, this.#tokens + ((now - this.#tokensAt) / 1000) * limit);
-    this.#tokensAt = now;
+    this.#bucket.configure(limit, Math.max(this.#settings.minCps, limit / 4));
+    return this.#bucket;
   }
 
   #forget(now: number): void {

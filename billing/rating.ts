@@ -1,5 +1,6 @@
 import type { Db } from '../store/index.js';
 import { listRates, type RateRow } from '../store/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /**
  * Rating: turns operator rates (the `rates` table) into cents for a call. See docs/billing.md.
@@ -32,6 +33,27 @@ export class RateNotFoundError extends Error {
 export function destinationDigits(to: string): string {
   const user = /^(?:sips?|tel):([^@;]*)/i.exec(to.trim())?.[1] ?? to;
   return user.replace(/\D/g, '');
+}
+
+/** Whole seconds from `fromMs` to `toMs`, a started second counted whole; 0 when `toMs` is not after `fromMs`. */
+export function secondsUp(fromMs: number, toMs: number): number {
+  return Math.ceil(Math.max(0, toMs - fromMs) / 1000);
+}
+
+/**
+ * A call record's two lengths from its instants, each rounded up to a whole second (docs/api.md, "Calls"):
+ * `durationSeconds` from the start to the end, `talkSeconds` from the answer (never taken before the start) to the
+ * end, 0 when it was never answered. Both round the same way from a later-or-equal start, so talk time never
+ * exceeds the duration; billing rates exactly this `talkSeconds` (`secondsUp` from the answer).
+ */
+export function cdrSeconds(i: { startedMs: number; answeredMs: number | null; endedMs: number }): {
+  durationSeconds: number;
+  talkSeconds: number;
+} {
+  return {
+    durationSeconds: secondsUp(i.startedMs, i.endedMs),
+    talkSeconds: i.answeredMs === null ? 0 : secondsUp(Math.max(i.startedMs, i.answeredMs), i.endedMs),
+  };
 }
 
 /** Seconds to bill for `talkSeconds` of connected time: the first block whole, then whole increments. */
@@ -119,7 +141,7 @@ export interface RateBookOptions {
   defaultTier?: string;
   /** How long a loaded card is trusted; an operator's rate change is seen within this time. */
   ttlMs?: number;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -130,7 +152,7 @@ export class RateBook {
   readonly increment: BillingIncrement;
   readonly #defaultTier: string;
   readonly #ttlMs: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   #card: RateCard | undefined;
   #loadedAt = 0;
   #loading: Promise<RateCard> | undefined;
@@ -142,16 +164,16 @@ export class RateBook {
     this.increment = opts.increment ?? DEFAULT_INCREMENT;
     this.#defaultTier = opts.defaultTier ?? 'standard';
     this.#ttlMs = opts.ttlMs ?? 5000;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
   }
 
   async card(): Promise<RateCard> {
-    if (this.#card && this.#now() - this.#loadedAt < this.#ttlMs) return this.#card;
+    if (this.#card && this.#clock.now() - this.#loadedAt < this.#ttlMs) return this.#card;
     // One load at a time: callers arriving during a reload share it.
     this.#loading ??= listRates(this.db)
       .then((rows) => {
         this.#card = new RateCard(rows, this.increment, this.#defaultTier);
-        this.#loadedAt = this.#now();
+        this.#loadedAt = this.#clock.now();
         return this.#card;
       })
       .catch((e: unknown) => {

@@ -13,10 +13,9 @@ import { roomLogger, type Logger } from '../config/index.js';
 import { BillingCodes, reasonLabel, type BillingEmit } from './codes.js';
 import { LedgerConflictError } from './ledger.js';
 import { formatMoney } from './money.js';
-import { talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
+import { secondsUp, talkCents, DEFAULT_INCREMENT, type BillingIncrement } from './rating.js';
 import { settleCallInTransaction, emitDebits } from './settlement.js';
-import { systemTimers, type MonitorTimers } from './timers.js';
-import type { Periodic } from '../kit/index.js';
+import { systemClock, type Clock, type Periodic } from '../kit/index.js';
 
 /**
  * The reconcile sweep (platform-api.md, States: "Call record shown live but the switch has already ended it";
@@ -42,7 +41,7 @@ export interface ReconcileOptions {
   /** Only rows of this node; null on a one-box deployment (every live row is this process's). */
   nodeId: string | null;
   increment?: BillingIncrement;
-  timers?: MonitorTimers;
+  clock?: Pick<Clock, 'now' | 'every'>;
   /** Period of the sweep after the start-up pass. */
   intervalMs?: number;
   /** A periodic sweep skips rows younger than this (a call being set up may be in the store before the switch). */
@@ -90,13 +89,15 @@ export async function reconcileCall(
         });
         if (!won) return undefined;
         const credit = answered ? await findCallCredit(trx, callId) : undefined;
+        const started = ms(call.started_at) ?? ms(call.created_at) ?? detectedAtMs;
+        // Both lengths rounded up from instants no earlier than the start, so talk time never exceeds the duration.
         let talkSeconds = 0;
         let talk = 0;
         let tts = 0;
         if (credit) {
-          const from = ms(call.answered_at) ?? ms(credit.answered_at)!;
+          const from = Math.max(started, ms(call.answered_at) ?? ms(credit.answered_at)!);
           const until = Math.min(ms(credit.heartbeat_at)!, detectedAtMs);
-          talkSeconds = Math.max(0, Math.ceil((until - from) / 1000));
+          talkSeconds = secondsUp(from, until);
           talk = talkCents(credit.rate_cents_per_minute, talkSeconds, inc);
           tts = credit.tts_cents;
         }
@@ -106,8 +107,7 @@ export async function reconcileCall(
           talkCents: talk,
           ttsCents: tts,
         });
-        const started = ms(call.started_at) ?? ms(call.created_at) ?? detectedAtMs;
-        const durationSeconds = Math.max(0, Math.round((detectedAtMs - started) / 1000));
+        const durationSeconds = secondsUp(started, detectedAtMs);
         await patchCallRow(trx, callId, {
           talk_seconds: answered ? talkSeconds : null,
           cost_cents: s.costCents,
@@ -150,7 +150,7 @@ export class ReconcileSweep {
   constructor(opts: ReconcileOptions) {
     this.#o = {
       increment: DEFAULT_INCREMENT,
-      timers: systemTimers,
+      clock: systemClock,
       intervalMs: 30_000,
       minAgeMs: 10_000,
       ...opts,
@@ -162,7 +162,7 @@ export class ReconcileSweep {
   async start(): Promise<ReconciledCall[]> {
     const first = await this.runOnce({ minAgeMs: 0 });
     if (!this.#closed && this.#timer === undefined) {
-      this.#timer = this.#o.timers.every(
+      this.#timer = this.#o.clock.every(
         this.#o.intervalMs,
         () => void this.runOnce().catch((e: unknown) => this.#log.error({ err: e }, 'reconcile sweep failed')),
         'reconcile-sweep',
@@ -185,12 +185,12 @@ export class ReconcileSweep {
   }
 
   async #sweep(minAgeMs: number): Promise<ReconciledCall[]> {
-    const now = this.#o.timers.now();
+    const now = this.#o.clock.now();
     const ids = await liveCallIds(this.#o.db, nowIso(new Date(now - minAgeMs)), this.#o.nodeId);
     const closed: ReconciledCall[] = [];
     for (const id of ids) {
       if (await this.#o.isLive(id)) continue;
-      const r = await reconcileCall(this.#o.db, id, this.#o.timers.now(), {
+      const r = await reconcileCall(this.#o.db, id, this.#o.clock.now(), {
         emit: this.#o.emit,
         increment: this.#o.increment,
       });

@@ -1,7 +1,6 @@
 import { callCreditHeartbeats, type Db } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
-import type { MonitorTimers } from './timers.js';
-import type { Periodic } from '../kit/index.js';
+import type { Clock, Periodic } from '../kit/index.js';
 
 /**
  * The enforcement watchdog (platform-api.md, reason code END.0503: "leg cut because the billing monitor was
@@ -12,7 +11,7 @@ import type { Periodic } from '../kit/index.js';
  * instead: see StoreHeartbeatWatchdog below and docs/billing.md.
  */
 export interface EnforcementWatchdogOptions {
-  timers: MonitorTimers;
+  clock: Pick<Clock, 'now' | 'every'>;
   /** When the guarded monitor last proved it was alive (ms). */
   heartbeat: () => number;
   /** The calls to cut when it stalls. */
@@ -27,13 +26,13 @@ export class EnforcementWatchdog {
   #closed = false;
 
   constructor(private readonly o: EnforcementWatchdogOptions) {
-    this.#timer = o.timers.every(o.checkMs, () => this.check(), 'credit-watchdog');
+    this.#timer = o.clock.every(o.checkMs, () => this.check(), 'credit-watchdog');
   }
 
   /** Cuts every guarded call if the heartbeat is older than stallMs; returns how many were cut. */
   check(): number {
     if (this.#closed) return 0;
-    if (this.o.timers.now() - this.o.heartbeat() <= this.o.stallMs) return 0;
+    if (this.o.clock.now() - this.o.heartbeat() <= this.o.stallMs) return 0;
     const ids = this.o.guarded();
     for (const id of ids) this.o.cut(id);
     return ids.length;
@@ -48,7 +47,7 @@ export class EnforcementWatchdog {
 
 export interface StoreHeartbeatWatchdogOptions {
   db: Db;
-  timers: MonitorTimers;
+  clock: Pick<Clock, 'now' | 'every'>;
   /** The answered calls this process holds legs for. */
   held: () => string[];
   cut: (callId: string) => void;
@@ -76,8 +75,8 @@ export class StoreHeartbeatWatchdog {
 
   constructor(private readonly o: StoreHeartbeatWatchdogOptions) {
     this.#log = o.logger ?? roomLogger('billing');
-    this.#lastGoodRead = o.timers.now();
-    this.#timer = o.timers.every(o.checkMs, () => void this.check(), 'credit-store-watchdog');
+    this.#lastGoodRead = o.clock.now();
+    this.#timer = o.clock.every(o.checkMs, () => void this.check(), 'credit-store-watchdog');
   }
 
   /** One check; returns the calls it cut. Overlapping checks share one. */
@@ -95,7 +94,7 @@ export class StoreHeartbeatWatchdog {
   async #check(): Promise<string[]> {
     if (this.#closed) return [];
     const ids = this.o.held().filter((id) => !this.#cut.has(id));
-    const now = this.o.timers.now();
+    const now = this.o.clock.now();
     for (const id of ids) if (!this.#firstSeen.has(id)) this.#firstSeen.set(id, now);
     for (const id of this.#firstSeen.keys()) if (!ids.includes(id)) this.#firstSeen.delete(id);
     if (!ids.length) return [];

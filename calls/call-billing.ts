@@ -8,5 +8,6 @@ export interface CallBilling {
     answeredAt: Date;
   }): Promise<void>;
   ttsUsed(callId: string, seconds: number, tier?: string): void;
-  callEnded(callId: string, endedAt: Date): Promise<{ costCents: number; talkSeconds: number }>;
+  /** Settles the call; its CDR's talk time is not taken from here but from the same instants (cdrSeconds). */
+  callEnded(callId: string, endedAt: Date): Promise<{ costCents: number }>;
 }

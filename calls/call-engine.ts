@@ -2,6 +2,7 @@ import type { CallRow } from '../store/index.js';
 import type { InterpreterStart } from '../verbs/index.js';
 import type { QueueDirectory } from './queue/queue-registry.js';
 import type { ConferenceControl } from './conference/conference-control.js';
+import type { MachineDetectionRequest } from './machine-detection.js';
 
 /**
  * What became of a REST control request on a live call: done; the switch does not hold the call (it ended, or
@@ -10,14 +11,22 @@ import type { ConferenceControl } from './conference/conference-control.js';
  */
 export type CallControlOutcome = 'ok' | 'not_held' | 'no_verbs' | 'bridged' | 'not_answered';
 
+export interface OriginateOptions {
+  readonly timeoutSeconds: number;
+  readonly machineDetection?: MachineDetectionRequest;
+}
+
 /**
  * The one interface through which the API reaches the call engine. Declared here, below the API that uses it
  * (docs/architecture.md), and implemented by SwitchCallEngine. The API writes the call as `initiated` after
  * admission, then hands it over; the engine dials in the background and owns the call's life from there.
  */
 export interface CallEngine {
-  /** Starts dialling an admitted call already stored as `initiated`. Resolves once dialling is under way. */
-  originate(call: CallRow, opts: { timeoutSeconds: number }): Promise<void>;
+  /**
+   * Starts dialling an admitted call already stored as `initiated`. Resolves once dialling is under way. With
+   * `machineDetection`, who answered is decided from the callee's audio (calls/machine-detection.ts).
+   */
+  originate(call: CallRow, opts: OriginateOptions): Promise<void>;
   /**
    * Ends a call the store shows live and resolves to the ended record. One the switch holds is ended there (BYE or
    * CANCEL); one it no longer holds is closed through the reconcile path (END.0504, settled and reported once, as

@@ -1,4 +1,4 @@
-import type { LegAudioPort, MediaService, RecordingResult } from '../media/index.js';
+import type { LegAudioPort, MediaService, RecordingResult, TtsSubstitution } from '../media/index.js';
 
 /** The platform's own leg of an IVR call is tagged 'A' in the media session (see media/README.md). */
 export const CALLER_LEG = 'A';
@@ -9,10 +9,11 @@ export const CALLER_LEG = 'A';
  * The engine builds it over the MediaService (mediaOfCall); unit tests give a fake.
  */
 export interface CallMedia {
+  /** `ssml`: the text is SSML (TtsRequest.ssml). `substituted`: voice names spoken with the default instead. */
   say(
     text: string,
-    opts?: { voice?: string; language?: string; signal?: AbortSignal },
-  ): Promise<{ ttsSeconds: number; tier: string }>;
+    opts?: { voice?: string; language?: string; ssml?: boolean; signal?: AbortSignal },
+  ): Promise<{ ttsSeconds: number; tier: string; substituted?: readonly TtsSubstitution[] }>;
   playFile(path: string, opts: { signal?: AbortSignal }): Promise<void>;
   /** Rejects with MediaError when the URL's body cannot be fetched or is not audio. */
   playUrl(url: string, opts: { signal?: AbortSignal }): Promise<void>;

@@ -1,4 +1,10 @@
-import { Interpreter, type InterpreterEnd, type InterpreterStart, type VerbContext } from '../verbs/index.js';
+import {
+  Interpreter,
+  type InterpreterEnd,
+  type InterpreterOptions,
+  type InterpreterStart,
+  type VerbContext,
+} from '../verbs/index.js';
 
 /**
  * A call's verbs, movable while they run: REST call control (POST /api/calls/{uuid}/update, docs/api.md) hands a
@@ -12,13 +18,16 @@ import { Interpreter, type InterpreterEnd, type InterpreterStart, type VerbConte
  */
 export class RedirectableVerbs {
   readonly #ctx: VerbContext;
+  readonly #options: () => InterpreterOptions;
   #interpreter: Interpreter | undefined;
   #pending: InterpreterStart | undefined;
   #started = false;
   #stopped = false;
 
-  constructor(ctx: VerbContext) {
+  /** `options` is read for each interpreter (the verb registry a test swaps is seen by the next document). */
+  constructor(ctx: VerbContext, options: () => InterpreterOptions = () => ({})) {
     this.#ctx = ctx;
+    this.#options = options;
   }
 
   /** Runs `start` (or a redirect asked before it) and every redirect after, until an end that is not a redirect. */
@@ -26,7 +35,7 @@ export class RedirectableVerbs {
     this.#started = true;
     let next = this.#take() ?? start;
     for (;;) {
-      const interpreter = new Interpreter(this.#ctx);
+      const interpreter = new Interpreter(this.#ctx, this.#options());
       this.#interpreter = interpreter;
       const end = await interpreter.run(next);
       const redirect = this.#take();

@@ -159,7 +159,7 @@ export class CallTeardown {
     });
     if (closed.sessionRecording && this.#d.keepRecording)
       await this.#d.keepRecording(closed.sessionRecording).catch(() => undefined);
-    let settled: { costCents: number; talkSeconds: number } | undefined;
+    let settled: { costCents: number } | undefined;
     if (life.isAnswered && billing) {
       settled = await billing.callEnded(life.row.id, endedAt).catch((e) => {
         log.error({ err: e, call: life.row.sid }, 'settlement failed; the reconcile sweep retries it');
@@ -169,7 +169,6 @@ export class CallTeardown {
     return life.end(reason, {
       at: endedAt,
       costCents: settled?.costCents,
-      talkSeconds: settled?.talkSeconds,
       failed: opts.failed,
     });
   }

@@ -4,8 +4,8 @@ import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
-import { findCallAnyAccount, insertCall, nowIso, type CallRow, type Db } from '../store/index.js';
-import type { CallControlOutcome, CallEngine } from './call-engine.js';
+import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
+import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
 import { CallLifecycle } from './lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
 import { mediaOfCall } from './call-media.js';
@@ -17,14 +17,14 @@ import { CreditNotices, type CreditWarningNotice } from './prepaid/credit-notice
 import { LastGoodDocuments } from './prepaid/last-good.js';
 import { BridgedCall } from './bridged-call.js';
 import { runDial } from './flows/dial-verb.js';
-import { ChildLeg } from './child-leg.js';
+import { ChildLegs, type ChildLeg } from './child-leg.js';
 import { CallSpeech } from './call-speech.js';
 import { publishTrunkState } from './trunk-events.js';
 import { CallTransfers } from './transfer/transfer-hub.js';
 import { UrlPolicy, systemClock } from '../kit/index.js';
 import { QueueRegistry } from './queue/queue-registry.js';
 import { queueEvents } from './queue/call-queueing.js';
-import type { InterpreterStart } from '../verbs/index.js';
+import { VERB_REGISTRY, type InterpreterStart, type VerbRegistry } from '../verbs/index.js';
 import { Conferences, conferenceCallOf, joinConference } from './conference/index.js';
 import { join } from 'node:path';
 
@@ -52,9 +52,8 @@ export class SwitchCallEngine implements CallEngine {
   readonly #deps: CallEngineDeps;
   readonly #flow: FlowDeps;
   readonly #live = new Map<string, LiveCall | BridgedCall>();
-  /** Dial legs by their own call id -> the call that dialled them (a billing cut of a leg ends its parent). */
-  readonly #children = new Map<string, LiveCall | BridgedCall>();
-  readonly #childLives = new Map<string, CallLifecycle>();
+  /** Dial legs and transfers' new legs (a billing cut of a leg ends the call it is part of). */
+  readonly #childLegs: ChildLegs;
   readonly #log = roomLogger('calls');
   /** Where call-control, action and Redirect URLs may point (issue 22, SSRF; docs/security.md). */
   readonly #urlPolicy: UrlPolicy;
@@ -71,6 +70,11 @@ export class SwitchCallEngine implements CallEngine {
   readonly queues = new QueueRegistry(systemClock, queueEvents);
   /** Conferences of this process and the mixer clock (calls/conference/; docs/api.md, Conferences). */
   readonly conferences: Conferences;
+  /**
+   * The classes that run each verb, read when a call's document starts: VERB_REGISTRY. Tests replace one with a
+   * class that fails, to prove what a platform failure does to a call through the real switch.
+   */
+  verbRegistry: VerbRegistry = VERB_REGISTRY;
   readonly #keep: { db: Db; clock: typeof systemClock; recordingRetentionDays: number };
   #closed = false;
 
@@ -88,7 +92,7 @@ export class SwitchCallEngine implements CallEngine {
     this.#keep = { db: deps.db, clock: systemClock, recordingRetentionDays: deps.recordingRetentionDays ?? 90 };
     this.conferences = new Conferences({
       log: this.#log,
-      now: () => systemClock.now(),
+      clock: systemClock,
       port: (callId) => deps.media.audioPort(callId, CALLER_LEG),
       playUrl: async (callId, url, signal) => void (await deps.media.playUrl(callId, CALLER_LEG, url, { signal })),
       recordingsDir: join(deps.config.dataDir, 'recordings'),
@@ -104,9 +108,11 @@ export class SwitchCallEngine implements CallEngine {
       events: deps.publisher,
       admission: deps.admission,
     };
+    this.#childLegs = new ChildLegs({ db: deps.db, events: deps.publisher, log: this.#log, billing: deps.billing });
     this.#transfers = new CallTransfers(
-      { ...this.#flow, locator: deps.locator, billing: deps.billing },
+      { ...this.#flow, locator: deps.locator },
       { bridges: () => [...this.#live.values()].filter((c): c is BridgedCall => c instanceof BridgedCall) },
+      this.#childLegs,
     );
     // A caller's keys (RFC 4733 from rtpengine's log and read by our IVR endpoint, tones it heard) reach its call
     // (Gather, Record's finishOnKey; one press seen twice counts once); digits of bridged legs are not used. SIP
@@ -145,6 +151,8 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   #track(row: CallRow): LiveCall {
+    // SIP capture files the messages being handled (this call's legs) under its ids.
+    this.#deps.sip.capture?.claim(row.id, row.sid);
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     const call = new LiveCall(
       {
@@ -174,6 +182,7 @@ export class SwitchCallEngine implements CallEngine {
         speech: this.#speech,
         queues: this.queues,
         lastGood: this.#lastGood,
+        verbRegistry: () => this.verbRegistry,
       },
       life,
     );
@@ -183,6 +192,7 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   #trackBridge(row: CallRow, opts: { unbilled?: boolean } = {}): BridgedCall {
+    this.#deps.sip.capture?.claim(row.id, row.sid);
     const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
     // Emergency calls are never billed nor cut for credit (flows/emergency.ts).
     const billing = row.emergency || opts.unbilled ? undefined : this.#deps.billing;
@@ -203,22 +213,15 @@ export class SwitchCallEngine implements CallEngine {
 
   /** A PSTN leg of `parent` (a Dial, or a phone's call forwarded to a number): its own outbound CDR. */
   async #openChildLeg(parent: LiveCall | BridgedCall, from: string, to: string): Promise<ChildLeg> {
-    const row = await insertCall(this.#deps.db, {
+    const call = {
       account_id: parent.life.row.account_id,
-      direction: 'outbound',
+      direction: 'outbound' as const,
       from_number: from,
       to_number: to,
-      parent_call_id: parent.id,
-      started_at: nowIso(),
-    });
-    const life = new CallLifecycle({ db: this.#deps.db, events: this.#deps.publisher, log: this.#log }, row);
-    this.#children.set(row.id, parent);
-    this.#childLives.set(row.id, life);
-    void life.ended.then(() => {
-      this.#children.delete(row.id);
-      this.#childLives.delete(row.id);
-    });
-    return new ChildLeg(life, this.#deps.billing);
+    };
+    const leg = await this.#childLegs.open(parent, call, true);
+    this.#deps.sip.capture?.claim(leg.id, leg.life.row.sid);
+    return leg;
   }
 
   /** Holds a live call by id (billing cuts, tests). */
@@ -228,17 +231,17 @@ export class SwitchCallEngine implements CallEngine {
 
   /** The row of a call this process holds (a leg or a child leg), as it knows it now; undefined otherwise. */
   rowOf(callId: string): CallRow | undefined {
-    return (this.#live.get(callId)?.life ?? this.#childLives.get(callId))?.row;
+    return this.#live.get(callId)?.life.row ?? this.#childLegs.rowOf(callId);
   }
 
   get liveCount(): number {
     return this.#live.size;
   }
 
-  async originate(row: CallRow, opts: { timeoutSeconds: number }): Promise<void> {
+  async originate(row: CallRow, opts: OriginateOptions): Promise<void> {
     const call = this.#track(row);
     await call.life.initiated();
-    void runOriginate(this.#flow, call, opts.timeoutSeconds).catch((e) => {
+    void runOriginate(this.#flow, call, opts.timeoutSeconds, opts.machineDetection).catch((e) => {
       this.#log.error({ err: e, call: row.sid }, 'originate failed');
       void call.end(ReasonCodes.carrierFailure);
     });
@@ -271,18 +274,17 @@ export class SwitchCallEngine implements CallEngine {
 
   /** Ends a call for billing (BILL.0403, END.0408, END.0503); a call this process does not hold is left alone. */
   cut(callId: string, reason: (typeof ReasonCodes)[keyof typeof ReasonCodes]): void {
-    if (this.#transfers.cut(callId, reason)) return;
-    void (this.#live.get(callId) ?? this.#children.get(callId))?.end(reason);
+    void (this.#live.get(callId) ?? this.#childLegs.parentOf(callId))?.end(reason);
   }
 
   /** The credit monitor's warning (BILL.0311): the paying leg of the call (a Dial leg's parent) hears it. */
   warnCredit(callId: string, w: CreditWarningNotice): void {
-    const call = this.#live.get(callId) ?? this.#children.get(callId);
-    if (call && !call.isEnding) this.#creditNotices.play(call.id, w, call.life.ended);
+    const call = this.#live.get(callId) ?? this.#childLegs.warnedParentOf(callId);
+    if (call && !call.isEnding) this.#creditNotices.play(call.life.row.id, w, call.life.ended);
   }
 
   isLive(callId: string): boolean {
-    return this.#live.has(callId) || this.#children.has(callId) || this.#transfers.has(callId);
+    return this.#live.has(callId) || this.#childLegs.has(callId);
   }
 
   /** A voicemail message changed outside a call (an API delete): the end-user's phones hear of it (MWI). */

@@ -1,4 +1,5 @@
 import { EventCodes, reasonLabel, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { cdrSeconds } from '../billing/index.js';
 import { updateCall, updateHeldCall, nowIso, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
 import type { Logger } from '../config/index.js';
 
@@ -110,13 +111,12 @@ export class CallLifecycle {
   }
 
   /**
-   * Ends the call: `completed` when it had connected, else `failed`; durations from the stored timestamps;
-   * `cost` as settled by billing. Only the first caller wins; later calls return the ended row unchanged.
+   * Ends the call: `completed` when it had connected, else `failed`; duration and talk time from the stored start
+   * and answer and this end, by billing's one rounding (cdrSeconds: talk time never exceeds the duration, and is
+   * the time billing rated from the same answer and end); `cost` as settled by billing. Only the first caller wins;
+   * later calls return the ended row unchanged.
    */
-  async end(
-    reason: ReasonCode,
-    opts: { at?: Date; costCents?: number; talkSeconds?: number; failed?: boolean } = {},
-  ): Promise<CallRow> {
+  async end(reason: ReasonCode, opts: { at?: Date; costCents?: number; failed?: boolean } = {}): Promise<CallRow> {
     if (this.#ended) return this.#row;
     this.#ended = true;
     await this.#answering; // the answer's own write lands first, so the end's compare-and-set sees `answered`
@@ -125,8 +125,11 @@ export class CallLifecycle {
     const started = Date.parse(this.#row.started_at ?? this.#row.created_at);
     const answered = this.#answeredAt ? Date.parse(this.#answeredAt) : null;
     const status = answered !== null && !opts.failed ? 'completed' : 'failed';
-    const duration = Math.max(0, Math.round((at.getTime() - started) / 1000));
-    const talk = opts.talkSeconds ?? (answered !== null ? Math.max(0, Math.ceil((at.getTime() - answered) / 1000)) : 0);
+    const { durationSeconds: duration, talkSeconds: talk } = cdrSeconds({
+      startedMs: started,
+      answeredMs: answered,
+      endedMs: at.getTime(),
+    });
     const row = await updateHeldCall(
       this.#db,
       this.#row,
@@ -158,6 +161,12 @@ export class CallLifecycle {
    */
   async setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void> {
     const row = await updateCall(this.#db, this.#row.id, { custom_payload: JSON.stringify(payload) });
+    if (row) this.#row = row;
+  }
+
+  /** Records answering machine detection's verdict on the call (the Call object's answered_by). */
+  async setAnsweredBy(answeredBy: string, durationMs: number): Promise<void> {
+    const row = await updateCall(this.#db, this.#row.id, { answered_by: answeredBy, machine_detection_ms: durationMs });
     if (row) this.#row = row;
   }
 

@@ -13,6 +13,7 @@ import {
   type HangupCause,
   type InterpreterStart,
   type SessionRecordingOptions,
+  type VerbRegistry,
 } from '../verbs/index.js';
 import { systemClock, type Clock, type UrlPolicy } from '../kit/index.js';
 import type { CallBilling } from './call-billing.js';
@@ -55,6 +56,8 @@ export interface LiveCallDeps {
   queues?: QueueRegistry;
   /** The last known good call-control documents (calls/prepaid/last-good.ts). */
   lastGood?: LastGoodDocuments;
+  /** The classes that run each verb; VERB_REGISTRY unless a test injects a failing one. */
+  verbRegistry?: () => VerbRegistry;
 }
 
 /**
@@ -115,7 +118,10 @@ export class LiveCall {
         reject: (reason) => this.#reject(reason),
       },
     );
-    this.#runner = new RedirectableVerbs(this.verbs);
+    this.#runner = new RedirectableVerbs(this.verbs, () => ({
+      ...(deps.verbRegistry === undefined ? {} : { registry: deps.verbRegistry() }),
+      onError: (error) => this.#platformFailed(error),
+    }));
     this.#teardown.onEnd(() => void this.verbs.closeStreams());
   }
 
@@ -231,16 +237,23 @@ export class LiveCall {
     if (this.isEnding) return; // ended (CANCEL, API hangup) before the first document was asked for
     this.#teardown.verbsRunning(() => this.#runner.stop());
     const end = await this.#runner.run(start);
-    if (end.reason === 'error') {
-      reportSystemError(end.error, {
-        publisher: this.#d.events,
-        operation: 'verbs',
-        accountId: this.row.account_id,
-        callId: this.id,
-        sid: this.row.sid,
-      });
-    }
-    await this.end(ReasonCodes.normalHangup);
+    await this.end(end.reason === 'error' ? ReasonCodes.platformFailure : ReasonCodes.normalHangup);
+  }
+
+  /**
+   * Something inside the platform failed while the verbs ran (a bug, a broken engine): SYS.0500 with a trace id
+   * for support, the error itself only in the log. The interpreter then runs the account's fallback and the call
+   * ends with reason SYS.0500, never as a normal hangup.
+   */
+  #platformFailed(error: unknown): void {
+    void reportSystemError(error, {
+      publisher: this.#d.events,
+      operation: 'verbs',
+      accountId: this.row.account_id,
+      callId: this.id,
+      sid: this.row.sid,
+      logger: this.#d.log,
+    });
   }
 
   /**
@@ -324,13 +337,14 @@ export class LiveCall {
   }
 
   #hangup(cause?: HangupCause): void {
+    const failed = cause === 'error' ? ReasonCodes.platformFailure : undefined;
     if (this.#teardown.ringingLeg && !this.#teardown.answerInFlight) {
       // Nothing needed media: refuse the call unanswered and unbilled (docs/api.md, "Inbound calls").
       const control = cause === 'fallback' || cause === 'redirect_limit' || cause === 'error';
       this.#teardown.refuseWith(control ? CALL_CONTROL_UNAVAILABLE : DECLINED);
-      void this.end(control ? ReasonCodes.carrierFailure : ReasonCodes.rejected, { failed: true });
+      void this.end(failed ?? (control ? ReasonCodes.carrierFailure : ReasonCodes.rejected), { failed: true });
       return;
     }
-    void this.end(ReasonCodes.normalHangup);
+    void this.end(failed ?? ReasonCodes.normalHangup);
   }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../config/index.js';
 import { EventCodes } from '../events/index.js';
-import { MediaError, type RecordingResult } from '../media/index.js';
+import { MediaError, type RecordingResult, type TtsSubstitution } from '../media/index.js';
 import {
   getAccountSettings,
   findPlayableAsset,
@@ -63,6 +63,9 @@ export interface CallVerbsDeps {
   lastGood?: LastGoodDocuments;
 }
 
+/** Most voice substitutions one call reports (each distinct voice or language asked for is one). */
+const MAX_SUBSTITUTION_REPORTS = 16;
+
 /** What the verbs need of the call they run on, beyond its media (LiveCall is it). */
 export interface VerbHost {
   readonly life: CallLifecycle;
@@ -94,6 +97,8 @@ export class CallVerbs implements VerbContext {
   #controlUrl: string | undefined;
   /** Queues and media streams (calls/live-verbs.ts). */
   readonly #live: CallLiveVerbs;
+  /** Say voices and languages already reported as spoken with the default (`attribute=value`). */
+  readonly #substituted = new Set<string>();
 
   constructor(deps: CallVerbsDeps, host: VerbHost) {
     this.#d = deps;
@@ -125,14 +130,27 @@ export class CallVerbs implements VerbContext {
 
   async say(text: string, options: SayOptions): Promise<void> {
     await this.#host.needMedia();
-    const r = await this.#d.media.say(text, {
+    const r = await this.#d.media.say(options.ssml ?? text, {
       voice: options.voice,
       language: options.language,
       signal: options.signal,
+      ...(options.ssml === undefined ? {} : { ssml: true }),
     });
+    for (const s of r.substituted ?? []) this.#reportSubstituted(s);
     await this.#life.addTtsSeconds(r.ttsSeconds);
     this.#d.billing?.ttsUsed(this.#life.row.id, r.ttsSeconds, r.tier);
     await this.#life.emit(EventCodes.ttsGenerated, { seconds: r.ttsSeconds, tier: r.tier });
+  }
+
+  /**
+   * A Say's voice or language the platform does not have was spoken with the default: VERB.0299, as for an
+   * attribute Simu does not know, once per call for each value.
+   */
+  #reportSubstituted(s: TtsSubstitution): void {
+    const key = `${s.attribute}=${s.value}`;
+    if (this.#substituted.has(key) || this.#substituted.size >= MAX_SUBSTITUTION_REPORTS) return;
+    this.#substituted.add(key);
+    void this.#life.emit(EventCodes.verbAttributeIgnored, { element: 'Say', attribute: s.attribute, value: s.value });
   }
 
   async play(source: PlaySource, options: { readonly signal: AbortSignal }): Promise<PlayResult> {
@@ -331,6 +349,8 @@ export class CallVerbs implements VerbContext {
           to: row.to_number,
           customPayload: row.custom_payload ? JSON.parse(row.custom_payload) : null,
           endUser: this.#host.endUser(),
+          answeredBy: row.answered_by ?? null,
+          machineDetectionDurationMs: row.machine_detection_ms ?? null,
         };
       },
       secret: account.signing_secret,

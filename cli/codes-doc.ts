@@ -56,6 +56,8 @@ const REASON_MEANINGS = {
     "Beyond the spec: the media engine relaying the call's audio died and the call did not come back with it in time; the switch sent BYE to every leg and billed only to the moment the media stopped.",
   [ReasonCodes.platformPaused]:
     'Refused while the platform is not admitting new calls (deploy or maintenance); retry shortly (503 + Retry-After).',
+  [ReasonCodes.platformFailure]:
+    "Beyond the spec: something inside the platform failed while the call's verbs ran; the caller got the account's fallback, and the SYS.0500 event carries the trace id support needs.",
 } as const satisfies Record<ReasonCode, string>; // keyed by the named constants: codes are spelled only in the catalogue
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');

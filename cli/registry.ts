@@ -22,6 +22,9 @@ import { backupCommands } from './commands/backup.js';
 import { restoreCommands } from './commands/restore.js';
 import { serviceCommands } from './commands/service.js';
 import { nodeCommands } from './commands/node.js';
+import { nodesCommands } from './commands/nodes.js';
+import { doctorCommands } from './commands/doctor.js';
+import { traceCommands } from './commands/trace.js';
 
 /**
  * Every operator command, merged here from one file per noun (cli/commands/) in the order `simu help` lists them.
@@ -53,6 +56,9 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   restoreCommands,
   serviceCommands,
   nodeCommands,
+  nodesCommands,
+  doctorCommands,
+  traceCommands,
 ];
 
 type AnyCommand = { online: Command } | { offline: OfflineCommand };

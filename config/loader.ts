@@ -1,92 +1,44 @@
+import os from 'node:os';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './errors.js';
 import { isSupportedCountryCode } from '../numbers/index.js';
 import { SETTINGS, type SettingSpec } from './schema.js';
 
-export interface Config {
-  http: { host: string; port: number };
-  sip: {
-    host: string;
-    port: number;
-    tlsPort: number;
-    wsPort: number;
-    wssPort: number;
-    tlsCert: string;
-    tlsKey: string;
-    requireEncryption: boolean;
-    maxConnectionsPerSource: number;
-    maxConnections: number;
-    firstMessageSeconds: number;
-    maxBindingsPerUser: number;
-    domain: string;
-    keepAliveSeconds: number;
-    keepAliveMisses: number;
-  };
-  security: {
-    floodMaxRequests: number;
-    floodWindowSeconds: number;
-    authMaxFailures: number;
-    userLockoutFailures: number;
-    userLockoutSeconds: number;
-    banSeconds: number;
-    scannerBanAfter: number;
-  };
-  publicHost: string;
-  publicBaseUrl: string;
-  numbers: { defaultCountry: string; emergencyNumbers: string[] };
-  dataDir: string;
-  databaseUrl: string;
-  logLevel: string;
-  rtpengine: {
-    urls: string[];
-    ngPort: number;
-    dtmfPort: number;
-    interface: string;
-    portMin: number;
-    portMax: number;
-    /** `auto`, `off`, or `IP:PORT/DB` (rtpengine's --redis): where the local engine keeps its calls. */
-    redis: string;
-  };
-  tts: { voice: string };
-  billing: { initialSeconds: number; incrementSeconds: number };
-  tokens: { phoneTtlSeconds: number; phoneMaxTtlSeconds: number; streamTtlSeconds: number };
-  ice: { servers: Array<Record<string, unknown>>; turnUrls: string[]; turnSecret: string };
-  webhooks: { timeoutMs: number; allowPrivate: boolean; allowNetworks: string[] };
-  recordings: { retentionDays: number };
-  prepaid: { topupToleranceSeconds: number; balanceShortCode: string; lastGoodMaxAgeSeconds: number };
-  storage: {
-    backend: 'local' | 's3';
-    s3Endpoint: string;
-    s3Bucket: string;
-    s3Region: string;
-    s3AccessKeyId: string;
-    s3SecretAccessKey: string;
-  };
-  overload: {
-    maxLoopDelayMs: number;
-    maxStoreWaitMs: number;
-    platformMaxCps: number;
-    retryAfterSeconds: number;
-    udpFront: boolean;
-  };
-  drain: { seconds: number };
-  api: {
-    rateLimitPerSecond: number;
-    rateLimitBurst: number;
-    accountRateLimitPerSecond: number;
-    accountRateLimitBurst: number;
-    listCacheMs: number;
-  };
-  routing: {
-    allowLossMaking: boolean;
-    attemptTimeoutSeconds: number;
-    pingIntervalSeconds: number;
-    pingDownAfter: number;
-    pingUpAfter: number;
-  };
-  demo: { numbers: string[] };
-}
+/** One setting of the table. */
+type Setting = (typeof SETTINGS)[number];
+
+/** The value `parseValue` makes of a setting of this kind. */
+type ValueOf<S extends Setting> = S extends { kind: 'port' | 'int' }
+  ? number
+  : S extends { kind: 'bool' }
+    ? boolean
+    : S extends { kind: 'enum'; values: readonly (infer V)[] }
+      ? V
+      : S extends { kind: 'list' }
+        ? string[]
+        : S extends { kind: 'json' }
+          ? Array<Record<string, unknown>>
+          : string;
+
+/** `{ a: { b: V } }` for the key `a.b`. */
+type Nested<K extends string, V> = K extends `${infer Head}.${infer Rest}`
+  ? { [P in Head]: Nested<Rest, V> }
+  : { [P in K]: V };
+
+/** One nested object per setting (distributes over the union of settings). */
+type NestedEach<S> = S extends Setting ? Nested<S['key'], ValueOf<S>> : never;
+
+type Intersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+
+/** Flattens intersections into one object type, recursively, so editors show plain nested objects. */
+type Plain<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]: Plain<T[K]> } : T;
+
+/**
+ * The switch's configuration, derived from the settings table (schema.ts): every key is a (nested) field whose type
+ * is what its kind parses to, so the table and the type cannot drift apart.
+ */
+export type Config = Plain<Intersection<NestedEach<Setting>>>;
 
 type Raw = Record<string, string>;
 
@@ -220,6 +172,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       'auto, off, or a Redis as IP:PORT/DB (e.g. 127.0.0.1:6379/1)',
     );
   }
+  cfg.node.id ||= os.hostname().slice(0, 64) || 'simu';
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(cfg.node.id))
+    throw new ConfigError(
+      'node.id',
+      'SIMU_NODE_ID',
+      cfg.node.id,
+      'letters, digits, dot, underscore or dash, at most 64',
+    );
   cfg.numbers.defaultCountry = cfg.numbers.defaultCountry.toUpperCase();
   if (!isSupportedCountryCode(cfg.numbers.defaultCountry))
     throw new ConfigError(
@@ -236,8 +196,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       badEmergency,
       'numbers of 2 to 15 digits',
     );
+  if (cfg.capture.hepUrl !== '' && !parseHepUrl(cfg.capture.hepUrl))
+    throw new ConfigError(
+      'capture.hepUrl',
+      'SIMU_HEP_URL',
+      cfg.capture.hepUrl,
+      'udp:HOST:PORT (an IPv6 address in brackets), or empty for no HEP',
+    );
   if (!cfg.publicBaseUrl) cfg.publicBaseUrl = `http://${cfg.publicHost}:${cfg.http.port}`;
   return cfg;
+}
+
+/**
+ * A HEP collector's address as capture.hepUrl names it: `udp:HOST:PORT`, an IPv6 address in brackets; HEP over UDP
+ * is what Homer's heplify-server and `sngrep -L` listen for. Undefined when it is not of that form.
+ */
+export function parseHepUrl(url: string): { host: string; port: number } | undefined {
+  const m = /^udp:(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):(\d{1,5})$/.exec(url.trim());
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
 /** The README's configuration table, made from the same list the loader reads. */

@@ -16,6 +16,9 @@ export interface SettingSpec {
   max?: number;
 }
 
+/** The country national numbers are read with when neither the account nor the operator chose one. */
+export const DEFAULT_COUNTRY = 'KE';
+
 export const SETTINGS = [
   {
     key: 'http.host',
@@ -226,7 +229,7 @@ export const SETTINGS = [
     key: 'numbers.defaultCountry',
     env: 'SIMU_DEFAULT_COUNTRY',
     kind: 'string',
-    default: 'KE',
+    default: DEFAULT_COUNTRY,
     help: 'Country (ISO 3166-1 alpha-2) whose national numbers (`07…`, `01…`) phones and trunks send, for accounts without their own (`simu account country`).',
   },
   {
@@ -446,7 +449,7 @@ export const SETTINGS = [
     env: 'SIMU_S3_ENDPOINT',
     kind: 'url-or-empty',
     default: '',
-    help: 'http(s)://host:port of the S3-compatible service (path-style requests, SigV4).',
+    help: 'http(s)://host:port of the S3-compatible service (path-style requests unless storage.s3VirtualHosted, SigV4).',
   },
   { key: 'storage.s3Bucket', env: 'SIMU_S3_BUCKET', kind: 'string', default: '', help: 'Bucket for assets.' },
   { key: 'storage.s3Region', env: 'SIMU_S3_REGION', kind: 'string', default: 'us-east-1', help: 'SigV4 region.' },
@@ -463,6 +466,20 @@ export const SETTINGS = [
     kind: 'string',
     default: '',
     help: 'Secret access key for the bucket.',
+  },
+  {
+    key: 'storage.s3SessionToken',
+    env: 'SIMU_S3_SESSION_TOKEN',
+    kind: 'string',
+    default: '',
+    help: 'Session token of temporary credentials (STS, an instance role); empty for long-term keys.',
+  },
+  {
+    key: 'storage.s3VirtualHosted',
+    env: 'SIMU_S3_VIRTUAL_HOSTED',
+    kind: 'bool',
+    default: 'false',
+    help: 'Address the bucket as a host name (bucket.host/key, virtual-hosted style) instead of a path (host/bucket/key).',
   },
   {
     key: 'overload.maxLoopDelayMs',
@@ -506,6 +523,22 @@ export const SETTINGS = [
     kind: 'bool',
     default: 'true',
     help: 'Receive and send SIP over UDP in a worker thread that owns the port and refuses new calls beyond the overload limit (503 + Retry-After) even while the main thread is busy.',
+  },
+  {
+    key: 'node.id',
+    env: 'SIMU_NODE_ID',
+    kind: 'string',
+    default: '',
+    help: 'This switch process as a node of a cluster on one PostgreSQL (letters, digits, . _ -; at most 64); empty: the host name.',
+  },
+  {
+    key: 'node.goneAfterSeconds',
+    env: 'SIMU_NODE_GONE_AFTER_SECONDS',
+    kind: 'int',
+    default: '10',
+    min: 4,
+    max: 3600,
+    help: 'A node whose heartbeat (every 2 s) is older than this is declared gone by a survivor, which closes its calls (END.0504).',
   },
   {
     key: 'drain.seconds',
@@ -603,6 +636,49 @@ export const SETTINGS = [
     min: 1,
     max: 100,
     help: 'Consecutive answered OPTIONS pings that bring a down trunk back up.',
+  },
+  {
+    key: 'capture.hepUrl',
+    env: 'SIMU_HEP_URL',
+    kind: 'string',
+    default: '',
+    help: 'Send every SIP message in and out as HEPv3 to this collector (Homer, `sngrep -L`), as udp:HOST:PORT; empty: off.',
+  },
+  {
+    key: 'capture.hepCaptureId',
+    env: 'SIMU_HEP_CAPTURE_ID',
+    kind: 'int',
+    default: '2001',
+    min: 0,
+    max: 4294967295,
+    help: 'The capture agent id HEP packets carry (tells this switch apart in Homer).',
+  },
+  {
+    key: 'capture.hepQueue',
+    env: 'SIMU_HEP_QUEUE',
+    kind: 'int',
+    default: '10000',
+    min: 10,
+    max: 1000000,
+    help: 'HEP packets waiting to be sent at most; beyond it they are dropped (and counted), never waited for.',
+  },
+  {
+    key: 'capture.ladderMessages',
+    env: 'SIMU_SIP_LADDER_MESSAGES',
+    kind: 'int',
+    default: '20000',
+    min: 0,
+    max: 10000000,
+    help: "SIP messages of calls kept in memory for the console's ladder and `simu trace` (0: none kept).",
+  },
+  {
+    key: 'capture.ladderMinutes',
+    env: 'SIMU_SIP_LADDER_MINUTES',
+    kind: 'int',
+    default: '60',
+    min: 1,
+    max: 1440,
+    help: "How long a call's SIP messages are kept for its ladder after its last one.",
   },
   {
     key: 'demo.numbers',

@@ -13,6 +13,8 @@ export interface BusEvent {
   frame: StreamFrame;
   /** The call as of the event, when it concerns one (observers such as the metrics read direction and status). */
   call?: CallSnapshot;
+  /** The node that published it, when another node did (events/node-relay.ts): for stream sockets only. */
+  remote?: string;
 }
 
 export type BusListener = (e: BusEvent) => void;
@@ -21,11 +23,13 @@ export type BusListener = (e: BusEvent) => void;
  * In-process fan-out of events to the stream (and anything else that watches). Subscribers register per account;
  * observers (the staff stream) see every account and the staff-only events. Publishing is synchronous and a
  * throwing listener is logged and skipped (mediasoup's safeEmit): one bad consumer never stops the others, nor the
- * caller that published. Cross-node fan-out would sit behind this same interface (ARCHITECTURE: beyond one box).
+ * caller that published. Other nodes' events come in through the same bus, marked `remote` (events/node-relay.ts).
  */
 export class EventBus {
   readonly #byAccount = new Map<string, Set<BusListener>>();
   readonly #observers = new Set<BusListener>();
+  /** Observers that also see other nodes' events (the stream): the rest (metrics, counts) see this node's only. */
+  readonly #remoteObservers = new Set<BusListener>();
   readonly #log: Logger;
 
   constructor(logger: Logger = roomLogger('events')) {
@@ -33,6 +37,10 @@ export class EventBus {
   }
 
   publish(e: BusEvent): void {
+    if (e.remote !== undefined) {
+      for (const l of [...this.#remoteObservers]) this.#safeEmit(l, e);
+      return;
+    }
     if (!e.staffOnly && e.accountId !== null) {
       const set = this.#byAccount.get(e.accountId);
       if (set) for (const l of [...set]) this.#safeEmit(l, e);
@@ -53,10 +61,17 @@ export class EventBus {
     };
   }
 
-  /** Every event of every account plus the staff-only ones. Returns the unsubscribe function. */
-  observe(listener: BusListener): () => void {
+  /**
+   * Every event of every account plus the staff-only ones; with `remote`, other nodes' events too (they were
+   * persisted, counted and delivered as status callbacks by the node that published them). Returns the unsubscribe.
+   */
+  observe(listener: BusListener, opts: { remote?: boolean } = {}): () => void {
     this.#observers.add(listener);
-    return () => void this.#observers.delete(listener);
+    if (opts.remote === true) this.#remoteObservers.add(listener);
+    return () => {
+      this.#observers.delete(listener);
+      this.#remoteObservers.delete(listener);
+    };
   }
 
   get listenerCount(): number {

@@ -62,6 +62,7 @@ export const EventCodes = {
   conferenceJoined: 'CONF.0110',
   conferenceLeft: 'CONF.0120',
   conferenceEnded: 'CONF.0300',
+  machineDetected: 'AMD.0200',
 } as const;
 
 export type EventCode = (typeof EventCodes)[keyof typeof EventCodes];
@@ -177,6 +178,11 @@ export const EVENT_CATALOGUE = {
     event: 'conference.ended',
     label: 'A conference ended (its last participant left, or one with endConferenceOnExit did); carries its length.',
   },
+  'AMD.0200': {
+    event: 'call.machine_detection',
+    label:
+      'Answering machine detection decided who answered a placed call; carries answeredBy, the duration (ms), the reason and the segments heard.',
+  },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 
 /**
@@ -207,6 +213,7 @@ export const BEYOND_SPEC_EVENT_CODES: ReadonlySet<EventCode> = new Set<EventCode
   EventCodes.conferenceJoined,
   EventCodes.conferenceLeft,
   EventCodes.conferenceEnded,
+  EventCodes.machineDetected,
 ]);
 
 /** Why a REFER's target was refused (XFER.0403's `reason`; docs/softphones.md, "Transfer"). */
@@ -250,6 +257,7 @@ export const ReasonCodes = {
   sessionExpired: 'END.0422',
   mediaFailure: 'END.0502',
   platformPaused: 'PLATFORM.0503',
+  platformFailure: 'SYS.0500',
 } as const;
 
 export type ReasonCode = (typeof ReasonCodes)[keyof typeof ReasonCodes];
@@ -278,6 +286,7 @@ export const REASON_LABELS = {
   'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
   'END.0502': 'Media failure: the media engine was lost and the call could not be restored',
   'PLATFORM.0503': 'Platform paused for maintenance',
+  'SYS.0500': 'Platform failure',
 } as const satisfies Record<ReasonCode, string>;
 
 export interface CatalogueEntry {

@@ -47,6 +47,7 @@ export {
   type CallSnapshot,
 } from './envelope.js';
 export { EventBus, type BusEvent, type BusListener } from './bus.js';
+export { relayEventsAcrossNodes } from './node-relay.js';
 export {
   EventPublisher,
   resolveStatusRoute,

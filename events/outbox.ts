@@ -13,7 +13,15 @@ import {
   type Db,
   type DueOutboxRow,
 } from '../store/index.js';
-import { OutboundUrlError, UrlPolicy, deadline, guardedRequest, requestUrl } from '../kit/index.js';
+import {
+  OutboundUrlError,
+  UrlPolicy,
+  deadline,
+  guardedRequest,
+  requestUrl,
+  systemClock,
+  type Clock,
+} from '../kit/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
 import { signWebhook } from './signing.js';
@@ -65,7 +73,7 @@ export interface StatusCallbackOutboxOptions {
    */
   urlPolicy?: UrlPolicy;
   autoDisableThreshold?: number;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   logger?: Logger;
 }
 
@@ -122,7 +130,7 @@ export class StatusCallbackOutbox {
   readonly #maxPerAccount: number;
   readonly #policy: UrlPolicy;
   readonly #threshold: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #log: Logger;
   readonly #inFlight = new Map<string, Promise<void>>();
   /** Attempts in flight per account id. */
@@ -156,7 +164,7 @@ export class StatusCallbackOutbox {
     // Redirects are never followed here (see the class comment): the guarded request checks the one hop.
     this.#policy = opts.urlPolicy ?? UrlPolicy.strict;
     this.#threshold = opts.autoDisableThreshold ?? AUTO_DISABLE_THRESHOLD;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger ?? roomLogger('events').child({ part: 'outbox' });
   }
 
@@ -213,9 +221,9 @@ export class StatusCallbackOutbox {
    * delivers its calls' last callbacks before it stops (what is left stays pending in the table).
    */
   async settled(timeoutMs: number, pollMs = 50): Promise<boolean> {
-    const deadline = this.#now() + timeoutMs;
+    const deadline = this.#clock.now() + timeoutMs;
     while (this.#queues.size > 0 || this.#inFlight.size > 0) {
-      if (this.#closed || this.#now() >= deadline) return false;
+      if (this.#closed || this.#clock.now() >= deadline) return false;
       await new Promise((r) => setTimeout(r, pollMs));
     }
     return true;
@@ -271,7 +279,7 @@ export class StatusCallbackOutbox {
   /** Starts the first row of each call kept in memory that is free, due and within the slots. */
   #pump(): void {
     if (this.#closed) return;
-    const now = this.#now();
+    const now = this.#clock.now();
     let nextRetry = Infinity;
     for (const [key, queue] of this.#queues) {
       if (this.#inFlight.size >= this.#maxInFlight) break;
@@ -300,7 +308,7 @@ export class StatusCallbackOutbox {
         this.#wakeAt = Infinity;
         this.kick();
       },
-      Math.max(0, at - this.#now()),
+      Math.max(0, at - this.#clock.now()),
     );
   }
 
@@ -308,7 +316,7 @@ export class StatusCallbackOutbox {
   async #claimDue(): Promise<void> {
     const room = this.#maxInFlight - this.#inFlight.size;
     if (room <= 0) return;
-    const now = this.#now();
+    const now = this.#clock.now();
     // Accounts at their cap are left out of the query, so one tenant's backlog cannot fill the batch either.
     const full = [...this.#accountLoad].filter(([, n]) => n >= this.#maxPerAccount).map(([id]) => id);
     // Room for skipping rows of accounts that reach their cap within this batch (and rows held in memory).
@@ -351,7 +359,7 @@ export class StatusCallbackOutbox {
 
   async #leaseAndAttempt(row: OutboxRow, queue: string | undefined): Promise<void> {
     // The lease: only the process whose conditional update wins attempts the row.
-    const lease = iso(this.#now() + this.#attemptTimeoutMs + 5_000);
+    const lease = iso(this.#clock.now() + this.#attemptTimeoutMs + 5_000);
     if (!(await leaseOutboxRow(this.#db, row, lease))) {
       // Another node took it, or an earlier row of its call is pending elsewhere: the poll handles this call now.
       if (queue !== undefined) this.#forgetQueue(queue);
@@ -394,13 +402,13 @@ export class StatusCallbackOutbox {
       await updateOutboxRow(this.#db, row.id, {
         state: 'failed',
         last_error: account ? 'route_disabled' : 'account_missing',
-        done_at: iso(this.#now()),
+        done_at: iso(this.#clock.now()),
       });
       return { final: true };
     }
     const outcome = await this.#post(row, String(account.signing_secret));
     const attempts = row.attempts + 1;
-    const now = this.#now();
+    const now = this.#clock.now();
     if (outcome.ok) {
       const delivered = { state: 'delivered' as const, attempts, last_error: null, done_at: iso(now) };
       if (health !== undefined) {
@@ -455,7 +463,7 @@ export class StatusCallbackOutbox {
 
   async #post(row: OutboxRow, secret: string): Promise<AttemptOutcome> {
     const body = Buffer.from(row.body, 'utf8');
-    const timestamp = String(Math.floor(this.#now() / 1000));
+    const timestamp = String(Math.floor(this.#clock.now() / 1000));
     // Requested and signed as one string (kit/request-url.ts), whatever form an older row stored.
     const url = requestUrl(row.url);
     const limit = deadline(this.#attemptTimeoutMs);

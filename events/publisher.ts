@@ -8,7 +8,7 @@ import {
   type DueOutboxRow,
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
-import { requestUrl } from '../kit/index.js';
+import { requestUrl, systemClock, type Clock } from '../kit/index.js';
 import { EventCodes, TERMINAL_CALL_EVENTS, eventFor, isEventCode, type EventCode } from './catalogue.js';
 import {
   buildStatusCallbackBody,
@@ -99,15 +99,15 @@ export class EventPublisher {
   readonly #db: Db;
   readonly #bus: EventBus;
   readonly #log: Logger;
-  readonly #now: () => Date;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #writer: EventWriter;
   #outbox: OutboxFeed | undefined;
 
-  constructor(deps: { db: Db; bus: EventBus; logger?: Logger; now?: () => Date }) {
+  constructor(deps: { db: Db; bus: EventBus; logger?: Logger; clock?: Pick<Clock, 'now'> }) {
     this.#db = deps.db;
     this.#bus = deps.bus;
     this.#log = deps.logger ?? roomLogger('events');
-    this.#now = deps.now ?? (() => new Date());
+    this.#clock = deps.clock ?? systemClock;
     this.#writer = new EventWriter(deps.db, (row, sid) => this.#outbox?.offer(row, sid));
   }
 
@@ -131,7 +131,7 @@ export class EventPublisher {
       throw new InvalidEventError('PLATFORM.0001 is published with publishPlatformConcurrent');
     }
     const { event } = eventFor(input.code);
-    const createdAt = (input.createdAt ?? this.#now()).toISOString();
+    const createdAt = (input.createdAt ?? new Date(this.#clock.now())).toISOString();
     const id = eventIds.next();
 
     let callRow: Record<string, any> | undefined = input.callRow;
@@ -221,7 +221,7 @@ export class EventPublisher {
    * PLATFORM.0001 for staff streams: the platform-wide count of active calls. Not recorded and never a status
    * callback (it belongs to no account). The calls room calls this on each change, or periodically.
    */
-  publishPlatformConcurrent(activeCalls: number, at: Date = this.#now()): StreamFrame {
+  publishPlatformConcurrent(activeCalls: number, at: Date = new Date(this.#clock.now())): StreamFrame {
     return this.#publishStaff(EventCodes.platformConcurrent, { activeCalls }, at);
   }
 
@@ -232,7 +232,7 @@ export class EventPublisher {
    */
   publishPlatformShedding(
     state: { shedding: boolean; limitCps: number | null; reason: string; refused: number },
-    at: Date = this.#now(),
+    at: Date = new Date(this.#clock.now()),
   ): StreamFrame {
     return this.#publishStaff(EventCodes.platformDraining, { ...state, cause: 'overload' }, at);
   }

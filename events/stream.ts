@@ -111,7 +111,7 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
     if (targets) for (const c of targets) send(c, bytes);
     for (const c of staff) send(c, bytes);
   };
-  const unobserve = deps.bus.observe(onEvent);
+  const unobserve = deps.bus.observe(onEvent, { remote: true });
 
   const register = (ws: WebSocket, principal: StreamPrincipal): void => {
     const c: StreamClient = { ws, principal, alive: true };

@@ -41,6 +41,8 @@ export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle }
 export { sleep } from './sleep.js';
 export { widenReceiveBuffer, WIDE_RECEIVE_BUFFER } from './udp-buffer.js';
 export { Fifo } from './fifo.js';
+export { PeriodicJob } from './periodic-job.js';
+export { TokenBucket, TOKEN_BUCKET_MODULE } from './token-bucket.js';
 export { RandomPool } from './random-pool.js';
 export { detached } from './detached.js';
 export { ABORTED, TIMED_OUT, abortQuietly, deadline } from './abort.js';

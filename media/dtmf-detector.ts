@@ -10,6 +10,8 @@
  * A key is reported once it has held for MIN_KEY_MS (~40 ms), and a new key (or the same again) only after
  * MIN_GAP_MS without one, as Q.24 asks of the pause between keys.
  */
+import { goertzelAmplitude, goertzelCoefficient } from './goertzel.js';
+
 const RATE = 8000;
 /** Window and hop, in samples: 20 ms windows every 10 ms. */
 const WINDOW = 160;
@@ -37,23 +39,12 @@ export interface InbandDigit {
   readonly atMs: number;
 }
 
-function coefficient(freq: number): number {
-  return 2 * Math.cos((2 * Math.PI * freq) / RATE);
-}
-const ROW_COEFF = ROWS.map(coefficient);
-const COL_COEFF = COLS.map(coefficient);
+const ROW_COEFF = ROWS.map((f) => goertzelCoefficient(f, RATE));
+const COL_COEFF = COLS.map((f) => goertzelCoefficient(f, RATE));
 
-/** Amplitude of the `coeff` frequency in x[from, from + WINDOW): 2|X(f)|/N (a sine of amplitude A gives ~A). */
+/** Amplitude of the `coeff` frequency in one window. */
 function goertzel(x: Float64Array, coeff: number): number {
-  let s1 = 0;
-  let s2 = 0;
-  for (let i = 0; i < WINDOW; i++) {
-    const s0 = x[i]! + coeff * s1 - s2;
-    s2 = s1;
-    s1 = s0;
-  }
-  const power = s1 * s1 + s2 * s2 - coeff * s1 * s2;
-  return (2 * Math.sqrt(Math.max(0, power))) / WINDOW;
+  return goertzelAmplitude(x, coeff, 0, WINDOW);
 }
 
 function strongest(amps: number[]): { index: number; dominant: boolean } {

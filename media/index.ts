@@ -24,6 +24,7 @@
  *   media.stopPlayback(callSid, aTag);                                              // barge-in
  *   const rec = await media.record(callSid, aTag, { maxLengthSec, silenceTimeoutSec, signal }); // {path, durationSec, sizeBytes, reason}
  *   await media.startSessionRecording(callSid, [aTag, bTag]);  // RecordSession; stopSessionRecording(callSid) -> RecordingResult
+ *   const amd = new MachineDetector({ mode: 'Enable', clock });  // push(20 ms frame) / poll() -> result once
  *   media.on('dtmf', ({ callId, legTag, digit, durationMs, source }) => ...);   // source: undefined (rtpengine log), 'rtp-event', 'inband'
  *   const { sessionRecording } = await media.deleteSession(callSid);               // at hangup; safe twice
  *   // The same per call, as an object (mediasoup's shape): its close() cascades to IVR endpoints, playbacks and
@@ -59,6 +60,7 @@ export {
   type MediaHealth,
   type MediaEnginePool,
   type SayOptions,
+  type SayResult,
 } from './media-service.js';
 export {
   MediaSession,
@@ -81,6 +83,21 @@ export { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 export { type LegProfile, type LegMediaOptions } from './leg-profiles.js';
 export { IvrEndpoint, type RecordingResult, type RecordOptions } from './ivr-endpoint.js';
 export { DtmfListener, type DtmfEvent } from './dtmf-listener.js';
+export { goertzelAmplitude, goertzelCoefficient } from './goertzel.js';
+export {
+  MachineDetector,
+  MACHINE_DETECTION_DEFAULTS,
+  MACHINE_DETECTION_LIMITS,
+  ANSWERED_BY,
+  AMD_FRAME_SAMPLES,
+  type AnsweredBy,
+  type MachineDetectionMode,
+  type MachineDetectionParams,
+  type MachineDetectionResult,
+  type MachineDetectionSegment,
+  type MachineDetectionReason,
+  type MachineDetectorOptions,
+} from './machine-detector.js';
 export { checkDigits, digitsDurationMs, DIGITS_PATTERN, MAX_DIGITS } from './digit-sender.js';
 export {
   SpeechRecognizer,
@@ -89,7 +106,17 @@ export {
   type SpeechResult,
   type RecognizerOptions,
 } from './speech/recognizer.js';
-export { EspeakTtsEngine, type TtsEngine, type TtsRequest, type TtsResult } from './tts.js';
+export {
+  EspeakTtsEngine,
+  MAX_TTS_TEXT,
+  MAX_TTS_SSML,
+  SSML_ELEMENTS,
+  type TtsEngine,
+  type TtsRequest,
+  type TtsResult,
+  type TtsSubstitution,
+  type VoiceChoice,
+} from './tts.js';
 export { AudioFetcher, type FetchedAudio } from './audio-fetch.js';
 export { pcapToStereoWav, findCallPcaps } from './session-recording.js';
 export { readPcapUdp, type PcapUdpPacket } from './pcap-reader.js';

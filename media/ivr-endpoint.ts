@@ -5,6 +5,7 @@ import { MediaError } from './errors.js';
 import { DTMF_EVENT_DIGITS, parseRtp } from './rtp-packet.js';
 import { audioEndpoint, plainAudioSdp } from './sdp.js';
 import { writeWav } from './wav.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /**
  * The platform's own end of a leg it answers (an IVR leg). rtpengine anchors the caller and treats this socket
@@ -70,11 +71,11 @@ export class IvrEndpoint {
   /** Where rtpengine expects this party's RTP (from its offer to us): digits injected towards the caller need a
    * stream from us to ride on (media/digit-sender.ts). */
   #engineSide: { address: string; port: number } | undefined;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
 
-  constructor(opts: { address: string; now?: () => number }) {
+  constructor(opts: { address: string; clock?: Pick<Clock, 'now'> }) {
     this.address = opts.address;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
   }
 
   async open(): Promise<void> {
@@ -184,7 +185,7 @@ export class IvrEndpoint {
       if (rms(samples, i, Math.min(samples.length, i + FRAME)) > threshold) {
         rec.heardVoice = true;
         rec.lastVoiceSample = rec.samples + Math.min(samples.length, i + FRAME);
-        rec.lastVoiceAt = this.#now();
+        rec.lastVoiceAt = this.#clock.now();
       }
     }
     rec.chunks.push(samples);
@@ -197,7 +198,7 @@ export class IvrEndpoint {
     if (this.#recording) return Promise.reject(new MediaError('MEDIA_RECORDING_FAILED', 'already recording'));
     return new Promise<RecordingResult>((resolve, reject) => {
       let done = false;
-      const startedAt = this.#now();
+      const startedAt = this.#clock.now();
       const finish = (reason: RecordingResult['reason']): void => {
         if (done) return;
         done = true;
@@ -227,7 +228,7 @@ export class IvrEndpoint {
       const watch = setInterval(() => {
         const rec = this.#recording;
         if (!rec) return;
-        const now = this.#now();
+        const now = this.#clock.now();
         if (opts.silenceTimeoutMs > 0 && now - rec.lastVoiceAt >= opts.silenceTimeoutMs) finish('silence');
         else if (now - rec.startedAt >= opts.maxLengthMs + 1000) finish('max-length');
       }, 50);

@@ -12,7 +12,7 @@ import { MediaSession, type LegRecordOptions, type SessionEngine } from './media
 import type { PlaybackOptions, PlaybackResult } from './playback.js';
 import { runTool } from './run-tool.js';
 import type { AudioCodec } from './sdp.js';
-import { EspeakTtsEngine, type TtsEngine } from './tts.js';
+import { EspeakTtsEngine, type TtsEngine, type TtsSubstitution } from './tts.js';
 import type { LegAudioPort } from './streams/audio-port.js';
 
 export type { PlaybackOptions, PlaybackResult } from './playback.js';
@@ -37,8 +37,18 @@ export type { LegRecordOptions } from './media-session.js';
 export interface SayOptions extends PlaybackOptions {
   voice?: string;
   language?: string;
+  /** The text is SSML (TtsRequest.ssml). */
+  ssml?: boolean;
   /** Times to play; 0 is treated as 1 here (callers bound "loop forever" themselves). */
   loop?: number;
+}
+
+/** A Say played: the seconds synthesised (billed), by which tier, and what of the voice asked for was not had. */
+export interface SayResult {
+  ttsSeconds: number;
+  tier: string;
+  completed: boolean;
+  substituted: readonly TtsSubstitution[];
 }
 
 export interface MediaHealth {
@@ -283,20 +293,21 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   }
 
   /** Speak text to a leg. `ttsSeconds` counts synthesised audio once per Say (cache hits are not free to bill). */
-  async say(
-    callId: string,
-    legTag: string,
-    text: string,
-    opts: SayOptions = {},
-  ): Promise<{ ttsSeconds: number; tier: string; completed: boolean }> {
+  async say(callId: string, legTag: string, text: string, opts: SayOptions = {}): Promise<SayResult> {
     this.#session(callId);
-    const speech = await this.tts.synthesize({ text, voice: opts.voice, language: opts.language });
+    const speech = await this.tts.synthesize({
+      text,
+      voice: opts.voice,
+      language: opts.language,
+      ...(opts.ssml ? { ssml: true } : {}),
+    });
+    const said = { ttsSeconds: speech.seconds, tier: speech.tier, substituted: speech.substituted };
     const times = Math.max(1, opts.loop ?? 1);
     for (let i = 0; i < times; i += 1) {
       const r = await this.playFile(callId, legTag, speech.path, opts);
-      if (!r.completed) return { ttsSeconds: speech.seconds, tier: speech.tier, completed: false };
+      if (!r.completed) return { ...said, completed: false };
     }
-    return { ttsSeconds: speech.seconds, tier: speech.tier, completed: true };
+    return { ...said, completed: true };
   }
 
   /** Record what an IVR leg says (Record verb): ends on silence, at max length, or by the signal. */

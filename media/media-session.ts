@@ -380,8 +380,7 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     this.#assertOpen();
     const existing = this.#ivr.get(legTag);
     if (existing) return existing;
-    const clock = this.#o.clock;
-    const endpoint = new IvrEndpoint({ address: this.#o.localMediaAddress, now: () => clock.now() });
+    const endpoint = new IvrEndpoint({ address: this.#o.localMediaAddress, clock: this.#o.clock });
     await endpoint.open();
     if (this.closed) {
       endpoint.close(); // closed while the socket was being bound: nothing may outlive the session

@@ -128,5 +128,7 @@ export function mediaStorageFor(config: Config): MediaStorage {
     region: s.s3Region,
     accessKeyId: s.s3AccessKeyId,
     secretAccessKey: s.s3SecretAccessKey,
+    ...(s.s3SessionToken ? { sessionToken: s.s3SessionToken } : {}),
+    virtualHostedStyle: s.s3VirtualHosted,
   });
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '../config/index.js';
+import { PeriodicJob, systemClock, type Clock } from '../kit/index.js';
 import { findPurgeableRecordings, markRecordingMediaDeleted, type Db } from '../store/index.js';
 import { LocalMediaStorage } from './media-storage.js';
 
@@ -10,7 +11,7 @@ export interface RecordingRetentionOptions {
   intervalMs?: number;
   /** Recordings handled per batch, so one sweep never holds the store for long. */
   batchSize?: number;
-  now?: () => Date;
+  clock?: Pick<Clock, 'now'>;
 }
 
 /**
@@ -19,36 +20,33 @@ export interface RecordingRetentionOptions {
  * the download endpoints refuse such a recording (404 RECORDING_NOT_FOUND, docs/assets.md).
  */
 export class RecordingRetention {
-  readonly #o: Required<Omit<RecordingRetentionOptions, 'now'>> & { now: () => Date };
+  readonly #o: Required<RecordingRetentionOptions>;
   readonly #storage: LocalMediaStorage;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<number> | undefined;
+  readonly #job = new PeriodicJob(() => this.#sweep());
 
   constructor(o: RecordingRetentionOptions) {
-    this.#o = { intervalMs: 3600_000, batchSize: 200, now: () => new Date(), ...o };
+    this.#o = { intervalMs: 3600_000, batchSize: 200, clock: systemClock, ...o };
     this.#storage = new LocalMediaStorage(o.dataDir);
   }
 
   /** Runs once now and then every interval. */
   start(): this {
-    void this.runOnce().catch((e) => this.#o.log.error({ err: e }, 'recording retention sweep failed'));
-    this.#timer = setInterval(() => {
-      void this.runOnce().catch((e) => this.#o.log.error({ err: e }, 'recording retention sweep failed'));
-    }, this.#o.intervalMs);
-    this.#timer.unref();
+    this.#job.start({
+      everyMs: this.#o.intervalMs,
+      onError: (e) => this.#o.log.error({ err: e }, 'recording retention sweep failed'),
+    });
     return this;
   }
 
   /** One sweep; answers how many recordings lost their media. Overlapping calls share one sweep. */
   runOnce(): Promise<number> {
-    this.#running ??= this.#sweep().finally(() => (this.#running = undefined));
-    return this.#running;
+    return this.#job.runOnce();
   }
 
   async #sweep(): Promise<number> {
     let total = 0;
     for (;;) {
-      const now = this.#o.now();
+      const now = new Date(this.#o.clock.now());
       const batch = await findPurgeableRecordings(this.#o.db, now, this.#o.batchSize);
       for (const r of batch) {
         // Only local media exists today; a row of another backend is marked once its backend can delete it.
@@ -64,7 +62,6 @@ export class RecordingRetention {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await this.#running?.catch(() => undefined);
+    await this.#job.close();
   }
 }

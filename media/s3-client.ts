@@ -1,9 +1,12 @@
 import { createHash, createHmac } from 'node:crypto';
+import { SignatureV4 } from '@smithy/signature-v4';
 
 /**
- * A minimal S3 client: PUT, GET and DELETE of objects, path-style URLs, signed with AWS Signature Version 4
- * (header form, `x-amz-content-sha256` carrying the payload hash). Enough for the asset storage backend; the SDK's
- * several megabytes are not needed for three verbs.
+ * A minimal S3 client: PUT, GET and DELETE of objects, signed with AWS Signature Version 4 by AWS's own signer
+ * (@smithy/signature-v4, header form, `x-amz-content-sha256` carrying the payload hash). Path-style URLs by default
+ * (what S3-compatible services such as MinIO expect), virtual-hosted style on request; temporary credentials carry
+ * their session token. Enough for the asset storage backend; the SDK's several megabytes are not needed for three
+ * verbs.
  */
 export interface S3Options {
   /** `http(s)://host[:port]` of an S3-compatible service. */
@@ -12,6 +15,10 @@ export interface S3Options {
   region: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** The session token of temporary credentials (STS, an instance role); sent as `x-amz-security-token`. */
+  sessionToken?: string;
+  /** Address the bucket as a host name (`bucket.endpoint-host/key`) instead of a path (`endpoint/bucket/key`). */
+  virtualHostedStyle?: boolean;
   timeoutMs?: number;
 }
 
@@ -27,7 +34,33 @@ export class S3Error extends Error {
 }
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
-const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
+
+/** The hash the signer asks for (SHA-256, or HMAC-SHA-256 with a key), from node:crypto. */
+class NodeSha256 {
+  readonly #secret: string | Uint8Array | undefined;
+  #hash;
+  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
+    this.#secret =
+      secret === undefined || typeof secret === 'string'
+        ? secret
+        : ArrayBuffer.isView(secret)
+          ? new Uint8Array(secret.buffer, secret.byteOffset, secret.byteLength)
+          : new Uint8Array(secret);
+    this.#hash = this.#fresh();
+  }
+  #fresh() {
+    return this.#secret === undefined ? createHash('sha256') : createHmac('sha256', this.#secret);
+  }
+  update(data: string | Uint8Array): void {
+    this.#hash.update(data);
+  }
+  async digest(): Promise<Uint8Array> {
+    return new Uint8Array(this.#hash.digest());
+  }
+  reset(): void {
+    this.#hash = this.#fresh();
+  }
+}
 
 /** RFC 3986 unreserved characters stay; everything else is %XX (the SigV4 canonical URI rule), '/' kept. */
 const encodePath = (key: string) =>
@@ -37,58 +70,67 @@ const encodePath = (key: string) =>
     .join('/');
 
 export class S3Client {
-  readonly #o: Required<S3Options>;
+  readonly #o: Required<Omit<S3Options, 'sessionToken'>>;
+  readonly #signer: SignatureV4;
 
   constructor(o: S3Options) {
-    this.#o = { timeoutMs: 30_000, ...o, endpoint: o.endpoint.replace(/\/+$/, '') };
+    this.#o = { timeoutMs: 30_000, virtualHostedStyle: false, ...o, endpoint: o.endpoint.replace(/\/+$/, '') };
+    this.#signer = new SignatureV4({
+      credentials: {
+        accessKeyId: o.accessKeyId,
+        secretAccessKey: o.secretAccessKey,
+        ...(o.sessionToken ? { sessionToken: o.sessionToken } : {}),
+      },
+      region: o.region,
+      service: 's3',
+      sha256: NodeSha256,
+      // S3 signs the path as sent, not encoded a second time (the SigV4 exception for S3).
+      uriEscapePath: false,
+      applyChecksum: false,
+    });
   }
 
   /** The headers of a signed request (exported for a test against a published example). */
-  sign(
+  async sign(
     method: string,
     url: URL,
     payloadHash: string,
     now: Date,
     extra: Record<string, string> = {},
-  ): Record<string, string> {
-    const amzDate = now
-      .toISOString()
-      .replace(/[-:]/g, '')
-      .replace(/\.\d{3}/, '');
-    const day = amzDate.slice(0, 8);
-    const headers: Record<string, string> = {
-      ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k.toLowerCase(), v])),
-      host: url.host,
-      'x-amz-content-sha256': payloadHash,
-      'x-amz-date': amzDate,
-    };
-    const names = Object.keys(headers).sort();
-    const canonicalQuery = [...url.searchParams.entries()]
-      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
-      .sort()
-      .join('&');
-    const canonical = [
-      method,
-      url.pathname,
-      canonicalQuery,
-      names.map((n) => `${n}:${headers[n].trim()}\n`).join(''),
-      names.join(';'),
-      payloadHash,
-    ].join('\n');
-    const scope = `${day}/${this.#o.region}/s3/aws4_request`;
-    const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonical)].join('\n');
-    const key = hmac(hmac(hmac(hmac(`AWS4${this.#o.secretAccessKey}`, day), this.#o.region), 's3'), 'aws4_request');
-    const signature = createHmac('sha256', key).update(toSign).digest('hex');
-    const { host: _host, ...sent } = headers;
-    return {
-      ...sent,
-      authorization: `AWS4-HMAC-SHA256 Credential=${this.#o.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`,
-    };
+  ): Promise<Record<string, string>> {
+    const signed = await this.#signer.sign(
+      {
+        method,
+        protocol: url.protocol,
+        hostname: url.hostname,
+        ...(url.port ? { port: Number(url.port) } : {}),
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: {
+          ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k.toLowerCase(), v])),
+          host: url.host,
+          'x-amz-content-sha256': payloadHash,
+        },
+      },
+      { signingDate: now },
+    );
+    // fetch sets Host itself, from the URL.
+    const { host: _host, ...sent } = signed.headers;
+    return sent;
+  }
+
+  /** The URL of the object `key`, path-style or virtual-hosted. */
+  objectUrl(key: string): URL {
+    if (!this.#o.virtualHostedStyle)
+      return new URL(`${this.#o.endpoint}/${encodeURIComponent(this.#o.bucket)}/${encodePath(key)}`);
+    const url = new URL(`${this.#o.endpoint}/${encodePath(key)}`);
+    url.hostname = `${this.#o.bucket}.${url.hostname}`;
+    return url;
   }
 
   async #request(method: 'PUT' | 'GET' | 'DELETE', key: string, body?: Buffer): Promise<Response> {
-    const url = new URL(`${this.#o.endpoint}/${encodeURIComponent(this.#o.bucket)}/${encodePath(key)}`);
-    const headers = this.sign(method, url, sha256(body ?? ''), new Date());
+    const url = this.objectUrl(key);
+    const headers = await this.sign(method, url, sha256(body ?? ''), new Date());
     // Plain fetch, not kit's guarded one: the endpoint is the operator's own storage (storage.s3Endpoint), often on
     // a private address, never a URL a customer chose (docs/security.md, "Outbound URLs").
     return fetch(url, {

@@ -4,6 +4,7 @@ import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MediaError } from './errors.js';
 import { runTool } from './run-tool.js';
+import { GENDER_VARIANTS, nearestLanguage, voiceTraits } from './tts-voices.js';
 import { readWavHeader } from './wav.js';
 
 /**
@@ -13,10 +14,22 @@ import { readWavHeader } from './wav.js';
  */
 export interface TtsRequest {
   text: string;
-  /** TwiML-like `voice`: "man", "woman", "alice" (or absent). */
+  /**
+   * `text` is SSML (espeak-ng's `-m`), built from the elements SSML_ELEMENTS names only (verbs/ssml.ts does):
+   * espeak-ng obeys some other elements (audio reads a file, and crashes on one it cannot) so no other tag may
+   * reach it.
+   */
+  ssml?: boolean;
+  /** TwiML `voice`: man, woman, alice, Polly.*, Google.* (tts-voices.ts); any other name: the default voice. */
   voice?: string;
   /** TwiML-like `language`: a BCP 47 tag such as "en-US", "fr-FR", "sw". */
   language?: string;
+}
+
+/** A voice or language asked for that espeak-ng has nothing near: the default was spoken instead. */
+export interface TtsSubstitution {
+  readonly attribute: 'voice' | 'language';
+  readonly value: string;
 }
 
 export interface TtsResult {
@@ -26,6 +39,8 @@ export interface TtsResult {
   /** The engine's own voice name, e.g. "en-us+f3". */
   engineVoice: string;
   cached: boolean;
+  /** What was asked for and not had (spoken with the default instead); empty when everything was. */
+  substituted: readonly TtsSubstitution[];
 }
 
 export interface TtsEngine {
@@ -33,13 +48,28 @@ export interface TtsEngine {
   synthesize(request: TtsRequest): Promise<TtsResult>;
 }
 
-/** TwiML voice names onto espeak-ng variants (`espeak-ng --voices=variant`). */
-const VOICE_VARIANTS = new Map([
-  ['man', 'm3'],
-  ['woman', 'f3'],
-  ['alice', 'f2'],
-]); // a Map: a voice named "constructor" must not find Object.prototype's
-const MAX_TEXT = 4000;
+/** The engine voice for a request, and what of the request it could not honour. */
+export interface VoiceChoice {
+  readonly engineVoice: string;
+  readonly substituted: readonly TtsSubstitution[];
+}
+
+/** Longest text spoken, in characters (TwiML's limit for one Say; verbs/parse.ts refuses longer ones first). */
+export const MAX_TTS_TEXT = 4096;
+/** Longest SSML spoken, in characters: the text's limit and room for its markup (verbs/ssml.ts keeps within it). */
+export const MAX_TTS_SSML = 16384;
+/** The only SSML elements espeak-ng is handed. */
+export const SSML_ELEMENTS: ReadonlySet<string> = new Set([
+  'speak',
+  'break',
+  'emphasis',
+  'prosody',
+  'say-as',
+  'p',
+  's',
+  'sub',
+  'voice',
+]);
 
 export class EspeakTtsEngine implements TtsEngine {
   readonly tier = 'espeak';
@@ -67,45 +97,62 @@ export class EspeakTtsEngine implements TtsEngine {
     return this.#languages;
   }
 
-  /** "en-US" + "woman" -> "en-us+f3". An exact language tag wins, then its primary subtag ("es-MX" -> "es"). */
-  async resolveVoice(language: string | undefined, voice: string | undefined): Promise<string> {
+  /**
+   * "en-US" + "woman" -> "en-us+f3"; "Polly.Joanna" -> "en-us+f3". The `language` attribute wins (it says what the
+   * text is in), then the voice's own language, then the default; a language espeak-ng lacks and a voice name
+   * tts-voices.ts does not know are spoken with the default and listed in `substituted`. Never throws for a name.
+   */
+  async resolveVoice(language: string | undefined, voice: string | undefined): Promise<VoiceChoice> {
     const installed = await this.#installedLanguages();
-    const tag = (language ?? this.#defaultLanguage).trim().toLowerCase().replace(/_/g, '-');
-    const primary = tag.split('-')[0] ?? '';
-    const lang = installed.has(tag) ? tag : installed.has(primary) ? primary : undefined;
-    if (!lang) throw new MediaError('MEDIA_UNSUPPORTED_VOICE', `language "${language}" is not supported by espeak-ng`);
-    if (voice === undefined || voice === '') return lang;
-    const variant = VOICE_VARIANTS.get(voice.toLowerCase());
-    if (!variant) {
-      throw new MediaError('MEDIA_UNSUPPORTED_VOICE', `voice "${voice}" is not supported (man, woman, alice)`);
+    const substituted: TtsSubstitution[] = [];
+    const name = voice?.trim() ?? '';
+    const traits = name === '' ? {} : voiceTraits(name);
+    if (traits === undefined) substituted.push({ attribute: 'voice', value: name });
+    const asked = language?.trim() ?? '';
+    let lang = asked === '' ? undefined : nearestLanguage(asked, installed);
+    if (asked !== '' && lang === undefined) substituted.push({ attribute: 'language', value: asked });
+    if (lang === undefined && traits?.language !== undefined) lang = nearestLanguage(traits.language, installed);
+    lang ??= nearestLanguage(this.#defaultLanguage, installed);
+    if (lang === undefined) {
+      // The switch's own default is not installed: a broken installation, not the customer's input.
+      throw new MediaError('MEDIA_TTS_FAILED', `espeak-ng has no voice for "${this.#defaultLanguage}"`);
     }
-    return `${lang}+${variant}`;
+    const variant = traits?.variant ?? (traits?.gender === undefined ? undefined : GENDER_VARIANTS[traits.gender]);
+    return { engineVoice: variant === undefined ? lang : `${lang}+${variant}`, substituted };
   }
 
   async synthesize(request: TtsRequest): Promise<TtsResult> {
     const text = request.text.trim();
+    const ssml = request.ssml === true;
     if (text === '') throw new MediaError('MEDIA_TTS_FAILED', 'nothing to say');
-    if (text.length > MAX_TEXT) throw new MediaError('MEDIA_TTS_FAILED', `text longer than ${MAX_TEXT} characters`);
-    const engineVoice = await this.resolveVoice(request.language, request.voice);
-    const key = createHash('sha256').update(`${this.tier}\0${engineVoice}\0${text}`).digest('hex').slice(0, 32);
+    const limit = ssml ? MAX_TTS_SSML : MAX_TTS_TEXT;
+    if (text.length > limit) throw new MediaError('MEDIA_TTS_FAILED', `text longer than ${limit} characters`);
+    if (ssml) assertOwnSsml(text);
+    const { engineVoice, substituted } = await this.resolveVoice(request.language, request.voice);
+    const mode = ssml ? 'ssml' : 'text';
+    const key = createHash('sha256')
+      .update(`${this.tier}\0${engineVoice}\0${mode}\0${text}`)
+      .digest('hex')
+      .slice(0, 32);
     const path = join(this.#cacheDir, `${key}.wav`);
     const running = this.#inFlight.get(key);
-    if (running) return running;
-    const job = this.#produce(text, engineVoice, path).finally(() => this.#inFlight.delete(key));
-    this.#inFlight.set(key, job);
-    return job;
+    const job = running ?? this.#produce(text, ssml, engineVoice, path).finally(() => this.#inFlight.delete(key));
+    if (!running) this.#inFlight.set(key, job);
+    const result = await job;
+    return { ...result, substituted };
   }
 
-  async #produce(text: string, engineVoice: string, path: string): Promise<TtsResult> {
+  async #produce(text: string, ssml: boolean, engineVoice: string, path: string): Promise<TtsResult> {
     if (existsSync(path)) {
       const { seconds } = await readWavHeader(path);
-      return { path, seconds, tier: this.tier, engineVoice, cached: true };
+      return { path, seconds, tier: this.tier, engineVoice, cached: true, substituted: [] };
     }
     const raw = `${path}.${process.pid}.raw.wav`;
     const tmp = `${path}.${process.pid}.tmp.wav`;
     try {
-      // Text on stdin, never as an argument: it may start with "-" and may be long.
-      await runTool('espeak-ng', ['-v', engineVoice, '-w', raw, '--stdin'], { input: text, timeoutMs: 30_000 });
+      // Text on stdin, never as an argument: it may start with "-" and may be long. Markup is read only as asked.
+      const args = ['-v', engineVoice, ...(ssml ? ['-m'] : []), '-w', raw, '--stdin'];
+      await runTool('espeak-ng', args, { input: text, timeoutMs: 30_000 });
       // Our own file names, types given (`-t`): sox guesses nothing from a name (see asset-import.ts).
       await runTool(
         'sox',
@@ -120,6 +167,13 @@ export class EspeakTtsEngine implements TtsEngine {
       await rm(tmp, { force: true });
     }
     const { seconds } = await readWavHeader(path);
-    return { path, seconds, tier: this.tier, engineVoice, cached: false };
+    return { path, seconds, tier: this.tier, engineVoice, cached: false, substituted: [] };
+  }
+}
+
+/** SSML handed to espeak-ng names only SSML_ELEMENTS: a second wall behind verbs/ssml.ts, which builds it. */
+function assertOwnSsml(markup: string): void {
+  for (const m of markup.matchAll(/<\/?\s*([^\s/>]*)/g)) {
+    if (!SSML_ELEMENTS.has(m[1]!)) throw new MediaError('MEDIA_TTS_FAILED', `SSML element <${m[1]}> is not spoken`);
   }
 }

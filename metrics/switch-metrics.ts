@@ -11,6 +11,15 @@ export interface LiveFigures {
   mediaUp: () => Promise<boolean>;
   /** Each rtpengine: whether it answers its ping, times it was lost and restarted, new calls placed on it. */
   mediaEngines?: () => EngineFigures[];
+  /** SIP capture: HEP packets sent and dropped (a slow or dead collector), messages kept for ladders. */
+  sipCapture?: () => CaptureFigures;
+}
+
+/** SIP capture's figures (sip/capture/, as far as /metrics reads them). */
+export interface CaptureFigures {
+  hep: { sent: number; dropped: number; queued: number } | undefined;
+  ladderMessages: number;
+  ladderBytes: number;
 }
 
 /** One rtpengine's figures (the media room's MediaEngineStatus, as far as /metrics reads it). */
@@ -178,6 +187,30 @@ export class SwitchMetrics {
       );
       perEngine('simu_rtpengine_restarts', 'Times the supervisor restarted this rtpengine.', (e) => e.restarts);
       perEngine('simu_rtpengine_calls_placed', 'New calls placed on this rtpengine since start.', (e) => e.placed);
+    }
+    const capture = figures.sipCapture;
+    if (capture) {
+      const read = (name: string, help: string, value: (f: CaptureFigures) => number | undefined, total = false) => {
+        const collect = function (this: Gauge | Counter) {
+          const v = value(capture());
+          this.reset();
+          if (v === undefined) return;
+          if (this instanceof Counter) this.inc(v);
+          else this.set(v);
+        };
+        if (total) new Counter({ name, help, registers, collect });
+        else new Gauge({ name, help, registers, collect });
+      };
+      read('simu_hep_packets_sent_total', 'SIP messages sent to the HEP collector.', (f) => f.hep?.sent, true);
+      read(
+        'simu_hep_packets_dropped_total',
+        'SIP messages not sent to the HEP collector: its queue was full or the send failed.',
+        (f) => f.hep?.dropped,
+        true,
+      );
+      read('simu_hep_queue', 'SIP messages waiting to be sent to the HEP collector.', (f) => f.hep?.queued);
+      read('simu_sip_ladder_messages', "SIP messages kept in memory for calls' ladders.", (f) => f.ladderMessages);
+      read('simu_sip_ladder_bytes', "Bytes of the SIP messages kept for calls' ladders.", (f) => f.ladderBytes);
     }
     this.#loop = monitorEventLoopDelay({ resolution: 10 });
     this.#loop.enable();

@@ -1,21 +1,12 @@
 #!/usr/bin/env node
 /**
  * `npm run build`: the switch and the CLI compiled to JavaScript in dist/ (tsc with tsconfig.build.json), with the
- * files the rooms read beside their modules (web/static, the verbs XSD, the UDP front's worker, docs/) copied in,
- * and dist/node_modules linked to the checkout's. `--if-stale` builds only when a product file is newer than the
+ * files the rooms read beside their modules (web/static, the verbs XSD, the UDP front's worker, docs/) copied in.
+ * Packages are found in the checkout's node_modules, as Node looks for them from dist/ upwards. `--if-stale` builds only when a product file is newer than the
  * last build. Production runs `node dist/main.js`; tests and development run the TypeScript through tsx.
  */
 import { spawnSync } from 'node:child_process';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -91,8 +82,8 @@ for (const file of productFiles()) {
   copyFileSync(file, path.join(DIST, rel));
   copied++;
 }
-const modules = path.join(DIST, 'node_modules');
-if (!existsSync(modules)) symlinkSync(path.join('..', 'node_modules'), modules, 'dir');
+// Earlier builds linked dist/node_modules; a tree walker following it would read every package twice.
+rmSync(path.join(DIST, 'node_modules'), { force: true });
 writeFileSync(STAMP, `${new Date().toISOString()}\n`);
 process.stderr.write(
   `simu build: dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s (${copied} files beside the modules)\n`,

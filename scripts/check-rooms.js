@@ -13,7 +13,7 @@ import path from 'node:path';
 import ts from 'typescript';
 import { ROOT, judgeImport, relativeToRoot, roomOf } from './rooms.js';
 
-const SKIP = new Set(['node_modules', '.git', 'data']);
+const SKIP = new Set(['node_modules', '.git', 'data', 'dist']);
 const SKIP_PATHS = new Set(['web/vendor']);
 const SOURCE = /\.(ts|mts|js|mjs)$/;
 

@@ -81,7 +81,7 @@ export class EndUserAuth {
     this.#report = opts.report;
     this.#names = opts.names;
     this.#log = opts.logger;
-    this.#credentials = new PhoneCredentialStore(opts.db, opts.secret, () => opts.clock.now());
+    this.#credentials = new PhoneCredentialStore(opts.db, opts.secret, opts.clock);
   }
 
   /**
@@ -306,7 +306,7 @@ export class EndUserAuth {
         realm,
         proxy,
         algorithms: this.#settings.digestAlgorithms,
-        now: () => this.#clock.now(),
+        clock: this.#clock,
         namesServer: names ? (uri, req) => names.namesSwitch(uri, req) : undefined,
       });
       this.#digest.set(key, s);

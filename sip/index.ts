@@ -49,3 +49,14 @@ export {
   type PhoneTokenClaims,
   type PhoneTokenRejection,
 } from './phone-token.js';
+export {
+  SipCapture,
+  HepSender,
+  sipTraceToken,
+  writePcap,
+  encodeHep3,
+  HEP_CHUNK,
+  type CaptureFigures,
+  type CapturedMessage,
+  type HepMessage,
+} from './capture/index.js';

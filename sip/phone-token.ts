@@ -1,7 +1,13 @@
 import { SignJWT, jwtVerify } from 'jose';
 import { EventCodes } from '../events/index.js';
 import { deriveKey } from '../kit/index.js';
-import { findEndUserAnyAccount, findPhoneToken, phoneTokenIsValid, type Db } from '../store/index.js';
+import {
+  findEndUserAnyAccount,
+  findPhoneToken,
+  phoneTokenIsValid,
+  type Db,
+  type PhoneTokenRow,
+} from '../store/index.js';
 
 /**
  * Phone tokens (spec "Phone tokens"): the API signs them (POST /api/phone-tokens), the registrar verifies them
@@ -74,6 +80,11 @@ export async function verifyPhoneToken(
   const user = await findEndUserAnyAccount(db, row.end_user_id);
   if (!user || !user.is_active || user.account_id !== row.account_id)
     throw new PhoneTokenRejectedError('end_user_inactive');
+  return claimsOfRow(row);
+}
+
+/** The claims a token's stored row stands for (every claim but `iat`, which is not stored). */
+export function claimsOfRow(row: PhoneTokenRow): PhoneTokenClaims {
   return {
     tokenId: row.id,
     accountId: row.account_id,

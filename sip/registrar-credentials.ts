@@ -5,7 +5,8 @@
  * POST /api/phone-tokens/mint signed them (api/routes/phone-tokens.ts). The only claim not stored is `iat`, taken
  * at mint time just before the row's `created_at` was stamped, so it is that second or the one before.
  */
-import { signPhoneToken } from './phone-token.js';
+import { systemClock, type Clock } from '../kit/index.js';
+import { claimsOfRow, signPhoneToken } from './phone-token.js';
 import {
   onCredentialWrites,
   phoneCredentials,
@@ -82,7 +83,7 @@ export class PhoneCredentialStore {
   constructor(
     private readonly db: Db,
     private readonly secret: string,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Pick<Clock, 'now'> = systemClock,
   ) {
     this.#unsubscribe = onCredentialWrites(db, () => this.forget());
   }
@@ -106,7 +107,7 @@ export class PhoneCredentialStore {
    */
   keep(accountId: string, extension: string, untilMs: number): void {
     const hit = this.#remembered.get(`${accountId}\n${extension}`);
-    if (hit) hit.until = Math.max(hit.until, Math.min(untilMs, this.now() + CREDENTIALS_KEEP_MAX_MS));
+    if (hit) hit.until = Math.max(hit.until, Math.min(untilMs, this.clock.now() + CREDENTIALS_KEEP_MAX_MS));
   }
 
   /** The tokens that authenticated phones from remembered credentials (the sweep checks they still work). */
@@ -123,7 +124,7 @@ export class PhoneCredentialStore {
   async lookup(accountId: string | undefined, extension: string, locked: boolean, fresh = false): Promise<LookedUp> {
     const key = `${accountId ?? ''}\n${extension}`;
     const hit = fresh ? undefined : this.#remembered.get(key);
-    let c = hit && this.now() < hit.until ? hit.value : undefined;
+    let c = hit && this.clock.now() < hit.until ? hit.value : undefined;
     const fromMemory = c !== undefined;
     if (!c) {
       const generation = this.#generation;
@@ -131,7 +132,7 @@ export class PhoneCredentialStore {
       if (generation === this.#generation) {
         this.#remembered.delete(key);
         if (this.#remembered.size >= MAX_REMEMBERED) this.#remembered.delete(this.#remembered.keys().next().value!);
-        this.#remembered.set(key, { value: c, until: this.now() + CREDENTIALS_TTL_MS });
+        this.#remembered.set(key, { value: c, until: this.clock.now() + CREDENTIALS_TTL_MS });
       }
     }
     return { ...c, tokens: locked ? [] : c.tokens, fromMemory };
@@ -152,14 +153,7 @@ export class PhoneCredentialStore {
     if (cached) return cached;
     const created = Math.floor(Date.parse(row.created_at) / 1000);
     const iats = row.issued_at != null ? [row.issued_at] : [created, created - 1];
-    const claims = {
-      tokenId: row.id,
-      accountId: row.account_id,
-      endUserId: row.end_user_id,
-      extension: row.extension_number,
-      maxConcurrent: row.max_concurrent,
-      expiresAt: Math.floor(Date.parse(row.expires_at) / 1000),
-    };
+    const claims = claimsOfRow(row);
     const jwts = await Promise.all(iats.map((iat) => signPhoneToken(this.secret, claims, iat)));
     const out = [...jwts, ...jwts.map(shortPassword)];
     if (this.#candidates.size >= 10_000) this.#candidates.delete(this.#candidates.keys().next().value!);

@@ -15,6 +15,7 @@ import { MessageWaiting } from './message-waiting.js';
 import { SwitchNames } from './switch-names.js';
 import { UpstreamRegistrations, type RegistrationChange } from './upstream-registration.js';
 import type { SecurityGate, SecurityStats } from './security/index.js';
+import type { SipCapture } from './capture/index.js';
 import type { NewCallGate } from '../billing/index.js';
 
 /** Who sent an INVITE, as far as the edge could tell before handing it to the call engine. */
@@ -51,6 +52,8 @@ export class SipApplication {
   readonly mwi: MessageWaiting;
   /** The switch's own names and addresses (a digest-uri may name the switch instead of the Request-URI). */
   readonly names: SwitchNames;
+  /** SIP capture, when on: the call engine names each call it makes (`claim`); ladders are read from it. */
+  readonly capture: SipCapture | undefined;
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
@@ -69,8 +72,11 @@ export class SipApplication {
       security?: SecurityGate;
       /** Asked before every new INVITE is taken (overload control); refusals are answered 503 + Retry-After. */
       overload?: NewCallGate;
+      /** Given every SIP message in and out: calls' ladders, HEP (capture/). */
+      capture?: SipCapture;
     },
   ) {
+    this.capture = deps.capture;
     this.#log = deps.logger;
     const gate = deps.security;
     const sip: Partial<Config['sip']> = deps.config.sip;
@@ -97,6 +103,7 @@ export class SipApplication {
       // the switch send BYEs and re-INVITEs anywhere. Carriers' gateways (trunk addresses and hosts) may move a
       // call's signalling to another of their gateways, so their Contact is followed.
       pinUdpDialogs: (address) => !this.isCarrierAddress(address),
+      tap: deps.capture?.tap,
       admitRequest: gate
         ? (req) =>
             gate.inspect({

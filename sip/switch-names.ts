@@ -9,6 +9,7 @@
 import { networkInterfaces } from 'node:os';
 import { accountOfHost } from './registrar-credentials.js';
 import type { SipRequest, SipUri } from './stack/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 export interface SwitchNamesOptions {
   /** Config `publicHost`: the name or address phones and carriers are told to use. */
@@ -21,7 +22,7 @@ export interface SwitchNamesOptions {
   ports: number[];
   /** This box's interface addresses (default: the operating system's, re-read at most once a minute). */
   localAddresses?: () => readonly string[];
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
 }
 
 /** How long the box's interface addresses are trusted before they are read again (addresses come and go). */
@@ -32,7 +33,7 @@ export class SwitchNames {
   readonly #domain: string;
   readonly #ports: Set<number>;
   readonly #localAddresses: () => readonly string[];
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   #interfaces: { at: number; hosts: Set<string> } | undefined;
 
   constructor(opts: SwitchNamesOptions) {
@@ -41,7 +42,7 @@ export class SwitchNames {
     this.#domain = opts.domain.toLowerCase();
     this.#ports = new Set(opts.ports.filter((p) => p > 0));
     this.#localAddresses = opts.localAddresses ?? interfaceAddresses;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
   }
 
   /**
@@ -65,7 +66,7 @@ export class SwitchNames {
   }
 
   #interfaceHosts(): Set<string> {
-    const now = this.#now();
+    const now = this.#clock.now();
     if (!this.#interfaces || now - this.#interfaces.at > INTERFACES_TTL_MS) {
       this.#interfaces = { at: now, hosts: new Set(this.#localAddresses().map((a) => bare(a.toLowerCase()))) };
     }

@@ -3,6 +3,7 @@ import { numberForTrunk } from '../numbers/index.js';
 import { listRoutes, listTrunks, routesVersion, type Db, type TrunkRow } from '../store/index.js';
 import { EMERGENCY_PREFIX, RouteTable, type PlannedRoute, type RoutePlan } from './routing.js';
 import type { TrunkHealth } from './trunk-health.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /** Where and how an outbound PSTN leg is sent: the carrier's address and, if it challenges us, our credentials. */
 export interface TrunkRoute {
@@ -27,7 +28,7 @@ export interface OutboundPlan {
 
 export interface TrunkDirectoryOptions {
   ttlMs?: number;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   /** Keep routes whose buy rate is above the destination's sell rate (routing.allowLossMaking). */
   allowLossMaking?: boolean;
   /** Trunk health (OPTIONS pings, Retry-After holds); without it every active trunk counts as up. */
@@ -73,7 +74,7 @@ export class TrunkDirectory {
   #routes: { table: RouteTable; version: string; checkedAt: number } | undefined;
   #routesLoading: Promise<RouteTable> | undefined;
   readonly #ttlMs: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #rates: Pick<RateBook, 'card'>;
   health: Pick<TrunkHealth, 'isUp'> | undefined;
 
@@ -82,17 +83,17 @@ export class TrunkDirectory {
     private readonly opts: TrunkDirectoryOptions = {},
   ) {
     this.#ttlMs = opts.ttlMs ?? 2000;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
     this.#rates = opts.rates ?? new RateBook(db);
     this.health = opts.health;
   }
 
   async #load(): Promise<TrunkCache> {
-    if (this.#cache && this.#now() - this.#cache.at < this.#ttlMs) return this.#cache;
+    if (this.#cache && this.#clock.now() - this.#cache.at < this.#ttlMs) return this.#cache;
     this.#loading ??= listTrunks(this.db)
       .then((all) => {
         this.#cache = {
-          at: this.#now(),
+          at: this.#clock.now(),
           all,
           trunks: all.filter((t) => t.is_active),
           byId: new Map(all.map((t) => [t.id, t])),
@@ -116,9 +117,9 @@ export class TrunkDirectory {
   /** The routes table: loaded once, then reloaded in the background when its version changes. */
   async #table(): Promise<RouteTable> {
     const r = this.#routes;
-    if (r && this.#now() - r.checkedAt < this.#ttlMs) return r.table;
+    if (r && this.#clock.now() - r.checkedAt < this.#ttlMs) return r.table;
     if (r) {
-      r.checkedAt = this.#now();
+      r.checkedAt = this.#clock.now();
       void routesVersion(this.db)
         .then((v) => (v === r.version ? undefined : this.#reloadRoutes()))
         .catch(() => undefined);
@@ -131,7 +132,7 @@ export class TrunkDirectory {
     this.#routesLoading ??= (async () => {
       const version = await routesVersion(this.db);
       const table = new RouteTable(await listRoutes(this.db));
-      this.#routes = { table, version, checkedAt: this.#now() };
+      this.#routes = { table, version, checkedAt: this.#clock.now() };
       return table;
     })().finally(() => (this.#routesLoading = undefined));
     return this.#routesLoading;

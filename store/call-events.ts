@@ -1,4 +1,4 @@
-import type { Db, Tx } from './db.js';
+import { sqlOf, type Db, type Tx } from './db.js';
 import { selectRows } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
@@ -10,15 +10,32 @@ export interface CallEventRow {
   created_at: string;
 }
 
-/** A call's events in the order they happened, scoped to the account. */
-export async function listCallEvents(db: Db | Tx, accountId: string, callId: string): Promise<CallEventRow[]> {
-  const rows = await selectRows(
-    db,
+/**
+ * A call's events in the order they happened (ties by id, which grows with time), scoped to the account: all of
+ * them (the portal's timeline) or one page (GET /api/calls/{uuid}/events).
+ */
+export async function listCallEvents(
+  db: Db | Tx,
+  accountId: string,
+  callId: string,
+  page?: { limit: number; offset: number },
+): Promise<CallEventRow[]> {
+  const base =
     'select "code", "event", "data", "created_at" from "call_events" where "account_id" = ? and "call_id" = ? ' +
-      'order by "created_at" asc',
-    [accountId, callId],
-  );
+    'order by "created_at" asc, "id" asc';
+  const rows = page
+    ? await selectRows(db, `${base} limit ? offset ?`, [accountId, callId, page.limit, page.offset])
+    : await selectRows(db, base, [accountId, callId]);
   return rows as unknown as CallEventRow[];
+}
+
+/** How many events a call of the account has. */
+export async function countCallEvents(db: Db | Tx, accountId: string, callId: string): Promise<number> {
+  const r = await sqlOf(db).get('select count(*) as "n" from "call_events" where "account_id" = ? and "call_id" = ?', [
+    accountId,
+    callId,
+  ]);
+  return Number(r?.n ?? 0);
 }
 
 export interface NewCallEvent extends CallEventRow {

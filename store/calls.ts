@@ -1,4 +1,5 @@
 import { isPostgres, sqlOf, type Db, type Tx } from './db.js';
+import { storeNodeId } from './node-identity.js';
 import { newId, nowIso, newCallSid } from './ids.js';
 import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
 import { compiled } from './knex.js';
@@ -30,6 +31,8 @@ export interface CallRow {
   number_id: string | null;
   end_user_id: string | null;
   parent_call_id: string | null;
+  /** The parent's sid, copied when the leg is written (migration 031; absent on rows read before it ran). */
+  parent_call_sid?: string | null;
   node_id: string | null;
   started_at: string | null;
   answered_at: string | null;
@@ -39,6 +42,9 @@ export interface CallRow {
   emergency: boolean;
   /** `last_good`: the call ran its number's last known good document (issue 23; null before migration 023). */
   served_from?: string | null;
+  /** Answering machine detection's verdict and how long it took, ms (null without detection; migration 032). */
+  answered_by?: string | null;
+  machine_detection_ms?: number | null;
 }
 
 export const normaliseCall = (r: any): CallRow => ({
@@ -48,6 +54,7 @@ export const normaliseCall = (r: any): CallRow => ({
   tts_seconds: Number(r.tts_seconds),
   duration_seconds: r.duration_seconds == null ? null : Number(r.duration_seconds),
   talk_seconds: r.talk_seconds == null ? null : Number(r.talk_seconds),
+  ...(r.machine_detection_ms == null ? {} : { machine_detection_ms: Number(r.machine_detection_ms) }),
 });
 
 /**
@@ -76,6 +83,7 @@ export interface NewCall {
   number_id?: string | null;
   end_user_id?: string | null;
   parent_call_id?: string | null;
+  parent_call_sid?: string | null;
   node_id?: string | null;
   started_at?: string | null;
   ended_at?: string | null;
@@ -103,7 +111,10 @@ export async function insertCall(db: Db | Tx, input: NewCall): Promise<CallRow> 
     number_id: input.number_id ?? null,
     end_user_id: input.end_user_id ?? null,
     parent_call_id: input.parent_call_id ?? null,
-    node_id: input.node_id ?? null,
+    // Written only on a child leg (null by default), so a store migrated before 031 (the tests of earlier
+    // migrations) still takes every other call; the row answered has it all the same.
+    ...(input.parent_call_sid ? { parent_call_sid: input.parent_call_sid } : {}),
+    node_id: input.node_id ?? storeNodeId(),
     started_at: input.started_at ?? null,
     answered_at: null,
     ended_at: input.ended_at ?? null,
@@ -114,7 +125,7 @@ export async function insertCall(db: Db | Tx, input: NewCall): Promise<CallRow> 
   };
   await insertRows(db, 'calls', [row]);
   bump(row.account_id);
-  return normaliseCall(row);
+  return normaliseCall({ parent_call_sid: null, answered_by: null, machine_detection_ms: null, ...row });
 }
 
 export async function findCall(db: Db | Tx, accountId: string, id: string): Promise<CallRow | undefined> {
@@ -205,7 +216,10 @@ export async function patchCallRow(db: Db | Tx, id: string, patch: CallPatch): P
 
 const LIVE_IN = `"status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
 
-/** Ids of the calls the store shows live, created at or before `createdBefore`; of one node, or all when null. */
+/**
+ * Ids of the calls the store shows live, created at or before `createdBefore`: of one node (and those written
+ * before calls named their node), or all when null.
+ */
 export async function liveCallIds(db: Db | Tx, createdBefore: string, nodeId: string | null): Promise<string[]> {
   const rows =
     nodeId === null
@@ -213,11 +227,11 @@ export async function liveCallIds(db: Db | Tx, createdBefore: string, nodeId: st
           ...LIVE_CALL_STATUSES,
           createdBefore,
         ])
-      : await selectRows(db, `select "id" from "calls" where ${LIVE_IN} and "created_at" <= ? and "node_id" = ?`, [
-          ...LIVE_CALL_STATUSES,
-          createdBefore,
-          nodeId,
-        ]);
+      : await selectRows(
+          db,
+          `select "id" from "calls" where ${LIVE_IN} and "created_at" <= ? and ("node_id" = ? or "node_id" is null)`,
+          [...LIVE_CALL_STATUSES, createdBefore, nodeId],
+        );
   return rows.map((r) => r.id as string);
 }
 

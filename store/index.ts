@@ -45,6 +45,7 @@ export * from './portal-users.js';
 export * from './call-events.js';
 export * from './webhook-routes.js';
 export * from './call-credit.js';
+export * from './admissions.js';
 export * from './event-outbox.js';
 export * from './operators.js';
 export * from './call-stats.js';
@@ -61,3 +62,23 @@ export {
   type BackupResult,
   type RestoreResult,
 } from './backup.js';
+export { pendingMigrations } from './migration-status.js';
+export {
+  writeNodeHeartbeat,
+  listNodes,
+  findNode,
+  claimGoneNodes,
+  markNodeStopped,
+  type NodeRow,
+  type NodeState,
+} from './nodes.js';
+export { setStoreNodeId, storeNodeId } from './node-identity.js';
+export {
+  openNodeChannel,
+  COMMANDS_CHANNEL,
+  REPLIES_CHANNEL,
+  EVENTS_CHANNEL,
+  type NodeLink,
+  type NodeMessage,
+  type NodeChannelName,
+} from './node-channel.js';

@@ -75,6 +75,18 @@ export async function insertWalletTopup(tx: Tx, row: WalletTopupRow): Promise<vo
   await insertRows(tx, 'wallet_topups', [row as unknown as Record<string, unknown>]);
 }
 
+/** The provider's side of the ledger rows posted for top-up callbacks, by ledger id (rows of others are absent). */
+export async function topupsByLedgerIds(
+  db: Db,
+  ledgerIds: readonly string[],
+): Promise<Map<string, Pick<WalletTopupRow, 'provider' | 'receipt' | 'kind' | 'reference'>>> {
+  if (ledgerIds.length === 0) return new Map();
+  const rows = await db('wallet_topups')
+    .whereIn('ledger_id', [...ledgerIds])
+    .select('ledger_id', 'provider', 'receipt', 'kind', 'reference');
+  return new Map(rows.map((r: any) => [r.ledger_id, r]));
+}
+
 /** Top-ups received in [from, to), oldest first. */
 export async function walletTopupsBetween(db: Db, from: string, to: string): Promise<WalletTopupRow[]> {
   const rows = await db('wallet_topups')

@@ -14,6 +14,8 @@ import type { DialRecordMode, DialTarget, PlaySource, VerbDocument } from './typ
 export interface SayOptions {
   readonly voice?: string;
   readonly language?: string;
+  /** SSML to speak instead of the text (SayVerb.ssml). */
+  readonly ssml?: string;
   readonly signal: AbortSignal;
 }
 

@@ -15,6 +15,8 @@ import {
   requestUrl,
   type GuardedReply,
   type ReplyHeaders,
+  systemClock,
+  type Clock,
 } from '../kit/index.js';
 import type { VerbDocument } from './types.js';
 
@@ -38,6 +40,9 @@ export interface CallControlCall {
   readonly customPayload?: unknown;
   /** Set only when an end-user's phone originated the call. */
   readonly endUser?: CallControlEndUser | null;
+  /** Answering machine detection's verdict and its duration (ms), once decided on a call that asked for it. */
+  readonly answeredBy?: string | null;
+  readonly machineDetectionDurationMs?: number | null;
 }
 
 export type DialCallStatus = 'completed' | 'busy' | 'no-answer' | 'failed';
@@ -74,6 +79,9 @@ export interface CallControlFields extends ActionCallbackExtras {
   /** JSON-encoded string of the call's custom payload; present only when one is set. */
   readonly customPayload?: string;
   readonly endUser?: CallControlEndUser;
+  /** Twilio's fields for answering machine detection (beyond the spec): sent once the call has a verdict. */
+  readonly AnsweredBy?: string;
+  readonly MachineDetectionDuration?: number;
 }
 
 /** Exactly the spec's call-control fields for `call`, plus action-callback extras. */
@@ -94,6 +102,10 @@ export function buildCallControlFields(call: CallControlCall, extras: ActionCall
   if (call.direction === 'outbound' && call.endUser !== undefined && call.endUser !== null) {
     const { uuid, email, display_name, extension_number } = call.endUser;
     fields.endUser = { uuid, email, display_name, extension_number };
+  }
+  if (call.answeredBy) {
+    fields.AnsweredBy = call.answeredBy;
+    fields.MachineDetectionDuration = call.machineDetectionDurationMs ?? 0;
   }
   const keys = [
     'DialCallStatus',
@@ -128,8 +140,8 @@ export interface FetchVerbDocumentOptions {
    * connecting. Default: public destinations only.
    */
   readonly urlPolicy?: UrlPolicy;
-  /** Clock in milliseconds since the epoch, for the X-Voice-Timestamp header. */
-  readonly now?: () => number;
+  /** The clock (milliseconds since the epoch) for the X-Voice-Timestamp header. */
+  readonly clock?: Pick<Clock, 'now'>;
   /** Aborts the request (the call ended); the promise then rejects with reason `aborted`. */
   readonly signal?: AbortSignal;
   /** Told the document's text and reply headers once it parsed (the last known good document, issue 23). */
@@ -146,10 +158,10 @@ export async function fetchVerbDocument(options: FetchVerbDocumentOptions): Prom
   const url = requestUrl(options.url);
   const timeoutMs = options.timeoutMs ?? CALL_CONTROL_DEADLINE_MS;
   const policy = options.urlPolicy ?? UrlPolicy.strict;
-  const now = options.now ?? Date.now;
+  const clock = options.clock ?? systemClock;
 
   const body = canonicalJson(fields);
-  const timestamp = String(Math.floor(now() / 1000));
+  const timestamp = String(Math.floor(clock.now() / 1000));
   const headers = {
     'Content-Type': 'application/json',
     'X-Voice-Timestamp': timestamp,
@@ -244,7 +256,7 @@ export interface CallControlFetcherOptions {
   readonly secret: string;
   readonly timeoutMs?: number;
   readonly urlPolicy?: UrlPolicy;
-  readonly now?: () => number;
+  readonly clock?: Pick<Clock, 'now'>;
   readonly onSource?: (xml: string, headers: ReplyHeaders) => void;
 }
 
@@ -260,7 +272,7 @@ export function callControlFetcher(
       signal: request.signal,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(options.urlPolicy === undefined ? {} : { urlPolicy: options.urlPolicy }),
-      ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.onSource === undefined ? {} : { onSource: options.onSource }),
     });
 }

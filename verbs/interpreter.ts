@@ -8,6 +8,9 @@
  * - Hangup ends the call; so does reaching the end of a document. Reject refuses a ringing call and stops.
  * - A failed fetch (WebhookFetchError) emits WH.0400 and runs the account's fallback (spec, "Fallback"):
  *   message -> speak it and hang up; play -> play it and hang up; drop -> hang up.
+ * - Anything else that fails while a document runs is the platform's fault, never the caller's: it is handed to
+ *   `onError` (the call reports SYS.0500 with a trace id) and the caller gets the same fallback, then the call ends
+ *   with the end `error`.
  * - An attribute Simu does not know (parse.ts lets it through) is reported once per call as VERB.0299.
  * - More than `maxRedirects` Redirects in a row with no verb spending call time in between is a loop; the
  *   call is hung up rather than left spinning on the account's server.
@@ -31,6 +34,8 @@ export const MAX_IGNORED_REPORTS_PER_CALL = 64;
 export interface InterpreterOptions {
   readonly maxRedirects?: number;
   readonly registry?: VerbRegistry;
+  /** A platform failure, told before the fallback runs (the call reports it). Must not throw. */
+  readonly onError?: (error: unknown) => void;
 }
 
 export type InterpreterEnd =
@@ -40,7 +45,7 @@ export type InterpreterEnd =
   | { readonly reason: 'killed' }
   | { readonly reason: 'fallback'; readonly error: WebhookFetchError }
   | { readonly reason: 'redirect_limit'; readonly error: RedirectLimitError }
-  | { readonly reason: 'error'; readonly error: unknown }; // a context operation threw
+  | { readonly reason: 'error'; readonly error: unknown }; // a verb or a context operation threw; fallback run
 
 /** Where the interpreter starts: a document already in hand, or a URL to fetch the first one from. */
 export type InterpreterStart = { readonly document: VerbDocument } | { readonly url: string };
@@ -49,6 +54,7 @@ export class Interpreter {
   readonly #ctx: VerbContext;
   readonly #maxRedirects: number;
   readonly #registry: VerbRegistry;
+  readonly #onError: ((error: unknown) => void) | undefined;
   readonly #abort = new AbortController();
   #current: VerbTask | undefined;
   #running = false;
@@ -59,6 +65,7 @@ export class Interpreter {
     this.#ctx = ctx;
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.#registry = options.registry ?? VERB_REGISTRY;
+    this.#onError = options.onError;
   }
 
   get killed(): boolean {
@@ -73,8 +80,10 @@ export class Interpreter {
       return await this.#loop(start);
     } catch (error) {
       if (this.killed) return { reason: 'killed' };
-      await this.#hangupQuietly();
-      return { reason: 'error', error };
+      this.#current?.kill(); // a verb that threw while its media still runs
+      this.#onError?.(error);
+      await this.#platformFallback();
+      return this.killed ? { reason: 'killed' } : { reason: 'error', error };
     }
   }
 
@@ -99,12 +108,8 @@ export class Interpreter {
         const task = createVerbTask(verb, this.#registry);
         task.lastOfDocument = i === document.verbs.length - 1;
         this.#current = task;
-        let outcome;
-        try {
-          outcome = await task.exec(this.#ctx);
-        } finally {
-          this.#current = undefined;
-        }
+        const outcome = await task.exec(this.#ctx);
+        this.#current = undefined;
         if (this.killed) return { reason: 'killed' };
         if (outcome.next === 'end') return { reason: 'rejected' };
         if (outcome.next === 'hangup') {
@@ -155,7 +160,7 @@ export class Interpreter {
   }
 
   async #runFallback(error: WebhookFetchError): Promise<void> {
-    const { mode, value, language } = this.#ctx.fallback;
+    const { mode } = this.#ctx.fallback;
     this.#ctx.emit({
       code: EventCodes.webhookFailed,
       event: 'webhook.failed',
@@ -166,14 +171,33 @@ export class Interpreter {
         fallback: mode,
       },
     });
-    const signal = this.#abort.signal;
     try {
-      if (mode === 'message' && value.trim() !== '')
-        await this.#ctx.say(value, { signal, ...(language === undefined ? {} : { language }) });
-      if (mode === 'play' && value.trim() !== '') await this.#ctx.play({ kind: 'url', url: value }, { signal });
+      await this.#playFallback();
     } finally {
       if (!this.killed) await this.#ctx.hangup('fallback');
     }
+  }
+
+  /** The account's fallback message or audio, if it has one (drop has none). */
+  async #playFallback(): Promise<void> {
+    const { mode, value, language } = this.#ctx.fallback;
+    const signal = this.#abort.signal;
+    if (mode === 'message' && value.trim() !== '')
+      await this.#ctx.say(value, { signal, ...(language === undefined ? {} : { language }) });
+    if (mode === 'play' && value.trim() !== '') await this.#ctx.play({ kind: 'url', url: value }, { signal });
+  }
+
+  /**
+   * After a platform failure: the fallback as for a failed webhook, then hang up. Whatever fails now is the same
+   * failure (the media may be what broke): the caller is hung up rather than left in silence.
+   */
+  async #platformFallback(): Promise<void> {
+    try {
+      await this.#playFallback();
+    } catch {
+      // Already reported through onError; the hangup below still ends the call.
+    }
+    if (!this.killed) await this.#hangupQuietly();
   }
 
   /** VERB.0299 for each unknown attribute (element, name) not yet reported on this call. */

@@ -27,6 +27,7 @@ import {
   ownText,
 } from './parse-element.js';
 import { gatherVerb } from './parse-gather.js';
+import { MAX_SAY_SSML_CHARS, hasSsml, sayText, sayToSsml } from './ssml.js';
 import { liveVerb } from './parse-live.js';
 import { conferenceTarget } from './parse-conference.js';
 import {
@@ -124,8 +125,7 @@ function explainValidationMessage(raw: string): string {
     if (!/Expected is/.test(message)) return `${message}: expected one of ${VERB_NAMES.join(', ')}`;
   }
   if (/Element content is not allowed, because the content type is a simple type/.test(message)) {
-    const extra = element === 'Say' ? ' (SSML tags are not supported)' : '';
-    return `${message}: <${element ?? '?'}> takes text only, no child elements${extra}`;
+    return `${message}: <${element ?? '?'}> takes text only, no child elements`;
   }
   if (/is not a valid value|\[facet '/.test(message)) {
     const key = attribute !== undefined && element !== undefined ? `${element}@${attribute}` : (element ?? '');
@@ -258,10 +258,15 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
   const name = el.name();
   switch (name) {
     case 'Say': {
-      const text = ownText(el);
+      const markup = hasSsml(el);
+      const text = markup ? sayText(el) : ownText(el);
       if (text === '') problems.add(line, 'Say has no text to speak');
       if (text.length > MAX_SAY_CHARS) {
         problems.add(line, `Say text is ${text.length} characters; the limit is ${MAX_SAY_CHARS}`);
+      }
+      const ssml = markup ? sayToSsml(el) : undefined;
+      if (ssml !== undefined && ssml.length > MAX_SAY_SSML_CHARS) {
+        problems.add(line, `Say SSML is ${ssml.length} characters as spoken; the limit is ${MAX_SAY_SSML_CHARS}`);
       }
       const voice = attr(el, 'voice')?.trim();
       const language = attr(el, 'language')?.trim();
@@ -269,6 +274,7 @@ function toVerb(el: Element, problems: Problems): Verb | undefined {
         verb: 'Say',
         line,
         text,
+        ...(ssml === undefined ? {} : { ssml }),
         ...(voice === undefined ? {} : { voice }),
         ...(language === undefined ? {} : { language }),
         ...loopOf(el, DEFAULTS.Say.loop),

@@ -64,7 +64,10 @@ interface VerbBase {
 
 export interface SayVerb extends VerbBase {
   readonly verb: 'Say';
+  /** What is spoken, as plain text (every SSML element's text, for limits and logs). */
   readonly text: string;
+  /** The Say's SSML as espeak-ng is to read it (verbs/ssml.ts), when the Say had child elements. */
+  readonly ssml?: string;
   readonly voice?: string;
   readonly language?: string;
   /** Times to speak, 1..MAX_LOOP. `loop="0"` in the document is MAX_LOOP here. */

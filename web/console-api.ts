@@ -13,7 +13,7 @@ import {
   type Db,
 } from '../store/index.js';
 import { formatMoney, parseMoney } from '../billing/index.js';
-import { listBans } from '../sip/index.js';
+import { listBans, type CapturedMessage } from '../sip/index.js';
 import {
   chartData,
   chartWindow,
@@ -28,6 +28,7 @@ import {
   topUpOp,
 } from '../api/index.js';
 import { readJsonBody, WebError } from './web-kit.js';
+import type { Clock } from '../kit/index.js';
 
 /** What the live view reads from the running switch (wired in switch.ts). */
 export interface ConsoleLive {
@@ -36,6 +37,8 @@ export interface ConsoleLive {
   overload(): { shedding: boolean } & Record<string, unknown>;
   registrations(): number;
   media(): Array<{ address: string; healthy: boolean }>;
+  /** A call's SIP messages (its legs' and child legs'), by uuid or sid; undefined when none are kept. */
+  sipLadder?(callId: string): CapturedMessage[] | undefined;
 }
 
 interface Ctx {
@@ -43,7 +46,7 @@ interface Ctx {
   readDb: Db;
   actor: string;
   live?: ConsoleLive;
-  now: () => number;
+  clock: Pick<Clock, 'now'>;
 }
 
 const accountOut = (a: AccountRow) => ({
@@ -102,6 +105,8 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
     if (!live) throw new WebError(503, 'CONSOLE_NO_SWITCH', 'No running switch to hang up on.');
     return { hung_up: await hangupOp(db, actor, hang[1]!, (id) => live.hangup(id)) };
   }
+  const sip = /^GET \/calls\/([A-Za-z0-9_-]{1,64})\/sip$/.exec(route);
+  if (sip) return sipLadder(c.live, sip[1]!);
   switch (route) {
     case 'GET /accounts':
       return (await listAccounts(db)).map(accountOut);
@@ -135,14 +140,40 @@ async function dispatch(ctx: Context, route: string, c: Ctx): Promise<unknown> {
     case 'GET /charts': {
       const q = ctx.query as Record<string, unknown>;
       const account = typeof q.account === 'string' && /^[0-9a-fA-F-]{36}$/.test(q.account) ? q.account : null;
-      return chartData(c.readDb, chartWindow(q, account, c.now()));
+      return chartData(c.readDb, chartWindow(q, account, c.clock.now()));
     }
   }
   throw new WebError(404, 'NOT_FOUND', 'No such console endpoint.');
 }
 
+/** GET /calls/{uuid or sid}/sip: the call's SIP ladder, each message with its bytes (base64) and as text. */
+export function sipLadder(live: ConsoleLive | undefined, id: string) {
+  const messages = live?.sipLadder?.(id);
+  if (!messages)
+    throw new WebError(
+      404,
+      'CONSOLE_NO_SIP_TRACE',
+      'No SIP messages are kept for this call: they are kept for capture.ladderMinutes after its last one, at most ' +
+        'capture.ladderMessages in all, by the switch that carried it.',
+    );
+  return {
+    call: id,
+    messages: messages.map((m) => ({
+      at: new Date(m.at).toISOString(),
+      at_us: Math.round(m.at * 1000),
+      direction: m.direction,
+      transport: m.transport,
+      src: { address: m.srcAddress, port: m.srcPort },
+      dst: { address: m.dstAddress, port: m.dstPort },
+      first_line: m.startLine,
+      text: m.data.toString('utf8'),
+      base64: m.data.toString('base64'),
+    })),
+  };
+}
+
 async function live(c: Ctx) {
-  const since = new Date(c.now() - 10_000).toISOString();
+  const since = new Date(c.clock.now() - 10_000).toISOString();
   const [calls, recent] = await Promise.all([
     listLiveCallsAllAccounts(c.readDb),
     countCallsCreatedSince(c.readDb, since),

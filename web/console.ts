@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../config/index.js';
@@ -11,8 +11,9 @@ import {
   spendOperatorTotp,
 } from '../api/index.js';
 import { sourceKey } from './request-keys.js';
-import { confined, readJsonBody, sendStatic, VENDOR_FILES, WebError } from './web-kit.js';
-import { consoleApi, type ConsoleLive } from './console-api.js';
+import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
+import { consoleApi, sipLadder, type ConsoleLive } from './console-api.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /**
  * The operator console (issue 21) on the API's HTTP server: pages under /console/, its JSON under /console/api/.
@@ -28,8 +29,10 @@ export interface ConsoleDeps {
   /** Where the live view and the charts read (on SQLite a read pool: the store's one connection stays free). */
   readDb?: Db;
   live?: ConsoleLive;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   secureCookies?: boolean;
+  /** The bearer token `simu trace` reads a call's SIP messages with (sip/: sipTraceToken), without a session. */
+  sipTraceToken?: string;
 }
 
 interface Session {
@@ -41,6 +44,7 @@ interface Session {
 
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
+const SHARED = new Set(['charts.js', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
 const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
 const MAX_FAILURES = 5;
@@ -49,12 +53,12 @@ const LOCKOUT_MS = 15 * 60_000;
 export class Console {
   readonly #sessions = new Map<string, Session>();
   readonly #failures = new Map<string, { count: number; until: number }>();
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #limiter: RequestRateLimiter;
 
   constructor(private readonly deps: ConsoleDeps) {
-    this.#now = deps.now ?? Date.now;
-    this.#limiter = new RequestRateLimiter({ ratePerSecond: 10 / 60, burst: 10, now: this.#now });
+    this.#clock = deps.clock ?? systemClock;
+    this.#limiter = new RequestRateLimiter({ ratePerSecond: 10 / 60, burst: 10, clock: this.#clock });
   }
 
   middleware(): Middleware {
@@ -80,13 +84,12 @@ export class Console {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
     // The API strips a trailing slash before this runs: /console/ arrives as /console.
     const rel = ctx.path.slice('/console/'.length);
-    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
-    if (vendor !== undefined) {
-      const file = VENDOR_FILES[vendor];
+    if (rel.startsWith('vendor/')) {
+      const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts script and the icon are the portal's too.
-    if (rel === 'charts.js' || rel === 'favicon.svg') return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
+    // The charts, the UI kit, the JSON client and the icon are the portal's too.
+    if (SHARED.has(rel)) return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);
     await sendStatic(ctx, file);
@@ -96,7 +99,7 @@ export class Console {
     const sid = ctx.cookies.get(CONSOLE_COOKIE);
     const s = sid ? this.#sessions.get(sid) : undefined;
     if (!sid || !s) return null;
-    const now = this.#now();
+    const now = this.#clock.now();
     if (s.lastSeen + IDLE_MS < now || s.createdAt + MAX_MS < now) {
       this.#sessions.delete(sid);
       return null;
@@ -108,6 +111,8 @@ export class Console {
   async #api(ctx: Context): Promise<void> {
     const route = `${ctx.method} ${ctx.path.replace(/\/+$/, '')}`;
     if (route === 'POST /console/api/signin') return this.#signIn(ctx);
+    const trace = /^GET \/console\/api\/calls\/([A-Za-z0-9_-]{1,64})\/sip$/.exec(route);
+    if (trace && this.#traceTokenGiven(ctx)) return void (ctx.body = sipLadder(this.deps.live, trace[1]!));
     const s = this.#session(ctx);
     if (!s) throw new WebError(401, 'CONSOLE_SIGNED_OUT', 'Sign in first.');
     if (ctx.method !== 'GET' && ctx.get('x-simu-console') !== '1')
@@ -123,8 +128,18 @@ export class Console {
       readDb: this.deps.readDb ?? this.deps.db,
       actor: `operator:${s.email}`,
       live: this.deps.live,
-      now: this.#now,
+      clock: this.#clock,
     });
+  }
+
+  /** The request carries `Authorization: Bearer` with the trace token (compared in constant time). */
+  #traceTokenGiven(ctx: Context): boolean {
+    const want = this.deps.sipTraceToken;
+    const given = /^Bearer (\S+)$/.exec(ctx.get('authorization'))?.[1];
+    if (!want || !given) return false;
+    const a = Buffer.from(given);
+    const b = Buffer.from(want);
+    return a.length === b.length && timingSafeEqual(a, b);
   }
 
   async #signIn(ctx: Context): Promise<void> {
@@ -142,7 +157,7 @@ export class Console {
       .trim()
       .toLowerCase()
       .slice(0, 320);
-    const now = this.#now();
+    const now = this.#clock.now();
     const f = this.#failures.get(email);
     if (f && f.count >= MAX_FAILURES && f.until > now)
       throw new WebError(429, 'CONSOLE_LOCKED', 'Too many failed sign-ins; try again later.');

@@ -25,7 +25,8 @@ import {
 import { loosePath, sourceKey } from './request-keys.js';
 import { portalReads } from './portal-reads.js';
 // The portal's errors are the web room's (status, stable code, message).
-import { VENDOR_FILES, WebError as PortalError, readJsonBody as readJson, sendStatic, confined } from './web-kit.js';
+import { WebError as PortalError, readJsonBody as readJson, sendStatic, confined, vendorFile } from './web-kit.js';
+import { systemClock, type Clock } from '../kit/index.js';
 
 /**
  * The account portal on the API's HTTP server: static pages under /portal/, sign-in under /portal/api/, and
@@ -52,7 +53,7 @@ export interface PortalDeps {
   config?: Config;
   /** True when the portal is served over https (the cookie gets `Secure`); defaults from config.publicBaseUrl. */
   secureCookies?: boolean;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   /** Idle session lifetime. */
   sessionIdleMs?: number;
   /** Absolute session lifetime, however active the session is. */
@@ -83,7 +84,7 @@ const LOCKOUT_MS = 15 * 60_000;
 export class Portal {
   readonly #sessions = new Map<string, Session>();
   readonly #failures = new Map<string, { count: number; until: number }>();
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #idleMs: number;
   readonly #maxMs: number;
   /** Sign-in attempts per source address (IPv6: per /64), taken before any password hashing. */
@@ -94,21 +95,21 @@ export class Portal {
   readonly ready: Promise<void>;
 
   constructor(private readonly deps: PortalDeps) {
-    this.#now = deps.now ?? Date.now;
+    this.#clock = deps.clock ?? systemClock;
     this.#idleMs = deps.sessionIdleMs ?? 8 * 3600_000;
     this.#maxMs = deps.sessionMaxMs ?? 12 * 3600_000;
     this.#signInLimiter = new RequestRateLimiter({
       ratePerSecond: (deps.signInPerMinute ?? 10) / 60,
       burst: deps.signInBurst ?? 10,
-      now: this.#now,
+      clock: this.#clock,
     });
-    this.ready = revokeApiKeysNamed(deps.db, SESSION_KEY_NAME, new Date(this.#now()).toISOString()).then(
+    this.ready = revokeApiKeysNamed(deps.db, SESSION_KEY_NAME, new Date(this.#clock.now()).toISOString()).then(
       () => undefined,
       () => undefined,
     );
     // Idle sessions end (and their keys are revoked) even if their browser never comes back.
     this.#sweep = setInterval(() => {
-      const now = this.#now();
+      const now = this.#clock.now();
       for (const [sid, s] of this.#sessions) if (this.#expired(s, now)) void this.#end(sid);
     }, 60_000);
     this.#sweep.unref();
@@ -144,9 +145,10 @@ export class Portal {
   async #static(ctx: Context): Promise<void> {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return void (ctx.status = 405);
     let rel = ctx.path.replace(/^\/portal\/?/, '');
-    const vendor = /^vendor\/([a-z.]+)$/.exec(rel)?.[1];
-    if (vendor !== undefined)
-      return VENDOR_FILES[vendor] ? sendStatic(ctx, VENDOR_FILES[vendor]) : void (ctx.status = 404);
+    if (rel.startsWith('vendor/')) {
+      const file = vendorFile(rel.slice('vendor/'.length));
+      return file ? sendStatic(ctx, file) : void (ctx.status = 404);
+    }
     if (rel === '' || !rel.includes('.')) rel = rel.startsWith('softphone') ? 'softphone.html' : 'index.html';
     const file = confined(STATIC_DIR, rel);
     if (!file) return void (ctx.status = 404);
@@ -158,11 +160,11 @@ export class Portal {
     if (!sid) return null;
     const s = this.#sessions.get(sid);
     if (!s) return null;
-    if (this.#expired(s, this.#now())) {
+    if (this.#expired(s, this.#clock.now())) {
       void this.#end(sid);
       return null;
     }
-    s.lastSeen = this.#now();
+    s.lastSeen = this.#clock.now();
     return { sid, s };
   }
 
@@ -233,7 +235,7 @@ export class Portal {
       const body = await readJson(ctx);
       const name = String(body.name ?? '').trim();
       if (!name || name.length > 100) throw new PortalError(400, 'VALIDATION_ERROR', 'A key needs a name.');
-      if (!(await spendTotp(db, s.userId, String(body.code ?? ''), this.#now())))
+      if (!(await spendTotp(db, s.userId, String(body.code ?? ''), this.#clock.now())))
         throw new PortalError(403, 'PORTAL_TOTP_INVALID', 'The one-time code is wrong or already used.');
       const { row, key } = await insertApiKey(db, s.accountId, name);
       ctx.status = 201;
@@ -304,7 +306,7 @@ export class Portal {
     const email = String(body.email ?? '')
       .trim()
       .toLowerCase();
-    const now = this.#now();
+    const now = this.#clock.now();
     const f = this.#failures.get(email);
     if (f && f.count >= MAX_FAILURES && f.until > now)
       throw new PortalError(429, 'PORTAL_LOCKED', 'Too many failed sign-ins; try again later.');

@@ -1,4 +1,5 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Context } from 'koa';
 
@@ -37,22 +38,52 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
 };
 
-/** The charting library (uPlot, npm), served from node_modules: nothing is fetched from outside the box. */
-export const VENDOR_FILES: Record<string, string> = {
-  'uplot.js': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.iife.min.js'),
-  'uplot.css': path.join(import.meta.dirname, '../node_modules/uplot/dist/uPlot.min.css'),
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * Browser libraries, served from node_modules under `vendor/`: nothing is fetched from outside the box. uPlot
+ * (charts) ships single files; SIP.js (the softphone) ships ES modules without dependencies, so its lib/ folder is
+ * served as it is and the browser imports it natively, no bundler.
+ */
+const VENDOR_FILES: Record<string, string> = {
+  'uplot.js': vendorPath('uplot', 'dist/uPlot.iife.min.js'),
+  'uplot.css': vendorPath('uplot', 'dist/uPlot.min.css'),
 };
+const VENDOR_DIRS: Record<string, string> = {
+  'sip.js': vendorPath('sip.js', 'lib'),
+};
+
+/** The file a request path under `vendor/` names (`uplot.js`, `sip.js/index.js`), or null. */
+export function vendorFile(rel: string): string | null {
+  if (Object.hasOwn(VENDOR_FILES, rel)) return VENDOR_FILES[rel]!;
+  const [lib, ...rest] = rel.split('/');
+  if (!lib || !Object.hasOwn(VENDOR_DIRS, lib) || !rel.endsWith('.js')) return null;
+  return confined(VENDOR_DIRS[lib]!, rest.join('/'));
+}
+
+/** A file of an npm package, found as Node finds the package (from the source tree or from dist/ alike). */
+function vendorPath(pkg: string, file: string): string {
+  return path.join(path.dirname(requireHere.resolve(`${pkg}/package.json`)), file);
+}
 
 /** Sends `file` (already confined to its directory by the caller) with the pages' security headers. */
 export async function sendStatic(ctx: Context, file: string): Promise<void> {
+  let body: Buffer;
+  let modified: Date;
   try {
-    ctx.body = await readFile(file);
+    [body, modified] = await Promise.all([readFile(file), stat(file).then((s) => s.mtime)]);
   } catch {
     ctx.status = 404;
     return;
   }
   ctx.type = TYPES[path.extname(file)] ?? 'application/octet-stream';
+  // Revalidated on every load (no-cache), answered 304 when unchanged: the softphone's library is some 190 modules.
   ctx.set('Cache-Control', 'no-cache');
+  ctx.etag = `W/"${body.length.toString(16)}-${modified.getTime().toString(16)}"`;
+  ctx.lastModified = modified;
+  ctx.status = 200;
+  if (ctx.fresh) ctx.status = 304;
+  else ctx.body = body;
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('X-Frame-Options', 'SAMEORIGIN');
   ctx.set(

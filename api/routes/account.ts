@@ -1,10 +1,12 @@
 import { z } from 'zod';
+import { TOPUP_KEY_PREFIX } from '../../billing/index.js';
 import {
   getAccount,
   insertApiKey,
   listApiKeys,
   listOwnedNumbers,
   listWalletTransactions,
+  topupsByLedgerIds,
   mintStreamToken,
   newSigningSecret,
   revokeApiKey,
@@ -175,7 +177,12 @@ export function accountRoutes(t: RouteTable, d: RouteDeps): void {
     },
     async (ctx) => {
       const q = parseQuery(ctx, S.TransactionListQuery);
-      ctx.body = (await listWalletTransactions(d.db, authOf(ctx).account.id, q.limit, q.offset)).map(transactionOut);
+      const rows = await listWalletTransactions(d.db, authOf(ctx).account.id, q.limit, q.offset);
+      const topups = await topupsByLedgerIds(
+        d.db,
+        rows.filter((r) => r.settlement_key?.startsWith(TOPUP_KEY_PREFIX)).map((r) => r.id),
+      );
+      ctx.body = rows.map((r) => transactionOut(r, topups.get(r.id)));
     },
   );
 

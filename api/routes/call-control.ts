@@ -24,7 +24,7 @@ export function callControlRoutes(t: RouteTable, d: RouteDeps): void {
       body: S.CallUpdateBody,
       idempotent: true,
       ok: { status: 200, schema: S.CallOut },
-      errors: [400, 401, 404, 409, 422],
+      errors: [400, 401, 404, 409, 422, 503],
     },
     async (ctx) => {
       const body = await parseBody(ctx, S.CallUpdateBody);
@@ -47,7 +47,7 @@ export function callControlRoutes(t: RouteTable, d: RouteDeps): void {
       body: S.CallDigitsBody,
       idempotent: true,
       ok: { status: 200, schema: S.CallOut },
-      errors: [400, 401, 404, 409],
+      errors: [400, 401, 404, 409, 503],
     },
     async (ctx) => {
       const body = await parseBody(ctx, S.CallDigitsBody);

@@ -1,13 +1,19 @@
 import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
+import { DEFAULT_COUNTRY } from '../../config/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import { NumberFormatError, normalise } from '../../numbers/index.js';
 import type { Context } from 'koa';
+import type { z } from 'zod';
+import type { MachineDetectionRequest } from '../../calls/index.js';
+import { literalUrlVerdict, UrlPolicy } from '../../kit/index.js';
 import {
   LIVE_CALL_STATUSES,
+  countCallEvents,
   findCall,
   findCallBySid,
   findActiveNumberOf,
   insertCall,
+  listCallEvents,
   nowIso,
   updateCall,
   type CallRow,
@@ -16,7 +22,7 @@ import { authOf } from '../auth.js';
 import { CallListCache } from '../call-list-cache.js';
 import { ApiError, notFound, ValidationError } from '../errors.js';
 import { withIdempotency } from '../idempotency.js';
-import { callOut } from '../present.js';
+import { callEventOut, callOut } from '../present.js';
 import type { RouteDeps, RouteTable } from '../route-table.js';
 import * as S from '../schemas.js';
 import { parseBody, parseQuery } from '../validation.js';
@@ -31,6 +37,44 @@ function e164Field(value: string, field: string, country: string): string {
       throw new ValidationError(`The field "${field}" is not a number that reads as E.164: ${e.message} (${e.code})`);
     throw e;
   }
+}
+
+/** Originate's answering machine detection fields as the engine takes them; a refused callback host is a 400. */
+function machineDetectionOf(
+  body: z.infer<typeof S.OriginateBody>,
+  webhooks: { allowPrivate: boolean; allowNetworks?: string[] },
+): MachineDetectionRequest | undefined {
+  if (!body.machine_detection) return undefined;
+  const callback = body.async_amd_status_callback;
+  if (callback !== undefined) {
+    const policy = new UrlPolicy({ allowPrivate: webhooks.allowPrivate, allow: webhooks.allowNetworks ?? [] });
+    const verdict = literalUrlVerdict(callback, policy);
+    if (verdict && !verdict.allowed)
+      throw new ValidationError(
+        `The field "async_amd_status_callback" points at a ${verdict.class} address, where the platform sends nothing.`,
+      );
+  }
+  const p = body.machine_detection_params ?? {};
+  const params = Object.fromEntries(
+    Object.entries({
+      timeoutMs: p.timeout_ms,
+      initialSilenceMs: p.initial_silence_ms,
+      greetingMs: p.greeting_ms,
+      afterGreetingSilenceMs: p.after_greeting_silence_ms,
+      endSilenceMs: p.end_silence_ms,
+      minWordMs: p.min_word_ms,
+      betweenWordsSilenceMs: p.between_words_silence_ms,
+      maxWords: p.max_words,
+      maxWordMs: p.max_word_ms,
+      silenceThreshold: p.silence_threshold,
+    }).filter(([, v]) => v !== undefined),
+  );
+  return {
+    mode: body.machine_detection,
+    params,
+    async: body.async_amd,
+    ...(callback === undefined ? {} : { statusCallbackUrl: callback }),
+  };
 }
 
 export function callRoutes(t: RouteTable, d: RouteDeps): void {
@@ -81,12 +125,13 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       const account = authOf(ctx).account;
       // Numbers are stored, rated, matched and sent in E.164 (issue 17, item 5): `0712 345 678` is read with the
       // account's country; a string that is no number is a 400 naming the field and why.
-      const country = account.country ?? d.config.numbers?.defaultCountry ?? 'KE';
+      const country = account.country ?? d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
       const body = {
         ...parsed,
         to: e164Field(parsed.to, 'to', country),
         from: e164Field(parsed.from, 'from', country),
       };
+      const machineDetection = machineDetectionOf(body, d.config.webhooks);
       // Overload control first: a refusal costs nothing of the store and is not an idempotent result (a retry
       // after Retry-After places the call).
       const load = d.overload?.admitNewCall();
@@ -129,7 +174,10 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
           }),
         );
         try {
-          await d.calls.originate(call, { timeoutSeconds: body.timeout });
+          await d.calls.originate(call, {
+            timeoutSeconds: body.timeout,
+            ...(machineDetection ? { machineDetection } : {}),
+          });
         } catch (err) {
           // The engine could not even start dialling: the call ends at once (nothing was billed).
           await updateCall(
@@ -161,7 +209,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
   const hangupSpec = {
     summary: 'End a live call (idempotent)',
     ok: { status: 200, schema: S.CallOut },
-    errors: [400, 401, 404],
+    errors: [400, 401, 404, 503],
   };
   t.add({ method: 'post', path: '/api/calls/hangup', body: S.SidBody, ...hangupSpec }, async (ctx) =>
     hangup(ctx, (await parseBody(ctx, S.SidBody)).sid),
@@ -185,6 +233,28 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
       const call = await findCall(d.readDb, authOf(ctx).account.id, String(ctx.params.uuid));
       if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
       ctx.body = callOut(call);
+    },
+  );
+
+  t.add(
+    {
+      method: 'get',
+      path: '/api/calls/:uuid/events',
+      summary: "Beyond the spec: one call's events, oldest first (the call list's paging)",
+      query: S.CallEventListQuery,
+      ok: { status: 200, schema: S.CallEventListOut },
+      errors: [400, 401, 404],
+    },
+    async (ctx) => {
+      const q = parseQuery(ctx, S.CallEventListQuery);
+      const accountId = authOf(ctx).account.id;
+      const call = await findCall(d.readDb, accountId, String(ctx.params.uuid));
+      if (!call) throw notFound('Call', 'CALL_NOT_FOUND');
+      const [rows, total] = await Promise.all([
+        listCallEvents(d.readDb, accountId, call.id, q),
+        countCallEvents(d.readDb, accountId, call.id),
+      ]);
+      ctx.body = { events: rows.map(callEventOut), total, limit: q.limit, offset: q.offset };
     },
   );
 }

@@ -76,7 +76,7 @@ export function conferenceRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401],
     },
     async (ctx) => {
-      ctx.body = { conferences: control().list(authOf(ctx).account.id).map(conferenceOut) };
+      ctx.body = { conferences: (await control().list(authOf(ctx).account.id)).map(conferenceOut) };
     },
   );
 
@@ -96,7 +96,7 @@ export function conferenceRoutes(t: RouteTable, d: RouteDeps): void {
       },
       gone: 'Conference',
       run: async (_ctx, account, sid) => {
-        const c = control().find(account, sid);
+        const c = await control().find(account, sid);
         return c && conferenceOut(c);
       },
     },
@@ -109,7 +109,7 @@ export function conferenceRoutes(t: RouteTable, d: RouteDeps): void {
       },
       gone: 'Conference',
       run: async (_ctx, account, sid) => {
-        const list = control().participants(account, sid);
+        const list = await control().participants(account, sid);
         return list && { participants: list.map(participantOut) };
       },
     },
@@ -124,7 +124,7 @@ export function conferenceRoutes(t: RouteTable, d: RouteDeps): void {
       gone: 'Participant',
       run: async (ctx, account, sid) => {
         const body = await parseBody(ctx, ParticipantUpdateBody);
-        const p = control().update(account, sid, String(ctx.params.callSid), body);
+        const p = await control().update(account, sid, String(ctx.params.callSid), body);
         return p && participantOut(p);
       },
     },

@@ -61,7 +61,7 @@ export function queueRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401],
     },
     async (ctx) => {
-      ctx.body = { queues: queues().list(authOf(ctx).account.id).map(queueOut) };
+      ctx.body = { queues: (await queues().list(authOf(ctx).account.id)).map(queueOut) };
     },
   );
 
@@ -74,7 +74,7 @@ export function queueRoutes(t: RouteTable, d: RouteDeps): void {
       errors: [401, 404],
     },
     async (ctx) => {
-      const list = queues().members(authOf(ctx).account.id, nameOf(ctx));
+      const list = await queues().members(authOf(ctx).account.id, nameOf(ctx));
       if (!list) throw notFound('Queue', 'QUEUE_NOT_FOUND');
       ctx.body = { members: list.map(memberOut) };
     },
@@ -92,7 +92,7 @@ export function queueRoutes(t: RouteTable, d: RouteDeps): void {
     async (ctx) => {
       const { url } = await parseBody(ctx, DequeueBody);
       const callUuid = String(ctx.params.callUuid);
-      if (!queues().dequeueToUrl(authOf(ctx).account.id, nameOf(ctx), callUuid, url)) {
+      if (!(await queues().dequeueToUrl(authOf(ctx).account.id, nameOf(ctx), callUuid, url))) {
         throw notFound('Queue member', 'QUEUE_MEMBER_NOT_FOUND');
       }
       ctx.status = 204;

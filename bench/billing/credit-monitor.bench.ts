@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { CreditMonitor, RateBook, post, settleCall, type MonitorTimers } from '../../billing/index.js';
+import { CreditMonitor, RateBook, post, settleCall } from '../../billing/index.js';
+import type { Clock } from '../../kit/index.js';
 import { openDb, migrate, insertAccount, setRate } from '../../store/index.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-bench-billing-'));
@@ -15,14 +16,14 @@ await migrate(db);
 await setRate(db, 'outbound', 120, '254');
 
 let now = Date.parse('2026-01-01T00:00:00Z');
-const timers: MonitorTimers = { now: () => now, every: () => ({ cancel: () => undefined }) };
+const timers: Pick<Clock, 'now' | 'every'> = { now: () => now, every: () => ({ cancel: () => undefined }) };
 const rows: Array<Record<string, string | number>> = [];
 
 for (const n of [100, 1000, 5000]) {
   const monitor = new CreditMonitor({
     db,
-    rates: new RateBook(db, { now: () => now }),
-    timers,
+    rates: new RateBook(db, { clock: { now: () => now } }),
+    clock: timers,
     cut: () => undefined,
     emit: () => undefined,
     balanceRefreshMs: 1e12,

@@ -26,18 +26,21 @@ export interface ParticipantView {
   readonly joinedAt: string;
 }
 
+/** A value, or its promise: the API's view of rooms on other nodes is asynchronous (calls/node-routing.ts). */
+export type MaybeAsync<T> = T | Promise<T>;
+
 export interface ConferenceControl {
-  list(accountId: string): ConferenceView[];
-  find(accountId: string, sid: string): ConferenceView | undefined;
+  list(accountId: string): MaybeAsync<ConferenceView[]>;
+  find(accountId: string, sid: string): MaybeAsync<ConferenceView | undefined>;
   /** undefined: no such conference of the account. */
-  participants(accountId: string, sid: string): ParticipantView[] | undefined;
+  participants(accountId: string, sid: string): MaybeAsync<ParticipantView[] | undefined>;
   /** Mute/unmute, hold/unhold one participant; undefined: no such conference or participant. */
   update(
     accountId: string,
     sid: string,
     callSid: string,
     change: { muted?: boolean; hold?: boolean },
-  ): ParticipantView | undefined;
+  ): MaybeAsync<ParticipantView | undefined>;
   /** Removes a participant (its Dial ends and its document goes on); false: no such conference or participant. */
-  kick(accountId: string, sid: string, callSid: string): boolean;
+  kick(accountId: string, sid: string, callSid: string): MaybeAsync<boolean>;
 }

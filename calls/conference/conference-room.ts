@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventCodes } from '../../events/index.js';
+import type { Clock } from '../../kit/index.js';
 import { ConferenceMixer, type MixerParticipant, type RecordingResult } from '../../media/index.js';
 import type { ConferenceNoun } from '../../verbs/index.js';
 import type { ConferenceView, ParticipantView } from './conference-control.js';
@@ -59,11 +60,11 @@ export class ConferenceRoom {
   constructor(
     readonly accountId: string,
     readonly name: string,
-    readonly now: () => number,
+    readonly clock: Pick<Clock, 'now'>,
     /** Called once when the room ends (the registry forgets it and stops ticking its mixer). */
     readonly onEnd: (room: ConferenceRoom) => void,
   ) {
-    this.createdAt = now();
+    this.createdAt = clock.now();
   }
 
   get size(): number {
@@ -91,7 +92,7 @@ export class ConferenceRoom {
   /** The conference starts mixing: every waiting member stops hearing the wait audio and joins the mix. */
   async start(by: ConferenceCall): Promise<void> {
     if (this.started || this.ended) return;
-    this.startedAt = this.now();
+    this.startedAt = this.clock.now();
     for (const m of this.#members.values()) {
       m.waiting = false;
       m.stopWaitAudio?.();
@@ -120,7 +121,7 @@ export class ConferenceRoom {
     m.stopListening();
     m.stopWaitAudio?.();
     this.mixer.remove(m.call.id);
-    const seconds = Math.round((this.now() - m.joinedAt) / 1000);
+    const seconds = Math.round((this.clock.now() - m.joinedAt) / 1000);
     await m.call.emit(EventCodes.conferenceLeft, { ...this.#about(), reason, seconds });
     if (this.ended) return;
     if (m.noun.endConferenceOnExit || this.#members.size === 0) {
@@ -136,7 +137,7 @@ export class ConferenceRoom {
     this.ended = true;
     for (const other of [...this.#members.values()]) other.leave('conference-ended');
     this.onEnd(this);
-    const seconds = Math.round((this.now() - (this.startedAt ?? this.createdAt)) / 1000);
+    const seconds = Math.round((this.clock.now() - (this.startedAt ?? this.createdAt)) / 1000);
     await by.emit(EventCodes.conferenceEnded, { ...this.#about(), seconds });
   }
 

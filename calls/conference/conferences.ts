@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Logger } from '../../config/index.js';
+import type { Clock } from '../../kit/index.js';
 import { TickScheduler } from '../../media/index.js';
 import type { ConferenceControl, ConferenceView, ParticipantView } from './conference-control.js';
 import { ConferenceRoom, type Member, type ParticipantPort } from './conference-room.js';
@@ -7,7 +8,7 @@ import { ConferenceRoom, type Member, type ParticipantPort } from './conference-
 /** What the conferences of a process need from the rest of the switch (the engine wires them; fakes in tests). */
 export interface ConferencesDeps {
   log: Logger;
-  now: () => number;
+  clock: Pick<Clock, 'now'>;
   /** The caller's audio port of a call the platform answered (MediaService.audioPort on the caller's leg). */
   port(callId: string): ParticipantPort;
   /** Plays an audio URL to the caller once; resolves when played or stopped by `signal`. */
@@ -37,7 +38,7 @@ export class Conferences implements ConferenceControl {
     const key = `${accountId}\u0000${name}`;
     const existing = this.#rooms.get(key);
     if (existing && !existing.ended) return existing;
-    const room = new ConferenceRoom(accountId, name, this.d.now, (r) => {
+    const room = new ConferenceRoom(accountId, name, this.d.clock, (r) => {
       if (this.#rooms.get(key) === r) this.#rooms.delete(key);
       this.scheduler.remove(r.mixer);
       void this.#finishRecording(r);

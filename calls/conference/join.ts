@@ -50,7 +50,7 @@ export async function joinConference(
     call,
     noun,
     voice,
-    joinedAt: d.now(),
+    joinedAt: d.clock.now(),
     hold: false,
     waiting: !room.started,
     leave: (reason) => leave(reason),
@@ -73,7 +73,7 @@ export async function joinConference(
     else if (noun.beepOnEnter) room.beep();
     const reason = await left;
     await room.remove(member, reason);
-    return { status: 'completed', durationSeconds: Math.round((d.now() - member.joinedAt) / 1000) };
+    return { status: 'completed', durationSeconds: Math.round((d.clock.now() - member.joinedAt) / 1000) };
   } finally {
     signal.removeEventListener('abort', onAbort);
     clearTimeout(limit);

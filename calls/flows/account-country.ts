@@ -1,11 +1,12 @@
+import { DEFAULT_COUNTRY } from '../../config/index.js';
 import { normalise, NumberFormatError, type NumberErrorCode } from '../../numbers/index.js';
 import { getAccountSettings } from '../../store/index.js';
 import type { FlowDeps } from './flow-deps.js';
 
-/** The country an account's national numbers are read with: its own, else numbers.defaultCountry (KE). */
+/** The country an account's national numbers are read with: its own, else numbers.defaultCountry. */
 export async function accountCountry(d: FlowDeps, accountId: string): Promise<string> {
   const account = await getAccountSettings(d.db, accountId);
-  return account.country ?? d.config.numbers?.defaultCountry ?? 'KE';
+  return account.country ?? d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
 }
 
 /** A number a verb document gave (Dial), in E.164 for the account's country, or the reason it is none. */

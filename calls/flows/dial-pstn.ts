@@ -44,7 +44,8 @@ export class TrunkSilentError extends SipError {
  *   a 503 with Retry-After also holds that trunk down for that many seconds (every call skips it meanwhile);
  * - any other final answer (404, 480, 486, 603 ...) concerns the callee and ends the leg with its own reason;
  * - answered, canceled by the caller, or out of time ends it too.
- * Each attempt is a ROUTE.0100 event: `{ attempt, trunk, status, outcome, failover, why }`.
+ * Each attempt is a ROUTE.0100 event: `{ attempt, trunk, sipStatus, outcome, failover, why }`; the SIP status is
+ * not named `status`, which a status callback's call snapshot (the call's own status) would overwrite.
  */
 export async function dialPstn(d: FlowDeps, o: DialPstnOptions): Promise<DialPstnOutcome> {
   const plan = o.plan ?? (await d.sip.trunks.outboundPlan(o.number, { emergency: o.emergency }));
@@ -62,7 +63,7 @@ export async function dialPstn(d: FlowDeps, o: DialPstnOptions): Promise<DialPst
     await o.onAttempt?.(EventCodes.routeAttempt, {
       attempt: i + 1,
       trunk: route.trunk.name,
-      status,
+      sipStatus: status,
       outcome: outcome.ok ? 'answered' : outcome.noAnswer ? 'no-answer' : describe(outcome.error),
       failover: failover && i + 1 < plan.targets.length,
       ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }),

@@ -1,3 +1,4 @@
+import { secondsUp } from '../../billing/index.js';
 import { EventCodes, ReasonCodes } from '../../events/index.js';
 import { SipError } from '../../sip/stack/index.js';
 import { findActiveNumberOf } from '../../store/index.js';
@@ -170,9 +171,12 @@ async function bridge(
   await bridged.close();
   // The bridge died with the media engine: the dialled leg ends and is billed as the caller's call is.
   const mediaFailedAt = call.mediaFailedAt;
-  if (mediaFailedAt === undefined) await won.child?.end(ReasonCodes.normalHangup);
-  else await won.child?.end(ReasonCodes.mediaFailure, mediaFailedAt);
-  const seconds = Math.round((Date.now() - answeredAt) / 1000);
+  const leg =
+    mediaFailedAt === undefined
+      ? await won.child?.end(ReasonCodes.normalHangup)
+      : await won.child?.end(ReasonCodes.mediaFailure, mediaFailedAt);
+  // DialCallDuration is the leg's talk time on its own CDR where it has one, else the same rounding (up).
+  const seconds = leg?.talk_seconds ?? secondsUp(answeredAt, mediaFailedAt ?? Date.now());
   await backToIvr(d, call, o);
   return { result: { status: 'completed', durationSeconds: seconds } };
 }

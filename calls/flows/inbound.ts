@@ -1,4 +1,5 @@
 import { AdmissionRefusedError } from '../../billing/index.js';
+import { DEFAULT_COUNTRY } from '../../config/index.js';
 import { NumberFormatError, normalise } from '../../numbers/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
@@ -20,7 +21,7 @@ import { uasLeg } from './uas-leg.js';
  * read with the platform's country (numbers.defaultCountry). What is no number of that plan keeps the old reading
  * (its digits after a `+`), which then matches no DID.
  */
-export function didFromRequest(req: SipRequest, country = 'KE'): string {
+export function didFromRequest(req: SipRequest, country = DEFAULT_COUNTRY): string {
   const user = safeDecode((req.uri as { user?: string }).user ?? '');
   try {
     return normalise(user, country);
@@ -32,7 +33,7 @@ export function didFromRequest(req: SipRequest, country = 'KE'): string {
 }
 
 /** The caller's number in E.164 when it is one (national forms included); else as the carrier sent it. */
-export function callerFromRequest(req: SipRequest, country = 'KE'): string {
+export function callerFromRequest(req: SipRequest, country = DEFAULT_COUNTRY): string {
   const from = req.headers.get('from') ?? '';
   const m = /sips?:([^@;>]+)@/.exec(from) ?? /tel:([^;>]+)/.exec(from);
   if (!m) return 'anonymous';
@@ -66,7 +67,7 @@ export async function runInbound(
   srv: Responder,
   trunk: TrunkRow,
 ): Promise<void> {
-  const country = d.config.numbers?.defaultCountry ?? 'KE';
+  const country = d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
   const did = didFromRequest(req, country);
   const caller = callerFromRequest(req, country);
   const number = await findNumberByE164Cached(d.db, did);

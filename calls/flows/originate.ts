@@ -3,13 +3,20 @@ import { SipCanceledError, SipError } from '../../sip/stack/index.js';
 import type { FlowDeps } from './flow-deps.js';
 import { dialPstn, NoRouteError } from './dial-pstn.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
+import { UrlPolicy } from '../../kit/index.js';
+import { detectAnsweredBy, reportMachineDetection, type MachineDetectionRequest } from '../machine-detection.js';
 
 /**
  * API-originated call (spec: POST /api/calls/originate): dial `to` through the carrier trunk presenting the
  * owned DID `from`; ring for at most `timeout` seconds; on answer fetch verbs from the call's `url`.
  * The platform is the caller's other end: rtpengine anchors the callee against our IVR endpoint.
  */
-export async function runOriginate(d: FlowDeps, call: LiveCall, timeoutSeconds: number): Promise<void> {
+export async function runOriginate(
+  d: FlowDeps,
+  call: LiveCall,
+  timeoutSeconds: number,
+  machineDetection?: MachineDetectionRequest,
+): Promise<void> {
   const row = call.row;
   const cancel = new AbortController();
   call.onEnd(() => cancel.abort()); // an API hangup while ringing CANCELs the INVITE
@@ -33,10 +40,34 @@ export async function runOriginate(d: FlowDeps, call: LiveCall, timeoutSeconds: 
     await d.media.completeIvr(row.id, CALLER_LEG, leg.dialog.remoteSdp ?? '');
     call.attachDialog(leg.dialog);
     await call.answered();
+    if (machineDetection) {
+      // Synchronous: the call-control request waits for the verdict and carries it; async: the document runs now.
+      const detection = detectMachine(d, call, machineDetection, cancel.signal);
+      if (!machineDetection.async) await detection;
+      if (call.isEnding) return;
+    }
     await call.runVerbs({ url: row.webhook_url ?? '' });
   } catch (e) {
     d.log.error({ err: e, call: row.sid }, 'originate failed');
     await call.end(ReasonCodes.carrierFailure);
+  }
+}
+
+/** Detects who answered and reports it (the call row, AMD.0200, the async callback); never throws. */
+async function detectMachine(
+  d: FlowDeps,
+  call: LiveCall,
+  request: MachineDetectionRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    const result = await detectAnsweredBy(d.media, call.row.id, CALLER_LEG, request, signal);
+    if (!result || call.isEnding) return;
+    const { allowPrivate, allowNetworks } = d.config.webhooks;
+    const urlPolicy = new UrlPolicy({ allowPrivate, allow: allowNetworks ?? [] });
+    await reportMachineDetection({ db: d.db, log: d.log, urlPolicy }, call.life, request, result);
+  } catch (e) {
+    d.log.error({ err: e, call: call.row.sid }, 'machine detection failed');
   }
 }
 

@@ -72,10 +72,11 @@ export interface QueueEvents {
 }
 
 /** What the REST API reads and does with the queues (api/routes/queues.ts). */
+/** The API's view of queues; asynchronous where it spans nodes (calls/node-routing.ts). */
 export interface QueueDirectory {
-  list(accountId: string): QueueInfo[];
-  members(accountId: string, name: string): QueueMemberInfo[] | undefined;
-  dequeueToUrl(accountId: string, name: string, callId: string | 'front', url: string): boolean;
+  list(accountId: string): QueueInfo[] | Promise<QueueInfo[]>;
+  members(accountId: string, name: string): QueueMemberInfo[] | undefined | Promise<QueueMemberInfo[] | undefined>;
+  dequeueToUrl(accountId: string, name: string, callId: string | 'front', url: string): boolean | Promise<boolean>;
 }
 
 export class QueueRegistry implements QueueDirectory {

@@ -13,5 +13,5 @@ export interface TransferDeps extends FlowDeps {
    * Opens the CDR of the transferred party's new leg (`parent_call_id` = the call transferred) and has the engine
    * hold it, so a billing cut of the leg ends the call it belongs to (`parent.end`).
    */
-  openLeg(parent: TransferableBridge, call: Omit<NewCall, 'parent_call_id'>): Promise<ChildLeg>;
+  openLeg(parent: TransferableBridge, call: Omit<NewCall, 'parent_call_id' | 'parent_call_sid'>): Promise<ChildLeg>;
 }

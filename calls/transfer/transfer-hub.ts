@@ -1,10 +1,6 @@
-import type { ReasonCode } from '../../events/index.js';
-import { insertCall, nowIso, type NewCall } from '../../store/index.js';
-import type { CallBilling } from '../call-billing.js';
-import { ChildLeg } from '../child-leg.js';
+import type { ChildLegs } from '../child-leg.js';
 import type { EndUserLocator } from '../flows/end-user.js';
 import type { FlowDeps } from '../flows/flow-deps.js';
-import { CallLifecycle } from '../lifecycle.js';
 import type { EndUserIdentity } from '../../sip/index.js';
 import type { Responder, SipRequest } from '../../sip/stack/index.js';
 import { inviteWithReplaces } from './replaces-invite.js';
@@ -24,16 +20,14 @@ export interface BridgeSource {
  */
 export class CallTransfers {
   readonly #ctx: TransferContext | undefined;
-  /** New legs by their own call id -> the bridge they are part of. */
-  readonly #legs = new Map<string, TransferableBridge>();
 
-  constructor(deps: FlowDeps & { locator?: EndUserLocator; billing?: CallBilling }, source: BridgeSource) {
+  constructor(deps: FlowDeps & { locator?: EndUserLocator }, source: BridgeSource, childLegs: ChildLegs) {
     const locator = deps.locator;
     // Without a location service there are no phones to transfer to (nor from).
     this.#ctx = locator && {
       ...deps,
       locator,
-      openLeg: (parent, call) => this.#openLeg(deps, parent, call),
+      openLeg: (parent, call) => childLegs.open(parent, call, false),
       findBridge: (accountId, match) => {
         for (const bridge of source.bridges()) {
           // An emergency call is never moved nor taken over (its other leg is the PSAP's).
@@ -57,28 +51,5 @@ export class CallTransfers {
   async replace(req: SipRequest, srv: Responder, who: EndUserIdentity): Promise<void> {
     if (!this.#ctx) return void srv.send(501);
     await inviteWithReplaces(this.#ctx, req, srv, who);
-  }
-
-  async #openLeg(
-    deps: FlowDeps & { billing?: CallBilling },
-    parent: TransferableBridge,
-    call: Omit<NewCall, 'parent_call_id'>,
-  ): Promise<ChildLeg> {
-    const row = await insertCall(deps.db, { ...call, parent_call_id: parent.life.row.id, started_at: nowIso() });
-    const life = new CallLifecycle({ db: deps.db, events: deps.events, log: deps.log }, row);
-    this.#legs.set(row.id, parent);
-    void life.ended.then(() => this.#legs.delete(row.id));
-    return new ChildLeg(life, deps.billing);
-  }
-
-  /** A billing cut of a transfer's new leg ends the call it is part of; false when `callId` is no such leg. */
-  cut(callId: string, reason: ReasonCode): boolean {
-    const bridge = this.#legs.get(callId);
-    if (bridge) void bridge.end(reason);
-    return bridge !== undefined;
-  }
-
-  has(callId: string): boolean {
-    return this.#legs.has(callId);
   }
 }

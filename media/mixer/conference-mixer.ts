@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { decodeTable, encodeTableFor, type G711PayloadType } from './pcm-tables.js';
+import { decodeTable, encodeTableFor, type G711PayloadType } from '../g711.js';
 import { SampleRing } from './sample-ring.js';
 
 /** 20 ms at 8 kHz: one RTP packet of G.711 (RFC 3551 section 4.5.14). */

@@ -38,7 +38,7 @@ export class SampleRing {
     return this.#size;
   }
 
-  /** Appends encoded G.711 bytes, decoding each through `table` (pcm-tables.ts). */
+  /** Appends encoded G.711 bytes, decoding each through `table` (media/g711.ts). */
   writeEncoded(payload: Uint8Array, table: Int16Array): void {
     const n = payload.length;
     for (let i = 0; i < n; i += 1) this.#push(table[payload[i]!]!);

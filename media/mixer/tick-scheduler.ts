@@ -13,7 +13,7 @@ export interface TickSchedulerOptions {
   /** A tick this much behind its due time sends late packets (a receiver's jitter buffer is about one frame). */
   lateMs?: number;
   /** Monotonic milliseconds (performance.now by default). */
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   timers?: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
 }
 
@@ -47,7 +47,7 @@ const MAX_CATCH_UP = 5;
 export class TickScheduler {
   readonly #period: number;
   readonly #late: number;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #timers: Pick<Clock, 'setTimeout' | 'clearTimeout'>;
   readonly #members = new Set<Tickable>();
   #list: Tickable[] = [];
@@ -66,7 +66,7 @@ export class TickScheduler {
   constructor(opts: TickSchedulerOptions = {}) {
     this.#period = opts.periodMs ?? 20;
     this.#late = opts.lateMs ?? 20;
-    this.#now = opts.now ?? (() => performance.now());
+    this.#clock = opts.clock ?? { now: () => performance.now() };
     this.#timers = opts.timers ?? systemClock;
   }
 
@@ -79,7 +79,7 @@ export class TickScheduler {
     this.#members.add(member);
     this.#list = [...this.#members];
     if (this.#timer === undefined) {
-      this.#start = this.#now();
+      this.#start = this.#clock.now();
       this.#n = 0;
       this.#schedule();
     }
@@ -123,11 +123,11 @@ export class TickScheduler {
 
   #schedule(): void {
     const due = this.#start + this.#n * this.#period;
-    this.#timer = this.#timers.setTimeout(() => this.#run(), Math.max(0, due - this.#now()));
+    this.#timer = this.#timers.setTimeout(() => this.#run(), Math.max(0, due - this.#clock.now()));
   }
 
   #run(): void {
-    const now = this.#now();
+    const now = this.#clock.now();
     const behind = Math.floor((now - this.#start) / this.#period) - this.#n;
     if (behind > MAX_CATCH_UP) {
       const skipped = behind - MAX_CATCH_UP;
@@ -137,7 +137,7 @@ export class TickScheduler {
       for (const m of this.#list) this.#latePackets += skipped * m.size;
     }
     // Every tick that is due by now runs, oldest first.
-    while (this.#start + this.#n * this.#period <= this.#now()) {
+    while (this.#start + this.#n * this.#period <= this.#clock.now()) {
       this.#tickOnce(this.#start + this.#n * this.#period);
       this.#n += 1;
     }
@@ -146,7 +146,7 @@ export class TickScheduler {
   }
 
   #tickOnce(due: number): void {
-    const began = this.#now();
+    const began = this.#clock.now();
     const lag = began - due;
     this.#lag[Math.min(BUCKETS - 1, Math.max(0, Math.floor(lag / BUCKET_MS)))]! += 1;
     if (lag > this.#lagMax) this.#lagMax = lag;
@@ -157,7 +157,7 @@ export class TickScheduler {
       packets += m.size;
       m.tick();
     }
-    const work = this.#now() - began;
+    const work = this.#clock.now() - began;
     this.#work += work;
     if (work > this.#workMax) this.#workMax = work;
     this.#ticks += 1;

@@ -99,17 +99,18 @@ const userKey = (account: string | undefined, user: string | undefined): string 
  * before checking a password.
  */
 export class SecurityGate {
-  readonly settings: SecuritySettings;
+  settings: SecuritySettings;
+  #input: SecuritySettingsInput;
   readonly #clock: SecurityClock;
   readonly #log: Logger;
   readonly #bans: BanList;
   #trusted: TrustedAddresses;
   readonly #scanners: ScannerUserAgents;
-  readonly #floods: RateWindows;
-  readonly #scannerHits: RateWindows | undefined;
+  #floods: RateWindows;
+  #scannerHits: RateWindows | undefined;
   readonly #scannerCounts: GenerationalMap<{ count: number; last: number }>;
-  readonly #sourceFailures: RateWindows;
-  readonly #userFailures: RateWindows;
+  #sourceFailures: RateWindows;
+  #userFailures: RateWindows;
   readonly #lockedUntil = new Map<string, number>();
   #registrations: RegistrationLookup | undefined;
   readonly #timers: Array<{ cancel(): void }> = [];
@@ -130,6 +131,7 @@ export class SecurityGate {
   };
 
   constructor(opts: SecurityGateOptions = {}) {
+    this.#input = opts.settings ?? {};
     const s = (this.settings = resolveSettings(opts.settings));
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger ?? roomLogger('sip').child({ module: 'security' });
@@ -137,28 +139,27 @@ export class SecurityGate {
     this.#bans = new BanList({ store: opts.store, log: this.#log, maxBans: s.limits.maxBans });
     this.#trusted = new TrustedAddresses(s.trustedAddresses);
     this.#scanners = new ScannerUserAgents(s.scanners.userAgents);
-    const maxKeys = s.limits.maxTrackedSources;
-    this.#scannerCounts = new GenerationalMap(maxKeys);
-    this.#floods = new RateWindows({ limit: s.flood.maxRequests, windowMs: s.flood.windowSeconds * 1000, maxKeys });
-    // Scanner requests are counted for an hour; `banAfter` of them inside it bans the source.
-    this.#scannerHits =
-      s.scanners.banAfter > 1
-        ? new RateWindows({ limit: s.scanners.banAfter - 1, windowMs: 3_600_000, maxKeys })
-        : undefined;
-    this.#sourceFailures = new RateWindows({
-      limit: s.auth.maxFailuresPerSource,
-      windowMs: s.auth.sourceWindowSeconds * 1000,
-      maxKeys,
-    });
-    this.#userFailures = new RateWindows({
-      limit: s.auth.maxFailuresPerUser,
-      windowMs: s.auth.userWindowSeconds * 1000,
-      maxKeys: s.limits.maxTrackedUsers,
-    });
+    this.#scannerCounts = new GenerationalMap(s.limits.maxTrackedSources);
+    [this.#floods, this.#scannerHits, this.#sourceFailures, this.#userFailures] = windowsOf(s);
     this.#timers.push(this.#clock.every(s.sweepSeconds * 1000, () => this.sweep()));
     if (opts.store) {
       this.#timers.push(this.#clock.every(s.pollSeconds * 1000, () => void this.syncBans()));
     }
+  }
+
+  /**
+   * New limits for floods, failed authentications and scanners (a configuration reload): their counts start
+   * afresh; bans and locked credentials in force stay. The sweep and poll intervals and table sizes keep theirs.
+   */
+  reconfigure(input: SecuritySettingsInput): void {
+    this.#input = {
+      ...this.#input,
+      flood: { ...this.#input.flood, ...input.flood },
+      auth: { ...this.#input.auth, ...input.auth },
+      scanners: { ...this.#input.scanners, ...input.scanners },
+    };
+    this.settings = resolveSettings(this.#input);
+    [this.#floods, this.#scannerHits, this.#sourceFailures, this.#userFailures] = windowsOf(this.settings);
   }
 
   /** Judges one incoming request. 'drop' means: send nothing back, spend nothing more on it. */
@@ -396,4 +397,22 @@ export class SecurityGate {
     }
     this.#scannerCounts.set(key, { count: 1, last: now });
   }
+}
+
+/** The counting windows of floods, scanner requests, and failed authentications per source and per user. */
+function windowsOf(s: SecuritySettings): [RateWindows, RateWindows | undefined, RateWindows, RateWindows] {
+  const maxKeys = s.limits.maxTrackedSources;
+  return [
+    new RateWindows({ limit: s.flood.maxRequests, windowMs: s.flood.windowSeconds * 1000, maxKeys }),
+    // Scanner requests are counted for an hour; `banAfter` of them inside it bans the source.
+    s.scanners.banAfter > 1
+      ? new RateWindows({ limit: s.scanners.banAfter - 1, windowMs: 3_600_000, maxKeys })
+      : undefined,
+    new RateWindows({ limit: s.auth.maxFailuresPerSource, windowMs: s.auth.sourceWindowSeconds * 1000, maxKeys }),
+    new RateWindows({
+      limit: s.auth.maxFailuresPerUser,
+      windowMs: s.auth.userWindowSeconds * 1000,
+      maxKeys: s.limits.maxTrackedUsers,
+    }),
+  ];
 }

@@ -67,7 +67,14 @@ export { bearerToken, verifyBearer, bearerChallenge, type BearerVerifier } from 
 export * from './errors.js';
 export { ManualClock, systemClock, type Clock, type TimerHandle } from './clock.js';
 export type { Logger } from './logger.js';
-export type { ListenOptions, Target, ConnectionLimits, SourceAdmission } from './transport/index.js';
+export type {
+  ListenOptions,
+  Target,
+  ConnectionLimits,
+  SourceAdmission,
+  MessageTap,
+  TappedMessage,
+} from './transport/index.js';
 export { DEFAULT_CONNECTION_LIMITS } from './transport/index.js';
 export {
   parseMessage,

@@ -24,6 +24,12 @@ import * as m026 from './026-operator-audit-seq.js';
 import * as m027 from './027-calls-search-batched.js';
 import * as m030 from './030-account-live-calls.js';
 import * as m031 from './031-change-notify.js';
+import * as m032 from './032-call-parent-sid.js';
+import * as m033 from './033-topup-ledger-index.js';
+import * as m034 from './034-nodes.js';
+import * as m035 from './035-calls-answered-by.js';
+import * as m036 from './036-call-admissions.js';
+import * as m037 from './037-node-messages.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -56,6 +62,12 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['027-calls-search-batched', m027],
   ['030-account-live-calls', m030],
   ['031-change-notify', m031],
+  ['032-call-parent-sid', m032],
+  ['033-topup-ledger-index', m033],
+  ['034-nodes', m034],
+  ['035-calls-answered-by', m035],
+  ['036-call-admissions', m036],
+  ['037-node-messages', m037],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -39,7 +39,7 @@ describe('api abuse: per-key rate limit', function () {
 
   before(async () => {
     // 2 requests/s sustained, burst 4, on a clock the test moves.
-    const rateLimiter = new RequestRateLimiter({ ratePerSecond: 2, burst: 4, now: () => clock });
+    const rateLimiter = new RequestRateLimiter({ ratePerSecond: 2, burst: 4, clock: { now: () => clock } });
     h = await ApiHarness.start(sqliteDb, { rateLimiter });
     t = await h.tenant('Limited', 1_000_000, DID);
     other = await h.tenant('Other', 0);
@@ -120,7 +120,7 @@ describe('api abuse: per-key rate limit', function () {
 
   it('Retry-After grows with the wait and is never 0', () => {
     let now = 0;
-    const slow = new RequestRateLimiter({ ratePerSecond: 0.1, burst: 1, now: () => now });
+    const slow = new RequestRateLimiter({ ratePerSecond: 0.1, burst: 1, clock: { now: () => now } });
     assert.deepEqual(slow.take('k'), { ok: true });
     assert.deepEqual(slow.take('k'), { ok: false, retryAfterSeconds: 10 });
     now += 9_001;
@@ -131,7 +131,7 @@ describe('api abuse: per-key rate limit', function () {
 
   it('memory is bounded: idle buckets are dropped, and at most maxBuckets are kept', () => {
     let now = 0;
-    const l = new RequestRateLimiter({ ratePerSecond: 10, burst: 20, now: () => now, maxBuckets: 50 });
+    const l = new RequestRateLimiter({ ratePerSecond: 10, burst: 20, clock: { now: () => now }, maxBuckets: 50 });
     for (let i = 0; i < 1000; i++) l.take(`key-${i}`);
     assert.ok(l.size <= 50, `size ${l.size}`);
     now += 2_000; // every bucket has refilled to full: it carries no state any more

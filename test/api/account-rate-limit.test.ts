@@ -13,8 +13,8 @@ describe("api abuse: per-account rate limit over all of an account's keys", func
 
   before(async () => {
     // Per key: 2/s, burst 4. Per account: 3/s, burst 6. On a clock the test moves.
-    const rateLimiter = new RequestRateLimiter({ ratePerSecond: 2, burst: 4, now: () => clock });
-    const accountRateLimiter = new RequestRateLimiter({ ratePerSecond: 3, burst: 6, now: () => clock });
+    const rateLimiter = new RequestRateLimiter({ ratePerSecond: 2, burst: 4, clock: { now: () => clock } });
+    const accountRateLimiter = new RequestRateLimiter({ ratePerSecond: 3, burst: 6, clock: { now: () => clock } });
     h = await ApiHarness.start(sqliteDb, { rateLimiter, accountRateLimiter });
     t = await h.tenant('Many keys', 0);
     other = await h.tenant('Neighbour', 0);

@@ -38,7 +38,7 @@ for (const kind of BOTH_DBS) {
 
     it('a write through the store invalidates anchors and totals at once', async () => {
       let now = 0;
-      const cache = new CallListCache(db, { maxEntries: 100, now: () => now, stride: 25 });
+      const cache = new CallListCache(db, { maxEntries: 100, clock: { now: () => now }, stride: 25 });
       const f = { accountId };
       const before = await cache.total(f);
       const page = (await cache.page(f, 5, 100)).map((c) => c.id);
@@ -71,7 +71,7 @@ for (const kind of BOTH_DBS) {
 
     it('a page asked for again comes from memory until a call of the account is written or the TTL passes', async () => {
       let now = 0;
-      const cache = new CallListCache(db, { maxEntries: 100, now: () => now, stride: 25, pageTtlMs: 1000 });
+      const cache = new CallListCache(db, { maxEntries: 100, clock: { now: () => now }, stride: 25, pageTtlMs: 1000 });
       const f = { accountId, status: 'completed' as const };
       const first = await cache.page(f, 5, 0);
       const again = await cache.page(f, 5, 0);
@@ -94,7 +94,7 @@ for (const kind of BOTH_DBS) {
 
     it('a write by another process is seen once the TTL has passed', async () => {
       let now = 0;
-      const cache = new CallListCache(db, { maxEntries: 100, now: () => now, stride: 25 });
+      const cache = new CallListCache(db, { maxEntries: 100, clock: { now: () => now }, stride: 25 });
       const f = { accountId, direction: 'outbound' as const };
       const n = await cache.total(f);
       // A write that does not go through this module (another process): the generation does not move.

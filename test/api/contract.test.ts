@@ -641,7 +641,7 @@ describe('api contract (every endpoint, statuses and full shapes)', function () 
       const tx = await h.req('GET', '/api/wallet/transactions/', { key: acct.key });
       assert.equal(tx.status, 200);
       assert.equal(tx.body.length, 1);
-      SH.assertShape(tx.body[0], SH.TRANSACTION);
+      SH.assertShape(tx.body[0], SH.TRANSACTION, SH.TRANSACTION_BEYOND_SPEC);
       assert.deepEqual(
         {
           direction: tx.body[0].direction,

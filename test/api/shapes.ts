@@ -32,7 +32,13 @@ export const CALL: Shape = {
   ended_at: SN,
   created_at: S,
 };
-export const CALL_OPTIONAL: Shape = { customPayload: ['object', 'null'], custom_payload: ['object', 'null'] };
+export const CALL_OPTIONAL: Shape = {
+  customPayload: ['object', 'null'],
+  custom_payload: ['object', 'null'],
+  // Beyond the spec (docs/api.md "Calls"): the call a leg belongs to.
+  parent_call_uuid: SN,
+  parent_call_sid: SN,
+};
 export const NUMBER: Shape = {
   uuid: S,
   number: S,
@@ -63,6 +69,8 @@ export const SECRET: Shape = { signing_secret: S };
 export const API_KEY: Shape = { uuid: S, name: S, prefix: S, is_active: B, last_used_at: SN, created_at: S };
 export const BALANCE: Shape = { balance: S, currency: S };
 export const TRANSACTION: Shape = { uuid: S, direction: S, kind: S, amount: S, balance_before: S, created_at: S };
+/** Beyond the spec (docs/api.md "Wallet transactions"): the provider's side of a mobile-money top-up. */
+export const TRANSACTION_BEYOND_SPEC: Shape = { provider: SN, receipt: SN, reference: SN };
 export const END_USER: Shape = {
   uuid: S,
   email: S,

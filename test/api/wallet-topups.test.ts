@@ -126,6 +126,29 @@ for (const kind of BOTH_DBS) {
       assert.equal(debit[0].direction, 'debit');
     });
 
+    it("the transactions list shows the provider's receipt on a top-up and on its reversal; other rows none", async () => {
+      const t = await h.tenant('Receipts', 5000); // a credit posted without a provider
+      const r = receipt();
+      const own = receipt();
+      assert.equal((await mm.send(mm.payment(t.accountId, r, '300.00'))).status, 200);
+      assert.equal((await mm.send(mm.reversal(r, own, '300.00'))).status, 200);
+      const list = await h.req('GET', '/api/wallet/transactions', { key: t.key });
+      assert.equal(list.status, 200, list.text);
+      const seen = list.body.map((x: Record<string, unknown>) => [
+        x.kind,
+        x.direction,
+        x.amount,
+        x.provider,
+        x.receipt,
+        x.reference,
+      ]);
+      assert.deepEqual(seen, [
+        ['adjustment', 'debit', '300.00', 'mpesa', r, own],
+        ['topup', 'credit', '300.00', 'mpesa', r, null],
+        ['topup', 'credit', '50.00', null, null, null],
+      ]);
+    });
+
     it('a reversal of a spent payment takes the balance to zero, never below, and says what it recovered', async () => {
       const t = await h.tenant('Spender', 0);
       const r = receipt();

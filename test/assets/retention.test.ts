@@ -52,7 +52,13 @@ for (const kind of BOTH_DBS)
       const deleted = await recording('deleted', { expires_at: '2026-09-01T00:00:00.000Z', deleted: true });
       const kept = await recording('kept', { expires_at: '2026-06-01T12:00:01.000Z' });
       const forever = await recording('forever', { expires_at: null });
-      const job = new RecordingRetention({ db, dataDir, log: roomLogger('calls'), now: () => now, batchSize: 1 });
+      const job = new RecordingRetention({
+        db,
+        dataDir,
+        log: roomLogger('calls'),
+        clock: { now: () => now.getTime() },
+        batchSize: 1,
+      });
       assert.equal(await job.runOnce(), 2);
       for (const r of [expired, deleted]) {
         assert.equal(existsSync(r.file), false);
@@ -78,7 +84,12 @@ for (const kind of BOTH_DBS)
         storage_path: outside,
         expires_at: '2020-01-01T00:00:00.000Z',
       });
-      const job = new RecordingRetention({ db, dataDir, log: roomLogger('calls'), now: () => now });
+      const job = new RecordingRetention({
+        db,
+        dataDir,
+        log: roomLogger('calls'),
+        clock: { now: () => now.getTime() },
+      });
       assert.equal(await job.runOnce(), 1);
       assert.ok(existsSync(outside));
       assert.ok((await db('recordings').where({ id: r.id }).first()).media_deleted_at);

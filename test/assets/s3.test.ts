@@ -78,23 +78,31 @@ describe('assets on an S3-compatible backend (s3rver)', function () {
     assert.equal(existsSync(cached), false, 'and its cached copy');
   });
 
+  /** The credentials and request of the AWS documentation's example (GET Object with a Range header). */
+  const awsExample = {
+    bucket: 'examplebucket',
+    region: 'us-east-1',
+    accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
+    secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+  };
+  const awsExampleRequest = [
+    'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    new Date('2013-05-24T00:00:00Z'),
+    { Range: 'bytes=0-9' },
+  ] as const;
+
   // s3rver checks the access key id of a SigV4 request but not its signature, so the signer is checked against
   // the published example instead (AWS S3 API reference, "Signature Calculations for the Authorization Header:
   // Transferring Payload in a Single Chunk", Example: GET Object).
-  it('SigV4 signing matches the AWS documentation example (GET Object with a Range header)', () => {
+  it('SigV4 signing matches the AWS documentation example (GET Object with a Range header)', async () => {
     const client = new S3Client({
       endpoint: 'https://examplebucket.s3.amazonaws.com',
-      bucket: 'examplebucket',
-      region: 'us-east-1',
-      accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
-      secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+      ...awsExample,
     });
-    const headers = client.sign(
+    const headers = await client.sign(
       'GET',
       new URL('https://examplebucket.s3.amazonaws.com/test.txt'),
-      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-      new Date('2013-05-24T00:00:00Z'),
-      { Range: 'bytes=0-9' },
+      ...awsExampleRequest,
     );
     assert.equal(
       headers.authorization,
@@ -103,6 +111,32 @@ describe('assets on an S3-compatible backend (s3rver)', function () {
         'Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41',
     );
     assert.equal(headers['x-amz-date'], '20130524T000000Z');
+  });
+
+  it('virtual-hosted style puts the bucket in the host name, and signs it as the AWS example does', async () => {
+    const client = new S3Client({
+      endpoint: 'https://s3.amazonaws.com',
+      ...awsExample,
+      virtualHostedStyle: true,
+    });
+    const url = client.objectUrl('test.txt');
+    assert.equal(url.href, 'https://examplebucket.s3.amazonaws.com/test.txt');
+    const headers = await client.sign('GET', url, ...awsExampleRequest);
+    assert.match(headers.authorization!, /Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41$/);
+    assert.equal(
+      new S3Client({ endpoint: 'http://127.0.0.1:9000', ...creds }).objectUrl('a b/c.wav').href,
+      'http://127.0.0.1:9000/simu-assets/a%20b/c.wav',
+    );
+  });
+
+  it('temporary credentials send their session token, signed, and the server takes the request', async () => {
+    const client = new S3Client({ endpoint, ...creds, sessionToken: 'FQoGZXIvYXdzEXAMPLETOKEN' });
+    const headers = await client.sign('GET', client.objectUrl('x.wav'), 'UNSIGNED-PAYLOAD', new Date());
+    assert.equal(headers['x-amz-security-token'], 'FQoGZXIvYXdzEXAMPLETOKEN');
+    assert.match(headers.authorization!, /SignedHeaders=[^,]*x-amz-security-token/);
+    await client.putObject('tokens/x.wav', Buffer.from('RIFF'));
+    assert.deepEqual(await client.getObject('tokens/x.wav'), Buffer.from('RIFF'));
+    await client.deleteObject('tokens/x.wav');
   });
 
   it('an unknown access key is refused by the server (S3Error 403)', async () => {

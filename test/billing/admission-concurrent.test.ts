@@ -59,14 +59,19 @@ for (const kind of BOTH_DBS) {
       const admission = new StoreAdmission(db);
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
+      let started = 0;
+      let bothStarted!: () => void;
+      const admittedBoth = new Promise<void>((r) => (bothStarted = r));
+      // Placements slow to write their rows (a round trip under load).
       const slow = () =>
         admission.admit({ accountId: id }, async () => {
-          const row = await newCall(id);
+          if (++started === 2) bothStarted();
           await held;
-          return row;
+          return newCall(id);
         });
       const first = slow();
       const second = slow();
+      await admittedBoth; // the third arrives after both were admitted
       const third = admission.admit({ accountId: id }, () => newCall(id));
       assert.equal(await within(third, 300), 'still waiting', 'decided before the placements under way settled');
       release();

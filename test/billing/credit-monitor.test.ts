@@ -30,8 +30,8 @@ function harness(db: Db, opts: { endOnCut?: boolean; nodeId?: string } = {}): Ha
   const ended = new Map<string, Promise<CallSettlement>>();
   const monitor: CreditMonitor = new CreditMonitor({
     db,
-    rates: new RateBook(db, { now: () => timers.now() }),
-    timers,
+    rates: new RateBook(db, { clock: { now: () => timers.now() } }),
+    clock: timers,
     nodeId: opts.nodeId,
     cut: (callId, reason) => {
       cuts.push({ callId, reason, at: timers.now() });
@@ -154,8 +154,8 @@ for (const kind of BOTH_DBS) {
       const node = (nodeId: string): CreditMonitor => {
         const m: CreditMonitor = new CreditMonitor({
           db,
-          rates: new RateBook(db, { now: () => timers.now() }),
-          timers,
+          rates: new RateBook(db, { clock: { now: () => timers.now() } }),
+          clock: timers,
           nodeId,
           heartbeatPersistMs: 1000,
           balanceRefreshMs: 1000,

@@ -53,8 +53,8 @@ describe('billing: the credit warning before the cut', function () {
     const events: string[] = [];
     monitor = new CreditMonitor({
       db,
-      rates: new RateBook(db, { now: () => clock.now() }),
-      timers: clock,
+      rates: new RateBook(db, { clock: { now: () => clock.now() } }),
+      clock,
       cut: (callId) => {
         cuts.push({ callId, at: clock.now() });
         void monitor!.callEnded(callId, clock.now());

@@ -67,8 +67,8 @@ describe('billing: properties', function () {
             const ended = new Map<string, Promise<CallSettlement>>();
             const monitor: CreditMonitor = new CreditMonitor({
               db,
-              rates: new RateBook(db, { now: () => timers.now() }),
-              timers,
+              rates: new RateBook(db, { clock: { now: () => timers.now() } }),
+              clock: timers,
               cut: (id, reason) => {
                 cuts.push({ id, reason, at: timers.now() });
                 ended.set(id, monitor.callEnded(id, timers.now()));

@@ -86,7 +86,7 @@ describe('rating', () => {
 
     it('sees an operator rate change after its short TTL, or at once when invalidated', async () => {
       let now = 0;
-      const book = new RateBook(db, { ttlMs: 5000, now: () => now });
+      const book = new RateBook(db, { ttlMs: 5000, clock: { now: () => now } });
       await setRate(db, 'outbound', 100, '254');
       assert.equal((await book.card()).perMinute('outbound', '254700'), 100);
       await setRate(db, 'outbound', 150, '254');

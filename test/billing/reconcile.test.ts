@@ -75,8 +75,8 @@ for (const kind of BOTH_DBS) {
       // The process that held `answered` runs its monitor for 92 s (heartbeats every 5 s) and dies.
       const crashed = new CreditMonitor({
         db,
-        rates: new RateBook(db, { now: () => timers.now() }),
-        timers,
+        rates: new RateBook(db, { clock: { now: () => timers.now() } }),
+        clock: timers,
         nodeId: 'n1',
         cut: () => assert.fail('nothing to cut'),
         emit: () => undefined,
@@ -105,7 +105,7 @@ for (const kind of BOTH_DBS) {
       const sweep = new ReconcileSweep({
         db,
         nodeId: 'n1',
-        timers,
+        clock: timers,
         isLive: (id) => id === stillLive,
         emit: (_a, code, data) => events.push({ code, data }),
       });
@@ -200,7 +200,7 @@ for (const kind of BOTH_DBS) {
         new ReconcileSweep({
           db,
           nodeId: null, // one box: any node's rows
-          timers,
+          clock: timers,
           isLive: () => false,
           emit: (_a, code, data) => events.push(`${code}:${String(data.callId)}`),
         });
@@ -228,7 +228,7 @@ for (const kind of BOTH_DBS) {
       const sweep = new ReconcileSweep({
         db,
         nodeId: 'n9',
-        timers,
+        clock: timers,
         isLive: () => false,
         emit: () => undefined,
         minAgeMs: 10_000,

@@ -39,8 +39,8 @@ describe('billing/watchdog across processes (heartbeats in the store)', function
     // The monitor "process": heartbeats every second; its own in-process watchdog is out of the picture here.
     const monitor = new CreditMonitor({
       db,
-      rates: new RateBook(db, { now: () => timers.now() }),
-      timers,
+      rates: new RateBook(db, { clock: { now: () => timers.now() } }),
+      clock: timers,
       nodeId: 'billing-1',
       heartbeatPersistMs: 1000,
       watchdogStallMs: 1e9,
@@ -51,7 +51,7 @@ describe('billing/watchdog across processes (heartbeats in the store)', function
     const cuts: Array<{ id: string; at: number }> = [];
     const legs = new StoreHeartbeatWatchdog({
       db,
-      timers,
+      clock: timers,
       held: () => [guarded, unguarded],
       cut: (id) => cuts.push({ id, at: timers.now() }),
       stallMs: 3000,

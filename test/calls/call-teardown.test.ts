@@ -68,7 +68,7 @@ describe('calls: the teardown of a live call', () => {
     assert.equal(row.status, 'completed');
     assert.equal(row.reason_code, ReasonCodes.normalHangup);
     assert.equal(row.cost_cents, 7, 'the settled cost is on the CDR');
-    assert.equal(row.talk_seconds, 42, 'the settled talk time is on the CDR');
+    assert.equal(row.talk_seconds, 42, 'from the answer to the end, as billing rated it');
     assert.equal(row.ended_at, nowIso(new Date(t.clock.now())));
     assert.equal(row.duration_seconds, 47, 'from the start to the clock at the end');
     assert.deepEqual(t.billing.settlements, [{ callId: t.row.id, endedAt: new Date(t.clock.now()) }]);

@@ -6,7 +6,7 @@ import type { EventPublisher } from '../../events/index.js';
 import type { RecordingResult } from '../../media/index.js';
 import { roomLogger } from '../../config/index.js';
 import { CallLifecycle } from '../../calls/lifecycle.js';
-import { LiveCall } from '../../calls/live-call.js';
+import { LiveCall, type LiveCallDeps } from '../../calls/live-call.js';
 import { ManualClock } from '../../kit/index.js';
 import type { Dialog } from '../../sip/stack/index.js';
 import { insertCall, nowIso, type Db } from '../../store/index.js';
@@ -156,7 +156,7 @@ export class FakeBilling implements CallBilling {
   async callEnded(callId: string, endedAt: Date) {
     this.settlements.push({ callId, endedAt });
     this.steps.push('settle');
-    return { costCents: 7, talkSeconds: 42 };
+    return { costCents: 7 };
   }
 }
 
@@ -190,7 +190,7 @@ export function subsequence(steps: Steps, want: string[]): string[] {
  * one `steps` list; its leg answers as calls/flows/uas-leg.ts does (media answer, then the 200 unless the call
  * ended meanwhile, then answered) once the test resolves `leg.mediaReady`.
  */
-export async function inboundLiveCall(db: Db, accountId: string) {
+export async function inboundLiveCall(db: Db, accountId: string, extra: Partial<LiveCallDeps> = {}) {
   const log = roomLogger('calls');
   const steps: Steps = [];
   const clock = new ManualClock(CALL_EPOCH);
@@ -206,7 +206,7 @@ export async function inboundLiveCall(db: Db, accountId: string) {
   const media = new FakeMedia(steps);
   const billing = new FakeBilling(steps);
   const call = new LiveCall(
-    { db, media, events, log, billing, clock, webhookTimeoutMs: 1000, recordingRetentionDays: 30 },
+    { db, media, events, log, billing, clock, webhookTimeoutMs: 1000, recordingRetentionDays: 30, ...extra },
     new CallLifecycle({ db, events, log }, row),
   );
   const dialog = new FakeDialog(steps);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { ReasonCodes } from '../../events/index.js';
 import { insertAccount, type Db } from '../../store/index.js';
-import { parseVerbDocument } from '../../verbs/index.js';
+import { VERB_REGISTRY, VerbTaskBase, parseVerbDocument, type VerbOutcome } from '../../verbs/index.js';
+import type { LiveCallDeps } from '../../calls/live-call.js';
 import { sqliteDb } from '../support/db.js';
 import { deferred, inboundLiveCall, settle, subsequence, until } from './fakes.js';
 
@@ -22,7 +23,7 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
   });
   after(async () => db?.destroy());
 
-  const inbound = () => inboundLiveCall(db, accountId);
+  const inbound = (extra: Partial<LiveCallDeps> = {}) => inboundLiveCall(db, accountId, extra);
 
   const doc = (xml: string) => ({ document: parseVerbDocument(xml) });
 
@@ -45,6 +46,28 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
     ]);
     assert.equal(t.call.row.status, 'completed');
     assert.equal(t.call.row.tts_seconds, 2, 'TTS seconds rounded up per utterance');
+  });
+
+  it('a verb that fails inside the platform: SYS.0500, the fallback message, BYE, reason SYS.0500', async () => {
+    class BrokenPause extends VerbTaskBase {
+      readonly name = 'Pause' as const;
+      async exec(): Promise<VerbOutcome> {
+        throw new TypeError('injected failure');
+      }
+    }
+    await db('accounts').where({ id: accountId }).update({ fallback_mode: 'message', fallback_value: 'Sorry.' });
+    try {
+      const t = await inbound({ verbRegistry: () => ({ ...VERB_REGISTRY, Pause: BrokenPause }) });
+      t.leg.mediaReady.resolve();
+      await t.call.runVerbs(doc('<Response><Say>Hello</Say><Pause/><Say>never</Say></Response>'));
+      const want = ['say Hello', 'SYS.0500', 'say Sorry.', 'bye', 'CALL.0300'];
+      assert.deepEqual(subsequence(t.steps, want), want, JSON.stringify(t.steps));
+      assert.ok(!t.steps.includes('say never'));
+      assert.equal(t.call.row.reason_code, ReasonCodes.platformFailure);
+      assert.equal(t.call.row.reason_code, 'SYS.0500');
+    } finally {
+      await db('accounts').where({ id: accountId }).update({ fallback_mode: 'drop', fallback_value: '' });
+    }
   });
 
   it('a document that hangs up first refuses the ringing call 603: never answered, never billed', async () => {
@@ -132,8 +155,8 @@ describe('calls: a live call answers, runs verbs and ends once, whatever races',
     assert.ok(!t.steps.includes('say two'), 'no verb after the hangup');
     const order = ['say one', 'bye', 'media close', 'settle', 'CALL.0300'];
     assert.deepEqual(subsequence(t.steps, order), order);
-    assert.equal(row.talk_seconds, 42, 'as settled');
     assert.equal(row.duration_seconds, 30, 'by the manual clock');
+    assert.equal(row.talk_seconds, 30, 'from the same instants as the duration, never above it');
   });
 
   it('BYE, API hangup, end of verbs and shutdown at once: one teardown, settlement exactly once', async () => {

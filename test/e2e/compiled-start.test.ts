@@ -31,7 +31,7 @@ describe('the compiled switch (npm run build, node dist/main.js)', function () {
     for (const pid of pidsMatching(`rtpengine.*--listen-ng=127.0.0.1:${PORTS.ng}( |$)`)) process.kill(pid, 'SIGKILL');
   });
 
-  it('builds dist/ and the built switch serves the API, the docs, the console and the verbs schema', async () => {
+  it('builds dist/ and the built switch serves the API, the docs, the console, SIP.js and the verbs schema', async () => {
     execFileSync(process.execPath, ['scripts/build.js'], { cwd: ROOT, stdio: 'pipe' });
     assert.ok(existsSync(path.join(ROOT, 'dist', 'main.js')));
     sw = await startSwitch(env, 30000, { compiled: true });
@@ -45,6 +45,10 @@ describe('the compiled switch (npm run build, node dist/main.js)', function () {
     const console = await fetch(`${sw.baseUrl}/console/`);
     assert.equal(console.status, 200);
     assert.match(await console.text(), /<html/i);
+    // The softphone's library comes from node_modules, linked beside dist/.
+    const sipjs = await fetch(`${sw.baseUrl}/portal/vendor/sip.js/index.js`);
+    assert.equal(sipjs.status, 200);
+    assert.match(await sipjs.text(), /export/);
     assert.doesNotMatch(sw.output(), /ENOENT|Cannot find module/);
     // The verbs XSD is a file beside its module, read on the first parse.
     const verbs = (await import(path.join(ROOT, 'dist', 'verbs', 'index.js'))) as typeof import('../../verbs/index.js');

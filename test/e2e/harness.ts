@@ -90,11 +90,28 @@ export async function startTestSwitch(
   );
   const sw = new Switch(config);
   await sw.start();
+  // Every call this switch ended is checked when the test stops it: a CDR's talk time never exceeds its duration.
+  const stop = sw.stop.bind(sw);
+  let checked = false;
+  sw.stop = async () => {
+    const wrong = checked ? [] : await cdrsTalkingPastTheirEnd(sw.db).catch(() => []);
+    checked = true;
+    await stop();
+    if (wrong.length) throw new Error(`talk_seconds > duration_seconds on ended calls: ${JSON.stringify(wrong)}`);
+  };
   // Rates for the tests' calls: 1.00 KES a minute anywhere outbound, 0.50 inbound, speech 0.01 a second.
   await setRate(sw.db, 'outbound', 100);
   await setRate(sw.db, 'inbound', 50);
   await setRate(sw.db, 'tts', 1);
   return { sw, config, db: sw.db, ports, baseUrl: `http://127.0.0.1:${ports.http}` };
+}
+
+/** Ended calls whose talk time exceeds their length (docs/api.md: neither may, whatever the instants). */
+export async function cdrsTalkingPastTheirEnd(db: Db) {
+  return db('calls')
+    .whereIn('status', ['completed', 'failed'])
+    .whereRaw('talk_seconds > duration_seconds')
+    .select('sid', 'duration_seconds', 'talk_seconds', 'started_at', 'answered_at', 'ended_at');
 }
 
 export interface TestAccount {

@@ -62,6 +62,24 @@ describe('e2e: inbound PSTN calls from a SIPp carrier', function () {
     assert.ok(Date.now() - started < 10000, 'at once, not when the 20 s Pause ran out');
   });
 
+  it('each CDR is its instants rounded up: duration from arrival, talk from answer, talk never above duration', async () => {
+    // An inbound call is answered a few ms after it arrives and these end a few ms past a whole second: a duration
+    // rounded to nearest beside talk time rounded up showed N / N+1.
+    const up = (from: string, to: string) => Math.ceil((Date.parse(to) - Date.parse(from)) / 1000);
+    for (const pause of [1, 2]) {
+      server.verbs(`/pause-${pause}`, `<Response><Pause length="${pause}"/><Hangup/></Response>`);
+      await t.setInboundUrl(server.url(`/pause-${pause}`));
+      t.sipp = t.carrierCalls();
+      assert.equal(await t.sipp.exited, 0, t.sipp.output());
+      const call = await t.lastCall();
+      const seen = JSON.stringify(call);
+      assert.equal(call.status, 'completed', seen);
+      assert.equal(call.duration_seconds, up(call.started_at, call.ended_at), `duration: ${seen}`);
+      assert.equal(call.talk_seconds, up(call.answered_at, call.ended_at), `talk: ${seen}`);
+      assert.ok(call.talk_seconds <= call.duration_seconds, seen);
+    }
+  });
+
   it('a call to a number nobody owns gets 404 and is never answered', async () => {
     t.sipp = t.carrierCalls('uac-unknown.xml', '254799999999');
     assert.equal(await t.sipp.exited, 0, t.sipp.output());

@@ -86,6 +86,24 @@ async function bridgedCall(t: CarrierSwitch, timeLimit: number, calleeMedia: num
   return { caller, callee, sink, answeredAt: Date.now() } satisfies BridgedCall;
 }
 
+/** A caller to the DID hears a long Say followed by `after`; resolves once the Say is playing. */
+async function callInSay(t: CarrierSwitch, after: string): Promise<{ caller: SippRun; sid: () => Promise<string> }> {
+  const words = 'This announcement is long enough to be playing when the media engine is lost. '.repeat(6);
+  t.server.verbs('/say', `<Response><Say>${words}</Say>${after}</Response>`);
+  await t.setInboundUrl(t.server.url('/say'));
+  const before = t.server.statusEvents().filter((c) => c === 'CALL.0200').length;
+  const caller = t.carrierCalls();
+  await t.server.waitFor(
+    () => t.server.statusEvents().filter((c) => c === 'CALL.0200').length > before,
+    15000,
+    'the call answered',
+  );
+  await t.server.waitFor(() => t.sink.speechSeconds() >= 1, 10000, 'the Say heard');
+  const sid = async () =>
+    (await t.ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first()).sid as string;
+  return { caller, sid };
+}
+
 async function rowsOfLastCall(t: CarrierSwitch) {
   const parent = await t.ctx.db('calls').where({ to_number: DID }).orderBy('created_at', 'desc').first();
   const leg = await t.ctx.db('calls').where({ parent_call_id: parent.id }).first();
@@ -111,6 +129,7 @@ describe('e2e: the media engine dies under a bridged call, without Redis', funct
     call?.caller.kill();
     call?.callee.kill();
     call?.sink.close();
+    call = undefined;
   });
 
   it('the call ends within 5 s with END.0502, both legs get BYE, and it is billed only to the kill', async () => {
@@ -165,6 +184,23 @@ describe('e2e: the media engine dies under a bridged call, without Redis', funct
     while (!(await t.ctx.sw.health()).media && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     assert.ok((await t.ctx.sw.health()).media, 'rtpengine healthy again');
   });
+
+  it('a Say playing at the kill: the call is not left stuck, it ends within 5 s with END.0502', async () => {
+    const deadline = Date.now() + 10000;
+    while (!(await t.ctx.sw.health()).media && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const { caller, sid } = await callInSay(t, '<Pause length="30"/>');
+    t.sipp = caller;
+    const killedAt = Date.now();
+    process.kill(supervisedEnginePid(t), 'SIGKILL');
+    const code = await Promise.race([caller.exited, new Promise((r) => setTimeout(() => r('stuck'), 5000))]);
+    assert.equal(code, 0, `the caller got BYE within 5 s (${String(code)}): ${caller.output()}`);
+    const row = await t.ctx
+      .db('calls')
+      .where({ sid: await sid() })
+      .first();
+    assert.equal(row.reason_code, 'END.0502');
+    assert.ok(Math.abs(Date.parse(row.ended_at) - killedAt) < 1000, `ended at the kill: ${row.ended_at}`);
+  });
 });
 
 describe('e2e: the media engine dies under a bridged call, with Redis', function () {
@@ -178,6 +214,7 @@ describe('e2e: the media engine dies under a bridged call, with Redis', function
     call?.caller.kill();
     call?.callee.kill();
     call?.sink.close();
+    call = undefined;
   });
 
   it('the restarted engine restores the call: the callee hears the caller again within 3 s, the call goes on', async () => {
@@ -193,5 +230,19 @@ describe('e2e: the media engine dies under a bridged call, with Redis', function
     await t.server.waitFor(() => t.server.statusEvents().includes('CALL.0300'), 20000, 'CALL.0300');
     const { parent } = await rowsOfLastCall(t);
     assert.equal(parent.reason_code, 'END.0200');
+  });
+
+  it('a Say playing at the kill: the call goes on to its next verb (here a Hangup), never stuck', async () => {
+    const { caller, sid } = await callInSay(t, '<Hangup/>');
+    t.sipp = caller;
+    process.kill(supervisedEnginePid(t), 'SIGKILL');
+    const code = await Promise.race([caller.exited, new Promise((r) => setTimeout(() => r('stuck'), 30000))]);
+    assert.equal(code, 0, `the caller got the Hangup's BYE (${String(code)}): ${caller.output()}`);
+    const row = await t.ctx
+      .db('calls')
+      .where({ sid: await sid() })
+      .first();
+    assert.equal(row.status, 'completed');
+    assert.equal(row.reason_code, 'END.0200', 'the document ran to its end');
   });
 });

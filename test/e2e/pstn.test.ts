@@ -168,6 +168,14 @@ describe('e2e: API originate, Say, Hangup through a SIPp carrier', function () {
     const leg = await ctx.db('calls').where({ parent_call_id: uuid }).first();
     assert.equal(leg.to_number, '+254722000011');
     assert.equal(leg.status, 'completed');
+    // The API links the leg to the call that dialled it, by uuid and sid.
+    const legCall = (await api(ctx.baseUrl, acct.key, 'GET', `/api/calls/${leg.id}`)).body;
+    assert.equal(legCall.parent_call_uuid, uuid, JSON.stringify(legCall));
+    assert.equal(legCall.parent_call_sid, call.sid, JSON.stringify(legCall));
+    assert.equal(call.parent_call_uuid, null, 'the originated call is no leg');
+    assert.equal(call.parent_call_sid, null);
+    const listed = (await api(ctx.baseUrl, acct.key, 'GET', '/api/calls/?limit=5')).body.calls;
+    assert.equal(listed.find((c: { uuid: string }) => c.uuid === leg.id)?.parent_call_sid, call.sid, 'in the list too');
   });
 
   it('a busy callee ends the call as failed with END.0486', async () => {

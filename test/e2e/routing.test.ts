@@ -28,6 +28,7 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
   const server = new AccountServer();
   const sink = new RtpSink();
   const sipps: SippRun[] = [];
+  const sockets: WebSocket[] = [];
   const SINK = nextPort();
 
   const route = async (prefix: string, trunk: TrunkRow, priority: number, buy = 50) => {
@@ -67,6 +68,7 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
 
   after(async () => {
     for (const s of sipps) s.kill();
+    for (const s of sockets) s.terminate();
     sink.close();
     await server.close();
     await ctx?.sw.stop();
@@ -85,6 +87,17 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
     const answering = carrier({ port: pAnswer, sink: SINK });
     sipps.push(answering);
     await Promise.all([waitForBound(p503), waitForBound(pSilent), waitForBound(pAnswer)]);
+    // Both transports of the account's events: its stream and its status callbacks.
+    await ctx
+      .db('accounts')
+      .where({ id: acct.id })
+      .update({ webhook_status: server.url('/status') });
+    const token = await api(ctx.baseUrl, acct.key, 'POST', '/api/stream/token');
+    const stream = new WebSocket(`${ctx.baseUrl.replace('http', 'ws')}/api/stream?token=${token.body.token}`);
+    sockets.push(stream);
+    const frames: Array<{ code: string; data: Record<string, unknown> }> = [];
+    stream.on('message', (m) => frames.push(JSON.parse(String(m))));
+    await new Promise((resolve, reject) => stream.once('open', resolve).once('error', reject));
 
     const started = Date.now();
     const uuid = await originate('+254722000001');
@@ -94,7 +107,7 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
     assert.equal(await answering.exited, 0, answering.output());
     const tried = await attempts(uuid);
     assert.deepEqual(
-      tried.map((a) => [a.attempt, a.trunk, a.status ?? null, a.outcome, a.failover]),
+      tried.map((a) => [a.attempt, a.trunk, a.sipStatus ?? null, a.outcome, a.failover]),
       [
         [1, 'c503', 503, 'rejected', true],
         [2, 'csilent', null, 'silent', true],
@@ -103,6 +116,21 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
       JSON.stringify(tried),
     );
     assert.equal(tried[0].retryAfterSeconds, 30);
+    // The trunk's SIP status reaches both transports under the same name; the status callback's call snapshot
+    // (whose `status` is the call's) leaves it alone.
+    const routeAttempts = () => server.requests.filter((r) => r.url === '/status' && r.json?.code === 'ROUTE.0100');
+    await server.waitFor(() => routeAttempts().length === 3, 10000, 'three ROUTE.0100 status callbacks');
+    stream.close();
+    const onStream = frames.filter((f) => f.code === 'ROUTE.0100').map((f) => f.data.sipStatus ?? null);
+    const called = routeAttempts().map((r) => r.json.data);
+    assert.deepEqual(onStream, [503, null, 200], JSON.stringify(frames));
+    assert.deepEqual(
+      called.map((d) => d.sipStatus ?? null),
+      [503, null, 200],
+      JSON.stringify(called),
+    );
+    for (const d of called)
+      assert.ok(['initiated', 'ringing', 'answered'].includes(d.status), `the call's: ${d.status}`);
     // Within the call's own timeout: the silent trunk cost routing.attemptTimeoutSeconds (2 s), not timer B (32 s).
     assert.ok(Date.now() - started < 15000, `${Date.now() - started} ms`);
     // The 503's Retry-After holds c503 down: the next plan for the number skips it without a packet.
@@ -131,7 +159,7 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
     assert.equal(await busy.exited, 0, busy.output());
     const tried = await attempts(uuid);
     assert.deepEqual(
-      tried.map((a) => [a.trunk, a.status, a.failover]),
+      tried.map((a) => [a.trunk, a.sipStatus, a.failover]),
       [['cbusy', 486, false]],
     );
     other.kill();
@@ -165,7 +193,7 @@ describe('e2e: routes, failover and trunk health with SIPp carriers', function (
     const child = await ctx.db('calls').where({ parent_call_id: uuid }).first();
     assert.equal(child.status, 'completed');
     assert.deepEqual(
-      (await attempts(child.id)).map((a) => [a.trunk, a.status, a.failover]),
+      (await attempts(child.id)).map((a) => [a.trunk, a.sipStatus, a.failover]),
       [
         ['cfail', 500, true],
         ['cleg', 200, false],

@@ -1,5 +1,11 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import knexFactory from 'knex';
+import { migrate, openDb, type Db } from '../../store/index.js';
+import { startPostgres } from '../support/postgres.js';
+import type { SwitchPorts } from './harness.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 
@@ -69,4 +75,44 @@ export function pidsMatching(pattern: string): number[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * The settings of a switch process on loopback at `ports` (HTTP, SIP over UDP and TCP only, its own rtpengine),
+ * with its own data directory; `extra` adds or overrides.
+ */
+export function processEnv(ports: SwitchPorts, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    SIMU_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'simu-node-')),
+    SIMU_HTTP_HOST: '127.0.0.1',
+    SIMU_HTTP_PORT: String(ports.http),
+    SIMU_SIP_HOST: '127.0.0.1',
+    SIMU_SIP_PORT: String(ports.sip),
+    SIMU_SIP_TLS_PORT: '0',
+    SIMU_SIP_WS_PORT: '0',
+    SIMU_SIP_WSS_PORT: '0',
+    SIMU_RTPENGINE_NG_PORT: String(ports.ng),
+    SIMU_RTPENGINE_DTMF_PORT: String(ports.dtmf),
+    SIMU_RTP_PORT_MIN: String(ports.rtpMin),
+    SIMU_RTP_PORT_MAX: String(ports.rtpMax),
+    ...extra,
+  };
+}
+
+/** A new database on this run's throwaway PostgreSQL, migrated once (before any node starts on it). */
+export async function freshPostgresStore(name: string): Promise<{ url: string; db: Db }> {
+  const admin = await startPostgres();
+  const a = knexFactory({ client: 'pg', connection: admin });
+  await a.raw(`create database ${name}_${process.pid}`);
+  await a.destroy();
+  const url = admin.replace(/\/postgres$/, `/${name}_${process.pid}`);
+  const db = openDb({ databaseUrl: url, dataDir: os.tmpdir() });
+  await migrate(db);
+  return { url, db };
+}
+
+/** Kills a switch process started by startSwitch, and the rtpengine it supervised on `ngPort`. */
+export async function killSwitch(sw: SwitchProcess | undefined, ngPort: number): Promise<void> {
+  await sw?.stop('SIGKILL');
+  for (const pid of pidsMatching(`rtpengine.*--listen-ng=127.0.0.1:${ngPort}( |$)`)) process.kill(pid, 'SIGKILL');
 }

@@ -179,6 +179,9 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     assert.equal(child.status, 'completed');
     assert.ok((await codes(parent.id)).includes('XFER.0200'));
     assert.deepEqual(await codes(child.id), ['CALL.0100', 'CALL.0180', 'CALL.0200', 'CALL.0300']);
+    // The API links the new leg to the call transferred, by uuid and sid.
+    const shown = (await api(ctx.baseUrl, acct.key, 'GET', `/api/calls/${child.id}`)).body;
+    assert.deepEqual([shown.parent_call_uuid, shown.parent_call_sid], [parent.id, parent.sid], JSON.stringify(shown));
   });
 
   it("a Refer-To naming another account's extension is refused: NOTIFY 403, XFER.0403, the call goes on and no leg is made", async () => {
@@ -201,7 +204,7 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
     const rows = await settled(async () => {
       const all = await calls(acct.id);
       assert.equal(all.length, before + 1);
-      assert.ok(all.at(-1)!.ended_at);
+      assert.ok(all.at(-1)!.ended_at, 'the call ended');
       return all;
     });
     const call = rows.at(-1)!;
@@ -359,7 +362,7 @@ describe('e2e: call transfer (REFER, SIPp transferor)', function () {
       const x = await a.call('254722000088');
       const parentRow = await settled(async () => {
         const row = (await calls(acct.id)).find((r) => r.to_number === '+254722000088' && r.parent_call_id === null);
-        assert.ok(row && (await codes(row.id)).includes('DIAL.0200'));
+        assert.ok(row && (await codes(row.id)).includes('DIAL.0200'), 'the Dial leg answered');
         return row;
       });
       const notified: number[] = [];

@@ -35,7 +35,8 @@ BILL.0311 call.credit_warning|
 QUEUE.0100 queue.joined|QUEUE.0200 queue.bridged|QUEUE.0300 queue.left|STREAM.0100 stream.started|
 STREAM.0300 stream.stopped|STREAM.0400 stream.failed|
 CONF.0100 conference.started|CONF.0110 participant.joined|CONF.0120 participant.left|CONF.0300 conference.ended|
-XFER.0200 call.transferred|XFER.0403 transfer.refused|XFER.0480 transfer.failed`;
+XFER.0200 call.transferred|XFER.0403 transfer.refused|XFER.0480 transfer.failed|
+AMD.0200 call.machine_detection`;
 
 const SPEC_REASONS = `BILL.0402 Insufficient balance|BILL.0403 Balance exhausted mid-call|BILL.0407 Account suspended|
 LIMIT.0429 Concurrency cap reached|LIMIT.0430 Calls-per-second limit exceeded|END.0200 Normal hangup|
@@ -44,8 +45,8 @@ END.0487 Canceled before answer|END.0503 Enforcement watchdog cut|END.0504 Recon
 END.0500 Carrier or network failure|END.0603 Rejected|END.0403 No DID to originate from|END.0488 Cross-account extension|
 END.0410 Extension offline|END.0501 No outbound voice webhook|PLATFORM.0503 Platform paused for maintenance`;
 /** Reason codes beyond the spec (docs/api.md, "Codes beyond the spec"). */
-const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028) |
-  END.0502 Media failure: the media engine was lost and the call could not be restored`;
+const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028)|
+  END.0502 Media failure: the media engine was lost and the call could not be restored|SYS.0500 Platform failure`;
 
 const pairs = (s: string) =>
   s

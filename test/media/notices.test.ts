@@ -98,7 +98,7 @@ describe('media: the notices the switch speaks, in English and Swahili (issue 23
     const data = tempDir('sw-ke');
     try {
       const tts = new EspeakTtsEngine({ cacheDir: `${data.dir}/tts` });
-      assert.equal(await tts.resolveVoice('sw-KE', undefined), 'sw');
+      assert.equal((await tts.resolveVoice('sw-KE', undefined)).engineVoice, 'sw');
       assert.equal((await tts.synthesize({ text: 'Karibu Simu.', language: 'sw-KE' })).engineVoice, 'sw');
     } finally {
       data.remove();

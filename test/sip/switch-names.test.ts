@@ -23,7 +23,7 @@ describe('sip: the names of this switch (a digest-uri may name the switch)', () 
     listenHost: '0.0.0.0',
     ports: [5060, 5061, 0, 0],
     localAddresses: () => (reads++, ['127.0.0.1', '192.0.2.10', '::1', 'fe80::1']),
-    now: () => now,
+    clock: { now: () => now },
   });
   const says = (uri: string, req = arrived()) => names.namesSwitch(parseUri(uri) as SipUri, req);
 

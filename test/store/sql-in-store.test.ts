@@ -13,7 +13,18 @@ import path from 'node:path';
  * directly), plus what is not ours (node_modules/, web/vendor/) and not code (data/, docs/).
  */
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
-const SKIP = new Set(['store', 'test', 'bench', 'scripts', 'node_modules', 'data', 'docs', '.git', 'web/vendor']);
+const SKIP = new Set([
+  'store',
+  'test',
+  'bench',
+  'scripts',
+  'node_modules',
+  'data',
+  'dist',
+  'docs',
+  '.git',
+  'web/vendor',
+]);
 
 /** What knex looks like at a call site. Each pattern has no other meaning in this code base. */
 const PATTERNS: readonly { name: string; re: RegExp }[] = [

@@ -1,4 +1,4 @@
-import type { CallControlOutcome, CallEngine } from '../../calls/index.js';
+import type { CallControlOutcome, CallEngine, MachineDetectionRequest, OriginateOptions } from '../../calls/index.js';
 import type { InterpreterStart } from '../../verbs/index.js';
 import { ReasonCodes } from '../../events/index.js';
 import {
@@ -16,15 +16,16 @@ import {
  * tests use it because they check the API, not dialling; the e2e tests use the real engine.
  */
 export class NullCallEngine implements CallEngine {
-  readonly originated: Array<{ call: CallRow; timeoutSeconds: number }> = [];
+  readonly originated: Array<{ call: CallRow; timeoutSeconds: number; machineDetection?: MachineDetectionRequest }> =
+    [];
   /** REST control requests that reached the engine for a call it holds, in order. */
   readonly redirects: Array<{ call: CallRow; to: InterpreterStart; source: 'url' | 'twiml' }> = [];
   readonly digits: Array<{ call: CallRow; digits: string }> = [];
   readonly #live = new Set<string>();
   constructor(private readonly db: Db) {}
 
-  async originate(call: CallRow, opts: { timeoutSeconds: number }): Promise<void> {
-    this.originated.push({ call, timeoutSeconds: opts.timeoutSeconds });
+  async originate(call: CallRow, opts: OriginateOptions): Promise<void> {
+    this.originated.push({ call, ...opts });
     this.#live.add(call.id);
   }
 

@@ -1,19 +1,9 @@
 /** Test helpers for proving which tones a stretch of audio holds (Goertzel, one frequency at a time). */
+import { goertzelAmplitude, goertzelCoefficient } from '../../media/goertzel.js';
 
 /** Amplitude of `freq` in `samples` (a sine of amplitude A gives about A), over the whole block. */
 export function toneAmplitude(samples: Int16Array, freq: number, rate = 8000): number {
-  const n = samples.length;
-  if (n === 0) return 0;
-  const coeff = 2 * Math.cos((2 * Math.PI * freq) / rate);
-  let s1 = 0;
-  let s2 = 0;
-  for (let i = 0; i < n; i += 1) {
-    const s0 = samples[i]! + coeff * s1 - s2;
-    s2 = s1;
-    s1 = s0;
-  }
-  const power = s1 * s1 + s2 * s2 - coeff * s1 * s2;
-  return (2 * Math.sqrt(Math.max(0, power))) / n;
+  return goertzelAmplitude(samples, goertzelCoefficient(freq, rate));
 }
 
 /**

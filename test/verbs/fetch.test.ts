@@ -53,6 +53,19 @@ describe('verbs/fetch: buildCallControlFields', () => {
     });
   });
 
+  it('a call with a machine detection verdict carries AnsweredBy and MachineDetectionDuration; one without, neither', () => {
+    const base = { sid: 'c', accountUuid: 'a', direction: 'outbound', from: '+1', to: '+2' } as const;
+    const fields = buildCallControlFields({
+      ...base,
+      answeredBy: 'machine_end_beep',
+      machineDetectionDurationMs: 7120,
+    });
+    assert.equal(fields.AnsweredBy, 'machine_end_beep');
+    assert.equal(fields.MachineDetectionDuration, 7120);
+    const none = buildCallControlFields({ ...base, answeredBy: null });
+    assert.equal('AnsweredBy' in none || 'MachineDetectionDuration' in none, false);
+  });
+
   it('outbound from an end-user: in-progress, customPayload as a JSON string, endUser object', () => {
     const fields = buildCallControlFields({ ...outbound, endUser: { ...outbound.endUser!, extra: 'x' } as never });
     assert.equal(fields.CallStatus, 'in-progress');
@@ -147,7 +160,7 @@ describe('verbs/fetch: fetchVerbDocument against a real HTTP server', () => {
       fields: buildCallControlFields(outbound),
       secret: SECRET,
       timeoutMs,
-      now: () => NOW_MS,
+      clock: { now: () => NOW_MS },
       urlPolicy,
     });
   }

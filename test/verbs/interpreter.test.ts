@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import {
   Interpreter,
+  VERB_REGISTRY,
+  VerbTaskBase,
   WebhookFetchError,
+  type VerbOutcome,
   parseVerbDocument,
   type ActionCallbackExtras,
   type DialResult,
@@ -408,5 +411,54 @@ describe('verbs/interpreter', () => {
     const end = await new Interpreter(call).run({ document: doc('<Dial>+254711000002</Dial><Say>x</Say>') });
     assert.equal(end.reason, 'error');
     assert.deepEqual(call.log, ['hangup']);
+  });
+
+  describe('a platform failure while a document runs: told to onError, then the fallback as for a failed webhook', () => {
+    /** A verb class that fails as a bug would: a plain Error, nothing the customer's document did. */
+    class BrokenPause extends VerbTaskBase {
+      readonly name = 'Pause' as const;
+      async exec(): Promise<VerbOutcome> {
+        throw new TypeError("Cannot read properties of undefined (reading 'length')");
+      }
+    }
+    const registry = { ...VERB_REGISTRY, Pause: BrokenPause };
+    const runBroken = async (fallback: FallbackPolicy) => {
+      const call = new FakeCall();
+      call.fallback = fallback;
+      const told: unknown[] = [];
+      const end = await new Interpreter(call, { registry, onError: (e) => told.push(e) }).run({
+        document: doc('<Say>before</Say><Pause length="1"/><Say>never</Say>'),
+      });
+      return { call, end, told };
+    };
+
+    it('message: spoken, then hung up with cause error; the verbs after it never run; no WH.0400', async () => {
+      const { call, end, told } = await runBroken({ mode: 'message', value: 'Sorry, try later.' });
+      assert.equal(end.reason, 'error');
+      assert.equal(told.length, 1);
+      assert.ok(told[0] instanceof TypeError);
+      assert.deepEqual(call.log, ['say:before', 'say:Sorry, try later.', 'hangup']);
+      assert.deepEqual(call.hangupCauses, ['error']);
+      assert.deepEqual(call.events, []);
+    });
+
+    it('play: the audio, then hung up; drop: hung up at once', async () => {
+      const play = await runBroken({ mode: 'play', value: 'https://cdn.example/sorry.wav' });
+      assert.deepEqual(play.call.log, ['say:before', 'play:https://cdn.example/sorry.wav', 'hangup']);
+      const drop = await runBroken({ mode: 'drop', value: '' });
+      assert.deepEqual(drop.call.log, ['say:before', 'hangup']);
+      assert.deepEqual(drop.call.hangupCauses, ['error']);
+    });
+
+    it('a fallback that fails too (the media is what broke) still hangs up', async () => {
+      const call = new FakeCall();
+      call.fallback = { mode: 'message', value: 'Sorry.' };
+      call.say = () => Promise.reject(new Error('espeak-ng crashed'));
+      const told: unknown[] = [];
+      const end = await new Interpreter(call, { onError: (e) => told.push(e) }).run({ document: doc('<Say>x</Say>') });
+      assert.equal(end.reason, 'error');
+      assert.equal(told.length, 1);
+      assert.deepEqual(call.hangupCauses, ['error']);
+    });
   });
 });

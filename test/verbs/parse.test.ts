@@ -219,11 +219,12 @@ describe('verbs/parse: invalid documents name the line and the problem', () => {
     ],
     ['customPayload not an object', `<Response customPayload='[1,2]'/>`, 1, /customPayload must be a JSON object/],
     [
-      'SSML inside Say',
-      '<Response><Say>hi <break time="1s"/></Say></Response>',
+      'markup inside Play',
+      '<Response><Play>https://a.example/x.wav<break time="1s"/></Play></Response>',
       1,
-      /<Say> takes text only, no child elements \(SSML tags are not supported\)/,
+      /<Play> takes text only, no child elements/,
     ],
+    ['Say of SSML with no words', '<Response><Say><break time="1s"/></Say></Response>', 1, /Say has no text/],
     ['Dial without target', '<Response><Dial/></Response>', 1, /Dial has no target/],
     [
       'Dial text not a phone number (national forms are read when dialled: numbers/)',

@@ -45,7 +45,7 @@ describe('web: operator console guards', function () {
 
   before(async () => {
     h = await ApiHarness.start(sqliteDb, { before: (ctx, next) => con.middleware()(ctx, next) });
-    con = new Console({ db: h.db, config: h.config, now: () => clock });
+    con = new Console({ db: h.db, config: h.config, clock: { now: () => clock } });
     t = await h.tenant('Guarded', 1_000_000, '+254700888101');
     secret = (await addOperator(h.db, email, password)).totp_secret;
     await addPortalUser(h.db, t.accountId, 'owner@example.net', password);
@@ -133,5 +133,18 @@ describe('web: operator console guards', function () {
       '/console/%2e%2e/server.ts',
     ])
       assert.notEqual((await send('GET', p)).status, 200, p);
+  });
+
+  it("is ES modules like the portal: one module script, the portal's UI kit and charts", async () => {
+    const page = (await send('GET', '/console/')).text;
+    assert.match(page, /<script type="module" src="\/console\/console\.js"><\/script>/);
+    const main = (await send('GET', '/console/console.js')).text;
+    assert.match(main, /^import .* from '\.\/ui-kit\.js';$/m);
+    assert.doesNotMatch(main, /window\.ConsoleUi/);
+    for (const shared of ['/console/ui-kit.js', '/console/charts.js']) {
+      const r = await send('GET', shared);
+      assert.equal(r.status, 200, shared);
+      assert.match(r.text, /^export /m, shared);
+    }
   });
 });

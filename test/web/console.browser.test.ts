@@ -170,6 +170,34 @@ describe('web: operator console in headless Chromium', function () {
     assert.equal(sipp.code, 0, sipp.stdout + sipp.stderr);
   });
 
+  it("shows a call's SIP ladder: the messages of its legs in order, each opening to its text", async () => {
+    const last = await t.ctx.db('calls').orderBy('created_at', 'desc').first();
+    const ladder = async (call: string) => {
+      await page.goto(`${base()}/console/#/sip?call=${call}`);
+      await page.waitForSelector('#page[data-page="sip"]');
+    };
+    await ladder(last.sid);
+    await page.waitForSelector('tr[data-direction]');
+    const rows = await page.$$eval('tr[data-direction]', (trs) =>
+      trs.map((tr) => [tr.getAttribute('data-direction') ?? '', tr.querySelector('summary')?.textContent ?? '']),
+    );
+    assert.match(rows[0]![1], /^INVITE sip:.* \(UDP\)$/);
+    assert.equal(rows[0]![0], 'in');
+    assert.ok(
+      rows.some(([d, m]) => d === 'out' && m.startsWith('SIP/2.0 200 OK')),
+      JSON.stringify(rows),
+    );
+    assert.ok(
+      rows.some(([, m]) => m.startsWith('BYE ')),
+      JSON.stringify(rows),
+    );
+    await page.click('tr[data-direction] summary');
+    assert.match((await page.textContent('tr[data-direction] pre')) ?? '', /Call-ID: /i);
+    await shot('console-sip-ladder', 'desktop');
+    await ladder('call_unknown');
+    await page.waitForSelector('text=No SIP messages are kept for this call');
+  });
+
   it('drains and resumes the platform; the audit log shows every action under the operator', async () => {
     await go('platform');
     await page.click('button.drain');

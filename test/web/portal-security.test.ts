@@ -79,7 +79,13 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
 
   before(async () => {
     h = await ApiHarness.start(sqliteDb, { before: (ctx, next) => portal.middleware()(ctx, next) });
-    portal = new Portal({ db: h.db, config: h.config, now: () => clock, signInBurst: 5, signInPerMinute: 1 });
+    portal = new Portal({
+      db: h.db,
+      config: h.config,
+      clock: { now: () => clock },
+      signInBurst: 5,
+      signInPerMinute: 1,
+    });
     t = await h.tenant('Portal guard', 1_000_000, DID);
     secret = (await addPortalUser(h.db, t.accountId, email, password)).totp_secret;
   });
@@ -176,6 +182,35 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     assert.equal(r.body.code, 'PORTAL_SIGNED_OUT');
     await new Promise((resolve) => setTimeout(resolve, 50)); // the key is revoked just after
     assert.equal(Boolean((await h.db('api_keys').where({ id: keyId }).first()).is_active), false);
+  });
+
+  it('serves SIP.js from node_modules as ES modules under vendor/, and nothing outside its lib folder', async () => {
+    const entry = await send('GET', '/portal/vendor/sip.js/index.js');
+    assert.equal(entry.status, 200);
+    assert.match(String(entry.headers['content-type']), /javascript/);
+    assert.match(entry.body, /export \* from "\.\/api\/index\.js"/);
+    // A module the entry imports, by its relative path: the browser resolves the rest of the library this way.
+    assert.equal((await send('GET', '/portal/vendor/sip.js/api/user-agent.js')).status, 200);
+    // Each load revalidates the modules; an unchanged one is a 304 without a body. (http, not fetch: fetch sends
+    // Cache-Control: no-cache with a conditional header, which asks for the whole file.)
+    const again = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http
+        .get(`${h.base}/portal/vendor/sip.js/index.js`, { headers: { 'if-none-match': entry.headers.etag } }, resolve)
+        .on('error', reject),
+    );
+    again.resume();
+    assert.equal(again.statusCode, 304);
+    assert.match((await send('GET', '/portal/softphone.js')).body, /from '\.\/vendor\/sip\.js\/index\.js'/);
+    for (const p of [
+      '/portal/vendor/sip.js/../package.json',
+      '/portal/vendor/sip.js/../../uplot/dist/uPlot.esm.js',
+      '/portal/vendor/sip.js/..%2f..%2fuplot/package.json',
+      '/portal/vendor/sip.js/index.d.ts',
+      '/portal/vendor/sip.js/',
+      '/portal/vendor/constructor',
+      '/portal/vendor/toString/x.js',
+    ])
+      assert.equal((await send('GET', p)).status, 404, p);
   });
 
   it('sign-in budgets are per IPv4 address and per IPv6 /64', () => {

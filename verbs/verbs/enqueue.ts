@@ -4,6 +4,7 @@ import { WebhookFetchError } from '../errors.js';
 import type { ActionCallbackExtras } from '../fetch.js';
 import type { EnqueueVerb } from '../types-live.js';
 import { CONTINUE_AFTER_WORK, VerbTaskBase, notifyAfterEnd, type VerbOutcome } from './verb-task.js';
+import { sayOptionsOf } from './say.js';
 
 /**
  * Enqueue (TwiML): the caller waits in the account's queue `name` until an agent's <Dial><Queue> takes it (the two
@@ -85,7 +86,7 @@ export class Enqueue extends VerbTaskBase {
       }
       for (const v of document.verbs) {
         if (signal.aborted) return;
-        if (v.verb === 'Say') await ctx.say(v.text, { signal, voice: v.voice, language: v.language });
+        if (v.verb === 'Say') await ctx.say(v.text, sayOptionsOf(v, signal));
         else if (v.verb === 'Play') await ctx.play(v.source, { signal });
         else if (v.verb === 'Pause') await ctx.pause(v.length, { signal });
         else if (v.verb === 'Hangup') return ticket.leave('hangup');

@@ -3,6 +3,7 @@ import type { GatherResult, VerbContext } from '../context.js';
 import type { ActionCallbackExtras } from '../fetch.js';
 import type { GatherPrompt, GatherVerb } from '../types.js';
 import { CONTINUE_AFTER_WORK, VerbTaskBase, type VerbOutcome } from './verb-task.js';
+import { sayOptionsOf } from './say.js';
 
 /**
  * Gather (TwiML semantics): play the nested Say/Play/Pause while listening for keys (and speech, when asked and
@@ -71,12 +72,7 @@ async function playPrompt(ctx: VerbContext, prompt: GatherPrompt, signal: AbortS
   }
   for (let i = 0; i < prompt.loop && !signal.aborted; i++) {
     if (prompt.verb === 'Say') {
-      const { text, voice, language } = prompt;
-      await ctx.say(text, {
-        ...(voice === undefined ? {} : { voice }),
-        ...(language === undefined ? {} : { language }),
-        signal,
-      });
+      await ctx.say(prompt.text, sayOptionsOf(prompt, signal));
       continue;
     }
     const result = await ctx.play(prompt.source, { signal });

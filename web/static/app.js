@@ -5,44 +5,24 @@ import { mountSoftphone } from './softphone.js';
 import { callLookup, mountEventView } from './portal-events.js';
 import { callTimeline } from './portal-call.js';
 import { mountCallHandling } from './call-handling.js';
+import { render as renderCharts } from './charts.js';
+import { esc } from './ui-kit.js';
+import { requestJson } from './http-json.js';
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const page = $('#page');
-const esc = (v) =>
-  String(v ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
-  );
 const badge = (v) => `<span class="badge ${esc(v)}">${esc(v)}</span>`;
 const when = (t) => (t ? new Date(t).toLocaleString(undefined, { hourCycle: 'h23' }) : '');
 let me = null;
 let leave = () => {};
 
-class ApiFailure extends Error {
-  constructor(status, body) {
-    super(body?.detail ?? `HTTP ${status}`);
-    this.status = status;
-    this.code = body?.code;
-  }
-}
-
 async function call(url, { method = 'GET', body, headers = {} } = {}) {
-  const r = await fetch(url, {
-    method,
-    credentials: 'same-origin',
-    headers: { 'X-Simu-Portal': '1', ...(body !== undefined && { 'Content-Type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let data;
   try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = text;
+    return await requestJson(url, { method, body, headers: { 'X-Simu-Portal': '1', ...headers } });
+  } catch (e) {
+    if (e.status === 401 && !url.endsWith('/signin')) showSignIn();
+    throw e;
   }
-  if (r.status === 401 && !url.endsWith('/signin')) showSignIn();
-  if (!r.ok) throw new ApiFailure(r.status, data);
-  return data;
 }
 const api = (path, opts) => call(`/portal/proxy/api${path}`, opts);
 const portal = (path, opts) => call(`/portal/api${path}`, opts);
@@ -228,7 +208,7 @@ async function charts() {
       <option value="30">Last 30 days</option><option value="90">Last 90 days</option></select></label></form>
     <div id="charts"></div>`;
   const pick = $('#chart-window select');
-  const draw = async () => window.SimuCharts.render($('#charts'), await portal(`/charts?days=${pick.value}`));
+  const draw = async () => renderCharts($('#charts'), await portal(`/charts?days=${pick.value}`));
   pick.addEventListener('change', () => void draw());
   await draw();
 }

@@ -2,11 +2,7 @@
 // voicemail"): DND, forwarding, ring time, mailbox and greeting, saved through POST /api/users/update, and the
 // end-user's voicemail messages (GET /api/recordings?end_user_uuid=) with a download link.
 
-const esc = (v) =>
-  String(v ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
-  );
+import { esc } from './ui-kit.js';
 
 /** A text field's value: blank clears the setting (null). */
 const orNull = (v) => (String(v ?? '').trim() === '' ? null : String(v).trim());

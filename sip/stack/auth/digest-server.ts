@@ -5,7 +5,7 @@
  * (RFC 7616 §3.3).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { detached } from '../../../kit/index.js';
+import { detached, systemClock, type Clock } from '../../../kit/index.js';
 import { formatUri, parseUri, type SipRequest, type SipUri, type Uri } from '../message/index.js';
 import { HmacSha256 } from './hmac.js';
 import { hash, normalizeAlgorithm, parseAuthHeader, type DigestAlgorithm } from './digest.js';
@@ -18,7 +18,7 @@ export interface DigestServerOptions {
   nonceTtlMs?: number;
   /** Challenge as a proxy (407, Proxy-Authenticate) instead of 401. */
   proxy?: boolean;
-  now?: () => number;
+  clock?: Pick<Clock, 'now'>;
   /**
    * Whether a digest-uri with no user names this server (its domains, its addresses, with or without a port), for
    * the clients that sign the server rather than the Request-URI. Default: the address and port the request
@@ -81,7 +81,7 @@ export class DigestServer {
   readonly #algorithms: DigestAlgorithm[];
   readonly #ttl: number;
   readonly #proxy: boolean;
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now'>;
   readonly #namesServer: (uri: SipUri, req: SipRequest) => boolean;
   /** Tags nonces under this server's secret (32 random bytes). */
   readonly #hmac = new HmacSha256(randomBytes(32));
@@ -95,7 +95,7 @@ export class DigestServer {
     this.#algorithms = opts.algorithms ?? ['SHA-256', 'MD5'];
     this.#ttl = opts.nonceTtlMs ?? 30_000;
     this.#proxy = opts.proxy ?? false;
-    this.#now = opts.now ?? Date.now;
+    this.#clock = opts.clock ?? systemClock;
     this.#namesServer = opts.namesServer ?? arrivedAt;
   }
 
@@ -124,7 +124,7 @@ export class DigestServer {
    */
   #newNonce(): string {
     this.#counter = (this.#counter + 1) % 2 ** 48;
-    const stamp = this.#now().toString(36) + '.' + this.#counter.toString(36);
+    const stamp = this.#clock.now().toString(36) + '.' + this.#counter.toString(36);
     return stamp + '.' + this.#sign(stamp);
   }
 
@@ -212,7 +212,7 @@ export class DigestServer {
    * or was accepted once already (a replay), so the client retries with a fresh one (RFC 7616 §3.3).
    */
   settle(a: DigestAttempt): DigestVerdict {
-    const now = this.#now();
+    const now = this.#clock.now();
     this.#prune(now);
     if (now - a.issuedAt > this.#ttl || this.#used.has(a.nonce)) return { ok: false, stale: true, reason: 'stale' };
     // A copy: the nonce is cut from the request, whose whole text it would keep alive for the nonce's lifetime.

@@ -31,6 +31,7 @@ import {
   TransportLayer,
   type ConnectionLimits,
   type ListenOptions,
+  type MessageTap,
   type SourceAdmission,
   type Target,
   type UdpFront,
@@ -74,6 +75,8 @@ export interface UserAgentOptions {
    * carriers' gateways follow their Contact.
    */
   pinUdpDialogs?: (peerAddress: string) => boolean;
+  /** Given every SIP message received and sent, as bytes with both ends' addresses (transport/tap.ts). */
+  tap?: MessageTap;
 }
 
 export type RequestHandler = (req: SipRequest, srv: Responder) => unknown;
@@ -141,6 +144,7 @@ export class UserAgent {
       connectionLimits: opts.connectionLimits,
       tlsRejectUnauthorized: opts.tls?.rejectUnauthorized,
       tlsCa: opts.tls?.ca,
+      tap: opts.tap,
       onFlowClosed: (flowId) => {
         for (const fn of this.#flowClosedListeners) fn(flowId);
       },
@@ -605,6 +609,11 @@ export class UserAgent {
   }
 
   /** Closes transports, transactions and dialogs (no BYE is sent). Safe to call twice. */
+  /** A renewed certificate for the TLS and WSS listeners (new connections get it). */
+  setCertificate(pem: { cert: string; key: string }): void {
+    this.#transport.setCertificate(pem);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

@@ -11,6 +11,9 @@ export interface Flow {
   readonly transport: TransportName;
   readonly remoteAddress: string;
   readonly remotePort: number;
+  /** This end of the flow (the listening address for UDP, the socket's own for a connection). */
+  readonly localAddress: string;
+  readonly localPort: number;
   readonly reliable: boolean;
   send(data: Buffer): Promise<void>;
   close(): void;
@@ -85,6 +88,12 @@ export function connectionFlow(
     transport,
     remoteAddress,
     remotePort,
+    get localAddress() {
+      return socket.localAddress ?? '';
+    },
+    get localPort() {
+      return socket.localPort ?? 0;
+    },
     reliable: true,
     send: (data) =>
       new Promise<void>((resolve, reject) => {

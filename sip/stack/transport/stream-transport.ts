@@ -71,6 +71,11 @@ export class StreamTransport implements Transport {
     return t;
   }
 
+  /** A new certificate for connections accepted from now on (TLS); connections already open keep theirs. */
+  setCertificate(pem: { cert: string; key: string }): void {
+    if (this.#server instanceof tls.Server) this.#server.setSecureContext({ cert: pem.cert, key: pem.key });
+  }
+
   async connect(address: string, port: number): Promise<Flow> {
     const existing = this.#byRemote.get(`${address}:${port}`);
     if (existing) return existing;

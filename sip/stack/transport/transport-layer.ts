@@ -24,6 +24,7 @@ import { UdpTransport } from './udp-transport.js';
 import type { UdpFront, UdpFrontOptions } from './udp-front.js';
 import { WsTransport } from './ws-transport.js';
 import { isStun, stunBindingResponse } from './stun.js';
+import { tapTime, type MessageTap } from './tap.js';
 
 export interface ListenOptions {
   udp?: ListenAddress;
@@ -61,6 +62,8 @@ export interface TransportLayerOptions {
   connectionLimits?: Partial<ConnectionLimits>;
   /** A connection (TCP, TLS, WS, WSS) closed, whoever closed it. */
   onFlowClosed?(flowId: string): void;
+  /** Given every SIP message received and sent (tap.ts), for capture. */
+  tap?: MessageTap;
 }
 
 export class TransportLayer implements TransportSink {
@@ -145,6 +148,7 @@ export class TransportLayer implements TransportSink {
       }
       return;
     }
+    if (this.#opts.tap) tapIn(this.#opts.tap, data, source);
     const result = parseMessage(data, this.#opts.limits);
     if (!result.ok) {
       this.#opts.logger.debug({ source, reason: result.error.message }, 'unparseable message');
@@ -166,7 +170,7 @@ export class TransportLayer implements TransportSink {
 
   /** A channel for a request to `target`, reusing a flow when one is named or already open to that peer. */
   channelTo(target: Target): MessageChannel {
-    return new TargetChannel(this.#transports.get(target.transport), this.#flows, target);
+    return new TargetChannel(this.#transports.get(target.transport), this.#flows, target, this.#opts.tap);
   }
 
   /**
@@ -177,11 +181,19 @@ export class TransportLayer implements TransportSink {
   responseChannel(req: SipRequest): MessageChannel {
     const src = req.source;
     if (!src) throw new SipStateError('response channel for a request without a source');
-    if (src.transport !== 'UDP') return new FlowChannel(this.#flows, src);
+    if (src.transport !== 'UDP') return new FlowChannel(this.#flows, src, this.#opts.tap);
     // An unreadable Via (a malformed request being answered 400) is answered symmetrically, as with rport.
     const via = req.topVia;
     const port = !via || via.params.has('rport') ? src.port : (via.port ?? 5060);
     return this.channelTo({ transport: 'UDP', host: src.address, port });
+  }
+
+  /** A renewed certificate for the TLS and WSS listeners: new connections get it, open ones go on. */
+  setCertificate(pem: { cert: string; key: string }): void {
+    for (const name of ['TLS', 'WSS'] as const) {
+      const t = this.#transports.get(name) as { setCertificate?(pem: { cert: string; key: string }): void } | undefined;
+      t?.setCertificate?.(pem);
+    }
   }
 
   async close(): Promise<void> {
@@ -222,6 +234,7 @@ class TargetChannel implements MessageChannel {
     private readonly transport: Transport | undefined,
     private readonly flows: Map<string, Flow>,
     private readonly target: Target,
+    private readonly tap: MessageTap | undefined,
   ) {
     this.reliable = target.transport !== 'UDP';
   }
@@ -234,7 +247,7 @@ class TargetChannel implements MessageChannel {
       throw new SipTransportError(`connection ${target.flowId} is closed`);
     }
     flow ??= await this.transport.connect(target.host, target.port);
-    await flow.send(msg.toBuffer());
+    await sendOn(flow, msg.toBuffer(), this.tap);
   }
 }
 
@@ -244,11 +257,50 @@ class FlowChannel implements MessageChannel {
   constructor(
     private readonly flows: Map<string, Flow>,
     private readonly source: MessageSource,
+    private readonly tap: MessageTap | undefined,
   ) {}
 
   async send(msg: SipMessage): Promise<void> {
     const flow = this.flows.get(this.source.flowId);
     if (!flow) throw new SipTransportError(`${this.source.transport} connection ${this.source.flowId} is closed`);
-    await flow.send(msg.toBuffer());
+    await sendOn(flow, msg.toBuffer(), this.tap);
+  }
+}
+
+/** Sends a message's bytes on a flow, tapping them first; STUN responses and keep-alives are not SIP and pass by. */
+function sendOn(flow: Flow, data: Buffer, tap: MessageTap | undefined): Promise<void> {
+  if (tap && data.length > 4 && !isStun(data)) {
+    try {
+      tap({
+        direction: 'out',
+        transport: flow.transport,
+        data,
+        localAddress: flow.localAddress,
+        localPort: flow.localPort,
+        remoteAddress: flow.remoteAddress,
+        remotePort: flow.remotePort,
+        at: tapTime(),
+      });
+    } catch {
+      /* capture never fails a send */
+    }
+  }
+  return flow.send(data);
+}
+
+function tapIn(tap: MessageTap, data: Buffer, source: MessageSource): void {
+  try {
+    tap({
+      direction: 'in',
+      transport: source.transport,
+      data,
+      localAddress: source.localAddress ?? '',
+      localPort: source.localPort ?? 0,
+      remoteAddress: source.address,
+      remotePort: source.port,
+      at: tapTime(),
+    });
+  } catch {
+    /* capture never fails a receive */
   }
 }

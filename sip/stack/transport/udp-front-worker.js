@@ -41,7 +41,9 @@ const MAX_HEAD = 16 * 1024;
 const REMEMBER_MS = 32_000;
 const REMEMBER_MAX = 100_000;
 
-const { host, port, ipv6, exemptUsers } = workerData;
+const { host, port, ipv6, exemptUsers, tokenBucketModule } = workerData;
+// The kit's token bucket, by the URL the main thread passes (kit/index.ts exports it): the same module as its own.
+const { TokenBucket } = await import(tokenBucketModule);
 const gate = new Int32Array(workerData.gate);
 const exempt = new Set(exemptUsers);
 let banned = new Set();
@@ -55,8 +57,7 @@ let current = new Map();
 let previous = new Map();
 let rotatedAt = performance.now();
 let refusalsRemembered = 0;
-let tokens = 0;
-let tokensAt = performance.now();
+const bucket = new TokenBucket({ ratePerSecond: 0, burst: 0, tokens: 0, at: performance.now() });
 let lastLimit = -1;
 /** Admission times within the last second, for the platform cap. */
 const recent = [];
@@ -217,16 +218,13 @@ function admit() {
   if (limitMilli >= 0) {
     const limit = limitMilli / 1000;
     // A lower limit was just set: the bucket keeps at most one token, as the main thread's does.
-    if (lastLimit < 0 || limit < lastLimit) tokens = Math.min(tokens, 1);
-    const burst = Math.max(Atomics.load(gate, GATE_MIN_CPS), limit / 4);
-    tokens = Math.min(burst, tokens + ((now - tokensAt) / 1000) * limit);
-    tokensAt = now;
+    if (lastLimit < 0 || limit < lastLimit) bucket.keepAtMost(1);
+    bucket.configure(limit, Math.max(Atomics.load(gate, GATE_MIN_CPS), limit / 4));
     lastLimit = limit;
-    if (tokens < 1) return false;
-    tokens -= 1;
+    if (!bucket.take(now)) return false;
   } else {
     lastLimit = -1;
-    tokensAt = now;
+    bucket.at = now;
   }
   if (cap > 0) recent.push(now);
   return true;

@@ -16,7 +16,7 @@
  * on the main thread anyway.
  */
 import { Worker } from 'node:worker_threads';
-import { Fifo } from '../../../kit/index.js';
+import { Fifo, TOKEN_BUCKET_MODULE } from '../../../kit/index.js';
 import type { ListenAddress } from './flow.js';
 
 /** What the main thread publishes to the front: the new-call gate's current limit and fixed settings. */
@@ -94,7 +94,14 @@ export class UdpFront {
     gate.set([-1, 0, 2, 10, 0, 0, 0]);
     const ipv6 = addr.host.includes(':');
     const worker = new Worker(WORKER_URL, {
-      workerData: { host: addr.host, port: addr.port, ipv6, exemptUsers: [...opts.exemptUsers], gate: gate.buffer },
+      workerData: {
+        host: addr.host,
+        port: addr.port,
+        ipv6,
+        exemptUsers: [...opts.exemptUsers],
+        gate: gate.buffer,
+        tokenBucketModule: TOKEN_BUCKET_MODULE,
+      },
     });
     worker.unref();
     const bound = await new Promise<ListenAddress>((resolve, reject) => {

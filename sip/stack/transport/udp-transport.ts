@@ -108,6 +108,8 @@ export class UdpTransport implements Transport {
       transport: 'UDP',
       remoteAddress: address,
       remotePort: port,
+      localAddress: this.local.host,
+      localPort: this.local.port,
       reliable: false,
       send: (data) => {
         if (this.#closed) return Promise.reject(new SipTransportError('UDP transport closed'));

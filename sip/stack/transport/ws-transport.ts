@@ -76,6 +76,11 @@ export class WsTransport implements Transport {
   }
 
   /** Opens a WebSocket to a peer (a WS trunk); a browser client's flow is normally reused instead. */
+  /** A new certificate for connections accepted from now on (WSS); connections already open keep theirs. */
+  setCertificate(pem: { cert: string; key: string }): void {
+    if (this.#http instanceof https.Server) this.#http.setSecureContext({ cert: pem.cert, key: pem.key });
+  }
+
   async connect(address: string, port: number): Promise<Flow> {
     const existing = this.#byRemote.get(`${address}:${port}`);
     if (existing) return existing;

@@ -42,9 +42,9 @@ describe('Conferences (calls/conference/): who waits, who is heard, when it ends
     const ports = new Map<string, FakeCall>();
     conferences = new Conferences({
       log: quietLogger,
-      now: () => clock.now(),
+      clock: { now: () => clock.now() },
       recordingsDir: dir,
-      scheduler: new TickScheduler({ timers: clock, now: () => clock.now() }),
+      scheduler: new TickScheduler({ timers: clock, clock: { now: () => clock.now() } }),
       port: (callId) => {
         const call = ports.get(callId)!;
         return {

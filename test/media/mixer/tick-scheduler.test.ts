@@ -10,7 +10,7 @@ describe('TickScheduler (the mixers’ 20 ms clock)', () => {
       setTimeout: (fn: () => void, ms: number) => clock.setTimeout(fn, ms + 3),
       clearTimeout: (h: Parameters<ManualClock['clearTimeout']>[0]) => clock.clearTimeout(h),
     };
-    const scheduler = new TickScheduler({ timers: lateTimers, now: () => clock.now() });
+    const scheduler = new TickScheduler({ timers: lateTimers, clock: { now: () => clock.now() } });
     let ticks = 0;
     scheduler.add({ size: 1, tick: () => void (ticks += 1) });
     clock.advance(2000);
@@ -25,7 +25,7 @@ describe('TickScheduler (the mixers’ 20 ms clock)', () => {
   it('counts packets sent more than 20 ms late, and skips rather than bursts after a long stall', () => {
     const clock = new ManualClock(0);
     let extra = 0;
-    const scheduler = new TickScheduler({ timers: clock, now: () => clock.now() + extra });
+    const scheduler = new TickScheduler({ timers: clock, clock: { now: () => clock.now() + extra } });
     let ticks = 0;
     scheduler.add({ size: 10, tick: () => void (ticks += 1) });
     clock.advance(200);
@@ -40,7 +40,7 @@ describe('TickScheduler (the mixers’ 20 ms clock)', () => {
 
   it('stops its timer when the last member leaves', () => {
     const clock = new ManualClock(0);
-    const scheduler = new TickScheduler({ timers: clock, now: () => clock.now() });
+    const scheduler = new TickScheduler({ timers: clock, clock: { now: () => clock.now() } });
     const m = { size: 1, tick: () => undefined };
     scheduler.add(m);
     assert.equal(scheduler.running, true);

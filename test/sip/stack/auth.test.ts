@@ -80,7 +80,7 @@ describe('digest authentication (RFC 3261 §22, RFC 7616, RFC 8760)', () => {
 
   it('an expired nonce with a correct digest is stale; a wrong password is not', async () => {
     let now = 1_000_000;
-    const server = new DigestServer({ realm: 'simu.test', nonceTtlMs: 30_000, now: () => now });
+    const server = new DigestServer({ realm: 'simu.test', nonceTtlMs: 30_000, clock: { now: () => now } });
     const req = register();
     const res = challenged(server, req);
     const good = req.clone();

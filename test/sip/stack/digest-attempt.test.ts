@@ -54,7 +54,7 @@ describe('DigestServer: credentials read once, tried against several passwords (
 
   it('a nonce past its lifetime is stale; a nonce altered or from another server is refused before any password', () => {
     let now = 5_000_000;
-    const server = new DigestServer({ realm: 'simu.test', nonceTtlMs: 30_000, now: () => now });
+    const server = new DigestServer({ realm: 'simu.test', nonceTtlMs: 30_000, clock: { now: () => now } });
     const old = server.parse(answered(server, 'right'));
     assert.ok(old.ok);
     now += 30_001;
@@ -73,13 +73,13 @@ describe('DigestServer: credentials read once, tried against several passwords (
       f.headers.set('authorization', req.headers.get('authorization')!.replace(nonce, forged));
       assert.deepEqual(server.parse(f), { ok: false, stale: false, reason: 'wrong' }, forged);
     }
-    const other = new DigestServer({ realm: 'simu.test', now: () => now });
+    const other = new DigestServer({ realm: 'simu.test', clock: { now: () => now } });
     assert.deepEqual(other.parse(req), { ok: false, stale: false, reason: 'wrong' });
   });
 
   it('every challenge carries a nonce of its own, stamped with its issue time', () => {
     const now = 7_000_000;
-    const server = new DigestServer({ realm: 'simu.test', now: () => now });
+    const server = new DigestServer({ realm: 'simu.test', clock: { now: () => now } });
     const seen = new Set<string>();
     for (let i = 0; i < 20_000; i++) {
       const v = server.challenge()['WWW-Authenticate']![0]!;

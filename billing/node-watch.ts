@@ -1,0 +1,108 @@
+import {
+  claimGoneNodes,
+  liveCallIds,
+  markNodeStopped,
+  nowIso,
+  writeNodeHeartbeat,
+  type Db,
+  type NodeRow,
+} from '../store/index.js';
+import { roomLogger, type Logger } from '../config/index.js';
+import type { BillingEmit } from './codes.js';
+import { reconcileCall } from './reconcile.js';
+import type { BillingIncrement } from './rating.js';
+import { systemClock, type Clock } from '../kit/index.js';
+
+/** How often a node writes its heartbeat, and looks for nodes whose heartbeat stopped. */
+export const HEARTBEAT_MS = 2000;
+
+export interface NodeWatchOptions {
+  db: Db;
+  /** This node's row, less what the watch writes itself (state, live calls, heartbeat). */
+  node: Omit<NodeRow, 'state' | 'live_calls' | 'heartbeat_at' | 'gone_at' | 'gone_by'>;
+  /** A node silent this long is gone. */
+  goneAfterMs: number;
+  liveCalls: () => number;
+  draining: () => boolean;
+  emit?: BillingEmit;
+  increment?: BillingIncrement;
+  /** Told of each call it closed for a gone node (the credit monitor stops tracking it). */
+  onClosed?: (callId: string) => void;
+  clock?: Pick<Clock, 'now' | 'every'>;
+  logger?: Logger;
+}
+
+/**
+ * A node's presence in the store it shares with other nodes: its heartbeat, and the takeover of nodes whose
+ * heartbeat stopped. A gone node's calls are closed once, by whichever survivor's conditional update marked it
+ * gone (store/nodes.ts claimGoneNodes), as the reconcile sweep closes a call nobody holds: END.0504, billed to the
+ * last moment its credit monitor vouched for, one terminal event and one status callback each.
+ */
+export class NodeWatch {
+  readonly #o: NodeWatchOptions & { clock: Pick<Clock, 'now' | 'every'> };
+  readonly #log: Logger;
+  #timer: { cancel(): void } | undefined;
+  #running: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(opts: NodeWatchOptions) {
+    this.#o = { clock: systemClock, ...opts };
+    this.#log = opts.logger ?? roomLogger('billing').child({ module: 'nodes' });
+  }
+
+  async start(): Promise<this> {
+    await this.beat();
+    this.#timer = this.#o.clock.every(HEARTBEAT_MS, () => void this.beat(), 'node-heartbeat');
+    return this;
+  }
+
+  /** One heartbeat and one look for gone nodes; overlapping calls share the one running. */
+  beat(): Promise<void> {
+    this.#running ??= this.#beat()
+      .catch((err: unknown) => this.#log.warn({ err }, 'node heartbeat failed'))
+      .finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  async #beat(): Promise<void> {
+    if (this.#closed) return;
+    const now = this.#o.clock.now();
+    await writeNodeHeartbeat(this.#o.db, {
+      ...this.#o.node,
+      state: this.#o.draining() ? 'draining' : 'up',
+      live_calls: this.#o.liveCalls(),
+      heartbeat_at: nowIso(new Date(now)),
+    });
+    const gone = await claimGoneNodes(
+      this.#o.db,
+      this.#o.node.id,
+      nowIso(new Date(now - this.#o.goneAfterMs)),
+      nowIso(new Date(now)),
+    );
+    for (const node of gone) await this.#takeOver(node);
+  }
+
+  async #takeOver(node: string): Promise<void> {
+    const ids = await liveCallIds(this.#o.db, nowIso(new Date(this.#o.clock.now())), node);
+    let closed = 0;
+    for (const id of ids) {
+      const r = await reconcileCall(this.#o.db, id, this.#o.clock.now(), {
+        emit: this.#o.emit,
+        increment: this.#o.increment,
+      });
+      if (r) {
+        closed++;
+        this.#o.onClosed?.(id);
+      }
+    }
+    this.#log.warn({ node, closed }, 'node gone (no heartbeat): its calls closed (END.0504)');
+  }
+
+  /** This node stops in order: its row says so, and no survivor takes it over. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#timer?.cancel();
+    await this.#running;
+    await markNodeStopped(this.#o.db, this.#o.node.id, nowIso()).catch(() => undefined);
+  }
+}
