@@ -223,6 +223,12 @@ export function groupCommitStats(db: Db): GroupCommitStats | undefined {
   return d instanceof SqliteDriver ? d.groupCommitStats : undefined;
 }
 
+/** PostgreSQL: the store's URL (for a connection of its own that listens); undefined on SQLite. */
+export function pgConnectionString(db: Db): string | undefined {
+  const d = opened.get(db)?.driver;
+  return d instanceof PgDriver ? d.connectionString : undefined;
+}
+
 /** The store's driver (for the PostgreSQL pipelined settlement and the queue probe). */
 export function driverOf(db: Db): Driver {
   return openedOf(db).driver;

@@ -113,3 +113,34 @@ function updateText(
   );
   return { sql, bindings: [...cols.map((c) => patch[c]), key.value, ...(guard?.in ?? [])], cols };
 }
+
+/** The first row of fixed SQL, or undefined. */
+export function firstRow(db: Db | Tx, sql: string, bindings: readonly unknown[]): Promise<Row | undefined> {
+  return sqlOf(db).get(sql, bindings);
+}
+
+/**
+ * INSERT of one row that replaces the row already there with the same `conflict` columns (every other column of
+ * `row` is written over).
+ */
+export async function upsertRow(
+  db: Db | Tx,
+  table: string,
+  row: Record<string, unknown>,
+  conflict: readonly string[],
+): Promise<void> {
+  const cols = Object.keys(row);
+  const sql = text(`m\n${table}\n${cols.join(',')}\n${conflict.join(',')}`, () => {
+    const set = cols.filter((c) => !conflict.includes(c));
+    return (
+      `insert into ${q(table)} (${cols.map(q).join(', ')}) values (${cols.map(() => '?').join(', ')}) ` +
+      `on conflict (${conflict.map(q).join(', ')}) ` +
+      (set.length === 0 ? 'do nothing' : `do update set ${set.map((c) => `${q(c)} = excluded.${q(c)}`).join(', ')}`)
+    );
+  });
+  await sqlOf(db).run(
+    sql,
+    cols.map((c) => (row[c] === undefined ? null : row[c])),
+    table,
+  );
+}

@@ -1,11 +1,10 @@
+import { openListenConnection } from './listen-connection.js';
 import type { RawConnection } from './sqlite-connection.js';
 
 /** How often the switch asks SQLite whether another connection committed (PRAGMA data_version): ~5 µs a time. */
 export const DATA_VERSION_POLL_MS = 50;
 /** The PostgreSQL channel the change triggers notify (store/change-notify.ts); the payload is the table's name. */
 export const CHANGES_CHANNEL = 'simu_changes';
-/** Wait before a lost PostgreSQL listener connects again. */
-const RELISTEN_MS = 1000;
 
 /**
  * What another process wrote: the table, or undefined when the store cannot say which (SQLite; a listener that
@@ -54,71 +53,25 @@ export interface DataVersionPoll {
   absorb(): void;
 }
 
-/** The pg client as used here (the driver is the one knex loaded: its client's `driver`). */
-interface PgClient {
-  connect(): Promise<void>;
-  query(sql: string): Promise<unknown>;
-  end(): Promise<void>;
-  on(event: 'error', fn: (err: Error) => void): unknown;
-  on(event: 'end', fn: () => void): unknown;
-  on(event: 'notification', fn: (n: { channel: string; payload?: string; processId: number }) => void): unknown;
-}
-export interface PgDriver {
-  Client: new (options: { connectionString: string }) => PgClient;
-}
-
 /**
- * PostgreSQL: LISTEN on a connection of its own (not the pool's: a listener holds it for good). The change triggers
- * notify the table a committed transaction wrote, at its commit; notifications from this process's own pool
- * connections (`ownBackends`, their server process ids) are skipped, since its knex instance already saw those
- * writes. A lost connection is opened again after RELISTEN_MS; each time LISTEN starts, everything is reported
- * changed (what was cached while no one listened may be stale).
+ * PostgreSQL: LISTEN on a connection of its own (store/listen-connection.ts). The change triggers notify the table
+ * a committed transaction wrote, at its commit; notifications from this process's own pool connections
+ * (`ownBackends`, their server process ids) are skipped, since this process announced those writes itself. Each
+ * time LISTEN starts, everything is reported changed (what was cached while no one listened may be stale).
  */
 export function listenForChanges(
-  driver: PgDriver,
   connectionString: string,
   ownBackends: ReadonlySet<number>,
   onWrite: OtherWrite,
   onError: (err: unknown) => void,
 ): { stop(): Promise<void> } {
-  let client: PgClient | undefined;
-  let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
-  const connect = async (): Promise<void> => {
-    const c = new driver.Client({ connectionString });
-    client = c;
-    const lost = (err?: unknown): void => {
-      if (client !== c) return;
-      client = undefined;
-      void c.end().catch(() => undefined);
-      if (stopped) return;
-      if (err) onError(err);
-      retry = setTimeout(() => void connect(), RELISTEN_MS);
-      retry.unref();
-    };
-    c.on('error', lost);
-    c.on('end', () => lost());
-    c.on('notification', (n) => {
+  return openListenConnection({
+    connectionString,
+    channels: [CHANGES_CHANNEL],
+    onNotification: (n) => {
       if (n.channel === CHANGES_CHANNEL && !ownBackends.has(n.processId)) onWrite(n.payload || undefined);
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${CHANGES_CHANNEL}`);
-    } catch (err) {
-      lost(err);
-      return;
-    }
-    // What was cached while no one listened (before the first LISTEN, or while the connection was lost) may be stale.
-    onWrite(undefined);
-  };
-  void connect();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(retry);
-      const c = client;
-      client = undefined;
-      await c?.end().catch(() => undefined);
     },
-  };
+    onListening: () => onWrite(undefined),
+    onError,
+  });
 }

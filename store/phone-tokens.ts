@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { onWrites } from './notices.js';
-import { selectRows } from './fixed-sql.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 import { newId, nowIso } from './ids.js';
 
 export interface PhoneTokenRow {
@@ -34,7 +34,7 @@ export async function insertPhoneToken(
   },
 ): Promise<PhoneTokenRow> {
   const row = { id: newId(), ...input, created_at: nowIso() };
-  await db('phone_tokens').insert(row);
+  await insertRows(db, 'phone_tokens', [row]);
   return normalise({ ...row, revoked_at: null });
 }
 
@@ -45,10 +45,11 @@ export async function recentPhoneTokens(
   endUserId: string,
   limit: number,
 ): Promise<PhoneTokenRow[]> {
-  const rows = await db('phone_tokens')
-    .where({ account_id: accountId, end_user_id: endUserId })
-    .orderBy('created_at', 'desc')
-    .limit(limit);
+  const rows = await selectRows(
+    db,
+    'select * from "phone_tokens" where "account_id" = ? and "end_user_id" = ? order by "created_at" desc limit ?',
+    [accountId, endUserId, limit],
+  );
   return rows.map(normalise);
 }
 
@@ -89,15 +90,24 @@ export async function phoneCredentials(
 }
 
 export async function findPhoneToken(db: Db, id: string): Promise<PhoneTokenRow | undefined> {
-  const r = await db('phone_tokens').where({ id }).first();
+  const r = await firstRow(db, 'select * from "phone_tokens" where "id" = ? limit 1', [id]);
   return r ? normalise(r) : undefined;
 }
 
 /** Revokes a token of the account; false when the account has no such token. Revoking twice is harmless. */
 export async function revokePhoneToken(db: Db, accountId: string, id: string): Promise<boolean> {
-  const r = await db('phone_tokens').where({ account_id: accountId, id }).first('revoked_at');
+  const r = await firstRow(db, 'select "revoked_at" from "phone_tokens" where "account_id" = ? and "id" = ? limit 1', [
+    accountId,
+    id,
+  ]);
   if (!r) return false;
-  if (!r.revoked_at) await db('phone_tokens').where({ account_id: accountId, id }).update({ revoked_at: nowIso() });
+  if (!r.revoked_at)
+    await runSqlCount(
+      db,
+      'update "phone_tokens" set "revoked_at" = ? where "account_id" = ? and "id" = ?',
+      [nowIso(), accountId, id],
+      { table: 'phone_tokens', columns: ['revoked_at'] },
+    );
   return true;
 }
 
@@ -112,14 +122,14 @@ export async function unusablePhoneTokenIds(db: Db, ids: Iterable<string>, now: 
   const all = [...new Set(ids)];
   const usable = new Set<string>();
   for (let i = 0; i < all.length; i += 500) {
-    const rows = await db('phone_tokens as t')
-      .join('end_users as u', 'u.id', 't.end_user_id')
-      .whereIn('t.id', all.slice(i, i + 500))
-      .whereNull('t.revoked_at')
-      .where('t.expires_at', '>', now.toISOString())
-      .where('u.is_active', true)
-      .whereNull('u.deleted_at')
-      .select('t.id');
+    const some = all.slice(i, i + 500);
+    const rows = await selectRows(
+      db,
+      'select "t"."id" from "phone_tokens" as "t" inner join "end_users" as "u" on "u"."id" = "t"."end_user_id" ' +
+        `where "t"."id" in (${some.map(() => '?').join(', ')}) and "t"."revoked_at" is null and "t"."expires_at" > ? ` +
+        'and "u"."is_active" = ? and "u"."deleted_at" is null',
+      [...some, now.toISOString(), true],
+    );
     for (const r of rows as Array<{ id: string }>) usable.add(r.id);
   }
   // A token no longer stored (its end-user deleted, by another process too) is unusable as well.

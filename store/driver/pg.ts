@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { listenForChanges, type PgDriver as PgModule } from '../other-writers.js';
+import { listenForChanges } from '../other-writers.js';
 import {
   notifyAll,
   QueueWatch,
@@ -28,7 +28,7 @@ interface PgPool {
   on(event: 'connect', fn: (c: PgClient & { once(e: 'end', fn: () => void): unknown }) => void): unknown;
   on(event: 'error', fn: (err: Error) => void): unknown;
 }
-interface PgLibrary extends PgModule {
+interface PgLibrary {
   Pool: new (options: {
     connectionString: string;
     max: number;
@@ -91,6 +91,8 @@ let savepointSeq = 0;
  */
 export class PgDriver implements Driver {
   readonly dialect = 'pg' as const;
+  /** The store's URL (a listener opens a connection of its own with it). */
+  readonly connectionString: string;
   readonly #pool: PgPool;
   readonly #writeListeners = new Set<(n: WriteNotice) => void>();
   readonly #statementListeners = new Set<(s: StatementTrace) => void>();
@@ -101,6 +103,7 @@ export class PgDriver implements Driver {
   #lastConnect: Promise<void> = Promise.resolve();
 
   constructor(opts: PgDriverOptions) {
+    this.connectionString = opts.connectionString;
     this.#pool = new pg.Pool({
       connectionString: opts.connectionString,
       max: PG_POOL_MAX,
@@ -124,7 +127,7 @@ export class PgDriver implements Driver {
       });
     }
     this.#listener = opts.onOtherWriter
-      ? listenForChanges(pg, opts.connectionString, this.#ownBackends, opts.onOtherWriter, opts.onListenError)
+      ? listenForChanges(opts.connectionString, this.#ownBackends, opts.onOtherWriter, opts.onListenError)
       : undefined;
   }
 
