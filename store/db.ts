@@ -244,8 +244,24 @@ export function inTransaction<T>(db: Db | Tx, fn: (tx: Tx) => Promise<T>): Promi
   return sqlOf(db).transaction(fn);
 }
 
+/** The PostgreSQL advisory lock the migrations run under (any number; this one spells "simu"). */
+const MIGRATION_LOCK = 0x73696d75;
+
+/**
+ * Brings the schema up to date. On PostgreSQL several nodes may start at once: the migrations run while this store
+ * holds a transaction-scoped advisory lock on a connection of its driver's pool, so one node migrates while the
+ * others wait for it, then find nothing left to do (knex's own lock table refuses a second migrator, and two
+ * creating knex's tables on a fresh database collide).
+ */
 export async function migrate(db: Db): Promise<void> {
-  await db.migrate.latest({ migrationSource });
+  if (!isPostgres(db)) {
+    await db.migrate.latest({ migrationSource });
+    return;
+  }
+  await sqlOf(db).transaction(async (tx) => {
+    await tx.all('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+    await db.migrate.latest({ migrationSource });
+  });
 }
 
 /**

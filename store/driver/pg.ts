@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { listenForChanges } from '../other-writers.js';
 import {
@@ -28,16 +29,34 @@ interface PgPool {
   on(event: 'connect', fn: (c: PgClient & { once(e: 'end', fn: () => void): unknown }) => void): unknown;
   on(event: 'error', fn: (err: Error) => void): unknown;
 }
+type ClientClass = new (options: object) => object;
 interface PgLibrary {
+  Client: ClientClass;
   Pool: new (options: {
     connectionString: string;
     max: number;
     min: number;
     idleTimeoutMillis: number;
     pipeline: boolean;
+    Client: ClientClass;
   }) => PgPool;
 }
 const pg = createRequire(import.meta.url)('pg') as PgLibrary;
+
+/** The socket of each pooled client, made by the driver through pg's `stream` option. */
+const sockets = new WeakMap<object, Socket>();
+
+/**
+ * pg's Client, given its socket by the driver (pg's `stream` option, a factory), so that a pipelined transaction's
+ * messages can be corked into one write (pg writes each message of each statement on its own).
+ */
+class SocketClient extends pg.Client {
+  constructor(options: object) {
+    let socket: Socket | undefined;
+    super({ ...options, stream: () => (socket = new Socket()) });
+    if (socket) sockets.set(this, socket);
+  }
+}
 
 export interface PgDriverOptions {
   connectionString: string;
@@ -112,6 +131,7 @@ export class PgDriver implements Driver {
       min: opts.warm ? PG_POOL_MAX : 0,
       idleTimeoutMillis: opts.warm ? 0 : 10_000,
       pipeline: true,
+      Client: SocketClient,
     });
     this.#pool.on('error', () => undefined); // an idle connection lost: the pool opens another when asked
     this.#pool.on('connect', (c) => {
@@ -196,6 +216,9 @@ export class PgDriver implements Driver {
   async pipelined(statements: readonly PgStatement[]): Promise<Row[][]> {
     const conn = await this.#connect();
     const id = ++txSeq;
+    // Every statement is handed to pg before anything awaits: corked, the lot leaves in one write.
+    const socket = sockets.get(conn);
+    socket?.cork();
     try {
       const sent = [
         this.send(conn, 'BEGIN', [], undefined, id),
@@ -203,6 +226,7 @@ export class PgDriver implements Driver {
       ];
       notifyAll(this.#writeListeners, { kind: 'end', tx: id, done: false });
       sent.push(this.send(conn, 'COMMIT', [], undefined, id));
+      socket?.uncork();
       const settled = await Promise.allSettled(sent);
       notifyAll(this.#writeListeners, { kind: 'end', tx: id, done: true });
       const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -211,6 +235,7 @@ export class PgDriver implements Driver {
         .slice(1, 1 + statements.length)
         .map((r) => (r as PromiseFulfilledResult<{ rows: Row[] }>).value.rows);
     } finally {
+      if (socket?.writableCorked) socket.uncork();
       conn.release();
     }
   }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Socket } from 'node:net';
 import {
   getAccount,
   inTransaction,
@@ -114,6 +115,32 @@ describe('store: transactions on a PostgreSQL pool connection', function () {
     await Promise.all(Array.from({ length: 12 }, (_, i) => pipelined([set(100 + i)])));
     assert.ok((await getAccount(db, a.id)).balance_cents >= 100);
   });
+
+  it('a pipelined transaction leaves in one write to the socket', async () => {
+    const a = await insertAccount(db, 'one write');
+    await pipelined([{ sql: 'select 1 as "x" where 1 = ?', bindings: [1] }]); // a connection is open and warm
+    const writes: number[] = [];
+    const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...a: unknown[]) => unknown>;
+    const own = { _write: proto._write, _writev: proto._writev };
+    proto._write = function (this: Socket, ...args: unknown[]) {
+      writes.push(1);
+      return own._write.apply(this, args);
+    };
+    proto._writev = function (this: Socket, chunks: unknown, ...rest: unknown[]) {
+      writes.push((chunks as unknown[]).length);
+      return own._writev.apply(this, [chunks, ...rest]);
+    };
+    try {
+      await pipelined([
+        { sql: 'update "accounts" set "balance_cents" = ? where "id" = ?', bindings: [7, a.id] },
+        { sql: 'select "balance_cents" from "accounts" where "id" = ?', bindings: [a.id] },
+      ]);
+    } finally {
+      Object.assign(proto, own);
+    }
+    assert.equal(writes.length, 1, `socket writes (messages each): ${writes.join(', ')}`);
+  });
+
   it("the switch's pool (warmPool) opens all its connections at once and keeps them; others open on demand", async () => {
     const c = db.client.config.connection as { user: string; host: string; port: string; database: string };
     const url = `postgres://${c.user}@${c.host}:${c.port}/${c.database}`;
