@@ -73,11 +73,9 @@ const log = roomLogger('switch');
  * here is wiring; behaviour lives in the rooms.
  */
 /**
- * SQLite: writes of the switch wait up to this long for others to share their commit (store/db.ts). In the carrier
- * bench at 40 calls/s, commits per call fell from 7.4 (end of each event-loop turn) to 3.1 and commit time per call
- * from 2.3 to 0.76 ms with 5 ms. A commit writes at least one page of each of the ~21 indexes a call leg touches,
- * whatever it holds: bench/store/call-writes.bench.ts measured 284 µs of commit per leg at one leg a commit, 103 µs
- * at four; at 150 calls/s (300 legs/s) 15 ms holds about four. The API commits the open group before each request,
+ * SQLite: writes of the switch wait up to this long for others to share their commit (store/db.ts). A commit writes
+ * at least one page of each of the ~21 indexes a call leg touches, whatever it holds, so several legs a commit cost
+ * far less each than one (the figures: docs/performance.md, "Group commit"). The API commits the open group before each request,
  * so its reads see every earlier write; an orderly exit or an uncaught exception commits it too, so what a SIGKILL
  * or a power cut can lose is at most the last 15 ms of writes.
  */
@@ -171,7 +169,7 @@ export class Switch {
     });
     await this.#engines.start();
 
-    // Issue 22 (SSRF): where customer URLs may point; docs/security.md "Outbound URLs". The calls room builds its
+    // Against SSRF: where customer URLs may point; docs/security.md "Outbound URLs". The calls room builds its
     // own from the same settings for call-control requests.
     const urlPolicy = new UrlPolicy({
       allowPrivate: config.webhooks.allowPrivate,
@@ -352,7 +350,7 @@ export class Switch {
       onClosed: (id) => monitor.release(id),
     }).start();
     this.#closers.push(() => nodeWatch.close());
-    // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).
+    // Expired and soft-deleted recordings lose their audio (the rows stay).
     const retention = new RecordingRetention({ db, dataDir: config.dataDir, log: roomLogger('calls') }).start();
     this.#closers.push(() => retention.close());
     this.#closers.push(() => monitor.close());
@@ -370,7 +368,7 @@ export class Switch {
     this.#closers.push(() => sip.close());
     this.#closers.push(() => calls.close());
 
-    // GET /metrics (issue 17, item 7): call counters fed from the bus, the rest read at each scrape.
+    // GET /metrics: call counters fed from the bus, the rest read at each scrape.
     const metrics = new SwitchMetrics({
       liveCalls: () => calls.liveCount,
       outboxBacklog: () => countOutboxBacklog(db),
@@ -384,7 +382,7 @@ export class Switch {
       metrics.close();
     });
 
-    // Issue 21: the charts, the roll-up job and the console's live view read on their own SQLite connections.
+    // The charts, the roll-up job and the console's live view read on their own SQLite connections.
     const statsRead = openReadPool(db, 2);
     this.#closers.push(async () => void (await statsRead?.destroy()));
     const readDb = statsRead ?? db;
@@ -438,7 +436,7 @@ export class Switch {
     const stream = attachStream(server, {
       bus,
       consumeToken: (t) => consumeStreamToken(db, t),
-      // Sockets close when their key is revoked or their account suspended (issue 22).
+      // Sockets close when their key is revoked or their account suspended.
       lapsed: (accounts, keys) => lapsedStreamPrincipals(db, accounts, keys),
       onAuthChange: onAuthWrite,
       logger: roomLogger('events'),

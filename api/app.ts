@@ -76,7 +76,7 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
 
   // Paths match exactly as declared: case-sensitive (RFC 3986, 6.2.2.1: only scheme and host are case-insensitive),
   // and undecoded, so a case-changed or percent-encoded spelling never reaches a handler the guards below did not
-  // see as that route (issue 22). Trailing slashes are stripped once, before any guard.
+  // see as that route. Trailing slashes are stripped once, before any guard.
   const publicRouter = new Router({ sensitive: true });
   const privateRouter = new Router({ sensitive: true });
   const all = new RouteTable(privateRouter);
@@ -109,9 +109,9 @@ export function createApp(deps: ApiDeps): { app: Koa; routes: RouteTable; close:
   publicRouter.get('/api/openapi.json', async (ctx) => {
     ctx.body = openApiDocument(all.specs, deps.config.publicBaseUrl);
   });
-  // The customer reference (docs/*.md) beside the OpenAPI document, public (issue 15, item 10).
+  // The customer reference (docs/*.md) beside the OpenAPI document, public.
   docsRoutes(publicRouter);
-  // The operator's Prometheus figures, outside /api and its API keys: their own token (issue 17, item 7).
+  // The operator's Prometheus figures, outside /api and its API keys: their own token.
   if (deps.metrics) metricsRoute(publicRouter, deps.db, deps.metrics);
 
   // Reads below may go to the read pool: commit the switch's open write group first, so they see every earlier

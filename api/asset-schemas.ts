@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AssetRow } from '../store/index.js';
 
-/** Shapes of the asset endpoints (issue 11; docs/assets.md), kept beside schemas.ts for the OpenAPI document. */
+/** Shapes of the asset endpoints (docs/assets.md), kept beside schemas.ts for the OpenAPI document. */
 const Uuid = z.string().min(1, 'expected a uuid').max(64);
 export const AssetName = z
   .string()

@@ -3,7 +3,7 @@ import type { EndUserRow } from '../store/index.js';
 import { AssetName } from './asset-schemas.js';
 
 /**
- * The call-handling fields of the EndUser object (issue 19, items 3 and 4), beyond the spec (docs/api.md,
+ * The call-handling fields of the EndUser object, beyond the spec (docs/api.md,
  * "Call handling and voicemail"): in every EndUser the API returns, and changeable through /api/users/update.
  */
 const ForwardTarget = z

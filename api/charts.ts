@@ -1,7 +1,7 @@
 import { callSeries, topDestinations, webhookFailureSeries, type ChartWindow, type Db } from '../store/index.js';
 
 /**
- * The figures the portal's and the console's charts draw (issue 21), for a window the viewer picks: calls and
+ * The figures the portal's and the console's charts draw, for a window the viewer picks: calls and
  * answered calls, answer rate, average talk time and spend per hour or day, the top destination prefixes and
  * failed status callbacks. Read from the hourly roll-up (store/call-stats.ts), so the cost does not grow with the
  * CDR count; the roll-up trails the CDRs by at most one run of its job (a minute).

@@ -1,5 +1,5 @@
 /**
- * The customer reference served by the switch (issue 15, item 10): `GET /docs` lists the pages of the docs/
+ * The customer reference served by the switch: `GET /docs` lists the pages of the docs/
  * folder and links the OpenAPI document; `GET /docs/<name>.md` answers one page as Markdown. Public, no key.
  *
  * The pages are read once, when the app is built, into an allowlist keyed by file name; a request only ever

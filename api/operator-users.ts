@@ -12,7 +12,7 @@ import { hashPassword, PortalUserError } from './portal-users.js';
 import { newTotpSecret, verifyTotp } from './totp.js';
 
 /**
- * Operators of the platform (issue 21): the people who sign in to /console/. The same rules as portal users
+ * Operators of the platform: the people who sign in to /console/. The same rules as portal users
  * (scrypt password of 10 characters or more, RFC 6238 code spent once), in their own table: an account's portal
  * credentials never open the console.
  */

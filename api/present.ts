@@ -98,7 +98,7 @@ export function webhookConfigOut(a: AccountRow, numbers: NumberRow[]): z.infer<t
 }
 
 /**
- * The Account object; `sip_domain` (beyond the spec, issue 19) is the domain its phones register to: the account's
+ * The Account object; `sip_domain` (beyond the spec) is the domain its phones register to: the account's
  * label under the switch's `sip.domain` (the uuid form `<uuid>.<sip.domain>` when it has no label yet).
  */
 export const accountOut = (a: AccountRow, switchDomain: string): z.infer<typeof S.AccountOut> => ({

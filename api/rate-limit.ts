@@ -98,7 +98,7 @@ export interface RateLimitScope {
 
 /**
  * Koa middleware placed right after API-key authentication: each request takes a token from every scope (its key's
- * bucket, then its account's), so minting more keys does not raise an account's rate (issue 22). Call placement
+ * bucket, then its account's), so minting more keys does not raise an account's rate. Call placement
  * (originate, hangup) is exempt: it is governed by the account's concurrency and CPS caps (spec, Limits), whose
  * 429s carry LIMIT.0429 / LIMIT.0430.
  */

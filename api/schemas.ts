@@ -168,7 +168,7 @@ export const ConfigureNumberBody = z.object({
 
 export const RecordingListQuery = z.object({
   call_uuid: Uuid.optional(),
-  /** Beyond the spec (issue 19): the voicemail messages of one end-user. */
+  /** Beyond the spec: the voicemail messages of one end-user. */
   end_user_uuid: Uuid.optional(),
   limit: Limit,
   offset: Offset,
@@ -286,7 +286,7 @@ export const RecordingOut = z.object({
   storage_backend: z.enum(['local']),
   expires_at: TsOrNull,
   created_at: Ts,
-  /** Beyond the spec (issue 19): a voicemail message's end-user and whether it was listened to. */
+  /** Beyond the spec: a voicemail message's end-user and whether it was listened to. */
   end_user_uuid: z.string().nullable(),
   voicemail_status: z.enum(['new', 'saved']).nullable(),
 });
@@ -296,7 +296,7 @@ export const AccountOut = z.object({
   name: z.string(),
   wallet_balance: Money,
   status: z.enum(['active', 'suspended']),
-  /** Beyond the spec (issue 19): the SIP domain the account's phones use, e.g. `acme.sip.example.net`. */
+  /** Beyond the spec: the SIP domain the account's phones use, e.g. `acme.sip.example.net`. */
   sip_domain: z.string(),
 });
 export const WebhookConfigOut = z.object({

@@ -11,7 +11,7 @@ import { PeriodicJob } from '../kit/index.js';
 const SETTING = 'call_stats_rolled_hour';
 
 /**
- * The periodic job behind the charts (issue 21): every `intervalMs` it recomputes the hourly CDR roll-up from the
+ * The periodic job behind the charts: every `intervalMs` it recomputes the hourly CDR roll-up from the
  * oldest hour that can still change (the hour of its previous run, or of the oldest call in progress then or now). It reads ended
  * calls through the created_at index and writes only the roll-up tables: a call's own path is untouched.
  */

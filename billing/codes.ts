@@ -9,7 +9,7 @@ export const BillingCodes = {
   walletDebited: EventCodes.walletDebited,
   /** wallet.low: the live monitor warns the allowance is nearing its end on active calls. */
   walletLow: EventCodes.walletLow,
-  /** call.credit_warning: the paying leg of a live call was told its allowance runs out soon (issue 23). */
+  /** call.credit_warning: the paying leg of a live call was told its allowance runs out soon. */
   creditWarning: EventCodes.creditWarning,
   /** wallet.exhausted, also the reason code of a call cut because the allowance ran out. */
   walletExhausted: EventCodes.walletExhausted,

@@ -1,39 +1,10 @@
 /**
  * Overload control for new calls (RFC 7339's spirit, Kamailio's load-based 503): when the box is offered more
- * calls than it can carry, the excess is refused at once, before any store work, so that the calls already
- * admitted keep their latency. Without it every call waits in the store's queue and all of them time out.
- *
- * Signals, read every tick: the event loop's delay (p99 over the tick) and the store's queue (the longest wait for
- * a connection). The store's above its limit means overloaded; the loop's delay must be above its limit on two
- * ticks running: one long turn (a full GC, a slow commit, even of 200 ms) is not overload, and shedding on it refused
- * calls a box with room to spare could carry (a 200/s run shed 14 % for 10 s after one). While already limiting, one
- * tick over is enough. The controller is rate-based (AIMD): on overload it sets a limit of 70 % of the rate it
- * admitted over the last second (never below `minCps`; while limiting, only a limit the new calls come in at is
- * cut), holds it for a second so the backlog drains, then raises it while the signals
- * stay healthy: by 10 % a tick up to 90 % of the rate at which overload was last seen (the ceiling), by 2 % a tick
- * beyond it, so that the limit does not overshoot the box's capacity by a tick's worth of calls and build a backlog
- * again each time it probes; and only while the loop was busy under 85 % of every tick of the last second (raised on a
- * full loop it climbed past what the box carries and its backlog followed), by 10 % only while under 75 %. A loop
- * saturated (busy 97 % or more) on two ticks running, with new calls waiting for it or coming in faster than it
- * carries at what a call cost it while healthy, is overload too; a flood's first cut is then no higher than the rate
- * at which that cost keeps the loop 85 % busy. While the limit is held it is not cut again. Once nothing has been
- * refused for `releaseAfterMs` the limit is lifted. New calls pass a token bucket at the limit's rate. An
- * operator may also set a fixed platform-wide calls-per-second cap (`platformMaxCps`, 0 = none).
- *
- * Between ticks a probe every 10 ms measures how late its own timer fires (the event loop's backlog as a message
- * arriving now would wait it out). A backlog that stands, every probe late by over the loop-delay limit for a whole
- * tick, is overload at once, limited as on an overloaded tick (CoDel's idea: a queue that never drains within
- * an interval, not one long turn, which the next probe finds drained). A flood of twice the box's capacity builds
- * that backlog within a few hundred milliseconds; the tick's rule needed two ticks of p99 over the limit, while every
- * call admitted meanwhile waited (the carrier bench at 400/s: 600 calls admitted in the first three seconds at p99
- * 0.5-1.5 s, then p99 16 ms).
- *
- * The probe also looks at the tick in progress for a flood's start: a loop saturated since the last tick with new calls
- * coming in, over the last quarter second, faster than it carries at the learnt cost, is limited then and there, not
- * two ticks later.
- *
- * Only new calls are ever refused here: the callers (SIP edge, REST originate) never ask for in-dialog requests,
- * registrations or Dial legs of admitted calls.
+ * calls than it carries, the excess is refused at once, before any store work, so that the calls already admitted
+ * keep their latency. The signals are the event loop's delay and busy share and the store's and media engines'
+ * backlogs; the limit is a rate (AIMD) cut on overload, held a second, raised while the box stays healthy and lifted
+ * once nothing is refused. Only new calls are refused: the callers never ask for in-dialog requests, registrations
+ * or Dial legs of admitted calls. Every rule and constant, and why: docs/overload.md.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { StoreQueueProbe } from '../store/index.js';
@@ -92,9 +63,8 @@ const PROBE_MS = 10;
 const FLOOD_MIN_MS = 200;
 const FLOOD_WINDOW_MS = 250;
 /**
- * ...and, not limiting yet, faster than this many times that rate: the cost is learnt at the rates seen before, where
- * the loop's own upkeep weighs more (learnt at 150/s, it said full at about 300/s on a box that carried 480), and a
- * step to 400/s on it, saturated for a moment while it warmed up, was cut to 280/s (13 % refused).
+ * ...and, not limiting yet, faster than this many times that rate: the cost is learnt at the lower rates seen before,
+ * where the loop's own upkeep weighs more, so it underestimates what the loop carries.
  */
 const FLOOD_OVER = 1.5;
 /** While limiting, the limit rises only while the loop was busy less than this share of every tick of the last second. */
@@ -233,8 +203,8 @@ export class OverloadControl implements NewCallGate {
 
   /**
    * The standing-backlog probe (every PROBE_MS; tests call it themselves): when every probe for a whole tick came
-   * later than the loop-delay limit, new calls are limited at once, as on an overloaded tick. (Half the limit shed
-   * 1.4 % of a 200/s run, which the box carries, on one stall of a few hundred ms.)
+   * later than the loop-delay limit, new calls are limited at once, as on an overloaded tick. The full limit, not
+   * less: a single stall of a few hundred ms is not a backlog that stands.
    */
   probe(): void {
     const now = this.#clock.now();
@@ -326,15 +296,14 @@ export class OverloadControl implements NewCallGate {
     if (this.#busyRecent.length > BUSY_WINDOW) this.#busyRecent.shift();
     this.#learnCost(now, s, busy);
     // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
-    // loop's delay is over its limit. A cold process at 200/s runs 98 % busy for its first seconds and answers in
-    // 20 ms (p99 92); cutting on busy alone refused 1.3 % of that run.
+    // loop's delay is over its limit. Busy alone is not: a process started cold runs nearly full and still answers.
     // Or once new calls come in faster than the loop, full, carries at what a call cost it before: a flood's calls
     // wait downstream of the loop (the media engine, the store's threads, the webhook) before any backlog here shows.
     const saturated =
       this.#busyTicks >= 2 && (refusedOutside || delayOver || this.#newCallRate(now) > this.#fullRate());
-    // A query waits for a connection while the connections' results wait for this loop, too: on PostgreSQL under a
-    // lagging loop every connection was checked out and queries waited 93-116 ms while the database's backends sat
-    // idle. That much of the wait is the loop's (its own signal, with its own rule), not the store's.
+    // A query waits for a connection while the connections' results wait for this loop, too (on PostgreSQL every
+    // connection can be checked out with the database idle). That much of the wait is the loop's, judged by its own
+    // rule, not the store's.
     const waitLimit = maxStoreWaitMs + 2 * s.loopDelayMs;
     const storeOver = s.storeWaitMs > waitLimit;
     // rtpengine behind (its commands wait for a slot, NgClient maxInFlight): calls admitted now would wait there.
@@ -359,11 +328,8 @@ export class OverloadControl implements NewCallGate {
         this.#limit = null;
         this.#ceiling = Infinity;
       } else {
-        // Near full, the limit holds: raised there, it took the loop to saturation and its backlog (the carrier
-        // bench at 400/s: the limit rose to 420/s with the loop busy 100 % of every second, p99 1 s). Judged on the
-        // busiest tick of the last second, not this one: at 900/s offered to a box carrying about 480, ticks of
-        // 85-96 % let the limit creep up on the quieter ones until the loop saturated every few seconds (p99 232 ms);
-        // and at 85 %, not 90: 2 % a tick while under 90 % still took it into saturation every 5-10 s (p99 290 ms).
+        // Near full, the limit holds: raised there, it takes the loop to saturation and builds a backlog. Judged on
+        // the busiest tick of the last second, not this one, so the quieter ticks of a loaded loop do not let it creep.
         const busiest = Math.max(...this.#busyRecent);
         const fast = this.#limit < NEAR_CEILING * this.#ceiling && busiest < BUSY_FAST;
         if (busiest < BUSY_RAISE) this.#limit = Math.ceil(this.#limit * (fast ? 1.1 : 1.02));
@@ -389,31 +355,26 @@ export class OverloadControl implements NewCallGate {
    */
   #overloaded(now: number, reason: string, cut: number, saturated = false): void {
     // One cut per hold: the signals still show the backlog the last cut is draining, and cutting on each tick of it
-    // took the limit to minCps within two seconds of a flood's start, and the ceiling with it, so that after the
-    // flood the limit climbed back by 2 % a tick (150/s offered after 400/s: about half refused for 30 s).
+    // would take the limit, and the ceiling with it, down to minCps.
     if (this.#limit !== null && now < this.#holdUntil) return;
     const { minCps } = this.#settings;
     // Hardly any new calls in the last second: they are not what loads the box (a flood's calls settling, say), and
-    // a limit set from that rate took the ceiling down to minCps with it: the carrier bench's 150/s right after a
-    // 400/s flood started at 19/s and took 20 s to climb back. The UDP front's backlog check still guards the loop.
+    // a limit set from that rate would take the ceiling down to minCps with it. The UDP front's backlog check still
+    // guards the loop.
     if (this.#limit === null && this.#recent.length < 2 * minCps) return;
     const admittedRate = this.#newCallRate(now);
     // While limiting, only a limit that holds new calls back is cut: when they come in well under it (a flood over,
-    // its last calls settling) the overload is the calls admitted before, and a cut to the rate of the few arriving
-    // now took the limit to minCps (the carrier bench's 150/s after a 400/s flood: 19/s, 7 s to climb back).
+    // its last calls settling) the overload is the calls admitted before, not the few arriving now.
     if (this.#limit !== null && admittedRate < BINDING * this.#limit) return;
     const base = this.#limit === null ? admittedRate : Math.min(this.#limit, admittedRate);
     // A cut while limiting lowers the ceiling by a fifth at most: the rate admitted then is low because the limit is.
-    // Except on a loop saturated at the limit: the box carries no more than that rate, whatever it was offered (a
-    // flood's first second sets a ceiling of what came in, 820/s against the 480 carried, and the limit climbed at
-    // 10 % a tick to 90 % of it, into saturation).
+    // Except on a loop saturated at the limit: the box carries no more than that rate, whatever it was offered.
     this.#ceiling =
       saturated && this.#limit !== null
         ? Math.max(minCps, base)
         : Math.max(minCps, base, this.#limit === null ? 0 : 0.8 * this.#ceiling);
-    // A flood's first cut: 70 % of what came in may still be far over what the box carries (at 400/s offered to a box
-    // carrying 180, three cuts a second apart, 270, 242, 165, and calls at 0.3 s meanwhile); what a call cost the loop
-    // before it says where the box is full.
+    // A flood's first cut: 70 % of what came in may still be far over what the box carries; what a call cost the
+    // loop before the flood says where the box is full.
     const model = this.#limit === null ? this.#modelRate() : Infinity;
     this.#limit = Math.max(minCps, Math.floor(Math.min(base * cut, model)));
     this.#reason = reason;
@@ -434,8 +395,8 @@ export class OverloadControl implements NewCallGate {
     if (since === null || now - since < this.#settings.tickMs / 2) return;
     const rate = (1000 * admitted) / (now - since);
     const healthy = busy >= COST_MIN_BUSY && busy < COST_MAX_BUSY && s.loopDelayMs <= this.#settings.maxLoopDelayMs;
-    // While limiting, a tick with nothing refused counts: the calls came in under the limit, at the rate offered. (A
-    // switch started cold under load limits at first, for seconds; a flood right after found nothing learnt.)
+    // While limiting, a tick with nothing refused counts: the calls came in under the limit, at the rate offered, and
+    // a switch started cold under load, limiting for its first seconds, still learns.
     if (!healthy || rate < 2 * this.#settings.minCps || this.#lastRefusalAt >= since) return;
     const w = this.#costTicks === 0 ? 1 : COST_WEIGHT;
     this.#costBusy += w * (busy - this.#costBusy);
@@ -447,7 +408,7 @@ export class OverloadControl implements NewCallGate {
    * The cut on a saturated loop: the full one at a flood's start (not limiting yet: the rate is whatever is offered;
    * the first cut is capped by the learnt cost anyway); while limiting, a tenth once the cost of a call is known (the
    * limit is a little over what the loop carries), the full cut before (a process started cold into a flood is far
-   * from it: at 900/s, cut to 600 and then by a tenth a second, its calls waited 0.5-0.8 s for six seconds).
+   * from what it carries, and steps of a tenth take seconds to get there).
    */
   #saturatedCut(): number {
     return this.#limit === null || this.#fullRate() === Infinity ? CUT : CUT_SATURATED;
@@ -467,9 +428,8 @@ export class OverloadControl implements NewCallGate {
   /**
    * Overload seen between ticks: the loop saturated since the last tick (for FLOOD_MIN_MS at least) with new calls
    * coming in, over the last FLOOD_WINDOW_MS, faster than the loop carries at the cost learnt (not limiting: a
-   * flood's start) or at the limit (limiting, the hold over). The tick's rule needs two saturated ticks; at 900/s
-   * offered to a box carrying about 480, the 450-800 calls admitted meanwhile waited 0.3-0.6 s for the loop (the
-   * carrier bench's first two seconds, p99 450-650 ms), and each saturation mid-flood held calls 0.1-0.4 s.
+   * flood's start) or at the limit (limiting, the hold over). The tick's rule needs two saturated ticks, and the
+   * calls admitted meanwhile would wait for the loop.
    */
   #saturatedWithinTick(now: number): boolean {
     if (this.#busySinceTick === undefined || this.#tickAt === null || now - this.#tickAt < FLOOD_MIN_MS) return false;
@@ -491,8 +451,8 @@ export class OverloadControl implements NewCallGate {
 
   /**
    * New calls a second admitted over the last second, or over the time since the first of them when calls began
-   * coming less than a second ago (a quarter second at least): a switch started cold at 200/s overloaded half a second
-   * in, and the limit and its ceiling set from the 99 calls of that half second took 12 s to climb to 200/s.
+   * coming less than a second ago (a quarter second at least), so a switch overloaded in its first second is cut
+   * from the rate it was offered, not from a second's worth of fewer calls.
    */
   #newCallRate(now: number): number {
     const first = this.#recent[0];

@@ -1,5 +1,5 @@
 /**
- * Warn, then cut (issue 23, item 1): the live credit monitor tells the calls room, once per call, that the
+ * Warn, then cut: the live credit monitor tells the calls room, once per call, that the
  * account's allowance will run out in about its lead time, so the paying leg can hear "one minute left" before the
  * cut (BILL.0403) that follows at zero.
  *

@@ -55,7 +55,7 @@ export class SwitchCallEngine implements CallEngine {
   /** Dial legs and transfers' new legs (a billing cut of a leg ends the call it is part of). */
   readonly #childLegs: ChildLegs;
   readonly #log = roomLogger('calls');
-  /** Where call-control, action and Redirect URLs may point (issue 22, SSRF; docs/security.md). */
+  /** Where call-control, action and Redirect URLs may point (SSRF; docs/security.md). */
   readonly #urlPolicy: UrlPolicy;
   readonly #assetStorage: MediaStorage;
   /** Gather input="speech": pocketsphinx on the caller's audio (calls/call-speech.ts). */

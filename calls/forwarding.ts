@@ -15,7 +15,7 @@ import { leaveVoicemail } from './voicemail/deposit.js';
 /** Why a call to an end-user is taken elsewhere than its phones. */
 export type DivertCause = 'dnd' | 'always' | 'offline' | 'busy' | 'no-answer';
 
-/** The ring time of an extension without no-answer handling (what every extension rang before issue 19). */
+/** The ring time of an extension without no-answer handling (what every extension rang before per-user call handling). */
 export const DEFAULT_RING_SECONDS = 30;
 
 export interface ForwardingDeps extends FlowDeps {
@@ -36,7 +36,7 @@ export interface HandledCall {
 }
 
 /**
- * Per end-user call handling (issue 19, item 3; docs/api.md "Call handling"): do-not-disturb, forward always / on
+ * Per end-user call handling (docs/api.md "Call handling"): do-not-disturb, forward always / on
  * busy / on no answer after `no_answer_seconds`, to an extension of the account or an E.164 number, and voicemail
  * (calls/voicemail/) for calls nobody answered. Built from the callee's row the flow already read: an end-user
  * with none of it set costs nothing (`of` gives undefined and the call rings as it always did).

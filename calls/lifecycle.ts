@@ -157,7 +157,7 @@ export class CallLifecycle {
 
   /**
    * Attaches the metadata a verb document set (`<Response customPayload>`). The row in memory takes the stored
-   * value at once: every later call-control request, action callback and event is built from it (issue 15).
+   * value at once: every later call-control request, action callback and event is built from it.
    */
   async setCustomPayload(payload: Readonly<Record<string, unknown>>): Promise<void> {
     const row = await updateCall(this.#db, this.#row.id, { custom_payload: JSON.stringify(payload) });

@@ -1,6 +1,6 @@
 /**
  * What a Gather with `input="speech"` needs from a speech recogniser. Declared here (the calls room uses it) and
- * implemented below by the media room's recogniser (issue 16, item 3), wired in by the call engine. Without one,
+ * implemented below by the media room's recogniser, wired in by the call engine. Without one,
  * a speech-only Gather hears nothing: it plays its prompts, waits its timeout and ends empty (docs/verbs.md).
  */
 export interface SpeechInput {

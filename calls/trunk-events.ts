@@ -11,7 +11,7 @@ import type { TrunkStateChange } from '../sip/index.js';
 const ids = new EventIdGenerator();
 
 /**
- * TRUNK.0100 on staff streams when a carrier trunk goes up or down (issue 17, item 3): `{ trunk, health,
+ * TRUNK.0100 on staff streams when a carrier trunk goes up or down: `{ trunk, health,
  * previous, cause, retryAfterSeconds? }`. Like PLATFORM.0001 it belongs to no account and is not stored (the
  * trunk's last state is in `simu trunks list`).
  */

@@ -264,7 +264,7 @@ export class CallVerbs implements VerbContext {
     }
     const rec = await this.#d.keepRecording(r);
     // RecordingPath is the Recording's uuid (what POST /api/recordings/download takes), never the file's place on
-    // this server: an absolute path told every customer the data directory's layout (issue 22, item 13).
+    // this server: an absolute path told every customer the data directory's layout.
     return { durationSeconds: Math.round(r.durationSec), path: rec.id };
   }
 

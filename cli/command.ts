@@ -40,7 +40,7 @@ export const presentAccount = (a: AccountRow) => ({
   status: a.status,
 });
 
-/** Who the audit log names for an action taken at this command line (issue 21): cli:USER. */
+/** Who the audit log names for an action taken at this command line: cli:USER. */
 export function cliActor(): string {
   let user = process.env.SUDO_USER || process.env.USER || '';
   try {

@@ -26,7 +26,7 @@ export const EventCodes = {
   phoneRejected: 'AUTH.0401',
   walletDebited: 'BILL.0300',
   walletLow: 'BILL.0310',
-  creditWarning: 'BILL.0311', // beyond the spec (issue 23)
+  creditWarning: 'BILL.0311', // beyond the spec
   walletInsufficient: 'BILL.0402',
   walletExhausted: 'BILL.0403',
   accountSuspended: 'BILL.0407',

@@ -143,7 +143,7 @@ export function attachStream(server: http.Server, deps: StreamDeps): StreamServe
   heartbeat.unref();
 
   // Revocation and suspension close the account's sockets: at once for writes in this process, within one recheck
-  // interval for writes by another (issue 22). Rechecks never overlap; a request during one runs one more after.
+  // interval for writes by another. Rechecks never overlap; a request during one runs one more after.
   let checking: Promise<void> | null = null;
   let again = false;
   const recheck = (): void => {

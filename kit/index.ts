@@ -2,7 +2,7 @@
  * The shared kit beside the leaves (ARCHITECTURE: "a tiny shared kit ... may sit beside them"): imports nothing of
  * the project, so every room may use it.
  *
- * Outbound requests to customer-chosen URLs (issue 22, docs/security.md "Outbound URLs"):
+ * Outbound requests to customer-chosen URLs (docs/security.md "Outbound URLs"):
  *
  *   const policy = new UrlPolicy({ allowPrivate: config.webhooks.allowPrivate });
  *   const fetchOut = createGuardedFetch({ policy });
@@ -41,6 +41,7 @@ export { systemClock, ManualClock, type Clock, type Periodic, type TimerHandle }
 export { sleep } from './sleep.js';
 export { widenReceiveBuffer, WIDE_RECEIVE_BUFFER } from './udp-buffer.js';
 export { Fifo } from './fifo.js';
+export { TurnBatch } from './turn-batch.js';
 export { PeriodicJob } from './periodic-job.js';
 export { TokenBucket, TOKEN_BUCKET_MODULE } from './token-bucket.js';
 export { RandomPool } from './random-pool.js';

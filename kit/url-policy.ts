@@ -3,7 +3,7 @@ import { networkInterfaces } from 'node:os';
 
 /**
  * Where the switch may send a request that a customer chose the address of (call-control and action webhooks,
- * Redirect, fallback audio, Play URLs, status callbacks). Issue 22, item 2 (server-side request forgery): without
+ * Redirect, fallback audio, Play URLs, status callbacks), against server-side request forgery: without
  * this, a customer's URL reaches the box's own services, the operator's private network and the cloud metadata
  * endpoint (169.254.169.254). docs/security.md, "Outbound URLs", is the operator's description of this policy.
  *

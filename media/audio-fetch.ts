@@ -28,7 +28,7 @@ export class AudioFetcher {
   readonly #inFlight = new Map<string, Promise<FetchedAudio>>();
 
   /**
-   * `urlPolicy`: where audio URLs may point (issue 22, SSRF): each hop of a download, redirects included, is
+   * `urlPolicy`: where audio URLs may point (SSRF): each hop of a download, redirects included, is
    * resolved and checked before connecting. Default: public destinations only.
    */
   constructor(opts: { cacheDir: string; maxBytes?: number; timeoutMs?: number; urlPolicy?: UrlPolicy }) {

@@ -77,7 +77,7 @@ export interface MediaServiceOptions {
   localMediaAddress?: string;
   tts?: TtsEngine;
   fetcher?: AudioFetcher;
-  /** Where Play and fallback audio URLs may point, for the default fetcher (issue 22, SSRF). Default: public only. */
+  /** Where Play and fallback audio URLs may point, for the default fetcher (SSRF). Default: public only. */
   urlPolicy?: UrlPolicy;
   /** Receive rtpengine's DTMF log on this port (the engine must have --dtmf-log-dest pointing here). */
   dtmfPort?: number;

@@ -7,7 +7,7 @@ import { Fifo, widenReceiveBuffer } from '../kit/index.js';
 
 /**
  * Cookies: unique per request for as long as rtpengine caches answers by cookie, so a random per-process prefix and
- * a counter (a syscall for random bytes per command was 1 % of a call's CPU under load).
+ * a counter: no syscall for random bytes per command.
  */
 const COOKIE_PREFIX = randomBytes(6).toString('hex');
 let cookieCounter = 0;
@@ -33,7 +33,7 @@ export interface NgClientOptions {
   /**
    * Requests sent and not yet answered, at most; the rest wait their turn here. rtpengine reads its control socket
    * with a default-sized buffer (208 KB, about a hundred offers): past that the kernel drops commands, and each
-   * costs its call the resend interval (a flood of 400 new calls/s: ~270 dropped in 20 s, calls waiting 1-2 s).
+   * costs its call the resend interval.
    */
   maxInFlight?: number;
 }
@@ -101,8 +101,7 @@ export class NgClient {
     if (this.#socket) return this.#socket;
     const socket = createSocket(isIP(this.host) === 6 ? 'udp6' : 'udp4');
     // Bound here (sends wait for it) to widen its receive buffer: at the default 208 KB the answers to a few hundred
-    // commands in flight overflowed it while the loop was busy (a flood of new calls: ~40 answers dropped in 20 s),
-    // and each dropped answer cost its call the 1-s resend.
+    // commands in flight overflow it while the loop is busy, and each dropped answer costs its call the 1-s resend.
     socket.bind(0, () => widenReceiveBuffer(socket));
     socket.on('message', (msg) => this.#onMessage(msg));
     socket.on('error', (err) => this.rejectAll(new MediaError('MEDIA_ENGINE_GONE', `ng socket error: ${err.message}`)));

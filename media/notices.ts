@@ -1,7 +1,7 @@
 import { englishNumber, spokenAmount, swahiliNumber, type NoticeLanguage } from './spoken-numbers.js';
 
 /**
- * Every sentence the switch itself speaks, in English and Swahili (issue 23, item 3): one reviewed table, so a
+ * Every sentence the switch itself speaks, in English and Swahili: one reviewed table, so a
  * translator reads all of it in one place and a test checks both languages have every entry. Customers' own
  * documents speak what they wrote (`<Say language="sw-KE">` picks the Swahili voice); these are the switch's own
  * words, spoken in the account's language (`accounts.language`).

@@ -15,7 +15,7 @@ export interface RecordingRetentionOptions {
 }
 
 /**
- * The retention sweep (issue 11): removes the audio of recordings that have expired (`expires_at` passed) or that
+ * The retention sweep: removes the audio of recordings that have expired (`expires_at` passed) or that
  * the customer soft-deleted, and sets `media_deleted_at`. Rows stay, so duration, size and dates remain truthful;
  * the download endpoints refuse such a recording (404 RECORDING_NOT_FOUND, docs/assets.md).
  */

@@ -115,8 +115,8 @@ export class RegistrationWriter {
 
   /**
    * Writes the batch a slice at a time, each slice its own transaction, with a turn of the event loop between
-   * slices: a refresh batch holds every phone that refreshed in the last second (2,000 at 2,000 REGISTER/s), and
-   * written in one go it held the loop for about 50 ms, which every REGISTER arriving meanwhile waited out.
+   * slices: a refresh batch holds every phone that refreshed in the last second, and written in one go it holds the
+   * loop for tens of ms at a busy registrar's rate, which every REGISTER arriving meanwhile waits out.
    */
   async #write(batch: Pending[]): Promise<void> {
     for (let i = 0; i < batch.length; i += WRITE_SLICE) {

@@ -1,7 +1,7 @@
 import { CURRENCY, formatMoney } from '../billing/index.js';
 import type { RouteRow, TrunkRow } from '../store/index.js';
 
-/** The prefix of the emergency route (issue 17, item 6): not digits, so no dialled number ever falls under it. */
+/** The prefix of the emergency route: not digits, so no dialled number ever falls under it. */
 export const EMERGENCY_PREFIX = 'emergency';
 
 /** A per-minute rate as a person reads it, in the currency the CLI takes: `1.20 KES/min`. */
@@ -48,8 +48,8 @@ export interface PlanOptions {
 /**
  * The routes table in memory: one hash map from prefix to its routes, and the distinct prefix lengths, longest
  * first. Finding every prefix of a number is one map lookup per distinct length (at most 16 for digits), however
- * many routes there are (100,000 prefixes: bench/calls/routing.bench.ts). One flat map keeps the heap small
- * (a trie of Maps had 3 nodes per prefix, and their garbage collection showed in the p99). Immutable: a change
+ * many routes there are. One flat map keeps the heap small (a trie of Maps has 3 nodes per prefix, which the
+ * garbage collector must walk). Immutable: a change
  * of the table builds a new one.
  */
 export class RouteTable {

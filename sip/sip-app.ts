@@ -44,9 +44,9 @@ const SWITCH_ALLOW = 'INVITE, ACK, CANCEL, BYE, OPTIONS, REGISTER, SUBSCRIBE, RE
 export class SipApplication {
   readonly ua: UserAgent;
   readonly trunks: TrunkDirectory;
-  /** OPTIONS pings of the trunks that have them on, and Retry-After holds (issue 17, item 3). */
+  /** OPTIONS pings of the trunks that have them on, and Retry-After holds. */
   readonly trunkHealth: TrunkHealth;
-  /** REGISTERs of the trunks that register to their carrier (issue 17, item 4). */
+  /** REGISTERs of the trunks that register to their carrier. */
   readonly upstream: UpstreamRegistrations;
   /** Message-waiting indication to phones (SUBSCRIBE/NOTIFY message-summary, RFC 3842). */
   readonly mwi: MessageWaiting;

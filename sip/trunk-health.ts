@@ -35,7 +35,7 @@ interface State {
 }
 
 /**
- * Trunk health (issue 17, item 3): each trunk with `options_ping` is sent an OPTIONS every interval; `downAfter`
+ * Trunk health: each trunk with `options_ping` is sent an OPTIONS every interval; `downAfter`
  * consecutive failures mark it down, `upAfter` consecutive answers bring it back. A 503 with Retry-After to an
  * INVITE holds a trunk down for that long whether it is pinged or not. Routing asks `isUp` (a map read), so a down
  * trunk is skipped without a single packet or delay. Changes are emitted (`change`); the switch stores them

@@ -32,7 +32,7 @@ export const REGISTER_BACKOFF = { firstSeconds: 5, maxSeconds: 300 };
 const REGISTER_WAIT_MS = 10_000;
 
 /**
- * Upstream registration (issue 17, item 4): a trunk with `register` on REGISTERs to its carrier with its username
+ * Upstream registration: a trunk with `register` on REGISTERs to its carrier with its username
  * and password (digest, RFC 3261 §22), the Contact a random per-trunk user at our address; it refreshes at half
  * the granted time and, on failure, retries with back-off. An INVITE whose Request-URI user is that Contact's is
  * an inbound call of the trunk, whatever address it comes from (SipApplication asks `trunkFor`).

@@ -1,4 +1,4 @@
-import type { Db, Tx } from './db.js';
+import { sqlOf, type Db, type Tx } from './db.js';
 import { runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
@@ -72,27 +72,67 @@ export async function dueOutboxRows(
 }
 
 const EARLIER_PENDING_OF_CALL = `select 1 from "event_outbox" "p" where "p"."state" = 'pending' and "p"."call_id" = `;
-const LEASE_SQL =
-  `update "event_outbox" set "next_attempt_at" = ? where "id" = ? and "state" = 'pending' and "next_attempt_at" = ?` +
-  ` and not exists (${EARLIER_PENDING_OF_CALL}? and "p"."id" < ?)`;
-
-/**
- * The lease: moves a pending row's next attempt to `leaseUntil`, only if nobody else changed it since it was read
- * (same state and next_attempt_at) and no earlier row of its call is pending (order per call, whoever queued that
- * one). True for the one process whose update won; only it attempts the row.
- */
-export async function leaseOutboxRow(db: Db | Tx, row: DueOutboxRow, leaseUntil: string): Promise<boolean> {
-  const won = await runSqlCount(
-    db,
-    LEASE_SQL,
-    [leaseUntil, row.id, row.next_attempt_at, row.call_id, row.id],
-    'event_outbox',
-  );
-  return won === 1;
-}
-
 export async function updateOutboxRow(db: Db | Tx, id: string, patch: OutboxPatch): Promise<void> {
   await updateRowCount(db, 'event_outbox', { column: 'id', value: id }, patch);
+}
+
+/** Ids per batched statement at most; lists are padded to a power of two so a handful of statement texts serve. */
+const IDS_PER_STATEMENT = 256;
+
+/** `ids` padded (with its last id, harmless in an IN list) to the next power of two. */
+function paddedIds(ids: readonly string[]): string[] {
+  let n = 1;
+  while (n < ids.length) n *= 2;
+  const out = [...ids];
+  while (out.length < n) out.push(ids[ids.length - 1]!);
+  return out;
+}
+
+const marks = (n: number): string => Array(n).fill('?').join(', ');
+
+const LEASE_BATCH_SQL = (n: number): string =>
+  `update "event_outbox" set "next_attempt_at" = ? where "id" in (${marks(n)}) and "state" = 'pending'` +
+  ` and "next_attempt_at" <= ? and not exists (${EARLIER_PENDING_OF_CALL}"event_outbox"."call_id"` +
+  ` and "p"."id" < "event_outbox"."id") returning "id", "attempts"`;
+
+/**
+ * The lease of many rows in one statement per 256: each pending row that is due at `now` (nobody holds a lease on it)
+ * and has no earlier pending row of its call gets its next attempt moved to `leaseUntil`. Returns the attempts made so
+ * far of each row won, by id; only the process whose update won a row attempts it.
+ */
+export async function leaseOutboxRows(
+  db: Db,
+  ids: readonly string[],
+  leaseUntil: string,
+  now: string,
+): Promise<Map<string, number>> {
+  const won = new Map<string, number>();
+  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+    const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
+    const rows = await sqlOf(db).all(LEASE_BATCH_SQL(chunk.length), [leaseUntil, ...chunk, now], 'event_outbox');
+    for (const r of rows) won.set(String(r.id), Number(r.attempts));
+  }
+  return won;
+}
+
+const DELIVERED_SQL = (n: number): string =>
+  `update "event_outbox" set "state" = 'delivered', "attempts" = ?, "last_error" = null, "done_at" = ?` +
+  ` where "id" in (${marks(n)}) and "state" = 'pending'`;
+
+/** Marks rows delivered, one statement per distinct attempt count (almost always one) and per 256 rows. */
+export async function markOutboxRowsDelivered(
+  db: Db,
+  rows: ReadonlyArray<{ id: string; attempts: number }>,
+  doneAt: string,
+): Promise<void> {
+  const byAttempts = new Map<number, string[]>();
+  for (const r of rows) byAttempts.set(r.attempts, [...(byAttempts.get(r.attempts) ?? []), r.id]);
+  for (const [attempts, ids] of byAttempts) {
+    for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+      const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
+      await runSqlCount(db, DELIVERED_SQL(chunk.length), [attempts, doneAt, ...chunk], 'event_outbox');
+    }
+  }
 }
 
 /** Deletes rows that reached a final state before `before`; pending rows are never touched. Returns how many. */

@@ -107,7 +107,7 @@ export interface FallbackPolicy {
   readonly mode: 'message' | 'play' | 'drop';
   /** Text for `message`, audio URL for `play`. */
   readonly value: string;
-  /** The TTS language of a `message` (the account's language, issue 23); absent: the default voice. */
+  /** The TTS language of a `message` (the account's language); absent: the default voice. */
   readonly language?: string;
 }
 

@@ -136,7 +136,7 @@ export interface FetchVerbDocumentOptions {
   /** Whole-exchange deadline: connect, headers and body. Spec: 10 seconds. */
   readonly timeoutMs?: number;
   /**
-   * Where the account's URLs may point (issue 22, SSRF): the host is resolved and every address checked before
+   * Where the account's URLs may point (SSRF): the host is resolved and every address checked before
    * connecting. Default: public destinations only.
    */
   readonly urlPolicy?: UrlPolicy;
@@ -144,7 +144,7 @@ export interface FetchVerbDocumentOptions {
   readonly clock?: Pick<Clock, 'now'>;
   /** Aborts the request (the call ended); the promise then rejects with reason `aborted`. */
   readonly signal?: AbortSignal;
-  /** Told the document's text and reply headers once it parsed (the last known good document, issue 23). */
+  /** Told the document's text and reply headers once it parsed (the last known good document). */
   readonly onSource?: (xml: string, headers: ReplyHeaders) => void;
 }
 

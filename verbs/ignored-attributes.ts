@@ -1,5 +1,5 @@
 /**
- * Attributes a verb document may carry that Simu does not know (issue 15, item 7). The schema lets any
+ * Attributes a verb document may carry that Simu does not know. The schema lets any
  * undeclared attribute through unvalidated (xs:anyAttribute in simu-verbs.xsd) so that a document written for
  * TwiML (`<Say rate="fast">`, `<Number sendDigits="1">`) runs instead of falling back; this file names the ones
  * Simu reads, finds the others, and the interpreter reports each once per call as VERB.0299. Unknown elements

@@ -141,8 +141,8 @@ function explainValidationMessage(raw: string): string {
  */
 /**
  * Parses and validates a verb document. The same text gives the same document, so the last few hundred short
- * documents are kept (a carrier's DIDs mostly answer with the same few documents; libxml parse and schema
- * validation were ~0.3 ms a call in the carrier bench). Documents come back deep-frozen, shared between calls.
+ * documents are kept (a carrier's DIDs mostly answer with the same few documents, and libxml parse and schema
+ * validation are a large share of a call's CPU). Documents come back deep-frozen, shared between calls.
  */
 export function parseVerbDocument(xml: string): VerbDocument {
   if (typeof xml !== 'string' || xml.length > PARSED_CACHE_MAX_CHARS) return parseVerbDocumentText(xml);

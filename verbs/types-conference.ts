@@ -1,5 +1,5 @@
 /**
- * <Dial><Conference>name</Conference></Dial> (issue 18 item 1), TwiML's conference noun: parsed by
+ * <Dial><Conference>name</Conference></Dial>, TwiML's conference noun: parsed by
  * parse-conference.ts, run by the calls room (calls/conference/).
  */
 

@@ -1,5 +1,5 @@
 /**
- * The verbs of issue 18 items 2 and 3: queues (<Enqueue>, and <Queue> as a Dial noun in types.ts) and media streams
+ * The verbs of queues and streams: queues (<Enqueue>, and <Queue> as a Dial noun in types.ts) and media streams
  * (<Start><Stream>, <Stop><Stream>, <Connect><Stream>). Parsed by parse-live.ts; run by verbs/verbs/enqueue.ts and
  * verbs/verbs/stream.ts.
  */

@@ -16,7 +16,7 @@ import { consoleApi, sipLadder, type ConsoleLive } from './console-api.js';
 import { systemClock, type Clock } from '../kit/index.js';
 
 /**
- * The operator console (issue 21) on the API's HTTP server: pages under /console/, its JSON under /console/api/.
+ * The operator console on the API's HTTP server: pages under /console/, its JSON under /console/api/.
  * Its own sign-in (operators made with `simu operator add`: email, scrypt password, TOTP spent once), never an
  * account's credentials. Sessions as the portal's: a 256-bit id in an HttpOnly SameSite=Strict cookie scoped to
  * /console, 8 h idle / 12 h in all; a state-changing request must carry `X-Simu-Console: 1` (a cross-site form

@@ -203,7 +203,7 @@ export class Portal {
     }
     const apiPath = ctx.path.slice('/portal/proxy'.length);
     // Checked on a loose spelling (any case, decoded, repeated slashes): the API router is exact and would 404 the
-    // variants anyway, but this guard must not depend on that (issue 22).
+    // variants anyway, but this guard must not depend on that.
     if (/^\/api\/keys\/create$/.test(loosePath(apiPath))) {
       ctx.status = 403;
       ctx.body = { detail: 'In the portal a key is created with a one-time code.', code: 'PORTAL_TOTP_REQUIRED' };
@@ -277,7 +277,7 @@ export class Portal {
       ctx.body = { message: 'route re-enabled' };
       return;
     }
-    // Issue 21: the code catalogue, the charts and a call's timeline.
+    // The portal's reads: the code catalogue, the charts and a call's timeline.
     const read = await portalReads(
       db,
       this.deps.readDb ?? db,

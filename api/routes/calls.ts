@@ -123,7 +123,7 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
     async (ctx) => {
       const parsed = await parseBody(ctx, S.OriginateBody);
       const account = authOf(ctx).account;
-      // Numbers are stored, rated, matched and sent in E.164 (issue 17, item 5): `0712 345 678` is read with the
+      // Numbers are stored, rated, matched and sent in E.164: `0712 345 678` is read with the
       // account's country; a string that is no number is a 400 naming the field and why.
       const country = account.country ?? d.config.numbers?.defaultCountry ?? DEFAULT_COUNTRY;
       const body = {

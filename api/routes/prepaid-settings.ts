@@ -23,7 +23,7 @@ const out = (a: AccountRow): z.infer<typeof PrepaidSettingsOut> => ({
 });
 
 /**
- * The account's prepaid experience (issue 23; beyond the spec, docs/api.md "Notices the switch speaks"): the
+ * The account's prepaid experience (beyond the spec, docs/api.md "Notices the switch speaks"): the
  * language of the switch's notices to its callers, the lead time of the warning before a prepaid call is cut
  * (0 to 600 s, 0: none) and the opt-in to the last known good call-control document (docs/webhooks.md).
  */

@@ -92,7 +92,7 @@ export function recordingRoutes(t: RouteTable, d: RouteDeps): void {
       const rec = await findRecording(d.db, accountId, body.uuid);
       if (!rec || !(await softDeleteRecording(d.db, accountId, body.uuid)))
         throw notFound('Recording', 'RECORDING_NOT_FOUND');
-      // A voicemail message: the end-user's phones' message-waiting lamps follow (issue 19).
+      // A voicemail message: the end-user's phones' message-waiting lamps follow.
       if (rec.end_user_id) d.calls.mailboxChanged?.(accountId, rec.end_user_id);
       ctx.body = { message: 'The recording was deleted.' };
     },

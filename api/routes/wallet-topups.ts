@@ -47,7 +47,7 @@ export function topupSignatureValid(secret: string, raw: Buffer, header: string)
 }
 
 /**
- * POST /api/wallet/topups/callback (issue 23; beyond the spec, docs/api.md): a provider the operator configured
+ * POST /api/wallet/topups/callback (beyond the spec, docs/api.md): a provider the operator configured
  * (`simu wallet provider set`) confirms a payment or a reversal. No API key: the body is signed with the provider's
  * secret (header `X-Topup-Signature: sha256=<hex HMAC of the raw body>`, provider in `X-Topup-Provider`), and its
  * timestamp must be within `prepaid.topupToleranceSeconds` of now. Nothing is written unless all of that holds.

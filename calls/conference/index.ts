@@ -1,4 +1,4 @@
-/** Conferences (issue 18 item 1): <Dial><Conference>, the N-1 mix on the media room's mixer, REST control. */
+/** Conferences: <Dial><Conference>, the N-1 mix on the media room's mixer, REST control. */
 export { Conferences, type ConferencesDeps } from './conferences.js';
 export { joinConference } from './join.js';
 export { conferenceCallOf } from './live-participant.js';

@@ -11,7 +11,7 @@ export type AttemptSink = (code: typeof EventCodes.routeAttempt, data: Record<st
 export interface DialPstnOptions extends Omit<DialLegOptions, 'target' | 'to'> {
   /** The E.164 number dialled (`+2547...`). */
   number: string;
-  /** Plan the `emergency` route instead of the number's (issue 17, item 6). */
+  /** Plan the `emergency` route instead of the number's. */
   emergency?: boolean;
   /** Each attempt becomes a ROUTE.0100 on the call's events. */
   onAttempt?: AttemptSink;
@@ -38,7 +38,7 @@ export class TrunkSilentError extends SipError {
 }
 
 /**
- * An outbound PSTN leg with least-cost routing and failover (issue 17, items 1-2; docs/routing.md). The number's
+ * An outbound PSTN leg with least-cost routing and failover (docs/routing.md). The number's
  * trunks are tried in the routes table's order, all within the leg's own `timeoutSeconds`:
  * - a 408, a 5xx, no response at all within routing.attemptTimeoutSeconds, or a transport error tries the next;
  *   a 503 with Retry-After also holds that trunk down for that many seconds (every call skips it meanwhile);

@@ -41,7 +41,7 @@ export interface PreparedLeg {
 export type Prepared = { ok: true; leg: PreparedLeg } | { ok: false; reason?: string; silent?: boolean };
 
 /**
- * Everything a Dial target passes before it rings: a number read with the account's country (issue 17, item 5),
+ * Everything a Dial target passes before it rings: a number read with the account's country,
  * the outbound allowlist (toll-fraud control: DIAL.0403), a route or a registered phone, the media profile of the
  * legs it is rung with (`profile`: one rtpengine offer serves every target of a Dial), and for a PSTN number the
  * admission of a new call of the account (its own CDR, rated and billed as outbound; spec, Limits). A refused leg

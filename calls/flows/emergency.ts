@@ -10,7 +10,7 @@ import { bridgePhone } from './phone-bridge.js';
 const EMERGENCY_RING_SECONDS = 60;
 
 /**
- * An emergency call from a registered phone (112, 999, 911 or numbers.emergencyNumbers; issue 17, item 6). It is
+ * An emergency call from a registered phone (112, 999, 911 or numbers.emergencyNumbers). It is
  * never refused: no admission (balance, suspension, caps, CPS, draining), no allowlist, no webhook; overload control
  * lets it through at the SIP edge. It goes straight to the `emergency` route (else the first trunk that is up),
  * presenting the account's DID as the caller's identity, bridged to the phone like an on-net call. Its CDR carries

@@ -123,7 +123,7 @@ async function routeEndUserCall(
       to_number: dialled.extension,
       end_user_id: who.endUserId,
     };
-    // The domain may name the account by its readable label too (issue 19): another account's label is refused alike.
+    // The domain may name the account by its readable label too: another account's label is refused alike.
     const named = domainAccount ?? (await accountIdOfSipLabel(d.db, (uri.host ?? '').split('.')[0] ?? ''));
     if (named && named !== who.accountId.toLowerCase()) {
       // The CDR is written before the phone hears the answer, so a client reading it at once finds it.

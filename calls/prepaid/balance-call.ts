@@ -11,7 +11,7 @@ export const isBalanceCode = (user: string | undefined, code: string): boolean =
 export type BalanceCallDeps = ShortCodeCallDeps;
 
 /**
- * The balance short code (issue 23, item 2; `prepaid.balanceShortCode`, default `*100#`) from any registered phone:
+ * The balance short code (`prepaid.balanceShortCode`, default `*100#`) from any registered phone:
  * the switch answers, says the account's balance in KES in the account's language ("Your balance is one thousand
  * two hundred shillings and fifty cents." / "Salio lako ni shilingi elfu moja mia mbili na senti hamsini.") and
  * hangs up. Never billed (the call is not on the credit monitor) and never refused for a zero balance (admission,

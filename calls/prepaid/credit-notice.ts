@@ -9,7 +9,7 @@ export interface CreditWarningNotice {
 }
 
 /**
- * Plays the "one minute left" notice (issue 23, item 1) to the paying leg of a call, and to it only.
+ * Plays the "one minute left" notice to the paying leg of a call, and to it only.
  *
  * The paying leg is the call's first leg, tagged `A` in its media session: the caller of a call that came in (a
  * prepaid caller on a calling-card number, a phone of the account dialling out) and the called party of a call

@@ -3,8 +3,8 @@ import { notice, noticeLanguageOf } from '../../media/index.js';
 import type { AccountSettings } from '../../store/index.js';
 
 /**
- * The account's fallback as the interpreter runs it (spec, "Fallback"), spoken in the account's language (issue
- * 23, item 3): `message` with no text of the account's own says the switch's default notice (media/notices.ts,
+ * The account's fallback as the interpreter runs it (spec, "Fallback"), spoken in the account's language:
+ * `message` with no text of the account's own says the switch's default notice (media/notices.ts,
  * fallbackMessage) rather than nothing; an account's own text is spoken in its language's voice.
  */
 export function fallbackPolicyOf(

@@ -6,7 +6,7 @@ import { findLastGoodDocument, markCallServedFrom, nowIso, saveLastGoodDocument,
 import { parseVerbDocument, WebhookFetchError, type VerbDocument } from '../../verbs/index.js';
 
 /**
- * The last known good document (issue 23, item 4): when a number's call-control webhook fails (timeout, network,
+ * The last known good document: when a number's call-control webhook fails (timeout, network,
  * a status other than 200, an invalid document) and its account opted in (`accounts.last_good_document`), the call
  * runs the last valid document that webhook returned for that number, if it is younger than
  * `prepaid.lastGoodMaxAgeSeconds`; else the account's fallback runs as before. WH.0400 says which was used

@@ -3,7 +3,7 @@ import type { Clock } from '../../kit/index.js';
 import type { QueueOutcome, QueueResult, QueueTicket } from '../../verbs/index.js';
 
 /**
- * The call queues of this process (issue 18 item 2), in memory: a queue is an account's name with its waiting
+ * The call queues of this process, in memory: a queue is an account's name with its waiting
  * callers in the order they joined. Nothing is stored: after a restart the calls are gone too (the reconcile sweep
  * closes them), and on several nodes each node has its own queues (docs/api.md, Queues).
  */

@@ -21,7 +21,7 @@ export interface CallStreamsDeps {
 }
 
 /**
- * The media streams of one call (issue 18 item 3): <Start><Stream> forks, <Stop><Stream>, <Connect><Stream>, and
+ * The media streams of one call: <Start><Stream> forks, <Stop><Stream>, <Connect><Stream>, and
  * the end of the call stopping every one. STREAM.0100 when a stream opens, STREAM.0300 when it ends (with the
  * frames sent and dropped), STREAM.0400 when it could not open (the call goes on).
  */

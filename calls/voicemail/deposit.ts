@@ -20,7 +20,7 @@ export function defaultGreeting(callee: Pick<EndUserRow, 'extension_number' | 'd
 }
 
 /**
- * Voicemail (issue 19, item 4): the caller nobody answered is answered by the switch, hears the end-user's
+ * Voicemail: the caller nobody answered is answered by the switch, hears the end-user's
  * greeting (an account asset, else a spoken default) and a beep, and what it then says is recorded with the
  * Record verb's machinery (our IVR endpoint in rtpengine) until silence, `#`, the time limit or its hang-up. The
  * message is a Recording of the call (REC.0300) marked as the end-user's (`GET /api/recordings?end_user_uuid=`),

@@ -22,7 +22,7 @@ export const isMailboxCode = (user: string | undefined): boolean => dialsShortCo
 export type MailboxDeps = ShortCodeCallDeps;
 
 /**
- * `*97` from a phone (issue 19, item 4): the switch answers, says how many new and saved messages the end-user
+ * `*97` from a phone: the switch answers, says how many new and saved messages the end-user
  * has, plays each (new ones first) and takes a key during or after it: 7 deletes it, 9 (or nothing) keeps it and
  * goes on. A played message is no longer new; every change reaches the end-user's phones as a message-summary
  * NOTIFY. The call is an internal call of the end-user (its CDR's `to` is `*97`), admitted as any call of the account.

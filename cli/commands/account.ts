@@ -95,8 +95,8 @@ export const accountCommands: CommandGroup = {
     },
 
     /**
-     * `account sip-domain ID [LABEL]`: the account's readable SIP domain, LABEL under the switch's `sip.domain`
-     * (issue 19). Phones registered under the old label must be set to the new one; the uuid form keeps working.
+     * `account sip-domain ID [LABEL]`: the account's readable SIP domain, LABEL under the switch's `sip.domain`.
+     * Phones registered under the old label must be set to the new one; the uuid form keeps working.
      */
     async 'account sip-domain'(db, args, out) {
       new Flags(args).done();

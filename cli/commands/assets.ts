@@ -6,7 +6,7 @@ import { Flags, UsageError } from '../args.js';
 import type { Command, CommandGroup } from '../command.js';
 
 /**
- * Operator commands for account audio assets (issue 11, docs/assets.md). They act on the
+ * Operator commands for account audio assets (docs/assets.md). They act on the
  * store and the data directory directly, so they work whether or not the switch is running.
  */
 async function accountId(db: Db, id: string | undefined): Promise<string> {

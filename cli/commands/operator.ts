@@ -3,7 +3,7 @@ import { insertAudit, listAudit } from '../../store/index.js';
 import { Flags, UsageError } from '../args.js';
 import { cliActor, type CommandGroup } from '../command.js';
 
-/** Operators of the platform: the people who sign in to /console/ (issue 21), and the audit log of their actions. */
+/** Operators of the platform: the people who sign in to /console/, and the audit log of their actions. */
 export const operatorCommands: CommandGroup = {
   noun: 'operator',
   help: `  operator add --email E --password P             a /console/ sign-in; prints the otpauth:// URI (once)

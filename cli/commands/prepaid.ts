@@ -9,7 +9,7 @@ const present = (a: AccountRow) => ({
   last_good_document: Boolean(a.last_good_document),
 });
 
-/** An account's prepaid experience (issue 23): its callers' language, the warning before the cut, last good. */
+/** An account's prepaid experience: its callers' language, the warning before the cut, last good. */
 export const prepaidCommands: CommandGroup = {
   noun: 'prepaid',
   help: `  prepaid settings ID [--language en|sw] [--warning-seconds N] [--last-good on|off]

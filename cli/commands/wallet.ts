@@ -73,7 +73,7 @@ const providerRemove: Command = async (db, args, out) => {
   out.print(`provider ${name} removed`, { name });
 };
 
-/** Wallet top-ups: by the operator, and from mobile-money providers (issue 23). */
+/** Wallet top-ups: by the operator, and from mobile-money providers. */
 export const walletCommands: CommandGroup = {
   noun: 'wallet',
   help: `  wallet topup ID AMOUNT [--reason TEXT]         credit the wallet, e.g. 500.00 (KES); the reason is kept

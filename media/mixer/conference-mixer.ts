@@ -95,7 +95,7 @@ export class MixerParticipant {
  * The N-1 mix of one conference, one 20 ms frame per `tick()`: each participant's next frame is taken from its
  * ring, the frames of everyone who may be heard (not muted, not held) are summed once in 32 bits, and each
  * participant is sent the sum minus its own frame, so it hears everybody but itself. Linear PCM, clipped to
- * 16 bits on the way out. A tick allocates nothing (the bench checks the heap does not grow with ticks).
+ * 16 bits on the way out. A tick allocates nothing: 50 ticks a second per conference must not feed the collector.
  *
  * `announce` lays a clip (the join/leave beep) over what everybody hears; `onMix` sees the whole mix of each
  * tick (all voices, the conference recording).

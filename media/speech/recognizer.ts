@@ -8,26 +8,23 @@ import { rms } from '../g711.js';
 import { dictionaryWords, hintGrammar, openGrammar, sanitiseHints } from './hints.js';
 
 /**
- * Speech input for Gather (issue 16, item 3): Debian's pocketsphinx with its US English model, no network. The
+ * Speech input for Gather: Debian's pocketsphinx with its US English model, no network. The
  * decoding runs in child processes (`pocketsphinx_continuous`, spawned with an argument array, never a shell),
  * so the event loop only copies audio; each is bounded in address space (prlimit) and in time, and killed when
  * the recognition ends, is aborted or its call ends.
  *
- * Three things learnt on this box (pocketsphinx 5prealpha, en-us 16 kHz model, espeak-ng voices at 8 kHz):
- * - Telephone audio has nothing above 4 kHz, where the model expects the energy of /s/ and /f/: upsampled with an
- *   interpolating filter, "sales" and "support" were heard as "one"; upsampled by inserting zeros (the spectrum
- *   of 0-4 kHz mirrored into 4-8 kHz, a crude bandwidth extension) 6 of 6 hint words were right for a woman's voice
- *   and 5 of 6 for a man's.
+ * Three rules (the trials behind them: docs/performance.md, "Speech recognition"):
+ * - Telephone audio has nothing above 4 kHz, where the 16 kHz model expects the energy of /s/ and /f/: it is
+ *   upsampled by inserting zeros (the spectrum of 0-4 kHz mirrored into 4-8 kHz, a crude bandwidth extension),
+ *   not with an interpolating filter, which left the hints unrecognised.
  * - pocketsphinx_continuous prints no usable confidence (posteriors are 1.0 under a grammar). The confidence here
  *   is the agreement of two decoders on the same audio: the hints alone (what the caller said, forced to the
  *   closest hint) and the hints beside everyday other words. Both give the same hint: 0.9; another hint: 0.5; an
- *   other word or nothing: 0.2. A word outside the hints (espeak's "banana", "weather") went to other words.
+ *   other word or nothing: 0.2.
  * - The silence before the caller speaks changes what the decoders make of the speech (their voice activity
  *   detection and live cepstral mean adapt to it), and how much of it a Gather hears depends on when it started
- *   listening, not on the caller: the same "support" after 0 to 3 s of near-silence came back as "support" or as
- *   nothing at all, and once as "billing". So the decoders get the caller's audio from LEAD_IN_MS before the
- *   first 20 ms frame at speech level: the same words are the same samples to them however long the Gather
- *   listened first. Ten hint words in three espeak voices after 3 s of silence: 14 of 30 right; so: 28 of 30.
+ *   listening, not on the caller. So the decoders get the caller's audio from LEAD_IN_MS before the first 20 ms
+ *   frame at speech level: the same words are the same samples to them however long the Gather listened first.
  */
 export interface SpeechModel {
   /** The acoustic model directory. */

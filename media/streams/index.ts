@@ -1,4 +1,4 @@
-/** Media streams and the caller's audio as frames (issue 18): see media/README.md, "Streams". */
+/** Media streams and the caller's audio as frames: see media/README.md, "Streams". */
 export { LegAudioPort, FRAME_BYTES, type LegEndpoint } from './audio-port.js';
 export {
   MediaStream,

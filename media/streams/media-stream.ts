@@ -24,7 +24,7 @@ import { TrackClock } from './track-clock.js';
 export const STREAM_CONNECT_TIMEOUT_MS = 5_000;
 /**
  * Most bytes waiting in the socket's send buffer before audio frames are dropped: about 0.7 s of media messages.
- * A slow consumer loses audio; the call and the process never wait for it (issue 18).
+ * A slow consumer loses audio; the call and the process never wait for it.
  */
 export const MAX_SEND_BUFFER_BYTES = 64 * 1024;
 

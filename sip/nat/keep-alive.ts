@@ -1,5 +1,5 @@
 /**
- * Keeping the NAT bindings of registered phones open (issue 19 item 5). A phone behind a home router registers over
+ * Keeping the NAT bindings of registered phones open. A phone behind a home router registers over
  * UDP; the router forgets the mapping after its UDP timeout (30 s on Linux conntrack, often 30-120 s on routers)
  * unless packets keep crossing it, and then nothing the switch sends reaches the phone. Like Kamailio's nathelper
  * (`nat_keepalive`) and Asterisk's `qualify`, the switch sends each UDP binding an OPTIONS every interval, to the

@@ -3,8 +3,8 @@
  * from spoofed random sources creates a new key per packet). Entries live in two generations: new and touched keys
  * go to the young one; when it is half full, the old generation is dropped whole and the young one becomes old.
  * So a key touched within the last max/2 insertions is always kept, and no insertion ever walks the table.
- * (Deleting the oldest entries one by one from a single Map measured 56 µs per insertion under such a flood: V8
- * leaves deleted slots at the front of the table, and every fresh iterator walks over them.)
+ * (Deleting the oldest entries one by one from a single Map is slow under such a flood: V8 leaves deleted slots at
+ * the front of the table, and every fresh iterator walks over them.)
  */
 export class GenerationalMap<V> {
   #young = new Map<string, V>();

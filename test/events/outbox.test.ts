@@ -154,6 +154,40 @@ for (const store of STORES)
       assert.deepEqual(reads, [], 'no read of the table for rows this process queued');
     });
 
+    it('callbacks due together are leased and marked delivered by a few statements, not one each', async () => {
+      const { db } = await open();
+      const ev = start(db, { pollIntervalMs: 60_000, maxInFlight: 64, maxInFlightPerAccount: 64 });
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const calls = await Promise.all(Array.from({ length: 40 }, () => seedCall(db, accountId)));
+      // One delivery first: the route's health row exists from then on (the first success writes it with the mark).
+      await ev.publisher.emit({ accountId, code: EventCodes.walletLow });
+      await waitFor(() => allDelivered(db), 3000, 'the first callback delivered');
+      const leases: string[] = [];
+      const marks: string[] = [];
+      const onQuery = (q: { sql: string }) => {
+        if (/^update "event_outbox" set "next_attempt_at"/i.test(q.sql)) leases.push(q.sql);
+        if (/^update "event_outbox" set "state"/i.test(q.sql)) marks.push(q.sql);
+      };
+      // The receiver answers the 40 together once all have arrived, so their attempts end within a few turns.
+      let release!: () => void;
+      const together = new Promise<void>((r) => (release = r));
+      let arrived = 0;
+      receiver.reply = async () => {
+        if (++arrived === calls.length) release();
+        await together;
+        return 200;
+      };
+      db.on('query', onQuery);
+      await Promise.all(
+        calls.map((c) => ev.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: c.id })),
+      );
+      await waitFor(() => receiver.delivered().length === calls.length + 1, 5000, 'every callback delivered');
+      await waitFor(() => allDelivered(db), 3000, 'every row marked delivered');
+      db.off('query', onQuery);
+      assert.ok(leases.length <= 8, `${leases.length} lease statements for ${calls.length} callbacks`);
+      assert.ok(marks.length <= 8, `${marks.length} delivered marks for ${calls.length} callbacks`);
+    });
+
     it('a row whose call has an earlier row pending elsewhere waits for it (the lease checks order per call)', async () => {
       const f = await open();
       const accountId = await seedAccount(f.db, receiver.url('/status'));

@@ -12,13 +12,13 @@ import {
   insertCallEvents,
   insertOutboxRows,
   addPoolNumbers,
-  leaseOutboxRow,
+  leaseOutboxRows,
+  markOutboxRowsDelivered,
   listCallEvents,
   noteRouteDelivered,
   noteRouteFailed,
   purgeFinishedOutboxRows,
   takePoolNumber,
-  updateOutboxRow,
   type Db,
   type NewOutboxRow,
 } from '../../store/index.js';
@@ -70,14 +70,27 @@ for (const kind of BOTH_DBS) {
         (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [], 2)).map((r) => r.id),
         ['o1', 'o4'],
       );
-      // The lease: only one of two readers of the same row wins.
-      assert.equal(await leaseOutboxRow(db, due[0], '2024-01-01T00:01:00.000Z'), true);
-      assert.equal(await leaseOutboxRow(db, due[0], '2024-01-01T00:01:00.000Z'), false);
-      await updateOutboxRow(db, 'o1', { state: 'delivered', attempts: 1, done_at: T0 });
+      // The lease: only one of two readers of the same row wins; a row behind a pending row of its call, or not due,
+      // is not leased.
+      const now = '2024-01-01T00:00:05.000Z';
+      const lease = '2024-01-01T00:01:00.000Z';
+      const won = await leaseOutboxRows(db, ['o1', 'o2', 'o3', 'o5'], lease, now);
+      assert.deepEqual([...won].sort(), [
+        ['o1', 0],
+        ['o5', 2],
+      ]);
+      assert.equal((await leaseOutboxRows(db, ['o1'], lease, now)).size, 0, 'leased already');
+      await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1 }], T0);
+      assert.deepEqual(await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'done_at', 'body'), {
+        state: 'delivered',
+        attempts: 1,
+        done_at: T0,
+        body: '{}',
+      });
       assert.deepEqual(
         (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10)).map((r) => r.id),
-        ['o2', 'o5'],
-        'the next of the call once the first is done',
+        ['o2'],
+        'the next of the call once the first is done (o5 is leased)',
       );
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 1);
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 0, 'pending rows stay');

@@ -77,7 +77,7 @@ export class Enqueue extends VerbTaskBase {
       try {
         document = await ctx.fetchDocument(waitUrl, this.#waitFields(ticket), { signal });
       } catch (e) {
-        // A waitUrl that answers audio rather than a document is hold music, played in a loop (issue 18).
+        // A waitUrl that answers audio rather than a document is hold music, played in a loop.
         if (e instanceof WebhookFetchError && e.reason === 'invalid_document' && !signal.aborted) {
           audioOnly = true;
           continue;

@@ -200,7 +200,7 @@ async function callDetail(uuid) {
   await callTimeline(page, uuid, { api, portal, recordingPlayer });
 }
 
-// ---- charts (issue 21): the account's traffic for a chosen window, drawn by charts.js with uPlot ----
+// ---- charts: the account's traffic for a chosen window, drawn by charts.js with uPlot ----
 async function charts() {
   page.innerHTML = `<h1>Traffic</h1>
     <form class="row" id="chart-window"><label>Window <select name="days">

@@ -1,4 +1,4 @@
-// Per end-user call handling and voicemail in the portal (issue 19, items 3-4; docs/api.md "Call handling and
+// Per end-user call handling and voicemail in the portal (docs/api.md "Call handling and
 // voicemail"): DND, forwarding, ring time, mailbox and greeting, saved through POST /api/users/update, and the
 // end-user's voicemail messages (GET /api/recordings?end_user_uuid=) with a download link.
 

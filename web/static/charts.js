@@ -1,4 +1,4 @@
-// Charts shared by the portal and the operator console (issue 21), drawn with uPlot (served by the switch from
+// Charts shared by the portal and the operator console, drawn with uPlot (served by the switch from
 // node_modules, never a CDN). Colours: the Okabe-Ito palette, distinguishable with the common colour-vision
 // deficiencies; every chart also has its figures as text (the summary line and the table under it).
 import { h } from './ui-kit.js';

@@ -1,4 +1,4 @@
-// A call on one time axis (issue 21): its events, the status callbacks sent for it (state, attempts, how long
+// A call on one time axis: its events, the status callbacks sent for it (state, attempts, how long
 // delivery took), the verbs it ran (their events), its recordings with a player, and what it cost.
 import { describe, iconFor } from './portal-events.js';
 

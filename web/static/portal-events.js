@@ -1,4 +1,4 @@
-// The portal's live event view (issue 21): each stream frame as a line a person reads (an icon, the time, the
+// The portal's live event view: each stream frame as a line a person reads (an icon, the time, the
 // call, what happened in words, the reason in words), filterable by call and by code, the raw JSON one click away.
 // Text only: nothing from a frame is ever parsed as HTML.
 

@@ -223,7 +223,7 @@ export class DigestServer {
   /**
    * Forgets used nonces that have expired (an expired nonce is refused as stale anyway). The map is in the order
    * nonces were used, close to the order they expire in, so the walk stops at the first one still live: the cost
-   * is the number forgotten, not the number held (at 1,500 REGISTER/s a full walk was ~45,000 entries a request).
+   * is the number forgotten, not the number held (a full walk would visit every nonce of the last TTL per request).
    * An entry left behind a longer-lived one is forgotten a little later; none is forgotten before it expires.
    */
   #prune(now: number): void {

@@ -115,8 +115,8 @@ export class Responder {
       this.#final = res;
       this.#reliable?.stop();
       // No CANCEL can abort it now. The transaction keeps this responder for up to 32 s (Timer L, RFC 6026), and
-      // the signal's listeners keep whatever they close over: at 200 calls/s every call's whole state stayed in
-      // memory that long (6,000 calls, 300 MB of heap, and garbage collections that stalled the loop for 400 ms).
+      // the signal's listeners keep whatever they close over: every call's whole state would stay in memory that
+      // long, a heap that grows with the call rate and collections that stall the loop.
       this.#abort = undefined;
     }
     this.#layer.respond(this.#tx, res);

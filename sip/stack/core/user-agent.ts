@@ -113,9 +113,8 @@ export class UserAgent {
    * The Responder of each request this agent received is kept on the request itself, as a property under this
    * agent's own symbol, not in a WeakMap: V8's scavenges treat the values of a WeakMap whose table is in the old
    * generation as live, and each Responder holds its request, so every request received, with its parsed headers,
-   * transaction and response, outlived its scavenges and was promoted to die in a mark-compact (register bench,
-   * 1,500 REGISTER/s: 20 MB/s promoted and 510 ms of scavenges in 10 s; 6.5 MB/s and 224 ms without). A property
-   * goes with its request.
+   * transaction and response, would outlive its scavenges and be promoted to die in a mark-compact. A property goes
+   * with its request.
    */
   readonly #responderKey = Symbol('responder');
   /** createUAS calls waiting for the ACK of their 2xx, by Call-ID and CSeq number. */

@@ -82,7 +82,7 @@ export interface Via {
 /**
  * via-parm = sent-protocol LWS sent-by *( SEMI via-params ) (§25.1), with LWS allowed around the slashes and
  * the colon (SLASH, COLON = SWS x SWS; RFC 4475 wsinv). One left-to-right scan: the regex it replaces
- * backtracked quadratically on a long run of blanks (issue 22: 40 KB of spaces held the event loop ~4 s).
+ * backtracked quadratically on a long run of blanks, so one message could hold the event loop for seconds.
  */
 export function parseVia(value: string): Via | null {
   const s = value.trim();

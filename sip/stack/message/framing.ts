@@ -57,7 +57,7 @@ export class StreamFramer {
       }
       if (this.#total === undefined) {
         // The header section is scanned as it arrives: a field over the line cap or a section over the message
-        // cap is refused before the rest is waited for (issue 22).
+        // cap is refused before the rest is waited for.
         const blank = this.#head.scan(buf.length > this.#max ? buf.subarray(0, this.#max + 1) : buf);
         if (blank === 'too-large') return this.#reset(out, 'too-large');
         if (blank === 'more') {

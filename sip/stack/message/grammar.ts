@@ -3,7 +3,7 @@
  * generic parameters and comma-separated lists. All are pure and never throw; they return null on bad input.
  * Untrusted text meets only left-to-right scans and regexes that cannot backtrack more than a constant per
  * character (one anchored character class, or bounded repeats): a backtracking regex on a long run of blanks
- * once froze the event loop for seconds (issue 22).
+ * once froze the event loop for seconds.
  */
 
 // token = 1*(alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~")
@@ -25,7 +25,7 @@ export function skipWsp(s: string, i: number): number {
 
 /**
  * `s` without trailing SP/HTAB. A scan from the end: the regex `/[ \t]+$/` retries from every position of a
- * long run of blanks that is followed by something else, quadratic in the run (issue 22).
+ * long run of blanks that is followed by something else, quadratic in the run.
  */
 export function trimWspEnd(s: string): string {
   let end = s.length;

@@ -1,5 +1,5 @@
 /**
- * Size caps applied to received bytes before any parsing (issue 22): a message over `maxMessageBytes`, or a
+ * Size caps applied to received bytes before any parsing: a message over `maxMessageBytes`, or a
  * header field over `maxHeaderLineBytes`, is refused without looking inside it. The transports apply them the
  * same way whatever the transport: a datagram or WebSocket message through `parseMessage` (which checks
  * `sizeRefusal` first), a byte stream through `StreamFramer` (which reports "too-large" and the stream is closed).

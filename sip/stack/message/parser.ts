@@ -28,7 +28,7 @@ function refuse(message: string): ParseResult {
 }
 
 export function parseMessage(data: Buffer, limits: ParseLimits = DEFAULT_LIMITS): ParseResult {
-  // Refused before any parsing (issue 22): nothing of it is read, so no partial request and no answer; over UDP
+  // Refused before any parsing: nothing of it is read, so no partial request and no answer; over UDP
   // the datagram is dropped, over a stream the framer has already closed the connection.
   const tooLarge = sizeRefusal(data, limits);
   if (tooLarge) return refuse(tooLarge);

@@ -34,7 +34,7 @@ const USER_RE = /^(?:[A-Za-z0-9\-_.!~*'()&=+$,;?/]|%[0-9A-Fa-f]{2})+$/;
 const PASSWORD_RE = /^(?:[A-Za-z0-9\-_.!~*'()&=+$,]|%[0-9A-Fa-f]{2})*$/;
 // RFC 3261 §25.1 wants the last label (toplabel) to begin with a letter; like RFC 1123 §2.1 hosts and the stacks
 // phones meet (Kamailio, Asterisk), a last label beginning with a digit is taken too unless it is all digits (which
-// would read as a mangled IPv4 address): a bare account uuid such as `508f…-…` is a host phones send (issue 19).
+// would read as a mangled IPv4 address): a bare account uuid such as `508f…-…` is a host phones send.
 const HOSTNAME_RE =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*(?=[A-Za-z0-9-]*[A-Za-z-])[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.?$/;
 const IPV4_RE = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;

@@ -4,16 +4,15 @@
  * Non-INVITE server transactions over an unreliable transport after their final response (RFC 3261 §17.2.2,
  * Completed): for Timer J (64*T1) every retransmission of the request is answered with that response again, and
  * nothing else happens. The transaction layer keeps that state here as the response's bytes and its channel alone,
- * and the transaction itself ends at once: a registrar answering 2,000 REGISTER/s has 4,000 transactions a second
- * in Completed, 128,000 at a time, and holding each as its objects (transaction, request, response, responder,
- * timer) grew the heap by hundreds of MB that every scavenge promoted and every mark-compact walked (pauses of
- * 20-65 ms). Timer J is the same for all of them, so they expire in the order they came: one timer, for the oldest,
+ * and the transaction itself ends at once: a busy registrar has Timer J's 32 s of REGISTERs in Completed, and
+ * holding each as its objects (transaction, request, response, responder, timer) grows a heap that every scavenge
+ * promotes and every mark-compact walks. Timer J is the same for all of them, so they expire in the order they came: one timer, for the oldest,
  * forgetting those past J a second at a time.
  *
  * INVITE transactions in Accepted (RFC 6026 §7) once the 2xx is acknowledged are kept the same way until Timer L or
  * M (also 64*T1): the server's as its key alone (a retransmitted INVITE is absorbed), the client's as its key and
- * the ACK to send again for each retransmitted 2xx (`keep`). Each call's two legs held both transactions 32 s with
- * their parsed requests, responses, responders and flows: about 30 KB a call, 190 MB of heap at 200 calls/s.
+ * the ACK to send again for each retransmitted 2xx (`keep`), rather than each call's two legs holding both
+ * transactions 32 s with their parsed requests, responses, responders and flows.
  */
 import { detached, Fifo } from '../../../kit/index.js';
 import type { Clock, TimerHandle } from '../clock.js';
@@ -116,7 +115,7 @@ export class CompletedResponses implements CompletedKeeper {
     this.#timer = undefined;
     const now = this.#clock.now();
     // Each is let go of at once (the queue clears its slot): kept until the array was next compacted, up to half
-    // the queue later, they were 16 s of answers at 2,000 REGISTER/s (~64,000) that each mark-compact walked.
+    // the queue later, they would be seconds of answers that each mark-compact walked.
     while ((this.#queue.peek()?.until ?? Infinity) <= now) {
       const kept = this.#queue.shift()!;
       if (this.#byKey.get(kept.key) === kept) this.#byKey.delete(kept.key);

@@ -6,8 +6,7 @@
  *
  * The worker's socket is the port's only one, bound exclusively: the main thread sends through it too. Its
  * datagrams are queued and handed to the worker once per turn of the event loop, after its I/O callbacks (one message
- * for all the sends of the datagrams read together: 6-8 µs less per send than one message per callback, measured
- * with bursts of ten), and each send's promise settles when the worker reports that batch handed to the kernel, with
+ * for all the sends of the datagrams read together, cheaper per send than one message per callback), and each send's promise settles when the worker reports that batch handed to the kernel, with
  * the error of a send that failed (RFC 3261 §18.4: the transaction is told). Node's dgram cannot share one socket
  * between threads without setting SO_REUSEADDR on it (libuv's uv_udp_open does), which would let another local
  * process bind the port and take the switch's traffic: so one thread owns it.

@@ -1,5 +1,5 @@
 /* global location, FormData, URLSearchParams, confirm */
-// The operator console's pages (issue 21). Every action calls /console/api, which runs the operation the CLI runs
+// The operator console's pages. Every action calls /console/api, which runs the operation the CLI runs
 // and writes the audit log.
 import { h, table, toast, since } from './ui-kit.js';
 import { api, ApiError } from './console-ui.js';
