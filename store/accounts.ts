@@ -117,9 +117,8 @@ export async function getAccount(db: Db | Tx, id: string): Promise<AccountRow> {
 /**
  * Reads the balance and locks the account row for the rest of the transaction (FOR NO KEY UPDATE on PostgreSQL;
  * SQLite has one writer), so concurrent ledger posts serialise. Not FOR UPDATE: that lock also conflicts with the
- * KEY SHARE lock every foreign-key check takes on the account row, so while one settlement was open every insert of
- * the account's calls, events and credit rows waited for it (the carrier bench on PostgreSQL queued on it). The
- * balance update that follows takes the same NO KEY UPDATE lock. Undefined when there is no such account.
+ * KEY SHARE lock every foreign-key check takes on the account row, so while one settlement is open every insert of
+ * the account's calls, events and credit rows would wait for it. The balance update that follows takes the same NO KEY UPDATE lock. Undefined when there is no such account.
  */
 export async function lockAccountBalance(tx: Tx, id: string): Promise<number | undefined> {
   const sql = 'select "balance_cents" from "accounts" where "id" = ?' + (isPostgres(tx) ? ' for no key update' : '');
@@ -140,7 +139,7 @@ export async function accountFunds(
   { balance_cents: number; max_call_seconds: number; credit_warning_seconds: number; language: string } | undefined
 > {
   // With the balance, what the live monitor needs at answer: the lead time and language of the "one minute left"
-  // notice (issue 23).
+  // notice.
   const [row] = await selectRows(
     db,
     'select "balance_cents", "max_call_seconds", "credit_warning_seconds", "language" from "accounts" where "id" = ?',

@@ -5,7 +5,7 @@ import { newId, nowIso } from './ids.js';
 import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /**
- * Account audio assets (issue 11). The row is the truth about an asset; its audio is one 8 kHz mono 16-bit WAV at
+ * Account audio assets. The row is the truth about an asset; its audio is one 8 kHz mono 16-bit WAV at
  * `storage_path` (for the local backend, `<dataDir>/assets/<account>/<uuid>.wav`).
  */
 export interface AssetRow {

@@ -84,9 +84,8 @@ export async function committedElsewhere(
  * One heartbeat for a batch of calls: `heartbeat_at` and each call's committed cents, in one statement. Returns
  * how many rows it updated (fewer than given when some were settled elsewhere). Keep batches to a few hundred.
  *
- * An UPDATE joined to the batch's VALUES (SQLite >= 3.33, PostgreSQL): each row found by its key. It was a
- * `CASE call_id WHEN ? THEN ? ...` over the batch, which SQLite walks for every row, so a batch of 500 cost 2.4 ms
- * (p99 13 ms) of the event loop every 5 s per 500 live calls, built by knex's query builder each time.
+ * An UPDATE joined to the batch's VALUES (SQLite >= 3.33, PostgreSQL): each row found by its key, not a
+ * `CASE call_id WHEN ? THEN ? ...` over the batch, which SQLite walks for every row (docs/performance.md).
  */
 export async function heartbeatCallCredits(
   db: Db,

@@ -3,7 +3,7 @@ import { firstRow, insertRows, runSql, selectRows } from './fixed-sql.js';
 import { LIVE_CALL_STATUSES } from './calls.js';
 
 /**
- * The charts' figures (issue 21). CDRs are rolled up per account, hour and direction (and, for outbound calls, per
+ * The charts' figures. CDRs are rolled up per account, hour and direction (and, for outbound calls, per
  * destination prefix and day) by a periodic job that reads ended calls through the created_at index: nothing is
  * written on a call's own path. A chart query reads at most a few thousand roll-up rows, whatever the CDR count.
  *

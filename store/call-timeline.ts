@@ -2,7 +2,7 @@ import type { Db } from './db.js';
 import { selectRows } from './fixed-sql.js';
 
 /**
- * What a call's timeline page shows beside its events (issue 21): the status callbacks sent for it (state,
+ * What a call's timeline page shows beside its events: the status callbacks sent for it (state,
  * attempts, the last error, when it was finished) and the ledger rows it posted (the cost breakdown). Both are read
  * by the call's id through existing indexes: event_outbox (call_id, created_at), and the ledger's unique settlement
  * keys of a call's charges (billing/settlement.ts: call:ID:talk and call:ID:tts).

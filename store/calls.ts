@@ -40,7 +40,7 @@ export interface CallRow {
   created_at: string;
   /** An emergency call (112, 999, 911 or a configured number): admitted whatever the account's state. */
   emergency: boolean;
-  /** `last_good`: the call ran its number's last known good document (issue 23; null before migration 023). */
+  /** `last_good`: the call ran its number's last known good document (null before migration 023). */
   served_from?: string | null;
   /** Answering machine detection's verdict and how long it took, ms (null without detection; migration 032). */
   answered_by?: string | null;
@@ -190,8 +190,7 @@ export async function updateHeldCall(
   const changed = await updateRowCount(db, 'calls', { column: 'id', value: row.id }, patch, guard);
   if (changed === 0) return undefined;
   bump(row.account_id);
-  // The held row is normalised already and a patch is typed: one copy with the patch over it (this copied the row
-  // twice, 20 KB of garbage a carrier call).
+  // The held row is normalised already and a patch is typed: one copy with the patch over it, not two.
   const after: Record<string, unknown> = { ...row };
   for (const k in patch) {
     const v = patch[k as keyof CallPatch];
@@ -255,9 +254,8 @@ const BALANCE_AND_LIVE = `select "balance_cents", (${COUNT_LIVE_OF_ACCOUNT}) as 
  * balance (never cached: money) and how many of its calls are live. Undefined when there is no such account.
  *
  * On SQLite the count is kept by triggers (migration 030). On PostgreSQL it walks the (account_id, status) index
- * range, ~40 ns a live call (SQLite did the same: 25 µs at 600, 1.5 ms at 30,000; at 6,000 live it was the switch's
- * largest statement). A counter row there would serialise an account's call writes behind whichever transaction
- * last touched it; counting stays until that is measured on PostgreSQL.
+ * range, linear in the account's live calls (docs/performance.md): a counter row there would serialise an account's
+ * call writes behind whichever transaction last touched it.
  */
 export async function balanceAndLiveCalls(
   db: Db | Tx,

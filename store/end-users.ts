@@ -17,7 +17,7 @@ export interface EndUserRow {
   last_registered_at: string | null;
   deleted_at: string | null;
   created_at: string;
-  /** Call handling (issue 19, item 3): calls are not rung while set (voicemail, or busy). */
+  /** Call handling: calls are not rung while set (voicemail, or busy). */
   dnd: boolean;
   /** Forward targets: an extension of the account or an E.164 number; null when unset. */
   forward_always: string | null;

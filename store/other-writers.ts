@@ -1,7 +1,7 @@
 import { openListenConnection } from './listen-connection.js';
 import type { RawConnection } from './sqlite-connection.js';
 
-/** How often the switch asks SQLite whether another connection committed (PRAGMA data_version): ~5 µs a time. */
+/** How often the switch asks SQLite whether another connection committed (PRAGMA data_version; a cheap read). */
 export const DATA_VERSION_POLL_MS = 50;
 /** The PostgreSQL channel the change triggers notify (store/change-notify.ts); the payload is the table's name. */
 export const CHANGES_CHANNEL = 'simu_changes';

@@ -116,7 +116,7 @@ export async function cachedRead<T>(
   const hit = c.entries.get(key);
   if (hit && Date.now() - hit.at < ttlMs) return hit.value as T;
   // One load per key at a time: on PostgreSQL a load is a round trip (longer while the pool is busy), and every
-  // call arriving meanwhile read the row again (about half a statement per call under the carrier bench). A write
+  // call arriving meanwhile would read the row again. A write
   // drops the load under way with the entries, so a reader after it starts its own.
   const loading = c.loading.get(key);
   if (loading) return loading as Promise<T>;

@@ -1,5 +1,5 @@
 /**
- * Each account's readable SIP domain (issue 19 item 6): a label (a "slug", e.g. `acme`) under the switch's domain
+ * Each account's readable SIP domain: a label (a "slug", e.g. `acme`) under the switch's domain
  * (config `sip.domain`), so the account's phones use `sip:1001@acme.sip.example.net`. The label is derived from
  * the account's name when the account is created (unique, numbered on a clash), and the operator may change it
  * (`simu account sip-domain`). The account uuid stays accepted as a domain too (sip/registrar-credentials.ts).

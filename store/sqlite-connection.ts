@@ -1,16 +1,15 @@
 /**
  * The store's one SQLite connection (better-sqlite3, synchronous), tuned for the call path:
  *
- * - Prepared statements are kept by SQL text: knex's better-sqlite3 client prepares every statement anew, and knex
- *   builds the same text for the same query shape (values are bound).
+ * - Prepared statements are kept by SQL text: the store's statements are fixed texts with bound values.
  * - Group commit: a write outside any transaction does not commit on its own. It opens a transaction that every
  *   other such write of the same turn of the event loop joins, committed once right after the turn (setImmediate).
- *   A commit costs about 80 µs of appending to the WAL, a write inside a transaction about 20 µs, so under load the
+ *   A commit costs several times a write inside a transaction (docs/performance.md), so under load the
  *   concurrent calls' writes share commits instead of paying one each. The connection is the only writer of this
  *   process, and reads on it see the batch's writes at once; other connections (the read pool, the CLI) see them
  *   after the turn, before any new request is read. What a crash loses is at most the writes of the turn it
- *   happened in; an orderly exit (process 'exit', closing the store) commits them. Explicit transactions (knex's
- *   BEGIN, the ledger's money moves) run as a savepoint inside the group and commit with it: atomic as before,
+ *   happened in; an orderly exit (process 'exit', closing the store) commits them. Explicit transactions (the
+ *   driver's BEGIN, the ledger's money moves) run as a savepoint inside the group and commit with it: atomic,
  *   durable at the end of the turn like every other write (see `control` below).
  */
 
