@@ -76,7 +76,7 @@ function kindOf(sql: string): Kind {
 /** Tunes a freshly opened connection in place (group commit when asked); returns the group commit's counters. */
 export interface TunedConnection {
   readonly stats: GroupCommitStats;
-  /** An explicit transaction (knex's) holds the connection now: a statement from outside it must wait for it. */
+  /** An explicit transaction holds the connection now: a statement from outside it must wait for it. */
   inExplicitTransaction(): boolean;
   /** Commits the open group now (one still running an explicit transaction commits when that ends). */
   flush(): void;
@@ -161,10 +161,10 @@ export function tuneConnection(
   };
 
   /**
-   * With group commit, knex's top-level BEGIN / COMMIT / ROLLBACK become a savepoint inside the group: the explicit
+   * With group commit, a top-level BEGIN / COMMIT / ROLLBACK becomes a savepoint inside the group: the explicit
    * transaction stays atomic (its ROLLBACK undoes exactly its writes) and its COMMIT joins the group's instead of
-   * paying a commit of its own and closing the group early. knex holds the one connection for the whole transaction,
-   * so no other write interleaves with it; the group's commit waits for it to end.
+   * paying a commit of its own and closing the group early. The driver holds the one connection for the whole
+   * transaction, so no other write interleaves with it; the group's commit waits for it to end.
    */
   const control = (sql: string): RawStatement | undefined => {
     if (!groupCommit) return undefined;
@@ -263,7 +263,7 @@ export function timeStatements(timer: ((sql: string, ns: number) => void) | null
   statementTimer = timer;
 }
 
-/** The statement as knex uses it (reader, run, all, get), with the group commit consulted before it runs. */
+/** The statement as the driver uses it (reader, run, all, get), with the group commit consulted before it runs. */
 function wrap(st: RawStatement, kind: Kind, before: (kind: Kind) => void, sql: string): RawStatement {
   const timed =
     (call: (...args: unknown[]) => unknown) =>

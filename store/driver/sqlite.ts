@@ -44,7 +44,7 @@ const WRITER_CHECKPOINT_PAGES = 4000;
 let txSeq = 0;
 let savepointSeq = 0;
 
-/** As knex's better-sqlite3 client bound values: booleans as 0/1, dates as epoch ms, undefined as null. */
+/** Values as SQLite takes them: booleans as 0/1, dates as epoch ms, undefined as null. */
 function bindable(params: readonly unknown[]): unknown[] {
   const out = new Array<unknown>(params.length);
   for (let i = 0; i < params.length; i++) {
