@@ -29,7 +29,7 @@ export interface AccountRow {
   credit_warning_seconds: number;
   /** Opt-in to the last known good call-control document when a number's webhook fails (0/1 on SQLite). */
   last_good_document: boolean | number;
-  /** The account's SIP domain label under the switch's `sip.domain` (store/sip-domains.ts); null before migration 019. */
+  /** The account's SIP domain label under `sip.domain` (store/sip-domains.ts); null before migration 019. */
   sip_label: string | null;
 }
 
@@ -118,7 +118,8 @@ export async function getAccount(db: Db | Tx, id: string): Promise<AccountRow> {
  * Reads the balance and locks the account row for the rest of the transaction (FOR NO KEY UPDATE on PostgreSQL;
  * SQLite has one writer), so concurrent ledger posts serialise. Not FOR UPDATE: that lock also conflicts with the
  * KEY SHARE lock every foreign-key check takes on the account row, so while one settlement is open every insert of
- * the account's calls, events and credit rows would wait for it. The balance update that follows takes the same NO KEY UPDATE lock. Undefined when there is no such account.
+ * the account's calls, events and credit rows would wait for it. The balance update that follows takes the same NO KEY
+ * UPDATE lock. Undefined when there is no such account.
  */
 export async function lockAccountBalance(tx: Tx, id: string): Promise<number | undefined> {
   const sql = 'select "balance_cents" from "accounts" where "id" = ?' + (isPostgres(tx) ? ' for no key update' : '');

@@ -43,12 +43,12 @@ function postText(cols: readonly string[]): string {
 }
 
 /**
- * Settles a call's capped debits on PostgreSQL in one transaction sent at once (store/driver/pg.ts pipelined): the rows under `keys`, the call's live credit row deleted, the account locked, each debit
- * posted unless its key is taken. The account row is locked only while PostgreSQL runs the posts and the COMMIT, not
- * across round trips to the switch (three of them, and the event loop's turns between, with a transaction per
- * statement), which every other settlement of the account waited out. Same rows, same chain as billing's
- * postInTransaction with capAtBalance; a unique violation (a concurrent writer took the position or the key) is
- * thrown as is, and the whole transaction is rolled back.
+ * Settles a call's capped debits on PostgreSQL in one transaction sent at once (store/driver/pg.ts pipelined): the rows
+ * under `keys`, the call's live credit row deleted, the account locked, each debit posted unless its key is taken. The
+ * account row is locked only while PostgreSQL runs the posts and the COMMIT, not across round trips to the switch
+ * (three of them, and the event loop's turns between, with a transaction per statement), which every other settlement
+ * of the account waited out. Same rows, same chain as billing's postInTransaction with capAtBalance; a unique violation
+ * (a concurrent writer took the position or the key) is thrown as is, and the whole transaction is rolled back.
  */
 export async function settleCappedDebitsOnPg(
   db: Db,

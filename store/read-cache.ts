@@ -10,10 +10,10 @@ type Db = object;
  *
  * Invalidation follows the store's write notices (store/notices.ts: its driver's, transactions included, and any
  * statement knex sends, which may write any table): a write to a cached table drops that table's entries at once.
- * A write inside a transaction keeps the table uncached until that transaction ends, and for a grace period after its COMMIT is sent, so a
- * reader on another connection (PostgreSQL) cannot cache the value from before the commit; a read that started
- * before a write landed is not kept. Writers in other processes (the CLI, another node) are seen by the switch's
- * store (openDb's watchOtherWriters, store/other-writers.ts): within 50 ms on SQLite, at their commit on
+ * A write inside a transaction keeps the table uncached until that transaction ends, and for a grace period after its
+ * COMMIT is sent, so a reader on another connection (PostgreSQL) cannot cache the value from before the commit; a read
+ * that started before a write landed is not kept. Writers in other processes (the CLI, another node) are seen by the
+ * switch's store (openDb's watchOtherWriters, store/other-writers.ts): within 50 ms on SQLite, at their commit on
  * PostgreSQL; `ttlMs` bounds what a lost watch misses. Never used for a figure that decides money (the balance):
  * that is read in the transaction that moves it.
  */

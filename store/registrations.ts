@@ -1,6 +1,7 @@
 /**
  * Kept UDP registrations (migration 010). The registrar writes end-users' whole sets after changes, many at a time
- * (sip/registration-writer.ts), and reads the live ones back at start-up. Rows only: the Binding shape lives in sip/location.ts.
+ * (sip/registration-writer.ts), and reads the live ones back at start-up. Rows only: the Binding shape lives in
+ * sip/location.ts.
  */
 import { inTransaction, type Db, type Tx } from './db.js';
 import { insertRows, runSql, selectRows } from './fixed-sql.js';
