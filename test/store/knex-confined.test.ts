@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { migrate, openDb } from '../../store/index.js';
 
 /**
  * The store speaks SQL one way, through its driver (store/driver/). knex is used only where it still helps: the
@@ -55,6 +57,21 @@ describe('store: knex only for migrations and dynamic queries', () => {
   it('no store module imports a library’s private module', () => {
     const offenders = [...files(STORE)].filter((f) => DEEP.test(source(f)));
     assert.deepEqual(offenders, []);
+  });
+
+  it("on SQLite knex's connection closes once idle: the running store's one writing connection is its driver's", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-knex-idle-'));
+    const db = openDb({ databaseUrl: '', dataDir: dir, groupCommit: true });
+    try {
+      await migrate(db);
+      const pool = (db.client as unknown as { pool: { numUsed(): number; numFree(): number } }).pool;
+      assert.equal(pool.numUsed() + pool.numFree(), 1, 'knex ran the migrations on a connection of its own');
+      const deadline = Date.now() + 10_000;
+      while (pool.numUsed() + pool.numFree() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      assert.equal(pool.numUsed() + pool.numFree(), 0, "knex's connection is still open");
+    } finally {
+      await db.destroy();
+    }
   });
 
   it('the checks see knex imported and used', () => {
