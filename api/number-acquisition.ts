@@ -10,6 +10,7 @@ import {
   takePoolNumber,
   type Db,
   type NumberRow,
+  type Tx,
 } from '../store/index.js';
 import { ApiError, notFound } from './errors.js';
 
@@ -17,7 +18,7 @@ import { ApiError, notFound } from './errors.js';
  * Setup fee of a number: the `did_setup` rate with the longest prefix matching the number (prefix '' matches
  * all). With no did_setup rate set the fee is 0.00 and no ledger row is written (docs/api.md).
  */
-export async function didSetupFeeCents(db: Db, number: string): Promise<number> {
+export async function didSetupFeeCents(db: Db | Tx, number: string): Promise<number> {
   const digits = number.replace(/^\+/, '');
   let best: { len: number; cents: number } | undefined;
   for (const r of await ratesOfKind(db, 'did_setup')) {

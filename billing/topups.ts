@@ -7,6 +7,7 @@ import {
   isUniqueViolation,
   newId,
   type Db,
+  type Tx,
   type WalletTopupRow,
 } from '../store/index.js';
 import { LedgerConflictError, postInTransaction } from './ledger.js';
@@ -104,7 +105,7 @@ function applyOnce(
     msisdn: string;
     paidAt: string;
   },
-  check: (trx: Db) => Promise<TopupWrite>,
+  check: (trx: Db | Tx) => Promise<TopupWrite>,
 ): Promise<TopupOutcome> {
   return once(() =>
     inTransaction(db, async (trx) => {

@@ -1,5 +1,5 @@
 import { isPostgres, type Db, type Tx } from './db.js';
-import { selectRows, updateRow } from './fixed-sql.js';
+import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
 import { newId, nowIso, randomToken } from './ids.js';
 import { NotFoundError } from './errors.js';
 import { cachedRead } from './read-cache.js';
@@ -29,7 +29,7 @@ export interface AccountRow {
   credit_warning_seconds: number;
   /** Opt-in to the last known good call-control document when a number's webhook fails (0/1 on SQLite). */
   last_good_document: boolean | number;
-  /** The account's SIP domain label under the switch's `sip.domain` (store/sip-domains.ts); null before migration 019. */
+  /** The account's SIP domain label under `sip.domain` (store/sip-domains.ts); null before migration 019. */
   sip_label: string | null;
 }
 
@@ -63,7 +63,7 @@ function normalise(row: any): AccountRow {
   return { ...row, balance_cents: Number(row.balance_cents) };
 }
 
-export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
+export async function insertAccount(db: Db | Tx, name: string): Promise<AccountRow> {
   const row = {
     id: newId(),
     name,
@@ -73,13 +73,13 @@ export async function insertAccount(db: Db, name: string): Promise<AccountRow> {
     created_at: nowIso(),
     sip_label: await freeSipLabel(db, sipLabelOf(name)),
   };
-  await db('accounts').insert(row);
+  await insertRows(db, 'accounts', [row]);
   noteAuthWrite();
   return getAccount(db, row.id);
 }
 
-export async function findAccount(db: Db, id: string): Promise<AccountRow | undefined> {
-  const row = await db('accounts').where({ id }).first();
+export async function findAccount(db: Db | Tx, id: string): Promise<AccountRow | undefined> {
+  const [row] = await selectRows(db, 'select * from "accounts" where "id" = ? limit 1', [id]);
   return row ? normalise(row) : undefined;
 }
 
@@ -108,7 +108,7 @@ export async function getAccountSettings(db: Db, id: string): Promise<AccountSet
   return row;
 }
 
-export async function getAccount(db: Db, id: string): Promise<AccountRow> {
+export async function getAccount(db: Db | Tx, id: string): Promise<AccountRow> {
   const row = await findAccount(db, id);
   if (!row) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
   return row;
@@ -117,9 +117,9 @@ export async function getAccount(db: Db, id: string): Promise<AccountRow> {
 /**
  * Reads the balance and locks the account row for the rest of the transaction (FOR NO KEY UPDATE on PostgreSQL;
  * SQLite has one writer), so concurrent ledger posts serialise. Not FOR UPDATE: that lock also conflicts with the
- * KEY SHARE lock every foreign-key check takes on the account row, so while one settlement was open every insert of
- * the account's calls, events and credit rows waited for it (the carrier bench on PostgreSQL queued on it). The
- * balance update that follows takes the same NO KEY UPDATE lock. Undefined when there is no such account.
+ * KEY SHARE lock every foreign-key check takes on the account row, so while one settlement is open every insert of
+ * the account's calls, events and credit rows would wait for it. The balance update that follows takes the same NO KEY
+ * UPDATE lock. Undefined when there is no such account.
  */
 export async function lockAccountBalance(tx: Tx, id: string): Promise<number | undefined> {
   const sql = 'select "balance_cents" from "accounts" where "id" = ?' + (isPostgres(tx) ? ' for no key update' : '');
@@ -134,13 +134,13 @@ export async function setAccountBalance(tx: Tx, id: string, balanceCents: number
 
 /** What the credit monitor needs of an account at answer: its balance and its per-call length cap. */
 export async function accountFunds(
-  db: Db,
+  db: Db | Tx,
   id: string,
 ): Promise<
   { balance_cents: number; max_call_seconds: number; credit_warning_seconds: number; language: string } | undefined
 > {
   // With the balance, what the live monitor needs at answer: the lead time and language of the "one minute left"
-  // notice (issue 23).
+  // notice.
   const [row] = await selectRows(
     db,
     'select "balance_cents", "max_call_seconds", "credit_warning_seconds", "language" from "accounts" where "id" = ?',
@@ -157,21 +157,21 @@ export async function accountFunds(
 }
 
 /** The account's balance alone (the credit monitor's refresh); undefined when there is no such account. */
-export async function accountBalance(db: Db, id: string): Promise<number | undefined> {
+export async function accountBalance(db: Db | Tx, id: string): Promise<number | undefined> {
   const [row] = await selectRows(db, 'select "balance_cents" from "accounts" where "id" = ?', [id]);
   return row ? Number(row.balance_cents) : undefined;
 }
 
-export async function listAccounts(db: Db): Promise<AccountRow[]> {
-  return (await db('accounts').orderBy('created_at', 'asc')).map(normalise);
+export async function listAccounts(db: Db | Tx): Promise<AccountRow[]> {
+  return (await selectRows(db, 'select * from "accounts" order by "created_at" asc', [])).map(normalise);
 }
 
 export async function updateAccount(
-  db: Db,
+  db: Db | Tx,
   id: string,
   patch: Partial<Omit<AccountRow, 'id' | 'created_at'>>,
 ): Promise<AccountRow> {
-  const n = await db('accounts').where({ id }).update(patch);
+  const n = await updateRowCount(db, 'accounts', { column: 'id', value: id }, patch);
   noteAuthWrite();
   if (n === 0) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
   return getAccount(db, id);

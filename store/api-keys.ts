@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import { inTransaction, type Db, type Tx } from './db.js';
+import { insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 import { newId, nowIso, randomToken, sha256Hex } from './ids.js';
 import { insertAccount, noteAuthWrite, type AccountRow } from './accounts.js';
 
@@ -24,7 +25,7 @@ export function generateApiKey(): { key: string; prefix: string; hash: string } 
 
 /** Stores a new key; `given` is a key made by the caller (the portal's session keys), otherwise one is generated. */
 export async function insertApiKey(
-  db: Db,
+  db: Db | Tx,
   accountId: string,
   name: string,
   given?: string,
@@ -41,35 +42,47 @@ export async function insertApiKey(
     is_active: true,
     created_at: nowIso(),
   };
-  await db('api_keys').insert(row);
-  return { row: normalise(await db('api_keys').where({ id: row.id }).first()), key };
+  await insertRows(db, 'api_keys', [row]);
+  const [stored] = await selectRows(db, 'select * from "api_keys" where "id" = ? limit 1', [row.id]);
+  return { row: normalise(stored), key };
 }
 
 /** Looks a presented key up by its hash (an index lookup on a fixed-length digest: no timing signal on the secret). */
-export async function findApiKeyByHash(db: Db, hash: string): Promise<ApiKeyRow | undefined> {
-  const row = await db('api_keys').where({ key_hash: hash }).first();
+export async function findApiKeyByHash(db: Db | Tx, hash: string): Promise<ApiKeyRow | undefined> {
+  const [row] = await selectRows(db, 'select * from "api_keys" where "key_hash" = ? limit 1', [hash]);
   return row ? normalise(row) : undefined;
 }
 
-export async function listApiKeys(db: Db, accountId: string): Promise<ApiKeyRow[]> {
-  return (await db('api_keys').where({ account_id: accountId }).orderBy('created_at', 'desc')).map(normalise);
+export async function listApiKeys(db: Db | Tx, accountId: string): Promise<ApiKeyRow[]> {
+  const rows = await selectRows(db, 'select * from "api_keys" where "account_id" = ? order by "created_at" desc', [
+    accountId,
+  ]);
+  return rows.map(normalise);
 }
 
-export async function revokeApiKey(db: Db, accountId: string, id: string): Promise<boolean> {
-  const n = await db('api_keys')
-    .where({ account_id: accountId, id })
-    .update({ is_active: false, revoked_at: nowIso() });
+export async function revokeApiKey(db: Db | Tx, accountId: string, id: string): Promise<boolean> {
+  const n = await runSqlCount(
+    db,
+    'update "api_keys" set "is_active" = ?, "revoked_at" = ? where "account_id" = ? and "id" = ?',
+    [false, nowIso(), accountId, id],
+    'api_keys',
+  );
   noteAuthWrite();
   return n > 0;
 }
 
 /** Revokes every active key with this name in any account (the portal's session keys at its start). */
-export async function revokeApiKeysNamed(db: Db, name: string, at: string): Promise<number> {
-  return db('api_keys').where({ name, is_active: true }).update({ is_active: false, revoked_at: at });
+export async function revokeApiKeysNamed(db: Db | Tx, name: string, at: string): Promise<number> {
+  return runSqlCount(
+    db,
+    'update "api_keys" set "is_active" = ?, "revoked_at" = ? where "name" = ? and "is_active" = ?',
+    [false, at, name, true],
+    'api_keys',
+  );
 }
 
-export async function touchApiKey(db: Db, id: string): Promise<void> {
-  await db('api_keys').where({ id }).update({ last_used_at: nowIso() });
+export async function touchApiKey(db: Db | Tx, id: string): Promise<void> {
+  await runSqlCount(db, 'update "api_keys" set "last_used_at" = ? where "id" = ?', [nowIso(), id], 'api_keys');
 }
 
 /** A key found by its hash, with its account's row (one indexed join, for authentication). */
@@ -80,21 +93,13 @@ export interface ApiKeyWithAccount {
   account: AccountRow;
 }
 
-export async function findApiKeyWithAccount(db: Db, hash: string): Promise<ApiKeyWithAccount | undefined> {
-  const row = await db('api_keys')
-    .join('accounts', 'accounts.id', 'api_keys.account_id')
-    .where('api_keys.key_hash', hash)
-    .first(
-      'api_keys.id as api_key_id',
-      'api_keys.key_hash as api_key_hash',
-      'api_keys.is_active as api_key_active',
-      'accounts.*',
-    );
+export async function findApiKeyWithAccount(db: Db | Tx, hash: string): Promise<ApiKeyWithAccount | undefined> {
+  const [row] = await selectRows(db, KEY_WITH_ACCOUNT, [hash]);
   if (!row) return undefined;
   const { api_key_id, api_key_hash, api_key_active, ...account } = row;
   return {
-    apiKeyId: api_key_id,
-    keyHash: api_key_hash,
+    apiKeyId: String(api_key_id),
+    keyHash: String(api_key_hash),
     active: Boolean(api_key_active),
     account: { ...account, balance_cents: Number(account.balance_cents) } as AccountRow,
   };
@@ -102,13 +107,18 @@ export async function findApiKeyWithAccount(db: Db, hash: string): Promise<ApiKe
 
 /** A new account and its first API key, in one transaction (both or neither). The key is returned to show once. */
 export async function insertAccountWithApiKey(
-  db: Db,
+  db: Db | Tx,
   name: string,
   keyName: string,
 ): Promise<{ account: AccountRow; key: string }> {
-  return db.transaction(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const account = await insertAccount(trx, name);
     const k = await insertApiKey(trx, account.id, keyName);
     return { account, key: k.key };
   });
 }
+
+const KEY_WITH_ACCOUNT =
+  'select "api_keys"."id" as "api_key_id", "api_keys"."key_hash" as "api_key_hash", ' +
+  '"api_keys"."is_active" as "api_key_active", "accounts".* from "api_keys" ' +
+  'inner join "accounts" on "accounts"."id" = "api_keys"."account_id" where "api_keys"."key_hash" = ? limit 1';

@@ -2,9 +2,10 @@ import { stat } from 'node:fs/promises';
 import type { Db } from './db.js';
 import { ConflictError, isUniqueViolation } from './errors.js';
 import { newId, nowIso } from './ids.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /**
- * Account audio assets (issue 11). The row is the truth about an asset; its audio is one 8 kHz mono 16-bit WAV at
+ * Account audio assets. The row is the truth about an asset; its audio is one 8 kHz mono 16-bit WAV at
  * `storage_path` (for the local backend, `<dataDir>/assets/<account>/<uuid>.wav`).
  */
 export interface AssetRow {
@@ -57,12 +58,12 @@ export async function insertAsset(db: Db, input: NewAsset): Promise<AssetRow> {
     updated_at: at,
   };
   try {
-    await db('assets').insert(row);
+    await insertRows(db, 'assets', [row]);
   } catch (e) {
     if (isUniqueViolation(e)) throw nameTaken(input.name);
     throw e;
   }
-  return normalise(await db('assets').where({ id: row.id }).first());
+  return normalise(await firstRow(db, 'select * from "assets" where "id" = ? limit 1', [row.id]));
 }
 
 export async function listAssets(
@@ -70,30 +71,34 @@ export async function listAssets(
   accountId: string,
   opts: { limit: number; offset: number } = { limit: 200, offset: 0 },
 ): Promise<AssetRow[]> {
-  const rows = await db('assets')
-    .where({ account_id: accountId })
-    .orderBy([
-      { column: 'name', order: 'asc' },
-      { column: 'id', order: 'asc' },
-    ])
-    .limit(opts.limit)
-    .offset(opts.offset);
+  const rows = await selectRows(
+    db,
+    'select * from "assets" where "account_id" = ? order by "name" asc, "id" asc limit ? offset ?',
+    [accountId, opts.limit, opts.offset],
+  );
   return rows.map(normalise);
 }
 
 export async function findAsset(db: Db, accountId: string, id: string): Promise<AssetRow | undefined> {
-  const r = await db('assets').where({ account_id: accountId, id }).first();
+  const r = await firstRow(db, 'select * from "assets" where "account_id" = ? and "id" = ? limit 1', [accountId, id]);
   return r ? normalise(r) : undefined;
 }
 
+const BY_NAME = 'select * from "assets" where "account_id" = ? and "name" = ? limit 1';
+
 export async function findAssetByName(db: Db, accountId: string, name: string): Promise<AssetRow | undefined> {
-  const r = await db('assets').where({ account_id: accountId, name }).first();
+  const r = await firstRow(db, BY_NAME, [accountId, name]);
   return r ? normalise(r) : undefined;
 }
 
 export async function renameAsset(db: Db, accountId: string, id: string, name: string): Promise<AssetRow | undefined> {
   try {
-    const n = await db('assets').where({ account_id: accountId, id }).update({ name, updated_at: nowIso() });
+    const n = await runSqlCount(
+      db,
+      'update "assets" set "name" = ?, "updated_at" = ? where "account_id" = ? and "id" = ?',
+      [name, nowIso(), accountId, id],
+      { table: 'assets', columns: ['name', 'updated_at'] },
+    );
     if (n === 0) return undefined;
   } catch (e) {
     if (isUniqueViolation(e)) throw nameTaken(name);
@@ -108,7 +113,12 @@ export async function setAssetActive(
   id: string,
   active: boolean,
 ): Promise<AssetRow | undefined> {
-  const n = await db('assets').where({ account_id: accountId, id }).update({ is_active: active, updated_at: nowIso() });
+  const n = await runSqlCount(
+    db,
+    'update "assets" set "is_active" = ?, "updated_at" = ? where "account_id" = ? and "id" = ?',
+    [active, nowIso(), accountId, id],
+    { table: 'assets', columns: ['is_active', 'updated_at'] },
+  );
   return n === 0 ? undefined : findAsset(db, accountId, id);
 }
 
@@ -116,7 +126,7 @@ export async function setAssetActive(
 export async function deleteAssetRow(db: Db, accountId: string, id: string): Promise<AssetRow | undefined> {
   const row = await findAsset(db, accountId, id);
   if (!row) return undefined;
-  await db('assets').where({ account_id: accountId, id }).delete();
+  await runSqlCount(db, 'delete from "assets" where "account_id" = ? and "id" = ?', [accountId, id], 'assets');
   return row;
 }
 
@@ -137,7 +147,8 @@ export async function findPlayableAsset(
   name: string,
   remote?: AssetAudioSource,
 ): Promise<string | undefined> {
-  const r = await db('assets').where({ account_id: accountId, name }).first();
+  const r = (await firstRow(db, BY_NAME, [accountId, name])) as
+    { is_active: unknown; storage_path: string; storage_backend: string } | undefined;
   if (!r || !r.is_active) return undefined;
   let file: string | undefined = r.storage_path;
   if (r.storage_backend !== 'local') {

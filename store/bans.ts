@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { runSqlCount, selectRows, upsertRow } from './fixed-sql.js';
 
 /**
  * Bans of SIP source addresses, written by the running switch (sip/security) and read or lifted by the operator's
@@ -40,7 +41,7 @@ export async function addBan(db: Db, ban: NewBan): Promise<BanRow> {
     expires_at: ban.expiresAt.toISOString(),
     hits: ban.hits ?? 0,
   };
-  await db('ip_bans').insert(row).onConflict('address').merge();
+  await upsertRow(db, 'ip_bans', row, ['address']);
   return row;
 }
 
@@ -52,22 +53,29 @@ export interface ListBansOptions {
 
 /** Bans in force (or all kept rows), the newest first. */
 export async function listBans(db: Db, opts: ListBansOptions = {}): Promise<BanRow[]> {
-  const q = db('ip_bans').orderBy('banned_at', 'desc').orderBy('address');
-  if (!opts.includeExpired) q.where('expires_at', '>', (opts.now ?? new Date()).toISOString());
-  return (await q).map(normalise);
+  const order = ' order by "banned_at" desc, "address" asc';
+  const rows = opts.includeExpired
+    ? await selectRows(db, `select * from "ip_bans"${order}`, [])
+    : await selectRows(db, `select * from "ip_bans" where "expires_at" > ?${order}`, [
+        (opts.now ?? new Date()).toISOString(),
+      ]);
+  return rows.map(normalise);
 }
 
 /** Lifts a ban (deletes its row). True when there was one. The switch drops it from memory at its next poll. */
 export async function liftBan(db: Db, address: string): Promise<boolean> {
-  return (await db('ip_bans').where({ address }).delete()) > 0;
+  return (await runSqlCount(db, 'delete from "ip_bans" where "address" = ?', [address], 'ip_bans')) > 0;
 }
 
 /** Records the switch's running count of dropped requests for a ban. */
 export async function setBanHits(db: Db, address: string, hits: number): Promise<void> {
-  await db('ip_bans').where({ address }).update({ hits });
+  await runSqlCount(db, 'update "ip_bans" set "hits" = ? where "address" = ?', [hits, address], {
+    table: 'ip_bans',
+    columns: ['hits'],
+  });
 }
 
 /** Deletes rows whose ban ended before `before`; returns how many went. */
 export async function purgeExpiredBans(db: Db, before: Date): Promise<number> {
-  return db('ip_bans').where('expires_at', '<=', before.toISOString()).delete();
+  return runSqlCount(db, 'delete from "ip_bans" where "expires_at" <= ?', [before.toISOString()], 'ip_bans');
 }

@@ -1,5 +1,5 @@
-import { isPostgres, type Db } from './db.js';
-import { insertRows, runSql, runSqlResult } from './fixed-sql.js';
+import { isPostgres, type Db, type Tx } from './db.js';
+import { insertRows, runSql, runSqlCount, selectRows } from './fixed-sql.js';
 
 /**
  * Live credit state of an answered call (table `call_credit`, billing/credit-monitor): from answer until the call
@@ -35,33 +35,48 @@ export interface NewCallCredit {
   heartbeat_at: string;
 }
 
-export async function insertCallCredit(db: Db, row: NewCallCredit): Promise<void> {
+export async function insertCallCredit(db: Db | Tx, row: NewCallCredit): Promise<void> {
   await insertRows(db, 'call_credit', [row as unknown as Record<string, unknown>]);
 }
 
-export async function findCallCredit(db: Db, callId: string): Promise<CallCreditRow | undefined> {
-  const row = await db('call_credit').where({ call_id: callId }).first();
+export async function findCallCredit(db: Db | Tx, callId: string): Promise<CallCreditRow | undefined> {
+  const [row] = await selectRows(db, 'select * from "call_credit" where "call_id" = ? limit 1', [callId]);
   return row ? normalise(row) : undefined;
 }
 
 /** The speech priced so far on a live call. */
-export async function setCallCreditTts(db: Db, callId: string, ttsCents: number, ttsSeconds: number): Promise<void> {
-  await db('call_credit').where({ call_id: callId }).update({ tts_cents: ttsCents, tts_seconds: ttsSeconds });
+export async function setCallCreditTts(
+  db: Db | Tx,
+  callId: string,
+  ttsCents: number,
+  ttsSeconds: number,
+): Promise<void> {
+  await runSql(
+    db,
+    'update "call_credit" set "tts_cents" = ?, "tts_seconds" = ? where "call_id" = ?',
+    [ttsCents, ttsSeconds, callId],
+    { table: 'call_credit', columns: ['tts_cents', 'tts_seconds'] },
+  );
 }
 
 /** Deleted in the transaction that settles the call. */
-export async function deleteCallCredit(db: Db, callId: string): Promise<void> {
-  await runSql(db, 'delete from "call_credit" where "call_id" = ?', [callId]);
+export async function deleteCallCredit(db: Db | Tx, callId: string): Promise<void> {
+  await runSql(db, 'delete from "call_credit" where "call_id" = ?', [callId], 'call_credit');
 }
 
 /** What the account's live calls on other nodes have committed, counting rows with a heartbeat at or after `since`. */
-export async function committedElsewhere(db: Db, accountId: string, nodeId: string, since: string): Promise<number> {
-  const row = await db('call_credit')
-    .where({ account_id: accountId })
-    .whereNot({ node_id: nodeId })
-    .where('heartbeat_at', '>=', since)
-    .sum({ s: 'committed_cents' })
-    .first();
+export async function committedElsewhere(
+  db: Db | Tx,
+  accountId: string,
+  nodeId: string,
+  since: string,
+): Promise<number> {
+  const [row] = await selectRows(
+    db,
+    'select sum("committed_cents") as "s" from "call_credit" where "account_id" = ? and not "node_id" = ? ' +
+      'and "heartbeat_at" >= ?',
+    [accountId, nodeId, since],
+  );
   return Number(row?.s ?? 0);
 }
 
@@ -69,9 +84,8 @@ export async function committedElsewhere(db: Db, accountId: string, nodeId: stri
  * One heartbeat for a batch of calls: `heartbeat_at` and each call's committed cents, in one statement. Returns
  * how many rows it updated (fewer than given when some were settled elsewhere). Keep batches to a few hundred.
  *
- * An UPDATE joined to the batch's VALUES (SQLite >= 3.33, PostgreSQL): each row found by its key. It was a
- * `CASE call_id WHEN ? THEN ? ...` over the batch, which SQLite walks for every row, so a batch of 500 cost 2.4 ms
- * (p99 13 ms) of the event loop every 5 s per 500 live calls, built by knex's query builder each time.
+ * An UPDATE joined to the batch's VALUES (SQLite >= 3.33, PostgreSQL): each row found by its key, not a
+ * `CASE call_id WHEN ? THEN ? ...` over the batch, which SQLite walks for every row (docs/performance.md).
  */
 export async function heartbeatCallCredits(
   db: Db,
@@ -82,8 +96,7 @@ export async function heartbeatCallCredits(
   const sql = heartbeatSql(calls.length, isPostgres(db));
   const bindings: unknown[] = [at];
   for (const c of calls) bindings.push(c.callId, c.committedCents);
-  const res = (await runSqlResult(db, sql, bindings)) as { changes?: number; rowCount?: number };
-  return Number(res?.changes ?? res?.rowCount ?? 0);
+  return runSqlCount(db, sql, bindings, { table: 'call_credit', columns: ['heartbeat_at', 'committed_cents'] });
 }
 
 const heartbeatTexts = new Map<string, string>();
@@ -106,5 +119,11 @@ export async function callCreditHeartbeats(
   db: Db,
   callIds: string[],
 ): Promise<{ call_id: string; heartbeat_at: string }[]> {
-  return db('call_credit').whereIn('call_id', callIds).select('call_id', 'heartbeat_at');
+  if (callIds.length === 0) return [];
+  const rows = await selectRows(
+    db,
+    `select "call_id", "heartbeat_at" from "call_credit" where "call_id" in (${callIds.map(() => '?').join(', ')})`,
+    callIds,
+  );
+  return rows as { call_id: string; heartbeat_at: string }[];
 }

@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import { sqlOf, type Db, type Tx } from './db.js';
+import { selectRows } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
 /** One row of a call's event history (table `call_events`); `data` is the JSON text as written. */
@@ -14,21 +15,26 @@ export interface CallEventRow {
  * them (the portal's timeline) or one page (GET /api/calls/{uuid}/events).
  */
 export async function listCallEvents(
-  db: Db,
+  db: Db | Tx,
   accountId: string,
   callId: string,
   page?: { limit: number; offset: number },
 ): Promise<CallEventRow[]> {
-  const q = db('call_events')
-    .where({ account_id: accountId, call_id: callId })
-    .orderBy([{ column: 'created_at' }, { column: 'id' }])
-    .select('code', 'event', 'data', 'created_at');
-  return page ? q.limit(page.limit).offset(page.offset) : q;
+  const base =
+    'select "code", "event", "data", "created_at" from "call_events" where "account_id" = ? and "call_id" = ? ' +
+    'order by "created_at" asc, "id" asc';
+  const rows = page
+    ? await selectRows(db, `${base} limit ? offset ?`, [accountId, callId, page.limit, page.offset])
+    : await selectRows(db, base, [accountId, callId]);
+  return rows as unknown as CallEventRow[];
 }
 
 /** How many events a call of the account has. */
-export async function countCallEvents(db: Db, accountId: string, callId: string): Promise<number> {
-  const r = await db('call_events').where({ account_id: accountId, call_id: callId }).count({ n: '*' }).first();
+export async function countCallEvents(db: Db | Tx, accountId: string, callId: string): Promise<number> {
+  const r = await sqlOf(db).get('select count(*) as "n" from "call_events" where "account_id" = ? and "call_id" = ?', [
+    accountId,
+    callId,
+  ]);
   return Number(r?.n ?? 0);
 }
 
@@ -42,6 +48,6 @@ export interface NewCallEvent extends CallEventRow {
 const EVENTS_PER_INSERT = 500;
 
 /** Records many events in one statement per 500 (the publisher's group commit), in the order given. */
-export async function insertCallEvents(db: Db, rows: readonly NewCallEvent[]): Promise<void> {
+export async function insertCallEvents(db: Db | Tx, rows: readonly NewCallEvent[]): Promise<void> {
   await insertChunked(db, 'call_events', rows, EVENTS_PER_INSERT);
 }

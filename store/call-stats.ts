@@ -1,8 +1,9 @@
-import type { Db } from './db.js';
+import { inTransaction, type Db } from './db.js';
+import { firstRow, insertRows, runSql, selectRows } from './fixed-sql.js';
 import { LIVE_CALL_STATUSES } from './calls.js';
 
 /**
- * The charts' figures (issue 21). CDRs are rolled up per account, hour and direction (and, for outbound calls, per
+ * The charts' figures. CDRs are rolled up per account, hour and direction (and, for outbound calls, per
  * destination prefix and day) by a periodic job that reads ended calls through the created_at index: nothing is
  * written on a call's own path. A chart query reads at most a few thousand roll-up rows, whatever the CDR count.
  *
@@ -28,16 +29,20 @@ export async function rollUpCallStats(db: Db, fromHour: string, oneDay = false, 
   const fromDay = fromHour.slice(0, 10);
   const next = new Date(Date.parse(`${fromDay}T00:00:00Z`) + 86400_000).toISOString();
   const until = oneDay ? { ts: next.slice(0, 19), hour: next.slice(0, 13), day: next.slice(0, 10) } : null;
-  const ended = (from: string) => {
-    const q = readDb('calls').where('created_at', '>=', from).whereNotNull('ended_at');
-    return until ? q.andWhere('created_at', '<', until.ts) : q;
-  };
+  /** Ended calls created from `from` (and before the day's end, one day at a time): the condition and its values. */
+  const ended = (from: string): [string, unknown[]] =>
+    until
+      ? ['"created_at" >= ? and "ended_at" is not null and "created_at" < ?', [from, until.ts]]
+      : ['"created_at" >= ? and "ended_at" is not null', [from]];
+  const [hw, hb] = ended(`${fromHour}:00:00`);
   const hourly = (
-    await ended(`${fromHour}:00:00`)
-      .select('account_id', 'direction', readDb.raw('substr(created_at, 1, 13) as hour'))
-      .select(readDb.raw(`count(*) as calls, ${ANSWERED} as answered, ${TALK} as talk_seconds`))
-      .sum({ cost_cents: 'cost_cents' })
-      .groupByRaw('account_id, substr(created_at, 1, 13), direction')
+    await selectRows(
+      readDb,
+      'select "account_id", "direction", substr(created_at, 1, 13) as hour, ' +
+        `count(*) as calls, ${ANSWERED} as answered, ${TALK} as talk_seconds, sum("cost_cents") as "cost_cents" ` +
+        `from "calls" where ${hw} group by account_id, substr(created_at, 1, 13), direction`,
+      hb,
+    )
   ).map((r: any) => ({
     ...r,
     calls: +r.calls,
@@ -45,28 +50,47 @@ export async function rollUpCallStats(db: Db, fromHour: string, oneDay = false, 
     talk_seconds: +r.talk_seconds,
     cost_cents: +r.cost_cents,
   }));
+  const [dw, dbind] = ended(`${fromDay}T00:00:00`);
   const dest = (
-    await ended(`${fromDay}T00:00:00`)
-      .andWhere('direction', 'outbound')
-      .select('account_id', readDb.raw(`substr(created_at, 1, 10) as day, ${PREFIX} as prefix`))
-      .select(readDb.raw(`count(*) as calls, ${ANSWERED} as answered`))
-      .sum({ cost_cents: 'cost_cents' })
-      .groupByRaw(`account_id, substr(created_at, 1, 10), ${PREFIX}`)
+    await selectRows(
+      readDb,
+      `select "account_id", substr(created_at, 1, 10) as day, ${PREFIX} as prefix, ` +
+        `count(*) as calls, ${ANSWERED} as answered, sum("cost_cents") as "cost_cents" ` +
+        `from "calls" where ${dw} and "direction" = ? group by account_id, substr(created_at, 1, 10), ${PREFIX}`,
+      [...dbind, 'outbound'],
+    )
   ).map((r: any) => ({ ...r, calls: +r.calls, answered: +r.answered, cost_cents: +r.cost_cents }));
-  await db.transaction(async (trx) => {
-    const h = trx('call_stats_hourly').where('hour', '>=', fromHour);
-    await (until ? h.andWhere('hour', '<', until.hour) : h).delete();
-    const d = trx('call_dest_daily').where('day', '>=', fromDay);
-    await (until ? d.andWhere('day', '<', until.day) : d).delete();
-    for (let i = 0; i < hourly.length; i += 500) await trx('call_stats_hourly').insert(hourly.slice(i, i + 500));
-    for (let i = 0; i < dest.length; i += 500) await trx('call_dest_daily').insert(dest.slice(i, i + 500));
+  await inTransaction(db, async (tx) => {
+    if (until) {
+      await runSql(
+        tx,
+        'delete from "call_stats_hourly" where "hour" >= ? and "hour" < ?',
+        [fromHour, until.hour],
+        'call_stats_hourly',
+      );
+      await runSql(
+        tx,
+        'delete from "call_dest_daily" where "day" >= ? and "day" < ?',
+        [fromDay, until.day],
+        'call_dest_daily',
+      );
+    } else {
+      await runSql(tx, 'delete from "call_stats_hourly" where "hour" >= ?', [fromHour], 'call_stats_hourly');
+      await runSql(tx, 'delete from "call_dest_daily" where "day" >= ?', [fromDay], 'call_dest_daily');
+    }
+    for (let i = 0; i < hourly.length; i += 500) await insertRows(tx, 'call_stats_hourly', hourly.slice(i, i + 500));
+    for (let i = 0; i < dest.length; i += 500) await insertRows(tx, 'call_dest_daily', dest.slice(i, i + 500));
   });
   return hourly.length;
 }
 
+const LIVE_IN = `"status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
+
 /** The hour of the oldest call still in progress (it can still change its hour's figures), or null. */
 export async function oldestLiveCallHour(db: Db): Promise<string | null> {
-  const live = await db('calls').whereIn('status', LIVE_CALL_STATUSES).min({ at: 'created_at' }).first();
+  const live = await firstRow(db, `select min("created_at") as "at" from "calls" where ${LIVE_IN}`, [
+    ...LIVE_CALL_STATUSES,
+  ]);
   return live?.at ? hourOf(String(live.at)) : null;
 }
 
@@ -75,7 +99,7 @@ export async function nextRollUpHour(db: Db, lastHour: string | null): Promise<s
   const oldestLive = await oldestLiveCallHour(db);
   if (lastHour === null) {
     // First run: everything from the first CDR on.
-    const first = await db('calls').min({ at: 'created_at' }).first();
+    const first = await firstRow(db, 'select min("created_at") as "at" from "calls"', []);
     return first?.at ? hourOf(String(first.at)) : null;
   }
   return oldestLive !== null && oldestLive < lastHour ? oldestLive : lastHour;
@@ -98,18 +122,23 @@ export interface ChartPoint {
   cost_cents: number;
 }
 
+/** `cond` and, for one account (not the console's every account), `"account_id" = ?`, with their values. */
+function ofAccount(cond: string, bindings: unknown[], accountId: string | null): [string, unknown[]] {
+  return accountId ? [`${cond} and "account_id" = ?`, [...bindings, accountId]] : [cond, bindings];
+}
+
 /** Calls, answered calls, talk time and spend per hour or day of the window (from the hourly roll-up). */
 export async function callSeries(db: Db, w: ChartWindow): Promise<ChartPoint[]> {
   const width = w.bucket === 'hour' ? 13 : 10;
-  const q = db('call_stats_hourly')
-    .select(db.raw(`substr(hour, 1, ${width}) as bucket`))
-    .sum({ calls: 'calls', answered: 'answered', talk_seconds: 'talk_seconds', cost_cents: 'cost_cents' })
-    .where('hour', '>=', hourOf(w.from))
-    .andWhere('hour', '<', hourOf(w.to))
-    .groupByRaw(`substr(hour, 1, ${width})`)
-    .orderBy('bucket');
-  if (w.accountId) q.andWhere('account_id', w.accountId);
-  return (await q).map((r: any) => ({
+  const [where, bindings] = ofAccount('"hour" >= ? and "hour" < ?', [hourOf(w.from), hourOf(w.to)], w.accountId);
+  const rows = await selectRows(
+    db,
+    `select substr(hour, 1, ${width}) as bucket, sum("calls") as "calls", sum("answered") as "answered", ` +
+      'sum("talk_seconds") as "talk_seconds", sum("cost_cents") as "cost_cents" from "call_stats_hourly" ' +
+      `where ${where} group by substr(hour, 1, ${width}) order by "bucket" asc`,
+    bindings,
+  );
+  return rows.map((r: any) => ({
     bucket: String(r.bucket),
     calls: Number(r.calls),
     answered: Number(r.answered),
@@ -124,16 +153,18 @@ export async function topDestinations(
   w: Omit<ChartWindow, 'bucket'>,
   limit = 10,
 ): Promise<Array<{ prefix: string; calls: number; answered: number; cost_cents: number }>> {
-  const q = db('call_dest_daily')
-    .select('prefix')
-    .sum({ calls: 'calls', answered: 'answered', cost_cents: 'cost_cents' })
-    .where('day', '>=', w.from.slice(0, 10))
-    .andWhere('day', '<=', new Date(Date.parse(w.to) - 1).toISOString().slice(0, 10))
-    .groupBy('prefix')
-    .orderBy('calls', 'desc')
-    .limit(limit);
-  if (w.accountId) q.andWhere('account_id', w.accountId);
-  return (await q).map((r: any) => ({
+  const [where, bindings] = ofAccount(
+    '"day" >= ? and "day" <= ?',
+    [w.from.slice(0, 10), new Date(Date.parse(w.to) - 1).toISOString().slice(0, 10)],
+    w.accountId,
+  );
+  const rows = await selectRows(
+    db,
+    'select "prefix", sum("calls") as "calls", sum("answered") as "answered", sum("cost_cents") as "cost_cents" ' +
+      `from "call_dest_daily" where ${where} group by "prefix" order by "calls" desc limit ?`,
+    [...bindings, limit],
+  );
+  return rows.map((r: any) => ({
     prefix: String(r.prefix),
     calls: Number(r.calls),
     answered: Number(r.answered),
@@ -147,40 +178,34 @@ export async function webhookFailureSeries(
   w: ChartWindow,
 ): Promise<Array<{ bucket: string; failures: number }>> {
   const width = w.bucket === 'hour' ? 13 : 10;
-  const q = db('event_outbox')
-    .select(db.raw(`substr(done_at, 1, ${width}) as bucket`))
-    .count({ failures: '*' })
-    .where('state', 'failed')
-    .andWhere('done_at', '>=', w.from)
-    .andWhere('done_at', '<', w.to)
-    .groupByRaw(`substr(done_at, 1, ${width})`)
-    .orderBy('bucket');
-  if (w.accountId) q.andWhere('account_id', w.accountId);
-  return (await q).map((r: any) => ({ bucket: String(r.bucket), failures: Number(r.failures) }));
+  const [where, bindings] = ofAccount(
+    '"state" = ? and "done_at" >= ? and "done_at" < ?',
+    ['failed', w.from, w.to],
+    w.accountId,
+  );
+  const rows = await selectRows(
+    db,
+    `select substr(done_at, 1, ${width}) as bucket, count(*) as "failures" from "event_outbox" ` +
+      `where ${where} group by substr(done_at, 1, ${width}) order by "bucket" asc`,
+    bindings,
+  );
+  return rows.map((r: any) => ({ bucket: String(r.bucket), failures: Number(r.failures) }));
 }
 
 /** Calls in progress on every account (the console's live view), newest first. */
 export async function listLiveCallsAllAccounts(db: Db, limit = 200) {
-  return db('calls as c')
-    .leftJoin('accounts as a', 'a.id', 'c.account_id')
-    .whereIn('c.status', LIVE_CALL_STATUSES)
-    .orderBy('c.created_at', 'desc')
-    .limit(limit)
-    .select(
-      'c.id',
-      'c.account_id',
-      'a.name as account_name',
-      'c.direction',
-      'c.from_number',
-      'c.to_number',
-      'c.status',
-      'c.created_at',
-      'c.answered_at',
-    );
+  return selectRows(
+    db,
+    'select "c"."id", "c"."account_id", "a"."name" as "account_name", "c"."direction", "c"."from_number", ' +
+      '"c"."to_number", "c"."status", "c"."created_at", "c"."answered_at" from "calls" as "c" ' +
+      `left join "accounts" as "a" on "a"."id" = "c"."account_id" where "c".${LIVE_IN} ` +
+      'order by "c"."created_at" desc limit ?',
+    [...LIVE_CALL_STATUSES, limit],
+  );
 }
 
 /** Calls created since `sinceIso` on every account (the console's calls/s). */
 export async function countCallsCreatedSince(db: Db, sinceIso: string): Promise<number> {
-  const [{ n }] = await db('calls').where('created_at', '>=', sinceIso).count({ n: '*' });
-  return Number(n);
+  const r = await firstRow(db, 'select count(*) as "n" from "calls" where "created_at" >= ?', [sinceIso]);
+  return Number(r?.n ?? 0);
 }

@@ -6,7 +6,7 @@ import { runSql, selectRows } from './fixed-sql.js';
  * calls row with a rowid at or below calls_search_state.indexed_rowid (the watermark) is in it, the rows past it
  * are not yet. A search reads the index and the rows past the watermark (`CALLS_SEARCH_CANDIDATES`), so it is
  * exact whatever the indexer has done. The switch's store indexes every half second (store/db.ts); anything else
- * that writes many calls (a bench's fixture) may call indexCallsSearch itself.
+ * that writes many calls (a fixture) may call indexCallsSearch itself.
  */
 
 /** The rowids a search must test: those the index matches, and every row not indexed yet. One `?`: the match. */
@@ -14,7 +14,7 @@ export const CALLS_SEARCH_CANDIDATES =
   'select rowid from calls_search where calls_search match ? ' +
   'union all select rowid from calls where rowid > (select indexed_rowid from calls_search_state)';
 
-/** Rows one run indexes at most: about 15 µs each on the writer, so a run after a backlog holds it ~15 ms. */
+/** Rows one run indexes at most: a run after a backlog holds the writer for a bounded time (docs/performance.md). */
 export const CALLS_SEARCH_BATCH = 1000;
 
 const STATE = 'select (select max(rowid) from calls) as "top", "indexed_rowid" as "mark" from "calls_search_state"';
@@ -36,8 +36,8 @@ export async function indexCallsSearch(db: Db, maxRows: number = CALLS_SEARCH_BA
     const mark = Number(s?.mark);
     const top = Math.min(Number(s?.top ?? mark), mark + maxRows);
     if (!(top > mark)) return 0;
-    await runSql(tx, INDEX_RANGE, [mark, top]);
-    await runSql(tx, MOVE_MARK, [top, mark]);
+    await runSql(tx, INDEX_RANGE, [mark, top], 'calls_search');
+    await runSql(tx, MOVE_MARK, [top, mark], 'calls_search_state');
     return top - mark;
   });
 }

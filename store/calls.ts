@@ -1,7 +1,8 @@
-import { isPostgres, type Db } from './db.js';
+import { isPostgres, sqlOf, type Db, type Tx } from './db.js';
 import { storeNodeId } from './node-identity.js';
 import { newId, nowIso, newCallSid } from './ids.js';
 import { insertRows, selectRows, updateRow, updateRowCount } from './fixed-sql.js';
+import { compiled } from './knex.js';
 import { CALLS_SEARCH_CANDIDATES } from './calls-search.js';
 
 export type CallDirection = 'inbound' | 'outbound' | 'internal';
@@ -39,7 +40,7 @@ export interface CallRow {
   created_at: string;
   /** An emergency call (112, 999, 911 or a configured number): admitted whatever the account's state. */
   emergency: boolean;
-  /** `last_good`: the call ran its number's last known good document (issue 23; null before migration 023). */
+  /** `last_good`: the call ran its number's last known good document (null before migration 023). */
   served_from?: string | null;
   /** Answering machine detection's verdict and how long it took, ms (null without detection; migration 032). */
   answered_by?: string | null;
@@ -90,7 +91,7 @@ export interface NewCall {
   emergency?: boolean;
 }
 
-export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
+export async function insertCall(db: Db | Tx, input: NewCall): Promise<CallRow> {
   const row = {
     id: newId(),
     sid: newCallSid(),
@@ -127,19 +128,25 @@ export async function insertCall(db: Db, input: NewCall): Promise<CallRow> {
   return normaliseCall({ parent_call_sid: null, answered_by: null, machine_detection_ms: null, ...row });
 }
 
-export async function findCall(db: Db, accountId: string, id: string): Promise<CallRow | undefined> {
-  const r = await db('calls').where({ account_id: accountId, id }).first();
+export async function findCall(db: Db | Tx, accountId: string, id: string): Promise<CallRow | undefined> {
+  const [r] = await selectRows(db, 'select * from "calls" where "account_id" = ? and "id" = ? limit 1', [
+    accountId,
+    id,
+  ]);
   return r ? normaliseCall(r) : undefined;
 }
 
-export async function findCallBySid(db: Db, accountId: string, sid: string): Promise<CallRow | undefined> {
-  const r = await db('calls').where({ account_id: accountId, sid }).first();
+export async function findCallBySid(db: Db | Tx, accountId: string, sid: string): Promise<CallRow | undefined> {
+  const [r] = await selectRows(db, 'select * from "calls" where "account_id" = ? and "sid" = ? limit 1', [
+    accountId,
+    sid,
+  ]);
   return r ? normaliseCall(r) : undefined;
 }
 
 /** Any account's call by id: for the call engine, never for a customer-facing read. */
-export async function findCallAnyAccount(db: Db, id: string): Promise<CallRow | undefined> {
-  const r = await db('calls').where({ id }).first();
+export async function findCallAnyAccount(db: Db | Tx, id: string): Promise<CallRow | undefined> {
+  const [r] = await selectRows(db, 'select * from "calls" where "id" = ? limit 1', [id]);
   return r ? normaliseCall(r) : undefined;
 }
 
@@ -151,7 +158,7 @@ export type CallPatch = Partial<Omit<CallRow, 'id' | 'sid' | 'account_id' | 'cre
  * condition did not hold.
  */
 export async function updateCall(
-  db: Db,
+  db: Db | Tx,
   id: string,
   patch: CallPatch,
   onlyIfStatusIn?: readonly CallStatus[],
@@ -174,7 +181,7 @@ export async function updateCall(
  * leg): RETURNING * cost SQLite about four times the update itself.
  */
 export async function updateHeldCall(
-  db: Db,
+  db: Db | Tx,
   row: CallRow,
   patch: CallPatch,
   onlyIfStatusIn?: readonly CallStatus[],
@@ -183,8 +190,7 @@ export async function updateHeldCall(
   const changed = await updateRowCount(db, 'calls', { column: 'id', value: row.id }, patch, guard);
   if (changed === 0) return undefined;
   bump(row.account_id);
-  // The held row is normalised already and a patch is typed: one copy with the patch over it (this copied the row
-  // twice, 20 KB of garbage a carrier call).
+  // The held row is normalised already and a patch is typed: one copy with the patch over it, not two.
   const after: Record<string, unknown> = { ...row };
   for (const k in patch) {
     const v = patch[k as keyof CallPatch];
@@ -197,44 +203,46 @@ export async function updateHeldCall(
  * Closes a call only while it is still live (a compare-and-set on the status, for the reconcile sweep): true when
  * this update won. The caller notes the write (noteCallsWritten) after its transaction commits.
  */
-export async function closeCallIfLive(db: Db, id: string, patch: CallPatch): Promise<boolean> {
-  const n = await db('calls')
-    .where({ id })
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .update(patch);
-  return n > 0;
+export async function closeCallIfLive(db: Db | Tx, id: string, patch: CallPatch): Promise<boolean> {
+  const guard = { column: 'status', in: LIVE_CALL_STATUSES };
+  return (await updateRowCount(db, 'calls', { column: 'id', value: id }, patch, guard)) > 0;
 }
 
 /** Writes figures on a call row, unconditionally and without noting the write (the caller does, after commit). */
-export async function patchCallRow(db: Db, id: string, patch: CallPatch): Promise<void> {
-  await db('calls').where({ id }).update(patch);
+export async function patchCallRow(db: Db | Tx, id: string, patch: CallPatch): Promise<void> {
+  await updateRowCount(db, 'calls', { column: 'id', value: id }, patch);
 }
+
+const LIVE_IN = `"status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
 
 /**
  * Ids of the calls the store shows live, created at or before `createdBefore`: of one node (and those written
  * before calls named their node), or all when null.
  */
-export async function liveCallIds(db: Db, createdBefore: string, nodeId: string | null): Promise<string[]> {
-  const q = db('calls')
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .where('created_at', '<=', createdBefore)
-    .select('id');
-  if (nodeId !== null) q.where((w) => w.where({ node_id: nodeId }).orWhereNull('node_id'));
-  return (await q).map((r: { id: string }) => r.id);
+export async function liveCallIds(db: Db | Tx, createdBefore: string, nodeId: string | null): Promise<string[]> {
+  const rows =
+    nodeId === null
+      ? await selectRows(db, `select "id" from "calls" where ${LIVE_IN} and "created_at" <= ?`, [
+          ...LIVE_CALL_STATUSES,
+          createdBefore,
+        ])
+      : await selectRows(
+          db,
+          `select "id" from "calls" where ${LIVE_IN} and "created_at" <= ? and ("node_id" = ? or "node_id" is null)`,
+          [...LIVE_CALL_STATUSES, createdBefore, nodeId],
+        );
+  return rows.map((r) => r.id as string);
 }
 
 /** Live calls of every account (the platform-wide figure of staff streams). */
-export async function countAllLiveCalls(db: Db): Promise<number> {
-  const r = await db('calls')
-    .whereIn('status', LIVE_CALL_STATUSES as CallStatus[])
-    .count({ n: '*' })
-    .first();
+export async function countAllLiveCalls(db: Db | Tx): Promise<number> {
+  const [r] = await selectRows(db, `select count(*) as "n" from "calls" where ${LIVE_IN}`, LIVE_CALL_STATUSES);
   return Number(r?.n ?? 0);
 }
 
 const COUNT_LIVE_OF_ACCOUNT = `select count(*) as "n" from "calls" where "account_id" = ? and "status" in (${LIVE_CALL_STATUSES.map(() => '?').join(', ')})`;
 
-export async function countLiveCalls(db: Db, accountId: string): Promise<number> {
+export async function countLiveCalls(db: Db | Tx, accountId: string): Promise<number> {
   const [r] = await selectRows(db, COUNT_LIVE_OF_ACCOUNT, [accountId, ...LIVE_CALL_STATUSES]);
   return Number(r?.n ?? 0);
 }
@@ -246,12 +254,11 @@ const BALANCE_AND_LIVE = `select "balance_cents", (${COUNT_LIVE_OF_ACCOUNT}) as 
  * balance (never cached: money) and how many of its calls are live. Undefined when there is no such account.
  *
  * On SQLite the count is kept by triggers (migration 030). On PostgreSQL it walks the (account_id, status) index
- * range, ~40 ns a live call (SQLite did the same: 25 µs at 600, 1.5 ms at 30,000; at 6,000 live it was the switch's
- * largest statement). A counter row there would serialise an account's call writes behind whichever transaction
- * last touched it; counting stays until that is measured on PostgreSQL.
+ * range, linear in the account's live calls (docs/performance.md): a counter row there would serialise an account's
+ * call writes behind whichever transaction last touched it.
  */
 export async function balanceAndLiveCalls(
-  db: Db,
+  db: Db | Tx,
   accountId: string,
 ): Promise<{ balanceCents: number; live: number } | undefined> {
   const [r] = isPostgres(db)
@@ -291,6 +298,12 @@ function trigramQuery(s: string): string {
 }
 
 const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** A query built by knex (its filters are chosen at run time), run by the store's driver. */
+function rowsOf(db: Db, q: Parameters<typeof compiled>[0]) {
+  const { sql, bindings } = compiled(q);
+  return sqlOf(db).all(sql, bindings);
+}
 
 function applyFilter(db: Db, f: CallFilter) {
   const q = db('calls').where('account_id', f.accountId);
@@ -334,8 +347,11 @@ export async function callPositionAt(
   offset: number,
   from?: CallPosition,
 ): Promise<CallPosition | undefined> {
-  const r = await fromPosition(db, f, from).select('created_at', 'id').orderBy(NEWEST_FIRST).limit(1).offset(offset);
-  return r[0] ? { created_at: r[0].created_at, id: r[0].id } : undefined;
+  const r = await rowsOf(
+    db,
+    fromPosition(db, f, from).select('created_at', 'id').orderBy(NEWEST_FIRST).limit(1).offset(offset),
+  );
+  return r[0] ? { created_at: r[0].created_at as string, id: r[0].id as string } : undefined;
 }
 
 /**
@@ -350,17 +366,21 @@ export async function listCalls(
   offset: number,
   from?: CallPosition,
 ): Promise<CallRow[]> {
-  const ids = await fromPosition(db, f, from).select('id').orderBy(NEWEST_FIRST).limit(limit).offset(offset);
-  if (ids.length === 0) return [];
-  const rows = await db('calls').whereIn(
-    'id',
-    ids.map((r: { id: string }) => r.id),
+  const ids = await rowsOf(
+    db,
+    fromPosition(db, f, from).select('id').orderBy(NEWEST_FIRST).limit(limit).offset(offset),
   );
-  const byId = new Map(rows.map((r: any) => [r.id, normaliseCall(r)]));
-  return ids.map((r: { id: string }) => byId.get(r.id)).filter((r): r is CallRow => r !== undefined);
+  if (ids.length === 0) return [];
+  const rows = await selectRows(
+    db,
+    `select * from "calls" where "id" in (${ids.map(() => '?').join(', ')})`,
+    ids.map((r) => r.id),
+  );
+  const byId = new Map(rows.map((r) => [r.id, normaliseCall(r)]));
+  return ids.map((r) => byId.get(r.id)).filter((r): r is CallRow => r !== undefined);
 }
 
 export async function countCalls(db: Db, f: CallFilter): Promise<number> {
-  const r = await applyFilter(db, f).count({ n: '*' }).first();
+  const [r] = await rowsOf(db, applyFilter(db, f).count({ n: '*' }));
   return Number(r?.n ?? 0);
 }

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { normaliseCall, type CallRow } from './calls.js';
+import { firstRow, selectRows } from './fixed-sql.js';
 
 export interface CdrRange {
   /** Inclusive lower bound on created_at (ISO-8601, UTC). */
@@ -18,21 +19,16 @@ export async function* cdrPages(db: Db, range: CdrRange): AsyncGenerator<CallRow
   const size = Math.min(Math.max(range.pageSize ?? 1000, 1), 10_000);
   let after: { created_at: string; id: string } | undefined;
   for (;;) {
-    const q = db('calls')
-      .where('created_at', '>=', range.fromIso)
-      .where('created_at', '<', range.toIso)
-      .orderBy([
-        { column: 'created_at', order: 'asc' },
-        { column: 'id', order: 'asc' },
-      ])
-      .limit(size);
-    if (after) {
-      const { created_at, id } = after;
-      q.where((w) =>
-        w.where('created_at', '>', created_at).orWhere((x) => x.where({ created_at }).where('id', '>', id)),
-      );
-    }
-    const rows = (await q).map(normaliseCall);
+    const within = '"created_at" >= ? and "created_at" < ?';
+    const order = ' order by "created_at" asc, "id" asc limit ?';
+    const page = after
+      ? await selectRows(
+          db,
+          `select * from "calls" where ${within} and ("created_at" > ? or ("created_at" = ? and "id" > ?))${order}`,
+          [range.fromIso, range.toIso, after.created_at, after.created_at, after.id, size],
+        )
+      : await selectRows(db, `select * from "calls" where ${within}${order}`, [range.fromIso, range.toIso, size]);
+    const rows = page.map(normaliseCall);
     if (rows.length > 0) yield rows;
     if (rows.length < size) return;
     const last = rows[rows.length - 1];
@@ -42,6 +38,6 @@ export async function* cdrPages(db: Db, range: CdrRange): AsyncGenerator<CallRow
 
 /** Status callbacks still waiting for delivery (the outbox backlog of GET /metrics). */
 export async function countOutboxBacklog(db: Db): Promise<number> {
-  const [r] = await db('event_outbox').where({ state: 'pending' }).count({ n: '*' });
+  const r = await firstRow(db, 'select count(*) as "n" from "event_outbox" where "state" = ?', ['pending']);
   return Number(r?.n ?? 0);
 }

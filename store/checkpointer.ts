@@ -4,13 +4,12 @@ import { Worker } from 'node:worker_threads';
 /**
  * WAL checkpoints off the event loop. The writer (better-sqlite3, synchronous) runs SQLite's automatic checkpoint
  * inside whichever COMMIT pushes the WAL past its threshold: copying the pages back into the database file and an
- * fsync, measured at 1-24 ms of stalled event loop under the carrier bench (75 of 4,400 commits at the default
- * 1,000 pages, over half of all commit time). A worker thread runs a PASSIVE checkpoint every interval on a
- * connection of its own: it copies what no reader still needs and never blocks the writer, which appends to the
- * WAL meanwhile. It cannot restart the WAL under continuous writes, though (a restart needs every frame copied
- * when a write transaction begins, and new frames keep arriving): with the writer's own checkpoint off the WAL grew
- * to 150 MB in a 10 s bench. So the writer keeps its own at 4,000 pages (store/db.ts), where it finds the worker
- * has copied nearly everything: 33 commits over 1 ms totalling 86 ms in the same bench, the WAL at 16 MB.
+ * fsync, which stalls the event loop. A worker thread runs a PASSIVE checkpoint every interval on a connection of
+ * its own: it copies what no reader still needs and never blocks the writer, which appends to the WAL meanwhile.
+ * It cannot restart the WAL under continuous writes, though (a restart needs every frame copied when a write
+ * transaction begins, and new frames keep arriving), so the WAL would grow without bound: the writer keeps its own
+ * checkpoint at 4,000 pages (store/driver/sqlite.ts), where it finds the worker has copied nearly everything and
+ * the WAL stays about 16 MB (docs/performance.md).
  *
  * The worker uses better-sqlite3 like the writer, in the same process: one SQLite library, whose shared-memory and
  * lock bookkeeping covers both connections. A second SQLite library in the process (node-sqlite3) must not open the

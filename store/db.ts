@@ -1,21 +1,28 @@
+import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import knexFactory, { type Knex } from 'knex';
 import { migrationSource } from './migrations/index.js';
-import { tuneConnection, type GroupCommitStats, type RawConnection } from './sqlite-connection.js';
-import { startCheckpointer } from './checkpointer.js';
-import { connectionOfHandle, directTransaction } from './direct-transaction.js';
-import { pgTransaction } from './pg-transaction.js';
-import { listenForChanges, pollDataVersion, reportOtherWrite, type PgDriver } from './other-writers.js';
-import { forgetCached } from './read-cache.js';
+import { openKnexPg, openKnexSqlite, type KnexBuilder, type KnexDb } from './knex.js';
+import { SqliteDriver } from './driver/sqlite.js';
+import { PgDriver } from './driver/pg.js';
+import { SqliteReadPool } from './driver/read-pool.js';
+import type { Driver, Sql } from './driver/types.js';
+import type { GroupCommitStats } from './sqlite-connection.js';
+import { announce, writeOutside } from './notices.js';
 export { timeStatements } from './sqlite-connection.js';
+export type { Sql } from './driver/types.js';
 import { roomLogger } from '../kit/index.js';
 
 const log = roomLogger('store');
 
-export type Db = Knex;
+/**
+ * An open store. Callable as knex (`db('calls')`, `db.raw`) for migrations, the queries whose filters are built at
+ * run time, and tests and tools that set rows up directly; the repository functions run their statements through
+ * the store's driver (sqlOf). Its 'query' event tells every statement sent, the driver's and knex's.
+ */
+export type Db = KnexDb;
 /** An open transaction: every store function that takes a Db takes one, and then runs inside it. */
-export type Tx = Knex.Transaction;
+export type Tx = Sql;
 
 export interface DbOptions {
   /** postgres://… for PostgreSQL; empty for SQLite in dataDir. */
@@ -25,8 +32,8 @@ export interface DbOptions {
   sqliteFile?: string;
   /**
    * SQLite: writes outside transactions share one commit per turn of the event loop (store/sqlite-connection.ts).
-   * For the switch, the one writer of its process; off for short-lived tools and for several connections writing
-   * one file from one process (a connection holding its batch would make the other wait on a loop it blocks).
+   * For the switch, the one writer of its process; off for short-lived tools and for several stores writing one
+   * file from one process (a store holding its batch would make the other wait on a loop it blocks).
    */
   groupCommit?: boolean;
   /**
@@ -45,197 +52,226 @@ export interface DbOptions {
   watchOtherWriters?: boolean;
 }
 
-export function isPostgres(db: Db): boolean {
-  return db.client.config.client === 'pg';
+interface Opened {
+  driver: Driver;
+  /** SQLite: the database file. */
+  filename?: string;
 }
 
 /**
- * Opens the store. SQLite runs in WAL mode with a busy timeout, one connection: SQLite serialises writers anyway,
- * and a single connection makes every knex transaction a real serialised transaction (no SQLITE_BUSY races).
- *
- * The connection is better-sqlite3's: a statement runs on the calling thread in microseconds, instead of a hop to
- * the libuv thread pool and back per statement (node-sqlite3), which cost the carrier path about a third of its
- * CPU per call (bench/calls/carrier.bench.ts). Statements are prepared once per distinct SQL text and reused.
- * Reads that may be slow (the calls list, search) go to the read pool (store/read-pool.ts): better-sqlite3 in
- * worker threads, off the event loop. Writes outside transactions share one commit (group commit, up to
- * groupCommitWindowMs; store/sqlite-connection.ts). docs/architecture.md, "The SQLite store inside the switch".
+ * Where a store object keeps its driver: a registered symbol, so that a second copy of this module in the process
+ * (a test loading a store module afresh) finds it too.
+ */
+const OPENED = Symbol.for('simu.store.opened');
+const opened = {
+  get: (db: object): Opened | undefined => (db as { [OPENED]?: Opened })[OPENED],
+};
+
+function openedOf(db: object): Opened {
+  const o = opened.get(db);
+  if (o === undefined) throw new Error('store: not a store opened by openDb');
+  return o;
+}
+
+/** The statements of `db`: the store's driver, or the transaction itself. */
+export function sqlOf(db: Db | Tx): Sql {
+  return opened.get(db)?.driver ?? (db as Sql);
+}
+
+export function isPostgres(db: Db | Tx): boolean {
+  return sqlOf(db).dialect === 'pg';
+}
+
+/**
+ * Opens the store. SQLite: one writer connection of the store's own (store/driver/sqlite.ts: better-sqlite3 on the
+ * event loop, statements prepared once, writes outside transactions sharing a group commit, checkpoints in a worker
+ * thread); reads that may be slow go to the read pool (openReadPool). PostgreSQL: a `pg` pool (store/driver/pg.ts).
+ * docs/architecture.md, "The SQLite store inside the switch" and "The PostgreSQL store".
  */
 export function openDb(opts: DbOptions): Db {
+  // The store's own object is made once its driver is: notices of other writers name it.
+  const self: { db?: Db } = {};
+  const otherWriter = (table: string | undefined): void => {
+    if (self.db) announce(self.db, writeOutside(table));
+  };
   if (/^postgres(ql)?:\/\//.test(opts.databaseUrl)) {
-    const warm = opts.warmPool === true;
-    /** The server process ids of the pool's connections: their notifications are this process's own writes. */
-    const ownBackends = new Set<number>();
-    const pg = knexFactory({
-      client: 'pg',
-      connection: opts.databaseUrl,
-      pool: {
-        // The switch keeps every connection open: one opened on demand (a new server process, its authentication,
-        // its statements prepared again) made the calls of a rising load wait tens of ms each for it, which overload
-        // control read as the store's backlog and shed on.
-        min: warm ? PG_POOL_MAX : 0,
-        max: PG_POOL_MAX,
-        // pg's pipeline mode, set while the new connection is idle: statements sent together go out at once
-        // (store/pg-transaction.ts pgPipelinedTransaction); one at a time, as knex sends them, nothing changes.
-        afterCreate: (
-          conn: { pipeline?: boolean; processID?: number; once(e: 'end', fn: () => void): unknown },
-          done: (err: Error | null, conn: unknown) => void,
-        ) => {
-          conn.pipeline = true;
-          const pid = conn.processID;
-          if (pid !== undefined) {
-            ownBackends.add(pid);
-            conn.once('end', () => ownBackends.delete(pid));
-          }
-          done(null, conn);
-        },
-      },
+    const driver = new PgDriver({
+      connectionString: opts.databaseUrl,
+      warm: opts.warmPool === true,
+      onOtherWriter: opts.watchOtherWriters === true ? otherWriter : undefined,
+      onListenError: (err) =>
+        log.warn({ err }, 'store: the change listener lost its connection; listening again in a second'),
     });
-    if (warm) {
-      // Opened now, in the background: the pool opens connections only when asked for one.
-      const client = pg.client as { acquireConnection(): Promise<unknown>; releaseConnection(c: unknown): unknown };
-      // Held until all are open (a connection released at once would be handed out again), then all released; one
-      // that fails to open is opened on demand later.
-      void Promise.allSettled(Array.from({ length: PG_POOL_MAX }, () => client.acquireConnection())).then((rs) => {
-        for (const r of rs) if (r.status === 'fulfilled') client.releaseConnection(r.value);
-      });
-    }
-    if (opts.watchOtherWriters === true) {
-      const listener = listenForChanges(
-        (pg.client as { driver: PgDriver }).driver,
-        opts.databaseUrl,
-        ownBackends,
-        (table) => {
-          forgetCached(pg, table);
-          reportOtherWrite(pg, table);
-        },
-        (err) => log.warn({ err }, 'store: the change listener lost its connection; listening again in a second'),
-      );
-      // Closed with the pool (knex's destroy() is its client's).
-      const client = pg.client as { destroy(cb?: unknown): Promise<void> };
-      const destroy = client.destroy.bind(client);
-      client.destroy = async (cb?: unknown) => {
-        await listener.stop();
-        return destroy(cb);
-      };
-    }
-    return pg;
+    return (self.db = storeDb(openKnexPg(opts.databaseUrl), { driver }));
   }
   mkdirSync(opts.dataDir, { recursive: true });
   const filename = path.join(opts.dataDir, opts.sqliteFile ?? 'simu.db');
-  let stats: GroupCommitStats | undefined;
-  const db = knexFactory({
-    client: 'better-sqlite3',
-    connection: { filename },
-    useNullAsDefault: true,
-    pool: {
-      min: 1,
-      max: 1,
-      afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
-        try {
-          conn.pragma('journal_mode = WAL');
-          conn.pragma('busy_timeout = 5000');
-          conn.pragma('foreign_keys = ON');
-          conn.pragma('synchronous = NORMAL');
-          // Prepared before the group commit wraps the connection (store/other-writers.ts).
-          const stopPolling =
-            opts.watchOtherWriters === true
-              ? pollDataVersion(conn as RawConnection, () => {
-                  forgetCached(db, undefined);
-                  reportOtherWrite(db, undefined);
-                })
-              : undefined;
-          const tuned = tuneConnection(
-            conn,
-            opts.groupCommit === true,
-            (err) => log.error({ err }, 'store: a group commit failed; its writes are lost'),
-            opts.groupCommitWindowMs ?? 0,
-          );
-          flushers.set(db, tuned.flush);
-          stats = tuned.stats;
-          if (opts.groupCommit === true) {
-            directConnections.set(db, () => (tuned.inExplicitTransaction() ? undefined : (conn as RawConnection)));
-            directTransactions.set(db, (fn) => directTransaction(db, conn as RawConnection, fn));
-          }
-          if (opts.groupCommit === true) {
-            // The switch: checkpoints run in a worker thread, not inside a COMMIT on the event loop. The writer's
-            // own is a backstop that lets the WAL restart under continuous writes (store/checkpointer.ts).
-            conn.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
-            const checkpointer = startCheckpointer(filename, CHECKPOINT_INTERVAL_MS, (err) =>
-              log.warn({ err }, 'store: a WAL checkpoint failed; the next one retries'),
-            );
-            const close = conn.close.bind(conn);
-            conn.close = () => (void checkpointer.stop(), close());
-          }
-          if (stopPolling) {
-            const close = conn.close.bind(conn);
-            conn.close = () => (stopPolling(), close());
-          }
-          done(null, conn);
-        } catch (err) {
-          done(err as Error, conn);
-        }
-      },
-    },
+  const driver = new SqliteDriver({
+    filename,
+    groupCommit: opts.groupCommit === true,
+    groupCommitWindowMs: opts.groupCommitWindowMs ?? 0,
+    onOtherWriter: opts.watchOtherWriters === true ? () => otherWriter(undefined) : undefined,
+    onCommitError: (err) => log.error({ err }, 'store: a group commit failed; its writes are lost'),
+    onCheckpointError: (err) => log.warn({ err }, 'store: a WAL checkpoint failed; the next one retries'),
   });
-  commitStats.set(db, () => stats);
-  return db;
+  return (self.db = storeDb(openKnexSqlite(filename), { driver, filename }));
 }
 
-/** Connections of the PostgreSQL pool. */
-const PG_POOL_MAX = 10;
+/** knex's methods that only read. */
+const READS = new Set(['select', 'first', 'pluck', 'columnInfo']);
 
-/** How often the switch checkpoints its WAL (store/checkpointer.ts): a few hundred pages at a time under load. */
-const CHECKPOINT_INTERVAL_MS = 200;
-/** WAL pages after which the writer checkpoints itself (SQLite's default is 1,000): the WAL stays under ~16 MB. */
-const WRITER_CHECKPOINT_PAGES = 4000;
+interface KnexQuery {
+  method?: string;
+  __knexQueryUid?: string;
+}
 
-const commitStats = new WeakMap<Db, () => GroupCommitStats | undefined>();
-const directConnections = new WeakMap<Db, () => RawConnection | undefined>();
-/** The switch's SQLite writer: transactions without knex's machinery (store/direct-transaction.ts). */
-const directTransactions = new WeakMap<Db, <T>(fn: (tx: Db) => Promise<T>) => Promise<T>>();
-const flushers = new WeakMap<Db, () => void>();
+/**
+ * The store object: knex's surface (for migrations, dynamic queries, tests) with the store's own lifecycle and
+ * events. knex runs on a connection of its own, so on SQLite every knex statement first commits the driver's open
+ * group (it sees every write so far, and never waits on the group's lock). A knex statement that may write is
+ * announced: as a write to its table when it was built from `db(table)`, else as a write to any table.
+ */
+function storeDb(knex: KnexDb, o: Opened): Db {
+  const events = new EventEmitter();
+  const sqlite = o.driver instanceof SqliteDriver ? o.driver : undefined;
+  /** Statements of builders made by `db(table)`, announced by their builder with the table. */
+  const announced = new Set<string>();
+  const knexWrite = (table: string | undefined, q: KnexQuery, done: boolean): void => {
+    if (READS.has(q.method ?? '')) return;
+    announce(db, { kind: 'write', table, columns: undefined, tx: undefined, done });
+  };
+  knex.on('query', (q: KnexQuery) => {
+    o.driver.flush();
+    if (q.__knexQueryUid !== undefined && announced.delete(q.__knexQueryUid)) return;
+    knexWrite(undefined, q, false);
+  });
+  const ran = (q: KnexQuery): void => {
+    sqlite?.ownStatementRan();
+    if (q.__knexQueryUid !== undefined && announced.delete(`${q.__knexQueryUid}\ndone`)) return;
+    knexWrite(undefined, q, true);
+  };
+  knex.on('query-response', (_r: unknown, q: KnexQuery) => ran(q));
+  knex.on('query-error', (_e: unknown, q: KnexQuery) => ran(q));
+  const builder = (...args: unknown[]): unknown => {
+    const b = (knex as unknown as (...a: unknown[]) => KnexBuilder)(...args);
+    const table = typeof args[0] === 'string' ? args[0].split(/\s+as\s+/i)[0]!.trim() : undefined;
+    if (table === undefined) return b;
+    // A builder's own events come before the instance's, with the same statement id.
+    b.on('query', (q: KnexQuery) => {
+      if (q.__knexQueryUid === undefined) return;
+      announced.add(q.__knexQueryUid);
+      announced.add(`${q.__knexQueryUid}\ndone`);
+      knexWrite(table, q, false);
+    });
+    b.on('query-response', (_r: unknown, q: KnexQuery) => knexWrite(table, q, true));
+    return b;
+  };
+  for (const e of ['query', 'query-response', 'query-error'])
+    knex.on(e, (...args: unknown[]) => events.emit(e, ...args));
+  o.driver.onWrite((n) => announce(db, n));
+  // The driver's statements reach 'query' listeners only while there are some.
+  let stopTrace: (() => void) | undefined;
+  events.on('newListener', (e: string) => {
+    if (e === 'query' && stopTrace === undefined)
+      stopTrace = o.driver.onStatement((s) =>
+        events.emit('query', { sql: s.sql, bindings: s.bindings, tx: s.tx, method: 'raw' }),
+      );
+  });
+  events.on('removeListener', (e: string) => {
+    if (e === 'query' && events.listenerCount('query') === 0) {
+      stopTrace?.();
+      stopTrace = undefined;
+    }
+  });
+  let closing: Promise<void> | undefined;
+  const own: Record<string | symbol, unknown> = {
+    [OPENED]: o,
+    on: (e: string, fn: (...a: any[]) => void) => (events.on(e, fn), db),
+    once: (e: string, fn: (...a: any[]) => void) => (events.once(e, fn), db),
+    off: (e: string, fn: (...a: any[]) => void) => (events.off(e, fn), db),
+    removeListener: (e: string, fn: (...a: any[]) => void) => (events.off(e, fn), db),
+    addListener: (e: string, fn: (...a: any[]) => void) => (events.on(e, fn), db),
+    listenerCount: (e: string) => events.listenerCount(e),
+    destroy: () =>
+      (closing ??= (async () => {
+        await o.driver.close();
+        await knex.destroy();
+      })()),
+  };
+  const db: Db = new Proxy(builder as unknown as Db, {
+    apply: (_t, _this, args: unknown[]) => builder(...args),
+    get: (_t, prop) => {
+      if (Object.hasOwn(own, prop)) return own[prop];
+      const v = Reflect.get(knex, prop) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(knex) : v;
+    },
+  });
+  return db;
+}
 
 /**
  * Commits the switch's open write group now (SQLite with a group commit window), so that a read on another
  * connection sees every write made so far: the API calls it before each request. A no-op elsewhere.
  */
 export function flushGroupCommit(db: Db): void {
-  flushers.get(db)?.();
-}
-
-/**
- * The switch's SQLite connection itself, for statements run synchronously without knex (store/fixed-sql.ts), when
- * that is safe now: `db` is the root instance of a switch's store (group commit on) and no knex transaction holds
- * the connection (a statement from outside it would land inside it). Undefined otherwise: go through knex.
- */
-export function directConnection(db: Db): RawConnection | undefined {
-  return connectionOfHandle(db) ?? directConnections.get(db)?.();
+  opened.get(db)?.driver.flush();
 }
 
 /** The SQLite group commit's counters (store/sqlite-connection.ts); undefined for PostgreSQL. */
 export function groupCommitStats(db: Db): GroupCommitStats | undefined {
-  return commitStats.get(db)?.();
+  const d = opened.get(db)?.driver;
+  return d instanceof SqliteDriver ? d.groupCommitStats : undefined;
+}
+
+/** PostgreSQL: the store's URL (for a connection of its own that listens); undefined on SQLite. */
+export function pgConnectionString(db: Db): string | undefined {
+  const d = opened.get(db)?.driver;
+  return d instanceof PgDriver ? d.connectionString : undefined;
+}
+
+/** The store's driver (for the PostgreSQL pipelined settlement and the queue probe). */
+export function driverOf(db: Db): Driver {
+  return openedOf(db).driver;
 }
 
 /**
  * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. The transaction boundary of
  * a multi-statement write is the caller's (billing settles a call and closes its row in one), so the store hands
- * the transaction out rather than hiding it; inside, `fn` passes `tx` to the store functions as their Db.
+ * the transaction out rather than hiding it; inside, `fn` passes `tx` to the store functions as their Db. Inside a
+ * transaction, a savepoint.
  */
-export function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  const direct = directTransactions.get(db);
-  if (direct !== undefined) return direct(fn as unknown as (tx: Db) => Promise<T>);
-  // PostgreSQL: on a pool connection without knex's transaction machinery (store/pg-transaction.ts); a transaction
-  // inside one is its savepoint.
-  if (isPostgres(db)) {
-    const nested = (db as { isTransaction?: boolean }).isTransaction === true;
-    return nested ? db.transaction(fn) : pgTransaction(db, fn as unknown as (tx: Db) => Promise<T>);
-  }
-  return db.transaction(fn);
+export function inTransaction<T>(db: Db | Tx, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return sqlOf(db).transaction(fn);
 }
 
+/** The PostgreSQL advisory lock the migrations run under (any number; this one spells "simu"). */
+const MIGRATION_LOCK = 0x73696d75;
+
+/**
+ * Brings the schema up to date. On PostgreSQL several nodes may start at once: the migrations run while this store
+ * holds a transaction-scoped advisory lock on a connection of its driver's pool, so one node migrates while the
+ * others wait for it, then find nothing left to do (knex's own lock table refuses a second migrator, and two
+ * creating knex's tables on a fresh database collide).
+ */
 export async function migrate(db: Db): Promise<void> {
-  await db.migrate.latest({ migrationSource });
+  if (!isPostgres(db)) {
+    await db.migrate.latest({ migrationSource });
+    return;
+  }
+  await sqlOf(db).transaction(async (tx) => {
+    await tx.all('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+    await db.migrate.latest({ migrationSource });
+  });
+}
+
+/**
+ * Extra read-only SQLite connections in worker threads for the hot read paths (store/driver/read-pool.ts): a store
+ * object whose statements go to them. PostgreSQL already has a pool: undefined there, and for a store in memory.
+ */
+export function openReadPool(db: Db, size = 4): Db | undefined {
+  const filename = opened.get(db)?.filename;
+  if (filename === undefined || filename === ':memory:') return undefined;
+  return storeDb(openKnexSqlite(filename), { driver: new SqliteReadPool(filename, size), filename });
 }
 
 /** Reachability probe for health: a trivial query with a deadline. */
@@ -243,7 +279,7 @@ export async function pingDb(db: Db, timeoutMs = 1000): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      db.raw('select 1'),
+      sqlOf(db).all('select 1'),
       new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), timeoutMs))),
     ]);
     return true;

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 import { cachedRead } from './read-cache.js';
 import { newId, nowIso } from './ids.js';
 import { isUniqueViolation } from './errors.js';
@@ -13,13 +14,14 @@ export interface DestinationRuleRow {
   created_at: string;
 }
 
-/** Adds a rule; an identical rule already there is kept (returns false). */
-/** The query for one rule: a platform rule has no account (`account_id IS NULL`, not `= NULL`). */
-function oneRule(db: Db, accountId: string | null, kind: DestinationRuleKind, prefix: string) {
-  const q = db('destination_rules').where({ kind, prefix });
-  return accountId === null ? q.whereNull('account_id') : q.where({ account_id: accountId });
+/** The condition for one rule: a platform rule has no account (`account_id IS NULL`, not `= NULL`). */
+function oneRule(accountId: string | null, kind: DestinationRuleKind, prefix: string): [string, unknown[]] {
+  return accountId === null
+    ? ['"kind" = ? and "prefix" = ? and "account_id" is null', [kind, prefix]]
+    : ['"kind" = ? and "prefix" = ? and "account_id" = ?', [kind, prefix, accountId]];
 }
 
+/** Adds a rule; an identical rule already there is kept (returns false). */
 export async function addDestinationRule(
   db: Db,
   accountId: string | null,
@@ -27,9 +29,12 @@ export async function addDestinationRule(
   prefix: string,
 ): Promise<boolean> {
   // The unique index does not catch platform rules (NULL account ids are distinct in SQL), so look first.
-  if (await oneRule(db, accountId, kind, prefix).first()) return false;
+  const [where, bindings] = oneRule(accountId, kind, prefix);
+  if (await firstRow(db, `select "id" from "destination_rules" where ${where} limit 1`, bindings)) return false;
   try {
-    await db('destination_rules').insert({ id: newId(), account_id: accountId, kind, prefix, created_at: nowIso() });
+    await insertRows(db, 'destination_rules', [
+      { id: newId(), account_id: accountId, kind, prefix, created_at: nowIso() },
+    ]);
     return true;
   } catch (e) {
     if (isUniqueViolation(e)) return false;
@@ -43,14 +48,21 @@ export async function removeDestinationRule(
   kind: DestinationRuleKind,
   prefix: string,
 ): Promise<boolean> {
-  return (await oneRule(db, accountId, kind, prefix).delete()) > 0;
+  const [where, bindings] = oneRule(accountId, kind, prefix);
+  return (await runSqlCount(db, `delete from "destination_rules" where ${where}`, bindings, 'destination_rules')) > 0;
 }
 
 /** The platform's rules and, when given, one account's: everything a destination check needs. */
 export async function listDestinationRules(db: Db, accountId?: string): Promise<DestinationRuleRow[]> {
-  const q = db('destination_rules').orderBy(['kind', 'prefix']);
-  if (accountId) q.where((w) => w.whereNull('account_id').orWhere({ account_id: accountId }));
-  return q;
+  const order = ' order by "kind" asc, "prefix" asc';
+  const rows = accountId
+    ? await selectRows(
+        db,
+        `select * from "destination_rules" where ("account_id" is null or "account_id" = ?)${order}`,
+        [accountId],
+      )
+    : await selectRows(db, `select * from "destination_rules"${order}`, []);
+  return rows as unknown as DestinationRuleRow[];
 }
 
 /**

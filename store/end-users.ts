@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import { inTransaction, type Db, type Tx } from './db.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 import { newId, nowIso } from './ids.js';
 import { ConflictError, isUniqueViolation } from './errors.js';
 
@@ -16,7 +17,7 @@ export interface EndUserRow {
   last_registered_at: string | null;
   deleted_at: string | null;
   created_at: string;
-  /** Call handling (issue 19, item 3): calls are not rung while set (voicemail, or busy). */
+  /** Call handling: calls are not rung while set (voicemail, or busy). */
   dnd: boolean;
   /** Forward targets: an extension of the account or an E.164 number; null when unset. */
   forward_always: string | null;
@@ -71,13 +72,13 @@ export async function insertEndUser(
   displayName: string,
 ): Promise<EndUserRow> {
   for (let attempt = 0; ; attempt++) {
-    const existing = await db('end_users').where({ account_id: accountId, email }).first('id');
+    const existing = await firstRow(db, 'select "id" from "end_users" where "account_id" = ? and "email" = ? limit 1', [
+      accountId,
+      email,
+    ]);
     if (existing) throw new DuplicateEmailError();
-    const rows = await db('end_users').where({ account_id: accountId }).select('extension_number');
-    const highest = rows.reduce(
-      (m: number, r: { extension_number: string }) => Math.max(m, Number(r.extension_number) || 0),
-      FIRST_EXTENSION - 1,
-    );
+    const rows = await selectRows(db, 'select "extension_number" from "end_users" where "account_id" = ?', [accountId]);
+    const highest = rows.reduce((m: number, r) => Math.max(m, Number(r.extension_number) || 0), FIRST_EXTENSION - 1);
     const row = {
       id: newId(),
       account_id: accountId,
@@ -89,8 +90,8 @@ export async function insertEndUser(
       created_at: nowIso(),
     };
     try {
-      await db('end_users').insert(row);
-      return normalise(await db('end_users').where({ id: row.id }).first());
+      await insertRows(db, 'end_users', [row]);
+      return normalise(await firstRow(db, 'select * from "end_users" where "id" = ? limit 1', [row.id]));
     } catch (e) {
       if (!isUniqueViolation(e) || attempt >= 10) throw e;
     }
@@ -98,18 +99,26 @@ export async function insertEndUser(
 }
 
 export async function findEndUser(db: Db, accountId: string, id: string): Promise<EndUserRow | undefined> {
-  const r = await db('end_users').where({ account_id: accountId, id }).whereNull('deleted_at').first();
+  const r = await firstRow(
+    db,
+    'select * from "end_users" where "account_id" = ? and "id" = ? and "deleted_at" is null limit 1',
+    [accountId, id],
+  );
   return r ? normalise(r) : undefined;
 }
 
 export async function findEndUserAnyAccount(db: Db, id: string): Promise<EndUserRow | undefined> {
-  const r = await db('end_users').where({ id }).whereNull('deleted_at').first();
+  const r = await firstRow(db, 'select * from "end_users" where "id" = ? and "deleted_at" is null limit 1', [id]);
   return r ? normalise(r) : undefined;
 }
 
 export async function listEndUsers(db: Db, accountId: string): Promise<EndUserRow[]> {
   return (
-    await db('end_users').where({ account_id: accountId }).whereNull('deleted_at').orderBy('extension_number')
+    await selectRows(
+      db,
+      'select * from "end_users" where "account_id" = ? and "deleted_at" is null order by "extension_number" asc',
+      [accountId],
+    )
   ).map(normalise);
 }
 
@@ -119,8 +128,15 @@ export async function updateEndUser(
   id: string,
   patch: { display_name?: string; is_active?: boolean } & CallHandlingPatch,
 ): Promise<EndUserRow | undefined> {
-  if (Object.keys(patch).length > 0)
-    await db('end_users').where({ account_id: accountId, id }).whereNull('deleted_at').update(patch);
+  const cols = Object.keys(patch).filter((c) => (patch as Record<string, unknown>)[c] !== undefined);
+  if (cols.length > 0)
+    await runSqlCount(
+      db,
+      `update "end_users" set ${cols.map((c) => `"${c}" = ?`).join(', ')} ` +
+        'where "account_id" = ? and "id" = ? and "deleted_at" is null',
+      [...cols.map((c) => (patch as Record<string, unknown>)[c]), accountId, id],
+      { table: 'end_users', columns: cols },
+    );
   return findEndUser(db, accountId, id);
 }
 
@@ -129,11 +145,19 @@ export async function updateEndUser(
  * soft-deleted, so the email can be used again; call records keep the id as history.
  */
 export async function deleteEndUser(db: Db, accountId: string, id: string): Promise<boolean> {
-  return db.transaction(async (trx) => {
-    const u = await trx('end_users').where({ account_id: accountId, id }).first('id');
+  return inTransaction(db, async (tx: Tx) => {
+    const u = await firstRow(tx, 'select "id" from "end_users" where "account_id" = ? and "id" = ? limit 1', [
+      accountId,
+      id,
+    ]);
     if (!u) return false;
-    await trx('phone_tokens').where({ account_id: accountId, end_user_id: id }).delete();
-    await trx('end_users').where({ account_id: accountId, id }).delete();
+    await runSqlCount(
+      tx,
+      'delete from "phone_tokens" where "account_id" = ? and "end_user_id" = ?',
+      [accountId, id],
+      'phone_tokens',
+    );
+    await runSqlCount(tx, 'delete from "end_users" where "account_id" = ? and "id" = ?', [accountId, id], 'end_users');
     return true;
   });
 }
@@ -148,9 +172,10 @@ export async function findEndUserByExtension(
   extension: string,
   opts: { activeOnly?: boolean } = {},
 ): Promise<EndUserRow | undefined> {
-  const q = db('end_users').where({ account_id: accountId, extension_number: extension }).whereNull('deleted_at');
-  if (opts.activeOnly) q.where({ is_active: true });
-  const r = await q.first();
+  const base = 'select * from "end_users" where "account_id" = ? and "extension_number" = ? and "deleted_at" is null';
+  const r = opts.activeOnly
+    ? await firstRow(db, `${base} and "is_active" = ? limit 1`, [accountId, extension, true])
+    : await firstRow(db, `${base} limit 1`, [accountId, extension]);
   return r ? normalise(r) : undefined;
 }
 
@@ -161,13 +186,18 @@ export async function setRegistrationState(
   state: RegistrationState,
   lastRegisteredAt?: string,
 ): Promise<void> {
-  await db('end_users')
-    .where({ id })
-    .update(
-      lastRegisteredAt
-        ? { registration_state: state, last_registered_at: lastRegisteredAt }
-        : { registration_state: state },
+  if (lastRegisteredAt)
+    await runSqlCount(
+      db,
+      'update "end_users" set "registration_state" = ?, "last_registered_at" = ? where "id" = ?',
+      [state, lastRegisteredAt, id],
+      { table: 'end_users', columns: ['registration_state', 'last_registered_at'] },
     );
+  else
+    await runSqlCount(db, 'update "end_users" set "registration_state" = ? where "id" = ?', [state, id], {
+      table: 'end_users',
+      columns: ['registration_state'],
+    });
 }
 
 /**
@@ -181,23 +211,25 @@ export async function resetRegistrationStates(
   nowMs = Date.now(),
 ): Promise<void> {
   const ids = [...new Set(registeredIds)];
-  await db.transaction(async (trx) => {
+  const writes = { table: 'end_users', columns: ['registration_state'] };
+  await inTransaction(db, async (tx) => {
     // End-users with a live binding another node holds stay registered.
-    await trx('end_users')
-      .where({ registration_state: 'registered' })
-      .whereNotExists((q) =>
-        q
-          .select(trx.raw('1'))
-          .from('registrations as r')
-          .whereRaw('r.end_user_id = end_users.id')
-          .where('r.expires_at', '>', nowMs)
-          .whereNull('r.unreachable_at'),
-      )
-      .update({ registration_state: 'unregistered' });
+    await runSqlCount(
+      tx,
+      'update "end_users" set "registration_state" = ? where "registration_state" = ? and not exists ' +
+        '(select 1 from "registrations" "r" where "r"."end_user_id" = "end_users"."id" and "r"."expires_at" > ? ' +
+        'and "r"."unreachable_at" is null)',
+      ['unregistered', 'registered', nowMs],
+      writes,
+    );
     for (let i = 0; i < ids.length; i += 500) {
-      await trx('end_users')
-        .whereIn('id', ids.slice(i, i + 500))
-        .update({ registration_state: 'registered' });
+      const some = ids.slice(i, i + 500);
+      await runSqlCount(
+        tx,
+        `update "end_users" set "registration_state" = ? where "id" in (${some.map(() => '?').join(', ')})`,
+        ['registered', ...some],
+        writes,
+      );
     }
   });
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { sqlOf, type Db, type Tx } from './db.js';
 import { runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
@@ -41,7 +41,7 @@ export type OutboxPatch = Partial<
 const OUTBOX_ROWS_PER_INSERT = 200;
 
 /** Queues many status callbacks in one statement per 200 (the publisher's group commit), in the order given. */
-export async function insertOutboxRows(db: Db, rows: readonly NewOutboxRow[]): Promise<void> {
+export async function insertOutboxRows(db: Db | Tx, rows: readonly NewOutboxRow[]): Promise<void> {
   await insertChunked(db, 'event_outbox', rows, OUTBOX_ROWS_PER_INSERT);
 }
 
@@ -57,7 +57,7 @@ const dueSql: string[] = [];
  * run for every status callback, 13 a carrier call.
  */
 export async function dueOutboxRows(
-  db: Db,
+  db: Db | Tx,
   now: string,
   excludeAccounts: readonly string[],
   limit: number,
@@ -72,7 +72,7 @@ export async function dueOutboxRows(
 }
 
 const EARLIER_PENDING_OF_CALL = `select 1 from "event_outbox" "p" where "p"."state" = 'pending' and "p"."call_id" = `;
-export async function updateOutboxRow(db: Db, id: string, patch: OutboxPatch): Promise<void> {
+export async function updateOutboxRow(db: Db | Tx, id: string, patch: OutboxPatch): Promise<void> {
   await updateRowCount(db, 'event_outbox', { column: 'id', value: id }, patch);
 }
 
@@ -109,7 +109,7 @@ export async function leaseOutboxRows(
   const won = new Map<string, number>();
   for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
     const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
-    const rows = await selectRows(db, LEASE_BATCH_SQL(chunk.length), [leaseUntil, ...chunk, now]);
+    const rows = await sqlOf(db).all(LEASE_BATCH_SQL(chunk.length), [leaseUntil, ...chunk, now], 'event_outbox');
     for (const r of rows) won.set(String(r.id), Number(r.attempts));
   }
   return won;
@@ -136,6 +136,11 @@ export async function markOutboxRowsDelivered(
 }
 
 /** Deletes rows that reached a final state before `before`; pending rows are never touched. Returns how many. */
-export async function purgeFinishedOutboxRows(db: Db, before: string): Promise<number> {
-  return db('event_outbox').whereIn('state', ['delivered', 'failed']).where('done_at', '<', before).delete();
+export async function purgeFinishedOutboxRows(db: Db | Tx, before: string): Promise<number> {
+  return runSqlCount(
+    db,
+    `delete from "event_outbox" where "state" in ('delivered', 'failed') and "done_at" < ?`,
+    [before],
+    'event_outbox',
+  );
 }

@@ -1,19 +1,10 @@
-import type { Knex } from 'knex';
-import { directConnection, type Db } from './db.js';
-import { pgConnectionOfHandle, runPg, runPgPooled } from './pg-transaction.js';
+import { sqlOf, type Db, type Tx } from './db.js';
+import type { Row, Writes } from './driver/types.js';
 
 /**
- * The call path's statements as fixed SQL text, without knex's query builder: building and compiling a query was
- * about a tenth of the switch's CPU under the carrier bench (tens of µs a statement, ~45 statements a call). The
- * text is made once per shape (table and column list) and run through `db.raw`, so transactions, knex's 'query'
- * events (the read cache's invalidation, the benches' counters), binding conversion and both dialects (SQLite and
- * PostgreSQL: double-quoted identifiers, `?` placeholders, RETURNING) stay exactly as with the builder.
- *
- * On the switch's SQLite store the statement skips knex altogether when nothing holds the connection
- * (store/db.ts directConnection): prepared once, run synchronously, group commit and the 'query' event as knex
- * would do them. On PostgreSQL it runs as a named prepared statement on a connection of knex's pool, or on the
- * connection of the transaction it is in, without knex's runner (store/pg-transaction.ts). Inside a knex
- * transaction (SQLite outside the switch) it goes through knex. The texts hold `?` only as placeholders.
+ * Statement texts made once per shape (table and column list) for the store's driver (store/driver/): inserts and
+ * keyed updates, which name the table they write so the driver announces it. The texts hold `?` only as
+ * placeholders and double-quoted identifiers, valid on SQLite and PostgreSQL alike.
  */
 const texts = new Map<string, string>();
 
@@ -28,53 +19,23 @@ function text(key: string, make: () => string): string {
 
 const q = (name: string): string => `"${name}"`;
 
-/** Rows of a raw statement, whichever the dialect (better-sqlite3 gives the rows, pg a result holding them). */
-export function rowsOf(res: unknown): Record<string, unknown>[] {
-  if (Array.isArray(res)) return res as Record<string, unknown>[];
-  return ((res as { rows?: Record<string, unknown>[] } | undefined)?.rows ?? []) as Record<string, unknown>[];
-}
-
-/** Runs fixed SQL: rows for a statement that returns them, else the driver's run result. */
-async function exec(db: Db, sql: string, bindings: unknown[]): Promise<unknown> {
-  const conn = directConnection(db);
-  if (conn === undefined) {
-    const held = pgConnectionOfHandle(db);
-    if (held !== undefined) return runPg(db, held, sql, bindings, true);
-    const pg = db.client.config.client === 'pg' && (db as { isTransaction?: boolean }).isTransaction !== true;
-    return pg ? runPgPooled(db, sql, bindings) : db.raw(sql, bindings as Knex.RawBinding[]);
-  }
-  // As knex's better-sqlite3 client binds: booleans as 0/1, dates as epoch ms.
-  for (let i = 0; i < bindings.length; i++) {
-    const b = bindings[i];
-    if (typeof b === 'boolean') bindings[i] = b ? 1 : 0;
-    else if (b instanceof Date) bindings[i] = b.valueOf();
-  }
-  (db as unknown as { emit(e: string, q: object): void }).emit('query', { sql, bindings, method: 'raw' });
-  const st = conn.prepare(sql);
-  return st.reader ? st.all(bindings) : st.run(bindings);
-}
-
-/** Runs a fixed SQL statement; the driver's result (better-sqlite3's `changes`, pg's `rowCount`). */
-export function runSqlResult(db: Db, sql: string, bindings: readonly unknown[]): Promise<unknown> {
-  return exec(db, sql, [...bindings]);
-}
-
-/** Runs a fixed SQL statement that returns nothing. */
-export async function runSql(db: Db, sql: string, bindings: readonly unknown[]): Promise<void> {
-  await exec(db, sql, [...bindings]);
+/** Runs a fixed SQL statement that returns nothing; `writes`: what it writes. */
+export async function runSql(db: Db | Tx, sql: string, bindings: readonly unknown[], writes?: Writes): Promise<void> {
+  await sqlOf(db).run(sql, bindings, writes);
 }
 
 /** Runs fixed SQL and returns its rows. */
-export async function selectRows(
-  db: Db,
-  sql: string,
-  bindings: readonly unknown[],
-): Promise<Record<string, unknown>[]> {
-  return rowsOf(await exec(db, sql, [...bindings]));
+export function selectRows(db: Db | Tx, sql: string, bindings: readonly unknown[]): Promise<Row[]> {
+  return sqlOf(db).all(sql, bindings);
+}
+
+/** Runs a fixed SQL write and returns how many rows it changed. */
+export function runSqlCount(db: Db | Tx, sql: string, bindings: readonly unknown[], writes: Writes): Promise<number> {
+  return sqlOf(db).run(sql, bindings, writes);
 }
 
 /** INSERT of rows that all have the columns of the first, in one statement. */
-export async function insertRows(db: Db, table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
+export async function insertRows(db: Db | Tx, table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
   if (rows.length === 0) return;
   const cols = Object.keys(rows[0]!);
   const sql = text(`i\n${table}\n${cols.join(',')}\n${rows.length}`, () => {
@@ -83,22 +44,36 @@ export async function insertRows(db: Db, table: string, rows: readonly Record<st
   });
   const bindings: unknown[] = [];
   for (const r of rows) for (const c of cols) bindings.push(r[c] === undefined ? null : r[c]);
-  await exec(db, sql, bindings);
+  await sqlOf(db).run(sql, bindings, table);
 }
 
-/**
- * UPDATE of one row by a key column, optionally only while `guard` column is one of `guardIn` (a compare-and-set);
- * `returning` gives the row after the update (undefined when no row matched), else undefined.
- */
+/** A keyed row: `column` = `value`, optionally only while `guard` column is one of `guard.in` (a compare-and-set). */
+export interface RowKey {
+  column: string;
+  value: unknown;
+}
+export interface RowGuard {
+  column: string;
+  in: readonly unknown[];
+}
+
+/** UPDATE of one row by a key column, optionally guarded; the row after the update (undefined when none matched). */
 export async function updateRow(
-  db: Db,
+  db: Db | Tx,
   table: string,
-  key: { column: string; value: unknown },
+  key: RowKey,
   patch: Record<string, unknown>,
-  opts: { guard?: { column: string; in: readonly unknown[] }; returning?: boolean } = {},
-): Promise<Record<string, unknown> | undefined> {
-  const res = await updateRowRaw(db, table, key, patch, opts.guard, opts.returning === true);
-  return opts.returning === true ? rowsOf(res)[0] : undefined;
+  opts: { guard?: RowGuard; returning?: boolean } = {},
+): Promise<Row | undefined> {
+  const { sql, bindings, cols } = updateText(table, key, patch, opts.guard, opts.returning === true);
+  if (cols.length === 0)
+    return opts.returning === true ? sqlOf(db).get(selectByKey(table, key), [key.value]) : undefined;
+  const writes = { table, columns: cols };
+  if (opts.returning !== true) {
+    await sqlOf(db).run(sql, bindings, writes);
+    return undefined;
+  }
+  return (await sqlOf(db).all(sql, bindings, writes))[0];
 }
 
 /**
@@ -106,36 +81,28 @@ export async function updateRow(
  * a RETURNING costs about four times the update itself (an ephemeral table, and an object of every column).
  */
 export async function updateRowCount(
-  db: Db,
+  db: Db | Tx,
   table: string,
-  key: { column: string; value: unknown },
+  key: RowKey,
   patch: Record<string, unknown>,
-  guard?: { column: string; in: readonly unknown[] },
+  guard?: RowGuard,
 ): Promise<number> {
-  return changedRows(await updateRowRaw(db, table, key, patch, guard, false), table);
+  const { sql, bindings, cols } = updateText(table, key, patch, guard, false);
+  if (cols.length === 0) return (await sqlOf(db).all(selectByKey(table, key), [key.value])).length;
+  return sqlOf(db).run(sql, bindings, { table, columns: cols });
 }
 
-/** Runs a fixed SQL write and returns how many rows it changed. */
-export async function runSqlCount(db: Db, sql: string, bindings: readonly unknown[], what: string): Promise<number> {
-  return changedRows(await exec(db, sql, [...bindings]), what);
+function selectByKey(table: string, key: RowKey): string {
+  return text(`s\n${table}\n${key.column}`, () => `select * from ${q(table)} where ${q(key.column)} = ?`);
 }
 
-function changedRows(result: unknown, what: string): number {
-  const res = result as { changes?: number; rowCount?: number } | undefined;
-  // better-sqlite3 (directly or through knex) tells `changes`, pg `rowCount`.
-  const n = res?.changes ?? res?.rowCount;
-  if (typeof n !== 'number') throw new Error(`no count of changed rows from the driver for a write of ${what}`);
-  return n;
-}
-
-function updateRowRaw(
-  db: Db,
+function updateText(
   table: string,
-  key: { column: string; value: unknown },
+  key: RowKey,
   patch: Record<string, unknown>,
-  guard: { column: string; in: readonly unknown[] } | undefined,
+  guard: RowGuard | undefined,
   returning: boolean,
-): Promise<unknown> {
+): { sql: string; bindings: unknown[]; cols: string[] } {
   const cols = Object.keys(patch).filter((c) => patch[c] !== undefined);
   const sql = text(
     `u\n${table}\n${cols.join(',')}\n${key.column}\n${guard?.column ?? ''}\n${guard?.in.length ?? 0}\n${returning}`,
@@ -144,6 +111,36 @@ function updateRowRaw(
       (guard ? ` and ${q(guard.column)} in (${guard.in.map(() => '?').join(', ')})` : '') +
       (returning ? ' returning *' : ''),
   );
-  const bindings = [...cols.map((c) => patch[c]), key.value, ...(guard?.in ?? [])];
-  return exec(db, sql, bindings);
+  return { sql, bindings: [...cols.map((c) => patch[c]), key.value, ...(guard?.in ?? [])], cols };
+}
+
+/** The first row of fixed SQL, or undefined. */
+export function firstRow(db: Db | Tx, sql: string, bindings: readonly unknown[]): Promise<Row | undefined> {
+  return sqlOf(db).get(sql, bindings);
+}
+
+/**
+ * INSERT of one row that replaces the row already there with the same `conflict` columns (every other column of
+ * `row` is written over).
+ */
+export async function upsertRow(
+  db: Db | Tx,
+  table: string,
+  row: Record<string, unknown>,
+  conflict: readonly string[],
+): Promise<void> {
+  const cols = Object.keys(row);
+  const sql = text(`m\n${table}\n${cols.join(',')}\n${conflict.join(',')}`, () => {
+    const set = cols.filter((c) => !conflict.includes(c));
+    return (
+      `insert into ${q(table)} (${cols.map(q).join(', ')}) values (${cols.map(() => '?').join(', ')}) ` +
+      `on conflict (${conflict.map(q).join(', ')}) ` +
+      (set.length === 0 ? 'do nothing' : `do update set ${set.map((c) => `${q(c)} = excluded.${q(c)}`).join(', ')}`)
+    );
+  });
+  await sqlOf(db).run(
+    sql,
+    cols.map((c) => (row[c] === undefined ? null : row[c])),
+    table,
+  );
 }

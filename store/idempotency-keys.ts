@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { nowIso } from './ids.js';
+import { firstRow, insertRows, runSqlCount } from './fixed-sql.js';
 import { isUniqueViolation } from './errors.js';
 
 /** Spec, Limits: a key is remembered for 24 hours from first use. */
@@ -27,27 +28,37 @@ export async function claimIdempotencyKey(
 ): Promise<IdempotencyClaim> {
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      await db('idempotency_keys').insert({
-        account_id: accountId,
-        key,
-        scope,
-        request_hash: requestHash,
-        state: 'in_flight',
-        status_code: null,
-        response_body: null,
-        created_at: nowIso(now),
-        expires_at: new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS).toISOString(),
-      });
+      await insertRows(db, 'idempotency_keys', [
+        {
+          account_id: accountId,
+          key,
+          scope,
+          request_hash: requestHash,
+          state: 'in_flight',
+          status_code: null,
+          response_body: null,
+          created_at: nowIso(now),
+          expires_at: new Date(now.getTime() + IDEMPOTENCY_WINDOW_MS).toISOString(),
+        },
+      ]);
       return { kind: 'claimed' };
     } catch (e) {
       if (!isUniqueViolation(e)) throw e;
     }
-    const row = await db('idempotency_keys').where({ account_id: accountId, key }).first();
+    const row = (await firstRow(db, 'select * from "idempotency_keys" where "account_id" = ? and "key" = ? limit 1', [
+      accountId,
+      key,
+    ])) as any;
     if (!row) continue; // freed between our insert and read: try again
     const abandoned =
       row.state === 'in_flight' && Date.parse(row.created_at) + IDEMPOTENCY_ABANDONED_MS <= now.getTime();
     if (row.expires_at <= nowIso(now) || abandoned) {
-      await db('idempotency_keys').where({ account_id: accountId, key, created_at: row.created_at }).delete();
+      await runSqlCount(
+        db,
+        'delete from "idempotency_keys" where "account_id" = ? and "key" = ? and "created_at" = ?',
+        [accountId, key, row.created_at],
+        'idempotency_keys',
+      );
       continue;
     }
     if (row.scope !== scope || row.request_hash !== requestHash) return { kind: 'mismatch' };
@@ -65,16 +76,25 @@ export async function completeIdempotencyKey(
   status: number,
   body: string,
 ): Promise<void> {
-  await db('idempotency_keys')
-    .where({ account_id: accountId, key, state: 'in_flight' })
-    .update({ state: 'done', status_code: status, response_body: body });
+  await runSqlCount(
+    db,
+    'update "idempotency_keys" set "state" = ?, "status_code" = ?, "response_body" = ? ' +
+      'where "account_id" = ? and "key" = ? and "state" = ?',
+    ['done', status, body, accountId, key, 'in_flight'],
+    { table: 'idempotency_keys', columns: ['state', 'status_code', 'response_body'] },
+  );
 }
 
 /** Frees a claim (the request was refused with 402/429/validation, or failed): a corrected retry may run. */
 export async function releaseIdempotencyKey(db: Db, accountId: string, key: string): Promise<void> {
-  await db('idempotency_keys').where({ account_id: accountId, key, state: 'in_flight' }).delete();
+  await runSqlCount(
+    db,
+    'delete from "idempotency_keys" where "account_id" = ? and "key" = ? and "state" = ?',
+    [accountId, key, 'in_flight'],
+    'idempotency_keys',
+  );
 }
 
 export async function purgeIdempotencyKeys(db: Db, now: Date = new Date()): Promise<number> {
-  return db('idempotency_keys').where('expires_at', '<=', nowIso(now)).delete();
+  return runSqlCount(db, 'delete from "idempotency_keys" where "expires_at" <= ?', [nowIso(now)], 'idempotency_keys');
 }

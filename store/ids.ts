@@ -60,6 +60,6 @@ export const newCallSid = (now: number = Date.now()): string =>
     .padStart(8, '0')
     .slice(-8)}${sidRandom()}`;
 
-/** The random half of sids, drawn from a pooled block (a CSPRNG call per sid was 1.5 % of a call's CPU). */
+/** The random half of sids, drawn from a pooled block: one CSPRNG call per 4,096 bytes, not one per sid. */
 const sidPool = new RandomPool(4096);
 const sidRandom = (): string => sidPool.hex(8);

@@ -7,8 +7,10 @@ export {
   groupCommitStats,
   timeStatements,
   flushGroupCommit,
+  sqlOf,
   type Db,
   type Tx,
+  type Sql,
   type DbOptions,
 } from './db.js';
 // The bans table, as one namespace: sip/security wraps it with address checks under the same names (addBan ...).
@@ -49,7 +51,7 @@ export * from './event-outbox.js';
 export * from './operators.js';
 export * from './call-stats.js';
 export * from './call-timeline.js';
-export { openReadPool } from './read-pool.js';
+export { openReadPool } from './db.js';
 export { probeStoreQueue, type StoreQueueProbe, type StoreQueueSample } from './queue-probe.js';
 export * from './wallet-topups.js';
 export * from './last-good-documents.js';

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { firstRow, runSql, upsertRow } from './fixed-sql.js';
 
 /** The last valid document a number's call-control webhook returned (migration 023; calls/prepaid/last-good-documents.ts). */
 export interface LastGoodDocumentRow {
@@ -11,7 +12,7 @@ export interface LastGoodDocumentRow {
 
 /** Keeps `row` as the number's last good document (one row per account and number, replaced). */
 export async function saveLastGoodDocument(db: Db, row: LastGoodDocumentRow): Promise<void> {
-  await db('last_good_documents').insert(row).onConflict(['account_id', 'number']).merge();
+  await upsertRow(db, 'last_good_documents', { ...row }, ['account_id', 'number']);
 }
 
 export async function findLastGoodDocument(
@@ -19,11 +20,16 @@ export async function findLastGoodDocument(
   accountId: string,
   number: string,
 ): Promise<LastGoodDocumentRow | undefined> {
-  return (await db('last_good_documents').where({ account_id: accountId, number }).first()) as
-    LastGoodDocumentRow | undefined;
+  return (await firstRow(db, 'select * from "last_good_documents" where "account_id" = ? and "number" = ? limit 1', [
+    accountId,
+    number,
+  ])) as LastGoodDocumentRow | undefined;
 }
 
 /** Notes on the call's row that it ran its number's last known good document (the CDR's `served_from`). */
 export async function markCallServedFrom(db: Db, callId: string, source: 'last_good'): Promise<void> {
-  await db('calls').where({ id: callId }).update({ served_from: source });
+  await runSql(db, 'update "calls" set "served_from" = ? where "id" = ?', [source, callId], {
+    table: 'calls',
+    columns: ['served_from'],
+  });
 }

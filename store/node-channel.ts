@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
-import { isPostgres } from './db.js';
+import { isPostgres, pgConnectionString } from './db.js';
+import { openListenConnection } from './listen-connection.js';
+import { firstRow, insertRows, runSqlCount } from './fixed-sql.js';
 
 /** Commands for the node holding a call (a hangup, a redirect), addressed to that node. */
 export const COMMANDS_CHANNEL = 'simu_commands';
@@ -12,8 +14,6 @@ export type NodeChannelName = typeof COMMANDS_CHANNEL | typeof REPLIES_CHANNEL |
 
 /** A NOTIFY payload must stay under 8,000 bytes; a larger message is stored in node_messages and sent by id. */
 const PAYLOAD_MAX_BYTES = 7000;
-/** Wait before a lost listener connects again. */
-const RELISTEN_MS = 1000;
 /** How long a stored large message is kept for its receivers. */
 const MESSAGE_KEEP_MS = 60_000;
 const SWEEP_MS = 30_000;
@@ -36,15 +36,6 @@ export interface NodeLink {
   on(channel: NodeChannelName, fn: (msg: NodeMessage) => void): void;
 }
 
-interface PgClient {
-  connect(): Promise<void>;
-  query(sql: string, values?: unknown[]): Promise<unknown>;
-  end(): Promise<void>;
-  on(event: 'error', fn: (err: Error) => void): unknown;
-  on(event: 'end', fn: () => void): unknown;
-  on(event: 'notification', fn: (n: { channel: string; payload?: string }) => void): unknown;
-}
-
 /** Wire form: short keys, since every byte counts against the payload limit. */
 interface Wire {
   f: string;
@@ -56,8 +47,8 @@ interface Wire {
 }
 
 /**
- * The channel between nodes sharing a PostgreSQL store: LISTEN/NOTIFY on a connection of its own (not the pool's;
- * a listener holds it for good), the pattern of store/other-writers.ts. Messages are sent on that same connection
+ * The channel between nodes sharing a PostgreSQL store: LISTEN/NOTIFY on a connection of its own
+ * (store/listen-connection.ts). Messages are sent on that same connection
  * one batch at a time, all NOTIFYs of a batch in one statement, so one node's messages arrive in the order sent. A
  * lost connection is opened again after a second; what was sent or published meanwhile is lost (a command's asker
  * times out; a stream misses those frames). Undefined on SQLite: one box has no other node.
@@ -68,16 +59,9 @@ export function openNodeChannel(
   onError: (err: unknown) => void,
 ): (NodeLink & { ready: Promise<void>; close(): Promise<void> }) | undefined {
   if (!isPostgres(db)) return undefined;
-  const knexClient = db.client as { driver: unknown; connectionSettings: unknown };
-  const driver = knexClient.driver as unknown as { Client: new (o: object) => PgClient };
-  // knex keeps the URL it was given parsed into pg's connection options.
-  const settings = knexClient.connectionSettings;
-  const options = typeof settings === 'string' ? { connectionString: settings } : (settings as object);
+  const connectionString = pgConnectionString(db)!;
   const handlers = new Map<string, Array<(m: NodeMessage) => void>>();
-  let client: PgClient | undefined;
-  let connected = false;
   let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
   const queue: Array<[string, Wire]> = [];
   let pumping: Promise<void> | undefined;
   const kick = (): void => {
@@ -87,8 +71,6 @@ export function openNodeChannel(
       if (queue.length > 0 && !stopped) kick();
     });
   };
-  let markReady: () => void = () => undefined;
-  const ready = new Promise<void>((r) => (markReady = r));
 
   const deliver = (channel: string, w: Wire, body: unknown): void => {
     const msg: NodeMessage = { from: w.f, to: w.t, id: w.i, body };
@@ -117,7 +99,8 @@ export function openNodeChannel(
     const next = (behind ?? Promise.resolve())
       .then(async () => {
         if (ref === undefined) return deliver(channel, w, w.b);
-        const row = (await db('node_messages').where({ id: ref }).first('body')) as { body: string } | undefined;
+        const row = (await firstRow(db, 'select "body" from "node_messages" where "id" = ? limit 1', [ref])) as
+          { body: string } | undefined;
         if (row) deliver(channel, w, JSON.parse(row.body));
       })
       .catch(onError)
@@ -130,15 +113,16 @@ export function openNodeChannel(
   const pump = async (): Promise<void> => {
     while (queue.length > 0 && !stopped) {
       const batch = queue.splice(0, 50);
-      const c = client;
-      if (!c || !connected) continue; // lost while not connected
+      if (!conn.listening) continue; // lost while not connected
       const values: string[] = [];
       for (const [channel, w] of batch) {
         let text = JSON.stringify(w);
         if (Buffer.byteLength(text) > PAYLOAD_MAX_BYTES) {
           const id = randomUUID();
           try {
-            await db('node_messages').insert({ id, body: JSON.stringify(w.b), created_at: new Date().toISOString() });
+            await insertRows(db, 'node_messages', [
+              { id, body: JSON.stringify(w.b), created_at: new Date().toISOString() },
+            ]);
           } catch (err) {
             onError(err);
             continue;
@@ -149,50 +133,30 @@ export function openNodeChannel(
       }
       if (values.length === 0) continue;
       const calls = values.filter((_, i) => i % 2 === 0).map((_, i) => `pg_notify($${2 * i + 1}, $${2 * i + 2})`);
-      await c.query(`select ${calls.join(', ')}`, values).catch(onError);
+      await conn.query(`select ${calls.join(', ')}`, values).catch(onError);
     }
   };
 
-  const connect = async (): Promise<void> => {
-    const c = new driver.Client(options);
-    client = c;
-    connected = false;
-    const lost = (err?: unknown): void => {
-      if (client !== c) return;
-      client = undefined;
-      connected = false;
-      void c.end().catch(() => undefined);
-      if (stopped) return;
-      if (err) onError(err);
-      retry = setTimeout(() => void connect(), RELISTEN_MS);
-      retry.unref();
-    };
-    c.on('error', lost);
-    c.on('end', () => lost());
-    c.on('notification', (n) => received(n.channel, n.payload));
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${COMMANDS_CHANNEL}; LISTEN ${REPLIES_CHANNEL}; LISTEN ${EVENTS_CHANNEL}`);
-    } catch (err) {
-      lost(err);
-      return;
-    }
-    connected = true;
-    markReady();
-  };
-  void connect();
+  const conn = openListenConnection({
+    connectionString,
+    channels: [COMMANDS_CHANNEL, REPLIES_CHANNEL, EVENTS_CHANNEL],
+    onNotification: (n) => received(n.channel, n.payload),
+    onError,
+  });
 
   const sweep = setInterval(() => {
-    void db('node_messages')
-      .where('created_at', '<', new Date(Date.now() - MESSAGE_KEEP_MS).toISOString())
-      .delete()
-      .catch(() => undefined);
+    runSqlCount(
+      db,
+      'delete from "node_messages" where "created_at" < ?',
+      [new Date(Date.now() - MESSAGE_KEEP_MS).toISOString()],
+      'node_messages',
+    ).catch(() => undefined);
   }, SWEEP_MS);
   sweep.unref();
 
   return {
     nodeId,
-    ready,
+    ready: conn.ready,
     send(channel, msg) {
       if (stopped) return;
       queue.push([channel, { f: nodeId, t: msg.to, i: msg.id, b: msg.body }]);
@@ -206,11 +170,8 @@ export function openNodeChannel(
     async close() {
       await pumping;
       stopped = true;
-      clearTimeout(retry);
       clearInterval(sweep);
-      const c = client;
-      client = undefined;
-      await c?.end().catch(() => undefined);
+      await conn.stop();
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { firstRow, runSqlCount, selectRows, updateRowCount, upsertRow } from './fixed-sql.js';
 import { markRegistrationsUnreachable } from './registrations.js';
 
 export type NodeState = 'up' | 'draining' | 'stopped' | 'gone';
@@ -19,30 +20,16 @@ export interface NodeRow {
 
 /** Writes this node's row: at start (a new row, or a node of the same id coming back) and at each heartbeat. */
 export async function writeNodeHeartbeat(db: Db, row: Omit<NodeRow, 'gone_at' | 'gone_by'>): Promise<void> {
-  await db('nodes')
-    .insert({ ...row, gone_at: null, gone_by: null })
-    .onConflict('id')
-    .merge([
-      'state',
-      'version',
-      'sip_address',
-      'http_address',
-      'pid',
-      'live_calls',
-      'started_at',
-      'heartbeat_at',
-      'gone_at',
-      'gone_by',
-    ]);
+  await upsertRow(db, 'nodes', { ...row, gone_at: null, gone_by: null }, ['id']);
 }
 
 export async function findNode(db: Db, id: string): Promise<NodeRow | undefined> {
-  const r = (await db('nodes').where({ id }).first()) as NodeRow | undefined;
+  const r = (await firstRow(db, 'select * from "nodes" where "id" = ? limit 1', [id])) as NodeRow | undefined;
   return r && { ...r, pid: Number(r.pid), live_calls: Number(r.live_calls) };
 }
 
 export async function listNodes(db: Db): Promise<NodeRow[]> {
-  const rows = (await db('nodes').orderBy('id').select('*')) as NodeRow[];
+  const rows = (await selectRows(db, 'select * from "nodes" order by "id" asc', [])) as unknown as NodeRow[];
   return rows.map((r) => ({ ...r, pid: Number(r.pid), live_calls: Number(r.live_calls) }));
 }
 
@@ -53,18 +40,23 @@ export async function listNodes(db: Db): Promise<NodeRow[]> {
  * it held are marked unreachable (store/registrations.ts).
  */
 export async function claimGoneNodes(db: Db, survivor: string, staleBefore: string, now: string): Promise<string[]> {
-  const stale = (await db('nodes')
-    .whereIn('state', ['up', 'draining'])
-    .whereNot({ id: survivor })
-    .where('heartbeat_at', '<', staleBefore)
-    .pluck('id')) as string[];
+  const stale = (
+    await selectRows(db, 'select "id" from "nodes" where "state" in (?, ?) and not "id" = ? and "heartbeat_at" < ?', [
+      'up',
+      'draining',
+      survivor,
+      staleBefore,
+    ])
+  ).map((r) => r.id as string);
   const claimed: string[] = [];
   for (const id of stale) {
-    const n = await db('nodes')
-      .where({ id })
-      .whereIn('state', ['up', 'draining'])
-      .where('heartbeat_at', '<', staleBefore)
-      .update({ state: 'gone', gone_at: now, gone_by: survivor });
+    const n = await runSqlCount(
+      db,
+      'update "nodes" set "state" = ?, "gone_at" = ?, "gone_by" = ? ' +
+        'where "id" = ? and "state" in (?, ?) and "heartbeat_at" < ?',
+      ['gone', now, survivor, id, 'up', 'draining', staleBefore],
+      { table: 'nodes', columns: ['state', 'gone_at', 'gone_by'] },
+    );
     if (n > 0) {
       claimed.push(id);
       await markRegistrationsUnreachable(db, id, now);
@@ -78,6 +70,11 @@ export async function claimGoneNodes(db: Db, survivor: string, staleBefore: stri
  * stream bindings left in the store are unreachable.
  */
 export async function markNodeStopped(db: Db, id: string, now: string): Promise<void> {
-  await db('nodes').where({ id }).update({ state: 'stopped', live_calls: 0, heartbeat_at: now });
+  await updateRowCount(
+    db,
+    'nodes',
+    { column: 'id', value: id },
+    { state: 'stopped', live_calls: 0, heartbeat_at: now },
+  );
   await markRegistrationsUnreachable(db, id, now);
 }

@@ -1,5 +1,6 @@
-import { isPostgres, type Db } from './db.js';
+import { isPostgres, sqlOf, type Db } from './db.js';
 import { newId, nowIso } from './ids.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /** An operator of the platform who may sign in to /console/ (api/operator-users.ts owns the rules). */
 export interface OperatorRow {
@@ -28,25 +29,29 @@ const operator = (r: any): OperatorRow => ({ ...r, totp_last_step: Number(r.totp
 const audit = (r: any): AuditRow => ({ ...r, seq: Number(r.seq), ok: Boolean(r.ok) });
 
 export async function insertOperator(db: Db, row: OperatorRow): Promise<void> {
-  await db('operators').insert(row);
+  await insertRows(db, 'operators', [{ ...row }]);
 }
 
 /** By email as stored (the caller lower-cases and trims). */
 export async function findOperatorByEmail(db: Db, email: string): Promise<OperatorRow | undefined> {
-  const r = await db('operators').where({ email }).first();
+  const r = await firstRow(db, 'select * from "operators" where "email" = ? limit 1', [email]);
   return r ? operator(r) : undefined;
 }
 
 export async function findOperator(db: Db, id: string): Promise<OperatorRow | undefined> {
-  const r = await db('operators').where({ id }).first();
+  const r = await firstRow(db, 'select * from "operators" where "id" = ? limit 1', [id]);
   return r ? operator(r) : undefined;
 }
 
 /** Records an accepted time step only if it is later than the last one (one conditional update: no replay race). */
 export async function advanceOperatorTotpStep(db: Db, id: string, step: number): Promise<boolean> {
-  return (
-    (await db('operators').where({ id }).andWhere('totp_last_step', '<', step).update({ totp_last_step: step })) === 1
+  const n = await runSqlCount(
+    db,
+    'update "operators" set "totp_last_step" = ? where "id" = ? and "totp_last_step" < ?',
+    [step, id, step],
+    { table: 'operators', columns: ['totp_last_step'] },
   );
+  return n === 1;
 }
 
 /**
@@ -66,18 +71,30 @@ export async function insertAudit(
     detail: JSON.stringify(entry.detail ?? {}).slice(0, 4000),
     ok: entry.ok ?? true,
   };
-  const next = isPostgres(db) ? {} : { seq: db.raw('(select coalesce(max(seq), 0) + 1 from operator_audit)') };
-  const [written] = await db('operator_audit')
-    .insert({ ...row, ...next })
-    .returning('seq');
-  return { ...row, seq: Number(written.seq) };
+  const cols = Object.keys(row) as (keyof typeof row)[];
+  const names = cols.map((c) => `"${c}"`).join(', ');
+  const marks = cols.map(() => '?').join(', ');
+  const sql = isPostgres(db)
+    ? `insert into "operator_audit" (${names}) values (${marks}) returning "seq"`
+    : `insert into "operator_audit" (${names}, "seq") values (${marks}, ` +
+      '(select coalesce(max("seq"), 0) + 1 from "operator_audit")) returning "seq"';
+  const [written] = await sqlOf(db).all(
+    sql,
+    cols.map((c) => row[c]),
+    'operator_audit',
+  );
+  return { ...row, seq: Number(written!.seq) };
 }
 
 /** The newest audit entries first (by `seq`, the order they were written in); `before` (a `seq`) pages back. */
 export async function listAudit(db: Db, opts: { limit?: number; before?: number } = {}): Promise<AuditRow[]> {
-  const q = db('operator_audit')
-    .orderBy('seq', 'desc')
-    .limit(Math.min(Math.max(opts.limit ?? 100, 1), 500));
-  if (opts.before !== undefined) q.where('seq', '<', opts.before);
-  return (await q).map(audit);
+  const limit = Math.min(Math.max(opts.limit ?? 100, 1), 500);
+  const rows =
+    opts.before === undefined
+      ? await selectRows(db, 'select * from "operator_audit" order by "seq" desc limit ?', [limit])
+      : await selectRows(db, 'select * from "operator_audit" where "seq" < ? order by "seq" desc limit ?', [
+          opts.before,
+          limit,
+        ]);
+  return rows.map(audit);
 }

@@ -1,11 +1,10 @@
+import { openListenConnection } from './listen-connection.js';
 import type { RawConnection } from './sqlite-connection.js';
 
-/** How often the switch asks SQLite whether another connection committed (PRAGMA data_version): ~5 µs a time. */
+/** How often the switch asks SQLite whether another connection committed (PRAGMA data_version; a cheap read). */
 export const DATA_VERSION_POLL_MS = 50;
 /** The PostgreSQL channel the change triggers notify (store/change-notify.ts); the payload is the table's name. */
 export const CHANGES_CHANNEL = 'simu_changes';
-/** Wait before a lost PostgreSQL listener connects again. */
-const RELISTEN_MS = 1000;
 
 /**
  * What another process wrote: the table, or undefined when the store cannot say which (SQLite; a listener that
@@ -17,9 +16,9 @@ export type OtherWrite = (table: string | undefined) => void;
  * SQLite: PRAGMA data_version on the switch's writer connection changes when any other connection (the CLI,
  * another process) commits, never for this connection's own commits nor for a passive checkpoint. The statement is
  * prepared on the connection as opened, before the group commit's wrapper, which commits the open group before
- * any PRAGMA; read-only, it runs inside the group as well as outside it. Returns the function that stops polling.
+ * any PRAGMA; read-only, it runs inside the group as well as outside it.
  */
-export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): () => void {
+export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): DataVersionPoll {
   const version = conn.prepare('PRAGMA data_version');
   const read = (): unknown => (version.get() as { data_version: number }).data_version;
   let last = read();
@@ -36,98 +35,43 @@ export function pollDataVersion(conn: RawConnection, onWrite: OtherWrite): () =>
     }
   }, DATA_VERSION_POLL_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return {
+    stop: () => clearInterval(timer),
+    absorb: () => {
+      try {
+        last = read();
+      } catch {
+        // closing
+      }
+    },
+  };
 }
 
-const otherWriteListeners = new WeakMap<object, Set<OtherWrite>>();
-
-/**
- * Calls `fn` for each write of another process the store of `db` learns of (the tables the read cache does not hold
- * too: phone_tokens, end_users). Returns the unsubscribe.
- */
-export function onOtherWrites(db: object, fn: OtherWrite): () => void {
-  let set = otherWriteListeners.get(db);
-  if (!set) otherWriteListeners.set(db, (set = new Set()));
-  set.add(fn);
-  return () => void set.delete(fn);
-}
-
-/** Tells the listeners of `db` that another process wrote `table` (undefined: perhaps any table). */
-export function reportOtherWrite(db: object, table: string | undefined): void {
-  for (const fn of otherWriteListeners.get(db) ?? []) {
-    try {
-      fn(table);
-    } catch {
-      /* a listener's failure is its own */
-    }
-  }
-}
-
-/** The pg client as used here (the driver is the one knex loaded: its client's `driver`). */
-interface PgClient {
-  connect(): Promise<void>;
-  query(sql: string): Promise<unknown>;
-  end(): Promise<void>;
-  on(event: 'error', fn: (err: Error) => void): unknown;
-  on(event: 'end', fn: () => void): unknown;
-  on(event: 'notification', fn: (n: { channel: string; payload?: string; processId: number }) => void): unknown;
-}
-export interface PgDriver {
-  Client: new (options: { connectionString: string }) => PgClient;
+export interface DataVersionPoll {
+  stop(): void;
+  /** Takes the version as it is now without reporting it: a commit of this process's own other connection (knex's). */
+  absorb(): void;
 }
 
 /**
- * PostgreSQL: LISTEN on a connection of its own (not the pool's: a listener holds it for good). The change triggers
- * notify the table a committed transaction wrote, at its commit; notifications from this process's own pool
- * connections (`ownBackends`, their server process ids) are skipped, since its knex instance already saw those
- * writes. A lost connection is opened again after RELISTEN_MS; each time LISTEN starts, everything is reported
- * changed (what was cached while no one listened may be stale).
+ * PostgreSQL: LISTEN on a connection of its own (store/listen-connection.ts). The change triggers notify the table
+ * a committed transaction wrote, at its commit; notifications from this process's own pool connections
+ * (`ownBackends`, their server process ids) are skipped, since this process announced those writes itself. Each
+ * time LISTEN starts, everything is reported changed (what was cached while no one listened may be stale).
  */
 export function listenForChanges(
-  driver: PgDriver,
   connectionString: string,
   ownBackends: ReadonlySet<number>,
   onWrite: OtherWrite,
   onError: (err: unknown) => void,
 ): { stop(): Promise<void> } {
-  let client: PgClient | undefined;
-  let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
-  const connect = async (): Promise<void> => {
-    const c = new driver.Client({ connectionString });
-    client = c;
-    const lost = (err?: unknown): void => {
-      if (client !== c) return;
-      client = undefined;
-      void c.end().catch(() => undefined);
-      if (stopped) return;
-      if (err) onError(err);
-      retry = setTimeout(() => void connect(), RELISTEN_MS);
-      retry.unref();
-    };
-    c.on('error', lost);
-    c.on('end', () => lost());
-    c.on('notification', (n) => {
+  return openListenConnection({
+    connectionString,
+    channels: [CHANGES_CHANNEL],
+    onNotification: (n) => {
       if (n.channel === CHANGES_CHANNEL && !ownBackends.has(n.processId)) onWrite(n.payload || undefined);
-    });
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${CHANGES_CHANNEL}`);
-    } catch (err) {
-      lost(err);
-      return;
-    }
-    // What was cached while no one listened (before the first LISTEN, or while the connection was lost) may be stale.
-    onWrite(undefined);
-  };
-  void connect();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(retry);
-      const c = client;
-      client = undefined;
-      await c?.end().catch(() => undefined);
     },
-  };
+    onListening: () => onWrite(undefined),
+    onError,
+  });
 }

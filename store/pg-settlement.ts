@@ -1,6 +1,5 @@
-import type { Db } from './db.js';
-import { rowsOf } from './fixed-sql.js';
-import { pgPipelinedTransaction, type PgStatement } from './pg-transaction.js';
+import { driverOf, type Db } from './db.js';
+import { PgDriver, type PgStatement } from './driver/pg.js';
 import { normaliseLedgerRow, type WalletTransactionRow } from './wallet-transactions.js';
 
 /** A debit a settlement posts under its settlement key, capped at the balance. */
@@ -44,13 +43,12 @@ function postText(cols: readonly string[]): string {
 }
 
 /**
- * Settles a call's capped debits on PostgreSQL in one transaction sent at once (store/pg-transaction.ts
- * pgPipelinedTransaction): the rows under `keys`, the call's live credit row deleted, the account locked, each debit
- * posted unless its key is taken. The account row is locked only while PostgreSQL runs the posts and the COMMIT, not
- * across round trips to the switch (three of them, and the event loop's turns between, with a transaction per
- * statement), which every other settlement of the account waited out. Same rows, same chain as billing's
- * postInTransaction with capAtBalance; a unique violation (a concurrent writer took the position or the key) is
- * thrown as is, and the whole transaction is rolled back.
+ * Settles a call's capped debits on PostgreSQL in one transaction sent at once (store/driver/pg.ts pipelined): the rows
+ * under `keys`, the call's live credit row deleted, the account locked, each debit posted unless its key is taken. The
+ * account row is locked only while PostgreSQL runs the posts and the COMMIT, not across round trips to the switch
+ * (three of them, and the event loop's turns between, with a transaction per statement), which every other settlement
+ * of the account waited out. Same rows, same chain as billing's postInTransaction with capAtBalance; a unique violation
+ * (a concurrent writer took the position or the key) is thrown as is, and the whole transaction is rolled back.
  */
 export async function settleCappedDebitsOnPg(
   db: Db,
@@ -64,7 +62,7 @@ export async function settleCappedDebitsOnPg(
       sql: `select * from "wallet_transactions" where "settlement_key" in (${keys.map(() => '?').join(', ')})`,
       bindings: [...keys],
     },
-    { sql: 'delete from "call_credit" where "call_id" = ?', bindings: [callId] },
+    { sql: 'delete from "call_credit" where "call_id" = ?', bindings: [callId], writes: 'call_credit' },
   ];
   if (debits.length > 0)
     statements.push({
@@ -77,14 +75,17 @@ export async function settleCappedDebitsOnPg(
     statements.push({
       sql: postText(cols),
       bindings: [accountId, ...values, d.cents, accountId, d.row.settlement_key, accountId],
+      writes: [{ table: 'wallet_transactions' }, { table: 'accounts', columns: ['balance_cents'] }],
     });
   }
-  const results = await pgPipelinedTransaction(db, statements);
+  const driver = driverOf(db);
+  if (!(driver instanceof PgDriver)) throw new Error('store: settleCappedDebitsOnPg needs a PostgreSQL store');
+  const results = await driver.pipelined(statements);
   const posts = results.slice(debits.length > 0 ? 3 : 2);
   return {
-    prior: rowsOf(results[0]).map(normaliseLedgerRow),
+    prior: results[0]!.map(normaliseLedgerRow),
     posted: posts.map((r) => {
-      const row = rowsOf(r)[0];
+      const row = r[0];
       if (!row) return undefined;
       return { amountCents: Number(row.amount_cents), balanceBeforeCents: Number(row.balance_before_cents) };
     }),

@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
+import { onWrites } from './notices.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 import { newId, nowIso } from './ids.js';
-import { onOtherWrites } from './other-writers.js';
 
 export interface PhoneTokenRow {
   id: string;
@@ -33,7 +34,7 @@ export async function insertPhoneToken(
   },
 ): Promise<PhoneTokenRow> {
   const row = { id: newId(), ...input, created_at: nowIso() };
-  await db('phone_tokens').insert(row);
+  await insertRows(db, 'phone_tokens', [row]);
   return normalise({ ...row, revoked_at: null });
 }
 
@@ -44,10 +45,11 @@ export async function recentPhoneTokens(
   endUserId: string,
   limit: number,
 ): Promise<PhoneTokenRow[]> {
-  const rows = await db('phone_tokens')
-    .where({ account_id: accountId, end_user_id: endUserId })
-    .orderBy('created_at', 'desc')
-    .limit(limit);
+  const rows = await selectRows(
+    db,
+    'select * from "phone_tokens" where "account_id" = ? and "end_user_id" = ? order by "created_at" desc limit ?',
+    [accountId, endUserId, limit],
+  );
   return rows.map(normalise);
 }
 
@@ -77,10 +79,8 @@ export async function phoneCredentials(
   extension: string,
   limit: number,
 ): Promise<PhoneCredentials> {
-  // Raw and fixed: the registrar runs this for every authenticated REGISTER, and building it each time costs more
-  // than running it (the text is prepared once).
-  const result: any = await db.raw(CREDENTIALS_SQL, [accountId, extension, limit]);
-  const rows: any[] = Array.isArray(result) ? result : result.rows;
+  // Fixed text: the registrar runs this for every authenticated REGISTER (the text is prepared once).
+  const rows: any[] = await selectRows(db, CREDENTIALS_SQL, [accountId, extension, limit]);
   const first = rows[0];
   return {
     endUserId: first?.user_id,
@@ -90,15 +90,24 @@ export async function phoneCredentials(
 }
 
 export async function findPhoneToken(db: Db, id: string): Promise<PhoneTokenRow | undefined> {
-  const r = await db('phone_tokens').where({ id }).first();
+  const r = await firstRow(db, 'select * from "phone_tokens" where "id" = ? limit 1', [id]);
   return r ? normalise(r) : undefined;
 }
 
 /** Revokes a token of the account; false when the account has no such token. Revoking twice is harmless. */
 export async function revokePhoneToken(db: Db, accountId: string, id: string): Promise<boolean> {
-  const r = await db('phone_tokens').where({ account_id: accountId, id }).first('revoked_at');
+  const r = await firstRow(db, 'select "revoked_at" from "phone_tokens" where "account_id" = ? and "id" = ? limit 1', [
+    accountId,
+    id,
+  ]);
   if (!r) return false;
-  if (!r.revoked_at) await db('phone_tokens').where({ account_id: accountId, id }).update({ revoked_at: nowIso() });
+  if (!r.revoked_at)
+    await runSqlCount(
+      db,
+      'update "phone_tokens" set "revoked_at" = ? where "account_id" = ? and "id" = ?',
+      [nowIso(), accountId, id],
+      { table: 'phone_tokens', columns: ['revoked_at'] },
+    );
   return true;
 }
 
@@ -113,14 +122,14 @@ export async function unusablePhoneTokenIds(db: Db, ids: Iterable<string>, now: 
   const all = [...new Set(ids)];
   const usable = new Set<string>();
   for (let i = 0; i < all.length; i += 500) {
-    const rows = await db('phone_tokens as t')
-      .join('end_users as u', 'u.id', 't.end_user_id')
-      .whereIn('t.id', all.slice(i, i + 500))
-      .whereNull('t.revoked_at')
-      .where('t.expires_at', '>', now.toISOString())
-      .where('u.is_active', true)
-      .whereNull('u.deleted_at')
-      .select('t.id');
+    const some = all.slice(i, i + 500);
+    const rows = await selectRows(
+      db,
+      'select "t"."id" from "phone_tokens" as "t" inner join "end_users" as "u" on "u"."id" = "t"."end_user_id" ' +
+        `where "t"."id" in (${some.map(() => '?').join(', ')}) and "t"."revoked_at" is null and "t"."expires_at" > ? ` +
+        'and "u"."is_active" = ? and "u"."deleted_at" is null',
+      [...some, now.toISOString(), true],
+    );
     for (const r of rows as Array<{ id: string }>) usable.add(r.id);
   }
   // A token no longer stored (its end-user deleted, by another process too) is unusable as well.
@@ -129,59 +138,32 @@ export async function unusablePhoneTokenIds(db: Db, ids: Iterable<string>, now: 
 
 /** end_users columns the registrar writes on every registration: they never change a phone's credentials. */
 const REGISTRATION_COLUMNS = new Set(['registration_state', 'last_registered_at']);
-const WRITE_RE = /^\s*(?:insert\s+(?:or\s+\w+\s+)?into|replace\s+into|update|delete\s+from)\s+[`"]?(\w+)[`"]?/i;
-const SET_RE = /\bset\s+(.*?)\s+where\b/is;
 
-/** Whether a statement may change what phoneCredentials returns. */
-function changesCredentials(sql: string): boolean {
-  const table = WRITE_RE.exec(sql)?.[1]?.toLowerCase();
-  if (table === 'phone_tokens') return true;
+/** Whether a write may change what phoneCredentials returns (a table undefined: any table may have changed). */
+function changesCredentials(table: string | undefined, columns: readonly string[] | undefined): boolean {
+  if (table === undefined || table === 'phone_tokens') return true;
   if (table !== 'end_users') return false;
-  if (!/^\s*update\b/i.test(sql)) return true;
-  const set = SET_RE.exec(sql)?.[1] ?? '';
-  const cols = [...set.matchAll(/(\w+)[`"]?\s*=/g)].map((m) => m[1]!.toLowerCase());
-  return cols.length === 0 || cols.some((c) => !REGISTRATION_COLUMNS.has(c));
-}
-
-interface QueryEvent {
-  sql?: string;
-  __knexTxId?: string;
+  return columns === undefined || columns.length === 0 || columns.some((c) => !REGISTRATION_COLUMNS.has(c));
 }
 
 /**
- * Calls `changed()` whenever a statement of `db` (the store's root instance, transactions included) may change what
- * phoneCredentials returns: as a write to phone_tokens or to end_users (other than the registration columns) is sent,
- * after it ran, and as a transaction that made one commits or rolls back and after that. A cache that drops its
- * entries at each call, and keeps no read that began before the latest call, never holds a value from before a write
- * (a read on another connection during the transaction sees the old rows: the call at its end drops them). Writes
- * by another process (another node, the CLI) call it as the store hears of them (openDb's watchOtherWriters: their
- * commit on PostgreSQL, within 50 ms on SQLite). Returns the unsubscribe.
+ * Calls `changed()` whenever a write of the store `db` (its root object; transactions included, store/notices.ts)
+ * may change what phoneCredentials returns: as a write to phone_tokens or to end_users (other than the
+ * registration columns) is sent, after it ran, and as a transaction that made one commits or rolls back and after
+ * that. A cache that drops its entries at each call, and keeps no read that began before the latest call, never
+ * holds a value from before a write (a read on another connection during the transaction sees the old rows: the
+ * call at its end drops them). Returns the unsubscribe.
  */
 export function onCredentialWrites(db: Db, changed: () => void): () => void {
-  const openTx = new Set<string>();
-  const seen = (q: QueryEvent, after: boolean): void => {
-    const sql = q.sql ?? '';
-    if (changesCredentials(sql)) {
-      if (q.__knexTxId && !after) openTx.add(q.__knexTxId);
+  const openTx = new Set<number>();
+  return onWrites(db, (n) => {
+    if (n.kind === 'write') {
+      if (!changesCredentials(n.table, n.columns)) return;
+      if (n.tx !== undefined && !n.done) openTx.add(n.tx);
       changed();
-    } else if (q.__knexTxId && openTx.has(q.__knexTxId) && /^\s*(?:commit|rollback)\b/i.test(sql)) {
-      if (after) openTx.delete(q.__knexTxId);
+    } else if (openTx.has(n.tx)) {
+      if (n.done) openTx.delete(n.tx);
       changed();
     }
-  };
-  const sent = (q: QueryEvent) => seen(q, false);
-  const ran = (_r: unknown, q: QueryEvent) => seen(q, true);
-  db.on('query', sent);
-  db.on('query-response', ran);
-  db.on('query-error', ran);
-  // Another process's writes (another node, the CLI), as the store hears of them.
-  const stopOther = onOtherWrites(db, (table) => {
-    if (table === undefined || table === 'phone_tokens' || table === 'end_users') changed();
   });
-  return () => {
-    stopOther();
-    db.off('query', sent);
-    db.off('query-response', ran);
-    db.off('query-error', ran);
-  };
 }

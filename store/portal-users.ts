@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { firstRow, insertRows, runSqlCount } from './fixed-sql.js';
 
 /** A portal (web) user: email + scrypt password + TOTP, bound to one account (api/portal-users.ts owns the rules). */
 export interface PortalUserRow {
@@ -19,17 +20,17 @@ const normalise = (row: any): PortalUserRow => ({
 });
 
 export async function insertPortalUser(db: Db, row: PortalUserRow): Promise<void> {
-  await db('portal_users').insert(row);
+  await insertRows(db, 'portal_users', [{ ...row }]);
 }
 
 /** By email as stored (the caller lower-cases and trims). */
 export async function findPortalUserRowByEmail(db: Db, email: string): Promise<PortalUserRow | undefined> {
-  const row = await db('portal_users').where({ email }).first();
+  const row = await firstRow(db, 'select * from "portal_users" where "email" = ? limit 1', [email]);
   return row ? normalise(row) : undefined;
 }
 
 export async function findPortalUserRow(db: Db, id: string): Promise<PortalUserRow | undefined> {
-  const row = await db('portal_users').where({ id }).first();
+  const row = await firstRow(db, 'select * from "portal_users" where "id" = ? limit 1', [id]);
   return row ? normalise(row) : undefined;
 }
 
@@ -38,9 +39,11 @@ export async function findPortalUserRow(db: Db, id: string): Promise<PortalUserR
  * accepted one: one conditional update, so two concurrent requests with the same step cannot both win.
  */
 export async function advanceTotpStep(db: Db, userId: string, step: number): Promise<boolean> {
-  const n = await db('portal_users')
-    .where({ id: userId })
-    .andWhere('totp_last_step', '<', step)
-    .update({ totp_last_step: step, totp_enrolled: true });
+  const n = await runSqlCount(
+    db,
+    'update "portal_users" set "totp_last_step" = ?, "totp_enrolled" = ? where "id" = ? and "totp_last_step" < ?',
+    [step, true, userId, step],
+    { table: 'portal_users', columns: ['totp_last_step', 'totp_enrolled'] },
+  );
   return n === 1;
 }

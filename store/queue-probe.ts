@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { driverOf, type Db } from './db.js';
 
 /** How far behind the store is: what overload control reads (overload/overload-control.ts). */
 export interface StoreQueueSample {
@@ -15,42 +15,14 @@ export interface StoreQueueProbe {
   close(): void;
 }
 
-interface TarnPool {
-  on(event: string, listener: (...args: any[]) => void): void;
-  removeListener(event: string, listener: (...args: any[]) => void): void;
-}
-
 /**
- * Watches the store's connection pool: every query first waits for a connection (one for SQLite, which serialises
- * writers anyway; ten for PostgreSQL), so the wait is the store's backlog. When the box takes more calls than the
- * store can write, this wait grows without bound long before the event loop lags (the work is on the driver's
- * threads), which is why overload control needs it.
+ * Watches how long statements wait for a connection (one for SQLite, which serialises writers anyway, held by a
+ * transaction while it runs; ten for PostgreSQL), so the wait is the store's backlog. When the box takes more calls
+ * than the store can write, this wait grows without bound long before the event loop lags, which is why overload
+ * control needs it.
  */
-export function probeStoreQueue(db: Db, now: () => number = () => performance.now()): StoreQueueProbe {
-  const pool = (db.client as { pool?: TarnPool }).pool;
-  const waiting = new Map<number, number>(); // acquire event id -> when it was asked; insertion order = age order
-  let maxWaitMs = 0;
-  const onRequest = (id: number) => waiting.set(id, now());
-  const onDone = (id: number) => {
-    const at = waiting.get(id);
-    if (at === undefined) return;
-    waiting.delete(id);
-    maxWaitMs = Math.max(maxWaitMs, now() - at);
-  };
-  pool?.on('acquireRequest', onRequest);
-  pool?.on('acquireSuccess', onDone);
-  pool?.on('acquireFail', onDone);
-  return {
-    sample() {
-      const oldest = waiting.values().next();
-      const s = { pending: waiting.size, oldestWaitMs: oldest.done ? 0 : now() - oldest.value, maxWaitMs };
-      maxWaitMs = 0;
-      return s;
-    },
-    close() {
-      pool?.removeListener('acquireRequest', onRequest);
-      pool?.removeListener('acquireSuccess', onDone);
-      pool?.removeListener('acquireFail', onDone);
-    },
-  };
+export function probeStoreQueue(db: Db): StoreQueueProbe {
+  const driver = driverOf(db);
+  driver.sampleQueue(); // from now on
+  return { sample: () => driver.sampleQueue(), close() {} };
 }

@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import { inTransaction, type Db, type Tx } from './db.js';
+import { insertRows, runSql, selectRows } from './fixed-sql.js';
 import { newId, nowIso } from './ids.js';
 import { cachedRead } from './read-cache.js';
 
@@ -17,20 +18,34 @@ export interface RateRow {
 const normalise = (r: any): RateRow => ({ ...r, amount_cents: Number(r.amount_cents) });
 
 /** Sets (inserts or replaces) one rate. */
-export async function setRate(db: Db, kind: RateKind, amountCents: number, prefix = '', tier = ''): Promise<RateRow> {
-  await db.transaction(async (trx) => {
-    await trx('rates').where({ kind, prefix, tier }).delete();
-    await trx('rates').insert({ id: newId(), kind, prefix, tier, amount_cents: amountCents, created_at: nowIso() });
+export async function setRate(
+  db: Db | Tx,
+  kind: RateKind,
+  amountCents: number,
+  prefix = '',
+  tier = '',
+): Promise<RateRow> {
+  const row = { id: newId(), kind, prefix, tier, amount_cents: amountCents, created_at: nowIso() };
+  await inTransaction(db, async (tx) => {
+    await runSql(
+      tx,
+      'delete from "rates" where "kind" = ? and "prefix" = ? and "tier" = ?',
+      [kind, prefix, tier],
+      'rates',
+    );
+    await insertRows(tx, 'rates', [row]);
   });
-  return normalise(await db('rates').where({ kind, prefix, tier }).first());
+  return normalise(row);
 }
 
-export async function listRates(db: Db): Promise<RateRow[]> {
-  return (await db('rates').orderBy(['kind', 'prefix', 'tier'])).map(normalise);
+export async function listRates(db: Db | Tx): Promise<RateRow[]> {
+  return (await selectRows(db, 'select * from "rates" order by "kind" asc, "prefix" asc, "tier" asc', [])).map(
+    normalise,
+  );
 }
 
-export async function ratesOfKind(db: Db, kind: RateKind): Promise<RateRow[]> {
-  return (await db('rates').where({ kind })).map(normalise);
+export async function ratesOfKind(db: Db | Tx, kind: RateKind): Promise<RateRow[]> {
+  return (await selectRows(db, 'select * from "rates" where "kind" = ?', [kind])).map(normalise);
 }
 
 /**

@@ -1,18 +1,19 @@
-import type { Knex } from 'knex';
+import type { WriteNotice } from './driver/types.js';
+import { onWrites } from './notices.js';
 
-/** The store's root instance (store/db.ts's Db, named here so that db.ts may use this module). */
-type Db = Knex;
+/** The store's root object (store/db.ts's Db): what the cache listens to. */
+type Db = object;
 
 /**
  * A small per-process cache of rows that every call reads and almost nothing writes (an account's static fields,
  * a number, a platform setting), so the hot path does not read them once per event.
  *
- * Invalidation sees every statement of the store's knex instance (its 'query' event, transactions included): an
- * insert, update or delete on a cached table drops that table's entries at once. A write inside a transaction
- * keeps the table uncached until that transaction ends, and for a grace period after its COMMIT is sent, so a
- * reader on another connection (PostgreSQL) cannot cache the value from before the commit; a read that started
- * before a write landed is not kept. Writers in other processes (the CLI, another node) are seen by the switch's
- * store (openDb's watchOtherWriters, store/other-writers.ts): within 50 ms on SQLite, at their commit on
+ * Invalidation follows the store's write notices (store/notices.ts: its driver's, transactions included, and any
+ * statement knex sends, which may write any table): a write to a cached table drops that table's entries at once.
+ * A write inside a transaction keeps the table uncached until that transaction ends, and for a grace period after its
+ * COMMIT is sent, so a reader on another connection (PostgreSQL) cannot cache the value from before the commit; a read
+ * that started before a write landed is not kept. Writers in other processes (the CLI, another node) are seen by the
+ * switch's store (openDb's watchOtherWriters, store/other-writers.ts): within 50 ms on SQLite, at their commit on
  * PostgreSQL; `ttlMs` bounds what a lost watch misses. Never used for a figure that decides money (the balance):
  * that is read in the transaction that moves it.
  */
@@ -20,18 +21,13 @@ const TTL_MS = 2000;
 const COMMIT_GRACE_MS = 1000;
 const MAX_ENTRIES = 10_000;
 
-interface QueryEvent {
-  sql?: string;
-  __knexTxId?: string;
-}
-
 class TableCache {
   generation = 0;
   readonly entries = new Map<string, { value: unknown; at: number }>();
   /** Loads under way, by key: a reader arriving meanwhile waits for the same one. */
   readonly loading = new Map<string, Promise<unknown>>();
   /** Transactions that wrote this table and have not ended. */
-  readonly openTx = new Set<string>();
+  readonly openTx = new Set<number>();
   graceUntil = 0;
 
   invalidate(): void {
@@ -59,26 +55,15 @@ export const CACHED_TABLES = [
 ] as const;
 export type CachedTable = (typeof CACHED_TABLES)[number];
 
-const WRITE = /^\s*(?:insert\s+(?:or\s+\w+\s+)?into|replace\s+into|update|delete\s+from)\s+[`"]?(\w+)[`"]?/i;
-const END_TX = /^\s*(?:commit|rollback)\b/i;
 /** Columns never cached, whose writes therefore leave a table's entries valid (the ledger moves the balance). */
 export const UNCACHED_COLUMNS: Readonly<Record<string, ReadonlySet<string>>> = {
   accounts: new Set(['balance_cents']),
 };
-const SET_CLAUSE = /\bset\s+(.*?)(?:\s+where\b|$)/is;
 
-/** The table a statement writes, unless it only sets columns that are never cached. */
-function writtenTable(sql: string): string | undefined {
-  const w = WRITE.exec(sql);
-  if (!w) return undefined;
-  const table = w[1]!.toLowerCase();
+/** Whether a write leaves the table's cached entries valid: it set only columns that are never cached. */
+function keepsEntries(table: string, columns: readonly string[] | undefined): boolean {
   const skip = UNCACHED_COLUMNS[table];
-  if (skip && /^\s*update\b/i.test(sql)) {
-    const set = SET_CLAUSE.exec(sql)?.[1];
-    const cols = set?.split(',').map((a) => a.split('=')[0]!.trim().replace(/[`"]/g, '').toLowerCase());
-    if (cols && cols.length > 0 && cols.every((col) => skip.has(col))) return undefined;
-  }
-  return table;
+  return skip !== undefined && columns !== undefined && columns.length > 0 && columns.every((c) => skip.has(c));
 }
 
 const byDb = new WeakMap<object, Map<string, TableCache>>();
@@ -88,30 +73,26 @@ function tablesOf(db: Db): Map<string, TableCache> {
   if (known) return known;
   const t = new Map<string, TableCache>();
   byDb.set(db, t);
-  const seen = (q: QueryEvent): void => {
-    const sql = q.sql ?? '';
-    const table = writtenTable(sql);
-    if (table) {
-      const c = t.get(table);
-      if (!c) return;
-      c.invalidate();
-      if (q.__knexTxId) c.openTx.add(q.__knexTxId);
-      return;
-    }
-    if (q.__knexTxId && END_TX.test(sql)) {
+  // A write drops the table's entries as it is sent and again after it ran (a read that raced it is not kept: its
+  // generation moved); in a transaction the table stays uncached until the transaction ends, then for a grace.
+  const seen = (n: WriteNotice): void => {
+    if (n.kind === 'end') {
+      if (n.done) return;
       for (const c of t.values()) {
-        if (!c.openTx.delete(q.__knexTxId)) continue;
+        if (!c.openTx.delete(n.tx)) continue;
         c.invalidate();
         c.graceUntil = Date.now() + COMMIT_GRACE_MS;
       }
+      return;
+    }
+    const hit = n.table === undefined ? [...t.values()] : [t.get(n.table)];
+    for (const c of hit) {
+      if (c === undefined || (n.table !== undefined && keepsEntries(n.table, n.columns))) continue;
+      c.invalidate();
+      if (n.tx !== undefined && !n.done) c.openTx.add(n.tx);
     }
   };
-  db.on('query', seen);
-  // After the statement ran too: a read that raced the write is not kept (its generation moved).
-  db.on('query-response', (_r: unknown, q: QueryEvent) => {
-    const table = writtenTable(q.sql ?? '');
-    if (table) t.get(table)?.invalidate();
-  });
+  onWrites(db, seen);
   return t;
 }
 
@@ -135,7 +116,7 @@ export async function cachedRead<T>(
   const hit = c.entries.get(key);
   if (hit && Date.now() - hit.at < ttlMs) return hit.value as T;
   // One load per key at a time: on PostgreSQL a load is a round trip (longer while the pool is busy), and every
-  // call arriving meanwhile read the row again (about half a statement per call under the carrier bench). A write
+  // call arriving meanwhile would read the row again. A write
   // drops the load under way with the entries, so a reader after it starts its own.
   const loading = c.loading.get(key);
   if (loading) return loading as Promise<T>;
@@ -160,10 +141,7 @@ export async function cachedRead<T>(
   return run;
 }
 
-/**
- * Drops every cached row of `table`, or of every table when undefined: for a writer that bypasses the store's knex
- * instance, and for the writes of other processes.
- */
+/** Drops every cached row of `table`, or of every table when undefined. */
 export function forgetCached(db: Db, table: string | undefined): void {
   const tables = tablesOf(db);
   if (table !== undefined) tables.get(table)?.invalidate();

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { newId, nowIso } from './ids.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /** Documented values: media_format is `wav` (8 kHz 16-bit PCM); storage_backend is `local` (a file on disk). */
 export type MediaFormat = 'wav';
@@ -55,19 +56,27 @@ export async function insertRecording(db: Db, input: NewRecording): Promise<Reco
     ...input,
     created_at: input.created_at ?? nowIso(),
   };
-  await db('recordings').insert(row);
-  return normalise(await db('recordings').where({ id: row.id }).first());
+  await insertRows(db, 'recordings', [row]);
+  return normalise(await firstRow(db, 'select * from "recordings" where "id" = ? limit 1', [row.id]));
 }
 
 /** A recording the account can see: its own and not soft-deleted. */
 export async function findRecording(db: Db, accountId: string, id: string): Promise<RecordingRow | undefined> {
-  const r = await db('recordings').where({ account_id: accountId, id }).whereNull('deleted_at').first();
+  const r = await firstRow(
+    db,
+    'select * from "recordings" where "account_id" = ? and "id" = ? and "deleted_at" is null limit 1',
+    [accountId, id],
+  );
   return r ? normalise(r) : undefined;
 }
 
 /** By id alone, for the signed media URL (the signature, not an API key, scopes it). */
 export async function findRecordingForMedia(db: Db, id: string): Promise<RecordingRow | undefined> {
-  const r = await db('recordings').where({ id }).whereNull('deleted_at').whereNull('media_deleted_at').first();
+  const r = await firstRow(
+    db,
+    'select * from "recordings" where "id" = ? and "deleted_at" is null and "media_deleted_at" is null limit 1',
+    [id],
+  );
   return r ? normalise(r) : undefined;
 }
 
@@ -76,23 +85,31 @@ export async function listRecordings(
   accountId: string,
   opts: { callId?: string; endUserId?: string; limit: number; offset: number },
 ): Promise<RecordingRow[]> {
-  const q = db('recordings').where({ account_id: accountId }).whereNull('deleted_at');
-  if (opts.callId) q.where({ call_id: opts.callId });
-  if (opts.endUserId) q.where({ end_user_id: opts.endUserId });
-  const rows = await q
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(opts.limit)
-    .offset(opts.offset);
+  let where = '"account_id" = ? and "deleted_at" is null';
+  const bindings: unknown[] = [accountId];
+  if (opts.callId) {
+    where += ' and "call_id" = ?';
+    bindings.push(opts.callId);
+  }
+  if (opts.endUserId) {
+    where += ' and "end_user_id" = ?';
+    bindings.push(opts.endUserId);
+  }
+  const rows = await selectRows(
+    db,
+    `select * from "recordings" where ${where} order by "created_at" desc, "id" desc limit ? offset ?`,
+    [...bindings, opts.limit, opts.offset],
+  );
   return rows.map(normalise);
 }
 
 /** Soft delete: the row stays (for audit and the retention sweep), the customer no longer sees it. */
 export async function softDeleteRecording(db: Db, accountId: string, id: string): Promise<boolean> {
-  const n = await db('recordings').where({ account_id: accountId, id }).whereNull('deleted_at').update({
-    deleted_at: nowIso(),
-  });
+  const n = await runSqlCount(
+    db,
+    'update "recordings" set "deleted_at" = ? where "account_id" = ? and "id" = ? and "deleted_at" is null',
+    [nowIso(), accountId, id],
+    { table: 'recordings', columns: ['deleted_at'] },
+  );
   return n > 0;
 }

@@ -1,11 +1,12 @@
 /**
+/**
  * Kept registrations (migrations 010, 039), each with the node that took it. The registrar writes its end-users'
  * sets after changes, many at a time (sip/registration-writer.ts), and reads its live UDP ones back at start-up;
  * another node reads them to reach a phone registered there (remoteBindings). Rows only: the Binding shape lives in
  * sip/location.ts.
  */
-import { inTransaction, isPostgres, type Db } from './db.js';
-import { insertRows, runSql } from './fixed-sql.js';
+import { inTransaction, isPostgres, type Db, type Tx } from './db.js';
+import { insertRows, runSql, runSqlCount, selectRows } from './fixed-sql.js';
 import type { RegistrationState } from './end-users.js';
 import { storeNodeId } from './node-identity.js';
 
@@ -34,7 +35,7 @@ export interface RegistrationRow {
  * The node whose rows this process writes and restores: on PostgreSQL (nodes share the store) its own; on SQLite
  * (one box) undefined, every row (a restart under another host name still finds its phones).
  */
-const ownNode = (db: Db): string | undefined => (isPostgres(db) ? (storeNodeId() ?? '') : undefined);
+const ownNode = (db: Db | Tx): string | undefined => (isPostgres(db) ? (storeNodeId() ?? '') : undefined);
 
 const toRow = (r: Record<string, unknown>): RegistrationRow => ({
   ...(r as unknown as RegistrationRow),
@@ -58,20 +59,20 @@ export interface RegistrationWrite {
 }
 
 /**
+/**
  * Writes many end-users' registrations in one transaction (the registrar's group commit): their kept registrations
  * of this node replaced (a contact another node held moves here: the newest REGISTER wins), and their state and
- * time of last registration on end_users (unregistered only while no other node holds a live binding). Multi-row statements of fixed text, cut
- * into chunks of 64, 8 and 1 so that only a few texts exist (each is prepared once), whatever the batch size; on the
- * switch's SQLite store they run on its connection directly (store/fixed-sql.ts, store/direct-transaction.ts), not
- * through knex's query builder (about a tenth of the switch's CPU per registration in the register bench).
+ * time of last registration on end_users (unregistered only while no other node holds a live binding). Multi-row
+ * statements of fixed text, cut into chunks of 64, 8 and 1 so that only a few texts exist (each is prepared once),
+ * whatever the batch size.
  */
-export async function writeRegistrations(db: Db, writes: RegistrationWrite[], nowMs = Date.now()): Promise<void> {
+export async function writeRegistrations(db: Db | Tx, writes: RegistrationWrite[], nowMs = Date.now()): Promise<void> {
   if (writes.length === 0) return;
   const node = ownNode(db);
   await inTransaction(db, async (tx) => {
     for (const ids of chunks(writes.map((w) => w.endUserId))) {
-      if (node === undefined) await runSql(tx, statement('deleteAll', ids.length), ids);
-      else await runSql(tx, statement('delete', ids.length), [...ids, node]);
+      if (node === undefined) await runSql(tx, statement('deleteAll', ids.length), ids, 'registrations');
+      else await runSql(tx, statement('delete', ids.length), [...ids, node], 'registrations');
     }
     const rows = writes.flatMap((w) => w.rows);
     for (const part of chunks(rows)) {
@@ -79,25 +80,34 @@ export async function writeRegistrations(db: Db, writes: RegistrationWrite[], no
         tx,
         statement('moved', part.length),
         part.flatMap((r) => [r.end_user_id, r.contact]),
+        'registrations',
       );
       await insertRows(tx, 'registrations', part as unknown as Record<string, unknown>[]);
     }
     const timed = writes.filter((w) => w.lastRegisteredAt !== undefined && w.state === 'registered');
     for (const part of chunks(timed)) {
-      await runSql(tx, statement('timed', part.length), [
-        ...part.flatMap((w) => [w.endUserId, w.lastRegisteredAt!]),
-        ...part.map((w) => w.endUserId),
-      ]);
+      await runSql(
+        tx,
+        statement('timed', part.length),
+        [...part.flatMap((w) => [w.endUserId, w.lastRegisteredAt!]), ...part.map((w) => w.endUserId)],
+        REGISTRATION_WRITE,
+      );
     }
     const done = new Set(timed);
     const plain = writes.filter((w) => w.state === 'registered' && !done.has(w)).map((w) => w.endUserId);
-    for (const ids of chunks(plain)) await runSql(tx, statement('state', ids.length), ['registered', ...ids]);
+    for (const ids of chunks(plain)) {
+      await runSql(tx, statement('state', ids.length), ['registered', ...ids], STATE_WRITE);
+    }
     const gone = writes.filter((w) => w.state === 'unregistered').map((w) => w.endUserId);
-    for (const ids of chunks(gone)) await runSql(tx, statement('unregistered', ids.length), [...ids, nowMs]);
+    for (const ids of chunks(gone))
+      await runSql(tx, statement('unregistered', ids.length), [...ids, nowMs], STATE_WRITE);
   });
 }
 
 const texts = new Map<string, string>();
+/** What the end_users statements set: the registration columns only (phone credentials are not among them). */
+const REGISTRATION_WRITE = { table: 'end_users', columns: ['registration_state', 'last_registered_at'] };
+const STATE_WRITE = { table: 'end_users', columns: ['registration_state'] };
 
 /** The fixed text of one of writeRegistrations' statements for `n` end-users (n is 64, 8 or 1). */
 function statement(kind: 'timed' | 'state' | 'unregistered' | 'delete' | 'deleteAll' | 'moved', n: number): string {
@@ -139,40 +149,36 @@ function* chunks<T>(xs: T[]): Generator<T[]> {
  * This node's UDP registrations still live at `nowMs` whose phone token is still valid and whose end-user is still
  * active (a token revoked or an end-user disabled while the switch was down does not come back).
  */
-export async function liveRegistrations(db: Db, nowMs: number): Promise<RegistrationRow[]> {
+export async function liveRegistrations(db: Db | Tx, nowMs: number): Promise<RegistrationRow[]> {
   const nowIso = new Date(nowMs).toISOString();
   const node = ownNode(db);
-  const rows = await db('registrations as r')
-    .modify((q) => (node === undefined ? q : q.whereRaw(`coalesce(r.node_id, '') = ?`, [node])))
-    .where('r.transport', 'UDP')
-    .join('phone_tokens as t', 't.id', 'r.token_id')
-    .join('end_users as u', 'u.id', 'r.end_user_id')
-    .where('r.expires_at', '>', nowMs)
-    .whereNull('t.revoked_at')
-    .where('t.expires_at', '>', nowIso)
-    .where('u.is_active', true)
-    .whereNull('u.deleted_at')
-    .select('r.*');
+  const rows = await selectRows(
+    db,
+    LIVE_REGISTRATIONS + (node === undefined ? '' : ' and coalesce("r"."node_id", \'\') = ?'),
+    node === undefined ? [nowMs, nowIso, true] : [nowMs, nowIso, true, node],
+  );
   return rows.map(toRow);
 }
+
+const LIVE_REGISTRATIONS =
+  'select "r".* from "registrations" as "r" inner join "phone_tokens" as "t" on "t"."id" = "r"."token_id" ' +
+  'inner join "end_users" as "u" on "u"."id" = "r"."end_user_id" where "r"."expires_at" > ? ' +
+  'and "t"."revoked_at" is null and "t"."expires_at" > ? and "u"."is_active" = ? and "u"."deleted_at" is null ' +
+  'and "r"."transport" = \'UDP\'';
 
 /**
  * Of this node's rows keeps exactly `keep` (the live UDP ones): expired ones, revoked or disabled end-users' and the
  * connections of its previous process go, in one transaction; other nodes' rows stay, but expired ones go too.
  */
-export async function pruneRegistrations(db: Db, keep: RegistrationRow[], nowMs = Date.now()): Promise<void> {
+export async function pruneRegistrations(db: Db | Tx, keep: RegistrationRow[], nowMs = Date.now()): Promise<void> {
   const node = ownNode(db);
-  await db.transaction(async (trx) => {
-    await trx('registrations')
-      .modify((q) => (node === undefined ? q : q.whereRaw(`coalesce(node_id, '') = ?`, [node])))
-      .delete();
-    await trx('registrations').where('expires_at', '<=', nowMs).delete();
-    if (keep.length > 0)
-      await trx.batchInsert(
-        'registrations',
-        keep.map((r) => ({ ...r, node_id: storeNodeId() })),
-        200,
-      );
+  await inTransaction(db, async (tx) => {
+    if (node === undefined) await runSql(tx, 'delete from "registrations"', [], 'registrations');
+    else await runSql(tx, 'delete from "registrations" where coalesce("node_id", \'\') = ?', [node], 'registrations');
+    await runSql(tx, 'delete from "registrations" where "expires_at" <= ?', [nowMs], 'registrations');
+    const rows = keep.map((r) => ({ ...r, node_id: storeNodeId() ?? null }));
+    for (let i = 0; i < rows.length; i += 200)
+      await insertRows(tx, 'registrations', rows.slice(i, i + 200) as unknown as Record<string, unknown>[]);
   });
 }
 
@@ -186,53 +192,57 @@ export async function remoteRegistrations(
   extension: string,
   nowMs: number,
 ): Promise<RegistrationRow[]> {
-  const rows = await db('registrations as r')
-    .join('phone_tokens as t', 't.id', 'r.token_id')
-    .join('end_users as u', 'u.id', 'r.end_user_id')
-    .where({ 'r.account_id': accountId, 'r.extension': extension, 'r.transport': 'UDP' })
-    .whereRaw(`coalesce(r.node_id, '') <> ?`, [storeNodeId() ?? ''])
-    .where('r.expires_at', '>', nowMs)
-    .whereNull('r.unreachable_at')
-    .whereNull('t.revoked_at')
-    .where('t.expires_at', '>', new Date(nowMs).toISOString())
-    .where('u.is_active', true)
-    .whereNull('u.deleted_at')
-    .select('r.*');
+  const rows = await selectRows(
+    db,
+    'select "r".* from "registrations" as "r" inner join "phone_tokens" as "t" on "t"."id" = "r"."token_id" ' +
+      'inner join "end_users" as "u" on "u"."id" = "r"."end_user_id" where "r"."account_id" = ? ' +
+      'and "r"."extension" = ? and "r"."transport" = \'UDP\' and coalesce("r"."node_id", \'\') <> ? ' +
+      'and "r"."expires_at" > ? and "r"."unreachable_at" is null and "t"."revoked_at" is null ' +
+      'and "t"."expires_at" > ? and "u"."is_active" = ? and "u"."deleted_at" is null',
+    [accountId, extension, storeNodeId() ?? '', nowMs, new Date(nowMs).toISOString(), true],
+  );
   return rows.map(toRow);
 }
+
+/** An end-user with no live, reachable binding left anywhere. */
+const NO_LIVE_BINDING =
+  'not exists (select 1 from "registrations" "r" where "r"."end_user_id" = "end_users"."id" ' +
+  'and "r"."expires_at" > ? and "r"."unreachable_at" is null)';
 
 /**
  * A node declared gone held the connections of its stream bindings (TCP, TLS, WebSocket): they are marked
  * unreachable until their phones register again. Its UDP bindings stay: the phone's address still reaches it.
  */
-export async function markRegistrationsUnreachable(db: Db, nodeId: string, at: string): Promise<number> {
+export async function markRegistrationsUnreachable(db: Db | Tx, nodeId: string, at: string): Promise<number> {
   const nowMs = Date.parse(at);
-  return db.transaction(async (trx) => {
-    const users = (await trx('registrations')
-      .where({ node_id: nodeId })
-      .whereNot({ transport: 'UDP' })
-      .whereNull('unreachable_at')
-      .distinct()
-      .pluck('end_user_id')) as string[];
+  return inTransaction(db, async (tx) => {
+    const users = (
+      await selectRows(
+        tx,
+        'select distinct "end_user_id" from "registrations" where "node_id" = ? and not "transport" = ? ' +
+          'and "unreachable_at" is null',
+        [nodeId, 'UDP'],
+      )
+    ).map((r) => r.end_user_id as string);
     if (users.length === 0) return 0;
-    const n = await trx('registrations')
-      .where({ node_id: nodeId })
-      .whereNot({ transport: 'UDP' })
-      .whereNull('unreachable_at')
-      .update({ unreachable_at: at });
+    const n = await runSqlCount(
+      tx,
+      'update "registrations" set "unreachable_at" = ? where "node_id" = ? and not "transport" = ? ' +
+        'and "unreachable_at" is null',
+      [at, nodeId, 'UDP'],
+      { table: 'registrations', columns: ['unreachable_at'] },
+    );
     // Their end-users are unregistered unless a binding elsewhere still reaches them.
-    for (let i = 0; i < users.length; i += 500)
-      await trx('end_users')
-        .whereIn('id', users.slice(i, i + 500))
-        .whereNotExists((q) =>
-          q
-            .select(trx.raw('1'))
-            .from('registrations as r')
-            .whereRaw('r.end_user_id = end_users.id')
-            .where('r.expires_at', '>', nowMs)
-            .whereNull('r.unreachable_at'),
-        )
-        .update({ registration_state: 'unregistered' });
+    for (let i = 0; i < users.length; i += 500) {
+      const some = users.slice(i, i + 500);
+      await runSql(
+        tx,
+        `update "end_users" set "registration_state" = ? where "id" in (${some.map(() => '?').join(', ')}) and ` +
+          NO_LIVE_BINDING,
+        ['unregistered', ...some, nowMs],
+        STATE_WRITE,
+      );
+    }
     return n;
   });
 }

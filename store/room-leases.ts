@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from './db.js';
+import { firstRow, runSql, runSqlCount } from './fixed-sql.js';
 
 /** What a room lease names: a conference or a queue of an account. */
 export type RoomKind = 'conference' | 'queue';
@@ -17,13 +18,14 @@ interface LeaseRow {
   sip_address: string | null;
 }
 
-const key = (kind: RoomKind, accountId: string, name: string) => ({ kind, account_id: accountId, name });
-
 async function readLease(db: Db, kind: RoomKind, accountId: string, name: string): Promise<LeaseRow | undefined> {
-  return (await db('room_leases as l')
-    .leftJoin('nodes as n', 'n.id', 'l.node_id')
-    .where({ 'l.kind': kind, 'l.account_id': accountId, 'l.name': name })
-    .first('l.node_id', 'n.state', 'n.heartbeat_at', 'n.sip_address')) as LeaseRow | undefined;
+  return (await firstRow(
+    db,
+    'select "l"."node_id", "n"."state", "n"."heartbeat_at", "n"."sip_address" from "room_leases" as "l" ' +
+      'left join "nodes" as "n" on "n"."id" = "l"."node_id" where "l"."kind" = ? and "l"."account_id" = ? ' +
+      'and "l"."name" = ?',
+    [kind, accountId, name],
+  )) as LeaseRow | undefined;
 }
 
 /**
@@ -45,8 +47,8 @@ export async function takeRoomLease(
     now: string;
   },
 ): Promise<RoomHolder> {
-  const k = key(o.kind, o.accountId, o.name);
-  const self = (await db('nodes').where({ id: o.node }).first('state')) as { state: string } | undefined;
+  const self = (await firstRow(db, 'select "state" from "nodes" where "id" = ?', [o.node])) as
+    { state: string } | undefined;
   const draining = self?.state === 'draining';
   for (let attempt = 0; attempt < 3; attempt++) {
     if (draining) {
@@ -54,10 +56,13 @@ export async function takeRoomLease(
       const held = await readLease(db, o.kind, o.accountId, o.name);
       if (!held && elsewhere) return elsewhere;
     }
-    await db('room_leases')
-      .insert({ ...k, node_id: o.node, taken_at: o.now })
-      .onConflict(['kind', 'account_id', 'name'])
-      .ignore();
+    await runSql(
+      db,
+      'insert into "room_leases" ("kind", "account_id", "name", "node_id", "taken_at") values (?, ?, ?, ?, ?) ' +
+        'on conflict ("kind", "account_id", "name") do nothing',
+      [o.kind, o.accountId, o.name, o.node, o.now],
+      'room_leases',
+    );
     const lease = await readLease(db, o.kind, o.accountId, o.name);
     if (!lease) continue; // released between the insert and the read
     if (lease.node_id === o.node) return { nodeId: o.node, sipAddress: o.sipAddress };
@@ -66,21 +71,25 @@ export async function takeRoomLease(
       lease.heartbeat_at !== null &&
       lease.heartbeat_at >= o.staleBefore;
     if (inService && lease.sip_address) return { nodeId: lease.node_id, sipAddress: lease.sip_address };
-    await db('room_leases')
-      .where({ ...k, node_id: lease.node_id })
-      .update({ node_id: o.node, taken_at: o.now });
+    await runSql(
+      db,
+      'update "room_leases" set "node_id" = ?, "taken_at" = ? where "kind" = ? and "account_id" = ? and "name" = ? ' +
+        'and "node_id" = ?',
+      [o.node, o.now, o.kind, o.accountId, o.name, lease.node_id],
+      'room_leases',
+    );
   }
   throw new Error(`room lease ${o.kind} ${o.name}: no holder after three attempts`);
 }
 
 /** The node up (not draining), heard from since `staleBefore`, other than `not`, with the fewest live calls. */
 async function inServiceNode(db: Db, not: string, staleBefore: string): Promise<RoomHolder | undefined> {
-  const n = (await db('nodes')
-    .where({ state: 'up' })
-    .whereNot({ id: not })
-    .where('heartbeat_at', '>=', staleBefore)
-    .orderBy([{ column: 'live_calls' }, { column: 'id' }])
-    .first('id', 'sip_address')) as { id: string; sip_address: string } | undefined;
+  const n = (await firstRow(
+    db,
+    'select "id", "sip_address" from "nodes" where "state" = ? and not "id" = ? and "heartbeat_at" >= ? ' +
+      'order by "live_calls", "id" limit 1',
+    ['up', not, staleBefore],
+  )) as { id: string; sip_address: string } | undefined;
   return n && { nodeId: n.id, sipAddress: n.sip_address };
 }
 
@@ -89,14 +98,17 @@ export async function releaseRoomLease(
   db: Db,
   o: { kind: RoomKind; accountId: string; name: string; node: string },
 ): Promise<void> {
-  await db('room_leases')
-    .where({ ...key(o.kind, o.accountId, o.name), node_id: o.node })
-    .delete();
+  await runSql(
+    db,
+    'delete from "room_leases" where "kind" = ? and "account_id" = ? and "name" = ? and "node_id" = ?',
+    [o.kind, o.accountId, o.name, o.node],
+    'room_leases',
+  );
 }
 
 /** Every lease `node` holds is freed: it is gone (a survivor's takeover) or starting again with no rooms. */
 export async function releaseNodeLeases(db: Db, node: string): Promise<number> {
-  return db('room_leases').where({ node_id: node }).delete();
+  return runSqlCount(db, 'delete from "room_leases" where "node_id" = ?', [node], 'room_leases');
 }
 
 /**
@@ -106,10 +118,14 @@ export async function releaseNodeLeases(db: Db, node: string): Promise<number> {
  */
 export async function nodeSecret(db: Db, purpose: string, proposed?: string): Promise<string> {
   const secret = proposed ?? randomBytes(32).toString('base64url');
-  await db('node_secrets')
-    .insert({ purpose, secret, created_at: new Date().toISOString() })
-    .onConflict('purpose')
-    .ignore();
-  const row = (await db('node_secrets').where({ purpose }).first('secret')) as { secret: string };
+  await runSql(
+    db,
+    'insert into "node_secrets" ("purpose", "secret", "created_at") values (?, ?, ?) on conflict ("purpose") do nothing',
+    [purpose, secret, new Date().toISOString()],
+    'node_secrets',
+  );
+  const row = (await firstRow(db, 'select "secret" from "node_secrets" where "purpose" = ?', [purpose])) as {
+    secret: string;
+  };
   return row.secret;
 }

@@ -2,6 +2,7 @@ import type { Db } from './db.js';
 import { newId, nowIso } from './ids.js';
 import { ConflictError, isUniqueViolation } from './errors.js';
 import { getSetting, putSetting } from './platform.js';
+import { insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /** One row of the routing table: destinations under `prefix` may be carried by `trunk_id`. */
 export interface RouteRow {
@@ -47,46 +48,43 @@ export async function routesVersion(db: Db): Promise<string> {
 export async function insertRoute(db: Db, r: NewRoute): Promise<RouteRow> {
   const id = newId();
   try {
-    await db('routes').insert({ ...r, id, created_at: nowIso() });
+    await insertRows(db, 'routes', [{ ...r, id, created_at: nowIso() }]);
   } catch (e) {
     if (isUniqueViolation(e))
       throw new ConflictError(`a route for ${r.prefix || '(any)'} on that trunk exists already`, 'ROUTE_EXISTS');
     throw e;
   }
   await bumpVersion(db);
-  const [row] = await selectRoutes(db).where('r.id', id);
+  const [row] = await selectRows(db, `${SELECT_ROUTES} where "r"."id" = ?`, [id]);
   return normalise(row);
 }
 
-function selectRoutes(db: Db) {
-  return db('routes as r')
-    .join('trunks as t', 't.id', 'r.trunk_id')
-    .select('r.*', 't.name as trunk_name')
-    .orderBy([{ column: 'r.prefix' }, { column: 'r.priority' }, { column: 't.name' }]);
-}
+const SELECT_ROUTES =
+  'select "r".*, "t"."name" as "trunk_name" from "routes" as "r" inner join "trunks" as "t" on "t"."id" = "r"."trunk_id"';
+const ROUTES_ORDER = ' order by "r"."prefix" asc, "r"."priority" asc, "t"."name" asc';
 
 /** Every route with its trunk's name, by prefix then priority. */
 export async function listRoutes(db: Db): Promise<RouteRow[]> {
-  return (await selectRoutes(db)).map(normalise);
+  return (await selectRows(db, SELECT_ROUTES + ROUTES_ORDER, [])).map(normalise);
 }
 
 /** Removes one route by id, or every route of `prefix` (optionally only on the trunk named `trunkName`). */
 export async function removeRoutes(db: Db, idOrPrefix: string, trunkName?: string): Promise<number> {
-  let q = db('routes').where((w) => {
-    w.where({ id: idOrPrefix });
-    if (trunkName === undefined) w.orWhere({ prefix: idOrPrefix });
-  });
-  if (trunkName !== undefined) {
-    q = db('routes')
-      .where({ prefix: idOrPrefix })
-      .whereIn('trunk_id', db('trunks').select('id').where({ name: trunkName }));
-  }
-  const n = await q.delete();
+  const n =
+    trunkName === undefined
+      ? await runSqlCount(db, 'delete from "routes" where "id" = ? or "prefix" = ?', [idOrPrefix, idOrPrefix], 'routes')
+      : await runSqlCount(
+          db,
+          'delete from "routes" where "prefix" = ? and "trunk_id" in (select "id" from "trunks" where "name" = ?)',
+          [idOrPrefix, trunkName],
+          'routes',
+        );
   if (n > 0) await bumpVersion(db);
   return n;
 }
 
 /** Deletes the routes of a trunk (before the trunk itself is removed). */
 export async function removeRoutesOfTrunk(db: Db, trunkId: string): Promise<void> {
-  if ((await db('routes').where({ trunk_id: trunkId }).delete()) > 0) await bumpVersion(db);
+  if ((await runSqlCount(db, 'delete from "routes" where "trunk_id" = ?', [trunkId], 'routes')) > 0)
+    await bumpVersion(db);
 }

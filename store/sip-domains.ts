@@ -1,10 +1,11 @@
 /**
- * Each account's readable SIP domain (issue 19 item 6): a label (a "slug", e.g. `acme`) under the switch's domain
+ * Each account's readable SIP domain: a label (a "slug", e.g. `acme`) under the switch's domain
  * (config `sip.domain`), so the account's phones use `sip:1001@acme.sip.example.net`. The label is derived from
  * the account's name when the account is created (unique, numbered on a clash), and the operator may change it
  * (`simu account sip-domain`). The account uuid stays accepted as a domain too (sip/registrar-credentials.ts).
  */
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
+import { runSql, selectRows } from './fixed-sql.js';
 import { ConflictError, isUniqueViolation } from './errors.js';
 import { cachedRead } from './read-cache.js';
 import { isValidSipLabel } from './sip-labels.js';
@@ -15,12 +16,12 @@ export { isValidSipLabel, sipLabelOf } from './sip-labels.js';
  * The first free label of `base`, `base-2`, `base-3` ... among the accounts' labels (one query). `db` may be a
  * transaction (account creation).
  */
-export async function freeSipLabel(db: Db, base: string): Promise<string> {
-  const taken = new Set<string>(
-    (await db('accounts').where('sip_label', base).orWhere('sip_label', 'like', `${base}-%`).pluck('sip_label')).map(
-      String,
-    ),
-  );
+export async function freeSipLabel(db: Db | Tx, base: string): Promise<string> {
+  const rows = await selectRows(db, 'select "sip_label" from "accounts" where "sip_label" = ? or "sip_label" like ?', [
+    base,
+    `${base}-%`,
+  ]);
+  const taken = new Set<string>(rows.map((r) => String(r.sip_label)));
   if (!taken.has(base)) return base;
   for (let n = 2; ; n++) {
     const candidate = `${base}-${n}`;
@@ -33,7 +34,7 @@ export async function accountIdOfSipLabel(db: Db, label: string): Promise<string
   const l = label.toLowerCase();
   if (!isValidSipLabel(l)) return undefined;
   return cachedRead(db, 'accounts', `sip-label:${l}`, async () => {
-    const row = await db('accounts').where({ sip_label: l }).first('id');
+    const [row] = await selectRows(db, 'select "id" from "accounts" where "sip_label" = ? limit 1', [l]);
     return row ? String(row.id) : undefined;
   });
 }
@@ -42,7 +43,7 @@ export async function accountIdOfSipLabel(db: Db, label: string): Promise<string
  * Sets an account's label (the operator's `simu account sip-domain`). INVALID_SIP_DOMAIN (400-like, a
  * ConflictError with status 409 only for a taken label) when it is not a valid label or another account has it.
  */
-export async function setAccountSipLabel(db: Db, accountId: string, label: string): Promise<void> {
+export async function setAccountSipLabel(db: Db | Tx, accountId: string, label: string): Promise<void> {
   const l = label.toLowerCase();
   if (!isValidSipLabel(l)) {
     throw new ConflictError(
@@ -51,7 +52,10 @@ export async function setAccountSipLabel(db: Db, accountId: string, label: strin
     );
   }
   try {
-    await db('accounts').where({ id: accountId }).update({ sip_label: l });
+    await runSql(db, 'update "accounts" set "sip_label" = ? where "id" = ?', [l, accountId], {
+      table: 'accounts',
+      columns: ['sip_label'],
+    });
   } catch (e) {
     if (isUniqueViolation(e))
       throw new ConflictError(`SIP domain ${l} is taken by another account`, 'SIP_DOMAIN_TAKEN');

@@ -1,16 +1,15 @@
 /**
  * The store's one SQLite connection (better-sqlite3, synchronous), tuned for the call path:
  *
- * - Prepared statements are kept by SQL text: knex's better-sqlite3 client prepares every statement anew, and knex
- *   builds the same text for the same query shape (values are bound).
+ * - Prepared statements are kept by SQL text: the store's statements are fixed texts with bound values.
  * - Group commit: a write outside any transaction does not commit on its own. It opens a transaction that every
  *   other such write of the same turn of the event loop joins, committed once right after the turn (setImmediate).
- *   A commit costs about 80 µs of appending to the WAL, a write inside a transaction about 20 µs, so under load the
+ *   A commit costs several times a write inside a transaction (docs/performance.md), so under load the
  *   concurrent calls' writes share commits instead of paying one each. The connection is the only writer of this
  *   process, and reads on it see the batch's writes at once; other connections (the read pool, the CLI) see them
  *   after the turn, before any new request is read. What a crash loses is at most the writes of the turn it
- *   happened in; an orderly exit (process 'exit', closing the store) commits them. Explicit transactions (knex's
- *   BEGIN, the ledger's money moves) run as a savepoint inside the group and commit with it: atomic as before,
+ *   happened in; an orderly exit (process 'exit', closing the store) commits them. Explicit transactions (the
+ *   driver's BEGIN, the ledger's money moves) run as a savepoint inside the group and commit with it: atomic,
  *   durable at the end of the turn like every other write (see `control` below).
  */
 
@@ -77,7 +76,7 @@ function kindOf(sql: string): Kind {
 /** Tunes a freshly opened connection in place (group commit when asked); returns the group commit's counters. */
 export interface TunedConnection {
   readonly stats: GroupCommitStats;
-  /** An explicit transaction (knex's) holds the connection now: a statement from outside it must wait for it. */
+  /** An explicit transaction holds the connection now: a statement from outside it must wait for it. */
   inExplicitTransaction(): boolean;
   /** Commits the open group now (one still running an explicit transaction commits when that ends). */
   flush(): void;
@@ -162,10 +161,10 @@ export function tuneConnection(
   };
 
   /**
-   * With group commit, knex's top-level BEGIN / COMMIT / ROLLBACK become a savepoint inside the group: the explicit
+   * With group commit, a top-level BEGIN / COMMIT / ROLLBACK becomes a savepoint inside the group: the explicit
    * transaction stays atomic (its ROLLBACK undoes exactly its writes) and its COMMIT joins the group's instead of
-   * paying a commit of its own and closing the group early. knex holds the one connection for the whole transaction,
-   * so no other write interleaves with it; the group's commit waits for it to end.
+   * paying a commit of its own and closing the group early. The driver holds the one connection for the whole
+   * transaction, so no other write interleaves with it; the group's commit waits for it to end.
    */
   const control = (sql: string): RawStatement | undefined => {
     if (!groupCommit) return undefined;
@@ -264,7 +263,7 @@ export function timeStatements(timer: ((sql: string, ns: number) => void) | null
   statementTimer = timer;
 }
 
-/** The statement as knex uses it (reader, run, all, get), with the group commit consulted before it runs. */
+/** The statement as the driver uses it (reader, run, all, get), with the group commit consulted before it runs. */
 function wrap(st: RawStatement, kind: Kind, before: (kind: Kind) => void, sql: string): RawStatement {
   const timed =
     (call: (...args: unknown[]) => unknown) =>

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { nowIso, randomToken, sha256Hex } from './ids.js';
+import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /**
  * Mints a single-use stream token. Only its SHA-256 is stored; the token itself goes to the caller once.
@@ -15,14 +16,16 @@ export async function mintStreamToken(
   apiKeyId: string | null = null,
 ): Promise<string> {
   const token = `st_${randomToken(24)}`;
-  await db('stream_tokens').insert({
-    token_hash: sha256Hex(token),
-    account_id: accountId,
-    staff,
-    api_key_id: apiKeyId,
-    expires_at: new Date(now.getTime() + ttlSeconds * 1000).toISOString(),
-    used_at: null,
-  });
+  await insertRows(db, 'stream_tokens', [
+    {
+      token_hash: sha256Hex(token),
+      account_id: accountId,
+      staff,
+      api_key_id: apiKeyId,
+      expires_at: new Date(now.getTime() + ttlSeconds * 1000).toISOString(),
+      used_at: null,
+    },
+  ]);
   return token;
 }
 
@@ -37,13 +40,15 @@ export async function consumeStreamToken(
 ): Promise<{ accountId: string | null; staff: boolean; apiKeyId: string | null } | null> {
   if (typeof token !== 'string' || token.length === 0 || token.length > 200) return null;
   const hash = sha256Hex(token);
-  const n = await db('stream_tokens')
-    .where({ token_hash: hash })
-    .whereNull('used_at')
-    .where('expires_at', '>', nowIso(now))
-    .update({ used_at: nowIso(now) });
+  const n = await runSqlCount(
+    db,
+    'update "stream_tokens" set "used_at" = ? where "token_hash" = ? and "used_at" is null and "expires_at" > ?',
+    [nowIso(now), hash, nowIso(now)],
+    { table: 'stream_tokens', columns: ['used_at'] },
+  );
   if (n !== 1) return null;
-  const r = await db('stream_tokens').where({ token_hash: hash }).first();
+  const r = (await firstRow(db, 'select * from "stream_tokens" where "token_hash" = ? limit 1', [hash])) as
+    { account_id: string | null; staff: unknown; api_key_id: string | null } | undefined;
   return r ? { accountId: r.account_id ?? null, staff: Boolean(r.staff), apiKeyId: r.api_key_id ?? null } : null;
 }
 
@@ -58,18 +63,17 @@ export async function lapsedStreamPrincipals(
 ): Promise<{ accounts: string[]; apiKeys: string[] }> {
   const activeAccounts = new Set<string>();
   const activeKeys = new Set<string>();
-  for (let i = 0; i < accountIds.length; i += 500)
-    for (const r of await db('accounts')
-      .whereIn('id', accountIds.slice(i, i + 500))
-      .where({ status: 'active' })
-      .select('id'))
-      activeAccounts.add(r.id);
-  for (let i = 0; i < apiKeyIds.length; i += 500)
-    for (const r of await db('api_keys')
-      .whereIn('id', apiKeyIds.slice(i, i + 500))
-      .where({ is_active: true })
-      .select('id'))
-      activeKeys.add(r.id);
+  const marks = (n: number): string => Array(n).fill('?').join(', ');
+  for (let i = 0; i < accountIds.length; i += 500) {
+    const ids = accountIds.slice(i, i + 500);
+    const sql = `select "id" from "accounts" where "id" in (${marks(ids.length)}) and "status" = ?`;
+    for (const r of await selectRows(db, sql, [...ids, 'active'])) activeAccounts.add(r.id as string);
+  }
+  for (let i = 0; i < apiKeyIds.length; i += 500) {
+    const ids = apiKeyIds.slice(i, i + 500);
+    const sql = `select "id" from "api_keys" where "id" in (${marks(ids.length)}) and "is_active" = ?`;
+    for (const r of await selectRows(db, sql, [...ids, true])) activeKeys.add(r.id as string);
+  }
   return {
     accounts: accountIds.filter((id) => !activeAccounts.has(id)),
     apiKeys: apiKeyIds.filter((id) => !activeKeys.has(id)),
@@ -78,5 +82,10 @@ export async function lapsedStreamPrincipals(
 
 /** Removes tokens that expired before `olderThan` (housekeeping). */
 export async function purgeStreamTokens(db: Db, olderThan: Date): Promise<number> {
-  return db('stream_tokens').where('expires_at', '<', olderThan.toISOString()).delete();
+  return runSqlCount(
+    db,
+    'delete from "stream_tokens" where "expires_at" < ?',
+    [olderThan.toISOString()],
+    'stream_tokens',
+  );
 }

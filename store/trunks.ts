@@ -2,6 +2,7 @@ import type { Db } from './db.js';
 import { newId, nowIso } from './ids.js';
 import { ConflictError, isUniqueViolation } from './errors.js';
 import { removeRoutesOfTrunk } from './routes.js';
+import { firstRow, insertRows, runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
 
 export interface TrunkRow {
   id: string;
@@ -67,23 +68,26 @@ export async function insertTrunk(db: Db, t: NewTrunk): Promise<TrunkRow> {
     created_at: nowIso(),
   };
   try {
-    await db('trunks').insert(row);
+    await insertRows(db, 'trunks', [row]);
   } catch (e) {
     if (isUniqueViolation(e)) throw new ConflictError(`a trunk named ${t.name} exists already`, 'TRUNK_EXISTS');
     throw e;
   }
-  return normalise(await db('trunks').where({ id: row.id }).first());
+  return normalise(await firstRow(db, 'select * from "trunks" where "id" = ? limit 1', [row.id]));
 }
 
 export async function listTrunks(db: Db): Promise<TrunkRow[]> {
-  return (await db('trunks').orderBy('name')).map(normalise);
+  return (await selectRows(db, 'select * from "trunks" order by "name" asc', [])).map(normalise);
 }
 
 export async function removeTrunk(db: Db, nameOrId: string): Promise<boolean> {
-  const trunk = await db('trunks').where({ name: nameOrId }).orWhere({ id: nameOrId }).first();
+  const trunk = await firstRow(db, 'select "id" from "trunks" where "name" = ? or "id" = ? limit 1', [
+    nameOrId,
+    nameOrId,
+  ]);
   if (!trunk) return false;
-  await removeRoutesOfTrunk(db, trunk.id);
-  return (await db('trunks').where({ id: trunk.id }).delete()) > 0;
+  await removeRoutesOfTrunk(db, trunk.id as string);
+  return (await runSqlCount(db, 'delete from "trunks" where "id" = ?', [trunk.id], 'trunks')) > 0;
 }
 
 /** Turns a trunk's OPTIONS pings or upstream registration on or off. */
@@ -92,15 +96,15 @@ export async function setTrunkOptions(
   name: string,
   o: Partial<Pick<TrunkRow, 'options_ping' | 'register' | 'register_expires'>>,
 ): Promise<boolean> {
-  return (await db('trunks').where({ name }).update(o)) > 0;
+  return (await updateRowCount(db, 'trunks', { column: 'name', value: name }, o)) > 0;
 }
 
 /** Records the health the switch saw (written on change only). */
 export async function setTrunkHealth(db: Db, id: string, health: TrunkHealthState): Promise<void> {
-  await db('trunks').where({ id }).update({ health, health_changed_at: nowIso() });
+  await updateRowCount(db, 'trunks', { column: 'id', value: id }, { health, health_changed_at: nowIso() });
 }
 
 /** Records the state of the trunk's upstream registration (written on change only). */
 export async function setTrunkRegistration(db: Db, id: string, registration: TrunkRegistrationState): Promise<void> {
-  await db('trunks').where({ id }).update({ registration, registration_changed_at: nowIso() });
+  await updateRowCount(db, 'trunks', { column: 'id', value: id }, { registration, registration_changed_at: nowIso() });
 }

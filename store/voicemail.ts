@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { nowIso } from './ids.js';
+import { runSqlCount, selectRows } from './fixed-sql.js';
 import type { RecordingRow } from './recordings.js';
 
 /** What a phone's message-waiting indicator shows (RFC 3842 `Voice-Message: new/old`). */
@@ -8,32 +9,30 @@ export interface MailboxCounts {
   oldMessages: number;
 }
 
-const live = (db: Db, accountId: string, endUserId: string) =>
-  db('recordings')
-    .where({ account_id: accountId, end_user_id: endUserId })
-    .whereNotNull('voicemail_status')
-    .whereNull('deleted_at')
-    .whereNull('media_deleted_at');
+/** An end-user's messages still there: `?` account, `?` end-user. */
+const LIVE =
+  '"account_id" = ? and "end_user_id" = ? and "voicemail_status" is not null and "deleted_at" is null ' +
+  'and "media_deleted_at" is null';
 
 /** New (not yet listened to) and saved messages of an end-user's mailbox. */
 export async function mailboxCounts(db: Db, accountId: string, endUserId: string): Promise<MailboxCounts> {
-  const rows: Array<{ voicemail_status: string; n: number | string }> = await live(db, accountId, endUserId)
-    .select('voicemail_status')
-    .count({ n: '*' })
-    .groupBy('voicemail_status');
+  const rows = (await selectRows(
+    db,
+    `select "voicemail_status", count(*) as "n" from "recordings" where ${LIVE} group by "voicemail_status"`,
+    [accountId, endUserId],
+  )) as Array<{ voicemail_status: string; n: number | string }>;
   const count = (s: string) => Number(rows.find((r) => r.voicemail_status === s)?.n ?? 0);
   return { newMessages: count('new'), oldMessages: count('saved') };
 }
 
 /** The mailbox's messages in the order they are played: new ones first, each group oldest first. */
 export async function listMailbox(db: Db, accountId: string, endUserId: string, limit = 100): Promise<RecordingRow[]> {
-  const rows = await live(db, accountId, endUserId)
-    .orderBy([
-      { column: 'voicemail_status', order: 'asc' }, // 'new' < 'saved'
-      { column: 'created_at', order: 'asc' },
-      { column: 'id', order: 'asc' },
-    ])
-    .limit(limit);
+  // 'new' < 'saved'
+  const rows = await selectRows(
+    db,
+    `select * from "recordings" where ${LIVE} order by "voicemail_status" asc, "created_at" asc, "id" asc limit ?`,
+    [accountId, endUserId, limit],
+  );
   return rows.map((r: any) => ({
     ...r,
     size_bytes: r.size_bytes == null ? null : Number(r.size_bytes),
@@ -43,17 +42,22 @@ export async function listMailbox(db: Db, accountId: string, endUserId: string, 
 
 /** A message was listened to: it is no longer new. */
 export async function markMessageHeard(db: Db, accountId: string, id: string): Promise<void> {
-  await db('recordings').where({ account_id: accountId, id, voicemail_status: 'new' }).update({
-    voicemail_status: 'saved',
-  });
+  await runSqlCount(
+    db,
+    'update "recordings" set "voicemail_status" = ? where "account_id" = ? and "id" = ? and "voicemail_status" = ?',
+    ['saved', accountId, id, 'new'],
+    { table: 'recordings', columns: ['voicemail_status'] },
+  );
 }
 
 /** Deleted from the phone (*97): soft-deleted like an API delete, so the retention sweep removes its media. */
 export async function deleteMessage(db: Db, accountId: string, id: string): Promise<boolean> {
-  const n = await db('recordings')
-    .where({ account_id: accountId, id })
-    .whereNotNull('voicemail_status')
-    .whereNull('deleted_at')
-    .update({ deleted_at: nowIso() });
+  const n = await runSqlCount(
+    db,
+    'update "recordings" set "deleted_at" = ? where "account_id" = ? and "id" = ? ' +
+      'and "voicemail_status" is not null and "deleted_at" is null',
+    [nowIso(), accountId, id],
+    { table: 'recordings', columns: ['deleted_at'] },
+  );
   return n > 0;
 }

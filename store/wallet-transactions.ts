@@ -1,4 +1,5 @@
 import { isPostgres, type Db, type Tx } from './db.js';
+import type { Writes } from './driver/types.js';
 import { insertRows, runSql, selectRows } from './fixed-sql.js';
 
 export interface WalletTransactionRow {
@@ -26,34 +27,37 @@ export const normaliseLedgerRow = (r: any): WalletTransactionRow => ({
 
 /** The account's ledger, newest first (by the per-account sequence, which is the posting order). */
 export async function listWalletTransactions(
-  db: Db,
+  db: Db | Tx,
   accountId: string,
   limit: number,
   offset: number,
 ): Promise<WalletTransactionRow[]> {
-  const rows = await db('wallet_transactions')
-    .where({ account_id: accountId })
-    .orderBy('seq', 'desc')
-    .limit(limit)
-    .offset(offset);
+  const rows = await selectRows(
+    db,
+    'select * from "wallet_transactions" where "account_id" = ? order by "seq" desc limit ? offset ?',
+    [accountId, limit, offset],
+  );
   return rows.map(normaliseLedgerRow);
 }
 
 /** The row posted under an exactly-once settlement key, if any. */
-export async function findLedgerRowBySettlementKey(db: Db, key: string): Promise<WalletTransactionRow | undefined> {
-  const row = await db('wallet_transactions').where({ settlement_key: key }).first();
+export async function findLedgerRowBySettlementKey(
+  db: Db | Tx,
+  key: string,
+): Promise<WalletTransactionRow | undefined> {
+  const [row] = await selectRows(db, 'select * from "wallet_transactions" where "settlement_key" = ? limit 1', [key]);
   return row ? normaliseLedgerRow(row) : undefined;
 }
 
 /** The rows posted under any of these settlement keys (a call's talk and speech charges). */
-export async function ledgerRowsBySettlementKeys(db: Db, keys: string[]): Promise<WalletTransactionRow[]> {
+export async function ledgerRowsBySettlementKeys(db: Db | Tx, keys: string[]): Promise<WalletTransactionRow[]> {
   if (keys.length === 0) return [];
   const sql = `select * from "wallet_transactions" where "settlement_key" in (${keys.map(() => '?').join(', ')})`;
   return (await selectRows(db, sql, keys)).map(normaliseLedgerRow);
 }
 
 /** The account's last ledger position (0 before its first row); the next row takes this + 1. */
-export async function lastLedgerSeq(db: Db, accountId: string): Promise<number> {
+export async function lastLedgerSeq(db: Db | Tx, accountId: string): Promise<number> {
   const [last] = await selectRows(db, 'select max("seq") as "seq" from "wallet_transactions" where "account_id" = ?', [
     accountId,
   ]);
@@ -96,9 +100,12 @@ export async function appendLedgerRow(
     if (appendTexts.size < 100) appendTexts.set(key, sql);
   }
   const values = cols.map((c) => (row as unknown as Record<string, unknown>)[c] ?? null);
-  if (pg) return runSql(tx, sql, [...values, row.account_id, balanceAfterCents, row.account_id]);
-  await runSql(tx, sql, [...values, row.account_id]);
-  await runSql(tx, SET_BALANCE, [balanceAfterCents, row.account_id]);
+  if (pg) return runSql(tx, sql, [...values, row.account_id, balanceAfterCents, row.account_id], POSTED);
+  await runSql(tx, sql, [...values, row.account_id], 'wallet_transactions');
+  await runSql(tx, SET_BALANCE, [balanceAfterCents, row.account_id], BALANCE);
 }
+
+const BALANCE = { table: 'accounts', columns: ['balance_cents'] };
+const POSTED: Writes = [{ table: 'wallet_transactions' }, BALANCE];
 
 const SET_BALANCE = 'update "accounts" set "balance_cents" = ? where "id" = ?';

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { firstRow, insertRows, runSql, runSqlCount, selectRows } from './fixed-sql.js';
 import { sha256Hex } from './ids.js';
 
 /** Who signed in to the portal (an account's user) or to the operator console. */
@@ -33,7 +34,7 @@ const normalise = (r: any): WebSessionRow => ({
  * set. Only the SHA-256 of the session id (the cookie's value) is stored: reading the table gives no session.
  */
 export async function insertWebSession(db: Db, sessionId: string, row: WebSessionRow): Promise<void> {
-  await db('web_sessions').insert({ id_hash: sha256Hex(sessionId), ...row });
+  await insertRows(db, 'web_sessions', [{ id_hash: sha256Hex(sessionId), ...row }]);
 }
 
 export async function findWebSession(
@@ -41,17 +42,19 @@ export async function findWebSession(
   kind: WebSessionKind,
   sessionId: string,
 ): Promise<WebSessionRow | undefined> {
-  const r = await db('web_sessions')
-    .where({ id_hash: sha256Hex(sessionId), kind })
-    .first();
+  const r = await firstRow(db, 'select * from "web_sessions" where "id_hash" = ? and "kind" = ?', [
+    sha256Hex(sessionId),
+    kind,
+  ]);
   return r ? normalise(r) : undefined;
 }
 
 /** Notes the session was used at `at` (callers write it at most once a minute a session). */
 export async function touchWebSession(db: Db, sessionId: string, at: number): Promise<void> {
-  await db('web_sessions')
-    .where({ id_hash: sha256Hex(sessionId) })
-    .update({ last_seen_at: at });
+  await runSql(db, 'update "web_sessions" set "last_seen_at" = ? where "id_hash" = ?', [at, sha256Hex(sessionId)], {
+    table: 'web_sessions',
+    columns: ['last_seen_at'],
+  });
 }
 
 /**
@@ -63,9 +66,9 @@ export async function deleteWebSession(db: Db, sessionId: string): Promise<WebSe
 }
 
 async function takeWebSession(db: Db, idHash: string): Promise<WebSessionRow | undefined> {
-  const r = await db('web_sessions').where({ id_hash: idHash }).first();
+  const r = await firstRow(db, 'select * from "web_sessions" where "id_hash" = ?', [idHash]);
   if (!r) return undefined;
-  const n = await db('web_sessions').where({ id_hash: idHash }).delete();
+  const n = await runSqlCount(db, 'delete from "web_sessions" where "id_hash" = ?', [idHash], 'web_sessions');
   return n === 1 ? normalise(r) : undefined;
 }
 
@@ -79,11 +82,11 @@ export async function endExpiredWebSessions(
   idleBefore: number,
   createdBefore: number,
 ): Promise<WebSessionRow[]> {
-  const rows = await db('web_sessions')
-    .where({ kind })
-    .where((q) => q.where('last_seen_at', '<', idleBefore).orWhere('created_at', '<', createdBefore))
-    .select('id_hash')
-    .limit(1000);
+  const rows = await selectRows(
+    db,
+    'select "id_hash" from "web_sessions" where "kind" = ? and ("last_seen_at" < ? or "created_at" < ?) limit 1000',
+    [kind, idleBefore, createdBefore],
+  );
   const ended: WebSessionRow[] = [];
   for (const r of rows as Array<{ id_hash: string }>) {
     const s = await takeWebSession(db, r.id_hash);

@@ -1,4 +1,5 @@
-import type { Db } from './db.js';
+import type { Db, Tx } from './db.js';
+import { runSql, runSqlCount, selectRows } from './fixed-sql.js';
 import { cachedRead } from './read-cache.js';
 
 /** The account's own status route (its status URL, POST /api/account/webhooks with purpose `status`). */
@@ -39,23 +40,36 @@ const normalise = (r: any): WebhookRouteRow => ({
   disabled_at: r.disabled_at ?? null,
 });
 
-const key = (accountId: string, ref: RouteRef) => ({ account_id: accountId, route: ref.route, url: ref.url });
+const KEY = '"account_id" = ? and "route" = ? and "url" = ?';
+const key = (accountId: string, ref: RouteRef): string[] => [accountId, ref.route, ref.url];
 
 /** The account's routes, by URL then route. */
-export async function listWebhookRoutes(db: Db, accountId: string): Promise<WebhookRouteRow[]> {
-  return (await db('webhook_routes').where({ account_id: accountId }).orderBy(['url', 'route'])).map(normalise);
+export async function listWebhookRoutes(db: Db | Tx, accountId: string): Promise<WebhookRouteRow[]> {
+  const rows = await selectRows(
+    db,
+    'select * from "webhook_routes" where "account_id" = ? order by "url" asc, "route" asc',
+    [accountId],
+  );
+  return rows.map(normalise);
 }
 
 /** Re-enables a route and clears its failure count; false when the account has no such route. */
-export async function enableWebhookRoute(db: Db, accountId: string, ref: RouteRef, at: string): Promise<boolean> {
-  const n = await db('webhook_routes')
-    .where(key(accountId, ref))
-    .update({ disabled: false, disabled_at: null, consecutive_failures: 0, updated_at: at });
+export async function enableWebhookRoute(db: Db | Tx, accountId: string, ref: RouteRef, at: string): Promise<boolean> {
+  const n = await runSqlCount(
+    db,
+    `update "webhook_routes" set "disabled" = ?, "disabled_at" = ?, "consecutive_failures" = ?, "updated_at" = ? where ${KEY}`,
+    [false, null, 0, at, ...key(accountId, ref)],
+    'webhook_routes',
+  );
   return n === 1;
 }
 
-export async function findWebhookRoute(db: Db, accountId: string, ref: RouteRef): Promise<WebhookRouteRow | undefined> {
-  const r = await db('webhook_routes').where(key(accountId, ref)).first();
+export async function findWebhookRoute(
+  db: Db | Tx,
+  accountId: string,
+  ref: RouteRef,
+): Promise<WebhookRouteRow | undefined> {
+  const [r] = await selectRows(db, `select * from "webhook_routes" where ${KEY} limit 1`, key(accountId, ref));
   return r ? normalise(r) : undefined;
 }
 
@@ -75,41 +89,59 @@ export async function findWebhookRouteCached(
   );
 }
 
+const UPSERT =
+  'insert into "webhook_routes" ("account_id", "route", "url", "consecutive_failures", "updated_at") ' +
+  'values (?, ?, ?, ?, ?) on conflict ("account_id", "route", "url") do update set ';
+
 /** A delivery succeeded: the route's failure count back to 0 (the route row is created if it was not there). */
-export async function noteRouteDelivered(db: Db, accountId: string, ref: RouteRef, at: string): Promise<void> {
-  await db('webhook_routes')
-    .insert({ ...key(accountId, ref), consecutive_failures: 0, updated_at: at })
-    .onConflict(['account_id', 'route', 'url'])
-    .merge({ consecutive_failures: 0, updated_at: at });
+export async function noteRouteDelivered(db: Db | Tx, accountId: string, ref: RouteRef, at: string): Promise<void> {
+  await runSql(
+    db,
+    UPSERT + '"consecutive_failures" = excluded."consecutive_failures", "updated_at" = excluded."updated_at"',
+    [...key(accountId, ref), 0, at],
+    'webhook_routes',
+  );
 }
 
 /**
  * noteRouteDelivered for a route whose row exists: the failure count back to 0 only if it is not 0 already (a
  * failure recorded since the caller read the route). Usually changes nothing and writes no page.
  */
-export async function resetRouteFailures(db: Db, accountId: string, ref: RouteRef, at: string): Promise<void> {
-  await db('webhook_routes')
-    .where(key(accountId, ref))
-    .where('consecutive_failures', '>', 0)
-    .update({ consecutive_failures: 0, updated_at: at });
+export async function resetRouteFailures(db: Db | Tx, accountId: string, ref: RouteRef, at: string): Promise<void> {
+  await runSql(
+    db,
+    `update "webhook_routes" set "consecutive_failures" = ?, "updated_at" = ? where ${KEY} and "consecutive_failures" > ?`,
+    [0, at, ...key(accountId, ref), 0],
+    'webhook_routes',
+  );
 }
 
 /**
  * A delivery failed for good: the route's failure count goes up by one (created at 1), atomically; returns the row
  * after. Run it in the transaction that also decides on disabling, so the count read is the one written.
  */
-export async function noteRouteFailed(db: Db, accountId: string, ref: RouteRef, at: string): Promise<WebhookRouteRow> {
-  await db('webhook_routes')
-    .insert({ ...key(accountId, ref), consecutive_failures: 1, updated_at: at })
-    .onConflict(['account_id', 'route', 'url'])
-    .merge({
-      consecutive_failures: db.raw('?? + 1', ['webhook_routes.consecutive_failures']),
-      updated_at: at,
-    });
+export async function noteRouteFailed(
+  db: Db | Tx,
+  accountId: string,
+  ref: RouteRef,
+  at: string,
+): Promise<WebhookRouteRow> {
+  await runSql(
+    db,
+    UPSERT +
+      '"consecutive_failures" = "webhook_routes"."consecutive_failures" + 1, "updated_at" = excluded."updated_at"',
+    [...key(accountId, ref), 1, at],
+    'webhook_routes',
+  );
   return (await findWebhookRoute(db, accountId, ref))!;
 }
 
 /** Stops delivery to a route (auto-disable); re-enabling is enableWebhookRoute. */
-export async function disableWebhookRoute(db: Db, accountId: string, ref: RouteRef, at: string): Promise<void> {
-  await db('webhook_routes').where(key(accountId, ref)).update({ disabled: true, disabled_at: at });
+export async function disableWebhookRoute(db: Db | Tx, accountId: string, ref: RouteRef, at: string): Promise<void> {
+  await runSql(
+    db,
+    `update "webhook_routes" set "disabled" = ?, "disabled_at" = ? where ${KEY}`,
+    [true, at, ...key(accountId, ref)],
+    'webhook_routes',
+  );
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Account audio assets (issue 11): uploads converted once to the engine's playback format (8 kHz mono 16-bit WAV)
+ * Account audio assets: uploads converted once to the engine's playback format (8 kHz mono 16-bit WAV)
  * and played by `<Play asset="name">`. A name is unique within its account; deactivating keeps the row and file.
  */
 export async function up(knex: Knex): Promise<void> {

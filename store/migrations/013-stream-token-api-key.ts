@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 
 /**
- * The API key a stream token was minted with, so the event stream can close a socket when that key is revoked
- * (issue 22). Null for staff tokens and for tokens minted before this column.
+ * The API key a stream token was minted with, so the event stream can close a socket when that key is revoked.
+ * Null for staff tokens and for tokens minted before this column.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('stream_tokens', (t) => {

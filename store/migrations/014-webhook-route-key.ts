@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { requestUrl } from '../../kit/index.js';
 
 /**
- * Status-route health is kept per route, not per URL (issue 15, item 9; spec, States: "Webhook route (per
+ * Status-route health is kept per route, not per URL (spec, States: "Webhook route (per
  * purpose)"). A route is where the status purpose was resolved: `status` (the account's status URL) or
  * `status:number:<number id>` (that number's status override), with the URL it had. Two routes that share one URL
  * now count their failures and are disabled apart.

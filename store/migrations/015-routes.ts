@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Carrier routing (issue 17): the `routes` table (which trunk carries which destination prefix, in what order,
+ * Carrier routing: the `routes` table (which trunk carries which destination prefix, in what order,
  * at what buy rate) and, on each trunk, its health checking (OPTIONS pings), its upstream registration and the
  * last state the switch saw for both, so `simu trunks list` (another process) can show it.
  */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Numbering (issue 17, items 5 and 6): each account may have its own country for the national numbers its phones
+ * Numbering: each account may have its own country for the national numbers its phones
  * dial (null: the platform's `numbers.defaultCountry`); each trunk the form it wants numbers in (null: E.164);
  * each call whether it was an emergency call (CDR flag, also in `simu cdr export`).
  */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Per end-user call handling and voicemail (issue 19, items 3 and 4): do-not-disturb, forwarding (always, on busy,
+ * Per end-user call handling and voicemail: do-not-disturb, forwarding (always, on busy,
  * on no answer after `no_answer_seconds`) to an extension or an E.164 number, and a mailbox with an optional
  * greeting asset. A voicemail message is a Recording of the end-user (`end_user_id`) with `voicemail_status`
  * `new` until it is listened to (`saved`); ordinary recordings keep both null.

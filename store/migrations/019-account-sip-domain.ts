@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { sipLabelOf } from '../sip-labels.js';
 
 /**
- * Readable SIP domains (issue 19 item 6): `accounts.sip_label`, unique, the account's label under the switch's
+ * Readable SIP domains: `accounts.sip_label`, unique, the account's label under the switch's
  * domain (`acme` of `acme.sip.example.net`). Existing accounts get one derived from their name, numbered on a clash.
  */
 export async function up(knex: Knex): Promise<void> {

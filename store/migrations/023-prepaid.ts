@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The prepaid experience (issue 23).
+ * The prepaid experience.
  *
  * - `topup_providers`: the mobile-money providers the operator trusts, each with the secret its callbacks are
  *   signed with (HMAC-SHA256 over the raw body; the secret is needed in clear to verify, like a webhook secret).

@@ -4,8 +4,7 @@ import { createLiveCallTriggers, dropLiveCallTriggers } from '../live-calls.js';
 /**
  * How many calls of each account are live (initiated, ringing or answered), kept by triggers on `calls` in
  * account_live_calls (SQLite), so admission reads one row instead of counting the account's live calls in the
- * index: ~40 ns a live call, which a carrier's minutes-long calls make the switch's largest statement (carrier bench
- * at 100 calls/s held 60 s, 6,000 live: 444 µs a call, p99 1.9 ms). The triggers follow every writer of `calls`
+ * index, which grows with the live calls a carrier's minutes-long calls keep (docs/performance.md). The triggers follow every writer of `calls`
  * (the switch, the CLI, a sweep), so the count is exact. PostgreSQL keeps counting (its store is shared by nodes
  * and a counter row would serialise every call write of an account behind the transaction holding it); see
  * store/live-calls.ts.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './001-initial.js';
-import * as m003 from './003-billing.js';
 import * as m002 from './002-security.js';
+import * as m003 from './003-billing.js';
 import * as m004 from './004-calls-list-indexes.js';
 import * as m005 from './005-calls-search.js';
 import * as m006 from './006-billing-committed.js';
@@ -17,8 +17,8 @@ import * as m015 from './015-routes.js';
 import * as m016 from './016-number-plan.js';
 import * as m017 from './017-calls-created-index.js';
 import * as m018 from './018-call-handling.js';
-import * as m022 from './022-operator-console.js';
 import * as m019 from './019-account-sip-domain.js';
+import * as m022 from './022-operator-console.js';
 import * as m023 from './023-prepaid.js';
 import * as m026 from './026-operator-audit-seq.js';
 import * as m027 from './027-calls-search-batched.js';
@@ -36,12 +36,13 @@ import * as m041 from './041-room-leases.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
- * Add a new file per change and append it here; never edit one that has shipped.
+ * Add a new file per change and append it here, in the order of their numbers (a store migrated before keeps its
+ * order: knex checks names, not positions); never edit one that has shipped.
  */
 const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['001-initial', m001],
-  ['003-billing', m003],
   ['002-security', m002],
+  ['003-billing', m003],
   ['004-calls-list-indexes', m004],
   ['005-calls-search', m005],
   ['006-billing-committed', m006],
@@ -57,8 +58,8 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['016-number-plan', m016],
   ['017-calls-created-index', m017],
   ['018-call-handling', m018],
-  ['022-operator-console', m022],
   ['019-account-sip-domain', m019],
+  ['022-operator-console', m022],
   ['023-prepaid', m023],
   ['026-operator-audit-seq', m026],
   ['027-calls-search-batched', m027],

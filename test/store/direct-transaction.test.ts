@@ -10,12 +10,13 @@ import {
   migrate,
   openDb,
   setAccountBalance,
+  sqlOf,
   type Db,
   type Tx,
 } from '../../store/index.js';
 
 /**
- * Transactions on the switch's SQLite writer run without knex's transaction machinery (store/direct-transaction.ts)
+ * Transactions on the switch's SQLite writer (store/driver/sqlite.ts) run as a savepoint inside the group commit
  * and keep every property of a transaction: atomic, isolated from statements issued outside it meanwhile, nested
  * savepoints, and a handle that is dead once it has ended.
  */
@@ -32,14 +33,14 @@ describe('store: transactions on the switch SQLite writer', function () {
     await Promise.race([db?.destroy(), new Promise((r) => setTimeout(r, 1000))]);
   });
 
-  it("does not open a knex transaction (knex's BEGIN never runs) and commits what it wrote", async () => {
+  it('sends no BEGIN or COMMIT of its own (a savepoint in the group) and commits what it wrote', async () => {
     const seen: string[] = [];
     const listen = (q: { sql: string }) => seen.push(q.sql);
     db.on('query', listen);
     try {
       const a = await inTransaction(db, async (tx) => {
-        const row = await insertAccount(tx, 'in tx'); // knex's builder on the handle
-        await setAccountBalance(tx, row.id, 500); // fixed SQL on the handle
+        const row = await insertAccount(tx, 'in tx');
+        await setAccountBalance(tx, row.id, 500);
         return row;
       });
       assert.equal((await getAccount(db, a.id)).balance_cents, 500);
@@ -50,7 +51,7 @@ describe('store: transactions on the switch SQLite writer', function () {
       assert.deepEqual(
         seen.filter((s) => /^(BEGIN|COMMIT|ROLLBACK)/i.test(s)),
         [],
-        'no transaction control through knex',
+        'no transaction control of its own',
       );
     } finally {
       db.off('query', listen);
@@ -65,14 +66,14 @@ describe('store: transactions on the switch SQLite writer', function () {
       inTransaction(db, async (tx) => {
         await setAccountBalance(tx, base.id, 111);
         order.push('tx wrote');
-        // Both kinds of statement from outside: fixed SQL and knex's builder.
+        // Two statements from outside: an update and an insert.
         outside = Promise.all([
-          setAccountBalance(db as Tx, base.id, 222).then(() => order.push('outside fixed')),
+          setAccountBalance(sqlOf(db), base.id, 222).then(() => order.push('outside fixed')),
           insertAccount(db, 'outside').then((a) => (order.push('outside builder'), a)),
         ]);
         await tick();
         assert.equal(order.length, 1, 'nothing from outside ran inside the transaction');
-        await tx.raw('update "accounts" set "balance_cents" = 333 where "id" = ?', [base.id]);
+        await tx.run('update "accounts" set "balance_cents" = 333 where "id" = ?', [base.id], 'accounts');
         assert.equal((await getAccount(tx, base.id)).balance_cents, 333, 'the transaction reads its own writes');
         throw new Error('abort');
       }),
@@ -108,7 +109,7 @@ describe('store: transactions on the switch SQLite writer', function () {
       leaked = tx;
     });
     await assert.rejects(setAccountBalance(leaked!, a.id, 5), /already ended/);
-    assert.throws(() => leaked!('accounts'), /already ended/);
+    await assert.rejects(leaked!.all('select 1'), /already ended/);
     assert.equal((await getAccount(db, a.id)).balance_cents, 0);
   });
 

@@ -3,6 +3,8 @@ import { mkdtempSync, statSync } from 'node:fs';
 import { eventually } from '../support/wait.js';
 import os from 'node:os';
 import path from 'node:path';
+import { driverOf } from '../../store/db.js';
+import type { SqliteDriver } from '../../store/driver/sqlite.js';
 import {
   findAccount,
   flushGroupCommit,
@@ -12,6 +14,7 @@ import {
   migrate,
   openDb,
   openReadPool,
+  sqlOf,
   type Db,
 } from '../../store/index.js';
 
@@ -86,15 +89,15 @@ describe('store: SQLite group commit', function () {
   it('an exit halfway through an explicit transaction keeps the batch and undoes the transaction', async () => {
     const kept = await insertAccount(db, 'kept at exit');
     let half = '';
-    let raw: { close(): void } | undefined;
+    let holding = false;
     const pending = inTransaction(db, async (tx) => {
       half = (await insertAccount(tx, 'half')).id;
-      raw = await (tx.client as { acquireConnection(): Promise<{ close(): void }> }).acquireConnection();
+      holding = true;
       await new Promise(() => undefined); // never ends: the connection closes under it, as at process exit
     });
     void pending.catch(() => undefined);
-    await eventually(() => raw !== undefined || undefined, 'the transaction holds its connection');
-    raw!.close();
+    await eventually(() => holding || undefined, 'the transaction holds its connection');
+    (driverOf(db) as SqliteDriver).abandon();
     db = openDb({ databaseUrl: '', dataDir: dir, groupCommit: true });
     await reader.destroy();
     reader = openReadPool(db, 1)!;
@@ -123,11 +126,8 @@ describe('store: SQLite group commit', function () {
   });
 
   it('checkpoints the WAL off the event loop: the writer only past 4,000 pages, and the database file still catches up', async () => {
-    const raw = await (
-      db.client as { acquireConnection(): Promise<{ pragma(s: string): unknown }> }
-    ).acquireConnection();
-    assert.deepEqual(raw.pragma('wal_autocheckpoint'), [{ wal_autocheckpoint: 4000 }]);
-    await (db.client as { releaseConnection(c: unknown): Promise<void> }).releaseConnection(raw);
+    // The writer's own setting (a connection's).
+    assert.deepEqual(await sqlOf(db).all('PRAGMA wal_autocheckpoint'), [{ wal_autocheckpoint: 4000 }]);
     const file = path.join(dir, 'simu.db');
     const before = statSync(file).size;
     for (let i = 0; i < 20; i++)

@@ -1,28 +1,32 @@
 import assert from 'node:assert/strict';
+import { Socket } from 'node:net';
 import {
   getAccount,
   inTransaction,
   insertAccount,
   openDb,
+  pingDb,
   setAccountBalance,
   type Db,
   type Tx,
 } from '../../store/index.js';
 import { selectRows } from '../../store/fixed-sql.js';
-import { pgPipelinedTransaction } from '../../store/pg-transaction.js';
+import { driverOf } from '../../store/db.js';
+import { PgDriver, type PgStatement } from '../../store/driver/pg.js';
 import { postgresDb } from '../support/db.js';
 import { eventually } from '../support/wait.js';
 
 /**
- * PostgreSQL transactions without knex's transaction machinery (store/pg-transaction.ts): atomic, nested savepoints,
- * a handle dead once ended, knex's query events with the transaction's id (the read cache keeps a table written in a
- * transaction uncached until its COMMIT); fixed texts as named prepared statements; a pipelined transaction.
+ * PostgreSQL transactions of the store's driver (store/driver/pg.ts): atomic, nested savepoints, a handle dead once
+ * ended, every statement told with the transaction's id; fixed texts as named prepared statements; a pipelined
+ * transaction; the switch's warm pool.
  */
 describe('store: transactions on a PostgreSQL pool connection', function () {
   this.timeout(60000);
   let db: Db;
-  let seen: { sql: string; __knexTxId?: string }[];
-  const listen = (q: { sql: string; __knexTxId?: string }) => seen.push(q);
+  let seen: { sql: string; tx?: number }[];
+  const listen = (q: { sql: string; tx?: number }) => seen.push(q);
+  const pipelined = (statements: PgStatement[]) => (driverOf(db) as PgDriver).pipelined(statements);
   before(async () => {
     db = await postgresDb.open();
     db.on('query', listen);
@@ -30,22 +34,22 @@ describe('store: transactions on a PostgreSQL pool connection', function () {
   after(async () => db?.destroy());
   beforeEach(() => (seen = []));
 
-  it("commits what knex's builder and fixed SQL wrote on the handle, with the transaction's id on every statement", async () => {
+  it("commits what was written on the handle, with the transaction's id on every statement", async () => {
     const a = await inTransaction(db, async (tx) => {
-      const row = await insertAccount(tx, 'in tx'); // knex's builder on the handle
-      await setAccountBalance(tx, row.id, 500); // fixed SQL on the handle
+      const row = await insertAccount(tx, 'in tx');
+      await setAccountBalance(tx, row.id, 500);
       return row;
     });
     assert.equal((await getAccount(db, a.id)).balance_cents, 500);
-    const inTx = seen.filter((q) => q.__knexTxId !== undefined);
+    const inTx = seen.filter((q) => q.tx !== undefined);
     assert.deepEqual(
       [inTx[0]?.sql, inTx.at(-1)?.sql],
-      ['BEGIN;', 'COMMIT;'],
+      ['BEGIN', 'COMMIT'],
       `statements: ${seen.map((q) => q.sql).join(' | ')}`,
     );
     assert.ok(inTx.some((q) => /^insert into "accounts"/.test(q.sql)));
     assert.ok(inTx.some((q) => /^update "accounts"/.test(q.sql)));
-    assert.equal(new Set(inTx.map((q) => q.__knexTxId)).size, 1);
+    assert.equal(new Set(inTx.map((q) => q.tx)).size, 1);
   });
 
   it('rolls back everything when fn throws; a nested transaction that fails undoes only its own writes', async () => {
@@ -97,32 +101,58 @@ describe('store: transactions on a PostgreSQL pool connection', function () {
       sql: 'update "accounts" set "balance_cents" = ? where "id" = ?',
       bindings: [cents, a.id],
     });
-    const [r] = await pgPipelinedTransaction(db, [
+    const [, r] = await pipelined([
       set(40),
       { sql: 'select "balance_cents" from "accounts" where "id" = ?', bindings: [a.id] },
-    ]).then((x) => x.slice(1));
-    assert.equal(Number((r as { rows: { balance_cents: string }[] }).rows[0]!.balance_cents), 40);
+    ]);
+    assert.equal(Number(r![0]!.balance_cents), 40);
     await assert.rejects(
-      pgPipelinedTransaction(db, [set(50), { sql: 'select 1 / 0 as "x" where 1 = ?', bindings: [1] }, set(60)]),
+      pipelined([set(50), { sql: 'select 1 / 0 as "x" where 1 = ?', bindings: [1] }, set(60)]),
       /division by zero/,
     );
     assert.equal((await getAccount(db, a.id)).balance_cents, 40);
     // The connection is usable afterwards (the pool hands it out again).
-    await Promise.all(Array.from({ length: 12 }, (_, i) => pgPipelinedTransaction(db, [set(100 + i)])));
+    await Promise.all(Array.from({ length: 12 }, (_, i) => pipelined([set(100 + i)])));
     assert.ok((await getAccount(db, a.id)).balance_cents >= 100);
   });
+
+  it('a pipelined transaction leaves in one write to the socket', async () => {
+    const a = await insertAccount(db, 'one write');
+    await pipelined([{ sql: 'select 1 as "x" where 1 = ?', bindings: [1] }]); // a connection is open and warm
+    const writes: number[] = [];
+    const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...a: unknown[]) => unknown>;
+    const own = { _write: proto._write, _writev: proto._writev };
+    proto._write = function (this: Socket, ...args: unknown[]) {
+      writes.push(1);
+      return own._write.apply(this, args);
+    };
+    proto._writev = function (this: Socket, chunks: unknown, ...rest: unknown[]) {
+      writes.push((chunks as unknown[]).length);
+      return own._writev.apply(this, [chunks, ...rest]);
+    };
+    try {
+      await pipelined([
+        { sql: 'update "accounts" set "balance_cents" = ? where "id" = ?', bindings: [7, a.id] },
+        { sql: 'select "balance_cents" from "accounts" where "id" = ?', bindings: [a.id] },
+      ]);
+    } finally {
+      Object.assign(proto, own);
+    }
+    assert.equal(writes.length, 1, `socket writes (messages each): ${writes.join(', ')}`);
+  });
+
   it("the switch's pool (warmPool) opens all its connections at once and keeps them; others open on demand", async () => {
     const c = db.client.config.connection as { user: string; host: string; port: string; database: string };
     const url = `postgres://${c.user}@${c.host}:${c.port}/${c.database}`;
-    type Pool = { numFree(): number; numUsed(): number; min: number };
     const warm = openDb({ databaseUrl: url, dataDir: '', warmPool: true });
     const lazy = openDb({ databaseUrl: url, dataDir: '' });
     try {
-      const pool = (d: Db) => (d.client as { pool: Pool }).pool;
-      await eventually(() => pool(warm).numFree() === 10, 'ten open connections');
-      assert.equal(pool(warm).min, 10, 'never reaped below ten');
-      await lazy.raw('select 1');
-      assert.equal(pool(lazy).numFree() + pool(lazy).numUsed(), 1);
+      const pool = (d: Db) => (driverOf(d) as PgDriver).connections();
+      await eventually(() => pool(warm).idle === 10, 'ten open connections');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(pool(warm).total, 10, 'never reaped below ten');
+      await pingDb(lazy);
+      assert.equal(pool(lazy).total, 1);
     } finally {
       await Promise.all([warm.destroy(), lazy.destroy()]);
     }

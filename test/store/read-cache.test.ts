@@ -14,6 +14,7 @@ import {
   updateAccount,
   type Db,
 } from '../../store/index.js';
+import { updateRow } from '../../store/fixed-sql.js';
 
 describe('store: read cache of what every call reads (accounts, numbers, platform settings)', () => {
   let db: Db;
@@ -73,7 +74,7 @@ describe('store: read cache of what every call reads (accounts, numbers, platfor
     await inTransaction(db, (tx) => setAccountBalance(tx, a.id, 500));
     await findAccountSettings(db, a.id);
     assert.equal(reads, 0, 'the balance is not cached, so moving it invalidates nothing');
-    await inTransaction(db, (tx) => tx('accounts').where({ id: a.id }).update({ max_cps: 7 }));
+    await inTransaction(db, (tx) => updateRow(tx, 'accounts', { column: 'id', value: a.id }, { max_cps: 7 }));
     assert.equal((await findAccountSettings(db, a.id))?.max_cps, 7);
     assert.equal((await findAccountSettings(db, a.id))?.max_cps, 7);
     assert.equal(reads, 2, 'just after the commit the row is read again rather than cached');
