@@ -350,6 +350,7 @@ export class Switch {
       emit: billingEmit,
       increment: rates.increment,
       onClosed: (id) => monitor.release(id),
+      onDeclaredGone: async () => void (await calls.endClosedElsewhere()),
     }).start();
     this.#closers.push(() => nodeWatch.close());
     // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).

@@ -1,5 +1,7 @@
 import {
+  beatNode,
   claimGoneNodes,
+  findNode,
   liveCallIds,
   markNodeStopped,
   nowIso,
@@ -28,6 +30,12 @@ export interface NodeWatchOptions {
   increment?: BillingIncrement;
   /** Told of each call it closed for a gone node (the credit monitor stops tracking it). */
   onClosed?: (callId: string) => void;
+  /**
+   * This node was declared gone while it was silent (stalled, cut off from the store) and a survivor closed its
+   * calls: those it still holds are to be ended (BYE), their records and charges standing as the survivor wrote
+   * them. Resolves once they have ended; the node then joins again.
+   */
+  onDeclaredGone?: () => Promise<void>;
   clock?: Pick<Clock, 'now' | 'every'>;
   logger?: Logger;
 }
@@ -44,6 +52,8 @@ export class NodeWatch {
   #timer: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
+  /** Its row has been written since it started. */
+  #joined = false;
 
   constructor(opts: NodeWatchOptions) {
     this.#o = { clock: systemClock, ...opts };
@@ -67,12 +77,24 @@ export class NodeWatch {
   async #beat(): Promise<void> {
     if (this.#closed) return;
     const now = this.#o.clock.now();
-    await writeNodeHeartbeat(this.#o.db, {
-      ...this.#o.node,
-      state: this.#o.draining() ? 'draining' : 'up',
+    const beat = {
+      id: this.#o.node.id,
+      state: this.#o.draining() ? ('draining' as const) : ('up' as const),
       live_calls: this.#o.liveCalls(),
       heartbeat_at: nowIso(new Date(now)),
-    });
+    };
+    // Once joined, a beat never overwrites `gone`: a node declared gone while silent must learn it, not carry on
+    // with calls the store has closed and billed (they would run on unbilled).
+    if (!this.#joined || !(await beatNode(this.#o.db, beat))) {
+      if (this.#joined && (await findNode(this.#o.db, beat.id))?.state === 'gone') await this.#declaredGone();
+      await writeNodeHeartbeat(this.#o.db, {
+        ...this.#o.node,
+        ...beat,
+        live_calls: this.#o.liveCalls(),
+        heartbeat_at: nowIso(new Date(this.#o.clock.now())),
+      });
+      this.#joined = true;
+    }
     const gone = await claimGoneNodes(
       this.#o.db,
       this.#o.node.id,
@@ -96,6 +118,15 @@ export class NodeWatch {
       }
     }
     this.#log.warn({ node, closed }, 'node gone (no heartbeat): its calls closed (END.0504)');
+  }
+
+  async #declaredGone(): Promise<void> {
+    const held = this.#o.liveCalls();
+    this.#log.error(
+      { node: this.#o.node.id, held },
+      'this node was declared gone while silent and its calls closed elsewhere (END.0504): ending the calls it holds',
+    );
+    await this.#o.onDeclaredGone?.();
   }
 
   /** This node stops in order: its row says so, and no survivor takes it over. */

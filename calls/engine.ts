@@ -4,7 +4,7 @@ import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService, type MediaStorage } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
-import { findCallAnyAccount, type CallRow, type Db } from '../store/index.js';
+import { findCallAnyAccount, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
 import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
 import { CallLifecycle } from './lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
@@ -290,6 +290,24 @@ export class SwitchCallEngine implements CallEngine {
   /** A voicemail message changed outside a call (an API delete): the end-user's phones hear of it (MWI). */
   mailboxChanged(accountId: string, endUserId: string): void {
     void this.#deps.sip.mwi.changed(accountId, endUserId).catch(() => undefined);
+  }
+
+  /**
+   * Ends (BYE) each call this process holds whose record is no longer live in the store: another node closed it
+   * while this one was silent (END.0504, billed up to its last credit heartbeat), and a call the store has closed
+   * must not run on unbilled. The record and its charges stay as that node wrote them. Answers how many it ended.
+   */
+  async endClosedElsewhere(): Promise<number> {
+    const held = [...this.#live.values()];
+    const closed = await Promise.all(
+      held.map(async (l) => {
+        const row = await findCallAnyAccount(this.#deps.db, l.life.row.id);
+        return !row || !(LIVE_CALL_STATUSES as readonly string[]).includes(row.status) ? l : undefined;
+      }),
+    );
+    const ending = closed.filter((l) => l !== undefined);
+    await Promise.all(ending.map((l) => l.end(ReasonCodes.reconciled)));
+    return ending.length;
   }
 
   /** Shutdown: every live call is ended (BYE sent, CDR closed). */

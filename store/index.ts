@@ -63,6 +63,7 @@ export {
 export { pendingMigrations } from './migration-status.js';
 export {
   writeNodeHeartbeat,
+  beatNode,
   listNodes,
   findNode,
   claimGoneNodes,

@@ -35,6 +35,22 @@ export async function writeNodeHeartbeat(db: Db, row: Omit<NodeRow, 'gone_at' | 
     ]);
 }
 
+/**
+ * A heartbeat of a node that has written its row: state, live calls and time, only while the row does not say
+ * gone. False when no row was written: a survivor declared the node gone while it was silent (and closed its
+ * calls), or the row is missing.
+ */
+export async function beatNode(
+  db: Db,
+  row: Pick<NodeRow, 'id' | 'state' | 'live_calls' | 'heartbeat_at'>,
+): Promise<boolean> {
+  const n = await db('nodes')
+    .where({ id: row.id })
+    .whereNot({ state: 'gone' })
+    .update({ state: row.state, live_calls: row.live_calls, heartbeat_at: row.heartbeat_at });
+  return n > 0;
+}
+
 export async function findNode(db: Db, id: string): Promise<NodeRow | undefined> {
   const r = (await db('nodes').where({ id }).first()) as NodeRow | undefined;
   return r && { ...r, pid: Number(r.pid), live_calls: Number(r.live_calls) };

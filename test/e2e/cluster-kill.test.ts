@@ -137,4 +137,47 @@ describe('e2e: three nodes on one PostgreSQL, one killed with calls up', functio
     const otherCosts = ended.reduce((s, r) => s + Number(r.cost_cents), 0);
     assert.equal(balanceAfter - final, otherCosts, 'the wallet then fell by exactly the other calls’ costs');
   });
+  it('a node stalled past its heartbeat is taken over; when it resumes it ends the calls the store closed', async () => {
+    const { db, server } = cluster;
+    const [one, three] = [cluster.node(1), cluster.node(3)];
+    const did = '+254711500011';
+    server.verbs('/hold', '<Response><Pause length="60"/></Response>');
+    const acct = await cluster.account(did, { voicePath: '/hold' });
+    const caller = carrierCallsDid({ sip: three.ports.sip, did: did.slice(1), port: nextPort(), sink: SINK, calls: 1 });
+    sipps.set('stalled', caller);
+    const call = await eventually(
+      async () => db('calls').where({ account_id: acct.id, status: 'answered' }).first(),
+      'the call answered on node 3',
+      15000,
+    );
+    assert.equal(call.node_id, three.id);
+    await new Promise((r) => setTimeout(r, 2000)); // talk time to bill
+
+    // Stalled (as a node cut off from the store, or its event loop blocked) past node.goneAfterSeconds.
+    three.sw!.proc.kill('SIGSTOP');
+    try {
+      await server.waitFor(() => cluster.callbacks(call.sid, 'CALL.0300').length > 0, 20000, 'the call closed');
+      const gone = (await cluster.listing()).find((n) => n.id === three.id);
+      assert.equal(gone?.state, 'gone');
+      assert.ok(gone.gone_by && gone.gone_by !== three.id, `taken over by another node, not ${gone.gone_by}`);
+    } finally {
+      three.sw!.proc.kill('SIGCONT');
+    }
+    const resumed = Date.now();
+    const closed = await db('calls').where({ id: call.id }).first();
+    assert.deepEqual([closed.status, closed.reason_code], ['completed', 'END.0504']);
+    // Resumed, node 3 learns at its next heartbeat that it was declared gone and ends the call: its caller gets the
+    // BYE now, not when the call's 60-second document would have ended it.
+    assert.equal(await caller.exited, 0, `the caller got node 3's BYE: ${caller.output()}`);
+    assert.ok(Date.now() - resumed < 8000, `BYE ${Date.now() - resumed} ms after node 3 resumed`);
+    await new Promise((r) => setTimeout(r, 2000)); // nothing more arrives
+    assert.equal(cluster.callbacks(call.sid, 'CALL.0300').length, 1, 'one call.completed');
+    const row = await db('calls').where({ id: call.id }).first();
+    assert.deepEqual([row.status, row.reason_code, row.cost_cents], ['completed', 'END.0504', closed.cost_cents]);
+    const debits = await db('wallet_transactions').where({ call_id: call.id, direction: 'debit' });
+    assert.equal(debits.length, 1, 'billed once');
+    const listing = await cluster.listing();
+    assert.equal(listing.find((n) => n.id === three.id)?.state, 'up', 'node 3 joined again');
+    assert.equal(listing.find((n) => n.id === one.id)?.state, 'up');
+  });
 });
