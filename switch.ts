@@ -350,7 +350,7 @@ export class Switch {
       emit: billingEmit,
       increment: rates.increment,
       onClosed: (id) => monitor.release(id),
-      onDeclaredGone: async () => void (await calls.endClosedElsewhere()),
+      onDeclaredGone: async (goneAt) => void (await calls.endTakenOver(goneAt)),
     }).start();
     this.#closers.push(() => nodeWatch.close());
     // Issue 11: expired and soft-deleted recordings lose their audio (the rows stay).

@@ -31,11 +31,11 @@ export interface NodeWatchOptions {
   /** Told of each call it closed for a gone node (the credit monitor stops tracking it). */
   onClosed?: (callId: string) => void;
   /**
-   * This node was declared gone while it was silent (stalled, cut off from the store) and a survivor closed its
-   * calls: those it still holds are to be ended (BYE), their records and charges standing as the survivor wrote
+   * This node was declared gone at `goneAt` while it was silent (stalled, cut off from the store) and a survivor
+   * closes its calls: those it still holds are to be ended (BYE), their records and charges as the survivor wrote
    * them. Resolves once they have ended; the node then joins again.
    */
-  onDeclaredGone?: () => Promise<void>;
+  onDeclaredGone?: (goneAt: string) => Promise<void>;
   clock?: Pick<Clock, 'now' | 'every'>;
   logger?: Logger;
 }
@@ -86,7 +86,8 @@ export class NodeWatch {
     // Once joined, a beat never overwrites `gone`: a node declared gone while silent must learn it, not carry on
     // with calls the store has closed and billed (they would run on unbilled).
     if (!this.#joined || !(await beatNode(this.#o.db, beat))) {
-      if (this.#joined && (await findNode(this.#o.db, beat.id))?.state === 'gone') await this.#declaredGone();
+      const row = this.#joined ? await findNode(this.#o.db, beat.id) : undefined;
+      if (row?.state === 'gone') await this.#declaredGone(row);
       await writeNodeHeartbeat(this.#o.db, {
         ...this.#o.node,
         ...beat,
@@ -120,13 +121,12 @@ export class NodeWatch {
     this.#log.warn({ node, closed }, 'node gone (no heartbeat): its calls closed (END.0504)');
   }
 
-  async #declaredGone(): Promise<void> {
-    const held = this.#o.liveCalls();
+  async #declaredGone(row: NodeRow): Promise<void> {
     this.#log.error(
-      { node: this.#o.node.id, held },
-      'this node was declared gone while silent and its calls closed elsewhere (END.0504): ending the calls it holds',
+      { node: row.id, goneAt: row.gone_at, by: row.gone_by, held: this.#o.liveCalls() },
+      'this node was declared gone while silent and its calls closed by another (END.0504): ending them here',
     );
-    await this.#o.onDeclaredGone?.();
+    await this.#o.onDeclaredGone?.(row.gone_at ?? nowIso(new Date(this.#o.clock.now())));
   }
 
   /** This node stops in order: its row says so, and no survivor takes it over. */

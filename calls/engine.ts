@@ -293,19 +293,21 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   /**
-   * Ends (BYE) each call this process holds whose record is no longer live in the store: another node closed it
-   * while this one was silent (END.0504, billed up to its last credit heartbeat), and a call the store has closed
-   * must not run on unbilled. The record and its charges stay as that node wrote them. Answers how many it ended.
+   * Ends (BYE) the calls another node took over while this one was silent (declared gone at `goneAt`): each call
+   * this process holds whose record is no longer live, or was written before `goneAt` (the taking node closes
+   * those, and may not have reached them yet). A call the store has closed must not run on unbilled; whichever
+   * of the two ends it first writes the record, once (END.0504). Answers how many it ended.
    */
-  async endClosedElsewhere(): Promise<number> {
+  async endTakenOver(goneAt: string): Promise<number> {
     const held = [...this.#live.values()];
-    const closed = await Promise.all(
+    const taken = await Promise.all(
       held.map(async (l) => {
         const row = await findCallAnyAccount(this.#deps.db, l.life.row.id);
-        return !row || !(LIVE_CALL_STATUSES as readonly string[]).includes(row.status) ? l : undefined;
+        const live = row && (LIVE_CALL_STATUSES as readonly string[]).includes(row.status);
+        return !live || Date.parse(row.created_at) <= Date.parse(goneAt) ? l : undefined;
       }),
     );
-    const ending = closed.filter((l) => l !== undefined);
+    const ending = taken.filter((l) => l !== undefined);
     await Promise.all(ending.map((l) => l.end(ReasonCodes.reconciled)));
     return ending.length;
   }
