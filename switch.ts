@@ -367,6 +367,7 @@ export class Switch {
       emit: billingEmit,
       increment: rates.increment,
       onClosed: (id) => monitor.release(id),
+      onDeclaredGone: async (goneAt) => void (await calls.endTakenOver(goneAt)),
     }).start();
     this.#closers.push(() => nodeWatch.close());
     // Expired and soft-deleted recordings lose their audio (the rows stay).

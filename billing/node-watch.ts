@@ -1,5 +1,7 @@
 import {
+  beatNode,
   claimGoneNodes,
+  findNode,
   liveCallIds,
   markNodeStopped,
   nowIso,
@@ -29,6 +31,12 @@ export interface NodeWatchOptions {
   increment?: BillingIncrement;
   /** Told of each call it closed for a gone node (the credit monitor stops tracking it). */
   onClosed?: (callId: string) => void;
+  /**
+   * This node was declared gone at `goneAt` while it was silent (stalled, cut off from the store) and a survivor
+   * closes its calls: those it still holds are to be ended (BYE), their records and charges as the survivor wrote
+   * them. Resolves once they have ended; the node then joins again.
+   */
+  onDeclaredGone?: (goneAt: string) => Promise<void>;
   clock?: Pick<Clock, 'now' | 'every'>;
   logger?: Logger;
 }
@@ -46,6 +54,8 @@ export class NodeWatch {
   #timer: { cancel(): void } | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
+  /** Its row has been written since it started. */
+  #joined = false;
 
   constructor(opts: NodeWatchOptions) {
     this.#o = { clock: systemClock, ...opts };
@@ -71,12 +81,25 @@ export class NodeWatch {
   async #beat(): Promise<void> {
     if (this.#closed) return;
     const now = this.#o.clock.now();
-    await writeNodeHeartbeat(this.#o.db, {
-      ...this.#o.node,
-      state: this.#o.draining() ? 'draining' : 'up',
+    const beat = {
+      id: this.#o.node.id,
+      state: this.#o.draining() ? ('draining' as const) : ('up' as const),
       live_calls: this.#o.liveCalls(),
       heartbeat_at: nowIso(new Date(now)),
-    });
+    };
+    // Once joined, a beat never overwrites `gone`: a node declared gone while silent must learn it, not carry on
+    // with calls the store has closed and billed (they would run on unbilled).
+    if (!this.#joined || !(await beatNode(this.#o.db, beat))) {
+      const row = this.#joined ? await findNode(this.#o.db, beat.id) : undefined;
+      if (row?.state === 'gone') await this.#declaredGone(row);
+      await writeNodeHeartbeat(this.#o.db, {
+        ...this.#o.node,
+        ...beat,
+        live_calls: this.#o.liveCalls(),
+        heartbeat_at: nowIso(new Date(this.#o.clock.now())),
+      });
+      this.#joined = true;
+    }
     const gone = await claimGoneNodes(
       this.#o.db,
       this.#o.node.id,
@@ -102,6 +125,14 @@ export class NodeWatch {
     // Its conference and queue rooms are gone with it: the next caller of each takes the room anew.
     const rooms = await releaseNodeLeases(this.#o.db, node);
     this.#log.warn({ node, closed, rooms }, 'node gone (no heartbeat): its calls closed (END.0504), its rooms freed');
+  }
+
+  async #declaredGone(row: NodeRow): Promise<void> {
+    this.#log.error(
+      { node: row.id, goneAt: row.gone_at, by: row.gone_by, held: this.#o.liveCalls() },
+      'this node was declared gone while silent and its calls closed by another (END.0504): ending them here',
+    );
+    await this.#o.onDeclaredGone?.(row.gone_at ?? nowIso(new Date(this.#o.clock.now())));
   }
 
   /** This node stops in order: its row says so, and no survivor takes it over. */

@@ -4,7 +4,7 @@ import type { Admission } from '../billing/index.js';
 import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
-import { findCallAnyAccount, isPostgres, type CallRow, type Db } from '../store/index.js';
+import { findCallAnyAccount, isPostgres, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
 import type { CallControlOutcome, CallEngine, OriginateOptions } from './call-engine.js';
 import { CallLifecycle } from './call-lifecycle.js';
 import { CALLER_LEG, LiveCall, type CallBilling } from './live-call.js';
@@ -300,6 +300,26 @@ export class SwitchCallEngine implements CallEngine {
   /** A voicemail message changed outside a call (an API delete): the end-user's phones hear of it (MWI). */
   mailboxChanged(accountId: string, endUserId: string): void {
     void this.#deps.sip.mwi.changed(accountId, endUserId).catch(() => undefined);
+  }
+
+  /**
+   * Ends (BYE) the calls another node took over while this one was silent (declared gone at `goneAt`): each call
+   * this process holds whose record is no longer live, or was written before `goneAt` (the taking node closes
+   * those, and may not have reached them yet). A call the store has closed must not run on unbilled; whichever
+   * of the two ends it first writes the record, once (END.0504). Answers how many it ended.
+   */
+  async endTakenOver(goneAt: string): Promise<number> {
+    const held = [...this.#live.values()];
+    const taken = await Promise.all(
+      held.map(async (l) => {
+        const row = await findCallAnyAccount(this.#deps.db, l.life.row.id);
+        const live = row && (LIVE_CALL_STATUSES as readonly string[]).includes(row.status);
+        return !live || Date.parse(row.created_at) <= Date.parse(goneAt) ? l : undefined;
+      }),
+    );
+    const ending = taken.filter((l) => l !== undefined);
+    await Promise.all(ending.map((l) => l.end(ReasonCodes.reconciled)));
+    return ending.length;
   }
 
   /** Shutdown: every live call is ended (BYE sent, CDR closed). */

@@ -66,6 +66,7 @@ export {
 export { pendingMigrations } from './migration-status.js';
 export {
   writeNodeHeartbeat,
+  beatNode,
   listNodes,
   findNode,
   claimGoneNodes,

@@ -23,6 +23,24 @@ export async function writeNodeHeartbeat(db: Db, row: Omit<NodeRow, 'gone_at' | 
   await upsertRow(db, 'nodes', { ...row, gone_at: null, gone_by: null }, ['id']);
 }
 
+/**
+ * A heartbeat of a node that has written its row: state, live calls and time, only while the row does not say
+ * gone. False when no row was written: a survivor declared the node gone while it was silent (and closed its
+ * calls), or the row is missing.
+ */
+export async function beatNode(
+  db: Db,
+  row: Pick<NodeRow, 'id' | 'state' | 'live_calls' | 'heartbeat_at'>,
+): Promise<boolean> {
+  const n = await runSqlCount(
+    db,
+    'update "nodes" set "state" = ?, "live_calls" = ?, "heartbeat_at" = ? where "id" = ? and not "state" = ?',
+    [row.state, row.live_calls, row.heartbeat_at, row.id, 'gone'],
+    { table: 'nodes', columns: ['state', 'live_calls', 'heartbeat_at'] },
+  );
+  return n > 0;
+}
+
 export async function findNode(db: Db, id: string): Promise<NodeRow | undefined> {
   const r = (await firstRow(db, 'select * from "nodes" where "id" = ? limit 1', [id])) as NodeRow | undefined;
   return r && { ...r, pid: Number(r.pid), live_calls: Number(r.live_calls) };

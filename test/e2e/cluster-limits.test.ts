@@ -1,17 +1,9 @@
 import assert from 'node:assert/strict';
-import { setRate, LIVE_CALL_STATUSES, type Db } from '../../store/index.js';
-import { nextPort, nextPorts } from '../support/ports.js';
+import { setRate, LIVE_CALL_STATUSES } from '../../store/index.js';
+import { nextPorts } from '../support/ports.js';
 import { eventually, waitForBound } from '../support/wait.js';
-import {
-  AccountServer,
-  addCarrier,
-  allocateSwitchPorts,
-  api,
-  carrier,
-  createAccountWithDid,
-  type SippRun,
-} from './harness.js';
-import { freshPostgresStore, killSwitch, processEnv, startSwitch, type SwitchProcess } from './switch-process.js';
+import { api, carrier, type SippRun } from './harness.js';
+import { Cluster } from './cluster.js';
 
 /**
  * Three switch processes (nodes) on one PostgreSQL, originates spread over their three APIs at once: the wallet's
@@ -20,63 +12,39 @@ import { freshPostgresStore, killSwitch, processEnv, startSwitch, type SwitchPro
  */
 describe('e2e: limits hold across three nodes on one PostgreSQL', function () {
   this.timeout(180000);
-  const server = new AccountServer();
-  const nodes: Array<{ id: string; ports: ReturnType<typeof allocateSwitchPorts>; sw?: SwitchProcess }> = [
-    { id: 'node-1', ports: allocateSwitchPorts() },
-    { id: 'node-2', ports: allocateSwitchPorts() },
-    { id: 'node-3', ports: allocateSwitchPorts() },
-  ];
-  const CARRIER = nextPort();
   const SINK = nextPorts(2);
-  let url: string;
-  let db: Db;
+  let cluster: Cluster;
   let sipp: SippRun | undefined;
 
-  const envOf = (n: (typeof nodes)[number]) =>
-    processEnv(n.ports, {
-      SIMU_DATABASE_URL: url,
-      SIMU_NODE_ID: n.id,
-    });
-
   before(async () => {
-    await server.listen();
-    server.verbs('/hold', '<Response><Pause length="60"/></Response>');
-    ({ url, db } = await freshPostgresStore('simu_limits')); // migrated once, before the nodes start
-    await setRate(db, 'outbound', 100); // 1.00 a minute: a first block is 100
-    await addCarrier(db, CARRIER);
-    for (const n of nodes) n.sw = await startSwitch(envOf(n));
+    cluster = await Cluster.start('limits');
+    cluster.server.verbs('/hold', '<Response><Pause length="60"/></Response>');
+    await setRate(cluster.db, 'outbound', 100); // 1.00 a minute: a first block is 100
     // A carrier that answers every call and holds it until the switch hangs up.
-    sipp = carrier({ port: CARRIER, sink: SINK, calls: 1000 });
-    await waitForBound(CARRIER).catch((e: Error) => {
+    sipp = carrier({ port: cluster.carrierPort, sink: SINK, calls: 1000 });
+    await waitForBound(cluster.carrierPort).catch((e: Error) => {
       throw new Error(`${e.message}\n${sipp?.output()}`);
     });
   });
 
   after(async () => {
     sipp?.kill();
-    for (const n of nodes) {
-      await killSwitch(n.sw, n.ports.ng);
-    }
-    await db?.destroy();
-    await server.close();
+    await cluster?.stop();
   });
 
   /** An account with a DID, its limits set before any node has read it. */
-  async function account(did: string, balanceCents: number, maxConcurrent: number, maxCps: number) {
-    const acct = await createAccountWithDid(db, did, balanceCents);
-    await db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: maxConcurrent, max_cps: maxCps });
-    return acct;
-  }
+  const account = (did: string, balanceCents: number, maxConcurrent: number, maxCps: number) =>
+    cluster.account(did, { balanceCents, maxConcurrent, maxCps });
 
   /** `n` originates sent at once, round-robin over the three nodes' APIs. */
   async function originates(acct: { key: string; did: string }, n: number, first: number) {
     const started = Date.now();
     const results = await Promise.all(
       Array.from({ length: n }, async (_, i) => {
-        const res = await fetch(`${nodes[i % 3]!.sw!.baseUrl}/api/calls/originate`, {
+        const res = await fetch(`${cluster.nodes[i % 3]!.baseUrl}/api/calls/originate`, {
           method: 'POST',
           headers: { authorization: `Bearer ${acct.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ to: `+2547220${first + i}`, from: acct.did, url: server.url('/hold') }),
+          body: JSON.stringify({ to: `+2547220${first + i}`, from: acct.did, url: cluster.server.url('/hold') }),
         });
         const body = (await res.json()) as { code?: string };
         return { status: res.status, code: body.code, retryAfter: res.headers.get('retry-after') };
@@ -88,7 +56,8 @@ describe('e2e: limits hold across three nodes on one PostgreSQL', function () {
   const liveOf = async (accountId: string) =>
     Number(
       (
-        await db('calls')
+        await cluster
+          .db('calls')
           .where({ account_id: accountId })
           .whereIn('status', [...LIVE_CALL_STATUSES])
           .count({ n: '*' })
@@ -97,13 +66,14 @@ describe('e2e: limits hold across three nodes on one PostgreSQL', function () {
     );
 
   async function hangUpAll(acct: { id: string; key: string }) {
-    const rows = await db('calls')
+    const rows = await cluster
+      .db('calls')
       .where({ account_id: acct.id })
       .whereIn('status', [...LIVE_CALL_STATUSES])
       .select('sid', 'node_id');
     for (const r of rows) {
-      const n = nodes.find((x) => x.id === r.node_id)!;
-      await api(n.sw!.baseUrl, acct.key, 'POST', '/api/calls/hangup', { sid: r.sid });
+      const n = cluster.nodes.find((x) => x.id === r.node_id)!;
+      await api(n.baseUrl, acct.key, 'POST', '/api/calls/hangup', { sid: r.sid });
     }
   }
 
@@ -114,7 +84,11 @@ describe('e2e: limits hold across three nodes on one PostgreSQL', function () {
     const refused = results.filter((r) => r.status === 402 && r.code === 'BILL.0402');
     assert.equal(admitted.length, 3, JSON.stringify(results));
     assert.equal(refused.length, 37, JSON.stringify(results));
-    assert.equal((await db('calls').where({ account_id: acct.id })).length, 3, 'a refused call is never written');
+    assert.equal(
+      (await cluster.db('calls').where({ account_id: acct.id })).length,
+      3,
+      'a refused call is never written',
+    );
     await hangUpAll(acct);
   });
 
