@@ -14,7 +14,7 @@ import { LedgerConflictError, postInTransaction } from './ledger.js';
 import { CURRENCY } from './money.js';
 
 /**
- * Top-ups as a mobile-money provider confirms them (issue 23, item 5). A payment credits the account once per
+ * Top-ups as a mobile-money provider confirms them. A payment credits the account once per
  * receipt; its reversal debits it once. The ledger row carries the receipt in its settlement key
  * (`mm:<provider>:<receipt>`, and `...:reversal`), and `wallet_topups` keeps the callback beside it, so
  * `reconcileTopups` can prove the two agree. The signature and timestamp are checked by the caller (api/) before

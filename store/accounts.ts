@@ -23,7 +23,7 @@ export interface AccountRow {
   created_at: string;
   /** ISO 3166-1 alpha-2 country of the national numbers the account's phones dial; null: the platform default. */
   country: string | null;
-  /** Issue 23 (migration 023): the language of the switch's own notices to the account's callers (`en`, `sw`). */
+  /** Migration 023: the language of the switch's own notices to the account's callers (`en`, `sw`). */
   language: string;
   /** Seconds before a prepaid call is cut that its paying leg hears the warning; 0: never. */
   credit_warning_seconds: number;

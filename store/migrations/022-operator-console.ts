@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Issue 21, the operator console:
+ * The operator console:
  * - `operators`: people who may sign in to /console/ (never an account's credentials): email, scrypt password,
  *   RFC 6238 secret and the last accepted time step (a code is spent once), as portal_users does for accounts.
  * - `operator_audit`: every operator action, from the console or the CLI (who, what, on what, when, outcome).
