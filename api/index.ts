@@ -33,3 +33,4 @@ export {
 } from './operations.js';
 export { chartWindow, chartData, ChartWindowError } from './charts.js';
 export { StatsRollup } from './stats-rollup.js';
+export { assetOut } from './asset-schemas.js';

@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { AssetLibrary, MAX_ASSET_BYTES, mediaStorageFor } from '../../media/index.js';
 import { loadConfig } from '../../config/index.js';
+import { assetOut } from '../../api/index.js';
 import { findAccount, type AssetRow, type Db } from '../../store/index.js';
 import { Flags, UsageError } from '../args.js';
 import type { Command, CommandGroup } from '../command.js';
@@ -20,15 +21,8 @@ const library = (db: Db) => {
   return new AssetLibrary({ db, dataDir: config.dataDir, storage: mediaStorageFor(config) });
 };
 
-const present = (a: AssetRow) => ({
-  uuid: a.id,
-  name: a.name,
-  is_active: a.is_active,
-  duration_seconds: a.duration_seconds,
-  size_bytes: a.size_bytes,
-  original_format: a.original_format,
-  created_at: a.created_at,
-});
+/** An asset as the JSON output shows it: the API's shape. */
+const present = assetOut;
 
 const line = (a: AssetRow) =>
   `${a.id}  ${(a.is_active ? 'active' : 'inactive').padEnd(8)}  ${a.duration_seconds.toFixed(1).padStart(7)} s  ` +

@@ -1,3 +1,4 @@
+import { HeldTransaction } from './held-transaction.js';
 import { Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { listenForChanges } from '../other-writers.js';
@@ -99,7 +100,6 @@ export interface PgStatement {
 }
 
 let txSeq = 0;
-let savepointSeq = 0;
 
 /**
  * PostgreSQL through a `pg` pool. Fixed texts run as named prepared statements: PostgreSQL parses and plans a text
@@ -306,50 +306,35 @@ export class PgDriver implements Driver {
   }
 }
 
-/** The handle of a transaction: its statements run on the connection it holds. */
-class PgTransaction implements Sql {
+/** A transaction of the pool: its statements go on the connection it holds. */
+class PgTransaction extends HeldTransaction {
   readonly dialect = 'pg' as const;
-  #live = true;
 
   constructor(
     readonly driver: PgDriver,
     readonly conn: PgClient,
-    readonly id: number,
-  ) {}
-
-  end(): void {
-    this.#live = false;
+    id: number,
+  ) {
+    super(id);
   }
 
-  #check(): void {
-    if (!this.#live) throw new Error('store: a statement on a transaction that has already ended');
+  protected async query(
+    sql: string,
+    params: readonly unknown[],
+    writes: Writes | undefined,
+    rows: boolean,
+  ): Promise<Row[] | number> {
+    const res = await this.driver.send(this.conn, sql, params, writes, this.id);
+    return rows ? res.rows : (res.rowCount ?? 0);
   }
 
-  async all(sql: string, params: readonly unknown[] = [], writes?: Writes): Promise<Row[]> {
-    this.#check();
-    return (await this.driver.send(this.conn, sql, params, writes, this.id)).rows;
-  }
-
-  async get(sql: string, params: readonly unknown[] = []): Promise<Row | undefined> {
-    return (await this.all(sql, params))[0];
-  }
-
-  async run(sql: string, params: readonly unknown[] = [], writes?: Writes): Promise<number> {
-    this.#check();
-    return (await this.driver.send(this.conn, sql, params, writes, this.id)).rowCount ?? 0;
-  }
-
-  async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-    this.#check();
-    const name = `simu_nested_${++savepointSeq}`;
-    await this.driver.send(this.conn, `SAVEPOINT ${name}`, [], undefined, this.id);
-    try {
-      const result = await fn(this);
-      await this.driver.send(this.conn, `RELEASE SAVEPOINT ${name}`, [], undefined, this.id);
-      return result;
-    } catch (err) {
-      await this.driver.send(this.conn, `ROLLBACK TO SAVEPOINT ${name}`, [], undefined, this.id).catch(() => undefined);
-      throw err;
-    }
+  protected async savepoint(verb: 'SAVEPOINT' | 'RELEASE' | 'ROLLBACK TO', name: string): Promise<void> {
+    await this.driver.send(
+      this.conn,
+      verb === 'SAVEPOINT' ? `SAVEPOINT ${name}` : `${verb} SAVEPOINT ${name}`,
+      [],
+      undefined,
+      this.id,
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { HeldTransaction } from './held-transaction.js';
 import { createRequire } from 'node:module';
 import { startCheckpointer } from '../checkpointer.js';
 import { pollDataVersion } from '../other-writers.js';
@@ -42,7 +43,6 @@ const CHECKPOINT_INTERVAL_MS = 200;
 const WRITER_CHECKPOINT_PAGES = 4000;
 
 let txSeq = 0;
-let savepointSeq = 0;
 
 /** Values as SQLite takes them: booleans as 0/1, dates as epoch ms, undefined as null. */
 function bindable(params: readonly unknown[]): unknown[] {
@@ -250,49 +250,27 @@ export class SqliteDriver implements Driver {
   }
 }
 
-/** The handle of a transaction: its statements run on the held connection at once. */
-class SqliteTransaction implements Sql {
+/** A transaction of the writer connection: its statements run on it at once. */
+class SqliteTransaction extends HeldTransaction {
   readonly dialect = 'sqlite' as const;
-  #live = true;
 
   constructor(
     readonly driver: SqliteDriver,
-    readonly id: number,
-  ) {}
-
-  end(): void {
-    this.#live = false;
+    id: number,
+  ) {
+    super(id);
   }
 
-  #check(): void {
-    if (!this.#live) throw new Error('store: a statement on a transaction that has already ended');
+  protected async query(
+    sql: string,
+    params: readonly unknown[],
+    writes: Writes | undefined,
+    rows: boolean,
+  ): Promise<Row[] | number> {
+    return this.driver.exec(sql, params, writes, this.id, rows) as Row[] | number;
   }
 
-  async all(sql: string, params: readonly unknown[] = [], writes?: Writes): Promise<Row[]> {
-    this.#check();
-    return this.driver.exec(sql, params, writes, this.id, true) as Row[];
-  }
-
-  async get(sql: string, params: readonly unknown[] = []): Promise<Row | undefined> {
-    return (await this.all(sql, params))[0];
-  }
-
-  async run(sql: string, params: readonly unknown[] = [], writes?: Writes): Promise<number> {
-    this.#check();
-    return this.driver.exec(sql, params, writes, this.id, false) as number;
-  }
-
-  async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
-    this.#check();
-    const name = `simu_nested_${++savepointSeq}`;
-    this.driver.savepoint('SAVEPOINT', name);
-    try {
-      const result = await fn(this);
-      this.driver.savepoint('RELEASE', name);
-      return result;
-    } catch (err) {
-      this.driver.savepoint('ROLLBACK TO', name);
-      throw err;
-    }
+  protected async savepoint(verb: 'SAVEPOINT' | 'RELEASE' | 'ROLLBACK TO', name: string): Promise<void> {
+    this.driver.savepoint(verb, name);
   }
 }
