@@ -20,7 +20,9 @@ export const DEFAULT_RING_SECONDS = 30;
 
 export interface ForwardingDeps extends FlowDeps {
   /** The registered contacts of an extension (the location service). */
-  locator: { lookup(accountId: string, extension: string): Array<{ contact: string; target: Target }> };
+  locator: {
+    lookup(accountId: string, extension: string): Array<{ contact: string; target: Target; route?: string[] }>;
+  };
   /** Opens the CDR of a forward to a number: an outbound call of the account (calls/child-leg.ts). */
   openChildLeg?: (parent: BridgedCall, from: string, to: string) => Promise<ChildLeg>;
 }
@@ -145,7 +147,7 @@ export class CallHandling {
         const forks = bindings.map(
           (b) => (signal: AbortSignal) =>
             dialLeg(d, {
-              target: { uri: b.contact, proxy: b.target, transport: b.target.transport },
+              target: { uri: b.contact, proxy: b.target, transport: b.target.transport, route: b.route },
               from: `<sip:${c.callerExtension}@${c.domain}>`,
               to: `<sip:${ext}@${c.domain}>`,
               sdp: o.sdp,

@@ -19,6 +19,8 @@ export interface RegistrationRow {
   cseq: number;
   registered_at: number;
   expires_at: number;
+  /** The binding's Path (RFC 3327) as a JSON array of header values; null without one (migration 040). */
+  path?: string | null;
 }
 
 const toRow = (r: Record<string, unknown>): RegistrationRow => ({
@@ -27,6 +29,7 @@ const toRow = (r: Record<string, unknown>): RegistrationRow => ({
   cseq: Number(r.cseq),
   registered_at: Number(r.registered_at),
   expires_at: Number(r.expires_at),
+  path: typeof r.path === 'string' ? r.path : null,
 });
 
 /** One end-user's registration as the registrar has it now: its state, when it last registered, its kept rows. */

@@ -30,6 +30,7 @@ import * as m034 from './034-nodes.js';
 import * as m035 from './035-calls-answered-by.js';
 import * as m036 from './036-call-admissions.js';
 import * as m037 from './037-node-messages.js';
+import * as m040 from './040-registration-path.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -67,6 +68,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['035-calls-answered-by', m035],
   ['036-call-admissions', m036],
   ['037-node-messages', m037],
+  ['040-registration-path', m040],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
