@@ -14,7 +14,8 @@
 # The host reaches them through the bridge (10.77.0.1): point carriers and phones at 10.77.0.2:5060, the API and
 # the portal at http://10.77.0.2:8080. SIMU_CLUSTER_NAME (default simu) names the namespaces and the bridge;
 # SIMU_CLUSTER_NET (default 10.77.0) the /24; SIMU_CLUSTER_DIR (default /tmp/<name>-cluster) keeps data, logs
-# and pids. Only processes and namespaces this script started are stopped, by their pid and name.
+# and pids (down keeps the data; the next up starts on it). Only processes and namespaces this script started are
+# stopped, by their pid and name; a failed up takes down what it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -102,6 +103,8 @@ up() {
   [ -e "/run/netns/$NAME-front" ] && die "already up (scripts/cluster.sh down first)"
   command -v kamailio >/dev/null && command -v haproxy >/dev/null || die "install kamailio and haproxy (npm test's set-up does)"
   mkdir -p "$DIR"
+  # A start that fails half-way stops what it started and removes the namespaces.
+  trap 'echo "cluster: up failed, taking down what started" >&2; down' EXIT
   ip link add "$BRIDGE" type bridge
   ip addr add "$NET.1/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
@@ -112,14 +115,18 @@ up() {
   # PostgreSQL, trusting the cluster's network (a lab: put passwords and TLS on real hosts).
   local pgbin
   pgbin=$(pg_bin)
-  mkdir -p "$DIR/pg"
-  chown postgres: "$DIR/pg"
-  runuser -u postgres -- "$pgbin/initdb" -D "$DIR/pg" -U simu --auth=trust -E UTF8 >"$DIR/initdb.log"
-  echo "host all all $NET.0/24 trust" >>"$DIR/pg/pg_hba.conf"
+  local fresh=0
+  if [ ! -f "$DIR/pg/PG_VERSION" ]; then # a cluster brought down keeps its data for the next up
+    fresh=1
+    mkdir -p "$DIR/pg"
+    chown postgres: "$DIR/pg"
+    runuser -u postgres -- "$pgbin/initdb" -D "$DIR/pg" -U simu --auth=trust -E UTF8 >"$DIR/initdb.log"
+    echo "host all all $NET.0/24 trust" >>"$DIR/pg/pg_hba.conf"
+  fi
   start db "$NAME-db" runuser -u postgres -- "$pgbin/postgres" -D "$DIR/pg" -c "listen_addresses=$DB" \
     -c "unix_socket_directories=$DIR/pg" -c max_connections=200
   wait_for PostgreSQL 40 "$pgbin/pg_isready" -h "$DB" -p 5432
-  ip netns exec "$NAME-db" runuser -u postgres -- "$pgbin/createdb" -h "$DB" -U simu simu
+  [ "$fresh" = 0 ] || ip netns exec "$NAME-db" runuser -u postgres -- "$pgbin/createdb" -h "$DB" -U simu simu
 
   # Nodes one after another: the first runs the migrations.
   for n in "${NODES[@]}"; do start_node "$n"; done
@@ -132,6 +139,7 @@ up() {
   start haproxy "$NAME-front" env SIMU_HTTP_BIND="$FRONT:8080" SIMU_NODE_A="$(node_addr 1):8080" \
     SIMU_NODE_B="$(node_addr 2):8080" SIMU_NODE_C="$(node_addr 3):8080" haproxy -db -f "$ROOT/deploy/haproxy/haproxy.cfg"
   wait_for HAProxy 40 curl -sf "http://$FRONT:8080/api/health/"
+  trap - EXIT
   echo "cluster up: SIP $FRONT:5060 (UDP, TCP), HTTP http://$FRONT:8080; data and logs in $DIR"
 }
 
@@ -141,9 +149,9 @@ down() {
   for n in "${NODES[@]}"; do stop "n$n" 30; done
   stop db 10
   for ns in "$NAME-front" "$NAME-db" "${NODES[@]/#/$NAME-n}"; do
-    [ -e "/run/netns/$ns" ] && ip netns delete "$ns"
+    if [ -e "/run/netns/$ns" ]; then ip netns delete "$ns"; fi
   done
-  ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link delete "$BRIDGE"; fi
   echo "cluster down (data kept in $DIR)"
 }
 
