@@ -255,7 +255,15 @@ export class Switch {
     // SIP capture (sip/capture/): calls' ladders in memory for the console and `simu trace`, HEP when configured.
     const capture = sipCapture(config);
     if (capture) this.#closers.push(() => capture.close());
-    const sip = new SipApplication({ db, config, logger: roomLogger('sip'), security, overload, capture });
+    const sip = new SipApplication({
+      db,
+      config,
+      logger: roomLogger('sip'),
+      security,
+      overload,
+      capture,
+      draining: () => this.#draining,
+    });
     edge.sip = sip;
     // End-users register with phone tokens (digest or Bearer); the registrar also authenticates their INVITEs.
     const registrar = new Registrar({
@@ -309,6 +317,7 @@ export class Switch {
           const here = registrar.location.lookup(accountId, ext).map((b) => ({
             contact: b.contact,
             target: { transport: b.transport, host: b.sourceAddress, port: b.sourcePort, flowId: b.flowId },
+            ...(b.path && { route: b.path }),
           }));
           if (!config.databaseUrl) return here;
           // Phones registered over UDP through another node are reached straight from here (docs/architecture.md).
@@ -324,6 +333,7 @@ export class Switch {
               .map((r) => ({
                 contact: r.contact,
                 target: { transport: 'UDP' as const, host: r.source_address, port: r.source_port },
+                ...(r.path && { route: JSON.parse(r.path) as string[] }),
               })),
           ];
         },

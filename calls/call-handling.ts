@@ -142,7 +142,7 @@ export class CallHandling {
         const forks = bindings.map(
           (b) => (signal: AbortSignal) =>
             dialLeg(d, {
-              target: { uri: b.contact, proxy: b.target, transport: b.target.transport },
+              target: { uri: b.contact, proxy: b.target, transport: b.target.transport, route: b.route },
               from: `<sip:${c.callerExtension}@${c.domain}>`,
               to: `<sip:${ext}@${c.domain}>`,
               sdp: o.sdp,

@@ -17,6 +17,8 @@ import type { SpeechInput } from './speech-input.js';
 export interface ContactBinding {
   contact: string;
   target: Target;
+  /** The binding's Path (RFC 3327): the Route set of requests to it, through the front holding its connection. */
+  route?: string[];
 }
 
 /** The location service as the call engine sees it (sip/location.ts). */

@@ -115,6 +115,13 @@ export const SETTINGS = [
     help: 'An inbound SIP connection that has not sent one complete message this long after accept is closed.',
   },
   {
+    key: 'sip.trustedFronts',
+    env: 'SIMU_SIP_TRUSTED_FRONTS',
+    kind: 'list',
+    default: '',
+    help: "Addresses or IPv4 CIDR ranges of SIP fronts (Kamailio) whose Via and Path are believed: a sender is its Via below the front's, and a REGISTER's Path is kept as the route to its phone.",
+  },
+  {
     key: 'sip.maxBindingsPerUser',
     env: 'SIMU_SIP_MAX_BINDINGS_PER_USER',
     kind: 'int',

@@ -10,7 +10,7 @@ mode=start
 [ "${1:-}" = "--test" ] && mode=test
 
 runtime_pkgs="rtpengine-daemon redis-server espeak-ng sox libsox-fmt-mp3 openssl pocketsphinx pocketsphinx-en-us"
-test_pkgs="sip-tester postgresql baresip-core chromium tcpdump sngrep iproute2 iptables procps systemd"
+test_pkgs="sip-tester kamailio haproxy postgresql baresip-core chromium tcpdump sngrep iproute2 iptables procps systemd"
 pkgs="$runtime_pkgs"
 [ "$mode" = test ] && pkgs="$pkgs $test_pkgs"
 

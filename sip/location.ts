@@ -36,6 +36,11 @@ export interface Binding {
    * the phone keeps its flow alive itself, told the interval by Flow-Timer (sip/nat/keep-alive.ts).
    */
   outbound?: boolean;
+  /**
+   * The REGISTER's Path (RFC 3327), as a trusted front added it (sip/front.ts): requests to this binding carry it
+   * as their Route set, first hop first, so they reach the phone through the front that holds its connection.
+   */
+  path?: string[];
 }
 
 /** An end-user left with no binding (the registrar writes it back to `unregistered`). */

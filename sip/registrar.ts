@@ -29,6 +29,7 @@ import {
   type TimerHandle,
 } from './stack/index.js';
 import { LocationService, type Binding } from './location.js';
+import { SipFront } from './front.js';
 import { EndUserAuth, aorOf } from './end-user-auth.js';
 import { RegistrationWriter, bindingOf, type RegisteredUser } from './registration-writer.js';
 import { NatKeepAlive } from './nat/keep-alive.js';
@@ -112,6 +113,7 @@ export class Registrar {
   readonly #events?: PhoneEventSink;
   readonly #clock: Clock;
   readonly #auth: EndUserAuth;
+  readonly #front: SipFront;
   #sweepTimer?: TimerHandle;
   #closed = false;
   /** Events and checks in flight, so close() and tests can wait for them. */
@@ -125,6 +127,7 @@ export class Registrar {
     this.#log = opts.logger;
     this.#events = opts.events;
     this.#clock = opts.clock ?? systemClock;
+    this.#front = opts.app.front ?? new SipFront([]);
     this.location = opts.location ?? new LocationService({ clock: this.#clock });
     this.settings = { ...DEFAULT_REGISTRAR_SETTINGS, ...opts.settings };
     this.#writer = new RegistrationWriter({
@@ -280,6 +283,8 @@ export class Registrar {
     }
     const upserts: Binding[] = [];
     const removals: string[] = [];
+    // RFC 3327 §5.3: through a trusted front the Path is kept as the route to the phone; from anyone else, ignored.
+    const path = this.#front.pathOf(req);
     let outbound = false;
     // Whether only expiries move (a refresh of the same contacts from the same place): then the write can wait.
     let onlyExpiries = true;
@@ -305,7 +310,7 @@ export class Registrar {
         });
       }
       const src = req.source;
-      if (!sameReach(existing, now, src, id.tokenId)) onlyExpiries = false;
+      if (!sameReach(existing, now, src, id.tokenId, path)) onlyExpiries = false;
       else this.nat.heard(existing!);
       const ob = registersOutbound(req, na);
       outbound ||= ob;
@@ -324,6 +329,7 @@ export class Registrar {
         callId,
         cseq,
         ...(ob && { outbound: true }),
+        ...(path.length > 0 && { path }),
       });
     }
 
@@ -347,14 +353,14 @@ export class Registrar {
         contacts: change.added.map((b) => b.contact),
       });
     }
-    this.#ok(srv, id, now, outbound);
+    this.#ok(srv, id, now, outbound, path);
   }
 
   /**
    * 200 OK listing every current binding with its remaining time (§10.3 step 8); to an RFC 5626 outbound
    * registration, `Require: outbound` and the keep-alive interval as `Flow-Timer` (§6, §4.4).
    */
-  #ok(srv: Responder, id: EndUserIdentity, now: number, outbound: boolean): void {
+  #ok(srv: Responder, id: EndUserIdentity, now: number, outbound: boolean, path: string[] = []): void {
     const contacts = this.location
       .lookup(id.accountId, id.extension)
       .map((b) => `<${b.contact}>;expires=${Math.max(0, Math.round((b.expiresAt - now) / 1000))}`);
@@ -363,6 +369,8 @@ export class Registrar {
         ...(contacts.length > 0 ? { Contact: contacts } : {}),
         Date: new Date(now).toUTCString(),
         ...(outbound ? outboundHeaders(this.settings.keepAliveSeconds) : {}),
+        // RFC 3327 §5.3: the Path stored is returned, so the phone (and the front) see the route kept.
+        ...(path.length > 0 ? { Path: path } : {}),
       },
     });
   }
@@ -388,8 +396,15 @@ export class Registrar {
 }
 
 /** Whether a live binding is reached where the REGISTER came from, with the same token (only its expiry moves). */
-function sameReach(b: Binding | undefined, now: number, src: SipRequest['source'], tokenId: string): boolean {
+function sameReach(
+  b: Binding | undefined,
+  now: number,
+  src: SipRequest['source'],
+  tokenId: string,
+  path: string[],
+): boolean {
   return (
+    (b?.path ?? []).join('\n') === path.join('\n') &&
     b !== undefined &&
     b.expiresAt > now &&
     b.tokenId === tokenId &&

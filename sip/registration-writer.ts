@@ -181,6 +181,7 @@ function rowOf(b: Binding): RegistrationRow {
     node_id: storeNodeId(),
     transport: b.transport,
     unreachable_at: null,
+    path: b.path && b.path.length > 0 ? JSON.stringify(b.path) : null,
   };
 }
 
@@ -200,5 +201,16 @@ export function bindingOf(r: RegistrationRow): Binding {
     tokenId: r.token_id,
     callId: r.call_id,
     cseq: r.cseq,
+    ...(r.path ? { path: pathOf(r.path) } : {}),
   };
+}
+
+/** A stored Path (a JSON array of strings); anything else is read as none. */
+function pathOf(text: string): string[] | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length > 0 ? v : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -9,6 +9,7 @@ import {
   type SipRequest,
 } from './stack/index.js';
 import { addressMatches, TrunkDirectory } from './trunks.js';
+import { SipFront } from './front.js';
 import { TrunkHealth, type TrunkStateChange } from './trunk-health.js';
 import { pingTrunk } from './trunk-ping.js';
 import { MessageWaiting } from './message-waiting.js';
@@ -64,6 +65,8 @@ export class SipApplication {
   readonly names: SwitchNames;
   /** SIP capture, when on: the call engine names each call it makes (`claim`); ladders are read from it. */
   readonly capture: SipCapture | undefined;
+  /** The trusted fronts (setting `sip.trustedFronts`): who sent a request that came through one (sip/front.ts). */
+  readonly front: SipFront;
   #onInvite: InviteHandler | undefined;
   #authenticate: EndUserAuthenticator | undefined;
   readonly #log: Logger;
@@ -86,12 +89,16 @@ export class SipApplication {
       overload?: NewCallGate;
       /** Given every SIP message in and out: calls' ladders, HEP (capture/). */
       capture?: SipCapture;
+      /** Whether this node drains: its OPTIONS answer 503, so a front's probing stops sending it new calls. */
+      draining?: () => boolean;
     },
   ) {
     this.capture = deps.capture;
     this.#log = deps.logger;
     const gate = deps.security;
     const sip: Partial<Config['sip']> = deps.config.sip;
+    const front = new SipFront(sip.trustedFronts ?? []);
+    this.front = front;
     this.names = new SwitchNames({
       publicHost: deps.config.publicHost ?? '',
       domain: sip.domain ?? '',
@@ -102,13 +109,14 @@ export class SipApplication {
       logger: deps.logger,
       advertisedHost: deps.config.publicHost,
       // A banned source's datagrams are dropped and its connections closed before a byte of them is parsed.
-      admitSource: gate ? (address) => gate.admitSource(address) === 'allow' : undefined,
+      // A front is never refused whole: the gate judges each sender it reports (admitRequest).
+      admitSource: gate ? (address) => front.trusts(address) || gate.admitSource(address) === 'allow' : undefined,
       connectionLimits: {
         perSource: sip.maxConnectionsPerSource ?? DEFAULT_CONNECTION_LIMITS.perSource,
         total: sip.maxConnections ?? DEFAULT_CONNECTION_LIMITS.total,
         firstMessageMs: (sip.firstMessageSeconds ?? DEFAULT_CONNECTION_LIMITS.firstMessageMs / 1000) * 1000,
         // A carrier's SBC may open many connections; it is held to the total only.
-        exempt: (address) => this.isCarrierAddress(address),
+        exempt: (address) => this.isCarrierAddress(address) || front.trusts(address),
       },
       // In-dialog requests to a phone over UDP go to the address the dialog was learned from (the INVITE's or the
       // 2xx's source), not to whatever host its Contact or Record-Route names: a phone must not be able to make
@@ -119,7 +127,7 @@ export class SipApplication {
       admitRequest: gate
         ? (req) =>
             gate.inspect({
-              source: req.source?.address ?? '',
+              source: front.origin(req).address,
               transport: req.source?.transport ?? 'UDP',
               method: req.method,
               userAgent: req.headers.get('user-agent'),
@@ -138,8 +146,11 @@ export class SipApplication {
     this.upstream.on('change', (c) => this.#registrationChanged(c));
     // RFC 3261 §11.2: what the switch takes. In dialogs: REFER (a phone's transfer), INFO (DTMF), UPDATE and
     // re-INVITE (session refresh), PRACK (reliable provisionals). Carriers probing with OPTIONS read this too.
+    // A draining node answers 503 (RFC 3261 §21.5.4) so that a front probing with OPTIONS takes it out of its set.
     this.ua.onRequest('OPTIONS', (_req, srv) =>
-      srv.send(200, 'OK', { headers: { Allow: SWITCH_ALLOW, Accept: 'application/sdp' } }),
+      deps.draining?.()
+        ? srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': '5' } })
+        : srv.send(200, 'OK', { headers: { Allow: SWITCH_ALLOW, Accept: 'application/sdp' } }),
     );
     this.mwi = new MessageWaiting({
       ua: this.ua,
@@ -276,7 +287,8 @@ export class SipApplication {
     const fromNode = req.headers.get(NODE_LEG_HEADER);
     if (fromNode !== undefined && req.toTag === undefined)
       return this.#handOver(req, srv, { kind: 'node', nodeId: fromNode });
-    const source = req.source?.address ?? '';
+    // Through a trusted front, the carrier is the sender the front reports (sip/front.ts).
+    const source = this.front.origin(req).address;
     // An INVITE to a trunk's registered Contact is that trunk's, whatever its source; else by source address.
     const trunk = this.upstream.claim(req) ?? (await this.trunks.matchSource(source));
     let origin: InviteOrigin;

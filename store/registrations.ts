@@ -29,6 +29,8 @@ export interface RegistrationRow {
   transport: string;
   /** Set when its node was declared gone holding the phone's connection; cleared by the next REGISTER. */
   unreachable_at: string | null;
+  /** The binding's Path (RFC 3327) as a JSON array of header values; null without one (migration 040). */
+  path?: string | null;
 }
 
 /**
@@ -46,6 +48,7 @@ const toRow = (r: Record<string, unknown>): RegistrationRow => ({
   node_id: (r.node_id as string | null) ?? null,
   transport: (r.transport as string | undefined) ?? 'UDP',
   unreachable_at: (r.unreachable_at as string | null) ?? null,
+  path: typeof r.path === 'string' ? r.path : null,
 });
 
 /** One end-user's registration as the registrar has it now: its state, when it last registered, its kept rows. */

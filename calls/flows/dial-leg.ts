@@ -18,6 +18,8 @@ export interface LegTarget {
   proxy?: Outbound;
   auth?: { username: string; password: string };
   transport?: TransportName;
+  /** A preloaded Route set (a registered phone's Path, RFC 3327 §5.3), first hop first. */
+  route?: string[];
 }
 
 export interface DialLegOptions {
@@ -54,6 +56,7 @@ export async function dialLeg(d: CallServices, o: DialLegOptions): Promise<DialL
       localSdp: o.sdp,
       from: o.from,
       to: o.to,
+      ...(o.target.route && o.target.route.length > 0 ? { headers: { Route: o.target.route } } : {}),
       proxy: o.target.proxy,
       auth: o.target.auth,
       signal: ring.signal,

@@ -13,7 +13,7 @@ import { forkableBindings } from './ring-bindings.js';
 /** A PSTN number goes out by the routes table (dial-pstn.ts); an extension rings its registered contacts. */
 export type ResolvedLeg =
   | { kind: 'pstn'; number: string; plan: OutboundPlan; transport: 'UDP' }
-  | { kind: 'sip'; bindings: { contact: string; target: Target }[]; transport: Target['transport'] };
+  | { kind: 'sip'; bindings: { contact: string; target: Target; route?: string[] }[]; transport: Target['transport'] };
 
 /** A target ready to ring: where, and (a PSTN number) its admitted CDR. */
 export interface PreparedLeg {

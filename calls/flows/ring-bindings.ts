@@ -4,7 +4,7 @@ import { raceForks, type ForkOutcome } from './fork.js';
 import type { Target } from '../../sip/stack/index.js';
 
 /** A registered contact of an end-user (end-user.ts ContactBinding). */
-type ContactBinding = { contact: string; target: Target };
+type ContactBinding = { contact: string; target: Target; route?: string[] };
 
 /**
  * The bindings of an extension that one call rings together: every current registration whose media profile
@@ -37,7 +37,7 @@ export function ringBindings(
     (b) => (signal: AbortSignal) =>
       dialLeg(d, {
         ...o,
-        target: { uri: b.contact, proxy: b.target, transport: b.target.transport },
+        target: { uri: b.contact, proxy: b.target, transport: b.target.transport, route: b.route },
         signal,
         onRinging,
       }),

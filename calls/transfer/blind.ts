@@ -91,7 +91,12 @@ async function dialTarget(
   }
   const domain = t.domain ?? d.config.publicHost;
   return dialLeg(d, {
-    target: { uri: target.binding.contact, proxy: target.binding.target, transport: target.binding.target.transport },
+    target: {
+      uri: target.binding.contact,
+      proxy: target.binding.target,
+      transport: target.binding.target.transport,
+      route: target.binding.route,
+    },
     from: `<sip:${call.from_number}@${domain}>`,
     to: `<sip:${target.extension}@${domain}>`,
     sdp,

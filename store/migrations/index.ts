@@ -32,6 +32,7 @@ import * as m036 from './036-call-admissions.js';
 import * as m037 from './037-node-messages.js';
 import * as m038 from './038-web-sessions.js';
 import * as m039 from './039-registration-node.js';
+import * as m040 from './040-registration-path.js';
 import * as m041 from './041-room-leases.js';
 
 /**
@@ -73,6 +74,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['037-node-messages', m037],
   ['038-web-sessions', m038],
   ['039-registration-node', m039],
+  ['040-registration-path', m040],
   ['041-room-leases', m041],
 ];
 

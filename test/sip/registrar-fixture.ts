@@ -33,11 +33,19 @@ export async function startRegistrar(opts: {
   secret?: string;
   /** More transports for the switch (ws, tls...). */
   listen?: Partial<ListenOptions>;
+  /** More settings (SIMU_* variables). */
+  env?: Record<string, string>;
 }): Promise<RegistrarFixture> {
   const db = opts.db ?? (await sqliteDb.open());
   const dir = mkdtempSync(path.join(os.tmpdir(), 'simu-reg-'));
   const config = loadConfig(
-    { SIMU_DATA_DIR: dir, SIMU_SIP_HOST: '127.0.0.1', SIMU_SIP_PORT: String(opts.port), SIMU_LOG_LEVEL: 'silent' },
+    {
+      SIMU_DATA_DIR: dir,
+      SIMU_SIP_HOST: '127.0.0.1',
+      SIMU_SIP_PORT: String(opts.port),
+      SIMU_LOG_LEVEL: 'silent',
+      ...opts.env,
+    },
     dir,
   );
   const logger = quietLogger;
