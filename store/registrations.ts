@@ -132,7 +132,8 @@ function statement(kind: 'timed' | 'state' | 'unregistered' | 'delete' | 'delete
   } else if (kind === 'deleteAll') {
     sql = `delete from "registrations" where "end_user_id" in ${list}`;
   } else if (kind === 'delete') {
-    sql = `delete from "registrations" where "end_user_id" in ${list} and coalesce("node_id", '') = ?`;
+    // This node's rows and rows no node took (written before nodes were recorded).
+    sql = `delete from "registrations" where "end_user_id" in ${list} and ("node_id" is null or "node_id" = ?)`;
   } else {
     sql = `delete from "registrations" where ${Array(n).fill('("end_user_id" = ? and "contact" = ?)').join(' or ')}`;
   }
