@@ -62,6 +62,7 @@ import {
   LIVE_CALL_STATUSES,
   onAuthWrite,
   remoteRegistrations,
+  storedPath,
 } from './store/index.js';
 import { NodeRoutedCallEngine, SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
@@ -330,11 +331,14 @@ export class Switch {
             ...here,
             ...there
               .filter((r) => !known.has(r.contact))
-              .map((r) => ({
-                contact: r.contact,
-                target: { transport: 'UDP' as const, host: r.source_address, port: r.source_port },
-                ...(r.path && { route: JSON.parse(r.path) as string[] }),
-              })),
+              .map((r) => {
+                const route = r.path ? storedPath(r.path) : undefined;
+                return {
+                  contact: r.contact,
+                  target: { transport: 'UDP' as const, host: r.source_address, port: r.source_port },
+                  ...(route && { route }),
+                };
+              }),
           ];
         },
         acquireCallSlot: (tokenId, max) => registrar.location.acquireCallSlot(tokenId, max),

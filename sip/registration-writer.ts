@@ -14,6 +14,7 @@
 import type { Logger } from '../config/index.js';
 import {
   storeNodeId,
+  storedPath,
   writeRegistrations,
   type Db,
   type RegistrationRow,
@@ -201,16 +202,6 @@ export function bindingOf(r: RegistrationRow): Binding {
     tokenId: r.token_id,
     callId: r.call_id,
     cseq: r.cseq,
-    ...(r.path ? { path: pathOf(r.path) } : {}),
+    ...(r.path ? { path: storedPath(r.path) } : {}),
   };
-}
-
-/** A stored Path (a JSON array of strings); anything else is read as none. */
-function pathOf(text: string): string[] | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length > 0 ? v : undefined;
-  } catch {
-    return undefined;
-  }
 }

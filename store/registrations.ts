@@ -51,6 +51,16 @@ const toRow = (r: Record<string, unknown>): RegistrationRow => ({
   path: typeof r.path === 'string' ? r.path : null,
 });
 
+/** A stored Path (a JSON array of strings); anything else, written by another hand, is read as none. */
+export function storedPath(text: string): string[] | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string') ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** One end-user's registration as the registrar has it now: its state, when it last registered, its kept rows. */
 export interface RegistrationWrite {
   endUserId: string;
