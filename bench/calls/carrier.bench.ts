@@ -25,7 +25,7 @@ import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
+import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/support/harness.js';
 import { groupCommitStats, probeStoreQueue, timeStatements } from '../../store/index.js';
 
 const SECONDS = Number(process.argv[3] ?? 10);
@@ -42,7 +42,7 @@ const WARM_MS = 3000;
 const HOLD_MS = Number(process.env.HOLD_MS ?? 1000);
 // How many statement shapes to list (SQL_TOP=40 for a full picture).
 const TOP = Number(process.env.SQL_TOP ?? 15);
-const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'scenarios');
+const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'support', 'scenarios');
 // BENCH_PORT_SHIFT=N moves every port by N, so two runs can share the box (RTP ranges overlap below a shift of 10000).
 const SHIFT = Number(process.env.BENCH_PORT_SHIFT ?? 0);
 const PORTS = Object.fromEntries(

@@ -21,7 +21,7 @@ import {
   carrierCallsDid,
   createAccountWithDid,
   startTestSwitch,
-} from '../../test/e2e/harness.js';
+} from '../../test/e2e/support/harness.js';
 import { nextPort } from '../../test/support/ports.js';
 
 const CALLS = Number(process.argv[2] ?? 40);

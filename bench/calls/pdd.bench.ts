@@ -10,7 +10,7 @@ import '../scratch.js'; // first: this run's scratch directories under one root,
 import http from 'node:http';
 import { UserAgent } from '../../sip/stack/index.js';
 import { plainAudioSdp } from '../../media/sdp.js';
-import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/harness.js';
+import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/support/harness.js';
 
 const CALLS = Number(process.argv[2] ?? 200);
 const CONCURRENCY = Number(process.argv[3] ?? 4);

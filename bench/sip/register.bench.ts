@@ -41,7 +41,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } fro
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { startTestSwitch } from '../../test/e2e/harness.js';
+import { startTestSwitch } from '../../test/e2e/support/harness.js';
 import { loadServerSecret } from '../../cli/first-run.js';
 import { insertAccount, insertEndUser, insertPhoneToken, type Db, type EndUserRow } from '../../store/index.js';
 import { signPhoneToken } from '../../sip/index.js';

@@ -7,7 +7,7 @@ import { assertError } from './shapes.js';
 /**
  * POST /api/calls/{uuid}/update and /digits at the API edge (docs/api.md, "Live call control"): validation with
  * stable codes, tenancy, ended calls, idempotent replay. The engine is the unit-test NullCallEngine, which records
- * what reached it; test/e2e/call-control.test.ts drives the real switch.
+ * what reached it; test/e2e/calls/call-control.test.ts drives the real switch.
  */
 describe('api: live call control (update, digits)', function () {
   this.timeout(30000);

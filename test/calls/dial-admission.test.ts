@@ -15,7 +15,7 @@ import { sqliteDb } from '../support/db.js';
 /**
  * Issue 22, item 8, at the level of the Dial flow: the real store and the real StoreAdmission (its CPS window on a
  * clock the test moves); the carrier and rtpengine are stand-ins that count what the flow asks of them. The e2e
- * side (concurrency, suspension, balance through a SIPp carrier) is test/e2e/dial-admission.test.ts.
+ * side (concurrency, suspension, balance through a SIPp carrier) is test/e2e/calls/dial-admission.test.ts.
  */
 describe('calls: a Dial leg passes admission (CPS, and the held slot is released)', () => {
   let db: Db;

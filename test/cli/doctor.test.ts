@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { startTestSwitch } from '../e2e/harness.js';
+import { startTestSwitch } from '../e2e/support/harness.js';
 import { nextPort } from '../support/ports.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');

@@ -12,7 +12,7 @@ import {
   type NoticeKey,
 } from '../../media/index.js';
 import { parseVerbDocument } from '../../verbs/index.js';
-import { speechSecondsOf } from '../e2e/harness.js';
+import { speechSecondsOf } from '../e2e/support/harness.js';
 import { tempDir } from './helpers.js';
 
 /** Arguments that make every sentence of the table concrete. */

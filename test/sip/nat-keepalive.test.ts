@@ -3,7 +3,7 @@
  * SIP stack), a dead flow (the phone went away without unregistering) dropped after the allowed misses with the
  * end-user written unregistered, and RFC 5626 outbound registrations told Require: outbound and Flow-Timer and kept
  * open with CRLF keep-alives. The NAT itself (a MASQUERADE namespace with a short conntrack timeout) is
- * test/e2e/nat-keepalive.test.ts.
+ * test/e2e/sip/nat-keepalive.test.ts.
  */
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';

@@ -17,7 +17,7 @@ const WS_PORT = nextPort();
 const PROXY = `127.0.0.1:${SIP_PORT}`;
 /**
  * The account's SIP domain in its uuid form, `<account-uuid>.<suffix>` (the readable label form and a bare uuid
- * beginning with a digit are tested with SIPp in test/e2e/sip-domain.test.ts).
+ * beginning with a digit are tested with SIPp in test/e2e/sip/sip-domain.test.ts).
  */
 const domainOf = (accountId: string) => `${accountId}.sip.simu.test`;
 

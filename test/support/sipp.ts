@@ -1,5 +1,5 @@
 /**
- * SIPp as a real peer in the tests: the one runner the e2e harness (test/e2e/harness.ts) and the SIP stack's
+ * SIPp as a real peer in the tests: the one runner the e2e harness (test/e2e/support/harness.ts) and the SIP stack's
  * interop tests (test/sip/stack/sipp.ts) both use.
  *
  * Every run is bounded in time twice over: SIPp's own `-timeout` (60 s unless the arguments name one) and a

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { addPortalUser, totp } from '../../api/index.js';
 import { insertCall, insertRecording } from '../../store/index.js';
-import { api, createAccountWithDid, startTestSwitch, type TestAccount } from '../e2e/harness.js';
+import { api, createAccountWithDid, startTestSwitch, type TestAccount } from '../e2e/support/harness.js';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.js';
 
 /**

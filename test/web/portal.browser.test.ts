@@ -12,7 +12,7 @@ import {
   startTestSwitch,
   type TestAccount,
   allocateSwitchPorts,
-} from '../e2e/harness.js';
+} from '../e2e/support/harness.js';
 import { nextPort } from '../support/ports.js';
 import { launchChromium, type LaunchedChromium } from '../support/chromium.js';
 

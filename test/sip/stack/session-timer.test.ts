@@ -1,7 +1,7 @@
 /**
  * RFC 4028 session timers as a state machine (sip/stack/dialog/session-timer.ts) on a manual clock: when each side
  * acts, what a refresh heard does, what a failed refresh does, and the UAS's choice from an INVITE. The real
- * exchange with SIPp is test/e2e/session-timer.test.ts.
+ * exchange with SIPp is test/e2e/sip/session-timer.test.ts.
  */
 import assert from 'node:assert/strict';
 import { ManualClock, SipRequest, SipHeaders, parseUri, type SipResponse } from '../../../sip/stack/index.js';
