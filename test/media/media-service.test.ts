@@ -8,6 +8,7 @@ import {
   type DtmfEvent,
   type RtpengineSupervisor,
 } from '../../media/index.js';
+import { encodeG711 } from '../../media/g711.js';
 import { startMediaService, waitFor } from './helpers.js';
 import { bestCorrelation, envelope, RtpPeer, tone, toneEnergy } from './rtp-peer.js';
 
@@ -185,6 +186,23 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
       await media.deleteSession(id);
     });
   }
+
+  it('a leg the platform called out: frames sent from its audio port reach the callee (our endpoint offered)', async () => {
+    const id = callId();
+    const callee = await peer();
+    callee.useSdp(await media.offerIvr(id, 'A', { calleeSide: { profile: 'rtp' } }));
+    await media.completeIvr(id, 'A', callee.sdp(['PCMU']));
+    const port = media.audioPort(id, 'A');
+    const samples = tone(700, 0.6);
+    for (let i = 0; i + 160 <= samples.length; i += 160) {
+      port.send(encodeG711(samples.subarray(i, i + 160), 0));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 150));
+    assert.ok(callee.received.length >= 20, `the callee got ${callee.received.length} packets`);
+    assert.ok(toneEnergy(callee.decoded(), 700) > 500, 'the callee hears what the port sent');
+    await media.deleteSession(id);
+  });
 
   it('a recording captures what the caller said and stops on silence', async () => {
     const id = callId();
