@@ -204,6 +204,27 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
     await media.deleteSession(id);
   });
 
+  it('two IVR legs joined to each other (a leg between nodes): frames sent from either port reach the other', async () => {
+    const out = callId();
+    const back = callId();
+    const offer = await media.offerIvr(out, 'A', { calleeSide: { profile: 'rtp' } });
+    await media.completeIvr(out, 'A', await media.answerIvr(back, 'A', offer));
+    const ports = [media.audioPort(out, 'A'), media.audioPort(back, 'A')] as const;
+    const got = [0, 0];
+    const stops = ports.map((p, i) => p.onReceived(() => (got[i]! += 1)));
+    for (let i = 0; i < 30; i++) {
+      ports[0].send(Buffer.alloc(160, 0x55));
+      ports[1].send(Buffer.alloc(160, 0x55));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 150));
+    for (const stop of stops) stop();
+    assert.ok(got[1]! >= 20, `the answering side got ${got[1]} frames of the offering side`);
+    assert.ok(got[0]! >= 20, `the offering side got ${got[0]} frames of the answering side`);
+    await media.deleteSession(out);
+    await media.deleteSession(back);
+  });
+
   it('a recording captures what the caller said and stops on silence', async () => {
     const id = callId();
     const a = await peer();
