@@ -359,7 +359,7 @@ function settledTicket(outcome: QueueOutcome): QueueTicket {
  * leaves here (the leg ends with the result), or when the holder is out of service: QueueResult `system-shutdown`,
  * told here on the caller's call since the holder cannot tell it any more.
  */
-class RemoteTicket implements QueueTicket {
+export class RemoteTicket implements QueueTicket {
   readonly #hold = new AbortController();
   readonly #bridgeOver = new AbortController();
   readonly #joinedAt = Date.now();

@@ -52,6 +52,7 @@ describe('e2e: one queue across three nodes', function () {
     );
     server.verbs('/wait', '<Response><Pause length="2"/></Response>');
     server.verbs('/left', '<Response><Hangup/></Response>');
+    server.verbs('/moved', '<Response><Hangup/></Response>');
     server.verbs('/agent', '<Response><Dial timeout="20"><Queue>support</Queue></Dial><Hangup/></Response>');
     await new Promise((r) => setTimeout(r, 2500)); // each node re-reads trunks and numbers within 2 s
 
@@ -111,6 +112,13 @@ describe('e2e: one queue across three nodes', function () {
       const left = server.requests.filter((r) => r.url === '/left')[i]!.json!;
       assert.equal(left.CallSid, sids[i], `agent call ${i + 1} took the caller that came ${i + 1}`);
       assert.equal(left.QueueResult, 'bridged');
+      const queued = server.requests.filter((r) => r.url === '/enqueue')[i]!.at;
+      const taken = server.requests.filter((r) => r.url === '/agent')[i]!.at;
+      const expected = (taken - queued) / 1000;
+      assert.ok(
+        Math.abs(Number(left.QueueTime) - expected) <= 2,
+        `QueueTime ${left.QueueTime} s, about ${expected.toFixed(1)} s expected`,
+      );
       const done = await Promise.race([agent.sipp.done, new Promise<undefined>((r) => setTimeout(r, 10_000))]);
       assert.equal(done?.code, 0, `the agent's call ${i + 1} ended:\n${agent.sipp.output()}`);
       const bridgedFrom = server.requests.filter((r) => r.url === '/agent')[i]!.at + 1500;
@@ -143,6 +151,22 @@ describe('e2e: one queue across three nodes', function () {
     await eventually(async () => (await members()).length === 2, 'a caller of node 3 queued on node 1', 15_000);
     const secondSid = (await cluster.db('calls').where({ account_id: acct.id }).orderBy('created_at', 'desc').first())
       .sid;
+    // A caller of node 2 dequeued through node 3's API: it leaves the queue node 1 holds for the URL given.
+    const third = await callers.call({ sip: n2.ports.sip, did: CALLER_DID, tone: 880 });
+    await eventually(async () => (await members()).length === 3, 'a caller of node 2 queued on node 1', 15_000);
+    const thirdSid = (await members(n3))[2]!.call_sid;
+    const thirdUuid = (await cluster.db('calls').where({ sid: thirdSid }).first()).id;
+    const moved = await api(n3.baseUrl, acct.key, 'POST', `/api/queues/support/members/${thirdUuid}/dequeue`, {
+      url: server.url('/moved'),
+    });
+    assert.equal(moved.status, 204, JSON.stringify(moved.body));
+    await eventually(() => server.requests.some((r) => r.url === '/moved'), "the dequeued caller's URL", 10_000);
+    const movedReq = server.requests.find((r) => r.url === '/moved')!.json!;
+    assert.deepEqual([movedReq.CallSid, movedReq.QueueResult], [thirdSid, 'redirected']);
+    const t = await Promise.race([third.sipp.done, new Promise<undefined>((r) => setTimeout(r, 10_000))]);
+    assert.equal(t?.code, 0, `the dequeued caller was hung up by its new document:\n${third.sipp.output()}`);
+    const still = (await members(n1)).map((m) => [m.call_sid, m.position]);
+    assert.deepEqual(still.slice(1), [[secondSid, 2]], `the two others wait on: ${JSON.stringify(still)}`);
     await cluster.kill(n1);
     await eventually(
       () => server.requests.some((r) => r.url === '/left' && r.json?.CallSid === secondSid),
@@ -162,7 +186,7 @@ describe('e2e: one queue across three nodes', function () {
       30_000,
     );
     const all = await cluster.db('calls').where({ account_id: acct.id }).orderBy('created_at');
-    assert.equal(all.length, 8, 'one record per call: 5 callers, 3 agent calls; the legs between nodes are none');
+    assert.equal(all.length, 9, 'one record per call: 6 callers, 3 agent calls; the legs between nodes are none');
     assert.equal(all.filter((c) => c.reason_code === 'END.0504').length, 1, "node 1's waiting caller, taken over");
     await new Promise((r) => setTimeout(r, 2000)); // nothing more is billed
     for (const c of all) {
