@@ -13,9 +13,11 @@ const AGENT_TONE = 1000;
  * Three nodes on one PostgreSQL, one queue: callers enqueued on nodes 1, 2 and 3, in that order, wait in the queue
  * node 1 holds (the first caller's node took its lease; the others reached it through legs between the nodes). An
  * agent calling node 2 dequeues three times and gets them in the order they came (FIFO across nodes), each pair
- * hearing each other (tones, Goertzel). The queue's members read the same through any node's API. Then the holder
- * is SIGKILLed while a caller of another node waits: that caller's Enqueue ends with QueueResult system-shutdown
- * (its action runs), and every call is billed once, one record each.
+ * hearing each other (tones, Goertzel). The queue's members read the same through any node's API. Then node 2,
+ * holding the queue anew, drains with callers waiting: it keeps the queue (a caller of node 1 still joins it) until
+ * they are dequeued, then exits. Then node 1, holding it again, is SIGKILLed while a caller of another node waits:
+ * that caller's Enqueue ends with QueueResult system-shutdown (its action runs). Every call is billed once, one
+ * record each.
  */
 describe('e2e: one queue across three nodes', function () {
   this.timeout(240_000);
@@ -53,6 +55,7 @@ describe('e2e: one queue across three nodes', function () {
     server.verbs('/wait', '<Response><Pause length="2"/></Response>');
     server.verbs('/left', '<Response><Hangup/></Response>');
     server.verbs('/moved', '<Response><Hangup/></Response>');
+    server.verbs('/drained', '<Response><Hangup/></Response>');
     server.verbs('/agent', '<Response><Dial timeout="20"><Queue>support</Queue></Dial><Hangup/></Response>');
     await new Promise((r) => setTimeout(r, 2500)); // each node re-reads trunks and numbers within 2 s
 
@@ -144,6 +147,51 @@ describe('e2e: one queue across three nodes', function () {
       10_000,
     );
 
+    // The holder drains: it keeps its queue (callers of other nodes still join it), exits once the last one left.
+    const drainCallers: ToneLeg[] = [];
+    for (const [i, n] of [n2, n3].entries()) {
+      drainCallers.push(await callers.call({ sip: n.ports.sip, did: CALLER_DID, tone: CALLER_TONES[i]! }));
+      await eventually(async () => (await members(n1)).length === i + 1, `caller ${i + 1} queued on node 2`, 15_000);
+    }
+    n2.sw!.proc.kill('SIGTERM');
+    await eventually(
+      async () => (await cluster.listing()).find((n) => n.id === n2.id)?.state === 'draining',
+      'node 2 drains',
+      10_000,
+    );
+    drainCallers.push(await callers.call({ sip: n1.ports.sip, did: CALLER_DID, tone: 880 }));
+    await eventually(
+      async () => (await members(n1)).length === 3,
+      "node 1's caller joined the draining holder's queue",
+      15_000,
+    );
+    assert.deepEqual(await cluster.db('room_leases').where({ account_id: acct.id }).select('node_id'), [
+      { node_id: n2.id },
+    ]);
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(n2.sw!.proc.exitCode, null, 'the draining holder stays while callers wait in its queue');
+    for (let i = 0; i < 3; i++) {
+      const out = await api(n3.baseUrl, acct.key, 'POST', '/api/queues/support/members/front/dequeue', {
+        url: server.url('/drained'),
+      });
+      assert.equal(out.status, 204, JSON.stringify(out.body));
+    }
+    for (const leg of drainCallers) {
+      const done = await Promise.race([leg.sipp.done, new Promise<undefined>((r) => setTimeout(r, 10_000))]);
+      assert.equal(
+        done?.code,
+        0,
+        `a caller of the drained queue was hung up by its new document:\n${leg.sipp.output()}`,
+      );
+    }
+    const exited = await Promise.race([
+      cluster.exited(n2),
+      new Promise<string>((r) => setTimeout(r, 15_000, 'running')),
+    ]);
+    assert.equal(exited, 0, 'the drained holder exits once its queue is empty');
+    assert.deepEqual(await cluster.db('room_leases').where({ account_id: acct.id }), [], 'its lease freed');
+    await cluster.startNode(n2);
+
     // The holder dies with a caller of another node waiting: that caller leaves with QueueResult system-shutdown.
     const first = await callers.call({ sip: n1.ports.sip, did: CALLER_DID, tone: 440 });
     await eventually(async () => (await members()).length === 1, 'a caller queued on node 1', 15_000);
@@ -186,7 +234,7 @@ describe('e2e: one queue across three nodes', function () {
       30_000,
     );
     const all = await cluster.db('calls').where({ account_id: acct.id }).orderBy('created_at');
-    assert.equal(all.length, 9, 'one record per call: 6 callers, 3 agent calls; the legs between nodes are none');
+    assert.equal(all.length, 12, 'one record per call: 9 callers, 3 agent calls; the legs between nodes are none');
     assert.equal(all.filter((c) => c.reason_code === 'END.0504').length, 1, "node 1's waiting caller, taken over");
     await new Promise((r) => setTimeout(r, 2000)); // nothing more is billed
     for (const c of all) {
