@@ -16,6 +16,8 @@ const QUEUE_INFO_TYPE = 'application/x-simu-queue+json';
 const RESULT_HEADER = 'X-Simu-Queue-Result';
 /** How often the holder looks whether a remote caller's place (position, size, average) changed. */
 const STATE_LOOK_MS = 500;
+/** The longest a remote caller's idea of the queue's average wait (its waitUrl's AvgQueueTime) is left unrefreshed. */
+const AVERAGE_TOLD_MS = 10_000;
 /** How long a caller's node waits for the holder's first word on the caller's place. */
 const FIRST_STATE_MS = 3000;
 const RESULTS: readonly QueueResult[] = [
@@ -281,6 +283,7 @@ export class QueueNodes {
     };
     const ticket = this.d.queues.join(row.account_id, ask.name, call, ask.maxSize);
     let told = '';
+    let toldAt = 0;
     const place = (): void => {
       if (ticket.holdOver.aborted) return;
       const state: QueuePlace = {
@@ -288,9 +291,12 @@ export class QueueNodes {
         size: ticket.size(),
         averageWaitSeconds: ticket.averageWaitSeconds(),
       };
-      const text = `${state.position}/${state.size}/${Math.round(state.averageWaitSeconds)}`;
-      if (text === told) return;
+      // The average grows while anyone waits: it is told with each move, and at least every AVERAGE_TOLD_MS.
+      const text = `${state.position}/${state.size}`;
+      const now = Date.now();
+      if (text === told && now - toldAt < AVERAGE_TOLD_MS) return;
       told = text;
+      toldAt = now;
       void tell({ state });
     };
     place();
