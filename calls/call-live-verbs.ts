@@ -36,7 +36,7 @@ export class CallLiveVerbs {
     this.#listenKeys = listenKeys;
   }
 
-  joinQueue(name: string, maxSize: number): QueueTicket {
+  joinQueue(name: string, maxSize: number): Promise<QueueTicket> {
     const queues = this.#queues();
     if (!queues) throw new TypeError('no queues in this set-up');
     return queues.join(name, maxSize);
@@ -78,7 +78,7 @@ export class CallLiveVerbs {
     const media = this.#media;
     const life = this.#life;
     if (!queues || !media.audioPort) return undefined;
-    this.#queueing ??= new CallQueueing(queues, life, () => this.#port());
+    this.#queueing ??= new CallQueueing(queues, life, () => this.#port(), this.#d.queueNodes);
     return this.#queueing;
   }
 

@@ -11,6 +11,7 @@ import type { CallBilling } from './call-billing.js';
 import type { CallLifecycle } from './call-lifecycle.js';
 import type { LastGoodDocuments } from './prepaid/last-good-documents.js';
 import type { QueueRegistry } from './queue/queue-registry.js';
+import type { QueueNodes } from './queue/node-queue.js';
 import type { SpeechInput } from './speech-input.js';
 
 /** A registered contact of an end-user, as the location service holds it. */
@@ -60,6 +61,8 @@ export interface CallServices {
   readonly speech?: SpeechInput;
   /** This process's call queues (Enqueue, Dial Queue); absent: those verbs end with QueueResult error. */
   readonly queues?: QueueRegistry;
+  /** On nodes sharing a PostgreSQL store: the node holding each queue, and the legs to it (queue/node-queue.ts). */
+  readonly queueNodes?: QueueNodes;
   /** The last known good call-control documents (calls/prepaid/last-good-documents.ts); absent: never used. */
   readonly lastGood?: LastGoodDocuments;
   /** The classes that run each verb; VERB_REGISTRY unless a test injects a failing one. */

@@ -28,13 +28,15 @@ import { queueEvents } from './queue/call-queueing.js';
 import { VERB_REGISTRY, type InterpreterStart, type VerbRegistry } from '../verbs/index.js';
 import {
   Conferences,
-  NodeRooms,
   conferenceCallOf,
   dialConference,
   joinConference,
-  serveNodeLeg,
+  serveConferenceLeg,
   type NodeLegDeps,
 } from './conference/index.js';
+import { NodeRooms, acceptNodeLeg } from './node-leg.js';
+import { QueueNodes } from './queue/node-queue.js';
+import type { Responder, SipRequest } from '../sip/stack/index.js';
 import { join } from 'node:path';
 
 export interface CallEngineDeps {
@@ -69,16 +71,20 @@ export class SwitchCallEngine implements CallEngine {
   readonly #creditNotices: CreditNotices;
   /** REFER from phones on bridges (calls/transfer/; docs/softphones.md, "Transfer"). */
   readonly #transfers: CallTransfers;
-  /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues). */
-  readonly queues = new QueueRegistry(systemClock, queueEvents);
+  /** Call queues of this process, in memory (calls/queue/; docs/api.md, Queues); on nodes, each held by one. */
+  readonly queues = new QueueRegistry(systemClock, queueEvents, {
+    onQueueMade: (accountId, name) => this.#nodeLegs?.rooms.made('queue', accountId, name),
+    onQueueEnded: (accountId, name) => this.#nodeLegs?.rooms.release('queue', accountId, name),
+  });
   /** Conferences of this process and the mixer clock (calls/conference/; docs/api.md, Conferences). */
   readonly conferences: Conferences;
   /**
-   * On PostgreSQL (nodes sharing the store): where each conference is held, and the legs between nodes that join
-   * callers of other nodes to the rooms held here (conference/node-leg.ts). Undefined on SQLite: one node, every
-   * room here.
+   * On PostgreSQL (nodes sharing the store): where each conference and queue is held, and the legs between nodes
+   * that join calls of other nodes to the rooms held here (node-leg.ts, conference/node-leg.ts,
+   * queue/node-queue.ts). Undefined on SQLite: one node, every room here.
    */
   readonly #nodeLegs: NodeLegDeps | undefined;
+  readonly #queueNodes: QueueNodes | undefined;
   /**
    * The classes that run each verb, read when a call's document starts: VERB_REGISTRY. Tests replace one with a
    * class that fails, to prove what a platform failure does to a call through the real switch.
@@ -89,6 +95,26 @@ export class SwitchCallEngine implements CallEngine {
   constructor(deps: CallEngineDeps) {
     this.#deps = deps;
     const { allowPrivate, allowNetworks } = deps.config.webhooks;
+    const lifecycle = (row: CallRow) => new CallLifecycle({ db: deps.db, events: deps.publisher, log: this.#log }, row);
+    const nodeBase = isPostgres(deps.db)
+      ? {
+          db: deps.db,
+          log: this.#log,
+          media: deps.media,
+          sip: deps.sip,
+          lifecycle,
+          legs: new Set<string>(),
+          rooms: new NodeRooms({
+            db: deps.db,
+            nodeId: deps.config.node.id,
+            sipAddress: `${deps.config.publicHost}:${deps.config.sip.port}`,
+            goneAfterMs: deps.config.node.goneAfterSeconds * 1000,
+            clock: systemClock,
+            log: this.#log,
+          }),
+        }
+      : undefined;
+    this.#queueNodes = nodeBase && new QueueNodes({ ...nodeBase, queues: this.queues });
     const core = {
       db: deps.db,
       config: deps.config,
@@ -106,6 +132,7 @@ export class SwitchCallEngine implements CallEngine {
       assetStorage: mediaStorageFor(deps.config),
       speech: new CallSpeech(deps.media),
       queues: this.queues,
+      queueNodes: this.#queueNodes,
       lastGood: new LastGoodDocuments({
         db: deps.db,
         maxAgeSeconds: deps.config.prepaid.lastGoodMaxAgeSeconds,
@@ -113,7 +140,7 @@ export class SwitchCallEngine implements CallEngine {
         log: this.#log,
       }),
       verbRegistry: () => this.verbRegistry,
-      lifecycle: (row: CallRow) => new CallLifecycle({ db: deps.db, events: deps.publisher, log: this.#log }, row),
+      lifecycle,
     } satisfies CallServices;
     this.#creditNotices = new CreditNotices({ media: deps.media, log: this.#log });
     this.conferences = new Conferences({
@@ -125,27 +152,12 @@ export class SwitchCallEngine implements CallEngine {
       onRoomMade: (accountId, name) => this.#nodeLegs?.rooms.made('conference', accountId, name),
       onRoomEnded: (accountId, name) => this.#nodeLegs?.rooms.release('conference', accountId, name),
     });
-    this.#nodeLegs = isPostgres(deps.db)
-      ? {
-          db: deps.db,
-          log: this.#log,
-          media: deps.media,
-          sip: deps.sip,
-          events: deps.publisher,
-          conferences: this.conferences,
-          keep: core,
-          lifecycle: core.lifecycle,
-          legs: new Set(),
-          rooms: new NodeRooms({
-            db: deps.db,
-            nodeId: deps.config.node.id,
-            sipAddress: `${deps.config.publicHost}:${deps.config.sip.port}`,
-            goneAfterMs: deps.config.node.goneAfterSeconds * 1000,
-            clock: systemClock,
-            log: this.#log,
-          }),
-        }
-      : undefined;
+    this.#nodeLegs = nodeBase && {
+      ...nodeBase,
+      events: deps.publisher,
+      conferences: this.conferences,
+      keep: core,
+    };
     this.#childLegs = new ChildLegs(core);
     this.#transfers = new CallTransfers(
       core,
@@ -182,8 +194,7 @@ export class SwitchCallEngine implements CallEngine {
     deps.sip.trunkHealth?.on('change', (c) => void publishTrunkState(deps.publisher, c));
     deps.sip.onInvite(async (req, srv, origin) => {
       if (this.#closed) return void srv.send(503, 'Service Unavailable');
-      if (origin.kind === 'node')
-        return this.#nodeLegs ? serveNodeLeg(this.#nodeLegs, req, srv, origin.nodeId) : void srv.send(403, 'Forbidden');
+      if (origin.kind === 'node') return this.#serveNodeLeg(req, srv, origin.nodeId);
       if (origin.kind === 'trunk') return runInbound(this.#services, req, srv, origin.trunk);
       const services = this.#services;
       if (!hasLocator(services)) return void srv.send(503, 'Service Unavailable');
@@ -191,6 +202,17 @@ export class SwitchCallEngine implements CallEngine {
       if (req.headers.get('replaces') !== undefined) return this.#transfers.replace(req, srv, origin.identity);
       return runEndUserCall(services, req, srv, origin.identity);
     });
+  }
+
+  /** A leg from another node into a conference or a queue held here; refused 403 on SQLite (no nodes). */
+  async #serveNodeLeg(req: SipRequest, srv: Responder, fromNode: string): Promise<void> {
+    const d = this.#nodeLegs;
+    if (!d || !this.#queueNodes) return void srv.send(403, 'Forbidden');
+    const accepted = await acceptNodeLeg(d, req, srv, fromNode);
+    if (!accepted) return;
+    const { join, row } = accepted;
+    if (join.kind === 'queue') return this.#queueNodes.serve(join, row, req, srv, fromNode);
+    return serveConferenceLeg(d, join, row, req, srv, fromNode);
   }
 
   #track(row: CallRow): LiveCall {

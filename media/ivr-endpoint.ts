@@ -117,6 +117,15 @@ export class IvrEndpoint {
     });
   }
 
+  /**
+   * rtpengine's answer to our own offer (the platform called out, MediaSession.offerIvr): where this endpoint's
+   * audio goes. Without it an endpoint that offered could play only through rtpengine, never send a frame itself.
+   */
+  engineAnswered(answer: string): void {
+    const engine = audioEndpoint(answer);
+    if (engine) this.#engineSide = { address: engine.address, port: engine.port };
+  }
+
   /** Hands each 20 ms of the caller's audio (8 kHz PCM) to `onAudio` until the returned function is called. */
   tapAudio(onAudio: (samples: Int16Array) => void): () => void {
     const tap = (samples: Int16Array): void => onAudio(samples);

@@ -178,7 +178,8 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     // Kept like an inbound caller's offer: a Dial on this call re-offers it towards the dialled leg.
     this.#callerSdp.set(legTag, { sdp: calleeSdp, side: this.#calleeSide.get(legTag) });
     this.#listenForKeys(legTag, this.#ivr.get(legTag), calleeSdp);
-    await this.answer(ivrTag(legTag), legTag, calleeSdp, { fromSide: { profile: 'rtp' } });
+    const toIvr = await this.answer(ivrTag(legTag), legTag, calleeSdp, { fromSide: { profile: 'rtp' } });
+    this.#ivr.get(legTag)?.engineAnswered(toIvr);
   }
 
   /** Play a WAV to leg `legTag`; resolves when played, or cut short ({completed: false}). */

@@ -4,4 +4,4 @@ export { joinConference } from './join.js';
 export { conferenceCallOf } from './live-participant.js';
 export type { ConferenceControl, ConferenceView, ParticipantView } from './conference-control.js';
 export type { ConferenceCall, ParticipantPort } from './conference-room.js';
-export { NodeRooms, dialConference, serveNodeLeg, type NodeLegDeps } from './node-leg.js';
+export { dialConference, serveConferenceLeg, type NodeLegDeps } from './node-leg.js';

@@ -2,6 +2,7 @@ import { EventCodes } from '../../events/index.js';
 import type { LegAudioPort } from '../../media/index.js';
 import type { DialOptions, DialResult, QueueTicket } from '../../verbs/index.js';
 import type { CallLifecycle } from '../call-lifecycle.js';
+import type { QueueNodes } from './node-queue.js';
 import { bridgeAudio } from './queue-bridge.js';
 import type { QueueCall, QueueEvents, QueueRegistry } from './queue-registry.js';
 
@@ -18,11 +19,14 @@ export class CallQueueing {
   readonly #registry: QueueRegistry;
   readonly #life: CallLifecycle;
   readonly #port: () => LegAudioPort;
+  /** On nodes sharing a store: where each queue is held, and the legs to it (node-queue.ts). */
+  readonly #nodes: QueueNodes | undefined;
 
-  constructor(registry: QueueRegistry, life: CallLifecycle, port: () => LegAudioPort) {
+  constructor(registry: QueueRegistry, life: CallLifecycle, port: () => LegAudioPort, nodes?: QueueNodes) {
     this.#registry = registry;
     this.#life = life;
     this.#port = port;
+    this.#nodes = nodes;
   }
 
   #asQueueCall(): QueueCall {
@@ -35,15 +39,23 @@ export class CallQueueing {
     };
   }
 
-  join(name: string, maxSize: number): QueueTicket {
-    return this.#registry.join(this.#life.row.account_id, name, this.#asQueueCall(), maxSize);
+  /** <Enqueue>: in the queue of this process, or in the one another node holds (node-queue.ts). */
+  join(name: string, maxSize: number): Promise<QueueTicket> {
+    const local = () => this.#registry.join(this.#life.row.account_id, name, this.#asQueueCall(), maxSize);
+    if (!this.#nodes) return Promise.resolve(local());
+    return this.#nodes.join({ life: this.#life, port: this.#port }, name, maxSize, local);
   }
 
   /**
    * <Dial><Queue>: the longest-waiting caller is bridged to this call until either hangs up (or timeLimit);
    * `no-answer` when no caller came within the Dial's timeout, `failed` when this call's audio is not ours.
    */
-  async dial(name: string, options: DialOptions): Promise<DialResult> {
+  dial(name: string, options: DialOptions): Promise<DialResult> {
+    if (!this.#nodes) return this.#dialHere(name, options);
+    return this.#nodes.dial({ life: this.#life, port: this.#port }, name, options, () => this.#dialHere(name, options));
+  }
+
+  async #dialHere(name: string, options: DialOptions): Promise<DialResult> {
     let mine: LegAudioPort;
     try {
       mine = this.#port();

@@ -5,7 +5,8 @@ import type { QueueOutcome, QueueResult, QueueTicket } from '../../verbs/index.j
 /**
  * The call queues of this process, in memory: a queue is an account's name with its waiting
  * callers in the order they joined. Nothing is stored: after a restart the calls are gone too (the reconcile sweep
- * closes them), and on several nodes each node has its own queues (docs/api.md, Queues).
+ * closes them). On several nodes a queue is held by one node (a lease in the store, taken and freed through
+ * `onQueueMade` and `onQueueEnded`); calls of other nodes take part through legs between the nodes (node-queue.ts).
  */
 
 /** Most distinct queues one account may hold at once (a queue exists while it has callers or agents waiting). */
@@ -79,21 +80,32 @@ export interface QueueDirectory {
   dequeueToUrl(accountId: string, name: string, callId: string | 'front', url: string): boolean | Promise<boolean>;
 }
 
+/** Told when a queue comes to exist here and when it is forgotten (its lease in the store is taken and freed). */
+export interface QueueLifeHooks {
+  onQueueMade?(accountId: string, name: string): void;
+  onQueueEnded?(accountId: string, name: string): void;
+}
+
 export class QueueRegistry implements QueueDirectory {
   readonly #queues = new Map<string, Map<string, CallQueue>>();
   readonly #clock: Pick<Clock, 'now'>;
   readonly #events: QueueEvents;
+  readonly #hooks: QueueLifeHooks;
 
-  constructor(clock: Pick<Clock, 'now'>, events: QueueEvents) {
+  constructor(clock: Pick<Clock, 'now'>, events: QueueEvents, hooks: QueueLifeHooks = {}) {
     this.#clock = clock;
     this.#events = events;
+    this.#hooks = hooks;
   }
 
   #queue(accountId: string, name: string, create: boolean): CallQueue | undefined {
     let byName = this.#queues.get(accountId);
     if (!byName && create) this.#queues.set(accountId, (byName = new Map()));
     let q = byName?.get(name);
-    if (!q && create && byName && byName.size < MAX_QUEUES_PER_ACCOUNT) byName.set(name, (q = new CallQueue()));
+    if (!q && create && byName && byName.size < MAX_QUEUES_PER_ACCOUNT) {
+      byName.set(name, (q = new CallQueue()));
+      this.#hooks.onQueueMade?.(accountId, name);
+    }
     return q;
   }
 
@@ -101,8 +113,18 @@ export class QueueRegistry implements QueueDirectory {
   #tidy(accountId: string, name: string, q: CallQueue): void {
     if (q.members.length > 0 || q.agents.length > 0) return;
     const byName = this.#queues.get(accountId);
-    byName?.delete(name);
-    if (byName?.size === 0) this.#queues.delete(accountId);
+    if (byName?.get(name) !== q) return;
+    byName.delete(name);
+    if (byName.size === 0) this.#queues.delete(accountId);
+    this.#hooks.onQueueEnded?.(accountId, name);
+  }
+
+  /** Whether a caller joining the queue now would be taken (not full, and not one queue too many). */
+  hasRoom(accountId: string, name: string, maxSize: number): boolean {
+    const byName = this.#queues.get(accountId);
+    const q = byName?.get(name);
+    if (q) return q.members.length < maxSize;
+    return (byName?.size ?? 0) < MAX_QUEUES_PER_ACCOUNT && maxSize > 0;
   }
 
   /** The caller joins the queue; full (maxSize, or too many queues): a ticket whose outcome is queue-full. */

@@ -134,4 +134,30 @@ describe('calls/queue: QueueRegistry', () => {
     assert.deepEqual(await b.outcome, { result: 'queue-full', queueTimeSeconds: 0 });
     assert.equal(q.members('acc', 's')!.length, 1);
   });
+  it('tells when a queue comes to exist and when it is forgotten (its lease on several nodes); room for one more', async () => {
+    const clock = new ManualClock(1_000_000);
+    const told: string[] = [];
+    const q = new QueueRegistry(clock, recorder().events, {
+      onQueueMade: (acc, name) => told.push(`made ${acc} ${name}`),
+      onQueueEnded: (acc, name) => told.push(`ended ${acc} ${name}`),
+    });
+    assert.equal(q.hasRoom('acc', 'support', 1), true, 'no queue yet: a caller would make it');
+    const a = q.join('acc', 'support', call('a'), 1);
+    assert.equal(q.hasRoom('acc', 'support', 1), false, 'full at maxSize');
+    const b = q.join('acc', 'support', call('b'), 2);
+    assert.equal(q.hasRoom('acc', 'support', 2), false);
+    assert.deepEqual(told, ['made acc support'], 'made once');
+    a.leave('hangup');
+    assert.deepEqual(told, ['made acc support'], 'a caller still waits: the queue lives on');
+    b.leave('leave');
+    await b.outcome;
+    assert.deepEqual(told, ['made acc support', 'ended acc support']);
+    // An agent waiting on an empty queue holds it too, until its timeout.
+    const none = await q.dequeueToAgent('acc', 'sales', 'agent', async () => undefined, {
+      timeoutMs: 0,
+      signal: new AbortController().signal,
+    });
+    assert.equal(none, undefined);
+    assert.deepEqual(told.slice(2), ['made acc sales', 'ended acc sales']);
+  });
 });

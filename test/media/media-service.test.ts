@@ -8,6 +8,7 @@ import {
   type DtmfEvent,
   type RtpengineSupervisor,
 } from '../../media/index.js';
+import { encodeG711 } from '../../media/g711.js';
 import { startMediaService, waitFor } from './helpers.js';
 import { bestCorrelation, envelope, RtpPeer, tone, toneEnergy } from './rtp-peer.js';
 
@@ -185,6 +186,44 @@ describe('media: MediaService with a real rtpengine and real RTP peers', functio
       await media.deleteSession(id);
     });
   }
+
+  it('a leg the platform called out: frames sent from its audio port reach the callee (our endpoint offered)', async () => {
+    const id = callId();
+    const callee = await peer();
+    callee.useSdp(await media.offerIvr(id, 'A', { calleeSide: { profile: 'rtp' } }));
+    await media.completeIvr(id, 'A', callee.sdp(['PCMU']));
+    const port = media.audioPort(id, 'A');
+    const samples = tone(700, 0.6);
+    for (let i = 0; i + 160 <= samples.length; i += 160) {
+      port.send(encodeG711(samples.subarray(i, i + 160), 0));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 150));
+    assert.ok(callee.received.length >= 20, `the callee got ${callee.received.length} packets`);
+    assert.ok(toneEnergy(callee.decoded(), 700) > 500, 'the callee hears what the port sent');
+    await media.deleteSession(id);
+  });
+
+  it('two IVR legs joined to each other (a leg between nodes): frames sent from either port reach the other', async () => {
+    const out = callId();
+    const back = callId();
+    const offer = await media.offerIvr(out, 'A', { calleeSide: { profile: 'rtp' } });
+    await media.completeIvr(out, 'A', await media.answerIvr(back, 'A', offer));
+    const ports = [media.audioPort(out, 'A'), media.audioPort(back, 'A')] as const;
+    const got = [0, 0];
+    const stops = ports.map((p, i) => p.onReceived(() => (got[i]! += 1)));
+    for (let i = 0; i < 30; i++) {
+      ports[0].send(Buffer.alloc(160, 0x55));
+      ports[1].send(Buffer.alloc(160, 0x55));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 150));
+    for (const stop of stops) stop();
+    assert.ok(got[1]! >= 20, `the answering side got ${got[1]} frames of the offering side`);
+    assert.ok(got[0]! >= 20, `the offering side got ${got[0]} frames of the answering side`);
+    await media.deleteSession(out);
+    await media.deleteSession(back);
+  });
 
   it('a recording captures what the caller said and stops on silence', async () => {
     const id = callId();

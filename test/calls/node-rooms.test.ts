@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { ManualClock } from '../../../kit/index.js';
-import { NodeRooms } from '../../../calls/conference/node-leg.js';
-import type { Db } from '../../../store/index.js';
-import { roomLogger } from '../../../config/index.js';
+import { ManualClock } from '../../kit/index.js';
+import { NodeRooms } from '../../calls/node-leg.js';
+import type { Db } from '../../store/index.js';
+import { roomLogger } from '../../config/index.js';
 
 describe('calls: legs between nodes', () => {
   it('a signed join is taken once: a copy replayed within its age is refused, its nonce forgotten after', () => {
