@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { setRate } from '../../store/index.js';
-import { toneSeconds } from '../support/tones.js';
-import { eventually } from '../support/wait.js';
-import { Cluster } from './cluster.js';
-import { ToneCallers, heardSince, type ToneLeg } from './conference-legs.js';
-import { api } from './harness.js';
+import { setRate } from '../../../store/index.js';
+import { toneSeconds } from '../../support/tones.js';
+import { eventually } from '../../support/wait.js';
+import { Cluster } from '../support/cluster.js';
+import { ToneCallers, heardSince, type ToneLeg } from '../support/conference-legs.js';
+import { api } from '../support/harness.js';
 
 const CALLER_TONES = [440, 660, 880] as const;
 const AGENT_TONE = 1000;
