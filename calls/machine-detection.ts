@@ -30,24 +30,42 @@ const CALLBACK_ATTEMPTS = 3;
 const CALLBACK_TIMEOUT_MS = 10_000;
 
 /**
- * Listens to `legTag` of `callId` (the callee of a call the platform placed: its IVR endpoint's far side) until the
- * detector decides; undefined when `signal` aborts first or the leg has no audio of ours (bridged away, ended).
+ * Where the detector hears the callee: it hands 8 kHz PCM to `onAudio` from when it resolves until its returned
+ * function is called. The callee of a placed call is our IVR endpoint's far side (MediaService.tapAudio); a Dial's
+ * dialled leg, bridged inside rtpengine, is heard on a copy of its media (MediaService.forkAudio).
+ */
+export type CalleeAudio = (onAudio: (samples: Int16Array) => void) => Promise<() => void>;
+
+/** The callee of a call the platform placed, as our IVR endpoint hears it. */
+export function ivrAudio(media: Pick<MediaService, 'tapAudio'>, callId: string, legTag: string): CalleeAudio {
+  return async (onAudio) => media.tapAudio(callId, legTag, onAudio);
+}
+
+/** A leg bridged to another inside rtpengine (a Dial's dialled leg), heard on a copy of its media. */
+export function forkedAudio(media: Pick<MediaService, 'forkAudio'>, callId: string, legTag: string): CalleeAudio {
+  return (onAudio) => media.forkAudio(callId, legTag, onAudio);
+}
+
+/**
+ * Listens to the callee (`audio`) until the detector decides; undefined when `signal` aborts first or the leg has
+ * no audio to hear (bridged away, ended).
  */
 export function detectAnsweredBy(
-  media: Pick<MediaService, 'tapAudio'>,
-  callId: string,
-  legTag: string,
+  audio: CalleeAudio,
   request: MachineDetectionRequest,
   signal: AbortSignal,
   clock: Clock = systemClock,
 ): Promise<MachineDetectionResult | undefined> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     if (signal.aborted) return resolve(undefined);
     const detector = new MachineDetector({ mode: request.mode, params: request.params ?? {}, clock });
     const frame = new Int16Array(AMD_FRAME_SAMPLES);
     let fill = 0;
     let untap: (() => void) | undefined;
+    let settled = false;
     const done = (r: MachineDetectionResult | undefined): void => {
+      if (settled) return;
+      settled = true;
       untap?.();
       poll.cancel();
       signal.removeEventListener('abort', onAbort);
@@ -59,21 +77,48 @@ export function detectAnsweredBy(
       if (r) done(r);
     });
     signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      untap = media.tapAudio(callId, legTag, (samples) => {
-        for (let i = 0; i < samples.length && !detector.result; i++) {
-          frame[fill++] = samples[i]!;
-          if (fill < AMD_FRAME_SAMPLES) continue;
-          fill = 0;
-          const r = detector.push(frame);
-          if (r) return done(r);
-        }
-      });
-    } catch (e) {
-      if (!(e instanceof MediaError)) throw e;
-      done(undefined);
-    }
+    audio((samples) => {
+      for (let i = 0; i < samples.length && !settled; i++) {
+        frame[fill++] = samples[i]!;
+        if (fill < AMD_FRAME_SAMPLES) continue;
+        fill = 0;
+        const r = detector.push(frame);
+        if (r) return done(r);
+      }
+    }).then(
+      (stop) => {
+        if (settled) stop();
+        else untap = stop;
+      },
+      (e: unknown) => {
+        if (e instanceof MediaError) return done(undefined);
+        settled = true;
+        poll.cancel();
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
   });
+}
+
+/**
+ * Detects who answered and reports it on `life` (the call row, AMD.0200, the async callback); never throws. The
+ * caller's `signal` ends it early (the call or the bridge ended): then nothing is reported.
+ */
+export async function detectAndReport(
+  d: Reporting & Pick<CallServices, 'clock'>,
+  life: CallLifecycle,
+  audio: CalleeAudio,
+  request: MachineDetectionRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    const result = await detectAnsweredBy(audio, request, signal, d.clock);
+    if (!result || life.isEnded) return;
+    await reportMachineDetection(d, life, request, result);
+  } catch (e) {
+    d.log.error({ err: e, call: life.row.sid }, 'machine detection failed');
+  }
 }
 
 /** The event's data: the verdict and what it was decided on, so a customer can tune the thresholds. */
