@@ -1,5 +1,5 @@
-import { canonicalJson, EventCodes, signWebhook } from '../events/index.js';
-import { guardedRequest, requestUrl, systemClock, type Clock } from '../kit/index.js';
+import { canonicalJson, EventCodes } from '../events/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 import {
   AMD_FRAME_SAMPLES,
   MachineDetector,
@@ -9,7 +9,6 @@ import {
   type MachineDetectionResult,
   type MediaService,
 } from '../media/index.js';
-import { getAccountSettings } from '../store/index.js';
 import type { CallServices } from './call-services.js';
 import type { CallLifecycle } from './call-lifecycle.js';
 
@@ -25,9 +24,6 @@ export interface MachineDetectionRequest {
 
 /** How often missing audio and the time limit are checked, ms. */
 const POLL_MS = 100;
-/** The async callback is tried this many times, a second and then two apart. */
-const CALLBACK_ATTEMPTS = 3;
-const CALLBACK_TIMEOUT_MS = 10_000;
 
 /**
  * Where the detector hears the callee: it hands 8 kHz PCM to `onAudio` from when it resolves until its returned
@@ -106,7 +102,7 @@ export function detectAnsweredBy(
  * caller's `signal` ends it early (the call or the bridge ended): then nothing is reported.
  */
 export async function detectAndReport(
-  d: Reporting & Pick<CallServices, 'clock'>,
+  d: Pick<CallServices, 'log' | 'clock'>,
   life: CallLifecycle,
   audio: CalleeAudio,
   request: MachineDetectionRequest,
@@ -115,7 +111,7 @@ export async function detectAndReport(
   try {
     const result = await detectAnsweredBy(audio, request, signal, d.clock);
     if (!result || life.isEnded) return;
-    await reportMachineDetection(d, life, request, result);
+    await reportMachineDetection(life, request, result);
   } catch (e) {
     d.log.error({ err: e, call: life.row.sid }, 'machine detection failed');
   }
@@ -134,64 +130,40 @@ export function machineDetectionData(r: MachineDetectionResult, mode: MachineDet
   };
 }
 
-/** What reporting a verdict reads of the call services. */
-type Reporting = Pick<CallServices, 'db' | 'log' | 'urlPolicy' | 'clock'>;
+/**
+ * The outbox route the asynchronous verdict goes by: its deliveries are reported (WH.0200, WH.0400) and its
+ * failures counted apart from the status route's, per URL.
+ */
+export const AMD_CALLBACK_ROUTE = 'amd';
 
 /**
  * Records a verdict: on the call (answered_by), as AMD.0200 on the stream and status callbacks, and, for an async
- * request with a callback URL, as a signed POST to it (the call-control signature: X-Voice-Timestamp and
+ * request with a callback URL, its JSON to that URL through the status-callback outbox (stored with the event, so
+ * retried on the outbox's schedule and delivered after a restart; signed like every request: X-Voice-Timestamp and
  * X-Voice-Signature over the URL, the timestamp and the body).
  */
 export async function reportMachineDetection(
-  d: Reporting,
   life: CallLifecycle,
   request: MachineDetectionRequest,
   result: MachineDetectionResult,
 ): Promise<void> {
   await life.setAnsweredBy(result.answeredBy, result.durationMs);
-  await life.emit(EventCodes.machineDetected, machineDetectionData(result, request.mode));
-  if (request.async && request.statusCallbackUrl) {
-    await sendMachineDetectionCallback(d, life, request.statusCallbackUrl, result);
-  }
-}
-
-async function sendMachineDetectionCallback(
-  d: Reporting,
-  life: CallLifecycle,
-  target: string,
-  result: MachineDetectionResult,
-): Promise<void> {
   const row = life.row;
-  const { signing_secret: secret } = await getAccountSettings(d.db, row.account_id);
-  const url = requestUrl(target);
-  const body = canonicalJson({
-    CallSid: row.sid,
-    AccountSid: row.account_id,
-    Direction: row.direction === 'inbound' ? 'inbound' : 'outbound',
-    From: row.from_number,
-    To: row.to_number,
-    AnsweredBy: result.answeredBy,
-    MachineDetectionDuration: result.durationMs,
-  });
-  const clock = d.clock;
-  for (let attempt = 1; attempt <= CALLBACK_ATTEMPTS; attempt++) {
-    const timestamp = String(Math.floor(clock.now() / 1000));
-    const headers = {
-      'Content-Type': 'application/json',
-      'X-Voice-Timestamp': timestamp,
-      'X-Voice-Signature': signWebhook(secret, url, timestamp, body),
-    };
-    try {
-      const reply = await guardedRequest(
-        url,
-        { method: 'POST', headers, body, signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS), maxBytes: 4096 },
-        d.urlPolicy,
-      );
-      if (reply.status >= 200 && reply.status < 300) return;
-      d.log.warn({ call: row.sid, status: reply.status, attempt }, 'machine detection callback refused');
-    } catch (e) {
-      d.log.warn({ err: e, call: row.sid, attempt }, 'machine detection callback failed');
-    }
-    if (attempt < CALLBACK_ATTEMPTS) await new Promise((r) => clock.setTimeout(() => r(undefined), 1000 * attempt));
-  }
+  const alsoTo =
+    request.async && request.statusCallbackUrl
+      ? {
+          route: AMD_CALLBACK_ROUTE,
+          url: request.statusCallbackUrl,
+          body: canonicalJson({
+            CallSid: row.sid,
+            AccountSid: row.account_id,
+            Direction: row.direction === 'inbound' ? 'inbound' : 'outbound',
+            From: row.from_number,
+            To: row.to_number,
+            AnsweredBy: result.answeredBy,
+            MachineDetectionDuration: result.durationMs,
+          }),
+        }
+      : undefined;
+  await life.emit(EventCodes.machineDetected, machineDetectionData(result, request.mode), alsoTo);
 }
