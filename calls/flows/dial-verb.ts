@@ -150,15 +150,16 @@ async function bridge(
   }
   // The caller's side keeps the profile it was answered or placed with (a browser stays on WebRTC).
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
-  await call.life.emit(EventCodes.dialAnswered, {});
-  await record('answer');
   // <Number machineDetection>: the parties talk at once while the detector hears a copy of the dialled leg's
-  // audio; the verdict is the dialled leg's (AMD.0200, answered_by, amdStatusCallback). The bridge ending stops it.
+  // audio; the verdict is the dialled leg's (AMD.0200, answered_by, amdStatusCallback). It starts as soon as the
+  // bridge exists, before anything is written, so the first words are heard; the bridge ending stops it.
   const detecting = won.detection && won.child ? new AbortController() : undefined;
   if (detecting) {
     const audio = forkedAudio(d.media, row.id, DIALLED_LEG);
     void detectAndReport(d, won.child!.life, audio, won.detection!, detecting.signal);
   }
+  await call.life.emit(EventCodes.dialAnswered, {});
+  await record('answer');
   // Hold and resume from either side cross the bridge while it lasts; a dialled phone may transfer the caller with
   // REFER (calls/transfer/dial-bridge.ts).
   const bridged = new DialBridge(d, call, { dialog, tag: DIALLED_LEG, side }, won.leg.kind === 'sip');
