@@ -1,4 +1,4 @@
-import { EventCodes, reasonLabel, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { EventCodes, reasonLabel, type EmitInput, type EventPublisher, type ReasonCode } from '../events/index.js';
 import { cdrSeconds } from '../billing/index.js';
 import { updateCall, updateHeldCall, nowIso, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
 import type { Logger } from '../config/index.js';
@@ -176,11 +176,20 @@ export class CallLifecycle {
     if (row) this.#row = row;
   }
 
-  async emit(code: (typeof EventCodes)[keyof typeof EventCodes], data: Record<string, unknown> = {}): Promise<void> {
-    await this.#emit(code, data);
+  /** `alsoTo`: a callback of the event to a URL of the customer's own beside the status route (EmitInput). */
+  async emit(
+    code: (typeof EventCodes)[keyof typeof EventCodes],
+    data: Record<string, unknown> = {},
+    alsoTo?: EmitInput['alsoTo'],
+  ): Promise<void> {
+    await this.#emit(code, data, alsoTo);
   }
 
-  async #emit(code: (typeof EventCodes)[keyof typeof EventCodes], data: Record<string, unknown>): Promise<void> {
+  async #emit(
+    code: (typeof EventCodes)[keyof typeof EventCodes],
+    data: Record<string, unknown>,
+    alsoTo?: EmitInput['alsoTo'],
+  ): Promise<void> {
     try {
       // The row in memory is the result of this call's last write: the publisher need not read it again.
       const row = this.#row;
@@ -190,6 +199,7 @@ export class CallLifecycle {
         callId: row.id,
         callRow: row as unknown as Record<string, unknown>,
         data,
+        ...(alsoTo ? { alsoTo } : {}),
       });
     } catch (e) {
       // An event that cannot be stored must not take the call down with it; it is logged with the call's sid.

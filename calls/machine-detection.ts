@@ -1,5 +1,5 @@
-import { canonicalJson, EventCodes, signWebhook } from '../events/index.js';
-import { guardedRequest, requestUrl, systemClock, type Clock } from '../kit/index.js';
+import { canonicalJson, EventCodes } from '../events/index.js';
+import { systemClock, type Clock } from '../kit/index.js';
 import {
   AMD_FRAME_SAMPLES,
   MachineDetector,
@@ -9,7 +9,6 @@ import {
   type MachineDetectionResult,
   type MediaService,
 } from '../media/index.js';
-import { getAccountSettings } from '../store/index.js';
 import type { CallServices } from './call-services.js';
 import type { CallLifecycle } from './call-lifecycle.js';
 
@@ -25,29 +24,44 @@ export interface MachineDetectionRequest {
 
 /** How often missing audio and the time limit are checked, ms. */
 const POLL_MS = 100;
-/** The async callback is tried this many times, a second and then two apart. */
-const CALLBACK_ATTEMPTS = 3;
-const CALLBACK_TIMEOUT_MS = 10_000;
 
 /**
- * Listens to `legTag` of `callId` (the callee of a call the platform placed: its IVR endpoint's far side) until the
- * detector decides; undefined when `signal` aborts first or the leg has no audio of ours (bridged away, ended).
+ * Where the detector hears the callee: it hands 8 kHz PCM to `onAudio` from when it resolves until its returned
+ * function is called. The callee of a placed call is our IVR endpoint's far side (MediaService.tapAudio); a Dial's
+ * dialled leg, bridged inside rtpengine, is heard on a copy of its media (MediaService.forkAudio).
+ */
+export type CalleeAudio = (onAudio: (samples: Int16Array) => void) => Promise<() => void>;
+
+/** The callee of a call the platform placed, as our IVR endpoint hears it. */
+export function ivrAudio(media: Pick<MediaService, 'tapAudio'>, callId: string, legTag: string): CalleeAudio {
+  return async (onAudio) => media.tapAudio(callId, legTag, onAudio);
+}
+
+/** A leg bridged to another inside rtpengine (a Dial's dialled leg), heard on a copy of its media. */
+export function forkedAudio(media: Pick<MediaService, 'forkAudio'>, callId: string, legTag: string): CalleeAudio {
+  return (onAudio) => media.forkAudio(callId, legTag, onAudio);
+}
+
+/**
+ * Listens to the callee (`audio`) until the detector decides; undefined when `signal` aborts first or the leg has
+ * no audio to hear (bridged away, ended).
  */
 export function detectAnsweredBy(
-  media: Pick<MediaService, 'tapAudio'>,
-  callId: string,
-  legTag: string,
+  audio: CalleeAudio,
   request: MachineDetectionRequest,
   signal: AbortSignal,
   clock: Clock = systemClock,
 ): Promise<MachineDetectionResult | undefined> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     if (signal.aborted) return resolve(undefined);
     const detector = new MachineDetector({ mode: request.mode, params: request.params ?? {}, clock });
     const frame = new Int16Array(AMD_FRAME_SAMPLES);
     let fill = 0;
     let untap: (() => void) | undefined;
+    let settled = false;
     const done = (r: MachineDetectionResult | undefined): void => {
+      if (settled) return;
+      settled = true;
       untap?.();
       poll.cancel();
       signal.removeEventListener('abort', onAbort);
@@ -59,21 +73,48 @@ export function detectAnsweredBy(
       if (r) done(r);
     });
     signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      untap = media.tapAudio(callId, legTag, (samples) => {
-        for (let i = 0; i < samples.length && !detector.result; i++) {
-          frame[fill++] = samples[i]!;
-          if (fill < AMD_FRAME_SAMPLES) continue;
-          fill = 0;
-          const r = detector.push(frame);
-          if (r) return done(r);
-        }
-      });
-    } catch (e) {
-      if (!(e instanceof MediaError)) throw e;
-      done(undefined);
-    }
+    audio((samples) => {
+      for (let i = 0; i < samples.length && !settled; i++) {
+        frame[fill++] = samples[i]!;
+        if (fill < AMD_FRAME_SAMPLES) continue;
+        fill = 0;
+        const r = detector.push(frame);
+        if (r) return done(r);
+      }
+    }).then(
+      (stop) => {
+        if (settled) stop();
+        else untap = stop;
+      },
+      (e: unknown) => {
+        if (e instanceof MediaError) return done(undefined);
+        settled = true;
+        poll.cancel();
+        signal.removeEventListener('abort', onAbort);
+        reject(e as Error);
+      },
+    );
   });
+}
+
+/**
+ * Detects who answered and reports it on `life` (the call row, AMD.0200, the async callback); never throws. The
+ * caller's `signal` ends it early (the call or the bridge ended): then nothing is reported.
+ */
+export async function detectAndReport(
+  d: Pick<CallServices, 'log' | 'clock'>,
+  life: CallLifecycle,
+  audio: CalleeAudio,
+  request: MachineDetectionRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    const result = await detectAnsweredBy(audio, request, signal, d.clock);
+    if (!result || life.isEnded) return;
+    await reportMachineDetection(life, request, result);
+  } catch (e) {
+    d.log.error({ err: e, call: life.row.sid }, 'machine detection failed');
+  }
 }
 
 /** The event's data: the verdict and what it was decided on, so a customer can tune the thresholds. */
@@ -89,64 +130,40 @@ export function machineDetectionData(r: MachineDetectionResult, mode: MachineDet
   };
 }
 
-/** What reporting a verdict reads of the call services. */
-type Reporting = Pick<CallServices, 'db' | 'log' | 'urlPolicy' | 'clock'>;
+/**
+ * The outbox route the asynchronous verdict goes by: its deliveries are reported (WH.0200, WH.0400) and its
+ * failures counted apart from the status route's, per URL.
+ */
+export const AMD_CALLBACK_ROUTE = 'amd';
 
 /**
  * Records a verdict: on the call (answered_by), as AMD.0200 on the stream and status callbacks, and, for an async
- * request with a callback URL, as a signed POST to it (the call-control signature: X-Voice-Timestamp and
+ * request with a callback URL, its JSON to that URL through the status-callback outbox (stored with the event, so
+ * retried on the outbox's schedule and delivered after a restart; signed like every request: X-Voice-Timestamp and
  * X-Voice-Signature over the URL, the timestamp and the body).
  */
 export async function reportMachineDetection(
-  d: Reporting,
   life: CallLifecycle,
   request: MachineDetectionRequest,
   result: MachineDetectionResult,
 ): Promise<void> {
   await life.setAnsweredBy(result.answeredBy, result.durationMs);
-  await life.emit(EventCodes.machineDetected, machineDetectionData(result, request.mode));
-  if (request.async && request.statusCallbackUrl) {
-    await sendMachineDetectionCallback(d, life, request.statusCallbackUrl, result);
-  }
-}
-
-async function sendMachineDetectionCallback(
-  d: Reporting,
-  life: CallLifecycle,
-  target: string,
-  result: MachineDetectionResult,
-): Promise<void> {
   const row = life.row;
-  const { signing_secret: secret } = await getAccountSettings(d.db, row.account_id);
-  const url = requestUrl(target);
-  const body = canonicalJson({
-    CallSid: row.sid,
-    AccountSid: row.account_id,
-    Direction: row.direction === 'inbound' ? 'inbound' : 'outbound',
-    From: row.from_number,
-    To: row.to_number,
-    AnsweredBy: result.answeredBy,
-    MachineDetectionDuration: result.durationMs,
-  });
-  const clock = d.clock;
-  for (let attempt = 1; attempt <= CALLBACK_ATTEMPTS; attempt++) {
-    const timestamp = String(Math.floor(clock.now() / 1000));
-    const headers = {
-      'Content-Type': 'application/json',
-      'X-Voice-Timestamp': timestamp,
-      'X-Voice-Signature': signWebhook(secret, url, timestamp, body),
-    };
-    try {
-      const reply = await guardedRequest(
-        url,
-        { method: 'POST', headers, body, signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS), maxBytes: 4096 },
-        d.urlPolicy,
-      );
-      if (reply.status >= 200 && reply.status < 300) return;
-      d.log.warn({ call: row.sid, status: reply.status, attempt }, 'machine detection callback refused');
-    } catch (e) {
-      d.log.warn({ err: e, call: row.sid, attempt }, 'machine detection callback failed');
-    }
-    if (attempt < CALLBACK_ATTEMPTS) await new Promise((r) => clock.setTimeout(() => r(undefined), 1000 * attempt));
-  }
+  const alsoTo =
+    request.async && request.statusCallbackUrl
+      ? {
+          route: AMD_CALLBACK_ROUTE,
+          url: request.statusCallbackUrl,
+          body: canonicalJson({
+            CallSid: row.sid,
+            AccountSid: row.account_id,
+            Direction: row.direction === 'inbound' ? 'inbound' : 'outbound',
+            From: row.from_number,
+            To: row.to_number,
+            AnsweredBy: result.answeredBy,
+            MachineDetectionDuration: result.durationMs,
+          }),
+        }
+      : undefined;
+  await life.emit(EventCodes.machineDetected, machineDetectionData(result, request.mode), alsoTo);
 }

@@ -181,7 +181,7 @@ export const EVENT_CATALOGUE = {
   'AMD.0200': {
     event: 'call.machine_detection',
     label:
-      'Answering machine detection decided who answered a placed call; carries answeredBy, the duration (ms), the reason and the segments heard.',
+      'Answering machine detection decided who answered a placed call or a number a Dial rang; carries answeredBy, the duration (ms), the reason and the segments heard.',
   },
 } as const satisfies Record<EventCode, { event: string; label: string }>;
 

@@ -14,6 +14,12 @@ export interface EventWrite {
   event: NewCallEvent;
   /** `sid` is the event's (none for an account's event): handed to the outbox with the row. */
   callback?: { route: string; url: string; body: string; sid?: string };
+  /**
+   * A callback of the event to a URL of the customer's own beside the status route (originate's and <Number>'s
+   * AMD verdict): a row of its own (`id`), delivered by the outbox like a status callback, retried and kept across a
+   * restart, but outside its call's order (no `call_id`), so a failing status route does not hold it back.
+   */
+  alsoTo?: { id: string; route: string; url: string; body: string; sid?: string };
 }
 
 /** How an event's status callback was queued: `route_disabled` rows are recorded as failed and never sent. */
@@ -76,7 +82,7 @@ export class EventWriter {
     try {
       // Events without callbacks are one INSERT, atomic by itself: no transaction to open around it (on PostgreSQL
       // a BEGIN and a COMMIT are two more round trips, the connection held across all three).
-      const lone = batch.every((p) => !p.write.callback);
+      const lone = batch.every((p) => !p.write.callback && !p.write.alsoTo);
       const writes = batch.map((p) => p.write);
       // Routes' health before the transaction, from the read cache of the root instance (SQLite has one
       // connection: a read on it cannot wait inside the transaction).
@@ -94,7 +100,7 @@ export class EventWriter {
     }
     for (const p of batch) {
       try {
-        const disabled = p.write.callback ? await disabledRoutes(this.#db, [p.write]) : undefined;
+        const disabled = p.write.callback || p.write.alsoTo ? await disabledRoutes(this.#db, [p.write]) : undefined;
         this.#settle([p], await inTransaction(this.#db, (tx) => writeAll(tx, [p.write], disabled)));
       } catch (err) {
         p.reject(err);
@@ -124,12 +130,14 @@ const routeKey = (accountId: string, route: string, url: string): string => `${a
 /** Which of the writes' status routes are auto-disabled, by routeKey. */
 async function disabledRoutes(db: Db, writes: readonly EventWrite[]): Promise<Map<string, boolean>> {
   const disabled = new Map<string, boolean>();
-  for (const { event, callback } of writes) {
-    if (!callback) continue;
-    const key = routeKey(event.account_id, callback.route, callback.url);
-    if (disabled.has(key)) continue;
-    const health = await findWebhookRouteCached(db, event.account_id, { route: callback.route, url: callback.url });
-    disabled.set(key, Boolean(health?.disabled));
+  for (const { event, callback, alsoTo } of writes) {
+    for (const c of [callback, alsoTo]) {
+      if (!c) continue;
+      const key = routeKey(event.account_id, c.route, c.url);
+      if (disabled.has(key)) continue;
+      const health = await findWebhookRouteCached(db, event.account_id, { route: c.route, url: c.url });
+      disabled.set(key, Boolean(health?.disabled));
+    }
   }
   return disabled;
 }
@@ -147,20 +155,20 @@ async function writeAll(
   const outbox: NewOutboxRow[] = [];
   const queued: Written['queued'] = [];
   const results: CallbackWritten[] = [];
-  for (const { event, callback } of writes) {
-    if (!callback) {
-      results.push('none');
-      continue;
-    }
-    const disabled = disabledByRoute?.get(routeKey(event.account_id, callback.route, callback.url)) === true;
+  const add = (
+    event: NewCallEvent,
+    c: { id: string; route: string; url: string; body: string; sid?: string },
+    callId: string | null,
+  ): CallbackWritten => {
+    const disabled = disabledByRoute?.get(routeKey(event.account_id, c.route, c.url)) === true;
     const row: NewOutboxRow = {
-      id: event.id,
+      id: c.id,
       account_id: event.account_id,
-      call_id: event.call_id,
+      call_id: callId,
       event: event.event,
-      route: callback.route,
-      url: callback.url,
-      body: callback.body,
+      route: c.route,
+      url: c.url,
+      body: c.body,
       attempts: 0,
       // An auto-disabled route is not sent to; the row records that the event existed and why it was not
       // delivered (re-enabling is an operator action, spec: States and transitions).
@@ -171,8 +179,12 @@ async function writeAll(
       done_at: disabled ? event.created_at : null,
     };
     outbox.push(row);
-    if (!disabled) queued.push({ row, sid: callback.sid });
-    results.push(disabled ? 'route_disabled' : 'queued');
+    if (!disabled) queued.push({ row, sid: c.sid });
+    return disabled ? 'route_disabled' : 'queued';
+  };
+  for (const { event, callback, alsoTo } of writes) {
+    results.push(callback ? add(event, { id: event.id, ...callback }, event.call_id) : 'none');
+    if (alsoTo) add(event, alsoTo, null);
   }
   if (outbox.length > 0) await insertOutboxRows(tx, outbox);
   return { results, queued };

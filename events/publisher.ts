@@ -41,6 +41,11 @@ export interface EmitInput {
    * by `callId` for the snapshot, sid, metadata, terminal figures and the DID of the status URL. */
   callRow?: Record<string, unknown>;
   createdAt?: Date;
+  /**
+   * Besides the status callback, this exact body to the customer's `url` (the asynchronous AMD verdict), signed
+   * and delivered by the outbox like a status callback, counted against `route`'s health (events/event-writer.ts).
+   */
+  alsoTo?: { route: string; url: string; body: string };
 }
 
 /** What happened to the status callback of an emitted event. */
@@ -190,14 +195,23 @@ export class EventPublisher {
           data: JSON.stringify(frame.data ?? {}),
           created_at: createdAt,
         };
+        const alsoTo = input.alsoTo
+          ? {
+              id: eventIds.next(),
+              route: input.alsoTo.route,
+              url: wireUrl(input.alsoTo.url),
+              body: input.alsoTo.body,
+              sid,
+            }
+          : undefined;
         if (resolved) {
           url = wireUrl(resolved.url);
           route = resolved.route;
           const body = buildStatusCallbackBody(frame, id, accountId, snapshot);
-          const written = await this.#writer.write({ event: row, callback: { route, url, body, sid } });
+          const written = await this.#writer.write({ event: row, callback: { route, url, body, sid }, alsoTo });
           delivery = written === 'route_disabled' ? 'route_disabled' : 'queued';
         } else {
-          await this.#writer.write({ event: row });
+          await this.#writer.write({ event: row, alsoTo });
           if (isStatusCallbackCode(input.code)) delivery = 'no_route';
         }
       } catch (err) {

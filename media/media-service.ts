@@ -331,6 +331,11 @@ export class MediaService extends TypedEmitter<MediaServiceEvents> {
   }
 
   /** Start recording both directions of a bridged call (RecordSession). */
+  /** A copy of what leg `legTag` sends, bridged or not (MediaSession.forkAudio); the returned function stops it. */
+  forkAudio(callId: string, legTag: string, onAudio: (samples: Int16Array) => void): Promise<() => void> {
+    return this.#session(callId).forkAudio(legTag, onAudio);
+  }
+
   async startSessionRecording(callId: string, legs: [string, string]): Promise<void> {
     return this.#session(callId).startRecording({ kind: 'bridge', legs });
   }

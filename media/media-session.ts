@@ -6,7 +6,7 @@ import { profileFlags, type LegMediaOptions } from './leg-profiles.js';
 import type { Limiter } from './limiter.js';
 import type { NgClient, NgParams } from './ng-client.js';
 import { Playback, type PlaybackOptions, type PlaybackResult } from './playback.js';
-import { keepCodecs, type AudioCodec } from './sdp.js';
+import { keepCodecs, plainAudioSdp, type AudioCodec } from './sdp.js';
 import { SessionRecorder, type RecordingTarget } from './session-recorder.js';
 import { TypedEmitter, type Clock } from '../kit/index.js';
 import { LegAudioPort } from './streams/audio-port.js';
@@ -14,7 +14,18 @@ import { LegAudioPort } from './streams/audio-port.js';
 /** The ng commands a session sends (a fake of these is enough to unit-test a session). */
 export type SessionNgClient = Pick<
   NgClient,
-  'offer' | 'answer' | 'delete' | 'query' | 'playMedia' | 'stopMedia' | 'startRecording' | 'stopRecording' | 'playDtmf'
+  | 'offer'
+  | 'answer'
+  | 'delete'
+  | 'query'
+  | 'playMedia'
+  | 'stopMedia'
+  | 'startRecording'
+  | 'stopRecording'
+  | 'playDtmf'
+  | 'subscribeRequest'
+  | 'subscribeAnswer'
+  | 'unsubscribe'
 >;
 
 /** The rtpengine that anchored the call; the session stays on it for its whole life. */
@@ -75,6 +86,8 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   readonly #pending = new Set<(err: MediaError) => void>();
   /** IVR legs re-anchored with rtpengine's `inject DTMF` (the first digits sent into them do it). */
   readonly #injecting = new Set<string>();
+  /** Copies of legs' audio to endpoints of ours (forkAudio), each stopped by its function. */
+  readonly #forks = new Set<IvrEndpoint>();
   #recorder: SessionRecorder | undefined;
   #closed = false;
   #closing: Promise<{ sessionRecording?: RecordingResult }> | undefined;
@@ -259,6 +272,50 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
   }
 
   /**
+   * What leg `legTag` sends, whatever it is bridged to (a Dial's dialled leg): rtpengine forks a copy of its media
+   * to an endpoint of ours (`subscribe request`, transcoded to PCMU) while the call's own media flows untouched.
+   * Resolves once the copy is set up; the returned function unsubscribes (safe twice; close ends it too).
+   */
+  async forkAudio(legTag: string, onAudio: (samples: Int16Array) => void): Promise<() => void> {
+    this.#assertOpen();
+    const endpoint = new IvrEndpoint({ address: this.#o.localMediaAddress, clock: this.#o.clock });
+    await endpoint.open();
+    this.#forks.add(endpoint);
+    let subscription: string | undefined;
+    const stop = (): void => {
+      if (!this.#forks.delete(endpoint)) return;
+      endpoint.close();
+      if (subscription === undefined || this.closed) return;
+      this.engine.client.unsubscribe({ 'call-id': this.callId, 'to-tag': subscription }).catch(() => undefined);
+    };
+    try {
+      const offer = await this.#request((c) =>
+        c.subscribeRequest({ 'call-id': this.callId, 'from-tag': legTag, codec: { transcode: ['PCMU'] } }),
+      );
+      subscription = String(offer['to-tag']);
+      const answer = plainAudioSdp({
+        address: this.#o.localMediaAddress,
+        port: endpoint.port,
+        codecs: ['PCMU'],
+        direction: 'recvonly',
+      });
+      await this.#request((c) =>
+        c.subscribeAnswer({
+          'call-id': this.callId,
+          'to-tag': subscription!,
+          sdp: answer,
+          flags: ['allow transcoding'],
+        }),
+      );
+    } catch (err) {
+      stop();
+      throw err;
+    }
+    endpoint.tapAudio(onAudio);
+    return stop;
+  }
+
+  /**
    * The caller's audio of IVR leg `legTag` both ways as PCMU frames (media/streams/audio-port.ts: queue bridges,
    * media streams); MEDIA_LEG_BRIDGED when the leg is not answered by the platform now. One port per leg.
    */
@@ -341,6 +398,8 @@ export class MediaSession extends TypedEmitter<MediaSessionEvents> {
     for (const p of [...this.#playbacks.values()]) p.finish(false);
     for (const e of this.#ivr.values()) e.close();
     this.#ivr.clear();
+    for (const e of this.#forks) e.close();
+    this.#forks.clear();
     const recorder = this.#recorder?.started ? this.#recorder : undefined;
     this.#recorder = undefined;
     this.safeEmit('close', reason);

@@ -281,6 +281,24 @@ export class NgClient {
     return this.request('play DTMF', params);
   }
 
+  /**
+   * A copy of `from-tag`'s media to a new participant (rtpengine's subscription); the answer's `sdp` is a sendonly
+   * offer and its `to-tag` names the subscription for `subscribe answer` and `unsubscribe`.
+   */
+  subscribeRequest(
+    params: NgParams & { 'call-id': string; 'from-tag': string },
+  ): Promise<NgResponse & { sdp: string }> {
+    return this.request('subscribe request', params) as Promise<NgResponse & { sdp: string }>;
+  }
+
+  subscribeAnswer(params: NgParams & { 'call-id': string; 'to-tag': string; sdp: string }): Promise<NgResponse> {
+    return this.request('subscribe answer', params);
+  }
+
+  unsubscribe(params: NgParams & { 'call-id': string; 'to-tag': string }): Promise<NgResponse> {
+    return this.request('unsubscribe', params);
+  }
+
   statistics(): Promise<NgResponse> {
     return this.request('statistics');
   }

@@ -36,6 +36,7 @@ import {
   VERB_NAMES,
   type DialRecordMode,
   type DialTarget,
+  type NumberMachineDetection,
   type PlaySource,
   type Verb,
   type VerbDocument,
@@ -101,6 +102,13 @@ const ATTRIBUTE_HINTS: Readonly<Record<string, string>> = {
   'Reject@reason': 'busy or rejected',
   'Response@customPayload': 'a JSON object of at most 8192 characters',
   Number: 'a phone number such as +254700000001 or 0700 000001',
+  'Number@machineDetection': 'Enable or DetectMessageEnd',
+  'Number@machineDetectionTimeout': 'an integer number of seconds from 3 to 60',
+  'Number@machineDetectionSpeechThreshold': 'an integer number of milliseconds from 1000 to 6000',
+  'Number@machineDetectionSpeechEndThreshold': 'an integer number of milliseconds from 500 to 5000',
+  'Number@machineDetectionSilenceTimeout': 'an integer number of milliseconds from 2000 to 10000',
+  'Number@amdStatusCallback': 'an absolute http:// or https:// URL',
+  'Number@amdStatusCallbackMethod': 'POST (every request Simu sends is a signed JSON POST)',
   Extension: 'an extension number of 1 to 20 digits',
 };
 
@@ -385,7 +393,9 @@ function dialTargets(el: Element, line: number, problems: Problems): DialTarget[
     return children.map((child) => {
       const value = child.text().trim();
       if (child.name() === 'Queue') return { kind: 'queue', queue: value };
-      return child.name() === 'Number' ? { kind: 'number', number: value } : { kind: 'extension', extension: value };
+      if (child.name() !== 'Number') return { kind: 'extension', extension: value };
+      const machineDetection = numberMachineDetection(child, problems);
+      return { kind: 'number', number: value, ...(machineDetection ? { machineDetection } : {}) };
     });
   }
   if (text === '') {
@@ -397,4 +407,30 @@ function dialTargets(el: Element, line: number, problems: Problems): DialTarget[
     return undefined;
   }
   return [{ kind: 'number', number: text }];
+}
+
+/**
+ * A <Number>'s answering machine detection from TwiML's attributes (ranges checked by the schema); the tuning
+ * attributes and amdStatusCallback mean nothing without machineDetection and are then ignored, as TwiML does.
+ */
+function numberMachineDetection(el: Element, problems: Problems): NumberMachineDetection | undefined {
+  const mode = attr(el, 'machineDetection') as NumberMachineDetection['mode'] | undefined;
+  if (mode === undefined) return undefined;
+  const timeout = optIntAttr(el, 'machineDetectionTimeout');
+  const greetingMs = optIntAttr(el, 'machineDetectionSpeechThreshold');
+  const endSilenceMs = optIntAttr(el, 'machineDetectionSpeechEndThreshold');
+  const initialSilenceMs = optIntAttr(el, 'machineDetectionSilenceTimeout');
+  const rawCallback = attr(el, 'amdStatusCallback');
+  const statusCallback =
+    rawCallback === undefined
+      ? undefined
+      : absoluteHttpUrl(rawCallback, 'Number amdStatusCallback', el.line(), problems);
+  return {
+    mode,
+    ...(timeout === undefined ? {} : { timeoutMs: timeout * 1000 }),
+    ...(greetingMs === undefined ? {} : { greetingMs }),
+    ...(endSilenceMs === undefined ? {} : { endSilenceMs }),
+    ...(initialSilenceMs === undefined ? {} : { initialSilenceMs }),
+    ...(statusCallback === undefined ? {} : { statusCallback }),
+  };
 }

@@ -87,8 +87,27 @@ export interface PlayVerb extends VerbBase {
 }
 
 /** PSTN number in E.164, or an on-net extension of the same account (an end-user's `extension_number`). */
+/**
+ * A <Number>'s answering machine detection (TwiML's attributes): the dialled leg is bridged at once and its audio
+ * heard on a copy; the verdict goes to `statusCallback` and AMD.0200 of the leg. Absent tuning: the detector's
+ * defaults.
+ */
+export interface NumberMachineDetection {
+  readonly mode: 'Enable' | 'DetectMessageEnd';
+  /** machineDetectionTimeout, in ms. */
+  readonly timeoutMs?: number;
+  /** machineDetectionSpeechThreshold: this much voice is a machine's greeting. */
+  readonly greetingMs?: number;
+  /** machineDetectionSpeechEndThreshold: silence that ends a machine's greeting. */
+  readonly endSilenceMs?: number;
+  /** machineDetectionSilenceTimeout: silence from the answer this long is `unknown`. */
+  readonly initialSilenceMs?: number;
+  /** amdStatusCallback: where the signed verdict is POSTed. */
+  readonly statusCallback?: string;
+}
+
 export type DialTarget =
-  | { readonly kind: 'number'; readonly number: string }
+  | { readonly kind: 'number'; readonly number: string; readonly machineDetection?: NumberMachineDetection }
   | { readonly kind: 'extension'; readonly extension: string }
   /** <Queue>: the longest-waiting caller of the account's queue of that name (calls/queue/). */
   | { readonly kind: 'queue'; readonly queue: string }

@@ -10,7 +10,11 @@
  * p99, SQL statements per call. STEP_TIMELINE=1 adds each step's INVITE->200 by second. STATUS_CALLBACKS=1 gives the
  * account a status URL on the same local server, so each call's events also go out as signed status callbacks
  * through the outbox (what most customers configure); the run then says how many requests the server got over how
- * many TCP connections, and what the outbox holds at the end.
+ * many TCP connections, and what the outbox holds at the end. AMD=1 puts answering machine detection on every call:
+ * the document dials `<Number machineDetection="Enable" amdStatusCallback=...>`, the callee speaks ("Hello?", made
+ * with espeak-ng here) from its own media port, the detector hears a copy of it (rtpengine's subscription) and the
+ * verdict goes to the local server through the outbox; the run then gives the verdicts stored and the callbacks
+ * received. The callee holds 3 s by default then (a verdict on "Hello?" takes about 1.5 s).
  *
  *   npx tsx bench/calls/carrier.bench.ts [rates=10,25,50] [seconds=10] [store=sqlite|postgres]
  *
@@ -39,7 +43,8 @@ const STORE = process.argv[4] ?? 'sqlite';
 const WARM_MS = 3000;
 // HOLD_MS: how long the callee holds each call (1 s by default). Carriers' calls last minutes: a longer hold shows
 // what grows with the calls in progress (admission's count of live calls, credit heartbeats, rtpengine's tables).
-const HOLD_MS = Number(process.env.HOLD_MS ?? 1000);
+const AMD = process.env.AMD === '1';
+const HOLD_MS = Number(process.env.HOLD_MS ?? (AMD ? 3000 : 1000));
 // How many statement shapes to list (SQL_TOP=40 for a full picture).
 const TOP = Number(process.env.SQL_TOP ?? 15);
 const E2E_SCENARIOS = path.join(import.meta.dirname, '..', '..', 'test', 'e2e', 'support', 'scenarios');
@@ -55,8 +60,12 @@ const PORTS = Object.fromEntries(
     carrierIn: 22561,
     carrierOut: 22562,
     callerMedia: 22570,
+    calleeMedia: 22590,
   }).map(([k, v]) => [k, v + SHIFT]),
-) as Record<'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia', number>;
+) as Record<
+  'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia' | 'calleeMedia',
+  number
+>;
 
 // Loopback webhooks allowed; overload control at its production defaults (the test harness turns it off).
 const env: Record<string, string> = {
@@ -99,6 +108,7 @@ const STATUS_CALLBACKS = process.env.STATUS_CALLBACKS === '1';
 if (STATUS_CALLBACKS) await ctx.db('accounts').where({ id: acct.id }).update({ webhook_status: hook.statusUrl });
 await addCarrier(ctx.db, PORTS.carrierOut, 'carrier-out', ctx.sw, ['127.0.0.1']);
 const rtpenginePid = pidOf(`listen-ng=127.0.0.1:${PORTS.ng}`);
+const calleeAudio = AMD ? personUlaw() : undefined;
 
 let statements = 0;
 // Counted by exact text while the bench runs (cheap: the switch's CPU is measured in this process); grouped by
@@ -133,7 +143,7 @@ console.log(
   `\ncarrier bench: store ${STORE}, steps ${STEPS.map((s) => `${s.rate}/s for ${s.seconds} s`).join(', ')}, UDP front ${env.SIMU_OVERLOAD_UDP_FRONT}, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
 console.log(
-  `flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number> -> trunk -> SIPp answers, BYE after ${HOLD_MS / 1000} s\n`,
+  `flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number${AMD ? ' machineDetection="Enable"' : ''}> -> trunk -> SIPp answers${AMD ? ' and speaks' : ''}, BYE after ${HOLD_MS / 1000} s\n`,
 );
 console.log(
   '| offered | calls | completed | refused 503 | failed | INVITE->180 p50/p99 ms | INVITE->200 p50/p99 ms | INVITE->200 p99 from 3 s | INVITE->503 p50/p99 ms | switch CPU ms/call | rtpengine CPU ms/call | loop delay p99 ms | loop busy | store wait max ms | SQL/call | group commits/call |',
@@ -200,6 +210,24 @@ if (STATUS_CALLBACKS) {
     .groupBy('state');
   console.log(`\nstatus callbacks: the outbox holds ${outbox.map((r) => `${r.state} ${r.n}`).join(', ')}`);
 }
+if (AMD) {
+  const verdicts: Array<{ answered_by: string | null; n: number }> = await ctx
+    .db('calls')
+    .where({ account_id: acct.id, direction: 'outbound' })
+    .whereNotNull('answered_at')
+    .select('answered_by')
+    .count({ n: '*' })
+    .groupBy('answered_by');
+  const amdRows: Array<{ state: string; n: number }> = await ctx
+    .db('event_outbox')
+    .where({ route: 'amd' })
+    .select('state')
+    .count({ n: '*' })
+    .groupBy('state');
+  console.log(
+    `\nanswering machine detection: answered dialled legs by verdict ${verdicts.map((r) => `${r.answered_by ?? 'none'} ${r.n}`).join(', ')}; AMD callbacks in the outbox ${amdRows.map((r) => `${r.state} ${r.n}`).join(', ')}`,
+  );
+}
 const served = (await (await fetch(hook.statsUrl)).json()) as { connections: number; byPath: Record<string, number> };
 console.log(
   `webhook server: ${Object.entries(served.byPath)
@@ -219,7 +247,8 @@ async function step(rate: number, seconds: number): Promise<string> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `carrier-bench-${rate}-`));
   const callee = sipp(dir, [
     '-sf',
-    path.join(E2E_SCENARIOS, 'uas-answer-hangup.xml'),
+    calleeAudio ? speakingCallee(dir, calleeAudio) : path.join(E2E_SCENARIOS, 'uas-answer-hangup.xml'),
+    ...(calleeAudio ? ['-mp', String(PORTS.calleeMedia)] : []),
     '-key',
     'media_sink',
     '9',
@@ -334,6 +363,24 @@ function callerScenario(dir: string): string {
     xml.replace('<recv request="BYE" timeout="15000" />', `<recv request="BYE" timeout="${HOLD_MS + 15000}" />`),
   );
   return file;
+}
+
+/** AMD=1: the callee's scenario, speaking `ulaw` from its own media port (uas-answer-speaks-hangup.xml). */
+function speakingCallee(dir: string, ulaw: string): string {
+  const file = path.join(dir, 'uas-answer-speaks-hangup.xml');
+  const xml = readFileSync(path.join(import.meta.dirname, 'uas-answer-speaks-hangup.xml'), 'utf8');
+  writeFileSync(file, xml.replaceAll('[audio]', ulaw));
+  return file;
+}
+
+/** A person answering: a moment's silence, "Hello?" (espeak-ng), then silence, as raw mu-law. */
+function personUlaw(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'carrier-bench-amd-'));
+  const hello = path.join(dir, 'hello.wav');
+  execFileSync('espeak-ng', ['-w', hello, 'Hello?']);
+  const out = path.join(dir, 'person.ulaw');
+  execFileSync('sox', ['-R', hello, '-r', '8000', '-c', '1', '-t', 'ul', out, 'pad', '0.4', '6']);
+  return out;
 }
 
 function sipp(cwd: string, args: string[]): ChildProcess {
@@ -452,7 +499,8 @@ function rtpengineTicks(): number {
 async function startWebhookServer(): Promise<{ url: string; statusUrl: string; statsUrl: string; proc: ChildProcess }> {
   const code = `
     const http = require('node:http');
-    const doc = '<Response><Dial timeout="10"><Number>+254722000001</Number></Dial></Response>';
+    const amd = process.argv[1] === 'amd';
+    let doc = '<Response><Dial timeout="10"><Number>+254722000001</Number></Dial></Response>';
     const byPath = {};
     let connections = 0;
     const s = http.createServer((req, res) => { req.resume(); req.on('end', () => {
@@ -461,8 +509,13 @@ async function startWebhookServer(): Promise<{ url: string; statusUrl: string; s
       res.writeHead(200, { 'content-type': 'application/xml' }); res.end(doc); }); });
     s.on('connection', () => connections++);
     s.keepAliveTimeout = 60000;
-    s.listen(0, '127.0.0.1', () => console.log(s.address().port));`;
-  const proc = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+    s.listen(0, '127.0.0.1', () => {
+      const port = s.address().port;
+      if (amd) doc = '<Response><Dial timeout="10"><Number machineDetection="Enable" amdStatusCallback="http://127.0.0.1:' +
+        port + '/amd">+254722000001</Number></Dial></Response>';
+      console.log(port);
+    });`;
+  const proc = spawn(process.execPath, ['-e', code, AMD ? 'amd' : 'plain'], { stdio: ['ignore', 'pipe', 'inherit'] });
   // The bench may end by a signal or a crash: the webhook server must not outlive it (it holds our stdout).
   process.once('exit', () => proc.kill());
   process.once('SIGTERM', () => process.exit(143));

@@ -2,7 +2,8 @@ import { EventCodes, ReasonCodes } from '../../events/index.js';
 import type { OutboundPlan } from '../../sip/index.js';
 import type { Target } from '../../sip/stack/index.js';
 import { AdmissionRefusedError, checkDestination } from '../../billing/index.js';
-import type { DialTarget } from '../../verbs/index.js';
+import type { DialTarget, NumberMachineDetection } from '../../verbs/index.js';
+import type { MachineDetectionRequest } from '../machine-detection.js';
 import type { LiveCall } from '../live-call.js';
 import type { ChildLeg } from '../child-leg.js';
 import type { FlowServices } from './flow-services.js';
@@ -15,10 +16,11 @@ export type ResolvedLeg =
   | { kind: 'pstn'; number: string; plan: OutboundPlan; transport: 'UDP' }
   | { kind: 'sip'; bindings: { contact: string; target: Target; route?: string[] }[]; transport: Target['transport'] };
 
-/** A target ready to ring: where, and (a PSTN number) its admitted CDR. */
+/** A target ready to ring: where, (a PSTN number) its admitted CDR, and whether to detect who answers it. */
 export interface PreparedLeg {
   leg: ResolvedLeg;
   child?: ChildLeg;
+  detection?: MachineDetectionRequest;
 }
 
 /**
@@ -42,6 +44,7 @@ export async function prepareLeg(
   profile?: string,
 ): Promise<Prepared> {
   const row = call.row;
+  const detection = target.kind === 'number' ? numberDetection(target.machineDetection) : undefined;
   if (target.kind === 'number') {
     const read = await e164ForAccount(d, row.account_id, target.number);
     if (!read.ok) return { ok: false, reason: read.code };
@@ -63,7 +66,7 @@ export async function prepareLeg(
     const child = await d.admission.admit({ accountId: row.account_id, to: leg.number }, () =>
       d.openChildLeg(call, presented, leg.number),
     );
-    return { ok: true, leg: { leg, child } };
+    return { ok: true, leg: { leg, child, ...(detection ? { detection } : {}) } };
   } catch (e) {
     if (!(e instanceof AdmissionRefusedError)) throw e;
     d.log.info({ call: row.sid, to: leg.number, code: e.code }, 'Dial leg refused by admission');
@@ -85,4 +88,26 @@ async function resolveTarget(d: FlowServices, accountId: string, target: DialTar
 /** Closes an admitted leg's CDR that is still open (never rung, or rung and lost); the first end wins. */
 export async function closeLeg(p: PreparedLeg | undefined): Promise<void> {
   if (p?.child && !p.child.life.isEnded) await p.child.end(ReasonCodes.carrierFailure).catch(() => undefined);
+}
+
+/**
+ * A <Number>'s machineDetection as the detector takes it: always asynchronous (TwiML's rule for a dialled number:
+ * the parties are bridged at once and the verdict goes to amdStatusCallback).
+ */
+function numberDetection(m: NumberMachineDetection | undefined): MachineDetectionRequest | undefined {
+  if (!m) return undefined;
+  const params = Object.fromEntries(
+    Object.entries({
+      timeoutMs: m.timeoutMs,
+      greetingMs: m.greetingMs,
+      endSilenceMs: m.endSilenceMs,
+      initialSilenceMs: m.initialSilenceMs,
+    }).filter(([, v]) => v !== undefined),
+  );
+  return {
+    mode: m.mode,
+    params,
+    async: true,
+    ...(m.statusCallback === undefined ? {} : { statusCallbackUrl: m.statusCallback }),
+  };
 }

@@ -8,6 +8,7 @@ import { dialPstn } from './dial-pstn.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
 import { DialBridge } from '../transfer/dial-bridge.js';
 import { failureReason } from './originate.js';
+import { detectAndReport, forkedAudio } from '../machine-detection.js';
 import { raceForks } from './fork.js';
 import { ringBindings } from './ring-bindings.js';
 import { closeLeg, prepareLeg, type PreparedLeg } from './dial-targets.js';
@@ -149,6 +150,14 @@ async function bridge(
   }
   // The caller's side keeps the profile it was answered or placed with (a browser stays on WebRTC).
   await d.media.answer(row.id, CALLER_LEG, DIALLED_LEG, dialog.remoteSdp ?? '');
+  // <Number machineDetection>: the parties talk at once while the detector hears a copy of the dialled leg's
+  // audio; the verdict is the dialled leg's (AMD.0200, answered_by, amdStatusCallback). It starts as soon as the
+  // bridge exists, before anything is written, so the first words are heard; the bridge ending stops it.
+  const detecting = won.detection && won.child ? new AbortController() : undefined;
+  if (detecting) {
+    const audio = forkedAudio(d.media, row.id, DIALLED_LEG);
+    void detectAndReport(d, won.child!.life, audio, won.detection!, detecting.signal);
+  }
   await call.life.emit(EventCodes.dialAnswered, {});
   await record('answer');
   // Hold and resume from either side cross the bridge while it lasts; a dialled phone may transfer the caller with
@@ -167,6 +176,7 @@ async function bridge(
     o.signal.addEventListener('abort', done, { once: true });
     call.onEnd(done);
   });
+  detecting?.abort();
   await bridged.close();
   // The bridge died with the media engine: the dialled leg ends and is billed as the caller's call is.
   const mediaFailedAt = call.mediaFailedAt;

@@ -3,7 +3,7 @@ import { SipCanceledError, SipError } from '../../sip/stack/index.js';
 import type { CallServices } from '../call-services.js';
 import { dialPstn, NoRouteError } from './dial-pstn.js';
 import { CALLER_LEG, type LiveCall } from '../live-call.js';
-import { detectAnsweredBy, reportMachineDetection, type MachineDetectionRequest } from '../machine-detection.js';
+import { detectAndReport, ivrAudio, type MachineDetectionRequest } from '../machine-detection.js';
 
 /**
  * API-originated call (spec: POST /api/calls/originate): dial `to` through the carrier trunk presenting the
@@ -41,7 +41,8 @@ export async function runOriginate(
     await call.answered();
     if (machineDetection) {
       // Synchronous: the call-control request waits for the verdict and carries it; async: the document runs now.
-      const detection = detectMachine(d, call, machineDetection, cancel.signal);
+      const audio = ivrAudio(d.media, row.id, CALLER_LEG);
+      const detection = detectAndReport(d, call.life, audio, machineDetection, cancel.signal);
       if (!machineDetection.async) await detection;
       if (call.isEnding) return;
     }
@@ -49,22 +50,6 @@ export async function runOriginate(
   } catch (e) {
     d.log.error({ err: e, call: row.sid }, 'originate failed');
     await call.end(ReasonCodes.carrierFailure);
-  }
-}
-
-/** Detects who answered and reports it (the call row, AMD.0200, the async callback); never throws. */
-async function detectMachine(
-  d: CallServices,
-  call: LiveCall,
-  request: MachineDetectionRequest,
-  signal: AbortSignal,
-): Promise<void> {
-  try {
-    const result = await detectAnsweredBy(d.media, call.row.id, CALLER_LEG, request, signal);
-    if (!result || call.isEnding) return;
-    await reportMachineDetection(d, call.life, request, result);
-  } catch (e) {
-    d.log.error({ err: e, call: call.row.sid }, 'machine detection failed');
   }
 }
 

@@ -83,6 +83,21 @@ export class FakeNgClient implements SessionNgClient {
     return this.#answer('stopRecording', params, { result: 'ok' });
   }
 
+  subscribeRequest(params: Parameters<SessionNgClient['subscribeRequest']>[0]) {
+    const sdp = plainAudioSdp({ address: '127.0.0.1', port: 30014, codecs: ['PCMU'], direction: 'sendonly' });
+    return this.#answer('subscribeRequest', params, { result: 'ok', sdp, 'to-tag': 'sub-1' }) as ReturnType<
+      SessionNgClient['subscribeRequest']
+    >;
+  }
+
+  subscribeAnswer(params: Parameters<SessionNgClient['subscribeAnswer']>[0]) {
+    return this.#answer('subscribeAnswer', params, { result: 'ok' });
+  }
+
+  unsubscribe(params: Parameters<SessionNgClient['unsubscribe']>[0]) {
+    return this.#answer('unsubscribe', params, { result: 'ok' });
+  }
+
   playDtmf(params: Parameters<SessionNgClient['playDtmf']>[0]) {
     return this.#answer('playDtmf', params, { result: 'ok' });
   }

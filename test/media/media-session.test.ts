@@ -10,6 +10,8 @@ import {
   writeWav,
   type MediaSessionCloseReason,
 } from '../../media/index.js';
+import { createSocket } from 'node:dgram';
+import { eventually } from '../support/wait.js';
 import { fakeEngine } from './fake-engine.js';
 import { quietLogger, tempDir } from './helpers.js';
 
@@ -228,5 +230,51 @@ describe('media: MediaSession (fake ng client, manual clock)', function () {
     assert.deepEqual(await lostAgain, ['kept']);
     assert.ok(Date.now() - started >= 2900, `waited the window: ${Date.now() - started} ms`);
     await media.close();
+  });
+
+  it("forkAudio: a bridged leg's media is subscribed to an endpoint of ours, heard there, and unsubscribed once", async () => {
+    const engine = fakeEngine();
+    const session = newSession(engine);
+    await session.answerIvr('A', callerSdp);
+    const heard: Int16Array[] = [];
+    const stop = await session.forkAudio('B', (samples) => heard.push(samples));
+    const request = engine.client.sent.find((s) => s.command === 'subscribeRequest')!;
+    assert.equal(request.params['from-tag'], 'B');
+    assert.deepEqual(request.params.codec, { transcode: ['PCMU'] });
+    const answer = engine.client.sent.find((s) => s.command === 'subscribeAnswer')!;
+    assert.equal(answer.params['to-tag'], 'sub-1');
+    assert.deepEqual(answer.params.flags, ['allow transcoding']);
+    const sdp = String(answer.params.sdp);
+    assert.match(sdp, /a=recvonly/);
+    const port = Number(/m=audio (\d+)/.exec(sdp)![1]);
+    const packet = Buffer.alloc(12 + 160, 0x7f); // PCMU: 0x7f is silence's neighbour, a small sample
+    packet[0] = 0x80;
+    packet[1] = 0;
+    const socket = createSocket('udp4');
+    await new Promise<void>((r) => socket.send(packet, port, '127.0.0.1', () => r()));
+    await eventually(() => heard.length > 0, 'the forked packet is heard', 2000);
+    assert.equal(heard[0]!.length, 160);
+    stop();
+    stop();
+    assert.equal(engine.client.commands().filter((c) => c === 'unsubscribe').length, 1);
+    socket.send(packet, port, '127.0.0.1');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(heard.length, 1, 'nothing is heard once stopped');
+    socket.close();
+    await session.close();
+  });
+
+  it('forkAudio: closing the session ends a fork without an unsubscribe (the call is deleted whole)', async () => {
+    const engine = fakeEngine();
+    const session = newSession(engine);
+    await session.answerIvr('A', callerSdp);
+    const stop = await session.forkAudio('B', () => undefined);
+    await session.close();
+    stop();
+    assert.equal(engine.client.commands().includes('unsubscribe'), false);
+    await assert.rejects(
+      session.forkAudio('B', () => undefined),
+      isClosedError,
+    );
   });
 });
