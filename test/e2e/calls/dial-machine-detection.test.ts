@@ -3,11 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { verifyWebhookSignature } from '../../events/index.js';
-import { rms } from '../../media/g711.js';
-import { nextPort, nextPorts } from '../support/ports.js';
-import { toneAmplitude } from '../support/tones.js';
-import { waitForBound } from '../support/wait.js';
+import { verifyWebhookSignature } from '../../../events/index.js';
+import { rms } from '../../../media/g711.js';
+import { nextPort, nextPorts } from '../../support/ports.js';
+import { toneAmplitude } from '../../support/tones.js';
+import { waitForBound } from '../../support/wait.js';
 import {
   AccountServer,
   SCENARIOS,
@@ -22,8 +22,8 @@ import {
   type ReceivedRequest,
   type SippRun,
   type TestAccount,
-} from './harness.js';
-import { RtpCapture, toneUlawFile, type HeardPacket } from './rtp-capture.js';
+} from '../support/harness.js';
+import { RtpCapture, toneUlawFile, type HeardPacket } from '../support/rtp-capture.js';
 
 const PORTS = allocateSwitchPorts();
 const CARRIER = nextPort();
