@@ -45,7 +45,7 @@ export interface ConsoleDeps {
 
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
-const SHARED = new Set(['charts.js', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
+const SHARED = new Set(['charts.js', 'charts.css', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
 const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
 const MAX_FAILURES = 5;
@@ -89,7 +89,7 @@ export class Console {
       const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts, the UI kit, the JSON client and the icon are the portal's too.
+    // The charts (script and stylesheet), the UI kit, the JSON client and the icon are the portal's too.
     if (SHARED.has(rel)) return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);

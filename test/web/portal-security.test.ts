@@ -213,6 +213,16 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
       assert.equal((await send('GET', p)).status, 404, p);
   });
 
+  it('links the charts stylesheet the console shares, before its own', async () => {
+    const page = String((await send('GET', '/portal/')).body);
+    const links = [...page.matchAll(/<link rel="stylesheet" href="([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(links.indexOf('/portal/charts.css') >= 0, `the page links charts.css: ${links.join(' ')}`);
+    assert.ok(links.indexOf('/portal/charts.css') < links.indexOf('/portal/app.css'), 'app.css comes after');
+    const css = await send('GET', '/portal/charts.css');
+    assert.equal(css.status, 200);
+    assert.match(String(css.headers['content-type']), /^text\/css/);
+  });
+
   it('sign-in budgets are per IPv4 address and per IPv6 /64', () => {
     assert.equal(sourceKey('203.0.113.7'), '203.0.113.7');
     assert.equal(sourceKey('::ffff:203.0.113.7'), '203.0.113.7');
