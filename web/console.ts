@@ -51,7 +51,12 @@ export class Console {
 
   constructor(private readonly deps: ConsoleDeps) {
     this.#clock = deps.clock ?? systemClock;
-    this.#signInGuard = new SignInGuard({ perMinute: 10, burst: 10, clock: this.#clock });
+    this.#signInGuard = new SignInGuard({
+      perMinute: 10,
+      burst: 10,
+      clock: this.#clock,
+      codes: { throttled: 'CONSOLE_SIGNIN_THROTTLED', locked: 'CONSOLE_LOCKED', failed: 'CONSOLE_SIGNIN_FAILED' },
+    });
   }
 
   middleware(): Middleware {
@@ -136,19 +141,14 @@ export class Console {
   }
 
   async #signIn(ctx: Context): Promise<void> {
-    this.#signInGuard.admit(
-      ctx,
-      () =>
-        new WebError(429, 'CONSOLE_SIGNIN_THROTTLED', 'Too many sign-in attempts from this address; wait a little.'),
-    );
+    this.#signInGuard.admit(ctx);
     const body = await readJsonBody(ctx);
     const email = String(body.email ?? '')
       .trim()
       .toLowerCase()
       .slice(0, 320);
     const now = this.#clock.now();
-    if (this.#signInGuard.locked(email, now))
-      throw new WebError(429, 'CONSOLE_LOCKED', 'Too many failed sign-ins; try again later.');
+    this.#signInGuard.refuseLocked(email, now);
     const op = await findOperatorByEmailAddress(this.deps.db, email);
     // The scrypt runs whether or not the email exists, so timing does not tell which operators exist.
     const passOk = await checkPassword(
@@ -156,10 +156,7 @@ export class Console {
       op?.password_hash ?? (await dummyPasswordHash()),
     );
     const ok = !!op && passOk && (await spendOperatorTotp(this.deps.db, op.id, String(body.code ?? ''), now));
-    if (!ok || !op) {
-      this.#signInGuard.failed(email, now);
-      throw new WebError(401, 'CONSOLE_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
-    }
+    if (!ok || !op) throw this.#signInGuard.failed(email, now);
     this.#signInGuard.succeeded(email);
     // Sessions that were never used again are dropped here (the table stays bounded by live sessions).
     await endExpiredWebSessions(this.deps.db, 'console', now - IDLE_MS, now - MAX_MS);

@@ -95,6 +95,7 @@ export class Portal {
       perMinute: deps.signInPerMinute ?? 10,
       burst: deps.signInBurst ?? 10,
       clock: this.#clock,
+      codes: { throttled: 'PORTAL_SIGNIN_THROTTLED', locked: 'PORTAL_LOCKED', failed: 'PORTAL_SIGNIN_FAILED' },
     });
     // Idle sessions end (and their keys are revoked) even if their browser never comes back; any node's sweep does.
     this.#sweep = setInterval(() => void this.#endExpired().catch(() => undefined), 60_000);
@@ -287,26 +288,18 @@ export class Portal {
   }
 
   async #signIn(ctx: Context): Promise<void> {
-    this.#signInGuard.admit(
-      ctx,
-      () =>
-        new PortalError(429, 'PORTAL_SIGNIN_THROTTLED', 'Too many sign-in attempts from this address; wait a little.'),
-    );
+    this.#signInGuard.admit(ctx);
     const body = await readJson(ctx);
     const email = String(body.email ?? '')
       .trim()
       .toLowerCase();
     const now = this.#clock.now();
-    if (this.#signInGuard.locked(email, now))
-      throw new PortalError(429, 'PORTAL_LOCKED', 'Too many failed sign-ins; try again later.');
+    this.#signInGuard.refuseLocked(email, now);
     const user = await findPortalUserByEmail(this.deps.db, email);
     // The scrypt runs whether or not the email exists, so timing does not tell which emails have users.
     const passOk = await checkPassword(String(body.password ?? ''), user?.password_hash ?? (await dummyPasswordHash()));
     const ok = !!user && passOk && (await spendTotp(this.deps.db, user.id, String(body.code ?? ''), now));
-    if (!ok || !user) {
-      this.#signInGuard.failed(email, now);
-      throw new PortalError(401, 'PORTAL_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
-    }
+    if (!ok || !user) throw this.#signInGuard.failed(email, now);
     this.#signInGuard.succeeded(email);
     const account = await findAccount(this.deps.db, user.account_id);
     if (account?.status !== 'active') throw new PortalError(403, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended.');
