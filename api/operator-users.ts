@@ -9,7 +9,7 @@ import {
   type OperatorRow,
 } from '../store/index.js';
 import { hashPassword, PortalUserError } from './portal-users.js';
-import { newTotpSecret, verifyTotp } from './totp.js';
+import { newTotpSecret, spendTotpCode } from './totp.js';
 
 /**
  * Operators of the platform: the people who sign in to /console/. The same rules as portal users
@@ -39,9 +39,5 @@ export const findOperatorByEmailAddress = (db: Db, email: string) =>
 
 /** Verifies an operator's one-time code and spends it (a later step than the last accepted one). */
 export async function spendOperatorTotp(db: Db, id: string, code: string, nowMs = Date.now()): Promise<boolean> {
-  const op = await findOperator(db, id);
-  if (!op) return false;
-  const step = verifyTotp(op.totp_secret, code, nowMs);
-  if (step === null || step <= op.totp_last_step) return false;
-  return advanceOperatorTotpStep(db, id, step);
+  return spendTotpCode(await findOperator(db, id), code, nowMs, (step) => advanceOperatorTotpStep(db, id, step));
 }

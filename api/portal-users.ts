@@ -9,7 +9,7 @@ import {
   type Db,
   type PortalUserRow,
 } from '../store/index.js';
-import { newTotpSecret, verifyTotp } from './totp.js';
+import { newTotpSecret, spendTotpCode } from './totp.js';
 
 export type { PortalUserRow } from '../store/index.js';
 
@@ -91,15 +91,7 @@ export async function getPortalUser(db: Db, id: string): Promise<PortalUserRow |
   return findPortalUserRow(db, id);
 }
 
-/**
- * Verifies a one-time code and spends it: the accepted step must be later than the last accepted one (RFC 6238
- * section 5.2: a verifier must not accept the same OTP twice). The update is conditional so two concurrent
- * requests with the same code cannot both pass. The first accepted code marks the user enrolled.
- */
+/** Verifies a portal user's one-time code and spends it (spendTotpCode); the first accepted marks it enrolled. */
 export async function spendTotp(db: Db, userId: string, code: string, nowMs = Date.now()): Promise<boolean> {
-  const user = await getPortalUser(db, userId);
-  if (!user) return false;
-  const step = verifyTotp(user.totp_secret, code, nowMs);
-  if (step === null || step <= user.totp_last_step) return false;
-  return advanceTotpStep(db, userId, step);
+  return spendTotpCode(await getPortalUser(db, userId), code, nowMs, (step) => advanceTotpStep(db, userId, step));
 }

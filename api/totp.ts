@@ -87,6 +87,23 @@ export function verifyTotp(secretBase32: string, code: string, unixMs: number): 
   return found;
 }
 
+/**
+ * Verifies a one-time code of `holder` and spends it: the accepted step must be later than the last accepted one
+ * (RFC 6238 section 5.2: a verifier must not accept the same OTP twice). `advance` records the step with an update
+ * conditional on the step stored, so two concurrent requests with the same code cannot both pass.
+ */
+export async function spendTotpCode(
+  holder: { totp_secret: string; totp_last_step: number } | undefined,
+  code: string,
+  nowMs: number,
+  advance: (step: number) => Promise<boolean>,
+): Promise<boolean> {
+  if (!holder) return false;
+  const step = verifyTotp(holder.totp_secret, code, nowMs);
+  if (step === null || step <= holder.totp_last_step) return false;
+  return advance(step);
+}
+
 /** The Key URI Format authenticator apps read from a QR code or paste: otpauth://totp/Issuer:label?secret=... */
 export function otpauthUri(secretBase32: string, accountLabel: string, issuer = 'Simu'): string {
   const label = encodeURIComponent(`${issuer}:${accountLabel}`);

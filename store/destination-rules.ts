@@ -6,6 +6,13 @@ import { isUniqueViolation } from './errors.js';
 
 export type DestinationRuleKind = 'allow' | 'block';
 
+/** What names one rule: a platform rule has no account (`accountId` null). */
+export interface DestinationRuleKey {
+  accountId: string | null;
+  kind: DestinationRuleKind;
+  prefix: string;
+}
+
 export interface DestinationRuleRow {
   id: string;
   account_id: string | null;
@@ -15,25 +22,20 @@ export interface DestinationRuleRow {
 }
 
 /** The condition for one rule: a platform rule has no account (`account_id IS NULL`, not `= NULL`). */
-function oneRule(accountId: string | null, kind: DestinationRuleKind, prefix: string): [string, unknown[]] {
+function oneRule({ accountId, kind, prefix }: DestinationRuleKey): [string, unknown[]] {
   return accountId === null
     ? ['"kind" = ? and "prefix" = ? and "account_id" is null', [kind, prefix]]
     : ['"kind" = ? and "prefix" = ? and "account_id" = ?', [kind, prefix, accountId]];
 }
 
 /** Adds a rule; an identical rule already there is kept (returns false). */
-export async function addDestinationRule(
-  db: Db,
-  accountId: string | null,
-  kind: DestinationRuleKind,
-  prefix: string,
-): Promise<boolean> {
+export async function addDestinationRule(db: Db, rule: DestinationRuleKey): Promise<boolean> {
   // The unique index does not catch platform rules (NULL account ids are distinct in SQL), so look first.
-  const [where, bindings] = oneRule(accountId, kind, prefix);
+  const [where, bindings] = oneRule(rule);
   if (await firstRow(db, `select "id" from "destination_rules" where ${where} limit 1`, bindings)) return false;
   try {
     await insertRows(db, 'destination_rules', [
-      { id: newId(), account_id: accountId, kind, prefix, created_at: nowIso() },
+      { id: newId(), account_id: rule.accountId, kind: rule.kind, prefix: rule.prefix, created_at: nowIso() },
     ]);
     return true;
   } catch (e) {
@@ -42,13 +44,8 @@ export async function addDestinationRule(
   }
 }
 
-export async function removeDestinationRule(
-  db: Db,
-  accountId: string | null,
-  kind: DestinationRuleKind,
-  prefix: string,
-): Promise<boolean> {
-  const [where, bindings] = oneRule(accountId, kind, prefix);
+export async function removeDestinationRule(db: Db, rule: DestinationRuleKey): Promise<boolean> {
+  const [where, bindings] = oneRule(rule);
   return (await runSqlCount(db, `delete from "destination_rules" where ${where}`, bindings, 'destination_rules')) > 0;
 }
 

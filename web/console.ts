@@ -11,14 +11,8 @@ import {
   type Db,
   type WebSessionRow,
 } from '../store/index.js';
-import {
-  checkPassword,
-  dummyPasswordHash,
-  findOperatorByEmailAddress,
-  RequestRateLimiter,
-  spendOperatorTotp,
-} from '../api/index.js';
-import { sourceKey } from './request-keys.js';
+import { checkPassword, dummyPasswordHash, findOperatorByEmailAddress, spendOperatorTotp } from '../api/index.js';
+import { SignInGuard } from './sign-in-guard.js';
 import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
 import { consoleApi, sipLadder, type ConsoleLive } from './console-api.js';
 import { systemClock, type Clock } from '../kit/index.js';
@@ -45,22 +39,24 @@ export interface ConsoleDeps {
 
 export const CONSOLE_COOKIE = 'simu_console';
 const STATIC_DIR = path.join(import.meta.dirname, 'static', 'console');
-const SHARED = new Set(['charts.js', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
+const SHARED = new Set(['charts.js', 'charts.css', 'ui-kit.js', 'http-json.js', 'favicon.svg']);
 const IDLE_MS = 8 * 3600_000;
 const MAX_MS = 12 * 3600_000;
-const MAX_FAILURES = 5;
-const LOCKOUT_MS = 15 * 60_000;
 /** A session's last use is written at most this often (its idle limit is hours). */
 const TOUCH_MS = 60_000;
 
 export class Console {
-  readonly #failures = new Map<string, { count: number; until: number }>();
   readonly #clock: Pick<Clock, 'now'>;
-  readonly #limiter: RequestRateLimiter;
+  readonly #signInGuard: SignInGuard;
 
   constructor(private readonly deps: ConsoleDeps) {
     this.#clock = deps.clock ?? systemClock;
-    this.#limiter = new RequestRateLimiter({ ratePerSecond: 10 / 60, burst: 10, clock: this.#clock });
+    this.#signInGuard = new SignInGuard({
+      perMinute: 10,
+      burst: 10,
+      clock: this.#clock,
+      codes: { throttled: 'CONSOLE_SIGNIN_THROTTLED', locked: 'CONSOLE_LOCKED', failed: 'CONSOLE_SIGNIN_FAILED' },
+    });
   }
 
   middleware(): Middleware {
@@ -89,7 +85,7 @@ export class Console {
       const file = vendorFile(rel.slice('vendor/'.length));
       return file ? sendStatic(ctx, file) : void (ctx.status = 404);
     }
-    // The charts, the UI kit, the JSON client and the icon are the portal's too.
+    // The charts (script and stylesheet), the UI kit, the JSON client and the icon are the portal's too.
     if (SHARED.has(rel)) return sendStatic(ctx, path.join(STATIC_DIR, '..', rel));
     const file = confined(STATIC_DIR, rel === '' || !rel.includes('.') ? 'index.html' : rel);
     if (!file) return void (ctx.status = 404);
@@ -145,24 +141,14 @@ export class Console {
   }
 
   async #signIn(ctx: Context): Promise<void> {
-    const admit = this.#limiter.take(sourceKey(ctx.ip));
-    if (!admit.ok) {
-      ctx.set('Retry-After', String(admit.retryAfterSeconds));
-      throw new WebError(
-        429,
-        'CONSOLE_SIGNIN_THROTTLED',
-        'Too many sign-in attempts from this address; wait a little.',
-      );
-    }
+    this.#signInGuard.admit(ctx);
     const body = await readJsonBody(ctx);
     const email = String(body.email ?? '')
       .trim()
       .toLowerCase()
       .slice(0, 320);
     const now = this.#clock.now();
-    const f = this.#failures.get(email);
-    if (f && f.count >= MAX_FAILURES && f.until > now)
-      throw new WebError(429, 'CONSOLE_LOCKED', 'Too many failed sign-ins; try again later.');
+    this.#signInGuard.refuseLocked(email, now);
     const op = await findOperatorByEmailAddress(this.deps.db, email);
     // The scrypt runs whether or not the email exists, so timing does not tell which operators exist.
     const passOk = await checkPassword(
@@ -170,13 +156,8 @@ export class Console {
       op?.password_hash ?? (await dummyPasswordHash()),
     );
     const ok = !!op && passOk && (await spendOperatorTotp(this.deps.db, op.id, String(body.code ?? ''), now));
-    if (!ok || !op) {
-      if (this.#failures.size > 10_000)
-        for (const [k, v] of this.#failures) if (v.until <= now) this.#failures.delete(k);
-      this.#failures.set(email, { count: f && f.until > now ? f.count + 1 : 1, until: now + LOCKOUT_MS });
-      throw new WebError(401, 'CONSOLE_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
-    }
-    this.#failures.delete(email);
+    if (!ok || !op) throw this.#signInGuard.failed(email, now);
+    this.#signInGuard.succeeded(email);
     // Sessions that were never used again are dropped here (the table stays bounded by live sessions).
     await endExpiredWebSessions(this.deps.db, 'console', now - IDLE_MS, now - MAX_MS);
     const sid = randomBytes(32).toString('base64url');

@@ -19,15 +19,9 @@ import {
   type Db,
   type WebSessionRow,
 } from '../store/index.js';
-import {
-  apiKeyOut,
-  checkPassword,
-  dummyPasswordHash,
-  findPortalUserByEmail,
-  RequestRateLimiter,
-  spendTotp,
-} from '../api/index.js';
-import { loosePath, sourceKey } from './request-keys.js';
+import { apiKeyOut, checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } from '../api/index.js';
+import { loosePath } from './request-keys.js';
+import { SignInGuard } from './sign-in-guard.js';
 import { portalReads } from './portal-reads.js';
 // The portal's errors are the web room's (status, stable code, message).
 import { WebError as PortalError, readJsonBody as readJson, sendStatic, confined, vendorFile } from './web-kit.js';
@@ -77,9 +71,6 @@ export const SESSION_COOKIE = 'simu_portal';
 /** The name of the API key each portal session runs under (hidden on the portal's key page). */
 export const SESSION_KEY_NAME = 'portal-session';
 const STATIC_DIR = path.join(import.meta.dirname, 'static');
-/** Failed sign-ins per email before a lockout, and its length. */
-const MAX_FAILURES = 5;
-const LOCKOUT_MS = 15 * 60_000;
 /** A session's last use is written at most this often (its idle limit is hours). */
 const TOUCH_MS = 60_000;
 
@@ -89,12 +80,10 @@ export function sessionApiKey(sessionId: string): string {
 }
 
 export class Portal {
-  readonly #failures = new Map<string, { count: number; until: number }>();
   readonly #clock: Pick<Clock, 'now'>;
   readonly #idleMs: number;
   readonly #maxMs: number;
-  /** Sign-in attempts per source address (IPv6: per /64), taken before any password hashing. */
-  readonly #signInLimiter: RequestRateLimiter;
+  readonly #signInGuard: SignInGuard;
 
   readonly #sweep: NodeJS.Timeout;
 
@@ -102,10 +91,11 @@ export class Portal {
     this.#clock = deps.clock ?? systemClock;
     this.#idleMs = deps.sessionIdleMs ?? 8 * 3600_000;
     this.#maxMs = deps.sessionMaxMs ?? 12 * 3600_000;
-    this.#signInLimiter = new RequestRateLimiter({
-      ratePerSecond: (deps.signInPerMinute ?? 10) / 60,
+    this.#signInGuard = new SignInGuard({
+      perMinute: deps.signInPerMinute ?? 10,
       burst: deps.signInBurst ?? 10,
       clock: this.#clock,
+      codes: { throttled: 'PORTAL_SIGNIN_THROTTLED', locked: 'PORTAL_LOCKED', failed: 'PORTAL_SIGNIN_FAILED' },
     });
     // Idle sessions end (and their keys are revoked) even if their browser never comes back; any node's sweep does.
     this.#sweep = setInterval(() => void this.#endExpired().catch(() => undefined), 60_000);
@@ -298,38 +288,19 @@ export class Portal {
   }
 
   async #signIn(ctx: Context): Promise<void> {
-    // Per source address before anything else: a spray of invented emails (each its own lockout counter) must not
-    // buy unbounded scrypt work.
-    const admit = this.#signInLimiter.take(sourceKey(ctx.ip));
-    if (!admit.ok) {
-      ctx.set('Retry-After', String(admit.retryAfterSeconds));
-      throw new PortalError(
-        429,
-        'PORTAL_SIGNIN_THROTTLED',
-        'Too many sign-in attempts from this address; wait a little.',
-      );
-    }
+    this.#signInGuard.admit(ctx);
     const body = await readJson(ctx);
     const email = String(body.email ?? '')
       .trim()
       .toLowerCase();
     const now = this.#clock.now();
-    const f = this.#failures.get(email);
-    if (f && f.count >= MAX_FAILURES && f.until > now)
-      throw new PortalError(429, 'PORTAL_LOCKED', 'Too many failed sign-ins; try again later.');
+    this.#signInGuard.refuseLocked(email, now);
     const user = await findPortalUserByEmail(this.deps.db, email);
     // The scrypt runs whether or not the email exists, so timing does not tell which emails have users.
     const passOk = await checkPassword(String(body.password ?? ''), user?.password_hash ?? (await dummyPasswordHash()));
     const ok = !!user && passOk && (await spendTotp(this.deps.db, user.id, String(body.code ?? ''), now));
-    if (!ok || !user) {
-      const count = f && f.until > now ? f.count + 1 : 1;
-      // Bounded memory under a spray of invented emails: expired entries go first.
-      if (this.#failures.size > 10_000)
-        for (const [k, v] of this.#failures) if (v.until <= now) this.#failures.delete(k);
-      this.#failures.set(email, { count, until: now + LOCKOUT_MS });
-      throw new PortalError(401, 'PORTAL_SIGNIN_FAILED', 'Email, password or one-time code is wrong.');
-    }
-    this.#failures.delete(email);
+    if (!ok || !user) throw this.#signInGuard.failed(email, now);
+    this.#signInGuard.succeeded(email);
     const account = await findAccount(this.deps.db, user.account_id);
     if (account?.status !== 'active') throw new PortalError(403, 'AUTH_ACCOUNT_SUSPENDED', 'The account is suspended.');
     const sid = randomBytes(32).toString('base64url');

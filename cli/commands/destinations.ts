@@ -22,7 +22,7 @@ export const destinationsCommands: CommandGroup = {
       new Flags(args).done();
       const a = await account(db, args.positional[0]);
       const prefix = destinationPrefix(args.positional[1]);
-      const added = await addDestinationRule(db, a.id, 'allow', prefix);
+      const added = await addDestinationRule(db, { accountId: a.id, kind: 'allow', prefix });
       out.print(
         `account ${a.id} may call +${prefix}…${added ? '' : ' (already allowed)'}; other destinations are refused`,
         {
@@ -34,7 +34,7 @@ export const destinationsCommands: CommandGroup = {
     async 'destinations block'(db, args, out) {
       new Flags(args).done();
       const prefix = destinationPrefix(args.positional[0]);
-      const added = await addDestinationRule(db, null, 'block', prefix);
+      const added = await addDestinationRule(db, { accountId: null, kind: 'block', prefix });
       out.print(`+${prefix}… is blocked for every account${added ? '' : ' (already blocked)'}`, { block: prefix });
     },
     async 'destinations remove'(db, args, out) {
@@ -46,7 +46,7 @@ export const destinationsCommands: CommandGroup = {
       const prefix = destinationPrefix(args.positional[1]);
       const a = accountId ? await account(db, accountId) : undefined;
       if (kind === 'allow' && !a) throw new UsageError('an allow rule belongs to an account: give --account ID');
-      if (!(await removeDestinationRule(db, a?.id ?? null, kind, prefix)))
+      if (!(await removeDestinationRule(db, { accountId: a?.id ?? null, kind, prefix })))
         throw new UsageError(`no ${kind} rule for +${prefix}`);
       out.print(`${kind} +${prefix} removed`, { removed: { kind, prefix, account: a?.id ?? null } });
     },

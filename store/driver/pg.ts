@@ -2,18 +2,8 @@ import { HeldTransaction } from './held-transaction.js';
 import { Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { listenForChanges } from '../other-writers.js';
-import {
-  notifyAll,
-  QueueWatch,
-  tableWrites,
-  type Driver,
-  type QueueSample,
-  type Row,
-  type Sql,
-  type StatementTrace,
-  type WriteNotice,
-  type Writes,
-} from './types.js';
+import { ObservedDriver } from './observed-driver.js';
+import type { Driver, Row, Sql, Writes } from './types.js';
 
 /** A pooled pg client as used here. */
 interface PgClient {
@@ -108,20 +98,18 @@ let txSeq = 0;
  * again under a new name, inside one the error goes to the caller and the next run takes the new name. Connections
  * are in pg's pipeline mode: statements sent together go out at once (pipelined), one at a time nothing changes.
  */
-export class PgDriver implements Driver {
+export class PgDriver extends ObservedDriver implements Driver {
   readonly dialect = 'pg' as const;
   /** The store's URL (a listener opens a connection of its own with it). */
   readonly connectionString: string;
   readonly #pool: PgPool;
-  readonly #writeListeners = new Set<(n: WriteNotice) => void>();
-  readonly #statementListeners = new Set<(s: StatementTrace) => void>();
-  readonly #queue = new QueueWatch();
   /** The server process ids of the pool's connections: their notifications are this process's own writes. */
   readonly #ownBackends = new Set<number>();
   readonly #listener: { stop(): Promise<void> } | undefined;
   #lastConnect: Promise<void> = Promise.resolve();
 
   constructor(opts: PgDriverOptions) {
+    super();
     this.connectionString = opts.connectionString;
     this.#pool = new pg.Pool({
       connectionString: opts.connectionString,
@@ -151,25 +139,11 @@ export class PgDriver implements Driver {
       : undefined;
   }
 
-  onWrite(fn: (n: WriteNotice) => void): () => void {
-    this.#writeListeners.add(fn);
-    return () => void this.#writeListeners.delete(fn);
-  }
-
-  onStatement(fn: (s: StatementTrace) => void): () => void {
-    this.#statementListeners.add(fn);
-    return () => void this.#statementListeners.delete(fn);
-  }
-
   flush(): void {}
 
   /** Connections the pool holds open now, and how many of them are idle. */
   connections(): { total: number; idle: number } {
     return { total: this.#pool.totalCount, idle: this.#pool.idleCount };
-  }
-
-  sampleQueue(): QueueSample {
-    return this.#queue.sample();
   }
 
   async all(sql: string, params: readonly unknown[] = [], writes?: Writes): Promise<Row[]> {
@@ -224,11 +198,11 @@ export class PgDriver implements Driver {
         this.send(conn, 'BEGIN', [], undefined, id),
         ...statements.map((s) => this.send(conn, s.sql, s.bindings, s.writes, id)),
       ];
-      notifyAll(this.#writeListeners, { kind: 'end', tx: id, done: false });
+      this.ending(id, false);
       sent.push(this.send(conn, 'COMMIT', [], undefined, id));
       socket?.uncork();
       const settled = await Promise.allSettled(sent);
-      notifyAll(this.#writeListeners, { kind: 'end', tx: id, done: true });
+      this.ending(id, true);
       const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failure) throw failure.reason;
       return settled
@@ -250,7 +224,7 @@ export class PgDriver implements Driver {
    * that made it open, so a later asker could take one released meanwhile and run first.
    */
   async #connect(): Promise<PgClient> {
-    const done = this.#queue.enter();
+    const done = this.queue.enter();
     const mine = this.#lastConnect.then(() => this.#pool.connect());
     this.#lastConnect = mine.then(
       () => undefined,
@@ -273,20 +247,18 @@ export class PgDriver implements Driver {
   }
 
   async endTx(conn: PgClient, tx: number, verb: 'COMMIT' | 'ROLLBACK'): Promise<void> {
-    notifyAll(this.#writeListeners, { kind: 'end', tx, done: false });
+    this.ending(tx, false);
     try {
       await this.send(conn, verb, [], undefined, tx);
     } finally {
-      notifyAll(this.#writeListeners, { kind: 'end', tx, done: true });
+      this.ending(tx, true);
     }
   }
 
   /** Sends one statement on `conn`; `tx`: the transaction it is in (a failed statement is not run again). */
   async send(conn: PgClient, sql: string, params: readonly unknown[], writes: Writes | undefined, tx?: number) {
     const values = params as unknown[];
-    if (this.#statementListeners.size > 0) notifyAll(this.#statementListeners, { sql, bindings: values, tx });
-    const written = tableWrites(writes);
-    for (const w of written) this.#notice(w.table, w.columns, tx, false);
+    const written = this.sending(sql, values, writes, tx);
     const p = preparedOf(sql);
     let res;
     try {
@@ -297,12 +269,8 @@ export class PgDriver implements Driver {
       if (tx !== undefined) throw err;
       res = await conn.query({ text: p.text, values, name: p.name });
     }
-    for (const w of written) this.#notice(w.table, w.columns, tx, true);
+    this.ran(written, tx);
     return res;
-  }
-
-  #notice(table: string, columns: readonly string[] | undefined, tx: number | undefined, done: boolean): void {
-    if (this.#writeListeners.size > 0) notifyAll(this.#writeListeners, { kind: 'write', table, columns, tx, done });
   }
 }
 

@@ -1,15 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import {
-  notifyAll,
-  QueueWatch,
-  type Driver,
-  type QueueSample,
-  type Row,
-  type Sql,
-  type StatementTrace,
-  type WriteNotice,
-} from './types.js';
+import { ObservedDriver } from './observed-driver.js';
+import type { Driver, Row, Sql } from './types.js';
 
 /**
  * Read-only SQLite connections in worker threads, for the hot read paths (authentication, calls list, get call,
@@ -101,16 +93,15 @@ const bindable = (params: readonly unknown[]): unknown[] =>
   );
 
 /** `size` worker connections on `filename`, opened on demand; a statement goes to the least busy. */
-export class SqliteReadPool implements Driver {
+export class SqliteReadPool extends ObservedDriver implements Driver {
   readonly dialect = 'sqlite' as const;
   readonly #filename: string;
   readonly #size: number;
   readonly #conns: Promise<WorkerConnection>[] = [];
   readonly #opened: WorkerConnection[] = [];
-  readonly #statementListeners = new Set<(s: StatementTrace) => void>();
-  readonly #queue = new QueueWatch();
 
   constructor(filename: string, size: number) {
+    super();
     this.#filename = filename;
     this.#size = size;
   }
@@ -130,8 +121,8 @@ export class SqliteReadPool implements Driver {
 
   async all(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
     const bindings = bindable(params);
-    notifyAll(this.#statementListeners, { sql, bindings, tx: undefined });
-    const done = this.#queue.enter();
+    this.sending(sql, bindings, undefined, undefined);
+    const done = this.queue.enter();
     const conn = await this.#pick();
     done();
     return (await conn.query(sql, bindings)) as Row[];
@@ -151,20 +142,7 @@ export class SqliteReadPool implements Driver {
     return Promise.reject(new Error('store: the read pool runs no transactions'));
   }
 
-  onWrite(_fn: (n: WriteNotice) => void): () => void {
-    return () => undefined;
-  }
-
-  onStatement(fn: (s: StatementTrace) => void): () => void {
-    this.#statementListeners.add(fn);
-    return () => void this.#statementListeners.delete(fn);
-  }
-
   flush(): void {}
-
-  sampleQueue(): QueueSample {
-    return this.#queue.sample();
-  }
 
   async close(): Promise<void> {
     const conns = await Promise.allSettled(this.#conns);

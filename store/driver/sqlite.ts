@@ -3,18 +3,8 @@ import { createRequire } from 'node:module';
 import { startCheckpointer } from '../checkpointer.js';
 import { pollDataVersion } from '../other-writers.js';
 import { tuneConnection, type GroupCommitStats, type RawConnection } from '../sqlite-connection.js';
-import {
-  notifyAll,
-  QueueWatch,
-  tableWrites,
-  type Driver,
-  type QueueSample,
-  type Row,
-  type Sql,
-  type StatementTrace,
-  type WriteNotice,
-  type Writes,
-} from './types.js';
+import { ObservedDriver } from './observed-driver.js';
+import type { Driver, Row, Sql, Writes } from './types.js';
 
 /** better-sqlite3's Database as used here. */
 type OpenDatabase = new (
@@ -60,16 +50,13 @@ function bindable(params: readonly unknown[]): unknown[] {
  * commit when asked. A transaction holds the connection while it runs (it may await between statements): every
  * statement from outside it waits for it to end, so nothing lands inside it by accident.
  */
-export class SqliteDriver implements Driver {
+export class SqliteDriver extends ObservedDriver implements Driver {
   readonly dialect = 'sqlite' as const;
   readonly filename: string;
   readonly #conn: RawConnection;
   readonly #flush: () => void;
   readonly #stats: GroupCommitStats;
   readonly #closers: (() => unknown)[] = [];
-  readonly #writeListeners = new Set<(n: WriteNotice) => void>();
-  readonly #statementListeners = new Set<(s: StatementTrace) => void>();
-  readonly #queue = new QueueWatch();
   /** Resolved when the transaction holding the connection ends. */
   #held: Promise<void> | undefined;
   #closed = false;
@@ -77,6 +64,7 @@ export class SqliteDriver implements Driver {
   readonly #groupCommit: boolean;
 
   constructor(opts: SqliteDriverOptions) {
+    super();
     this.filename = opts.filename;
     this.#groupCommit = opts.groupCommit;
     const conn = new Database(opts.filename);
@@ -107,16 +95,6 @@ export class SqliteDriver implements Driver {
     return this.#stats;
   }
 
-  onWrite(fn: (n: WriteNotice) => void): () => void {
-    this.#writeListeners.add(fn);
-    return () => void this.#writeListeners.delete(fn);
-  }
-
-  onStatement(fn: (s: StatementTrace) => void): () => void {
-    this.#statementListeners.add(fn);
-    return () => void this.#statementListeners.delete(fn);
-  }
-
   flush(): void {
     if (!this.#closed) this.#flush();
   }
@@ -124,10 +102,6 @@ export class SqliteDriver implements Driver {
   /** A statement of this process's other connection to the file (knex's) has run: its commit is not another writer's. */
   ownStatementRan(): void {
     if (!this.#closed) this.#absorb?.();
-  }
-
-  sampleQueue(): QueueSample {
-    return this.#queue.sample();
   }
 
   async all(sql: string, params: readonly unknown[] = [], writes?: Writes): Promise<Row[]> {
@@ -146,7 +120,7 @@ export class SqliteDriver implements Driver {
 
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
     if (this.#held !== undefined) {
-      const done = this.#queue.enter();
+      const done = this.queue.enter();
       // Taken at once when free: no await between the check and the taking.
       while (this.#held !== undefined) await this.#held;
       done();
@@ -185,17 +159,17 @@ export class SqliteDriver implements Driver {
   /** Waits while a transaction holds the connection. */
   async #free(): Promise<void> {
     if (this.#held === undefined) return;
-    const done = this.#queue.enter();
+    const done = this.queue.enter();
     while (this.#held !== undefined) await this.#held;
     done();
   }
 
   #end(tx: number, verb: 'COMMIT' | 'ROLLBACK'): void {
-    notifyAll(this.#writeListeners, { kind: 'end', tx, done: false });
+    this.ending(tx, false);
     try {
       this.#control(verb, tx);
     } finally {
-      notifyAll(this.#writeListeners, { kind: 'end', tx, done: true });
+      this.ending(tx, true);
     }
   }
 
@@ -205,8 +179,7 @@ export class SqliteDriver implements Driver {
    */
   #control(verb: 'BEGIN' | 'COMMIT' | 'ROLLBACK', tx: number): void {
     if (this.#closed) throw new Error('store: the store is closed');
-    if (!this.#groupCommit && this.#statementListeners.size > 0)
-      notifyAll(this.#statementListeners, { sql: verb, bindings: [], tx });
+    if (!this.#groupCommit) this.sending(verb, [], undefined, tx);
     this.#conn.prepare(verb).run();
   }
 
@@ -223,9 +196,7 @@ export class SqliteDriver implements Driver {
   exec(sql: string, params: readonly unknown[], writes: Writes | undefined, tx: number | undefined, rows: boolean) {
     if (this.#closed) throw new Error('store: the store is closed');
     const bindings = bindable(params);
-    if (this.#statementListeners.size > 0) notifyAll(this.#statementListeners, { sql, bindings, tx });
-    const written = tableWrites(writes);
-    for (const w of written) this.#notice(w.table, w.columns, tx, false);
+    const written = this.sending(sql, bindings, writes, tx);
     const st = this.#conn.prepare(sql);
     let result: unknown;
     if (rows || st.reader) {
@@ -234,12 +205,8 @@ export class SqliteDriver implements Driver {
     } else {
       result = (st.run(bindings) as { changes: number }).changes;
     }
-    for (const w of written) this.#notice(w.table, w.columns, tx, true);
+    this.ran(written, tx);
     return result;
-  }
-
-  #notice(table: string, columns: readonly string[] | undefined, tx: number | undefined, done: boolean): void {
-    if (this.#writeListeners.size > 0) notifyAll(this.#writeListeners, { kind: 'write', table, columns, tx, done });
   }
 
   /** A savepoint inside the transaction holding the connection. */

@@ -21,7 +21,7 @@ for (const kind of BOTH_DBS) {
     it("an account's allowlist admits only its prefixes; another account is unaffected", async () => {
       const a = await insertAccount(db, 'Kenya only');
       const b = await insertAccount(db, 'Other');
-      await addDestinationRule(db, a.id, 'allow', '254');
+      await addDestinationRule(db, { accountId: a.id, kind: 'allow', prefix: '254' });
       assert.deepEqual(await checkDestination(db, a.id, '+254722000001'), { allowed: true });
       assert.deepEqual(await checkDestination(db, a.id, '+447700900123'), { allowed: false, reason: 'not_allowed' });
       assert.deepEqual(await checkDestination(db, b.id, '+447700900123'), { allowed: true });
@@ -29,15 +29,19 @@ for (const kind of BOTH_DBS) {
 
     it('a platform block prefix wins over an allowlist, and lifting it restores the destination', async () => {
       const a = await insertAccount(db, 'Blocked');
-      await addDestinationRule(db, a.id, 'allow', '2549');
-      await addDestinationRule(db, null, 'block', '254900');
+      await addDestinationRule(db, { accountId: a.id, kind: 'allow', prefix: '2549' });
+      await addDestinationRule(db, { accountId: null, kind: 'block', prefix: '254900' });
       assert.deepEqual(await checkDestination(db, a.id, '+254900123456'), {
         allowed: false,
         reason: 'blocked',
         prefix: '254900',
       });
-      assert.equal(await addDestinationRule(db, null, 'block', '254900'), false, 'an identical rule is kept once');
-      assert.equal(await removeDestinationRule(db, null, 'block', '254900'), true);
+      assert.equal(
+        await addDestinationRule(db, { accountId: null, kind: 'block', prefix: '254900' }),
+        false,
+        'an identical rule is kept once',
+      );
+      assert.equal(await removeDestinationRule(db, { accountId: null, kind: 'block', prefix: '254900' }), true);
       assert.deepEqual(await checkDestination(db, a.id, '+254900123456'), { allowed: true });
     });
   });

@@ -147,4 +147,15 @@ describe('web: operator console guards', function () {
       assert.match(r.text, /^export /m, shared);
     }
   });
+
+  it("styles the charts with the portal's charts stylesheet, under its own palette", async () => {
+    const page = (await send('GET', '/console/')).text;
+    const links = [...page.matchAll(/<link rel="stylesheet" href="([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(links.indexOf('/console/charts.css') >= 0, `the page links charts.css: ${links.join(' ')}`);
+    assert.ok(links.indexOf('/console/charts.css') < links.indexOf('/console/console.css'), 'console.css comes after');
+    const r = await send('GET', '/console/charts.css');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/css/);
+    assert.match(r.text, /^figure\.chart \{/m);
+  });
 });

@@ -162,6 +162,28 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     await signIn(from);
   });
 
+  it('locks an email after five wrong sign-ins in a row, from any address; the others sign in', async () => {
+    const victim = 'locked@example.com';
+    const victimSecret = (await addPortalUser(h.db, t.accountId, victim, password)).totp_secret;
+    for (let i = 0; i < 5; i++) {
+      clock += 60_000; // each from its own address, a minute apart: the per-address budget is not what this is about
+      const r = await send('POST', '/portal/api/signin', {
+        body: { email: victim, password: 'wrong password!', code: '000000' },
+        from: `127.0.0.${40 + i}`,
+      });
+      assert.equal(r.status, 401, JSON.stringify(r.body));
+      assert.equal(r.body.code, 'PORTAL_SIGNIN_FAILED');
+    }
+    clock += 30_000;
+    const locked = await send('POST', '/portal/api/signin', {
+      body: { email: victim, password, code: totp(victimSecret, clock) },
+      from: '127.0.0.50',
+    });
+    assert.equal(locked.status, 429, JSON.stringify(locked.body));
+    assert.equal(locked.body.code, 'PORTAL_LOCKED');
+    await signIn('127.0.0.51');
+  });
+
   it('a session busy all day still ends at the absolute lifetime (12 h), and its API key is revoked', async () => {
     const sessionKeys = async () =>
       (await h.db('api_keys').where({ name: 'portal-session', is_active: true }).select('id')).map((r) => r.id);
@@ -211,6 +233,16 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
       '/portal/vendor/toString/x.js',
     ])
       assert.equal((await send('GET', p)).status, 404, p);
+  });
+
+  it('links the charts stylesheet the console shares, before its own', async () => {
+    const page = String((await send('GET', '/portal/')).body);
+    const links = [...page.matchAll(/<link rel="stylesheet" href="([^"]+)"/g)].map((m) => m[1]);
+    assert.ok(links.indexOf('/portal/charts.css') >= 0, `the page links charts.css: ${links.join(' ')}`);
+    assert.ok(links.indexOf('/portal/charts.css') < links.indexOf('/portal/app.css'), 'app.css comes after');
+    const css = await send('GET', '/portal/charts.css');
+    assert.equal(css.status, 200);
+    assert.match(String(css.headers['content-type']), /^text\/css/);
   });
 
   it('sign-in budgets are per IPv4 address and per IPv6 /64', () => {

@@ -8,11 +8,8 @@ import { CONTINUE_AFTER_WORK, VerbTaskBase, notifyAfterEnd, type VerbOutcome } f
  * whatever the outcome; without it the document goes on with the next verb. When the call ends during the Dial,
  * the action is still requested (its reply is not run).
  */
-export class Dial extends VerbTaskBase {
+export class Dial extends VerbTaskBase<DialVerb> {
   readonly name = 'Dial' as const;
-  constructor(readonly verb: DialVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const { target, targets, sequential, timeout, callerId, timeLimit, record, action } = this.verb;

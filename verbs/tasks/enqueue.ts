@@ -15,11 +15,8 @@ import { sayOptionsOf } from './say.js';
  * it moves up. Then the action, if any, gets QueueResult and QueueTime and its
  * reply runs next; without one the document goes on.
  */
-export class Enqueue extends VerbTaskBase {
+export class Enqueue extends VerbTaskBase<EnqueueVerb> {
   readonly name = 'Enqueue' as const;
-  constructor(readonly verb: EnqueueVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const { name, maxSize, action, waitUrl } = this.verb;

@@ -13,11 +13,8 @@ import { sayOptionsOf } from './say.js';
  * Nothing heard: the next verb runs, unless actionOnEmptyResult asks for the action anyway (with empty Digits).
  * Unlike TwiML, a Gather without `action` does not re-request the current document: it goes on (see Record).
  */
-export class Gather extends VerbTaskBase {
+export class Gather extends VerbTaskBase<GatherVerb> {
   readonly name = 'Gather' as const;
-  constructor(readonly verb: GatherVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const v = this.verb;

@@ -8,11 +8,8 @@ import { CONTINUE_AFTER_WORK, CONTINUE_WITHOUT_WORK, VerbTaskBase, type VerbOutc
  * audio (a playlist, a web page), emits PLAY.0404 and the call continues with the next verb (spec, event
  * catalogue).
  */
-export class Play extends VerbTaskBase {
+export class Play extends VerbTaskBase<PlayVerb> {
   readonly name = 'Play' as const;
-  constructor(readonly verb: PlayVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const { source, loop } = this.verb;

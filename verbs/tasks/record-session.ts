@@ -3,11 +3,8 @@ import type { RecordSessionVerb } from '../types.js';
 import { CONTINUE_WITHOUT_WORK, VerbTaskBase, type VerbOutcome } from './verb-task.js';
 
 /** RecordSession: start recording both directions for the rest of the call, then go straight on. */
-export class RecordSession extends VerbTaskBase {
+export class RecordSession extends VerbTaskBase<RecordSessionVerb> {
   readonly name = 'RecordSession' as const;
-  constructor(readonly verb: RecordSessionVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const { channels, maxLength } = this.verb;

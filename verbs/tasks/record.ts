@@ -9,11 +9,8 @@ import { CONTINUE_AFTER_WORK, VerbTaskBase, notifyAfterEnd, type VerbOutcome } f
  * recording still sends its recording to the action. Unlike TwiML, a Record
  * without `action` does not re-request the current document (a classic infinite loop); it just goes on.
  */
-export class Record extends VerbTaskBase {
+export class Record extends VerbTaskBase<RecordVerb> {
   readonly name = 'Record' as const;
-  constructor(readonly verb: RecordVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const { maxLength, timeout, finishOnKey, playBeep, action } = this.verb;

@@ -10,11 +10,8 @@ import { VerbTaskBase, type VerbOutcome } from './verb-task.js';
  * fetched document: otherwise it is an invalid document, with the fallback). Reaching here on a call that
  * cannot be refused (a document given directly) is the same error.
  */
-export class Reject extends VerbTaskBase {
+export class Reject extends VerbTaskBase<RejectVerb> {
   readonly name = 'Reject' as const;
-  constructor(readonly verb: RejectVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     if (!ctx.canReject()) throw new VerbDocumentError([REJECT_NOT_RINGING], this.verb.line);

@@ -14,11 +14,8 @@ export function sayOptionsOf(verb: SayVerb, signal: AbortSignal): SayOptions {
 }
 
 /** Say: speak the text `loop` times (loop="0" was turned into MAX_LOOP by the parser). */
-export class Say extends VerbTaskBase {
+export class Say extends VerbTaskBase<SayVerb> {
   readonly name = 'Say' as const;
-  constructor(readonly verb: SayVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     const { text, loop } = this.verb;

@@ -6,11 +6,8 @@ import { CONTINUE_AFTER_WORK, CONTINUE_WITHOUT_WORK, VerbTaskBase, type VerbOutc
  * <Start><Stream>: forks the caller's audio to the customer's WebSocket (Twilio Media Streams messages) and goes on
  * with the next verb at once; the stream runs until <Stop><Stream>, the WebSocket closes, or the call ends.
  */
-export class Start extends VerbTaskBase {
+export class Start extends VerbTaskBase<StartVerb> {
   readonly name = 'Start' as const;
-  constructor(readonly verb: StartVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     await ctx.startStream?.(this.verb.stream);
@@ -19,11 +16,8 @@ export class Start extends VerbTaskBase {
 }
 
 /** <Stop><Stream name>: stops the stream <Start> opened under that name (every one when no name is given). */
-export class Stop extends VerbTaskBase {
+export class Stop extends VerbTaskBase<StopVerb> {
   readonly name = 'Stop' as const;
-  constructor(readonly verb: StopVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     await ctx.stopStream?.(this.verb.name);
@@ -35,11 +29,8 @@ export class Stop extends VerbTaskBase {
  * <Connect><Stream>: the call's audio goes to the WebSocket and the server's `media` is played to the caller
  * (marks and clear obeyed) until the WebSocket closes; then the action, if any, or the next verb.
  */
-export class Connect extends VerbTaskBase {
+export class Connect extends VerbTaskBase<ConnectVerb> {
   readonly name = 'Connect' as const;
-  constructor(readonly verb: ConnectVerb) {
-    super();
-  }
 
   async exec(ctx: VerbContext): Promise<VerbOutcome> {
     if (ctx.connectStream) await ctx.connectStream(this.verb.stream, { signal: this.signal });

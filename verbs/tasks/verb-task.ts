@@ -31,10 +31,13 @@ export interface VerbTask {
   kill(): void;
 }
 
-export abstract class VerbTaskBase implements VerbTask {
+/** A verb's task: the parsed verb `V` it runs, and the abort signal kill() fires. */
+export abstract class VerbTaskBase<V = unknown> implements VerbTask {
   abstract readonly name: VerbName;
   lastOfDocument?: boolean;
   readonly #abort = new AbortController();
+
+  constructor(readonly verb: V) {}
 
   protected get signal(): AbortSignal {
     return this.#abort.signal;

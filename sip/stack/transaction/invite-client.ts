@@ -2,7 +2,6 @@
  * INVITE client transaction (RFC 3261 §17.1.1, with the Accepted state of RFC 6026 §7.2).
  */
 import { SipHeaders, SipRequest, type SipResponse } from '../message/index.js';
-import type { SipTransportError } from '../errors.js';
 import {
   Transaction,
   TransactionState as S,
@@ -17,16 +16,14 @@ const ICT_TRANSITIONS = {
   [S.Completed]: [S.Terminated],
 } as const;
 
-export class InviteClientTransaction extends Transaction {
+export class InviteClientTransaction extends Transaction<ClientTransactionUser> {
   protected readonly transitions = ICT_TRANSITIONS;
-  readonly #user: ClientTransactionUser;
   #ack?: SipRequest;
   /** When Timer M ends Accepted. */
   #acceptedUntil = 0;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ClientTransactionUser) {
-    super(id, request, S.Calling, ctx);
-    this.#user = user;
+    super(id, request, S.Calling, ctx, user);
   }
 
   /** §17.1.1.2: send the INVITE, start Timer A (unreliable only) and Timer B. */
@@ -36,7 +33,7 @@ export class InviteClientTransaction extends Transaction {
     this.startTimer('B', this.t.B, () => {
       if (this.state === S.Calling) {
         this.transition(S.Terminated);
-        this.#user.onTimeout();
+        this.user.onTimeout();
       }
     });
   }
@@ -60,14 +57,14 @@ export class InviteClientTransaction extends Transaction {
           // guards Calling, so a ringing call waits until answered or canceled by the TU.
           this.stopTimer('B');
           this.transition(S.Proceeding);
-          this.#user.onResponse(res);
+          this.user.onResponse(res);
         } else if (status < 300) {
           // RFC 6026 §7.2: a 2xx moves to Accepted; later 2xx retransmissions are passed up too (Timer M).
           this.stopTimer('B');
           this.transition(S.Accepted);
           this.#acceptedUntil = this.ctx.clock.now() + this.t.M;
           this.startTimer('M', this.t.M, () => this.transition(S.Terminated));
-          this.#user.onResponse(res);
+          this.user.onResponse(res);
         } else {
           // §17.1.1.2: a final non-2xx gets an ACK built by the transaction, then Completed and Timer D.
           this.stopTimer('B');
@@ -75,11 +72,11 @@ export class InviteClientTransaction extends Transaction {
           this.#ack = buildNon2xxAck(this.request, res);
           this.transmit(this.#ack);
           this.startTimer('D', this.t.D, () => this.transition(S.Terminated));
-          this.#user.onResponse(res);
+          this.user.onResponse(res);
         }
         break;
       case S.Accepted:
-        if (status >= 200 && status < 300) this.#user.onResponse(res);
+        if (status >= 200 && status < 300) this.user.onResponse(res);
         break;
       case S.Completed:
         // §17.1.1.2: a retransmitted final response is answered with the same ACK, not passed up.
@@ -100,10 +97,6 @@ export class InviteClientTransaction extends Transaction {
     this.transition(S.Terminated);
     this.ctx.completed.keep(this.id, this.#acceptedUntil, resendAck);
     return true;
-  }
-
-  protected reportTransportError(error: SipTransportError): void {
-    this.#user.onTransportError(error);
   }
 }
 

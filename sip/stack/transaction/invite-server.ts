@@ -4,7 +4,6 @@
  * transaction keeps every timer in one kind of object).
  */
 import { createResponse, type SipRequest, type SipResponse } from '../message/index.js';
-import type { SipTransportError } from '../errors.js';
 import {
   Transaction,
   TransactionState as S,
@@ -22,14 +21,12 @@ const IST_TRANSITIONS = {
   [S.Confirmed]: [S.Terminated],
 } as const;
 
-export class InviteServerTransaction extends Transaction {
+export class InviteServerTransaction extends Transaction<ServerTransactionUser> {
   protected readonly transitions = IST_TRANSITIONS;
-  readonly #user: ServerTransactionUser;
   #lastResponse?: SipResponse;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ServerTransactionUser) {
-    super(id, request, S.Proceeding, ctx);
-    this.#user = user;
+    super(id, request, S.Proceeding, ctx, user);
     this.startTimer('Trying', TRYING_DELAY_MS, () => {
       if (this.state === S.Proceeding && !this.#lastResponse) this.respond(createResponse(request, 100));
     });
@@ -54,7 +51,7 @@ export class InviteServerTransaction extends Transaction {
       this.startTimer('L', this.t.L, () => {
         const unacked = this.#awaitingAck;
         this.transition(S.Terminated);
-        if (unacked) this.#user.onAckTimeout?.();
+        if (unacked) this.user.onAckTimeout?.();
       });
       return;
     }
@@ -63,7 +60,7 @@ export class InviteServerTransaction extends Transaction {
     if (!this.reliable) this.#scheduleG(this.t.G);
     this.startTimer('H', this.t.H, () => {
       this.transition(S.Terminated);
-      this.#user.onAckTimeout?.();
+      this.user.onAckTimeout?.();
     });
   }
 
@@ -128,9 +125,5 @@ export class InviteServerTransaction extends Transaction {
 
   get awaitingAck(): boolean {
     return this.state === S.Accepted && this.#awaitingAck;
-  }
-
-  protected reportTransportError(error: SipTransportError): void {
-    this.#user.onTransportError(error);
   }
 }

@@ -2,7 +2,6 @@
  * Non-INVITE client transaction (RFC 3261 §17.1.2).
  */
 import type { SipRequest, SipResponse } from '../message/index.js';
-import type { SipTransportError } from '../errors.js';
 import {
   Transaction,
   TransactionState as S,
@@ -16,13 +15,11 @@ const NICT_TRANSITIONS = {
   [S.Completed]: [S.Terminated],
 } as const;
 
-export class NonInviteClientTransaction extends Transaction {
+export class NonInviteClientTransaction extends Transaction<ClientTransactionUser> {
   protected readonly transitions = NICT_TRANSITIONS;
-  readonly #user: ClientTransactionUser;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ClientTransactionUser) {
-    super(id, request, S.Trying, ctx);
-    this.#user = user;
+    super(id, request, S.Trying, ctx, user);
   }
 
   /** §17.1.2.2: send the request, Timer E (unreliable only) and Timer F. */
@@ -32,7 +29,7 @@ export class NonInviteClientTransaction extends Transaction {
     this.startTimer('F', this.t.F, () => {
       if (this.state === S.Trying || this.state === S.Proceeding) {
         this.transition(S.Terminated);
-        this.#user.onTimeout();
+        this.user.onTimeout();
       }
     });
   }
@@ -50,7 +47,7 @@ export class NonInviteClientTransaction extends Transaction {
     if (this.state !== S.Trying && this.state !== S.Proceeding) return; // Completed absorbs retransmissions
     if (res.status < 200) {
       this.transition(S.Proceeding);
-      this.#user.onResponse(res);
+      this.user.onResponse(res);
       return;
     }
     this.stopTimer('E');
@@ -64,10 +61,6 @@ export class NonInviteClientTransaction extends Transaction {
     } else {
       this.startTimer('K', this.t.K, () => this.transition(S.Terminated));
     }
-    this.#user.onResponse(res);
-  }
-
-  protected reportTransportError(error: SipTransportError): void {
-    this.#user.onTransportError(error);
+    this.user.onResponse(res);
   }
 }

@@ -2,7 +2,6 @@
  * Non-INVITE server transaction (RFC 3261 §17.2.2).
  */
 import type { SipRequest, SipResponse } from '../message/index.js';
-import type { SipTransportError } from '../errors.js';
 import {
   Transaction,
   TransactionState as S,
@@ -16,14 +15,12 @@ const NIST_TRANSITIONS = {
   [S.Completed]: [S.Terminated],
 } as const;
 
-export class NonInviteServerTransaction extends Transaction {
+export class NonInviteServerTransaction extends Transaction<ServerTransactionUser> {
   protected readonly transitions = NIST_TRANSITIONS;
-  readonly #user: ServerTransactionUser;
   #lastResponse?: SipResponse;
 
   constructor(id: string, request: SipRequest, ctx: TransactionContext, user: ServerTransactionUser) {
-    super(id, request, S.Trying, ctx);
-    this.#user = user;
+    super(id, request, S.Trying, ctx, user);
   }
 
   get lastResponse(): SipResponse | undefined {
@@ -59,9 +56,5 @@ export class NonInviteServerTransaction extends Transaction {
     if (this.#lastResponse && (this.state === S.Proceeding || this.state === S.Completed)) {
       this.transmit(this.#lastResponse);
     }
-  }
-
-  protected reportTransportError(error: SipTransportError): void {
-    this.#user.onTransportError(error);
   }
 }

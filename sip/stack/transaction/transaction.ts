@@ -63,7 +63,12 @@ export interface CompletedKeeper {
   keep(key: string, until: number, answer?: (res: SipResponse) => void): void;
 }
 
-export abstract class Transaction {
+/** What every transaction user takes: the transport failed under the transaction (§17.1.4, §17.2.4). */
+export interface TransactionUser {
+  onTransportError(error: SipTransportError): void;
+}
+
+export abstract class Transaction<U extends TransactionUser = TransactionUser> {
   readonly id: string;
   readonly request: SipRequest;
   #state: TransactionState;
@@ -73,7 +78,14 @@ export abstract class Transaction {
 
   protected abstract readonly transitions: Readonly<Partial<Record<TransactionState, readonly TransactionState[]>>>;
 
-  protected constructor(id: string, request: SipRequest, initial: TransactionState, ctx: TransactionContext) {
+  protected constructor(
+    id: string,
+    request: SipRequest,
+    initial: TransactionState,
+    ctx: TransactionContext,
+    /** The layer above, told what the transaction's state machine decides. */
+    protected readonly user: U,
+  ) {
     this.id = id;
     this.request = request;
     this.#state = initial;
@@ -127,11 +139,9 @@ export abstract class Transaction {
       if (this.#state === TransactionState.Terminated) return;
       const e = err instanceof SipTransportError ? err : new SipTransportError(String(err), { cause: err });
       this.transition(TransactionState.Terminated);
-      this.reportTransportError(e);
+      this.user.onTransportError(e);
     });
   }
-
-  protected abstract reportTransportError(error: SipTransportError): void;
 
   /** Ends the transaction at once (stack shutdown). */
   terminate(): void {

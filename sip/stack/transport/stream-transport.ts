@@ -5,41 +5,22 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { SipTransportError } from '../errors.js';
 import { StreamFramer } from '../message/index.js';
-import {
-  connectionFlow,
-  listenOn,
-  type Flow,
-  type ListenAddress,
-  type SecureListenAddress,
-  type Transport,
-  type TransportSink,
-} from './flow.js';
-import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
+import { ConnectionTransport, type GuardOptions } from './connection-transport.js';
+import { connectionFlow, type Flow, type ListenAddress, type SecureListenAddress, type TransportSink } from './flow.js';
 
-export interface StreamTransportOptions {
+export interface StreamTransportOptions extends GuardOptions {
   maxMessageBytes: number;
   /** Send a CRLFCRLF ping on connections we opened, every this many ms (0: never). */
   keepAliveMs: number;
   /** For TLS client connections: verify the peer certificate (default true). */
   rejectUnauthorized?: boolean;
   ca?: string | Buffer;
-  /** Inbound connection caps and the first-message deadline (guard.ts). */
-  limits?: ConnectionLimits;
-  /** Asked at accept: a refused source's connection is closed before TLS or any parsing. */
-  admitSource?: SourceAdmission;
 }
 
-export class StreamTransport implements Transport {
-  readonly name: 'TCP' | 'TLS';
-  readonly #server: net.Server;
-  readonly #sink: TransportSink;
+export class StreamTransport extends ConnectionTransport<'TCP' | 'TLS'> {
   readonly #opts: StreamTransportOptions;
-  readonly #byRemote = new Map<string, Flow>();
   readonly #sockets = new Set<net.Socket>();
-  readonly guard: ConnectionGuard;
-  local: ListenAddress = { host: '', port: 0 };
 
   private constructor(
     name: 'TCP' | 'TLS',
@@ -47,17 +28,10 @@ export class StreamTransport implements Transport {
     opts: StreamTransportOptions,
     secure?: SecureListenAddress,
   ) {
-    this.name = name;
-    this.#sink = sink;
+    super(name, sink, secure ? tls.createServer({ cert: secure.cert, key: secure.key }) : net.createServer(), opts);
     this.#opts = opts;
-    this.guard = new ConnectionGuard(name, opts.limits ?? DEFAULT_CONNECTION_LIMITS, opts.admitSource);
     const onSocket = (s: net.Socket) => void (s.destroyed || this.#attach(s, false)); // destroyed: refused
-    this.#server = secure
-      ? tls.createServer({ cert: secure.cert, key: secure.key }, onSocket)
-      : net.createServer(onSocket);
-    // 'connection' is the raw TCP socket, before a TLS handshake: refused sources cost no handshake.
-    this.#server.prependListener('connection', (raw: net.Socket) => void this.guard.accept(raw));
-    this.#server.on('error', () => {});
+    this.server.on(secure ? 'secureConnection' : 'connection', onSocket);
   }
 
   static async listen(
@@ -67,18 +41,11 @@ export class StreamTransport implements Transport {
     opts: StreamTransportOptions,
   ): Promise<StreamTransport> {
     const t = new StreamTransport(name, sink, opts, name === 'TLS' ? (addr as SecureListenAddress) : undefined);
-    t.local = await listenOn(t.#server, addr);
+    await t.bind(addr);
     return t;
   }
 
-  /** A new certificate for connections accepted from now on (TLS); connections already open keep theirs. */
-  setCertificate(pem: { cert: string; key: string }): void {
-    if (this.#server instanceof tls.Server) this.#server.setSecureContext({ cert: pem.cert, key: pem.key });
-  }
-
-  async connect(address: string, port: number): Promise<Flow> {
-    const existing = this.#byRemote.get(`${address}:${port}`);
-    if (existing) return existing;
+  protected async open(address: string, port: number): Promise<Flow> {
     const socket = await new Promise<net.Socket>((resolve, reject) => {
       const s =
         this.name === 'TLS'
@@ -91,11 +58,8 @@ export class StreamTransport implements Transport {
             })
           : net.connect({ host: address, port });
       const ready = this.name === 'TLS' ? 'secureConnect' : 'connect';
-      s.once(ready, () => {
-        s.off('error', reject);
-        resolve(s);
-      });
-      s.once('error', (e) => reject(new SipTransportError(`${this.name} connect to ${address}:${port}: ${e.message}`)));
+      s.once(ready, () => resolve(s));
+      s.once('error', reject); // left in place: an error before the socket is attached is not an uncaught one
     });
     return this.#attach(socket, true);
   }
@@ -109,8 +73,7 @@ export class StreamTransport implements Transport {
       write: (data, done) => socket.write(data, done),
       close: () => socket.destroy(),
     });
-    const key = `${flow.remoteAddress}:${flow.remotePort}`;
-    this.#byRemote.set(key, flow);
+    const closed = this.opened(flow);
     const framer = new StreamFramer(this.#opts.maxMessageBytes);
     let accepted = outbound ? undefined : this.guard.entryFor(socket);
     socket.on('data', (chunk: Buffer) => {
@@ -118,7 +81,7 @@ export class StreamTransport implements Transport {
         if (ev.kind === 'message') {
           accepted?.seen(); // the first complete message: the connection has earned its keep
           accepted = undefined;
-          this.#sink.receive(ev.data, source);
+          this.sink.receive(ev.data, source);
         } else if (ev.kind === 'ping')
           socket.write('\r\n'); // RFC 5626 §4.4.1: pong
         else if (ev.kind === 'too-large' || ev.kind === 'bad-framing') socket.destroy(); // cannot resynchronise
@@ -134,15 +97,13 @@ export class StreamTransport implements Transport {
       open = false;
       if (timer) clearInterval(timer);
       this.#sockets.delete(socket);
-      if (this.#byRemote.get(key) === flow) this.#byRemote.delete(key);
-      this.#sink.flowClosed(flow);
+      closed();
     });
-    this.#sink.flowOpened(flow);
     return flow;
   }
 
   async close(): Promise<void> {
     for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }

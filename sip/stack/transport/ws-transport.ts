@@ -8,56 +8,31 @@ import http from 'node:http';
 import https from 'node:https';
 import type net from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
-import { SipTransportError } from '../errors.js';
-import {
-  connectionFlow,
-  listenOn,
-  type Flow,
-  type ListenAddress,
-  type SecureListenAddress,
-  type Transport,
-  type TransportSink,
-} from './flow.js';
-import { ConnectionGuard, DEFAULT_CONNECTION_LIMITS, type ConnectionLimits, type SourceAdmission } from './guard.js';
+import { ConnectionTransport, type GuardOptions } from './connection-transport.js';
+import { connectionFlow, type Flow, type ListenAddress, type SecureListenAddress, type TransportSink } from './flow.js';
 
-export interface WsOptions {
+export interface WsOptions extends GuardOptions {
   maxBytes: number;
   pingMs: number;
-  /** Inbound connection caps and the first-message deadline (guard.ts). */
-  limits?: ConnectionLimits;
-  /** Asked at accept: a refused source's connection is closed before TLS, the HTTP upgrade or any parsing. */
-  admitSource?: SourceAdmission;
 }
 
-export class WsTransport implements Transport {
-  readonly name: 'WS' | 'WSS';
-  readonly #http: http.Server | https.Server;
+export class WsTransport extends ConnectionTransport<'WS' | 'WSS'> {
   readonly #wss: WebSocketServer;
-  readonly #sink: TransportSink;
   readonly #sockets = new Set<WebSocket>();
-  readonly #byRemote = new Map<string, Flow>();
   readonly #maxBytes: number;
   /** Sockets that answered (or had no) ping since the last round. */
   readonly #alive = new WeakSet<WebSocket>();
   readonly #pinger: NodeJS.Timeout;
-  readonly guard: ConnectionGuard;
-  local: ListenAddress = { host: '', port: 0 };
 
   private constructor(name: 'WS' | 'WSS', sink: TransportSink, o: WsOptions, secure?: SecureListenAddress) {
-    this.name = name;
-    this.#sink = sink;
+    const server = secure ? https.createServer({ cert: secure.cert, key: secure.key }) : http.createServer();
+    super(name, sink, server, o);
     this.#maxBytes = o.maxBytes;
-    const maxBytes = o.maxBytes;
     this.#pinger = setInterval(() => this.#pingAll(), o.pingMs);
     this.#pinger.unref();
-    this.#http = secure ? https.createServer({ cert: secure.cert, key: secure.key }) : http.createServer();
-    this.guard = new ConnectionGuard(name, o.limits ?? DEFAULT_CONNECTION_LIMITS, o.admitSource);
-    // The raw TCP socket, before TLS and the HTTP upgrade: refused sources cost neither.
-    this.#http.prependListener('connection', (raw: net.Socket) => void this.guard.accept(raw));
-    this.#http.on('error', () => {});
     this.#wss = new WebSocketServer({
-      server: this.#http,
-      maxPayload: maxBytes,
+      server,
+      maxPayload: o.maxBytes,
       // RFC 7118 §4.1: the `sip` subprotocol is required.
       handleProtocols: (protocols) => (protocols.has('sip') ? 'sip' : false),
     });
@@ -71,26 +46,17 @@ export class WsTransport implements Transport {
     o: WsOptions,
   ): Promise<WsTransport> {
     const t = new WsTransport(name, sink, o, name === 'WSS' ? (addr as SecureListenAddress) : undefined);
-    t.local = await listenOn(t.#http, addr);
+    await t.bind(addr);
     return t;
   }
 
   /** Opens a WebSocket to a peer (a WS trunk); a browser client's flow is normally reused instead. */
-  /** A new certificate for connections accepted from now on (WSS); connections already open keep theirs. */
-  setCertificate(pem: { cert: string; key: string }): void {
-    if (this.#http instanceof https.Server) this.#http.setSecureContext({ cert: pem.cert, key: pem.key });
-  }
-
-  async connect(address: string, port: number): Promise<Flow> {
-    const existing = this.#byRemote.get(`${address}:${port}`);
-    if (existing) return existing;
+  protected async open(address: string, port: number): Promise<Flow> {
     const scheme = this.name === 'WSS' ? 'wss' : 'ws';
     const ws = new WebSocket(`${scheme}://${address}:${port}`, 'sip', { maxPayload: this.#maxBytes });
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
-      ws.once('error', (e) =>
-        reject(new SipTransportError(`${this.name} connect to ${address}:${port}: ${e.message}`)),
-      );
+      ws.once('error', reject);
     });
     return this.#attach(ws, (ws as unknown as { _socket: net.Socket })._socket, `${address}:${port}`);
   }
@@ -116,22 +82,19 @@ export class WsTransport implements Transport {
       write: (data, done) => ws.send(data.toString('utf8'), done),
       close: () => ws.close(),
     });
-    const key = remoteKey ?? `${flow.remoteAddress}:${flow.remotePort}`;
-    this.#byRemote.set(key, flow);
+    const closed = this.opened(flow, remoteKey);
     let accepted = remoteKey === undefined ? this.guard.entryFor(socket) : undefined;
     ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
       accepted?.seen(); // one frame is one complete message (RFC 7118 §5)
       accepted = undefined;
       const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-      this.#sink.receive(buf, source);
+      this.sink.receive(buf, source);
     });
     ws.on('error', () => {});
     ws.on('close', () => {
       this.#sockets.delete(ws);
-      if (this.#byRemote.get(key) === flow) this.#byRemote.delete(key);
-      this.#sink.flowClosed(flow);
+      closed();
     });
-    this.#sink.flowOpened(flow);
     return flow;
   }
 
@@ -139,6 +102,6 @@ export class WsTransport implements Transport {
     clearInterval(this.#pinger);
     for (const ws of this.#sockets) ws.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
-    await new Promise<void>((resolve) => this.#http.close(() => resolve()));
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -1,5 +1,7 @@
 import { strict as assert } from 'node:assert';
+import { X509Certificate } from 'node:crypto';
 import net from 'node:net';
+import tls from 'node:tls';
 import { WebSocket } from 'ws';
 import { UserAgent, SipTransportError, type Dialog } from '../../../sip/stack/index.js';
 import { Agents, SDP_A, SDP_B, selfSignedCert, uriOf, waitFor } from './helpers.js';
@@ -41,6 +43,25 @@ describe('transports (RFC 3261 §18, RFC 7118, RFC 5626 keep-alive)', function (
     assert.equal((await uas).transport, 'TLS');
     assert.equal(uac.remoteSdp, SDP_B);
     await uac.bye();
+  });
+
+  it('TLS and WSS: a renewed certificate is presented to connections accepted after it', async () => {
+    const a = await secureAgent();
+    const presented = (port: number) =>
+      new Promise<string>((resolve, reject) => {
+        const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+          resolve(s.getPeerCertificate().fingerprint256);
+          s.destroy();
+        });
+        s.once('error', reject);
+      });
+    const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
+    const renewed = selfSignedCert();
+    for (const name of ['TLS', 'WSS'] as const)
+      assert.equal(await presented(a.address(name)!.port), fingerprint(cert.cert));
+    a.setCertificate(renewed);
+    for (const name of ['TLS', 'WSS'] as const)
+      assert.equal(await presented(a.address(name)!.port), fingerprint(renewed.cert), name);
   });
 
   for (const scheme of ['ws', 'wss'] as const) {
