@@ -64,22 +64,6 @@ export async function deleteCallCredit(db: Db | Tx, callId: string): Promise<voi
   await runSql(db, 'delete from "call_credit" where "call_id" = ?', [callId], 'call_credit');
 }
 
-/** What the account's live calls on other nodes have committed, counting rows with a heartbeat at or after `since`. */
-export async function committedElsewhere(
-  db: Db | Tx,
-  accountId: string,
-  nodeId: string,
-  since: string,
-): Promise<number> {
-  const [row] = await selectRows(
-    db,
-    'select sum("committed_cents") as "s" from "call_credit" where "account_id" = ? and not "node_id" = ? ' +
-      'and "heartbeat_at" >= ?',
-    [accountId, nodeId, since],
-  );
-  return Number(row?.s ?? 0);
-}
-
 /**
  * One heartbeat for a batch of calls: `heartbeat_at` and each call's committed cents, in one statement. Returns
  * how many rows it updated (fewer than given when some were settled elsewhere). Keep batches to a few hundred.

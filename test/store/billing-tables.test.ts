@@ -4,7 +4,6 @@ import {
   accountFunds,
   callCreditHeartbeats,
   closeCallIfLive,
-  committedElsewhere,
   deleteCallCredit,
   findCallAnyAccount,
   findCallCredit,
@@ -79,6 +78,7 @@ for (const kind of BOTH_DBS) {
         max_call_seconds: a.max_call_seconds,
         credit_warning_seconds: 60,
         language: 'en',
+        others_cents: 0,
       });
     });
 
@@ -110,9 +110,11 @@ for (const kind of BOTH_DBS) {
         [c1?.tts_cents, c1?.tts_seconds, c1?.committed_cents, c1?.heartbeat_at, c1?.rate_cents_per_minute],
         [7, 3, 11, beat, 6],
       );
-      assert.equal(await committedElsewhere(db, a.id, 'n1', beat), 22);
-      assert.equal(await committedElsewhere(db, a.id, 'n2', beat), 11);
-      assert.equal(await committedElsewhere(db, a.id, 'n1', '2024-01-01T00:02:00.000Z'), 0, 'stale heartbeats');
+      const others = async (nodeId: string, since: string) =>
+        (await accountFunds(db, a.id, { nodeId, since }))?.others_cents;
+      assert.equal(await others('n1', beat), 22);
+      assert.equal(await others('n2', beat), 11);
+      assert.equal(await others('n1', '2024-01-01T00:02:00.000Z'), 0, 'stale heartbeats');
       await deleteCallCredit(db, 'c2');
       assert.deepEqual(await callCreditHeartbeats(db, ['c1', 'c2']), [{ call_id: 'c1', heartbeat_at: beat }]);
     });
