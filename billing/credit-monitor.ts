@@ -3,9 +3,9 @@ import {
   accountFunds,
   callCreditHeartbeats,
   heartbeatCallCredits,
-  insertCallCredit,
   nowIso,
   NotFoundError,
+  recordCallCredit,
   setCallCreditTts,
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
@@ -201,7 +201,7 @@ export class CreditMonitor {
     wallet.calls.set(call.callId, call);
     this.#calls.set(call.callId, call);
     try {
-      await insertCallCredit(this.#o.db, {
+      await recordCallCredit(this.#o.db, {
         call_id: call.callId,
         account_id: call.accountId,
         node_id: this.#o.nodeId,
