@@ -1,13 +1,11 @@
 import type { Db } from '../store/index.js';
 import {
-  accountBalance,
   accountFunds,
   callCreditHeartbeats,
-  committedElsewhere,
   heartbeatCallCredits,
-  insertCallCredit,
   nowIso,
   NotFoundError,
+  recordCallCredit,
   setCallCreditTts,
 } from '../store/index.js';
 import { roomLogger, type Logger } from '../config/index.js';
@@ -177,9 +175,9 @@ export class CreditMonitor {
     const ratePerMinute = card.perMinute(a.direction, a.to);
     const before = this.#walletOf(a.accountId);
     const epoch = before.epoch;
-    const acct = await accountFunds(this.#o.db, a.accountId);
+    const acct = await accountFunds(this.#o.db, a.accountId, this.#othersAsked());
     if (!acct) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
-    const others = await this.#othersCommitted(a.accountId);
+    const others = acct.others_cents;
     if (this.#closed || this.#calls.has(a.callId)) return;
     // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
     const wallet = this.#walletOf(a.accountId);
@@ -203,7 +201,7 @@ export class CreditMonitor {
     wallet.calls.set(call.callId, call);
     this.#calls.set(call.callId, call);
     try {
-      await insertCallCredit(this.#o.db, {
+      await recordCallCredit(this.#o.db, {
         call_id: call.callId,
         account_id: call.accountId,
         node_id: this.#o.nodeId,
@@ -485,9 +483,10 @@ export class CreditMonitor {
   async #refreshBalance(w: AccountWallet): Promise<void> {
     if (w.settling) return;
     const epoch = w.epoch;
-    const balance = await accountBalance(this.#o.db, w.accountId);
-    if (balance === undefined) return;
-    const others = await this.#othersCommitted(w.accountId);
+    const funds = await accountFunds(this.#o.db, w.accountId, this.#othersAsked());
+    if (funds === undefined) return;
+    const balance = funds.balance_cents;
+    const others = funds.others_cents;
     // A settlement that started or landed during the read makes it stale; the next refresh will do.
     if (w.epoch === epoch && w.settling === 0) {
       w.balanceCents = balance - others;
@@ -496,14 +495,13 @@ export class CreditMonitor {
   }
 
   /**
-   * What the account's live calls on other nodes have committed, as their monitors last wrote it; this node
-   * may spend the balance less this (rows with a fresh heartbeat; a dead node's rows
-   * are left to the reconcile sweep). On one box (nodeId null) there are no other nodes.
+   * What the account's live calls on other nodes have committed, as their monitors last wrote it, is read with the
+   * balance; this node may spend the balance less that (rows with a fresh heartbeat; a dead node's rows are left
+   * to the reconcile sweep). On one box (nodeId null) there are no other nodes, and nothing to ask.
    */
-  async #othersCommitted(accountId: string): Promise<number> {
-    if (this.#o.nodeId === null) return 0;
-    const fresh = nowIso(new Date(this.#o.clock.now() - this.#o.peerStaleMs));
-    return committedElsewhere(this.#o.db, accountId, this.#o.nodeId, fresh);
+  #othersAsked(): { nodeId: string; since: string } | undefined {
+    if (this.#o.nodeId === null) return undefined;
+    return { nodeId: this.#o.nodeId, since: nowIso(new Date(this.#o.clock.now() - this.#o.peerStaleMs)) };
   }
 
   async #persistHeartbeats(now: number): Promise<void> {

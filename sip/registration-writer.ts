@@ -44,6 +44,8 @@ const WRITE_SLICE = 128;
 interface Pending {
   user: RegisteredUser;
   registeredAt?: string;
+  /** Every change marked since the end-user's last write only moved expiries. */
+  refresh: boolean;
 }
 
 export class RegistrationWriter {
@@ -64,7 +66,11 @@ export class RegistrationWriter {
    */
   mark(user: RegisteredUser, opts: { registeredAt?: string; urgent: boolean }): void {
     const prev = this.#dirty.get(user.endUserId);
-    this.#dirty.set(user.endUserId, { user, registeredAt: opts.registeredAt ?? prev?.registeredAt });
+    this.#dirty.set(user.endUserId, {
+      user,
+      registeredAt: opts.registeredAt ?? prev?.registeredAt,
+      refresh: !opts.urgent && (prev?.refresh ?? true),
+    });
     if (opts.urgent) this.#urgent = true;
     this.#schedule();
   }
@@ -154,13 +160,15 @@ export class RegistrationWriter {
   #writeOf(p: Pending): RegistrationWrite {
     const { accountId, extension, endUserId } = p.user;
     const live = this.#o.location.lookup(accountId, extension);
+    const rows = live.filter((b) => b.endUserId === endUserId).map(rowOf);
     return {
       endUserId,
       state: live.length > 0 ? 'registered' : 'unregistered',
       lastRegisteredAt: live.length > 0 ? p.registeredAt : undefined,
       // Every binding is stored, so other nodes know where the phone is; only UDP ones are restored after a restart
       // (stream ones die with their connection).
-      rows: live.filter((b) => b.endUserId === endUserId).map(rowOf),
+      rows,
+      ...(p.refresh && rows.length > 0 && { refresh: true }),
     };
   }
 }

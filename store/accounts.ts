@@ -132,29 +132,48 @@ export async function setAccountBalance(tx: Tx, id: string, balanceCents: number
   await updateRow(tx, 'accounts', { column: 'id', value: id }, { balance_cents: balanceCents });
 }
 
-/** What the credit monitor needs of an account at answer: its balance and its per-call length cap. */
+/**
+ * What the credit monitor needs of an account at answer: its balance and its per-call length cap; with `others`,
+ * in the same statement, what the account's live calls on other nodes have committed (their call_credit rows with
+ * a heartbeat at or after `since`), so a node sharing the store reads both in one round trip.
+ */
 export async function accountFunds(
   db: Db | Tx,
   id: string,
+  others?: { nodeId: string; since: string },
 ): Promise<
-  { balance_cents: number; max_call_seconds: number; credit_warning_seconds: number; language: string } | undefined
+  | {
+      balance_cents: number;
+      max_call_seconds: number;
+      credit_warning_seconds: number;
+      language: string;
+      /** Committed by the account's live calls on other nodes (0 unless `others` was given). */
+      others_cents: number;
+    }
+  | undefined
 > {
   // With the balance, what the live monitor needs at answer: the lead time and language of the "one minute left"
   // notice.
-  const [row] = await selectRows(
-    db,
-    'select "balance_cents", "max_call_seconds", "credit_warning_seconds", "language" from "accounts" where "id" = ?',
-    [id],
-  );
+  const [row] = others
+    ? await selectRows(db, FUNDS_WITH_OTHERS, [others.nodeId, others.since, id])
+    : await selectRows(db, FUNDS, [id]);
   return row
     ? {
         balance_cents: Number(row.balance_cents),
         max_call_seconds: Number(row.max_call_seconds),
         credit_warning_seconds: Number(row.credit_warning_seconds),
         language: String(row.language),
+        others_cents: Number(row.others_cents ?? 0),
       }
     : undefined;
 }
+
+const FUNDS =
+  'select "balance_cents", "max_call_seconds", "credit_warning_seconds", "language" from "accounts" where "id" = ?';
+const FUNDS_WITH_OTHERS =
+  'select "balance_cents", "max_call_seconds", "credit_warning_seconds", "language", ' +
+  '(select coalesce(sum("committed_cents"), 0) from "call_credit" where "account_id" = "accounts"."id" ' +
+  'and not "node_id" = ? and "heartbeat_at" >= ?) as "others_cents" from "accounts" where "id" = ?';
 
 /** The account's balance alone (the credit monitor's refresh); undefined when there is no such account. */
 export async function accountBalance(db: Db | Tx, id: string): Promise<number | undefined> {

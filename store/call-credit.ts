@@ -1,3 +1,4 @@
+import { TurnBatch } from '../kit/index.js';
 import { isPostgres, type Db, type Tx } from './db.js';
 import { insertRows, runSql, runSqlCount, selectRows } from './fixed-sql.js';
 
@@ -39,6 +40,45 @@ export async function insertCallCredit(db: Db | Tx, row: NewCallCredit): Promise
   await insertRows(db, 'call_credit', [row as unknown as Record<string, unknown>]);
 }
 
+/**
+ * On PostgreSQL the credit rows of calls answered within CREDIT_GAP_MS of each other are inserted by one statement
+ * (a statement per answered leg was a round trip each); a batch that fails is inserted row by row, so one bad row
+ * fails alone. SQLite's writes share a commit already and cost no round trip: one statement per row.
+ */
+const CREDIT_GAP_MS = 5;
+/** Rows per statement at most (a text per row count, each prepared once per connection). */
+const CREDIT_ROWS_MAX = 64;
+const creditBatches = new WeakMap<Db, TurnBatch<NewCallCredit, Error | undefined>>();
+
+/** Records an answered call's live credit row (the credit monitor's, at answer). */
+export async function recordCallCredit(db: Db, row: NewCallCredit): Promise<void> {
+  if (!isPostgres(db)) return insertCallCredit(db, row);
+  let batch = creditBatches.get(db);
+  if (batch === undefined) {
+    batch = new TurnBatch((rows) => insertCreditRows(db, rows), { minGapMs: CREDIT_GAP_MS });
+    creditBatches.set(db, batch);
+  }
+  const failed = await batch.add(row);
+  if (failed) throw failed;
+}
+
+async function insertCreditRows(db: Db, rows: readonly NewCallCredit[]): Promise<(Error | undefined)[]> {
+  const out: (Error | undefined)[] = [];
+  for (let i = 0; i < rows.length; i += CREDIT_ROWS_MAX) {
+    const chunk = rows.slice(i, i + CREDIT_ROWS_MAX);
+    try {
+      await insertRows(db, 'call_credit', chunk as unknown as Record<string, unknown>[]);
+      out.push(...chunk.map(() => undefined));
+    } catch (err) {
+      if (chunk.length === 1) out.push(asError(err));
+      else for (const row of chunk) out.push(await insertCallCredit(db, row).then(() => undefined, asError));
+    }
+  }
+  return out;
+}
+
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
 export async function findCallCredit(db: Db | Tx, callId: string): Promise<CallCreditRow | undefined> {
   const [row] = await selectRows(db, 'select * from "call_credit" where "call_id" = ? limit 1', [callId]);
   return row ? normalise(row) : undefined;
@@ -62,22 +102,6 @@ export async function setCallCreditTts(
 /** Deleted in the transaction that settles the call. */
 export async function deleteCallCredit(db: Db | Tx, callId: string): Promise<void> {
   await runSql(db, 'delete from "call_credit" where "call_id" = ?', [callId], 'call_credit');
-}
-
-/** What the account's live calls on other nodes have committed, counting rows with a heartbeat at or after `since`. */
-export async function committedElsewhere(
-  db: Db | Tx,
-  accountId: string,
-  nodeId: string,
-  since: string,
-): Promise<number> {
-  const [row] = await selectRows(
-    db,
-    'select sum("committed_cents") as "s" from "call_credit" where "account_id" = ? and not "node_id" = ? ' +
-      'and "heartbeat_at" >= ?',
-    [accountId, nodeId, since],
-  );
-  return Number(row?.s ?? 0);
 }
 
 /**

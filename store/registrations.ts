@@ -69,6 +69,12 @@ export interface RegistrationWrite {
   lastRegisteredAt?: string;
   /** Every kept registration of the end-user (the ones stored before are replaced). */
   rows: RegistrationRow[];
+  /**
+   * The rows are the ones written last for this end-user, the same contacts from the same place, only their
+   * expiry and request moved (a refresh): each is updated in place, or inserted when missing, instead of the
+   * end-user's rows being deleted and inserted again.
+   */
+  refresh?: boolean;
 }
 
 /**
@@ -83,11 +89,18 @@ export async function writeRegistrations(db: Db | Tx, writes: RegistrationWrite[
   if (writes.length === 0) return;
   const node = ownNode(db);
   await inTransaction(db, async (tx) => {
-    for (const ids of chunks(writes.map((w) => w.endUserId))) {
+    const refreshed = writes.filter((w) => w.refresh === true).flatMap((w) => w.rows);
+    for (const part of chunks(refreshed)) {
+      const bindings: unknown[] = [];
+      for (const r of part) for (const c of REGISTRATION_COLUMNS) bindings.push(r[c] ?? null);
+      await runSql(tx, refreshText(part.length, node !== undefined), bindings, 'registrations');
+    }
+    const replaced = writes.filter((w) => w.refresh !== true);
+    for (const ids of chunks(replaced.map((w) => w.endUserId))) {
       if (node === undefined) await runSql(tx, statement('deleteAll', ids.length), ids, 'registrations');
       else await runSql(tx, statement('delete', ids.length), [...ids, node], 'registrations');
     }
-    const rows = writes.flatMap((w) => w.rows);
+    const rows = replaced.flatMap((w) => w.rows);
     for (const part of chunks(rows)) {
       await runSql(
         tx,
@@ -147,6 +160,47 @@ function statement(kind: 'timed' | 'state' | 'unregistered' | 'delete' | 'delete
   } else {
     sql = `delete from "registrations" where ${Array(n).fill('("end_user_id" = ? and "contact" = ?)').join(' or ')}`;
   }
+  texts.set(key, sql);
+  return sql;
+}
+
+/** A registrations row's columns, in the order refreshText binds them. */
+const REGISTRATION_COLUMNS = [
+  'end_user_id',
+  'contact',
+  'account_id',
+  'extension',
+  'source_address',
+  'source_port',
+  'flow_id',
+  'token_id',
+  'call_id',
+  'cseq',
+  'registered_at',
+  'expires_at',
+  'node_id',
+  'transport',
+  'unreachable_at',
+  'path',
+] as const satisfies ReadonlyArray<keyof RegistrationRow>;
+
+/**
+ * Refreshed rows as an upsert on the key: a refresh changes no indexed column but the expiry (and, on PostgreSQL,
+ * the node, when another node had taken the contact since), so the row is updated in place; deleting and inserting
+ * it again wrote every index of the table twice.
+ */
+function refreshText(n: number, nodes: boolean): string {
+  const key = `refresh${n}${nodes}`;
+  let sql = texts.get(key);
+  if (sql !== undefined) return sql;
+  const one = `(${REGISTRATION_COLUMNS.map(() => '?').join(', ')})`;
+  const set = REGISTRATION_COLUMNS.filter(
+    (c) => !['end_user_id', 'contact', 'account_id', 'extension'].includes(c) && (nodes || c !== 'node_id'),
+  );
+  sql =
+    `insert into "registrations" (${REGISTRATION_COLUMNS.map((c) => `"${c}"`).join(', ')}) values ` +
+    `${Array(n).fill(one).join(', ')} on conflict ("end_user_id", "contact") do update set ` +
+    set.map((c) => `"${c}" = excluded."${c}"`).join(', ');
   texts.set(key, sql);
   return sql;
 }

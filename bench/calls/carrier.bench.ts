@@ -30,7 +30,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { startTestSwitch, createAccountWithDid, addCarrier } from '../../test/e2e/support/harness.js';
-import { groupCommitStats, probeStoreQueue, timeStatements } from '../../store/index.js';
+import { killSwitch, startSwitch, type SwitchProcess } from '../../test/e2e/support/switch-process.js';
+import {
+  groupCommitStats,
+  migrate,
+  openDb,
+  probeStoreQueue,
+  setRate,
+  timeStatements,
+  type Db,
+} from '../../store/index.js';
+import type { Switch } from '../../switch.js';
 
 const SECONDS = Number(process.argv[3] ?? 10);
 const STEPS = (process.argv[2] ?? '10,25,50').split(',').map((s) => {
@@ -61,11 +71,14 @@ const PORTS = Object.fromEntries(
     carrierOut: 22562,
     callerMedia: 22570,
     calleeMedia: 22590,
+    dtmf: 22529,
   }).map(([k, v]) => [k, v + SHIFT]),
 ) as Record<
-  'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia' | 'calleeMedia',
+  'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia' | 'calleeMedia' | 'dtmf',
   number
 >;
+const CHILD = process.env.SWITCH_PROCESS === 'compiled' || process.env.SWITCH_PROCESS === 'tsx';
+const COMPILED = process.env.SWITCH_PROCESS === 'compiled';
 
 // Loopback webhooks allowed; overload control at its production defaults (the test harness turns it off).
 const env: Record<string, string> = {
@@ -99,7 +112,10 @@ if (process.env.UDP_COUNT === '1') {
     return (send as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof send;
 }
-const ctx = await startTestSwitch({ ...PORTS, env });
+/** The switch under test: in this process, or (SWITCH_PROCESS) a child whose store this process opens too. */
+const ctx: { db: Db; dataDir: string; sw?: Switch; child?: SwitchProcess } = CHILD
+  ? await childStore()
+  : await startTestSwitch({ ...PORTS, env }).then((t) => ({ db: t.db, dataDir: t.config.dataDir, sw: t.sw }));
 const acct = await createAccountWithDid(ctx.db, '+254711900002', 1_000_000_000);
 const hook = await startWebhookServer();
 await ctx.db('numbers').where({ number: acct.did }).update({ webhook_voice_inbound: hook.url });
@@ -107,6 +123,32 @@ await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 1
 const STATUS_CALLBACKS = process.env.STATUS_CALLBACKS === '1';
 if (STATUS_CALLBACKS) await ctx.db('accounts').where({ id: acct.id }).update({ webhook_status: hook.statusUrl });
 await addCarrier(ctx.db, PORTS.carrierOut, 'carrier-out', ctx.sw, ['127.0.0.1']);
+let startMs = 0;
+if (CHILD) {
+  const began = performance.now();
+  ctx.child = await startSwitch(
+    {
+      ...env,
+      SIMU_DATA_DIR: ctx.dataDir,
+      SIMU_HTTP_HOST: '127.0.0.1',
+      SIMU_HTTP_PORT: String(PORTS.http),
+      SIMU_SIP_HOST: '127.0.0.1',
+      SIMU_SIP_PORT: String(PORTS.sip),
+      SIMU_SIP_TLS_PORT: '0',
+      SIMU_SIP_WS_PORT: '0',
+      SIMU_SIP_WSS_PORT: '0',
+      SIMU_RTPENGINE_NG_PORT: String(PORTS.ng),
+      SIMU_RTPENGINE_DTMF_PORT: String(PORTS.dtmf),
+      SIMU_RTP_PORT_MIN: String(PORTS.rtpMin),
+      SIMU_RTP_PORT_MAX: String(PORTS.rtpMax),
+      SIMU_WEBHOOK_TIMEOUT_MS: '3000',
+      SIMU_LOG_LEVEL: process.env.SIMU_LOG_LEVEL ?? 'silent',
+    },
+    60_000,
+    { compiled: COMPILED },
+  );
+  startMs = performance.now() - began;
+}
 const rtpenginePid = pidOf(`listen-ng=127.0.0.1:${PORTS.ng}`);
 const calleeAudio = AMD ? personUlaw() : undefined;
 
@@ -114,11 +156,12 @@ let statements = 0;
 // Counted by exact text while the bench runs (cheap: the switch's CPU is measured in this process); grouped by
 // shape only when printed.
 const bySqlText = new Map<string, number>();
-ctx.db.on('query', (q: { sql: string }) => {
-  statements++;
-  if (process.env.SQL_TRACE === '1') console.log(`SQL ${q.sql.slice(0, 160)}`);
-  bySqlText.set(q.sql, (bySqlText.get(q.sql) ?? 0) + 1);
-});
+if (!CHILD)
+  ctx.db.on('query', (q: { sql: string }) => {
+    statements++;
+    if (process.env.SQL_TRACE === '1') console.log(`SQL ${q.sql.slice(0, 160)}`);
+    bySqlText.set(q.sql, (bySqlText.get(q.sql) ?? 0) + 1);
+  });
 // SQL_TIMING=1: SQLite execution time by statement (the native work the profile shows under sqlite-connection.ts).
 const nsBySqlText = new Map<string, number>();
 if (process.env.SQL_TIMING === '1')
@@ -140,7 +183,7 @@ for (const { rate, seconds } of STEPS) rows.push(await step(rate, seconds));
 const check = await storeCheck();
 
 console.log(
-  `\ncarrier bench: store ${STORE}, steps ${STEPS.map((s) => `${s.rate}/s for ${s.seconds} s`).join(', ')}, UDP front ${env.SIMU_OVERLOAD_UDP_FRONT}, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
+  `\ncarrier bench: store ${STORE}, switch ${CHILD ? `in its own process (${COMPILED ? 'node dist/main.js' : 'tsx main.ts'}, started in ${startMs.toFixed(0)} ms)` : 'in the bench process (tsx)'}, steps ${STEPS.map((s) => `${s.rate}/s for ${s.seconds} s`).join(', ')}, UDP front ${env.SIMU_OVERLOAD_UDP_FRONT}, 2-core box, load ${os.loadavg()[0]?.toFixed(1)} at end`,
 );
 console.log(
   `flow: SIPp INVITE -> DID -> signed webhook -> <Dial><Number${AMD ? ' machineDetection="Enable"' : ''}> -> trunk -> SIPp answers${AMD ? ' and speaks' : ''}, BYE after ${HOLD_MS / 1000} s\n`,
@@ -167,7 +210,7 @@ const byShape = (m: Map<string, number>) => {
 };
 for (const [shape, n] of byShape(bySqlText))
   console.log(`| ${(n / calls).toFixed(2)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
-console.log(`\ngroup commit: ${JSON.stringify(groupCommitStats(ctx.db))}`);
+if (!CHILD) console.log(`\ngroup commit: ${JSON.stringify(groupCommitStats(ctx.db))}`);
 if (sendsByPort.size > 0)
   console.log(
     `datagrams sent per call by destination port: ${[...sendsByPort]
@@ -178,8 +221,8 @@ if (sendsByPort.size > 0)
         ', ',
       )}; ng commands per call: ${[...ngCommands].map(([c, n]) => `${c} ${(n / calls).toFixed(1)}`).join(', ')}`,
   );
-for (const f of readdirSync(ctx.config.dataDir).filter((f) => f.startsWith('simu.db')))
-  console.log(`${f}: ${(statSync(path.join(ctx.config.dataDir, f)).size / 1024).toFixed(0)} KiB`);
+for (const f of readdirSync(ctx.dataDir).filter((f) => f.startsWith('simu.db')))
+  console.log(`${f}: ${(statSync(path.join(ctx.dataDir, f)).size / 1024).toFixed(0)} KiB`);
 if (commitTimes.length > 0) {
   const sorted = [...commitTimes].sort((a, b) => a - b);
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!.toFixed(0);
@@ -239,7 +282,10 @@ console.log('| check | value |');
 console.log('|---|---|');
 for (const [k, v] of check) console.log(`| ${k} | ${v} |`);
 hook.proc.kill();
-await ctx.sw.stop();
+if (ctx.child) {
+  await killSwitch(ctx.child, PORTS.ng);
+  await ctx.db.destroy();
+} else await ctx.sw?.stop();
 process.exit(0);
 
 async function step(rate: number, seconds: number): Promise<string> {
@@ -262,7 +308,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     '5000',
   ]);
   await new Promise((r) => setTimeout(r, 500));
-  const cpu0 = process.cpuUsage();
+  const cpu0 = switchCpuMs();
   const rtp0 = rtpengineTicks();
   const sql0 = statements;
   const commits0 = groupCommitStats(ctx.db)?.commits ?? 0;
@@ -321,7 +367,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     `127.0.0.1:${PORTS.sip}`,
   ]);
   await exited(caller, seconds * 1000 + HOLD_MS + 40_000);
-  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = switchCpuMs() - cpu0;
   const rtpMs = ((rtpengineTicks() - rtp0) * 1000) / 100; // clock ticks of 10 ms
   const sql = statements - sql0;
   const commitsDone = (groupCommitStats(ctx.db)?.commits ?? 0) - commits0;
@@ -343,7 +389,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     xs.length === 0
       ? '-'
       : xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!.toFixed(0);
-  const switchMs = (cpu.user + cpu.system) / 1000 / Math.max(1, completed);
+  const switchMs = cpuMs / Math.max(1, completed);
   if (process.env.STEP_TIMELINE === '1') {
     printTimeline(rate, rtt.answeredAt, q, busyBySecond);
     console.log(
@@ -351,7 +397,7 @@ async function step(rate: number, seconds: number): Promise<string> {
     );
   }
   const settled = rtt.answeredAt.filter(([at]) => at >= WARM_MS).map(([, ms]) => ms);
-  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(settled, 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${loopP99.toFixed(1)} | ${pct(loopBusy)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)} | ${groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
+  return `| ${rate}/s | ${calls} | ${completed} (${((100 * completed) / calls).toFixed(1)} %) | ${refused} | ${failed} | ${q(rtt[1], 50)} / ${q(rtt[1], 99)} | ${q(rtt[2], 50)} / ${q(rtt[2], 99)} | ${q(settled, 99)} | ${q(rtt[3], 50)} / ${q(rtt[3], 99)} | ${switchMs.toFixed(1)} | ${(rtpMs / Math.max(1, completed)).toFixed(2)} | ${inProcess(`${loopP99.toFixed(1)} | ${pct(loopBusy)} | ${storeWaitMax.toFixed(0)} | ${(sql / Math.max(1, completed)).toFixed(1)}`)} | ${!CHILD && groupCommitStats(ctx.db) ? (commitsDone / Math.max(1, completed)).toFixed(1) : '-'} |`;
 }
 
 /** The caller's scenario, waiting for the switch's BYE as long as the callee holds the call (and 15 s more). */
@@ -486,10 +532,36 @@ function pidOf(pattern: string): number | undefined {
 }
 
 function rtpengineTicks(): number {
-  if (!rtpenginePid) return 0;
-  const stat = readFileSync(`/proc/${rtpenginePid}/stat`, 'utf8');
+  return rtpenginePid ? cpuTicks(rtpenginePid) : 0;
+}
+
+/** A process's user and system CPU so far, in clock ticks of 10 ms (/proc/PID/stat: every thread of it). */
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]);
+}
+
+/** The switch's CPU so far, ms: this process's, or its own process's. */
+function switchCpuMs(): number {
+  const pid = ctx.child?.proc.pid;
+  if (pid !== undefined) return cpuTicks(pid) * 10;
+  const cpu = process.cpuUsage();
+  return (cpu.user + cpu.system) / 1000;
+}
+
+/**
+ * The store of a switch run in its own process, opened here first: migrated, with the test harness's rates, so that
+ * the account, number and trunk are there when it starts.
+ */
+async function childStore(): Promise<{ db: Db; dataDir: string }> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'carrier-switch-'));
+  const db = openDb({ databaseUrl: env.SIMU_DATABASE_URL ?? '', dataDir });
+  await migrate(db);
+  await setRate(db, 'outbound', 100);
+  await setRate(db, 'inbound', 50);
+  await setRate(db, 'tts', 1);
+  return { db, dataDir };
 }
 
 /**
@@ -562,6 +634,11 @@ async function storeCheck(): Promise<[string, string][]> {
     ],
     ['calls cost = ledger debits (cents)', `${costs} / ${debits} ${ok(costs === debits)}`],
   ];
+}
+
+/** Columns only a switch in this process shows; '-' for one in a process of its own. */
+function inProcess(columns: string): string {
+  return CHILD ? columns.replace(/[^|]+/g, ' - ') : columns;
 }
 
 function pct(share: number | undefined): string {

@@ -58,4 +58,50 @@ describe('sip/registration-writer', function () {
       await writer.close();
     }
   });
+
+  it('a refresh that only moved expiries is written in place; any other change since replaces the rows', async () => {
+    const location = new LocationService();
+    const writer = new RegistrationWriter({ db, location, clock: systemClock, logger: quietLogger, refreshDelayMs: 0 });
+    const user = { accountId: 'acct-r', extension: '2001', endUserId: 'user-refresh' };
+    const binding = (cseq: number) => ({
+      accountId: user.accountId,
+      endUserId: user.endUserId,
+      extension: user.extension,
+      contact: 'sip:2001@192.0.2.9:5060',
+      transport: 'UDP' as const,
+      sourceAddress: '192.0.2.9',
+      sourcePort: 5060,
+      flowId: 'udp:192.0.2.9:5060',
+      expiresAt: Date.now() + 3600_000 + cseq,
+      registeredAt: Date.now(),
+      tokenId: 'token-r',
+      callId: 'call-r',
+      cseq,
+    });
+    const kinds: string[] = [];
+    const onQuery = (q: { sql: string }) => {
+      if (/^delete from "registrations" where "end_user_id" in/i.test(q.sql)) kinds.push('replace');
+      else if (/^insert into "registrations" .* on conflict/i.test(q.sql)) kinds.push('in place');
+    };
+    db.on('query', onQuery);
+    try {
+      const write = async (cseq: number, urgent: boolean[]) => {
+        location.apply(user.accountId, user.extension, [binding(cseq)], [], 10);
+        for (const u of urgent) writer.mark(user, { registeredAt: new Date().toISOString(), urgent: u });
+        await writer.settled();
+      };
+      await write(1, [true]);
+      await write(2, [false, false]);
+      await write(3, [false, true]);
+      assert.deepEqual(kinds, ['replace', 'in place', 'replace']);
+      const rows = await db('registrations').where({ end_user_id: user.endUserId });
+      assert.deepEqual(
+        rows.map((r: any) => Number(r.cseq)),
+        [3],
+      );
+    } finally {
+      db.off('query', onQuery);
+      await writer.close();
+    }
+  });
 });

@@ -63,6 +63,26 @@ describe('admission decided by the store, on postgres', function () {
     assert.equal((await admitInStore(db, ask(a))).verdict, 'ok', 'an ended call frees its block');
   });
 
+  it('admissions settled together are settled by one statement', async () => {
+    const a = (await insertAccount(db, 'Store settle')).id;
+    await post(db, { accountId: a, direction: 'credit', kind: 'topup', amountCents: 100_000 });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await admitInStore(db, ask(a))).admissionId!);
+    let statements = 0;
+    const count = (q: { sql: string }) => {
+      if (/call_admissions/.test(q.sql)) statements++;
+    };
+    db.on('query', count);
+    try {
+      await Promise.all(ids.map((id) => settleAdmission(db, id)));
+    } finally {
+      db.off('query', count);
+    }
+    assert.equal(statements, 1);
+    const next = await admitInStore(db, ask(a));
+    assert.deepEqual([next.verdict, next.placing], ['ok', 0], 'all five settled');
+  });
+
   it('refuses over the concurrency cap, then over the calls-per-second window, and forgets stale admissions', async () => {
     const a = (await insertAccount(db, 'Store B')).id;
     await post(db, { accountId: a, direction: 'credit', kind: 'topup', amountCents: 1_000_000 });

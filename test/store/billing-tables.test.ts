@@ -4,7 +4,6 @@ import {
   accountFunds,
   callCreditHeartbeats,
   closeCallIfLive,
-  committedElsewhere,
   deleteCallCredit,
   findCallAnyAccount,
   findCallCredit,
@@ -14,6 +13,7 @@ import {
   insertAccount,
   insertCall,
   insertCallCredit,
+  recordCallCredit,
   insertLedgerRow,
   lastLedgerSeq,
   ledgerRowsBySettlementKeys,
@@ -79,7 +79,39 @@ for (const kind of BOTH_DBS) {
         max_call_seconds: a.max_call_seconds,
         credit_warning_seconds: 60,
         language: 'en',
+        others_cents: 0,
       });
+    });
+
+    it('records credit rows of calls answered together, on PostgreSQL in one statement; a bad one fails alone', async () => {
+      const a = await insertAccount(db, 'Credit batch');
+      const at = '2024-01-01T00:00:00.000Z';
+      const credit = (id: string) => ({
+        call_id: id,
+        account_id: a.id,
+        node_id: 'n1',
+        rate_cents_per_minute: 6,
+        answered_at: at,
+        heartbeat_at: at,
+      });
+      let inserts = 0;
+      const count = (q: { sql: string }) => {
+        if (/^insert into "call_credit"/.test(q.sql)) inserts++;
+      };
+      db.on('query', count);
+      try {
+        await Promise.all(['b1', 'b2', 'b3', 'b4'].map((id) => recordCallCredit(db, credit(id))));
+        assert.equal(inserts, kind.name === 'postgres' ? 1 : 4);
+      } finally {
+        db.off('query', count);
+      }
+      const again = await Promise.allSettled([recordCallCredit(db, credit('b2')), recordCallCredit(db, credit('b5'))]);
+      assert.deepEqual(
+        again.map((r) => r.status),
+        ['rejected', 'fulfilled'],
+      );
+      const ids = (await db('call_credit').where({ account_id: a.id }).orderBy('call_id')).map((r: any) => r.call_id);
+      assert.deepEqual(ids, ['b1', 'b2', 'b3', 'b4', 'b5']);
     });
 
     it('keeps live credit rows: speech, heartbeats with committed cents, what other nodes committed', async () => {
@@ -110,9 +142,11 @@ for (const kind of BOTH_DBS) {
         [c1?.tts_cents, c1?.tts_seconds, c1?.committed_cents, c1?.heartbeat_at, c1?.rate_cents_per_minute],
         [7, 3, 11, beat, 6],
       );
-      assert.equal(await committedElsewhere(db, a.id, 'n1', beat), 22);
-      assert.equal(await committedElsewhere(db, a.id, 'n2', beat), 11);
-      assert.equal(await committedElsewhere(db, a.id, 'n1', '2024-01-01T00:02:00.000Z'), 0, 'stale heartbeats');
+      const others = async (nodeId: string, since: string) =>
+        (await accountFunds(db, a.id, { nodeId, since }))?.others_cents;
+      assert.equal(await others('n1', beat), 22);
+      assert.equal(await others('n2', beat), 11);
+      assert.equal(await others('n1', '2024-01-01T00:02:00.000Z'), 0, 'stale heartbeats');
       await deleteCallCredit(db, 'c2');
       assert.deepEqual(await callCreditHeartbeats(db, ['c1', 'c2']), [{ call_id: 'c1', heartbeat_at: beat }]);
     });

@@ -175,6 +175,60 @@ for (const kind of BOTH_DBS) {
         ['sip:b@x'],
       );
     });
+
+    it('writes a refresh in place: the expiry and request move, a missing row is written, the rest is kept', async () => {
+      const a = await insertAccount(db, 'Refresh');
+      const u = await insertEndUser(db, a.id, 'r@example.com', 'R');
+      const v = await insertEndUser(db, a.id, 'r2@example.com', 'R2');
+      const row = (id: string, contact: string, cseq: number, expires: number): RegistrationRow => ({
+        end_user_id: id,
+        contact,
+        account_id: a.id,
+        extension: '1001',
+        source_address: '127.0.0.1',
+        source_port: 5060,
+        flow_id: 'udp:127.0.0.1:5060',
+        token_id: 't',
+        call_id: `c${cseq}`,
+        cseq,
+        registered_at: cseq,
+        expires_at: expires,
+        node_id: storeNodeId() ?? null,
+        transport: 'UDP',
+        unreachable_at: null,
+      });
+      const far = Date.now() + 3600_000;
+      await writeRegistrations(db, [
+        { endUserId: u.id, state: 'registered', rows: [row(u.id, 'sip:a@x', 1, far), row(u.id, 'sip:b@x', 1, far)] },
+      ]);
+      const at = new Date(Date.UTC(2024, 0, 2)).toISOString();
+      await writeRegistrations(db, [
+        {
+          endUserId: u.id,
+          state: 'registered',
+          lastRegisteredAt: at,
+          rows: [row(u.id, 'sip:a@x', 2, far + 1000), row(u.id, 'sip:b@x', 1, far)],
+          refresh: true,
+        },
+        // Its earlier write was lost: the refresh writes the row.
+        { endUserId: v.id, state: 'registered', rows: [row(v.id, 'sip:c@x', 5, far)], refresh: true },
+      ]);
+      const got = await db('registrations').where({ account_id: a.id }).orderBy('contact');
+      assert.deepEqual(
+        got.map((r: any) => [r.contact, r.call_id, Number(r.cseq), Number(r.registered_at), Number(r.expires_at)]),
+        [
+          ['sip:a@x', 'c2', 2, 2, far + 1000],
+          ['sip:b@x', 'c1', 1, 1, far],
+          ['sip:c@x', 'c5', 5, 5, far],
+        ],
+      );
+      const ru = await db('end_users').where({ id: u.id }).first();
+      const rv = await db('end_users').where({ id: v.id }).first();
+      assert.deepEqual(
+        [ru.registration_state, ru.last_registered_at, rv.registration_state],
+        ['registered', at, 'registered'],
+      );
+    });
   });
 }
 
@@ -236,6 +290,36 @@ describe('store: registrations of several nodes (postgres)', function () {
         ['sip:udp@x', 'node-2'],
       ],
     );
+    // Node 1's refresh of the UDP contact (its binding unchanged there) takes it back, in place.
+    setStoreNodeId('node-1');
+    await writeRegistrations(db, [
+      {
+        endUserId: u.id,
+        state: 'registered',
+        rows: [{ ...row('sip:udp@x', 'UDP'), cseq: 2, node_id: 'node-1' }],
+        refresh: true,
+      },
+    ]);
+    assert.deepEqual(
+      (await db('registrations').where({ end_user_id: u.id }).orderBy('contact')).map((r: any) => [
+        r.contact,
+        r.node_id,
+        Number(r.cseq),
+      ]),
+      [
+        ['sip:tcp@x', 'node-1', 1],
+        ['sip:udp@x', 'node-1', 2],
+      ],
+    );
+    setStoreNodeId('node-2');
+    await writeRegistrations(db, [
+      {
+        endUserId: u.id,
+        state: 'registered',
+        rows: [{ ...row('sip:udp@x', 'UDP'), node_id: 'node-2' }],
+        refresh: true,
+      },
+    ]);
     assert.equal(await markRegistrationsUnreachable(db, 'node-1', new Date().toISOString()), 1);
     assert.ok((await db('registrations').where({ contact: 'sip:tcp@x' }).first()).unreachable_at);
     assert.equal((await db('end_users').where({ id: u.id }).first()).registration_state, 'registered', 'UDP on 2');

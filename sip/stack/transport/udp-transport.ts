@@ -103,22 +103,15 @@ export class UdpTransport implements Transport {
   }
 
   flow(address: string, port: number): Flow {
-    return {
-      id: `udp:${address}:${port}`,
-      transport: 'UDP',
-      remoteAddress: address,
-      remotePort: port,
-      localAddress: this.local.host,
-      localPort: this.local.port,
-      reliable: false,
-      send: (data) => {
-        if (this.#closed) return Promise.reject(new SipTransportError('UDP transport closed'));
-        return this.#send(data, port, address).catch((err: Error) => {
-          throw new SipTransportError(`UDP send to ${address}:${port} failed: ${err.message}`);
-        });
-      },
-      close: () => {},
-    };
+    return new UdpFlow(this, address, port);
+  }
+
+  /** Sends a datagram from this port (UdpFlow's send). */
+  sendTo(data: Uint8Array, port: number, address: string): Promise<void> {
+    if (this.#closed) return Promise.reject(new SipTransportError('UDP transport closed'));
+    return this.#send(data, port, address).catch((err: Error) => {
+      throw new SipTransportError(`UDP send to ${address}:${port} failed: ${err.message}`);
+    });
   }
 
   async close(): Promise<void> {
@@ -128,4 +121,35 @@ export class UdpTransport implements Transport {
     const socket = this.#socket;
     if (socket) await new Promise<void>((resolve) => socket.close(() => resolve()));
   }
+}
+
+/**
+ * A UDP flow: the listening port and a peer's address. A class rather than an object of closures: one is made for
+ * every response and request sent, and each closure made would be renamed by the TypeScript loader's keep-names
+ * helper in development and tests.
+ */
+class UdpFlow implements Flow {
+  readonly id: string;
+  readonly transport = 'UDP' as const;
+  readonly localAddress: string;
+  readonly localPort: number;
+  readonly reliable = false;
+  readonly #udp: UdpTransport;
+
+  constructor(
+    udp: UdpTransport,
+    readonly remoteAddress: string,
+    readonly remotePort: number,
+  ) {
+    this.#udp = udp;
+    this.id = `udp:${remoteAddress}:${remotePort}`;
+    this.localAddress = udp.local.host;
+    this.localPort = udp.local.port;
+  }
+
+  send(data: Buffer): Promise<void> {
+    return this.#udp.sendTo(data, this.remotePort, this.remoteAddress);
+  }
+
+  close(): void {}
 }
