@@ -3,7 +3,8 @@
  * calls than it carries, the excess is refused at once, before any store work, so that the calls already admitted
  * keep their latency. The signals are the event loop's delay and busy share and the store's and media engines'
  * backlogs; the limit is a rate (AIMD) cut on overload, held a second, raised while the box stays healthy and lifted
- * once nothing is refused. Only new calls are refused: the callers never ask for in-dialog requests, registrations
+ * once nothing is refused. Beneath it, new calls are never admitted much faster than the box completes their set-ups
+ * (the completion bound), so a flood onto a cold switch meets a limit before any signal shows. Only new calls are refused: the callers never ask for in-dialog requests, registrations
  * or Dial legs of admitted calls. Every rule and constant, and why: docs/overload.md.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -34,6 +35,11 @@ export interface OverloadSettings {
   minCps: number;
   tickMs: number;
   releaseAfterMs: number;
+  /**
+   * New calls a second admitted before any set-up has completed (a switch started cold, or idle for a second): the
+   * completion bound's floor. 0 turns the bound off (the edges then need not report completions).
+   */
+  initialCps: number;
 }
 
 export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
@@ -44,6 +50,7 @@ export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
   minCps: 10,
   tickMs: 250,
   releaseAfterMs: 3000,
+  initialCps: 50,
 };
 
 /** Loop-delay ticks over the limit in a row that mean overload (when not limiting already). */
@@ -81,6 +88,18 @@ const CUT_SATURATED = 0.9;
 const TARGET_BUSY = 0.85;
 /** The weight of each healthy tick in the running cost of a call (about 2.5 s of ticks). */
 const COST_WEIGHT = 0.1;
+/**
+ * The completion bound while the loop has room: new calls at up to this many times the rate set-ups complete, room to
+ * grow into (as TCP's slow start doubles its window each round trip). On a saturated loop, once: no faster than it
+ * completes them.
+ */
+const BOUND_GROWTH = 2;
+/** The shortest span the completion rate is taken over, ms: the first completions after a start are no rate yet. */
+const BOUND_MIN_SPAN_MS = 100;
+/** The loop's busy share is judged since the last tick once this long has passed, else on the last tick's, ms. */
+const BUSY_NOW_MIN_MS = 50;
+/** A drop of the admitted rate deeper than this share empties the bucket's savings, as a cut does. */
+const RATE_DROP = 0.95;
 /** Healthy ticks before that cost is trusted. */
 const COST_TICKS = 12;
 /**
@@ -111,6 +130,8 @@ export interface NewCallGate {
   noteAdmitted?(): void;
   /** The gate as an outside gate (the SIP UDP front) applies it: the current limit and the fixed settings. */
   gate?(): PublishedGate;
+  /** The set-up of a new call this gate admitted has completed (its first answer went out). */
+  noteCompleted?(): void;
 }
 
 /** The gate as published to the SIP UDP front (sip/stack/transport/udp-front.ts). */
@@ -167,6 +188,16 @@ export class OverloadControl implements NewCallGate {
   readonly #outsideRefusals: () => number;
   #outsideSeen = 0;
   readonly #busySinceTick: (() => number) | undefined;
+  readonly #onGate: () => void;
+  /** Set-ups of admitted calls completed within the last second (their times), for the completion bound. */
+  readonly #completed: number[] = [];
+  /** When calls began coming after a second without any: the completion rate's span starts there. */
+  #activeSince = 0;
+  /** Whether the loop is saturated now (busy BUSY_SATURATED or more), as of the last probe or tick. */
+  #saturatedNow = false;
+  /** The rate the bucket was last set to, and the one last published to an outside gate. */
+  #bucketRate = Infinity;
+  #publishedRate: number | null = null;
 
   constructor(opts: {
     signals: () => LoadSignals;
@@ -174,6 +205,8 @@ export class OverloadControl implements NewCallGate {
     clock?: OverloadClock;
     /** Called when shedding starts or stops, and each tick the limit changes while shedding. */
     onChange?: (state: OverloadState) => void;
+    /** The rate an outside gate applies (gate()) moved with the completion bound, the state unchanged. */
+    onGate?: () => void;
     /** New calls refused by a gate outside the main thread (the SIP UDP front), a running count; read each tick. */
     outsideRefusals?: () => number;
     /** The loop's busy share since the signals were last read (the probe's look at the tick in progress). */
@@ -185,6 +218,8 @@ export class OverloadControl implements NewCallGate {
     this.#onChange = opts.onChange ?? (() => undefined);
     this.#outsideRefusals = opts.outsideRefusals ?? (() => 0);
     this.#busySinceTick = opts.busySinceTick;
+    this.#onGate = opts.onGate ?? (() => undefined);
+    this.#publishedRate = this.#rateNow(this.#clock.now());
   }
 
   /** Starts the periodic tick (the switch); tests call tick() themselves. */
@@ -210,6 +245,8 @@ export class OverloadControl implements NewCallGate {
     const now = this.#clock.now();
     const late = this.#probeDue === null ? 0 : now - this.#probeDue;
     this.#probeDue = now + PROBE_MS;
+    this.#judgeBusyNow(now);
+    this.#publishBound(now);
     if (this.#saturatedWithinTick(now)) {
       this.#forget(now);
       const before = this.#limit;
@@ -249,28 +286,44 @@ export class OverloadControl implements NewCallGate {
     this.#forget(now);
     const cap = this.#settings.platformMaxCps;
     if (cap > 0 && this.#recent.length >= cap) return this.#refuse(now, `platform cap of ${cap} calls/s`);
-    if (this.#limit !== null) {
-      if (!this.#configuredBucket().take(now)) return this.#refuse(now, this.#reason);
+    const bound = this.#bound(now);
+    if (this.#limit !== null || bound !== Infinity) {
+      if (!this.#configuredBucket(now).take(now))
+        return this.#refuse(
+          now,
+          this.#limit !== null && this.#limit <= bound
+            ? this.#reason
+            : `new calls faster than their set-ups complete (${Math.floor(bound)}/s)`,
+        );
     }
-    this.#recent.push(now);
-    this.#admitted++;
+    this.#admit(now);
     return { ok: true };
   }
 
   noteAdmitted(): void {
     const now = this.#clock.now();
     this.#forget(now);
-    if (this.#limit !== null) {
-      const bucket = this.#configuredBucket();
+    if (this.#limit !== null || this.#bound(now) !== Infinity) {
+      const bucket = this.#configuredBucket(now);
       bucket.takeOwing(now, bucket.burst);
     }
-    this.#recent.push(now);
-    this.#admitted++;
+    this.#admit(now);
+  }
+
+  /**
+   * The set-up of a call this gate admitted has completed: its first response beyond 100 Trying went out (a SIP
+   * call), or its originate request was answered (REST). What the box completes is what it carries.
+   */
+  noteCompleted(): void {
+    const now = this.#clock.now();
+    this.#forget(now);
+    this.#completed.push(now);
   }
 
   gate(): PublishedGate {
     const { platformMaxCps, retryAfterSeconds, minCps, maxLoopDelayMs } = this.#settings;
-    return { limitCps: this.#limit, platformMaxCps, retryAfterSeconds, minCps, maxBacklogMs: 2 * maxLoopDelayMs };
+    const limitCps = this.#rateNow(this.#clock.now());
+    return { limitCps, platformMaxCps, retryAfterSeconds, minCps, maxBacklogMs: 2 * maxLoopDelayMs };
   }
 
   /** Reads the signals and moves the limit (every `tickMs`). */
@@ -294,6 +347,7 @@ export class OverloadControl implements NewCallGate {
     this.#busyTicks = busy >= BUSY_SATURATED ? this.#busyTicks + 1 : 0;
     this.#busyRecent.push(busy);
     if (this.#busyRecent.length > BUSY_WINDOW) this.#busyRecent.shift();
+    this.#saturatedNow = busy >= BUSY_SATURATED;
     this.#learnCost(now, s, busy);
     // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
     // loop's delay is over its limit. Busy alone is not: a process started cold runs nearly full and still answers.
@@ -336,6 +390,7 @@ export class OverloadControl implements NewCallGate {
       }
     }
     if (before !== this.#limit) this.#onChange(this.state());
+    this.#publishBound(now);
   }
 
   state(): OverloadState {
@@ -379,7 +434,7 @@ export class OverloadControl implements NewCallGate {
     this.#limit = Math.max(minCps, Math.floor(Math.min(base * cut, model)));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
-    this.#configuredBucket().refill(now);
+    this.#configuredBucket(now).refill(now);
     this.#bucket.keepAtMost(1);
   }
 
@@ -461,14 +516,64 @@ export class OverloadControl implements NewCallGate {
     return Math.round((1000 * (this.#recent.length - 1)) / Math.min(1000, Math.max(250, now - first)));
   }
 
+  /**
+   * The completion bound: new calls a second admitted at most, from the set-ups completed over the last second (over
+   * the time since calls began coming, when less). Twice that rate while the loop has room, that rate once it is
+   * saturated: the box never takes on more than it gets through, and a flood is held to it from its first calls. With
+   * nothing completed yet (a switch started cold, or idle for a second), the initial rate. Infinity when off.
+   */
+  #bound(now: number): number {
+    const { initialCps } = this.#settings;
+    if (initialCps <= 0) return Infinity;
+    const span = Math.min(1000, Math.max(BOUND_MIN_SPAN_MS, now - this.#activeSince));
+    const completing = (1000 * this.#completed.length) / span;
+    return Math.max(initialCps, (this.#saturatedNow ? 1 : BOUND_GROWTH) * completing);
+  }
+
+  /** The rate new calls are admitted at now: the limit or the completion bound, the lower; null for none. */
+  #rateNow(now: number): number | null {
+    this.#forget(now);
+    const rate = Math.min(this.#limit ?? Infinity, this.#bound(now));
+    return rate === Infinity ? null : rate;
+  }
+
+  /** Whether the loop is saturated: since the last tick once that is long enough to tell, else on the last tick. */
+  #judgeBusyNow(now: number): void {
+    if (this.#busySinceTick === undefined || this.#tickAt === null || now - this.#tickAt < BUSY_NOW_MIN_MS) return;
+    this.#saturatedNow = this.#busySinceTick() >= BUSY_SATURATED;
+  }
+
+  /**
+   * Tells an outside gate when the rate it applies moved with the completion bound (by a twentieth or more: each
+   * completion moves it a little), the limit's own moves being told with the state.
+   */
+  #publishBound(now: number): void {
+    const rate = this.#rateNow(now);
+    const last = this.#publishedRate;
+    if (rate === last) return;
+    if (rate !== null && last !== null && Math.abs(rate - last) < (1 - RATE_DROP) * last) return;
+    this.#publishedRate = rate;
+    this.#onGate();
+  }
+
+  #admit(now: number): void {
+    if (this.#recent.length === 0 && this.#completed.length === 0) this.#activeSince = now;
+    this.#recent.push(now);
+    this.#admitted++;
+  }
+
   #refuse(now: number, reason: string): OverloadVerdict {
     this.#refused++;
     this.#lastRefusalAt = now;
     return { ok: false, retryAfterSeconds: this.#settings.retryAfterSeconds, reason };
   }
 
-  #configuredBucket(): TokenBucket {
-    const limit = this.#limit ?? 0;
+  #configuredBucket(now: number): TokenBucket {
+    const rate = Math.min(this.#limit ?? Infinity, this.#bound(now));
+    const limit = rate === Infinity ? 0 : rate;
+    // A rate just lowered well below the last: what was saved at the higher one is not spent at once.
+    if (limit < RATE_DROP * this.#bucketRate) this.#bucket.keepAtMost(1);
+    this.#bucketRate = limit;
     // A quarter of a second's worth, but never less than minCps: a few calls placed together at a low rate are
     // not refused for arriving together.
     this.#bucket.configure(limit, Math.max(this.#settings.minCps, limit / 4));
@@ -479,6 +584,9 @@ export class OverloadControl implements NewCallGate {
     let drop = 0;
     while (drop < this.#recent.length && this.#recent[drop]! <= now - 1000) drop++;
     if (drop > 0) this.#recent.splice(0, drop);
+    drop = 0;
+    while (drop < this.#completed.length && this.#completed[drop]! <= now - 1000) drop++;
+    if (drop > 0) this.#completed.splice(0, drop);
   }
 }
 

@@ -1,8 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { OverloadControl, type LoadSignals, type OverloadState } from '../../overload/index.js';
 
-/** A manual clock and hand-set signals: the controller's rules, without sleeping. */
+/**
+ * A manual clock and hand-set signals: the controller's rules, without sleeping. The completion bound is off unless a
+ * test sets `initialCps` (it then reports completions itself).
+ */
 function harness(settings: Record<string, number> = {}, outsideRefusals?: () => number) {
+  settings = { initialCps: 0, ...settings };
   let now = 0;
   const signals: LoadSignals = { loopDelayMs: 5, storeWaitMs: 1 };
   /** The loop's busy share since the last tick, as the probe reads it. */

@@ -26,6 +26,7 @@ export class Responder {
   #canceled = false;
   #toTag?: string;
   #final?: SipResponse;
+  #onFirstResponse?: () => void;
 
   /** RFC 3262 state when the INVITE requires 100rel (its 18x are sent reliably). */
   readonly #reliable?: ReliableProvisionals;
@@ -60,6 +61,14 @@ export class Responder {
   get toTag(): string {
     this.#toTag ??= this.request.toTag ?? newTag();
     return this.#toTag;
+  }
+
+  /**
+   * Calls `listener` once, when the first response beyond 100 Trying is sent: the request's handling has reached
+   * its sender (a provisional or a final answer).
+   */
+  onFirstResponse(listener: () => void): void {
+    this.#onFirstResponse = listener;
   }
 
   /** Aborted when the peer CANCELs this request before a final response. */
@@ -121,6 +130,11 @@ export class Responder {
     }
     this.#layer.respond(this.#tx, res);
     if (reliable) this.#reliable!.sent(res);
+    const first = status > 100 ? this.#onFirstResponse : undefined;
+    if (first) {
+      this.#onFirstResponse = undefined;
+      first();
+    }
     return res;
   }
 
