@@ -89,11 +89,11 @@ const TARGET_BUSY = 0.85;
 /** The weight of each healthy tick in the running cost of a call (about 2.5 s of ticks). */
 const COST_WEIGHT = 0.1;
 /**
- * The completion bound while the loop has room: new calls at up to this many times the rate set-ups complete, room to
- * grow into (as TCP's slow start doubles its window each round trip). On a saturated loop, once: no faster than it
- * completes them.
+ * The completion bound rises at most to this many times the rate of new calls (over the last second or the last
+ * FLOOD_WINDOW_MS, the higher, or of completions): room to grow into, never a licence saved up while few calls came (TCP's window is not grown while the
+ * sender has little to send, RFC 7661).
  */
-const BOUND_GROWTH = 2;
+const BOUND_ROOM = 2;
 /** The shortest span the completion rate is taken over, ms: the first completions after a start are no rate yet. */
 const BOUND_MIN_SPAN_MS = 100;
 /** The loop's busy share is judged since the last tick once this long has passed, else on the last tick's, ms. */
@@ -130,7 +130,7 @@ export interface NewCallGate {
   noteAdmitted?(): void;
   /** The gate as an outside gate (the SIP UDP front) applies it: the current limit and the fixed settings. */
   gate?(): PublishedGate;
-  /** The set-up of a new call this gate admitted has completed (its first answer went out). */
+  /** The set-up of a new call this gate admitted has completed (its final answer went out). */
   noteCompleted?(): void;
 }
 
@@ -193,8 +193,8 @@ export class OverloadControl implements NewCallGate {
   readonly #completed: number[] = [];
   /** When calls began coming after a second without any: the completion rate's span starts there. */
   #activeSince = 0;
-  /** Whether the loop is saturated now (busy BUSY_SATURATED or more), as of the last probe or tick. */
-  #saturatedNow = false;
+  /** The completion bound: new calls a second admitted at most (Infinity when off). */
+  #bound: number;
   /** The rate the bucket was last set to, and the one last published to an outside gate. */
   #bucketRate = Infinity;
   #publishedRate: number | null = null;
@@ -219,6 +219,7 @@ export class OverloadControl implements NewCallGate {
     this.#outsideRefusals = opts.outsideRefusals ?? (() => 0);
     this.#busySinceTick = opts.busySinceTick;
     this.#onGate = opts.onGate ?? (() => undefined);
+    this.#bound = this.#settings.initialCps > 0 ? this.#settings.initialCps : Infinity;
     this.#publishedRate = this.#rateNow(this.#clock.now());
   }
 
@@ -245,8 +246,7 @@ export class OverloadControl implements NewCallGate {
     const now = this.#clock.now();
     const late = this.#probeDue === null ? 0 : now - this.#probeDue;
     this.#probeDue = now + PROBE_MS;
-    this.#judgeBusyNow(now);
-    this.#publishBound(now);
+    this.#boundOnProbe(now);
     if (this.#saturatedWithinTick(now)) {
       this.#forget(now);
       const before = this.#limit;
@@ -286,9 +286,9 @@ export class OverloadControl implements NewCallGate {
     this.#forget(now);
     const cap = this.#settings.platformMaxCps;
     if (cap > 0 && this.#recent.length >= cap) return this.#refuse(now, `platform cap of ${cap} calls/s`);
-    const bound = this.#bound(now);
+    const bound = this.#bound;
     if (this.#limit !== null || bound !== Infinity) {
-      if (!this.#configuredBucket(now).take(now))
+      if (!this.#configuredBucket().take(now))
         return this.#refuse(
           now,
           this.#limit !== null && this.#limit <= bound
@@ -303,16 +303,16 @@ export class OverloadControl implements NewCallGate {
   noteAdmitted(): void {
     const now = this.#clock.now();
     this.#forget(now);
-    if (this.#limit !== null || this.#bound(now) !== Infinity) {
-      const bucket = this.#configuredBucket(now);
+    if (this.#limit !== null || this.#bound !== Infinity) {
+      const bucket = this.#configuredBucket();
       bucket.takeOwing(now, bucket.burst);
     }
     this.#admit(now);
   }
 
   /**
-   * The set-up of a call this gate admitted has completed: its first response beyond 100 Trying went out (a SIP
-   * call), or its originate request was answered (REST). What the box completes is what it carries.
+   * The set-up of a call this gate admitted has completed: its final response went out (a SIP call), or its
+   * originate request was answered (REST). What the box completes is what it carries.
    */
   noteCompleted(): void {
     const now = this.#clock.now();
@@ -347,7 +347,7 @@ export class OverloadControl implements NewCallGate {
     this.#busyTicks = busy >= BUSY_SATURATED ? this.#busyTicks + 1 : 0;
     this.#busyRecent.push(busy);
     if (this.#busyRecent.length > BUSY_WINDOW) this.#busyRecent.shift();
-    this.#saturatedNow = busy >= BUSY_SATURATED;
+    this.#boundOnTick(now, busy);
     this.#learnCost(now, s, busy);
     // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
     // loop's delay is over its limit. Busy alone is not: a process started cold runs nearly full and still answers.
@@ -434,7 +434,7 @@ export class OverloadControl implements NewCallGate {
     this.#limit = Math.max(minCps, Math.floor(Math.min(base * cut, model)));
     this.#reason = reason;
     this.#holdUntil = now + 1000;
-    this.#configuredBucket(now).refill(now);
+    this.#configuredBucket().refill(now);
     this.#bucket.keepAtMost(1);
   }
 
@@ -517,35 +517,57 @@ export class OverloadControl implements NewCallGate {
   }
 
   /**
-   * The completion bound: new calls a second admitted at most, from the set-ups completed over the last second (over
-   * the time since calls began coming, when less). Twice that rate while the loop has room, that rate once it is
-   * saturated: the box never takes on more than it gets through, and a flood is held to it from its first calls. With
-   * nothing completed yet (a switch started cold, or idle for a second), the initial rate. Infinity when off.
+   * The completion bound, moved each tick. On a saturated loop it is the rate set-ups complete (never below the
+   * initial rate): the box takes on no more than it gets through, warm or cold. With room it rises, twice over a tick
+   * while the loop was under BUSY_FAST busy all the last second and by a tenth while under BUSY_RAISE, as the limit
+   * does; never beyond BOUND_ROOM times the rate new calls came in or completed, so a switch idle for a second
+   * starts again from the initial rate (slow start after idle, as TCP's).
    */
-  #bound(now: number): number {
+  #boundOnTick(now: number, busy: number): void {
+    if (this.#bound === Infinity) return;
     const { initialCps } = this.#settings;
-    if (initialCps <= 0) return Infinity;
+    const completing = this.#completionRate(now);
+    if (busy >= BUSY_SATURATED) {
+      this.#bound = Math.max(initialCps, completing);
+      return;
+    }
+    const busiest = Math.max(...this.#busyRecent);
+    const step = busiest < BUSY_FAST ? 2 : busiest < BUSY_RAISE ? 1.1 : 1;
+    const coming = Math.max(this.#newCallRate(now), this.#recentRate(now));
+    const room = Math.max(initialCps, BOUND_ROOM * Math.max(coming, completing));
+    this.#bound = Math.min(room, this.#bound * step);
+  }
+
+  /**
+   * Between ticks, a loop saturated since the last one (long enough to tell) brings the bound down to the rate set-ups
+   * complete at once: a flood's calls would otherwise wait out the rest of the tick's admissions.
+   */
+  #boundOnProbe(now: number): void {
+    if (this.#bound === Infinity) return;
+    if (this.#busySinceTick !== undefined && this.#tickAt !== null && now - this.#tickAt >= BUSY_NOW_MIN_MS) {
+      const completing = Math.max(this.#settings.initialCps, this.#completionRate(now));
+      if (this.#bound > completing && this.#busySinceTick() >= BUSY_SATURATED) this.#bound = completing;
+    }
+    this.#publishBound(now);
+  }
+
+  /** Set-ups completed a second over the last second, or over the time since calls began coming, when less. */
+  #completionRate(now: number): number {
+    this.#forget(now);
     const span = Math.min(1000, Math.max(BOUND_MIN_SPAN_MS, now - this.#activeSince));
-    const completing = (1000 * this.#completed.length) / span;
-    return Math.max(initialCps, (this.#saturatedNow ? 1 : BOUND_GROWTH) * completing);
+    return (1000 * this.#completed.length) / span;
   }
 
   /** The rate new calls are admitted at now: the limit or the completion bound, the lower; null for none. */
   #rateNow(now: number): number | null {
     this.#forget(now);
-    const rate = Math.min(this.#limit ?? Infinity, this.#bound(now));
+    const rate = Math.min(this.#limit ?? Infinity, this.#bound);
     return rate === Infinity ? null : rate;
   }
 
-  /** Whether the loop is saturated: since the last tick once that is long enough to tell, else on the last tick. */
-  #judgeBusyNow(now: number): void {
-    if (this.#busySinceTick === undefined || this.#tickAt === null || now - this.#tickAt < BUSY_NOW_MIN_MS) return;
-    this.#saturatedNow = this.#busySinceTick() >= BUSY_SATURATED;
-  }
-
   /**
-   * Tells an outside gate when the rate it applies moved with the completion bound (by a twentieth or more: each
-   * completion moves it a little), the limit's own moves being told with the state.
+   * Tells an outside gate when the rate it applies moved with the completion bound (by a twentieth or more), the
+   * limit's own moves being told with the state.
    */
   #publishBound(now: number): void {
     const rate = this.#rateNow(now);
@@ -568,8 +590,8 @@ export class OverloadControl implements NewCallGate {
     return { ok: false, retryAfterSeconds: this.#settings.retryAfterSeconds, reason };
   }
 
-  #configuredBucket(now: number): TokenBucket {
-    const rate = Math.min(this.#limit ?? Infinity, this.#bound(now));
+  #configuredBucket(): TokenBucket {
+    const rate = Math.min(this.#limit ?? Infinity, this.#bound);
     const limit = rate === Infinity ? 0 : rate;
     // A rate just lowered well below the last: what was saved at the higher one is not spent at once.
     if (limit < RATE_DROP * this.#bucketRate) this.#bucket.keepAtMost(1);

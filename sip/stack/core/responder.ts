@@ -26,7 +26,7 @@ export class Responder {
   #canceled = false;
   #toTag?: string;
   #final?: SipResponse;
-  #onFirstResponse?: () => void;
+  #onFinal?: () => void;
 
   /** RFC 3262 state when the INVITE requires 100rel (its 18x are sent reliably). */
   readonly #reliable?: ReliableProvisionals;
@@ -63,12 +63,9 @@ export class Responder {
     return this.#toTag;
   }
 
-  /**
-   * Calls `listener` once, when the first response beyond 100 Trying is sent: the request's handling has reached
-   * its sender (a provisional or a final answer).
-   */
-  onFirstResponse(listener: () => void): void {
-    this.#onFirstResponse = listener;
+  /** Calls `listener` once, when the final response is sent: the request's handling is over. */
+  onFinalResponse(listener: () => void): void {
+    this.#onFinal = listener;
   }
 
   /** Aborted when the peer CANCELs this request before a final response. */
@@ -130,10 +127,10 @@ export class Responder {
     }
     this.#layer.respond(this.#tx, res);
     if (reliable) this.#reliable!.sent(res);
-    const first = status > 100 ? this.#onFirstResponse : undefined;
-    if (first) {
-      this.#onFirstResponse = undefined;
-      first();
+    const final = status >= 200 ? this.#onFinal : undefined;
+    if (final) {
+      this.#onFinal = undefined;
+      final();
     }
     return res;
   }
