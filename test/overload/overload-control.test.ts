@@ -548,7 +548,6 @@ describe('OverloadControl', () => {
       let work = 0; // set-ups' worth of loop time available now
       let owed = 0;
       let doneSinceTick = 0;
-      let doneSinceProbe = 0;
       let msSinceTick = 0;
       const seconds: { admitted: number; setupMs: number[] }[] = [];
       const second = (t: number) => (seconds[Math.floor(t / 1000)] ??= { admitted: 0, setupMs: [] });
@@ -564,7 +563,6 @@ describe('OverloadControl', () => {
         while (work >= 1 && waiting.length > 0) {
           work--;
           doneSinceTick++;
-          doneSinceProbe++;
           answering.push([t + (o.answerMs ?? 10), waiting.shift()!]);
         }
         while (answering.length > 0 && answering[0]![0] <= t) {
@@ -576,7 +574,6 @@ describe('OverloadControl', () => {
         h.sinceTick.busy = busy;
         if (t % 10 === 9) {
           h.ctl.probe();
-          doneSinceProbe = 0;
         }
         if (t % 250 === 249) {
           h.signals.loopBusy = busy;
