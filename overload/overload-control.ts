@@ -4,8 +4,9 @@
  * keep their latency. The signals are the event loop's delay and busy share and the store's and media engines'
  * backlogs; the limit is a rate (AIMD) cut on overload, held a second, raised while the box stays healthy and lifted
  * once nothing is refused. Beneath it, new calls are never admitted much faster than the box completes their set-ups
- * (the completion bound), so a flood onto a cold switch meets a limit before any signal shows. Only new calls are refused: the callers never ask for in-dialog requests, registrations
- * or Dial legs of admitted calls. Every rule and constant, and why: docs/overload.md.
+ * (the completion bound), so a flood onto a cold switch meets a limit before any signal shows. Only new calls are
+ * refused: the callers never ask for in-dialog requests, registrations or Dial legs of admitted calls. Every rule and
+ * constant, and why: docs/overload.md.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { StoreQueueProbe } from '../store/index.js';
@@ -90,8 +91,8 @@ const TARGET_BUSY = 0.85;
 const COST_WEIGHT = 0.1;
 /**
  * The completion bound rises at most to this many times the rate of new calls (over the last second or the last
- * FLOOD_WINDOW_MS, the higher, or of completions): room to grow into, never a licence saved up while few calls came (TCP's window is not grown while the
- * sender has little to send, RFC 7661).
+ * FLOOD_WINDOW_MS, the higher) or of completions: room to grow into, never a licence saved up while few calls came
+ * (a TCP sender's window is not grown while it has little to send, RFC 7661).
  */
 const BOUND_ROOM = 2;
 /** The shortest span the completion rate is taken over, ms: the first completions after a start are no rate yet. */
@@ -293,7 +294,7 @@ export class OverloadControl implements NewCallGate {
           now,
           this.#limit !== null && this.#limit <= bound
             ? this.#reason
-            : `new calls faster than their set-ups complete (${Math.floor(bound)}/s)`,
+            : `new calls faster than their set-ups complete, ${Math.floor(bound)}/s`,
         );
     }
     this.#admit(now);
