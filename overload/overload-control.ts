@@ -354,8 +354,12 @@ export class OverloadControl implements NewCallGate {
     // loop's delay is over its limit. Busy alone is not: a process started cold runs nearly full and still answers.
     // Or once new calls come in faster than the loop, full, carries at what a call cost it before: a flood's calls
     // wait downstream of the loop (the media engine, the store's threads, the webhook) before any backlog here shows.
+    // With the completion bound on, a saturated loop is the bound's: it holds new calls at the rate they complete, where a
+    // cut here would set the ceiling from what a process still cold carries, and hold the limit near it once warm.
     const saturated =
-      this.#busyTicks >= 2 && (refusedOutside || delayOver || this.#newCallRate(now) > this.#fullRate());
+      this.#bound === Infinity &&
+      this.#busyTicks >= 2 &&
+      (refusedOutside || delayOver || this.#newCallRate(now) > this.#fullRate());
     // A query waits for a connection while the connections' results wait for this loop, too (on PostgreSQL every
     // connection can be checked out with the database idle). That much of the wait is the loop's, judged by its own
     // rule, not the store's.
@@ -488,6 +492,7 @@ export class OverloadControl implements NewCallGate {
    * calls admitted meanwhile would wait for the loop.
    */
   #saturatedWithinTick(now: number): boolean {
+    if (this.#bound !== Infinity) return false; // the completion bound's (see tick())
     if (this.#busySinceTick === undefined || this.#tickAt === null || now - this.#tickAt < FLOOD_MIN_MS) return false;
     if (this.#limit !== null) {
       if (now < this.#holdUntil || this.#recentRate(now) < BINDING * this.#limit) return false;
