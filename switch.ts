@@ -235,6 +235,7 @@ export class Switch {
       settings: config.overload,
       outsideRefusals: () => edge.sip?.frontRefusals ?? 0,
       busySinceTick: signals.busySinceRead,
+      onGate: () => edge.sip?.overloadChanged(),
       onChange: (state) => {
         edge.sip?.overloadChanged();
         publisher.publishPlatformShedding(state);

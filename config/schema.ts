@@ -525,6 +525,15 @@ export const SETTINGS = [
     help: 'Retry-After of a shed call (kept short: carriers take it as "this server is down for N s").',
   },
   {
+    key: 'overload.initialCps',
+    env: 'SIMU_OVERLOAD_INITIAL_CPS',
+    kind: 'int',
+    default: '50',
+    min: 0,
+    max: 100000,
+    help: 'New calls per second admitted before any call set-up has completed (a switch started cold, or idle for a second); the admitted rate then follows what the switch completes. 0: not bounded by completions.',
+  },
+  {
     key: 'overload.udpFront',
     env: 'SIMU_OVERLOAD_UDP_FRONT',
     kind: 'bool',

@@ -3,8 +3,10 @@
  * calls than it carries, the excess is refused at once, before any store work, so that the calls already admitted
  * keep their latency. The signals are the event loop's delay and busy share and the store's and media engines'
  * backlogs; the limit is a rate (AIMD) cut on overload, held a second, raised while the box stays healthy and lifted
- * once nothing is refused. Only new calls are refused: the callers never ask for in-dialog requests, registrations
- * or Dial legs of admitted calls. Every rule and constant, and why: docs/overload.md.
+ * once nothing is refused. Beneath it, new calls are never admitted much faster than the box completes their set-ups
+ * (the completion bound), so a flood onto a cold switch meets a limit before any signal shows. Only new calls are
+ * refused: the callers never ask for in-dialog requests, registrations or Dial legs of admitted calls. Every rule and
+ * constant, and why: docs/overload.md.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { StoreQueueProbe } from '../store/index.js';
@@ -34,6 +36,11 @@ export interface OverloadSettings {
   minCps: number;
   tickMs: number;
   releaseAfterMs: number;
+  /**
+   * New calls a second admitted before any set-up has completed (a switch started cold, or idle for a second): the
+   * completion bound's floor. 0 turns the bound off (the edges then need not report completions).
+   */
+  initialCps: number;
 }
 
 export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
@@ -44,6 +51,7 @@ export const DEFAULT_OVERLOAD_SETTINGS: OverloadSettings = {
   minCps: 10,
   tickMs: 250,
   releaseAfterMs: 3000,
+  initialCps: 50,
 };
 
 /** Loop-delay ticks over the limit in a row that mean overload (when not limiting already). */
@@ -81,6 +89,18 @@ const CUT_SATURATED = 0.9;
 const TARGET_BUSY = 0.85;
 /** The weight of each healthy tick in the running cost of a call (about 2.5 s of ticks). */
 const COST_WEIGHT = 0.1;
+/**
+ * The completion bound rises at most to this many times the rate of new calls (over the last second or the last
+ * FLOOD_WINDOW_MS, the higher) or of completions: room to grow into, never a licence saved up while few calls came
+ * (a TCP sender's window is not grown while it has little to send, RFC 7661).
+ */
+const BOUND_ROOM = 2;
+/** The shortest span the completion rate is taken over, ms: the first completions after a start are no rate yet. */
+const BOUND_MIN_SPAN_MS = 100;
+/** The loop's busy share is judged since the last tick once this long has passed, else on the last tick's, ms. */
+const BUSY_NOW_MIN_MS = 50;
+/** A drop of the admitted rate deeper than this share empties the bucket's savings, as a cut does. */
+const RATE_DROP = 0.95;
 /** Healthy ticks before that cost is trusted. */
 const COST_TICKS = 12;
 /**
@@ -111,6 +131,8 @@ export interface NewCallGate {
   noteAdmitted?(): void;
   /** The gate as an outside gate (the SIP UDP front) applies it: the current limit and the fixed settings. */
   gate?(): PublishedGate;
+  /** The set-up of a new call this gate admitted has completed (its final answer went out). */
+  noteCompleted?(): void;
 }
 
 /** The gate as published to the SIP UDP front (sip/stack/transport/udp-front.ts). */
@@ -167,6 +189,16 @@ export class OverloadControl implements NewCallGate {
   readonly #outsideRefusals: () => number;
   #outsideSeen = 0;
   readonly #busySinceTick: (() => number) | undefined;
+  readonly #onGate: () => void;
+  /** Set-ups of admitted calls completed within the last second (their times), for the completion bound. */
+  readonly #completed: number[] = [];
+  /** When calls began coming after a second without any: the completion rate's span starts there. */
+  #activeSince = 0;
+  /** The completion bound: new calls a second admitted at most (Infinity when off). */
+  #bound: number;
+  /** The rate the bucket was last set to, and the one last published to an outside gate. */
+  #bucketRate = Infinity;
+  #publishedRate: number | null = null;
 
   constructor(opts: {
     signals: () => LoadSignals;
@@ -174,6 +206,8 @@ export class OverloadControl implements NewCallGate {
     clock?: OverloadClock;
     /** Called when shedding starts or stops, and each tick the limit changes while shedding. */
     onChange?: (state: OverloadState) => void;
+    /** The rate an outside gate applies (gate()) moved with the completion bound, the state unchanged. */
+    onGate?: () => void;
     /** New calls refused by a gate outside the main thread (the SIP UDP front), a running count; read each tick. */
     outsideRefusals?: () => number;
     /** The loop's busy share since the signals were last read (the probe's look at the tick in progress). */
@@ -185,6 +219,9 @@ export class OverloadControl implements NewCallGate {
     this.#onChange = opts.onChange ?? (() => undefined);
     this.#outsideRefusals = opts.outsideRefusals ?? (() => 0);
     this.#busySinceTick = opts.busySinceTick;
+    this.#onGate = opts.onGate ?? (() => undefined);
+    this.#bound = this.#settings.initialCps > 0 ? this.#settings.initialCps : Infinity;
+    this.#publishedRate = this.#rateNow(this.#clock.now());
   }
 
   /** Starts the periodic tick (the switch); tests call tick() themselves. */
@@ -210,6 +247,7 @@ export class OverloadControl implements NewCallGate {
     const now = this.#clock.now();
     const late = this.#probeDue === null ? 0 : now - this.#probeDue;
     this.#probeDue = now + PROBE_MS;
+    this.#boundOnProbe(now);
     if (this.#saturatedWithinTick(now)) {
       this.#forget(now);
       const before = this.#limit;
@@ -249,28 +287,44 @@ export class OverloadControl implements NewCallGate {
     this.#forget(now);
     const cap = this.#settings.platformMaxCps;
     if (cap > 0 && this.#recent.length >= cap) return this.#refuse(now, `platform cap of ${cap} calls/s`);
-    if (this.#limit !== null) {
-      if (!this.#configuredBucket().take(now)) return this.#refuse(now, this.#reason);
+    const bound = this.#bound;
+    if (this.#limit !== null || bound !== Infinity) {
+      if (!this.#configuredBucket().take(now))
+        return this.#refuse(
+          now,
+          this.#limit !== null && this.#limit <= bound
+            ? this.#reason
+            : `new calls faster than their set-ups complete, ${Math.floor(bound)}/s`,
+        );
     }
-    this.#recent.push(now);
-    this.#admitted++;
+    this.#admit(now);
     return { ok: true };
   }
 
   noteAdmitted(): void {
     const now = this.#clock.now();
     this.#forget(now);
-    if (this.#limit !== null) {
+    if (this.#limit !== null || this.#bound !== Infinity) {
       const bucket = this.#configuredBucket();
       bucket.takeOwing(now, bucket.burst);
     }
-    this.#recent.push(now);
-    this.#admitted++;
+    this.#admit(now);
+  }
+
+  /**
+   * The set-up of a call this gate admitted has completed: its final response went out (a SIP call), or its
+   * originate request was answered (REST). What the box completes is what it carries.
+   */
+  noteCompleted(): void {
+    const now = this.#clock.now();
+    this.#forget(now);
+    this.#completed.push(now);
   }
 
   gate(): PublishedGate {
     const { platformMaxCps, retryAfterSeconds, minCps, maxLoopDelayMs } = this.#settings;
-    return { limitCps: this.#limit, platformMaxCps, retryAfterSeconds, minCps, maxBacklogMs: 2 * maxLoopDelayMs };
+    const limitCps = this.#rateNow(this.#clock.now());
+    return { limitCps, platformMaxCps, retryAfterSeconds, minCps, maxBacklogMs: 2 * maxLoopDelayMs };
   }
 
   /** Reads the signals and moves the limit (every `tickMs`). */
@@ -294,13 +348,18 @@ export class OverloadControl implements NewCallGate {
     this.#busyTicks = busy >= BUSY_SATURATED ? this.#busyTicks + 1 : 0;
     this.#busyRecent.push(busy);
     if (this.#busyRecent.length > BUSY_WINDOW) this.#busyRecent.shift();
+    this.#boundOnTick(now, busy);
     this.#learnCost(now, s, busy);
     // Saturated is overload once new calls wait for the loop: the UDP front refused some for its backlog, or the
     // loop's delay is over its limit. Busy alone is not: a process started cold runs nearly full and still answers.
     // Or once new calls come in faster than the loop, full, carries at what a call cost it before: a flood's calls
     // wait downstream of the loop (the media engine, the store's threads, the webhook) before any backlog here shows.
+    // With the completion bound on, a saturated loop is the bound's: it holds new calls at the rate they complete, where a
+    // cut here would set the ceiling from what a process still cold carries, and hold the limit near it once warm.
     const saturated =
-      this.#busyTicks >= 2 && (refusedOutside || delayOver || this.#newCallRate(now) > this.#fullRate());
+      this.#bound === Infinity &&
+      this.#busyTicks >= 2 &&
+      (refusedOutside || delayOver || this.#newCallRate(now) > this.#fullRate());
     // A query waits for a connection while the connections' results wait for this loop, too (on PostgreSQL every
     // connection can be checked out with the database idle). That much of the wait is the loop's, judged by its own
     // rule, not the store's.
@@ -336,6 +395,7 @@ export class OverloadControl implements NewCallGate {
       }
     }
     if (before !== this.#limit) this.#onChange(this.state());
+    this.#publishBound(now);
   }
 
   state(): OverloadState {
@@ -432,6 +492,7 @@ export class OverloadControl implements NewCallGate {
    * calls admitted meanwhile would wait for the loop.
    */
   #saturatedWithinTick(now: number): boolean {
+    if (this.#bound !== Infinity) return false; // the completion bound's (see tick())
     if (this.#busySinceTick === undefined || this.#tickAt === null || now - this.#tickAt < FLOOD_MIN_MS) return false;
     if (this.#limit !== null) {
       if (now < this.#holdUntil || this.#recentRate(now) < BINDING * this.#limit) return false;
@@ -461,6 +522,74 @@ export class OverloadControl implements NewCallGate {
     return Math.round((1000 * (this.#recent.length - 1)) / Math.min(1000, Math.max(250, now - first)));
   }
 
+  /**
+   * The completion bound, moved each tick. On a saturated loop it is the rate set-ups complete (never below the
+   * initial rate): the box takes on no more than it gets through, warm or cold. With room it rises, twice over a tick
+   * while the loop was under BUSY_FAST busy all the last second and by a tenth while under BUSY_RAISE, as the limit
+   * does; never beyond BOUND_ROOM times the rate new calls came in or completed, so a switch idle for a second
+   * starts again from the initial rate (slow start after idle, as TCP's).
+   */
+  #boundOnTick(now: number, busy: number): void {
+    if (this.#bound === Infinity) return;
+    const { initialCps } = this.#settings;
+    const completing = this.#completionRate(now);
+    if (busy >= BUSY_SATURATED) {
+      this.#bound = Math.max(initialCps, completing);
+      return;
+    }
+    const busiest = Math.max(...this.#busyRecent);
+    const step = busiest < BUSY_FAST ? 2 : busiest < BUSY_RAISE ? 1.1 : 1;
+    const coming = Math.max(this.#newCallRate(now), this.#recentRate(now));
+    const room = Math.max(initialCps, BOUND_ROOM * Math.max(coming, completing));
+    this.#bound = Math.min(room, this.#bound * step);
+  }
+
+  /**
+   * Between ticks, a loop saturated since the last one (long enough to tell) brings the bound down to the rate set-ups
+   * complete at once: a flood's calls would otherwise wait out the rest of the tick's admissions.
+   */
+  #boundOnProbe(now: number): void {
+    if (this.#bound === Infinity) return;
+    if (this.#busySinceTick !== undefined && this.#tickAt !== null && now - this.#tickAt >= BUSY_NOW_MIN_MS) {
+      const completing = Math.max(this.#settings.initialCps, this.#completionRate(now));
+      if (this.#bound > completing && this.#busySinceTick() >= BUSY_SATURATED) this.#bound = completing;
+    }
+    this.#publishBound(now);
+  }
+
+  /** Set-ups completed a second over the last second, or over the time since calls began coming, when less. */
+  #completionRate(now: number): number {
+    this.#forget(now);
+    const span = Math.min(1000, Math.max(BOUND_MIN_SPAN_MS, now - this.#activeSince));
+    return (1000 * this.#completed.length) / span;
+  }
+
+  /** The rate new calls are admitted at now: the limit or the completion bound, the lower; null for none. */
+  #rateNow(now: number): number | null {
+    this.#forget(now);
+    const rate = Math.min(this.#limit ?? Infinity, this.#bound);
+    return rate === Infinity ? null : rate;
+  }
+
+  /**
+   * Tells an outside gate when the rate it applies moved with the completion bound (by a twentieth or more), the
+   * limit's own moves being told with the state.
+   */
+  #publishBound(now: number): void {
+    const rate = this.#rateNow(now);
+    const last = this.#publishedRate;
+    if (rate === last) return;
+    if (rate !== null && last !== null && Math.abs(rate - last) < (1 - RATE_DROP) * last) return;
+    this.#publishedRate = rate;
+    this.#onGate();
+  }
+
+  #admit(now: number): void {
+    if (this.#recent.length === 0 && this.#completed.length === 0) this.#activeSince = now;
+    this.#recent.push(now);
+    this.#admitted++;
+  }
+
   #refuse(now: number, reason: string): OverloadVerdict {
     this.#refused++;
     this.#lastRefusalAt = now;
@@ -468,7 +597,11 @@ export class OverloadControl implements NewCallGate {
   }
 
   #configuredBucket(): TokenBucket {
-    const limit = this.#limit ?? 0;
+    const rate = Math.min(this.#limit ?? Infinity, this.#bound);
+    const limit = rate === Infinity ? 0 : rate;
+    // A rate just lowered well below the last: what was saved at the higher one is not spent at once.
+    if (limit < RATE_DROP * this.#bucketRate) this.#bucket.keepAtMost(1);
+    this.#bucketRate = limit;
     // A quarter of a second's worth, but never less than minCps: a few calls placed together at a low rate are
     // not refused for arriving together.
     this.#bucket.configure(limit, Math.max(this.#settings.minCps, limit / 4));
@@ -479,6 +612,9 @@ export class OverloadControl implements NewCallGate {
     let drop = 0;
     while (drop < this.#recent.length && this.#recent[drop]! <= now - 1000) drop++;
     if (drop > 0) this.#recent.splice(0, drop);
+    drop = 0;
+    while (drop < this.#completed.length && this.#completed[drop]! <= now - 1000) drop++;
+    if (drop > 0) this.#completed.splice(0, drop);
   }
 }
 

@@ -283,6 +283,9 @@ export class SipApplication {
     const load = exempt || req.source?.gated ? undefined : this.deps.overload?.admitNewCall();
     if (load && !load.ok)
       return void srv.send(503, 'Service Unavailable', { headers: { 'Retry-After': String(load.retryAfterSeconds) } });
+    // What the box completes is what it carries: the gate hears when an admitted call's set-up is over.
+    const gate = this.deps.overload;
+    if (!exempt && gate?.noteCompleted) srv.onFinalResponse(() => gate.noteCompleted!());
     // A leg from another node: whatever its source (nodes may share an address with a carrier), the engine checks it.
     const fromNode = req.headers.get(NODE_LEG_HEADER);
     if (fromNode !== undefined && req.toTag === undefined)

@@ -153,6 +153,9 @@ export function callRoutes(t: RouteTable, d: RouteDeps): void {
           if (e instanceof OriginateRefusedError) throw new ApiError(e.status, e.code, e.message);
           throw e;
         }
+      }).finally(() => {
+        // Its answer is this call's set-up completed: overload control measures what the box carries by it.
+        if (load) d.overload?.noteCompleted?.();
       });
     },
   );

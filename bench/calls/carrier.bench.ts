@@ -85,6 +85,7 @@ const env: Record<string, string> = {
   SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
   SIMU_OVERLOAD_LOOP_DELAY_MS: process.env.SIMU_OVERLOAD_LOOP_DELAY_MS ?? '40',
   SIMU_OVERLOAD_STORE_WAIT_MS: process.env.SIMU_OVERLOAD_STORE_WAIT_MS ?? '100',
+  SIMU_OVERLOAD_INITIAL_CPS: process.env.SIMU_OVERLOAD_INITIAL_CPS ?? '50',
   SIMU_OVERLOAD_UDP_FRONT: process.env.SIMU_OVERLOAD_UDP_FRONT ?? 'true',
 };
 // Any other setting given to the bench reaches the switch (SIMU_PLATFORM_MAX_CPS=180, say).

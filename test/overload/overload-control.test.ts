@@ -1,8 +1,12 @@
 import { strict as assert } from 'node:assert';
 import { OverloadControl, type LoadSignals, type OverloadState } from '../../overload/index.js';
 
-/** A manual clock and hand-set signals: the controller's rules, without sleeping. */
+/**
+ * A manual clock and hand-set signals: the controller's rules, without sleeping. The completion bound is off unless a
+ * test sets `initialCps` (it then reports completions itself).
+ */
 function harness(settings: Record<string, number> = {}, outsideRefusals?: () => number) {
+  settings = { initialCps: 0, ...settings };
   let now = 0;
   const signals: LoadSignals = { loopDelayMs: 5, storeWaitMs: 1 };
   /** The loop's busy share since the last tick, as the probe reads it. */
@@ -526,6 +530,118 @@ describe('OverloadControl', () => {
     const r = h.offer(25, 2000);
     assert.ok(r.admitted >= 19 && r.admitted <= 21, `admitted ${r.admitted}`);
     assert.equal(r.refused, 50 - r.admitted);
+  });
+
+  describe('the completion bound: new calls no faster than their set-ups complete', () => {
+    /**
+     * A loop that carries `capacity` set-ups a second, first come first served, each answered `answerMs` after its
+     * work is done; new calls offered at `rate` for `ms` in 1-ms steps, ticking every 250 ms and probing every 10 ms.
+     * The loop's busy share is the work it did over the span. Returns, per second, the calls admitted and the p99 of
+     * admitted calls' set-up times (admission to completion) of the calls completed in that second.
+     */
+    const model = (
+      h: ReturnType<typeof harness>,
+      o: { rate: number; ms: number; capacity: number; answerMs?: number },
+    ) => {
+      const waiting: number[] = []; // admission times, oldest first
+      const answering: [number, number][] = []; // [done at, admitted at]
+      let work = 0; // set-ups' worth of loop time available now
+      let owed = 0;
+      let doneSinceTick = 0;
+      let msSinceTick = 0;
+      const seconds: { admitted: number; setupMs: number[] }[] = [];
+      const second = (t: number) => (seconds[Math.floor(t / 1000)] ??= { admitted: 0, setupMs: [] });
+      for (let t = 0; t < o.ms; t++) {
+        h.advance(1);
+        msSinceTick++;
+        for (owed += o.rate / 1000; owed >= 1; owed--)
+          if (h.ctl.admitNewCall().ok) {
+            waiting.push(t);
+            second(t).admitted++;
+          }
+        work = Math.min(work + o.capacity / 1000, waiting.length > 0 ? Infinity : 1);
+        while (work >= 1 && waiting.length > 0) {
+          work--;
+          doneSinceTick++;
+          answering.push([t + (o.answerMs ?? 10), waiting.shift()!]);
+        }
+        while (answering.length > 0 && answering[0]![0] <= t) {
+          const [, admittedAt] = answering.shift()!;
+          h.ctl.noteCompleted();
+          second(t).setupMs.push(t - admittedAt);
+        }
+        const busy = waiting.length > 0 ? 1 : Math.min(1, (1000 * doneSinceTick) / (o.capacity * msSinceTick));
+        h.sinceTick.busy = busy;
+        if (t % 10 === 9) {
+          h.ctl.probe();
+        }
+        if (t % 250 === 249) {
+          h.signals.loopBusy = busy;
+          h.ctl.tick();
+          doneSinceTick = 0;
+          msSinceTick = 0;
+        }
+      }
+      const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(0.99 * (xs.length - 1))] ?? 0;
+      return seconds.map((s) => ({ admitted: s.admitted, p99: p99(s.setupMs) }));
+    };
+
+    it('a flood of four times what a cold switch carries: set-ups under 200 ms from the first second', () => {
+      const h = harness({ initialCps: 50 });
+      const r = model(h, { rate: 800, ms: 5000, capacity: 200 });
+      for (const [i, s] of r.entries()) assert.ok(s.p99 < 200, `second ${i}: set-up p99 ${s.p99} ms`);
+      // It carries what it completes: most of the capacity once past the first second, not a trickle.
+      for (const s of r.slice(1)) assert.ok(s.admitted >= 120 && s.admitted <= 220, `admitted ${s.admitted}/s`);
+    });
+
+    it('before any set-up completes, new calls are admitted at the initial rate', () => {
+      const h = harness({ initialCps: 50 });
+      assert.equal(h.ctl.gate().limitCps, 50);
+      const r = h.offer(800, 100); // nothing completes
+      assert.ok(r.admitted <= 7, `admitted ${r.admitted}`);
+      const v = h.ctl.admitNewCall();
+      assert.ok(!v.ok && /faster than their set-ups complete, 50\/s/.test(v.reason), JSON.stringify(v));
+    });
+
+    it('with room, the bound doubles a tick: a switch that carries the rate offered refuses little of it', () => {
+      const h = harness({ initialCps: 50 });
+      const r = model(h, { rate: 300, ms: 4000, capacity: 1000 }); // 30 % busy at 300/s
+      assert.ok(r[0]!.admitted >= 100, `first second ${r[0]!.admitted}`);
+      for (const s of r.slice(1)) assert.ok(s.admitted >= 297, `admitted ${s.admitted}/s`);
+    });
+
+    it('a warm switch flooded is held to what it completes within the tick, not after it', () => {
+      const h = harness({ initialCps: 50 });
+      model(h, { rate: 300, ms: 3000, capacity: 400 }); // warm at 300/s, 75 % busy
+      const r = model(h, { rate: 1200, ms: 3000, capacity: 400 });
+      for (const [i, s] of r.entries()) assert.ok(s.p99 < 200, `second ${i}: set-up p99 ${s.p99} ms`);
+    });
+
+    it('idle for a second, a switch starts again from the initial rate', () => {
+      const h = harness({ initialCps: 50 });
+      model(h, { rate: 300, ms: 3000, capacity: 1000 });
+      assert.ok(h.ctl.gate().limitCps! >= 600, `bound ${h.ctl.gate().limitCps}`);
+      model(h, { rate: 0, ms: 1500, capacity: 1000 });
+      assert.equal(h.ctl.gate().limitCps, 50);
+    });
+
+    it('an outside gate is told when the bound moves by a twentieth or more', () => {
+      let told = 0;
+      const h = harness({ initialCps: 50 });
+      const ctl = new OverloadControl({
+        signals: () => ({ loopDelayMs: 5, storeWaitMs: 1, loopBusy: 0.3 }),
+        clock: { now: () => h.advance(0) },
+        settings: { initialCps: 50 },
+        onGate: () => told++,
+      });
+      for (let i = 0; i < 100; i++) {
+        h.advance(5);
+        if (ctl.admitNewCall().ok) ctl.noteCompleted();
+        if (i % 50 === 49) ctl.tick();
+      }
+      assert.ok(told >= 1, 'told of the rise');
+      assert.ok(ctl.gate().limitCps! > 50, `bound ${ctl.gate().limitCps}`);
+    });
   });
 
   describe('with a gate outside the main thread (the SIP UDP front)', () => {

@@ -26,6 +26,7 @@ export class Responder {
   #canceled = false;
   #toTag?: string;
   #final?: SipResponse;
+  #onFinal?: () => void;
 
   /** RFC 3262 state when the INVITE requires 100rel (its 18x are sent reliably). */
   readonly #reliable?: ReliableProvisionals;
@@ -60,6 +61,11 @@ export class Responder {
   get toTag(): string {
     this.#toTag ??= this.request.toTag ?? newTag();
     return this.#toTag;
+  }
+
+  /** Calls `listener` once, when the final response is sent: the request's handling is over. */
+  onFinalResponse(listener: () => void): void {
+    this.#onFinal = listener;
   }
 
   /** Aborted when the peer CANCELs this request before a final response. */
@@ -121,6 +127,11 @@ export class Responder {
     }
     this.#layer.respond(this.#tx, res);
     if (reliable) this.#reliable!.sent(res);
+    const final = status >= 200 ? this.#onFinal : undefined;
+    if (final) {
+      this.#onFinal = undefined;
+      final();
+    }
     return res;
   }
 

@@ -215,8 +215,9 @@ function admit() {
   const limitMilli = Atomics.load(gate, GATE_LIMIT);
   if (limitMilli >= 0) {
     const limit = limitMilli / 1000;
-    // A lower limit was just set: the bucket keeps at most one token, as the main thread's does.
-    if (lastLimit < 0 || limit < lastLimit) bucket.keepAtMost(1);
+    // A limit just set, or lowered by more than a twentieth (a cut; the completion bound moves by a little with each
+    // completion): the bucket keeps at most one token, as the main thread's does.
+    if (lastLimit < 0 || limit < 0.95 * lastLimit) bucket.keepAtMost(1);
     bucket.configure(limit, Math.max(Atomics.load(gate, GATE_MIN_CPS), limit / 4));
     lastLimit = limit;
     if (!bucket.take(now)) return false;

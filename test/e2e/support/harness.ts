@@ -80,6 +80,7 @@ export async function startTestSwitch(
       // see its few calls shed.
       SIMU_OVERLOAD_LOOP_DELAY_MS: '10000',
       SIMU_OVERLOAD_STORE_WAIT_MS: '10000',
+      SIMU_OVERLOAD_INITIAL_CPS: '0',
       SIMU_API_ACCOUNT_RATE_PER_SECOND: '100000',
       SIMU_API_ACCOUNT_RATE_BURST: '100000',
       // The tests' webhook and audio servers listen on 127.0.0.1: the operator's opt-in (docs/security.md).

@@ -35,6 +35,7 @@ export async function startSwitch(
       ...process.env,
       SIMU_OVERLOAD_LOOP_DELAY_MS: '10000',
       SIMU_OVERLOAD_STORE_WAIT_MS: '10000',
+      SIMU_OVERLOAD_INITIAL_CPS: '0',
       // Webhook servers of the tests listen on 127.0.0.1 (docs/security.md, "Outbound URLs").
       SIMU_WEBHOOK_ALLOW_PRIVATE: 'true',
       ...env,
