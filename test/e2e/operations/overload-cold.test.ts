@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
-import { addCarrier, allocateSwitchPorts, startTestSwitch } from './harness.js';
-import type { NewCallGate } from '../../overload/index.js';
-import { eventually } from '../support/wait.js';
-import { nextPort } from '../support/ports.js';
+import { addCarrier, allocateSwitchPorts, startTestSwitch } from '../support/harness.js';
+import type { NewCallGate } from '../../../overload/index.js';
+import { eventually } from '../../support/wait.js';
+import { nextPort } from '../../support/ports.js';
 
 const PORTS = allocateSwitchPorts();
 const CARRIER = nextPort(); // the carrier trunk (127.0.0.1): its INVITEs are matched, and it is never flood-banned
