@@ -54,6 +54,7 @@ export function detectAnsweredBy(
 ): Promise<MachineDetectionResult | undefined> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return resolve(undefined);
+    const started = clock.now();
     const detector = new MachineDetector({ mode: request.mode, params: request.params ?? {}, clock });
     const frame = new Int16Array(AMD_FRAME_SAMPLES);
     let fill = 0;
@@ -87,7 +88,8 @@ export function detectAnsweredBy(
         else untap = stop;
       },
       (e: unknown) => {
-        if (e instanceof MediaError) return done(undefined);
+        // The media engine could not give us the callee's audio: a verdict of `unknown`, not silence forever.
+        if (e instanceof MediaError) return done(signal.aborted ? undefined : noAudio(started, clock));
         settled = true;
         poll.cancel();
         signal.removeEventListener('abort', onAbort);
@@ -95,6 +97,19 @@ export function detectAnsweredBy(
       },
     );
   });
+}
+
+/** The verdict when the callee's audio could not be heard at all. */
+function noAudio(started: number, clock: Clock): MachineDetectionResult {
+  return {
+    answeredBy: 'unknown',
+    durationMs: clock.now() - started,
+    audioMs: 0,
+    reason: 'no_audio',
+    words: 0,
+    voiceMs: 0,
+    segments: [],
+  };
 }
 
 /**
@@ -111,6 +126,8 @@ export async function detectAndReport(
   try {
     const result = await detectAnsweredBy(audio, request, signal, d.clock);
     if (!result || life.isEnded) return;
+    if (result.reason === 'no_audio')
+      d.log.warn({ call: life.row.sid }, "machine detection heard none of the callee's audio");
     await reportMachineDetection(life, request, result);
   } catch (e) {
     d.log.error({ err: e, call: life.row.sid }, 'machine detection failed');

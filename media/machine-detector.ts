@@ -148,7 +148,8 @@ export type MachineDetectionReason =
   | 'end_silence'
   | 'fax_tone'
   | 'initial_silence'
-  | 'timeout';
+  | 'timeout'
+  | 'no_audio';
 
 export interface MachineDetectionResult {
   readonly answeredBy: AnsweredBy;
