@@ -119,8 +119,9 @@ const MAX_ROWS_IN_MEMORY = 10_000;
  *   the configuration, not silently followed with a signature made for the old URL), a timeout or a network error
  *   is a failed attempt.
  * - The account's current signing secret is read at each attempt, so a rotation applies to the next attempt.
- * - Success emits WH.0200 (stream and call_events only, never itself a status callback: see publisher.ts) and
- *   resets the route's failure counter. Exhausted retries emit WH.0400 and count one failure against the route;
+ * - Success emits WH.0200 on the stream (never itself a status callback: see publisher.ts) and resets the route's
+ *   failure counter. Its record is the delivered row (with the reply's status), listed among the call's events from
+ *   there (store/call-events.ts): a delivery stores no event of its own. Exhausted retries emit WH.0400 and count one failure against the route;
  *   at `autoDisableThreshold` consecutive ones the route is disabled and a WH.0400 with `routeDisabled: true`
  *   tells the account. Only the operator re-enables a route; a success elsewhere does not. A route is the one the
  *   row was queued for (its `route` and URL, store/webhook-routes.ts RouteRef): the account's status route and a
@@ -168,7 +169,7 @@ export class StatusCallbackOutbox {
     const won = await leaseOutboxRows(this.#db, ids, iso(now + this.#attemptTimeoutMs + 5_000), iso(now));
     return ids.map((id) => won.get(id));
   }, BATCHING);
-  readonly #delivered = new TurnBatch<{ id: string; attempts: number }, void>(async (rows) => {
+  readonly #delivered = new TurnBatch<{ id: string; attempts: number; status: number }, void>(async (rows) => {
     await markOutboxRowsDelivered(this.#db, rows, iso(this.#clock.now()));
     return rows.map(() => undefined);
   }, BATCHING);
@@ -435,16 +436,22 @@ export class StatusCallbackOutbox {
       if (health !== undefined) {
         // The route's row exists: a failure count to reset is written (rare), none is the usual case. No
         // transaction with the delivered mark (a crash between them leaves a count the next delivery resets).
-        await this.#delivered.add({ id: row.id, attempts });
+        await this.#delivered.add({ id: row.id, attempts, status: outcome.status });
         if (health.consecutive_failures > 0) await resetRouteFailures(this.#db, row.account_id, ref, iso(now));
       } else {
-        const delivered = { state: 'delivered' as const, attempts, last_error: null, done_at: iso(now) };
+        const delivered = {
+          state: 'delivered' as const,
+          attempts,
+          reply_status: outcome.status,
+          last_error: null,
+          done_at: iso(now),
+        };
         await inTransaction(this.#db, async (trx) => {
           await updateOutboxRow(trx, row.id, delivered);
           await noteRouteDelivered(trx, row.account_id, ref, iso(now));
         });
       }
-      await this.#notify(row, EventCodes.webhookDelivered, { attempts, status: outcome.status });
+      this.#announceDelivered(row, { attempts, status: outcome.status });
       return { final: true };
     }
     if (attempts < this.maxAttempts) {
@@ -525,25 +532,37 @@ export class StatusCallbackOutbox {
     }
   }
 
-  /** WH.0200 / WH.0400 about one delivery, on the stream and in call_events; never a status callback. */
-  async #notify(
-    row: OutboxRow,
-    code: typeof EventCodes.webhookDelivered | typeof EventCodes.webhookFailed,
-    extra: object,
-  ) {
-    let sid = row.sid;
-    if (sid === undefined) {
-      try {
-        sid = (JSON.parse(row.body) as { sid?: string }).sid;
-      } catch {
-        sid = undefined;
-      }
+  /** WH.0200 about one delivery, on the stream only: the delivered row is its record. */
+  #announceDelivered(row: OutboxRow, extra: { attempts: number; status: number }): void {
+    try {
+      this.#publisher.publishUnstored({
+        accountId: row.account_id,
+        code: EventCodes.webhookDelivered,
+        sid: this.#sidOf(row),
+        data: { eventId: row.id, event: row.event, url: row.url, route: row.route, ...extra },
+      });
+    } catch (err) {
+      this.#log.error({ err, eventId: row.id }, 'could not emit the delivery event');
     }
+  }
+
+  /** The call sid of a row's event: handed over with the row, or read from its body (a row the poll found). */
+  #sidOf(row: OutboxRow): string | undefined {
+    if (row.sid !== undefined) return row.sid;
+    try {
+      return (JSON.parse(row.body) as { sid?: string }).sid;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** WH.0400 about one delivery, on the stream and in call_events; never a status callback. */
+  async #notify(row: OutboxRow, code: typeof EventCodes.webhookFailed, extra: object) {
     try {
       await this.#publisher.emit({
         accountId: row.account_id,
         code,
-        sid,
+        sid: this.#sidOf(row),
         customPayload: null,
         data: { eventId: row.id, event: row.event, url: row.url, route: row.route, ...extra },
       });

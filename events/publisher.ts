@@ -218,6 +218,30 @@ export class EventPublisher {
   }
 
   /**
+   * An account's event on the stream only, neither stored nor a status callback: a delivery's WH.0200, whose record
+   * is the delivered outbox row (listed among the call's events from there, store/call-events.ts).
+   */
+  publishUnstored(input: {
+    accountId: string;
+    code: EventCode;
+    sid?: string;
+    data: Record<string, unknown>;
+  }): StreamFrame {
+    const createdAt = new Date(this.#clock.now()).toISOString();
+    const { event } = eventFor(input.code);
+    const frame = buildStreamFrame({
+      code: input.code,
+      event,
+      sid: input.sid,
+      customPayload: null,
+      createdAt,
+      data: input.data,
+    });
+    this.#bus.publish({ id: eventIds.next(), accountId: input.accountId, staffOnly: false, frame });
+    return frame;
+  }
+
+  /**
    * PLATFORM.0001 for staff streams: the platform-wide count of active calls. Not recorded and never a status
    * callback (it belongs to no account). The calls room calls this on each change, or periodically.
    */

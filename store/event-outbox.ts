@@ -34,7 +34,10 @@ export interface NewOutboxRow extends DueOutboxRow {
 }
 
 export type OutboxPatch = Partial<
-  Pick<NewOutboxRow, 'state' | 'attempts' | 'last_error' | 'next_attempt_at' | 'done_at'>
+  Pick<NewOutboxRow, 'state' | 'attempts' | 'last_error' | 'next_attempt_at' | 'done_at'> & {
+    /** The HTTP status the receiver delivered it with (a delivered row's WH.0200, store/call-events.ts). */
+    reply_status: number;
+  }
 >;
 
 /** Rows per INSERT statement: 13 columns each, well under the bound-parameter limits of both stores. */
@@ -116,21 +119,29 @@ export async function leaseOutboxRows(
 }
 
 const DELIVERED_SQL = (n: number): string =>
-  `update "event_outbox" set "state" = 'delivered', "attempts" = ?, "last_error" = null, "done_at" = ?` +
-  ` where "id" in (${marks(n)}) and "state" = 'pending'`;
+  `update "event_outbox" set "state" = 'delivered', "attempts" = ?, "reply_status" = ?, "last_error" = null,` +
+  ` "done_at" = ? where "id" in (${marks(n)}) and "state" = 'pending'`;
 
-/** Marks rows delivered, one statement per distinct attempt count (almost always one) and per 256 rows. */
+/**
+ * Marks rows delivered with the HTTP status each was answered with, one statement per distinct attempt count and
+ * status (almost always one) and per 256 rows.
+ */
 export async function markOutboxRowsDelivered(
   db: Db,
-  rows: ReadonlyArray<{ id: string; attempts: number }>,
+  rows: ReadonlyArray<{ id: string; attempts: number; status: number }>,
   doneAt: string,
 ): Promise<void> {
-  const byAttempts = new Map<number, string[]>();
-  for (const r of rows) byAttempts.set(r.attempts, [...(byAttempts.get(r.attempts) ?? []), r.id]);
-  for (const [attempts, ids] of byAttempts) {
+  const byOutcome = new Map<string, { attempts: number; status: number; ids: string[] }>();
+  for (const r of rows) {
+    const key = `${r.attempts} ${r.status}`;
+    const group = byOutcome.get(key);
+    if (group) group.ids.push(r.id);
+    else byOutcome.set(key, { attempts: r.attempts, status: r.status, ids: [r.id] });
+  }
+  for (const { attempts, status, ids } of byOutcome.values()) {
     for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
       const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
-      await runSqlCount(db, DELIVERED_SQL(chunk.length), [attempts, doneAt, ...chunk], 'event_outbox');
+      await runSqlCount(db, DELIVERED_SQL(chunk.length), [attempts, status, doneAt, ...chunk], 'event_outbox');
     }
   }
 }

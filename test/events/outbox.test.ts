@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Db } from '../../store/index.js';
+import { listCallEvents, type Db } from '../../store/index.js';
 import { EventCodes, type EmittedEvent } from '../../events/index.js';
 import { Receiver, STORES, seedAccount, seedCall, sleep, waitFor, type ReceivedRequest } from './helpers.js';
 import { eventsOn } from './setup.js';
@@ -107,11 +107,23 @@ for (const store of STORES)
 
       // The receiver answers before the outbox records the success: wait for the rows.
       await waitFor(() => allDelivered(db), 3000, 'every row delivered');
-      // WH.0200 per delivery: on the bus and in call_events, with the delivered event's id.
+      // WH.0200 per delivery: on the bus, and among its call's events from the delivered row (the row is its
+      // record: no call event is stored for it), with the delivered event's id, attempts and status.
       await waitFor(() => ev.seen.filter((e) => e.frame.code === 'WH.0200').length === emitted.length, 3000, 'WH.0200');
-      const wh = await db('call_events').where({ code: 'WH.0200' });
-      assert.equal(wh.length, emitted.length);
-      assert.deepEqual(new Set(wh.map((r) => JSON.parse(r.data).eventId)), new Set(emitted.map((e) => e.id)));
+      assert.equal((await db('call_events').where({ code: 'WH.0200' })).length, 0, 'no call event stored');
+      for (const c of calls) {
+        const listed = (await listCallEvents(db, accountId, c.id)).filter((e) => e.code === 'WH.0200');
+        const data = listed.map((e) => JSON.parse(e.data));
+        assert.deepEqual(new Set(data.map((d) => d.eventId)), new Set(byCall.get(c.sid)));
+        assert.ok(
+          data.every((d) => d.status === 200 && d.attempts >= 1 && d.route === 'status'),
+          JSON.stringify(data[0]),
+        );
+      }
+      const seenData = ev.seen
+        .filter((e) => e.frame.code === 'WH.0200')
+        .map((e) => e.frame.data as { eventId: string });
+      assert.deepEqual(new Set(seenData.map((d) => d.eventId)), new Set(emitted.map((e) => e.id)));
     });
 
     it("one call's callbacks reuse one kept-alive connection: the ignored reply body is drained, not cut", async () => {

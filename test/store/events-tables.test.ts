@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import {
   countAllLiveCalls,
+  countCallEvents,
   disableWebhookRoute,
   dueOutboxRows,
   findNumberByE164,
@@ -80,13 +81,11 @@ for (const kind of BOTH_DBS) {
         ['o5', 2],
       ]);
       assert.equal((await leaseOutboxRows(db, ['o1'], lease, now)).size, 0, 'leased already');
-      await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1 }], T0);
-      assert.deepEqual(await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'done_at', 'body'), {
-        state: 'delivered',
-        attempts: 1,
-        done_at: T0,
-        body: '{}',
-      });
+      await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1, status: 204 }], T0);
+      assert.deepEqual(
+        await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'reply_status', 'done_at', 'body'),
+        { state: 'delivered', attempts: 1, reply_status: 204, done_at: T0, body: '{}' },
+      );
       assert.deepEqual(
         (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10)).map((r) => r.id),
         ['o2'],
@@ -151,6 +150,58 @@ for (const kind of BOTH_DBS) {
       );
       const due = await dueOutboxRows(db, T0, [], 1000);
       assert.equal(due.filter((r) => r.account_id === a.id).length, 401);
+    });
+
+    it("lists a call's delivered status callbacks among its events as WH.0200, in time order, paged and counted", async () => {
+      const a = await insertAccount(db, 'Delivered');
+      const other = await insertAccount(db, 'Other');
+      const at = (s: number) => `2024-01-01T00:00:0${s}.000Z`;
+      const event = (id: string, s: number) => ({
+        id,
+        account_id: a.id,
+        call_id: 'dc1',
+        code: 'CALL.0100',
+        event: 'call.initiated',
+        data: '{"n":1}',
+        created_at: at(s),
+      });
+      await insertCallEvents(db, [event('de1', 1), event('de3', 3)]);
+      await insertOutboxRows(db, [
+        row('do1', a.id, 'dc1', { route: 'status:number:n1', url: 'https://d.example/s' }),
+        row('do2', a.id, 'dc1'), // still pending: no WH.0200
+        row('do3', a.id, 'dc2'), // another call
+        row('do4', other.id, 'dc1'), // another account
+      ]);
+      await markOutboxRowsDelivered(db, [{ id: 'do1', attempts: 2, status: 200 }], at(2));
+      await markOutboxRowsDelivered(db, [{ id: 'do3', attempts: 1, status: 200 }], at(2));
+      await markOutboxRowsDelivered(db, [{ id: 'do4', attempts: 1, status: 200 }], at(2));
+      // Delivered before the reply's status was kept: its WH.0200 is a stored call event, listed once.
+      await insertOutboxRows(db, [row('do5', a.id, 'dc1', { state: 'delivered', done_at: at(4) })]);
+
+      const listed = await listCallEvents(db, a.id, 'dc1');
+      assert.deepEqual(
+        listed.map((e) => [e.code, e.event, e.created_at]),
+        [
+          ['CALL.0100', 'call.initiated', at(1)],
+          ['WH.0200', 'webhook.delivered', at(2)],
+          ['CALL.0100', 'call.initiated', at(3)],
+        ],
+      );
+      assert.deepEqual(JSON.parse(listed[1]!.data), {
+        eventId: 'do1',
+        event: 'call.completed',
+        url: 'https://d.example/s',
+        route: 'status:number:n1',
+        attempts: 2,
+        status: 200,
+      });
+      assert.equal(listed[0]!.data, '{"n":1}');
+      assert.deepEqual(
+        (await listCallEvents(db, a.id, 'dc1', { limit: 2, offset: 1 })).map((e) => e.code),
+        ['WH.0200', 'CALL.0100'],
+      );
+      assert.equal(await countCallEvents(db, a.id, 'dc1'), 3);
+      assert.equal(await countCallEvents(db, other.id, 'dc1'), 1);
     });
 
     it('records call events, finds an owned number, counts live calls of every account', async () => {
