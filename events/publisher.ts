@@ -64,7 +64,9 @@ export interface EmittedEvent {
  * be attempted at once without reading the table for it.
  */
 export interface OutboxFeed {
-  offer(row: DueOutboxRow, sid?: string): void;
+  offer(row: DueOutboxRow & { leased_by?: string | null }, sid?: string): void;
+  /** A lease for a row about to be queued, when this outbox will keep it (events/event-writer.ts QueueLease). */
+  leaseForQueued(): { node: string; until: string } | undefined;
 }
 
 /**
@@ -108,7 +110,11 @@ export class EventPublisher {
     this.#bus = deps.bus;
     this.#log = deps.logger ?? roomLogger('events');
     this.#clock = deps.clock ?? systemClock;
-    this.#writer = new EventWriter(deps.db, (row, sid) => this.#outbox?.offer(row, sid));
+    this.#writer = new EventWriter(
+      deps.db,
+      (row, sid) => this.#outbox?.offer(row, sid),
+      () => this.#outbox?.leaseForQueued(),
+    );
   }
 
   /** Resolves when every event emitted so far is stored (the group commit has drained): for an orderly stop. */

@@ -27,7 +27,7 @@ const STORED_EVENTS =
 
 const CALL_EVENTS_SQL = `${STORED_EVENTS} union all ${DELIVERED_AS_EVENTS} order by "created_at" asc, "id" asc`;
 
-/** WH.0200's data as the outbox emits it on the stream: the delivered event's id, name, URL, route, attempts, status. */
+/** WH.0200's data as the outbox streams it: the delivered event's id, name, URL, route, attempts, status. */
 function deliveredData(r: Record<string, unknown>): string {
   return JSON.stringify({
     eventId: r.id,

@@ -150,7 +150,10 @@ const cpu = process.cpuUsage(cpu0);
 const wall = (performance.now() - t0) / 1000;
 const received = (await receivedCount()) - warm * CALL_EVENTS.length;
 // The whole run's rows, warm-up included: all delivered, none pending or failed.
-const stored = await db('event_outbox').select('state').count({ n: '*' }).groupBy('state');
+const stored = (await db('event_outbox').select('state').count({ n: '*' }).groupBy('state')) as Array<{
+  state: string;
+  n: number;
+}>;
 const us = (cpu.user + cpu.system) / expected;
 
 console.log(

@@ -15,6 +15,8 @@ import {
   addPoolNumbers,
   leaseOutboxRows,
   markOutboxRowsDelivered,
+  outboxRowsBehindTheirCall,
+  releaseOutboxLeases,
   listCallEvents,
   noteRouteDelivered,
   noteRouteFailed,
@@ -48,6 +50,7 @@ for (const kind of BOTH_DBS) {
       state: 'pending' as const,
       last_error: null,
       next_attempt_at: T0,
+      leased_by: null,
       created_at: T0,
       done_at: null,
       ...over,
@@ -75,12 +78,12 @@ for (const kind of BOTH_DBS) {
       // is not leased.
       const now = '2024-01-01T00:00:05.000Z';
       const lease = '2024-01-01T00:01:00.000Z';
-      const won = await leaseOutboxRows(db, ['o1', 'o2', 'o3', 'o5'], lease, now);
+      const won = await leaseOutboxRows(db, ['o1', 'o2', 'o3', 'o5'], lease, now, 'n1');
       assert.deepEqual([...won].sort(), [
         ['o1', 0],
         ['o5', 2],
       ]);
-      assert.equal((await leaseOutboxRows(db, ['o1'], lease, now)).size, 0, 'leased already');
+      assert.equal((await leaseOutboxRows(db, ['o1'], lease, now, 'n2')).size, 0, 'leased already');
       await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1, status: 204 }], T0);
       assert.deepEqual(
         await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'reply_status', 'done_at', 'body'),
@@ -93,6 +96,40 @@ for (const kind of BOTH_DBS) {
       );
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 1);
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 0, 'pending rows stay');
+    });
+
+    it("rows queued leased to a node: hidden from others' polls and leases until the node ends its leases", async () => {
+      const a = await insertAccount(db, 'Held');
+      const now = '2024-01-01T00:00:05.000Z';
+      const until = '2024-01-01T00:00:25.000Z';
+      await insertOutboxRows(db, [
+        row('h1', a.id, 'hc1', { next_attempt_at: until, leased_by: 'k1' }),
+        row('h2', a.id, 'hc1', { next_attempt_at: until, leased_by: 'k1' }),
+        row('h3', a.id, 'hc2', { next_attempt_at: until, leased_by: 'k1' }),
+      ]);
+      const mine = (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id);
+      assert.deepEqual(mine, [], 'not due for any poll');
+      assert.equal(
+        (await leaseOutboxRows(db, ['h1', 'h3'], until, now, 'k2')).size,
+        0,
+        'another node cannot lease them',
+      );
+      // The node itself may lease again what it holds (a row that waited past its queued lease), in order per call.
+      assert.deepEqual([...(await leaseOutboxRows(db, ['h1', 'h2'], until, now, 'k1')).keys()], ['h1']);
+      // The order check of rows sent under their queued lease: h2 is behind h1 of its call, h3 is first of its own.
+      assert.deepEqual([...(await outboxRowsBehindTheirCall(db, ['h2', 'h3']))], ['h2']);
+      // Another node's ending its leases touches nothing; the node's own makes its rows due, for anyone.
+      assert.equal(await releaseOutboxLeases(db, 'k2', now), 0);
+      assert.equal(await releaseOutboxLeases(db, 'k1', now, ['h3']), 1);
+      assert.deepEqual(
+        (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id).map((r) => r.id),
+        ['h3'],
+      );
+      assert.equal(await releaseOutboxLeases(db, 'k1', now), 2, 'all the rest');
+      assert.deepEqual(
+        (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id).map((r) => r.id),
+        ['h1', 'h3'],
+      );
     });
 
     it('counts route failures atomically, resets them on delivery, and disables a route', async () => {
