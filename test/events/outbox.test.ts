@@ -239,6 +239,33 @@ for (const store of STORES)
       );
     });
 
+    it('an orderly stop ends the leases of the rows it queued and did not attempt: another node sends them at once', async () => {
+      const { db } = await open();
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const call = await seedCall(db, accountId);
+      const a = start(db, { nodeId: 'node-a', pollIntervalMs: 60_000, attemptTimeoutMs: 300 });
+      await sleep(50); // its first poll is over: it queues rows leased to itself
+      let hang = true;
+      let arrived = 0;
+      receiver.reply = async () => {
+        arrived++;
+        if (hang) await sleep(1000); // longer than the attempt's timeout: the first attempt fails
+        return 200;
+      };
+      const ids: string[] = [];
+      for (const code of CALL_CODES) ids.push((await a.publisher.emit({ accountId, code, callId: call.id })).id);
+      await waitFor(() => arrived > 0, 3000, 'the first attempt under way');
+      await a.outbox.close();
+      hang = false;
+      start(db, { nodeId: 'node-b' });
+      // The rows behind the first were leased to node-a for seconds more; its stop ended those leases.
+      await waitFor(() => receiver.delivered().length === ids.length, 3000, 'all sent by node-b');
+      assert.deepEqual(
+        receiver.delivered().map((r) => r.json.id),
+        ids,
+      );
+    });
+
     it('a row whose call has an earlier row pending elsewhere waits for it (the lease checks order per call)', async () => {
       const f = await open();
       const accountId = await seedAccount(f.db, receiver.url('/status'));
