@@ -184,7 +184,7 @@ export class Switch {
     this.#engines.on('engine-state', (state) => publishMediaEngineState(publisher, state));
     // Before the store closes (closers run in reverse): events still being group-committed are written.
     this.#closers.push(() => publisher.flushed());
-    const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy }).start();
+    const outbox = new StatusCallbackOutbox({ db, publisher, urlPolicy, nodeId: config.node.id }).start();
     this.#outbox = outbox;
     this.#publisher = publisher;
     this.#closers.push(() => outbox.close());

@@ -22,6 +22,12 @@ export interface EventWrite {
   alsoTo?: { id: string; route: string; url: string; body: string; sid?: string };
 }
 
+/**
+ * A lease for a status callback about to be queued, from the outbox that will send it (node, end): the row is written
+ * already leased, so that outbox sends it without leasing it first. Undefined: queued due, for whoever takes it.
+ */
+export type QueueLease = () => { node: string; until: string } | undefined;
+
 /** How an event's status callback was queued: `route_disabled` rows are recorded as failed and never sent. */
 export type CallbackWritten = 'queued' | 'route_disabled' | 'none';
 
@@ -47,12 +53,14 @@ const MAX_BATCH = 500;
 export class EventWriter {
   readonly #db: Db;
   readonly #onQueued: ((row: NewOutboxRow, sid: string | undefined) => void) | undefined;
+  readonly #lease: QueueLease;
   #queue: Pending[] = [];
   #running: Promise<void> | undefined;
 
-  constructor(db: Db, onQueued?: (row: NewOutboxRow, sid: string | undefined) => void) {
+  constructor(db: Db, onQueued?: (row: NewOutboxRow, sid: string | undefined) => void, lease?: QueueLease) {
     this.#db = db;
     this.#onQueued = onQueued;
+    this.#lease = lease ?? (() => undefined);
   }
 
   write(write: EventWrite): Promise<CallbackWritten> {
@@ -89,7 +97,7 @@ export class EventWriter {
       const disabled = lone ? undefined : await disabledRoutes(this.#db, writes);
       const written = lone
         ? await writeAll(this.#db, writes, undefined)
-        : await inTransaction(this.#db, (tx) => writeAll(tx, writes, disabled));
+        : await inTransaction(this.#db, (tx) => writeAll(tx, writes, disabled, this.#lease));
       this.#settle(batch, written);
       return;
     } catch (err) {
@@ -101,7 +109,7 @@ export class EventWriter {
     for (const p of batch) {
       try {
         const disabled = p.write.callback || p.write.alsoTo ? await disabledRoutes(this.#db, [p.write]) : undefined;
-        this.#settle([p], await inTransaction(this.#db, (tx) => writeAll(tx, [p.write], disabled)));
+        this.#settle([p], await inTransaction(this.#db, (tx) => writeAll(tx, [p.write], disabled, this.#lease)));
       } catch (err) {
         p.reject(err);
       }
@@ -147,6 +155,7 @@ async function writeAll(
   tx: Tx | Db,
   writes: readonly EventWrite[],
   disabledByRoute: ReadonlyMap<string, boolean> | undefined,
+  queueLease: QueueLease = () => undefined,
 ): Promise<Written> {
   await insertCallEvents(
     tx,
@@ -161,6 +170,7 @@ async function writeAll(
     callId: string | null,
   ): CallbackWritten => {
     const disabled = disabledByRoute?.get(routeKey(event.account_id, c.route, c.url)) === true;
+    const lease = disabled ? undefined : queueLease();
     const row: NewOutboxRow = {
       id: c.id,
       account_id: event.account_id,
@@ -174,7 +184,8 @@ async function writeAll(
       // delivered (re-enabling is an operator action, spec: States and transitions).
       state: disabled ? 'failed' : 'pending',
       last_error: disabled ? 'route_disabled' : null,
-      next_attempt_at: event.created_at,
+      next_attempt_at: lease?.until ?? event.created_at,
+      leased_by: lease?.node ?? null,
       created_at: event.created_at,
       done_at: disabled ? event.created_at : null,
     };

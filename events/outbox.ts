@@ -6,6 +6,8 @@ import {
   inTransaction,
   leaseOutboxRows,
   markOutboxRowsDelivered,
+  outboxRowsBehindTheirCall,
+  releaseOutboxLeases,
   noteRouteDelivered,
   resetRouteFailures,
   noteRouteFailed,
@@ -24,6 +26,7 @@ import {
   TurnBatch,
   type Clock,
 } from '../kit/index.js';
+import { randomUUID } from 'node:crypto';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
 import { signWebhook } from './signing.js';
@@ -74,12 +77,35 @@ export interface StatusCallbackOutboxOptions {
    */
   urlPolicy?: UrlPolicy;
   autoDisableThreshold?: number;
+  /**
+   * The node this process is (`SIMU_NODE_ID`): its leases carry it, and the outbox ends them when it starts, so the
+   * rows an earlier process of the node held are sent at once. One process at a time per node id. Default: an id of
+   * this outbox's own (its leases then run out by time after a restart).
+   */
+  nodeId?: string;
   clock?: Pick<Clock, 'now'>;
   logger?: Logger;
 }
 
-/** A row as the outbox holds it: read from the table, or handed over with its event's sid (no body to parse). */
-type OutboxRow = DueOutboxRow & { sid?: string };
+/**
+ * A row as the outbox holds it: read from the table, or handed over with its event's sid (no body to parse) and,
+ * when it was queued leased to this process, the lease's end (epoch ms) until its first attempt.
+ */
+type OutboxRow = DueOutboxRow & { sid?: string; leasedUntil?: number };
+
+/**
+ * Calls whose order this process has checked and keeps (their later rows, queued by this process, are sent without a
+ * check), at most: past it, the oldest are checked again.
+ */
+const MAX_CALLS_IN_ORDER = 20_000;
+
+/** A lease lasts an attempt's timeout and this much more, for recording the attempt. */
+const LEASE_SLACK_MS = 5_000;
+/**
+ * A row queued leased to this process may wait this long for its turn (its call's earlier rows, a free slot) and
+ * still be sent under that lease; later, it is leased again first.
+ */
+const QUEUED_LEASE_WAIT_MS = 5_000;
 
 /**
  * Leases and delivered marks go to the store at most every 5 ms each: under a stream of callbacks each finishing in a
@@ -103,28 +129,36 @@ const MAX_ROWS_IN_MEMORY = 10_000;
 /**
  * Delivers status callbacks from the durable `event_outbox` table (spec: Events, "Delivery of status callbacks").
  *
- * - At least once: a row is claimed by moving its `next_attempt_at` past the attempt's deadline (a lease), so a
- *   crash mid-attempt leaves it to be retried, by this process after a restart or by another node. The body bytes
- *   and the `id` in them are those stored at enqueue time, identical on every retry.
+ * - At least once: a row is claimed by moving its `next_attempt_at` past the attempt's deadline (a lease, naming the
+ *   node), so a crash mid-attempt leaves it to be retried, by another node once the lease ends, or by the same node
+ *   at once when it starts again (it ends its earlier process's leases first). The body bytes and the `id` in them
+ *   are those stored at enqueue time, identical on every retry.
+ * - Exactly one sender: a row this process will keep in memory is queued already leased to it (`leaseForQueued`),
+ *   for long enough to wait its turn a few seconds and be attempted; it is sent without a lease statement while
+ *   that lease still covers the attempt, and leased again first when it does not. Nobody else takes a leased row.
  * - In order per call: a row is not attempted while an earlier row of the same call (smaller event id: ids are
- *   UUIDv7, see event-id.ts) is still pending, even while that one waits out a back-off. The lease itself checks
- *   it, whichever process queued the earlier row.
+ *   UUIDv7, see event-id.ts) is still pending, even while that one waits out a back-off. The lease checks it,
+ *   whichever process queued the earlier row; a row queued leased is checked by a read, only for the first row of a
+ *   call this process sends (its later rows are behind this process's own, sent or given up on first). A call this
+ *   process stops holding (a lease lost, a row left to the poll) is checked again.
  * - Where rows come from: the publisher of this process hands over each row it queued once stored (`offer`), and
  *   the outbox keeps them in memory per call, oldest first, attempting each call's next row as soon as the one
- *   before it is done and waiting out a back-off with a timer: a status callback costs no read of the table. The
- *   table is polled (every `pollIntervalMs`) for every other pending row: those left by an earlier process or a
- *   node that stopped, and rows this one did not keep (memory full, or a call whose lease was lost to another
- *   node, which is then left to the poll altogether).
+ *   before it is done and waiting out a back-off with a timer: a status callback reads nothing of the table but
+ *   its call's order, once. The table is polled (every `pollIntervalMs`) for every other pending row: those left
+ *   by an earlier process or a node that stopped, and rows this one did not keep (memory full, or a call whose
+ *   lease was lost to another node, which is then left to the poll altogether, its rows' leases ended).
  * - Any 2xx is success; anything else (3xx included: redirects are not followed, a moved endpoint must be fixed in
  *   the configuration, not silently followed with a signature made for the old URL), a timeout or a network error
  *   is a failed attempt.
  * - The account's current signing secret is read at each attempt, so a rotation applies to the next attempt.
- * - Success emits WH.0200 (stream and call_events only, never itself a status callback: see publisher.ts) and
- *   resets the route's failure counter. Exhausted retries emit WH.0400 and count one failure against the route;
- *   at `autoDisableThreshold` consecutive ones the route is disabled and a WH.0400 with `routeDisabled: true`
- *   tells the account. Only the operator re-enables a route; a success elsewhere does not. A route is the one the
- *   row was queued for (its `route` and URL, store/webhook-routes.ts RouteRef): the account's status route and a
- *   number's status override count apart even when set to the same URL (spec, States: "per purpose").
+ * - Success emits WH.0200 on the stream (never itself a status callback: see publisher.ts) and resets the route's
+ *   failure counter. Its record is the delivered row (with the reply's status), listed among the call's events from
+ *   there (store/call-events.ts): a delivery stores no event of its own. Exhausted retries emit WH.0400 and count
+ *   one failure against the route; at `autoDisableThreshold` consecutive ones the route is disabled and a WH.0400
+ *   with `routeDisabled: true` tells the account. Only the operator re-enables a route; a success elsewhere does
+ *   not. A route is the one the row was queued for (its `route` and URL, store/webhook-routes.ts RouteRef): the
+ *   account's status route and a number's status override count apart even when set to the same URL (spec,
+ *   States: "per purpose").
  */
 export class StatusCallbackOutbox {
   readonly #db: Db;
@@ -149,6 +183,11 @@ export class StatusCallbackOutbox {
   readonly #retryAt = new Map<string, number>();
   /** Ids kept in memory or in flight: the poll leaves them alone. */
   readonly #known = new Set<string>();
+  /**
+   * Calls of which this process holds every pending row: a row of theirs queued by this process and leased to it is
+   * sent without checking the order (its call's earlier rows were this process's, sent or given up on first).
+   */
+  readonly #inOrder = new Set<string>();
   #wakeTimer: NodeJS.Timeout | undefined;
   #wakeAt = Infinity;
   #timer: NodeJS.Timeout | undefined;
@@ -158,6 +197,9 @@ export class StatusCallbackOutbox {
   #kicked = false;
   #started = false;
   #closed = false;
+  /** The node's leases of an earlier process are ended (the first poll does it); until then rows are queued due. */
+  #leasesReleased = false;
+  readonly #nodeId: string;
   /**
    * Leases and delivered marks of the attempts started or finished within one turn go to the store together: one
    * statement for all, not one per status callback. A row's next attempt is leased only once its call's earlier row
@@ -165,10 +207,16 @@ export class StatusCallbackOutbox {
    */
   readonly #leases = new TurnBatch<string, number | undefined>(async (ids) => {
     const now = this.#clock.now();
-    const won = await leaseOutboxRows(this.#db, ids, iso(now + this.#attemptTimeoutMs + 5_000), iso(now));
+    const until = iso(now + this.#attemptTimeoutMs + LEASE_SLACK_MS);
+    const won = await leaseOutboxRows(this.#db, ids, until, iso(now), this.#nodeId);
     return ids.map((id) => won.get(id));
   }, BATCHING);
-  readonly #delivered = new TurnBatch<{ id: string; attempts: number }, void>(async (rows) => {
+  /** Rows queued leased to this process check only the order of their call, together: true when in order. */
+  readonly #orderChecks = new TurnBatch<string, boolean>(async (ids) => {
+    const behind = await outboxRowsBehindTheirCall(this.#db, ids);
+    return ids.map((id) => !behind.has(id));
+  }, BATCHING);
+  readonly #delivered = new TurnBatch<{ id: string; attempts: number; status: number }, void>(async (rows) => {
     await markOutboxRowsDelivered(this.#db, rows, iso(this.#clock.now()));
     return rows.map(() => undefined);
   }, BATCHING);
@@ -186,6 +234,7 @@ export class StatusCallbackOutbox {
     this.#threshold = opts.autoDisableThreshold ?? AUTO_DISABLE_THRESHOLD;
     this.#clock = opts.clock ?? systemClock;
     this.#log = opts.logger ?? roomLogger('events').child({ part: 'outbox' });
+    this.#nodeId = opts.nodeId ?? `outbox-${randomUUID()}`;
   }
 
   get maxAttempts(): number {
@@ -206,11 +255,19 @@ export class StatusCallbackOutbox {
    * are done (the publisher calls this). Not kept when memory is full or the row is known already: the poll then
    * finds it in the table.
    */
-  offer(queued: DueOutboxRow, sid?: string): void {
-    if (!this.#started || this.#closed || this.#known.has(queued.id) || this.#known.size >= MAX_ROWS_IN_MEMORY) return;
+  offer(queued: DueOutboxRow & { leased_by?: string | null }, sid?: string): void {
+    if (!this.#started || this.#closed || this.#known.has(queued.id)) return;
+    // A row queued leased to this process is kept whatever the memory holds (leaseForQueued let it in).
+    const leased = queued.leased_by === this.#nodeId;
+    if (!leased && this.#known.size >= MAX_ROWS_IN_MEMORY) {
+      // Left to the poll: the call's later rows are no longer sure to be behind only this process's own.
+      if (queued.call_id !== null) this.#inOrder.delete(queued.call_id);
+      return;
+    }
     // What the delivery reads, without the stored row's other columns.
     const { id, account_id, call_id, event, route, url, body, attempts, next_attempt_at } = queued;
     const row: OutboxRow = { id, account_id, call_id, event, route, url, body, attempts, next_attempt_at, sid };
+    if (leased) row.leasedUntil = Date.parse(next_attempt_at);
     const key = row.call_id ?? row.id;
     const queue = this.#queues.get(key);
     if (queue === undefined) this.#queues.set(key, [row]);
@@ -222,6 +279,19 @@ export class StatusCallbackOutbox {
     }
     this.#known.add(row.id);
     this.kick();
+  }
+
+  /**
+   * The lease a status callback about to be queued is written with, when this outbox will keep it in memory: it is
+   * sent without a lease statement of its own, its call's order checked by a read (the publisher calls this).
+   * Undefined while memory is full or before the node's earlier leases are ended: the row is queued due.
+   */
+  leaseForQueued(): { node: string; until: string } | undefined {
+    if (!this.#started || this.#closed || !this.#leasesReleased || this.#known.size >= MAX_ROWS_IN_MEMORY) {
+      return undefined;
+    }
+    const until = this.#clock.now() + QUEUED_LEASE_WAIT_MS + this.#attemptTimeoutMs + LEASE_SLACK_MS;
+    return { node: this.#nodeId, until: iso(until) };
   }
 
   /** New work: a pass over the rows in memory at the end of this turn. */
@@ -255,9 +325,14 @@ export class StatusCallbackOutbox {
     this.#publisher.attachOutbox(undefined);
     clearTimeout(this.#timer);
     clearTimeout(this.#wakeTimer);
-    // Rows kept in memory stay pending in the table, for the next process.
+    // Rows kept in memory stay pending in the table, for the next process; those queued leased to this one and not
+    // attempted yet are due at once, for another node.
+    const leased = [...this.#queues.values()]
+      .flat()
+      .filter((r) => r.leasedUntil !== undefined && !this.#inFlight.has(r.id));
     this.#queues.clear();
     this.#retryAt.clear();
+    await this.#releaseLeases(leased.map((r) => r.id));
     await Promise.allSettled([...this.#inFlight.values()]);
   }
 
@@ -334,6 +409,12 @@ export class StatusCallbackOutbox {
 
   /** Pending rows from the table that this process does not hold: left by another process, or not kept. */
   async #claimDue(): Promise<void> {
+    if (!this.#leasesReleased) {
+      // Before any row is queued leased to this process: every lease of the node is an earlier process's.
+      const n = await releaseOutboxLeases(this.#db, this.#nodeId, iso(this.#clock.now()));
+      if (n > 0) this.#log.info({ rows: n, node: this.#nodeId }, "outbox: an earlier process's leases ended");
+      this.#leasesReleased = true;
+    }
     const room = this.#maxInFlight - this.#inFlight.size;
     if (room <= 0) return;
     const now = this.#clock.now();
@@ -378,11 +459,21 @@ export class StatusCallbackOutbox {
   }
 
   async #leaseAndAttempt(row: OutboxRow, queue: string | undefined): Promise<void> {
-    // The lease: only the process whose conditional update wins attempts the row.
-    const attempted = await this.#leases.add(row.id);
+    const leasedUntil = row.leasedUntil;
+    row.leasedUntil = undefined;
+    // The lease: only the process whose conditional update wins attempts the row. A row queued leased to this
+    // process whose lease still covers the attempt needs only its call's order checked.
+    const covered =
+      leasedUntil !== undefined && this.#clock.now() + this.#attemptTimeoutMs + LEASE_SLACK_MS <= leasedUntil;
+    let attempted: number | undefined;
+    if (!covered) attempted = await this.#leases.add(row.id);
+    else if ((row.call_id !== null && this.#inOrder.has(row.call_id)) || (await this.#orderChecks.add(row.id))) {
+      attempted = row.attempts;
+    }
+    if (attempted !== undefined && queue !== undefined && row.call_id !== null) this.#keepInOrder(row.call_id);
     if (attempted === undefined) {
       // Another node took it, or an earlier row of its call is pending elsewhere: the poll handles this call now.
-      if (queue !== undefined) this.#forgetQueue(queue);
+      if (queue !== undefined) this.#forgetQueue(queue, covered ? row : undefined);
       return;
     }
     // Attempts made by whoever held the row before (another node's retries) count too.
@@ -404,13 +495,38 @@ export class StatusCallbackOutbox {
     this.#wake(recorded.at);
   }
 
-  /** Drops a call's rows from memory; they stay pending in the table for the poll. */
-  #forgetQueue(key: string): void {
+  /** Marks a call as one whose pending rows are all this process's (#inOrder), the oldest forgotten past the cap. */
+  #keepInOrder(callId: string): void {
+    if (this.#inOrder.has(callId)) return;
+    if (this.#inOrder.size >= MAX_CALLS_IN_ORDER) this.#inOrder.delete(this.#inOrder.values().next().value!);
+    this.#inOrder.add(callId);
+  }
+
+  /**
+   * Drops a call's rows from memory; they stay pending in the table for the poll, those queued leased to this process
+   * and not attempted due at once.
+   */
+  #forgetQueue(key: string, releaseHead?: OutboxRow): void {
+    this.#inOrder.delete(key);
+    const leased: string[] = [];
     for (const r of this.#queues.get(key) ?? []) {
       this.#retryAt.delete(r.id);
       if (!this.#inFlight.has(r.id)) this.#known.delete(r.id);
+      if (r.leasedUntil !== undefined || r === releaseHead) leased.push(r.id);
     }
     this.#queues.delete(key);
+    void this.#releaseLeases(leased);
+  }
+
+  /** Ends this node's leases on the given rows (those it will not attempt). */
+  async #releaseLeases(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    try {
+      await releaseOutboxLeases(this.#db, this.#nodeId, iso(this.#clock.now()), ids);
+    } catch (err) {
+      // Their leases run out by time.
+      this.#log.warn({ err, rows: ids.length }, 'outbox: could not end leases');
+    }
   }
 
   async #attemptAndRecord(row: OutboxRow): Promise<Recorded> {
@@ -435,16 +551,22 @@ export class StatusCallbackOutbox {
       if (health !== undefined) {
         // The route's row exists: a failure count to reset is written (rare), none is the usual case. No
         // transaction with the delivered mark (a crash between them leaves a count the next delivery resets).
-        await this.#delivered.add({ id: row.id, attempts });
+        await this.#delivered.add({ id: row.id, attempts, status: outcome.status });
         if (health.consecutive_failures > 0) await resetRouteFailures(this.#db, row.account_id, ref, iso(now));
       } else {
-        const delivered = { state: 'delivered' as const, attempts, last_error: null, done_at: iso(now) };
+        const delivered = {
+          state: 'delivered' as const,
+          attempts,
+          reply_status: outcome.status,
+          last_error: null,
+          done_at: iso(now),
+        };
         await inTransaction(this.#db, async (trx) => {
           await updateOutboxRow(trx, row.id, delivered);
           await noteRouteDelivered(trx, row.account_id, ref, iso(now));
         });
       }
-      await this.#notify(row, EventCodes.webhookDelivered, { attempts, status: outcome.status });
+      this.#announceDelivered(row, { attempts, status: outcome.status });
       return { final: true };
     }
     if (attempts < this.maxAttempts) {
@@ -525,25 +647,37 @@ export class StatusCallbackOutbox {
     }
   }
 
-  /** WH.0200 / WH.0400 about one delivery, on the stream and in call_events; never a status callback. */
-  async #notify(
-    row: OutboxRow,
-    code: typeof EventCodes.webhookDelivered | typeof EventCodes.webhookFailed,
-    extra: object,
-  ) {
-    let sid = row.sid;
-    if (sid === undefined) {
-      try {
-        sid = (JSON.parse(row.body) as { sid?: string }).sid;
-      } catch {
-        sid = undefined;
-      }
+  /** WH.0200 about one delivery, on the stream only: the delivered row is its record. */
+  #announceDelivered(row: OutboxRow, extra: { attempts: number; status: number }): void {
+    try {
+      this.#publisher.publishUnstored({
+        accountId: row.account_id,
+        code: EventCodes.webhookDelivered,
+        sid: this.#sidOf(row),
+        data: { eventId: row.id, event: row.event, url: row.url, route: row.route, ...extra },
+      });
+    } catch (err) {
+      this.#log.error({ err, eventId: row.id }, 'could not emit the delivery event');
     }
+  }
+
+  /** The call sid of a row's event: handed over with the row, or read from its body (a row the poll found). */
+  #sidOf(row: OutboxRow): string | undefined {
+    if (row.sid !== undefined) return row.sid;
+    try {
+      return (JSON.parse(row.body) as { sid?: string }).sid;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** WH.0400 about one delivery, on the stream and in call_events; never a status callback. */
+  async #notify(row: OutboxRow, code: typeof EventCodes.webhookFailed, extra: object) {
     try {
       await this.#publisher.emit({
         accountId: row.account_id,
         code,
-        sid,
+        sid: this.#sidOf(row),
         customPayload: null,
         data: { eventId: row.id, event: row.event, url: row.url, route: row.route, ...extra },
       });

@@ -69,7 +69,9 @@ export interface EmittedEvent {
  * be attempted at once without reading the table for it.
  */
 export interface OutboxFeed {
-  offer(row: DueOutboxRow, sid?: string): void;
+  offer(row: DueOutboxRow & { leased_by?: string | null }, sid?: string): void;
+  /** A lease for a row about to be queued, when this outbox will keep it (events/event-writer.ts QueueLease). */
+  leaseForQueued(): { node: string; until: string } | undefined;
 }
 
 /**
@@ -113,7 +115,11 @@ export class EventPublisher {
     this.#bus = deps.bus;
     this.#log = deps.logger ?? roomLogger('events');
     this.#clock = deps.clock ?? systemClock;
-    this.#writer = new EventWriter(deps.db, (row, sid) => this.#outbox?.offer(row, sid));
+    this.#writer = new EventWriter(
+      deps.db,
+      (row, sid) => this.#outbox?.offer(row, sid),
+      () => this.#outbox?.leaseForQueued(),
+    );
   }
 
   /** Resolves when every event emitted so far is stored (the group commit has drained): for an orderly stop. */
@@ -229,6 +235,30 @@ export class EventPublisher {
     });
     this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');
     return { id, frame, delivery, url, route };
+  }
+
+  /**
+   * An account's event on the stream only, neither stored nor a status callback: a delivery's WH.0200, whose record
+   * is the delivered outbox row (listed among the call's events from there, store/call-events.ts).
+   */
+  publishUnstored(input: {
+    accountId: string;
+    code: EventCode;
+    sid?: string;
+    data: Record<string, unknown>;
+  }): StreamFrame {
+    const createdAt = new Date(this.#clock.now()).toISOString();
+    const { event } = eventFor(input.code);
+    const frame = buildStreamFrame({
+      code: input.code,
+      event,
+      sid: input.sid,
+      customPayload: null,
+      createdAt,
+      data: input.data,
+    });
+    this.#bus.publish({ id: eventIds.next(), accountId: input.accountId, staffOnly: false, frame });
+    return frame;
   }
 
   /**

@@ -27,6 +27,11 @@ export interface DueOutboxRow {
 
 /** A row as queued: what the delivery loop reads of it, and its state. */
 export interface NewOutboxRow extends DueOutboxRow {
+  /**
+   * The node whose lease the row is under (a row is queued already leased to the process that will send it:
+   * `next_attempt_at` is then the lease's end), or null.
+   */
+  leased_by: string | null;
   state: OutboxState;
   last_error: string | null;
   created_at: string;
@@ -34,7 +39,10 @@ export interface NewOutboxRow extends DueOutboxRow {
 }
 
 export type OutboxPatch = Partial<
-  Pick<NewOutboxRow, 'state' | 'attempts' | 'last_error' | 'next_attempt_at' | 'done_at'>
+  Pick<NewOutboxRow, 'state' | 'attempts' | 'last_error' | 'next_attempt_at' | 'done_at'> & {
+    /** The HTTP status the receiver delivered it with (a delivered row's WH.0200, store/call-events.ts). */
+    reply_status: number;
+  }
 >;
 
 /** Rows per INSERT statement: 13 columns each, well under the bound-parameter limits of both stores. */
@@ -91,46 +99,95 @@ function paddedIds(ids: readonly string[]): string[] {
 const marks = (n: number): string => Array(n).fill('?').join(', ');
 
 const LEASE_BATCH_SQL = (n: number): string =>
-  `update "event_outbox" set "next_attempt_at" = ? where "id" in (${marks(n)}) and "state" = 'pending'` +
-  ` and "next_attempt_at" <= ? and not exists (${EARLIER_PENDING_OF_CALL}"event_outbox"."call_id"` +
-  ` and "p"."id" < "event_outbox"."id") returning "id", "attempts"`;
+  `update "event_outbox" set "next_attempt_at" = ?, "leased_by" = ? where "id" in (${marks(n)})` +
+  ` and "state" = 'pending' and ("next_attempt_at" <= ? or "leased_by" = ?)` +
+  ` and not exists (${EARLIER_PENDING_OF_CALL}"event_outbox"."call_id" and "p"."id" < "event_outbox"."id")` +
+  ` returning "id", "attempts"`;
 
 /**
  * The lease of many rows in one statement per 256: each pending row that is due at `now` (nobody holds a lease on it)
- * and has no earlier pending row of its call gets its next attempt moved to `leaseUntil`. Returns the attempts made so
- * far of each row won, by id; only the process whose update won a row attempts it.
+ * or whose lease is `node`'s own, and has no earlier pending row of its call, gets its next attempt moved to
+ * `leaseUntil`, leased to `node`. Returns the attempts made so far of each row won, by id; only the process whose
+ * update won a row attempts it.
  */
 export async function leaseOutboxRows(
   db: Db,
   ids: readonly string[],
   leaseUntil: string,
   now: string,
+  node: string,
 ): Promise<Map<string, number>> {
   const won = new Map<string, number>();
   for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
     const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
-    const rows = await sqlOf(db).all(LEASE_BATCH_SQL(chunk.length), [leaseUntil, ...chunk, now], 'event_outbox');
+    const rows = await sqlOf(db).all(
+      LEASE_BATCH_SQL(chunk.length),
+      [leaseUntil, node, ...chunk, now, node],
+      'event_outbox',
+    );
     for (const r of rows) won.set(String(r.id), Number(r.attempts));
   }
   return won;
 }
 
-const DELIVERED_SQL = (n: number): string =>
-  `update "event_outbox" set "state" = 'delivered', "attempts" = ?, "last_error" = null, "done_at" = ?` +
-  ` where "id" in (${marks(n)}) and "state" = 'pending'`;
+const OUT_OF_ORDER_SQL = (n: number): string =>
+  `select "id" from "event_outbox" where "id" in (${marks(n)}) and exists (${EARLIER_PENDING_OF_CALL}` +
+  `"event_outbox"."call_id" and "p"."id" < "event_outbox"."id")`;
 
-/** Marks rows delivered, one statement per distinct attempt count (almost always one) and per 256 rows. */
+/**
+ * Of the given rows, those with an earlier row of their call still pending (whoever queued it): the check a lease
+ * makes, for rows queued already leased. One read per 256.
+ */
+export async function outboxRowsBehindTheirCall(db: Db, ids: readonly string[]): Promise<Set<string>> {
+  const behind = new Set<string>();
+  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+    const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
+    for (const r of await selectRows(db, OUT_OF_ORDER_SQL(chunk.length), chunk)) behind.add(String(r.id));
+  }
+  return behind;
+}
+
+/**
+ * Ends `node`'s leases: on the given pending rows, or on all of them (`ids` undefined: the node starting again, its
+ * earlier process gone). They are due at `now`, for whichever process takes them first. Returns how many.
+ */
+export async function releaseOutboxLeases(db: Db, node: string, now: string, ids?: readonly string[]): Promise<number> {
+  const sql =
+    `update "event_outbox" set "next_attempt_at" = ?, "leased_by" = null where "state" = 'pending'` +
+    ` and "leased_by" = ?`;
+  if (ids === undefined) return runSqlCount(db, sql, [now, node], 'event_outbox');
+  let n = 0;
+  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
+    const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
+    n += await runSqlCount(db, `${sql} and "id" in (${marks(chunk.length)})`, [now, node, ...chunk], 'event_outbox');
+  }
+  return n;
+}
+
+const DELIVERED_SQL = (n: number): string =>
+  `update "event_outbox" set "state" = 'delivered', "attempts" = ?, "reply_status" = ?, "last_error" = null,` +
+  ` "done_at" = ? where "id" in (${marks(n)}) and "state" = 'pending'`;
+
+/**
+ * Marks rows delivered with the HTTP status each was answered with, one statement per distinct attempt count and
+ * status (almost always one) and per 256 rows.
+ */
 export async function markOutboxRowsDelivered(
   db: Db,
-  rows: ReadonlyArray<{ id: string; attempts: number }>,
+  rows: ReadonlyArray<{ id: string; attempts: number; status: number }>,
   doneAt: string,
 ): Promise<void> {
-  const byAttempts = new Map<number, string[]>();
-  for (const r of rows) byAttempts.set(r.attempts, [...(byAttempts.get(r.attempts) ?? []), r.id]);
-  for (const [attempts, ids] of byAttempts) {
+  const byOutcome = new Map<string, { attempts: number; status: number; ids: string[] }>();
+  for (const r of rows) {
+    const key = `${r.attempts} ${r.status}`;
+    const group = byOutcome.get(key);
+    if (group) group.ids.push(r.id);
+    else byOutcome.set(key, { attempts: r.attempts, status: r.status, ids: [r.id] });
+  }
+  for (const { attempts, status, ids } of byOutcome.values()) {
     for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
       const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
-      await runSqlCount(db, DELIVERED_SQL(chunk.length), [attempts, doneAt, ...chunk], 'event_outbox');
+      await runSqlCount(db, DELIVERED_SQL(chunk.length), [attempts, status, doneAt, ...chunk], 'event_outbox');
     }
   }
 }

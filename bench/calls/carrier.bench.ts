@@ -9,8 +9,9 @@
  * own timers; INVITE->200 p99 also without the step's first 3 s), switch and rtpengine CPU ms per call, event-loop delay
  * p99, SQL statements per call. STEP_TIMELINE=1 adds each step's INVITE->200 by second. STATUS_CALLBACKS=1 gives the
  * account a status URL on the same local server, so each call's events also go out as signed status callbacks
- * through the outbox (what most customers configure); the run then says how many requests the server got over how
- * many TCP connections, and what the outbox holds at the end. AMD=1 puts answering machine detection on every call:
+ * through the outbox (what most customers configure); the run then waits for the outbox to catch up (up to DRAIN_S
+ * seconds, 120 by default) and says how long it took, how many requests the server got over how many TCP
+ * connections, and what the outbox holds at the end. AMD=1 puts answering machine detection on every call:
  * the document dials `<Number machineDetection="Enable" amdStatusCallback=...>`, the callee speaks ("Hello?", made
  * with espeak-ng here) from its own media port, the detector hears a copy of it (rtpengine's subscription) and the
  * verdict goes to the local server through the outbox; the run then gives the verdicts stored and the callbacks
@@ -247,6 +248,16 @@ if (nsBySqlText.size > 0) {
   }
 }
 if (STATUS_CALLBACKS) {
+  // The callbacks still queued when the last step ends are waited for (up to DRAIN_S, 120 s by default): the run
+  // counts every callback delivered, and says how long the outbox took to catch up.
+  const drainStart = performance.now();
+  const drainLimit = drainStart + 1000 * Number(process.env.DRAIN_S ?? 120);
+  const pending = async () =>
+    Number((await ctx.db('event_outbox').where({ state: 'pending' }).count({ n: '*' }).first())?.n ?? 0);
+  while ((await pending()) > 0 && performance.now() < drainLimit) await new Promise((r) => setTimeout(r, 200));
+  console.log(
+    `\nstatus callbacks pending after the last step: caught up in ${((performance.now() - drainStart) / 1000).toFixed(1)} s`,
+  );
   const outbox: Array<{ state: string; n: number }> = await ctx
     .db('event_outbox')
     .select('state')

@@ -34,6 +34,7 @@ import * as m038 from './038-web-sessions.js';
 import * as m039 from './039-registration-node.js';
 import * as m040 from './040-registration-path.js';
 import * as m041 from './041-room-leases.js';
+import * as m042 from './042-outbox-reply-status.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -76,6 +77,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['039-registration-node', m039],
   ['040-registration-path', m040],
   ['041-room-leases', m041],
+  ['042-outbox-reply-status', m042],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { Db } from '../../store/index.js';
-import { EventCodes, type EmittedEvent } from '../../events/index.js';
+import { listCallEvents, type Db } from '../../store/index.js';
+import { EventBus, EventCodes, EventPublisher, type EmittedEvent } from '../../events/index.js';
 import { Receiver, STORES, seedAccount, seedCall, sleep, waitFor, type ReceivedRequest } from './helpers.js';
-import { eventsOn } from './setup.js';
+import { eventsOn, quiet } from './setup.js';
 
 /**
  * Per call, a request for an event may only be made once every earlier event of that call has been answered with
@@ -107,11 +107,23 @@ for (const store of STORES)
 
       // The receiver answers before the outbox records the success: wait for the rows.
       await waitFor(() => allDelivered(db), 3000, 'every row delivered');
-      // WH.0200 per delivery: on the bus and in call_events, with the delivered event's id.
+      // WH.0200 per delivery: on the bus, and among its call's events from the delivered row (the row is its
+      // record: no call event is stored for it), with the delivered event's id, attempts and status.
       await waitFor(() => ev.seen.filter((e) => e.frame.code === 'WH.0200').length === emitted.length, 3000, 'WH.0200');
-      const wh = await db('call_events').where({ code: 'WH.0200' });
-      assert.equal(wh.length, emitted.length);
-      assert.deepEqual(new Set(wh.map((r) => JSON.parse(r.data).eventId)), new Set(emitted.map((e) => e.id)));
+      assert.equal((await db('call_events').where({ code: 'WH.0200' })).length, 0, 'no call event stored');
+      for (const c of calls) {
+        const listed = (await listCallEvents(db, accountId, c.id)).filter((e) => e.code === 'WH.0200');
+        const data = listed.map((e) => JSON.parse(e.data));
+        assert.deepEqual(new Set(data.map((d) => d.eventId)), new Set(byCall.get(c.sid)));
+        assert.ok(
+          data.every((d) => d.status === 200 && d.attempts >= 1 && d.route === 'status'),
+          JSON.stringify(data[0]),
+        );
+      }
+      const seenData = ev.seen
+        .filter((e) => e.frame.code === 'WH.0200')
+        .map((e) => e.frame.data as { eventId: string });
+      assert.deepEqual(new Set(seenData.map((d) => d.eventId)), new Set(emitted.map((e) => e.id)));
     });
 
     it("one call's callbacks reuse one kept-alive connection: the ignored reply body is drained, not cut", async () => {
@@ -151,10 +163,15 @@ for (const store of STORES)
         [ids[0], ...ids],
         'the first event twice (503, then its retry), then the others in order',
       );
-      assert.deepEqual(reads, [], 'no read of the table for rows this process queued');
+      // The call's first row checks that no earlier row of the call is pending elsewhere; the rest read nothing.
+      assert.deepEqual(
+        reads.map((q) => q.slice(0, 45)),
+        ['select "id" from "event_outbox" where "id" in'],
+        'no read of the table for rows this process queued but the order check of its call',
+      );
     });
 
-    it('callbacks due together are leased and marked delivered by a few statements, not one each', async () => {
+    it('callbacks queued together are sent under the lease they were queued with: a few reads check their order, a few statements mark them', async () => {
       const { db } = await open();
       const ev = start(db, { pollIntervalMs: 60_000, maxInFlight: 64, maxInFlightPerAccount: 64 });
       const accountId = await seedAccount(db, receiver.url('/status'));
@@ -163,9 +180,11 @@ for (const store of STORES)
       await ev.publisher.emit({ accountId, code: EventCodes.walletLow });
       await waitFor(() => allDelivered(db), 3000, 'the first callback delivered');
       const leases: string[] = [];
+      const orderChecks: string[] = [];
       const marks: string[] = [];
       const onQuery = (q: { sql: string }) => {
         if (/^update "event_outbox" set "next_attempt_at"/i.test(q.sql)) leases.push(q.sql);
+        if (/^select "id" from "event_outbox" where "id" in/i.test(q.sql)) orderChecks.push(q.sql);
         if (/^update "event_outbox" set "state"/i.test(q.sql)) marks.push(q.sql);
       };
       // The receiver answers the 40 together once all have arrived, so their attempts end within a few turns.
@@ -184,8 +203,67 @@ for (const store of STORES)
       await waitFor(() => receiver.delivered().length === calls.length + 1, 5000, 'every callback delivered');
       await waitFor(() => allDelivered(db), 3000, 'every row marked delivered');
       db.off('query', onQuery);
-      assert.ok(leases.length <= 8, `${leases.length} lease statements for ${calls.length} callbacks`);
+      assert.equal(leases.length, 0, `${leases.length} lease statements for ${calls.length} callbacks`);
+      assert.ok(orderChecks.length <= 8, `${orderChecks.length} order checks for ${calls.length} callbacks`);
       assert.ok(marks.length <= 8, `${marks.length} delivered marks for ${calls.length} callbacks`);
+      const rows = await db('event_outbox')
+        .whereIn(
+          'call_id',
+          calls.map((c) => c.id),
+        )
+        .select('leased_by');
+      assert.ok(
+        rows.every((r) => r.leased_by === rows[0].leased_by && r.leased_by),
+        'queued leased to this outbox',
+      );
+    });
+
+    it("a node starting again ends its earlier process's leases: what that process queued is sent at once, in order", async () => {
+      const { db } = await open();
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const call = await seedCall(db, accountId);
+      // A process of node-a queued a call's events leased to itself for ten minutes, then died before sending them.
+      const dead = new EventPublisher({ db, bus: new EventBus(quiet) });
+      const until = new Date(Date.now() + 600_000).toISOString();
+      dead.attachOutbox({ offer: () => undefined, leaseForQueued: () => ({ node: 'node-a', until }) });
+      const ids: string[] = [];
+      for (const code of CALL_CODES) ids.push((await dead.emit({ accountId, code, callId: call.id })).id);
+      start(db, { nodeId: 'node-b' });
+      await sleep(300);
+      assert.equal(receiver.requests.length, 0, "another node does not take node-a's leased rows");
+      start(db, { nodeId: 'node-a', pollIntervalMs: 60_000 });
+      await waitFor(() => receiver.delivered().length === ids.length, 5000, 'delivered once node-a started again');
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.id),
+        ids,
+      );
+    });
+
+    it('an orderly stop ends the leases of the rows it queued and did not attempt: another node sends them at once', async () => {
+      const { db } = await open();
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const call = await seedCall(db, accountId);
+      const a = start(db, { nodeId: 'node-a', pollIntervalMs: 60_000, attemptTimeoutMs: 300 });
+      await sleep(50); // its first poll is over: it queues rows leased to itself
+      let hang = true;
+      let arrived = 0;
+      receiver.reply = async () => {
+        arrived++;
+        if (hang) await sleep(1000); // longer than the attempt's timeout: the first attempt fails
+        return 200;
+      };
+      const ids: string[] = [];
+      for (const code of CALL_CODES) ids.push((await a.publisher.emit({ accountId, code, callId: call.id })).id);
+      await waitFor(() => arrived > 0, 3000, 'the first attempt under way');
+      await a.outbox.close();
+      hang = false;
+      start(db, { nodeId: 'node-b' });
+      // The rows behind the first were leased to node-a for seconds more; its stop ended those leases.
+      await waitFor(() => receiver.delivered().length === ids.length, 3000, 'all sent by node-b');
+      assert.deepEqual(
+        receiver.delivered().map((r) => r.json.id),
+        ids,
+      );
     });
 
     it('a row whose call has an earlier row pending elsewhere waits for it (the lease checks order per call)', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import {
   countAllLiveCalls,
+  countCallEvents,
   disableWebhookRoute,
   dueOutboxRows,
   findNumberByE164,
@@ -14,6 +15,8 @@ import {
   addPoolNumbers,
   leaseOutboxRows,
   markOutboxRowsDelivered,
+  outboxRowsBehindTheirCall,
+  releaseOutboxLeases,
   listCallEvents,
   noteRouteDelivered,
   noteRouteFailed,
@@ -47,6 +50,7 @@ for (const kind of BOTH_DBS) {
       state: 'pending' as const,
       last_error: null,
       next_attempt_at: T0,
+      leased_by: null,
       created_at: T0,
       done_at: null,
       ...over,
@@ -74,19 +78,17 @@ for (const kind of BOTH_DBS) {
       // is not leased.
       const now = '2024-01-01T00:00:05.000Z';
       const lease = '2024-01-01T00:01:00.000Z';
-      const won = await leaseOutboxRows(db, ['o1', 'o2', 'o3', 'o5'], lease, now);
+      const won = await leaseOutboxRows(db, ['o1', 'o2', 'o3', 'o5'], lease, now, 'n1');
       assert.deepEqual([...won].sort(), [
         ['o1', 0],
         ['o5', 2],
       ]);
-      assert.equal((await leaseOutboxRows(db, ['o1'], lease, now)).size, 0, 'leased already');
-      await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1 }], T0);
-      assert.deepEqual(await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'done_at', 'body'), {
-        state: 'delivered',
-        attempts: 1,
-        done_at: T0,
-        body: '{}',
-      });
+      assert.equal((await leaseOutboxRows(db, ['o1'], lease, now, 'n2')).size, 0, 'leased already');
+      await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1, status: 204 }], T0);
+      assert.deepEqual(
+        await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'reply_status', 'done_at', 'body'),
+        { state: 'delivered', attempts: 1, reply_status: 204, done_at: T0, body: '{}' },
+      );
       assert.deepEqual(
         (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10)).map((r) => r.id),
         ['o2'],
@@ -94,6 +96,40 @@ for (const kind of BOTH_DBS) {
       );
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 1);
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 0, 'pending rows stay');
+    });
+
+    it("rows queued leased to a node: hidden from others' polls and leases until the node ends its leases", async () => {
+      const a = await insertAccount(db, 'Held');
+      const now = '2024-01-01T00:00:05.000Z';
+      const until = '2024-01-01T00:00:25.000Z';
+      await insertOutboxRows(db, [
+        row('h1', a.id, 'hc1', { next_attempt_at: until, leased_by: 'k1' }),
+        row('h2', a.id, 'hc1', { next_attempt_at: until, leased_by: 'k1' }),
+        row('h3', a.id, 'hc2', { next_attempt_at: until, leased_by: 'k1' }),
+      ]);
+      const mine = (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id);
+      assert.deepEqual(mine, [], 'not due for any poll');
+      assert.equal(
+        (await leaseOutboxRows(db, ['h1', 'h3'], until, now, 'k2')).size,
+        0,
+        'another node cannot lease them',
+      );
+      // The node itself may lease again what it holds (a row that waited past its queued lease), in order per call.
+      assert.deepEqual([...(await leaseOutboxRows(db, ['h1', 'h2'], until, now, 'k1')).keys()], ['h1']);
+      // The order check of rows sent under their queued lease: h2 is behind h1 of its call, h3 is first of its own.
+      assert.deepEqual([...(await outboxRowsBehindTheirCall(db, ['h2', 'h3']))], ['h2']);
+      // Another node's ending its leases touches nothing; the node's own makes its rows due, for anyone.
+      assert.equal(await releaseOutboxLeases(db, 'k2', now), 0);
+      assert.equal(await releaseOutboxLeases(db, 'k1', now, ['h3']), 1);
+      assert.deepEqual(
+        (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id).map((r) => r.id),
+        ['h3'],
+      );
+      assert.equal(await releaseOutboxLeases(db, 'k1', now), 2, 'all the rest');
+      assert.deepEqual(
+        (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id).map((r) => r.id),
+        ['h1', 'h3'],
+      );
     });
 
     it('counts route failures atomically, resets them on delivery, and disables a route', async () => {
@@ -151,6 +187,58 @@ for (const kind of BOTH_DBS) {
       );
       const due = await dueOutboxRows(db, T0, [], 1000);
       assert.equal(due.filter((r) => r.account_id === a.id).length, 401);
+    });
+
+    it("lists a call's delivered status callbacks among its events as WH.0200, in time order, paged and counted", async () => {
+      const a = await insertAccount(db, 'Delivered');
+      const other = await insertAccount(db, 'Other');
+      const at = (s: number) => `2024-01-01T00:00:0${s}.000Z`;
+      const event = (id: string, s: number) => ({
+        id,
+        account_id: a.id,
+        call_id: 'dc1',
+        code: 'CALL.0100',
+        event: 'call.initiated',
+        data: '{"n":1}',
+        created_at: at(s),
+      });
+      await insertCallEvents(db, [event('de1', 1), event('de3', 3)]);
+      await insertOutboxRows(db, [
+        row('do1', a.id, 'dc1', { route: 'status:number:n1', url: 'https://d.example/s' }),
+        row('do2', a.id, 'dc1'), // still pending: no WH.0200
+        row('do3', a.id, 'dc2'), // another call
+        row('do4', other.id, 'dc1'), // another account
+      ]);
+      await markOutboxRowsDelivered(db, [{ id: 'do1', attempts: 2, status: 200 }], at(2));
+      await markOutboxRowsDelivered(db, [{ id: 'do3', attempts: 1, status: 200 }], at(2));
+      await markOutboxRowsDelivered(db, [{ id: 'do4', attempts: 1, status: 200 }], at(2));
+      // Delivered before the reply's status was kept: its WH.0200 is a stored call event, listed once.
+      await insertOutboxRows(db, [row('do5', a.id, 'dc1', { state: 'delivered', done_at: at(4) })]);
+
+      const listed = await listCallEvents(db, a.id, 'dc1');
+      assert.deepEqual(
+        listed.map((e) => [e.code, e.event, e.created_at]),
+        [
+          ['CALL.0100', 'call.initiated', at(1)],
+          ['WH.0200', 'webhook.delivered', at(2)],
+          ['CALL.0100', 'call.initiated', at(3)],
+        ],
+      );
+      assert.deepEqual(JSON.parse(listed[1]!.data), {
+        eventId: 'do1',
+        event: 'call.completed',
+        url: 'https://d.example/s',
+        route: 'status:number:n1',
+        attempts: 2,
+        status: 200,
+      });
+      assert.equal(listed[0]!.data, '{"n":1}');
+      assert.deepEqual(
+        (await listCallEvents(db, a.id, 'dc1', { limit: 2, offset: 1 })).map((e) => e.code),
+        ['WH.0200', 'CALL.0100'],
+      );
+      assert.equal(await countCallEvents(db, a.id, 'dc1'), 3);
+      assert.equal(await countCallEvents(db, other.id, 'dc1'), 1);
     });
 
     it('records call events, finds an owned number, counts live calls of every account', async () => {
