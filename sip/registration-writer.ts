@@ -10,6 +10,9 @@
  * place, the common REGISTER) waits up to `refreshDelayMs` and is written with the others: a crash loses at most
  * that much of refreshes, whose bindings then come back with the expiry they had before (still live: a phone
  * refreshes before its binding expires). close() and settled() write everything pending.
+ *
+ * A refresh is written in place only over rows the store is known to hold: after a failed write of an end-user
+ * (logged), its next write replaces its rows, so contacts the registrar dropped meanwhile leave the store too.
  */
 import type { Logger } from '../config/index.js';
 import {
@@ -51,6 +54,8 @@ interface Pending {
 export class RegistrationWriter {
   readonly #o: RegistrationWriterOptions;
   readonly #dirty = new Map<string, Pending>();
+  /** End-users whose last write failed: the store may hold rows the registrar no longer keeps. */
+  readonly #failed = new Set<string>();
   #urgent = false;
   #timer?: TimerHandle;
   #immediate?: NodeJS.Immediate;
@@ -143,18 +148,25 @@ export class RegistrationWriter {
     const writes = slice.map((p) => this.#writeOf(p));
     try {
       await writeRegistrations(this.#o.db, writes);
+      for (const w of writes) this.#failed.delete(w.endUserId);
     } catch (err) {
       if (writes.length === 1) {
-        this.#o.logger.warn({ err, endUserId: writes[0]!.endUserId }, 'registration state not written');
+        this.#notWritten(err, writes[0]!);
         return;
       }
       // One bad end-user must not keep the others from being written: each alone, failures logged.
       for (const w of writes) {
-        await writeRegistrations(this.#o.db, [w]).catch((e: unknown) =>
-          this.#o.logger.warn({ err: e, endUserId: w.endUserId }, 'registration state not written'),
+        await writeRegistrations(this.#o.db, [w]).then(
+          () => this.#failed.delete(w.endUserId),
+          (e: unknown) => this.#notWritten(e, w),
         );
       }
     }
+  }
+
+  #notWritten(err: unknown, w: RegistrationWrite): void {
+    this.#failed.add(w.endUserId);
+    this.#o.logger.warn({ err, endUserId: w.endUserId }, 'registration state not written');
   }
 
   #writeOf(p: Pending): RegistrationWrite {
@@ -168,7 +180,7 @@ export class RegistrationWriter {
       // Every binding is stored, so other nodes know where the phone is; only UDP ones are restored after a restart
       // (stream ones die with their connection).
       rows,
-      ...(p.refresh && rows.length > 0 && { refresh: true }),
+      ...(p.refresh && rows.length > 0 && !this.#failed.has(endUserId) && { refresh: true }),
     };
   }
 }

@@ -104,4 +104,76 @@ describe('sip/registration-writer', function () {
       await writer.close();
     }
   });
+
+  it('after a failed write, the next refresh replaces the rows: a contact dropped meanwhile leaves the store', async () => {
+    const location = new LocationService();
+    const writer = new RegistrationWriter({ db, location, clock: systemClock, logger: quietLogger, refreshDelayMs: 0 });
+    const user = { accountId: 'acct-f', extension: '2002', endUserId: 'user-failed' };
+    const binding = (contact: string, cseq: number) => ({
+      accountId: user.accountId,
+      endUserId: user.endUserId,
+      extension: user.extension,
+      contact,
+      transport: 'UDP' as const,
+      sourceAddress: '192.0.2.10',
+      sourcePort: 5060,
+      flowId: 'udp:192.0.2.10:5060',
+      expiresAt: Date.now() + 3600_000 + cseq,
+      registeredAt: Date.now(),
+      tokenId: 'token-f',
+      callId: 'call-f',
+      cseq,
+    });
+    const a = 'sip:2002@192.0.2.10:5060';
+    const b = 'sip:2002@192.0.2.10:5070';
+    const stored = async () =>
+      (await db('registrations').where({ end_user_id: user.endUserId }).orderBy('contact')).map((r: any) => r.contact);
+    // The store refuses to delete this end-user's rows while armed: one write fails, as on a store error.
+    await db.raw('create table "fail_once" ("armed" integer)');
+    await db.raw(
+      'create trigger "fail_once_delete" before delete on "registrations" when exists (select 1 from "fail_once") ' +
+        "begin select raise(abort, 'store unavailable'); end",
+    );
+    try {
+      location.apply(user.accountId, user.extension, [binding(a, 1), binding(b, 1)], [], 10);
+      writer.mark(user, { registeredAt: new Date().toISOString(), urgent: true });
+      await writer.settled();
+      assert.deepEqual(await stored(), [a, b]);
+
+      // The phone unregisters b; that write fails.
+      await db('fail_once').insert({ armed: 1 });
+      location.apply(user.accountId, user.extension, [], [b], 10);
+      writer.mark(user, { urgent: true });
+      await writer.settled();
+      await db('fail_once').del();
+      assert.deepEqual(await stored(), [a, b], 'the failed write changed nothing');
+
+      // A refresh of a alone: the store ends up holding what the registrar keeps.
+      location.apply(user.accountId, user.extension, [binding(a, 2)], [], 10);
+      writer.mark(user, { registeredAt: new Date().toISOString(), urgent: false });
+      await writer.settled();
+      assert.deepEqual(await stored(), [a], 'the contact the phone unregistered is gone from the store');
+
+      // Written once since, the end-user's refreshes are in place again.
+      const kinds: string[] = [];
+      const onQuery = (q: { sql: string }) => {
+        if (/^delete from "registrations" where "end_user_id" in/i.test(q.sql)) kinds.push('replace');
+        else if (/^insert into "registrations" .* on conflict/i.test(q.sql)) kinds.push('in place');
+      };
+      db.on('query', onQuery);
+      try {
+        location.apply(user.accountId, user.extension, [binding(a, 3)], [], 10);
+        writer.mark(user, { registeredAt: new Date().toISOString(), urgent: false });
+        await writer.settled();
+      } finally {
+        db.off('query', onQuery);
+      }
+      assert.deepEqual(kinds, ['in place']);
+      assert.deepEqual(await stored(), [a]);
+    } finally {
+      await db.raw('drop trigger "fail_once_delete"');
+      await db.raw('drop table "fail_once"');
+      await writer.close();
+    }
+  });
 });
