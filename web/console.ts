@@ -12,7 +12,7 @@ import {
   type WebSessionRow,
 } from '../store/index.js';
 import { checkPassword, dummyPasswordHash, findOperatorByEmailAddress, spendOperatorTotp } from '../api/index.js';
-import { SignInGuard } from './sign-in-guard.js';
+import { SignInGuard, signInFields } from './sign-in-guard.js';
 import { confined, readJsonBody, sendStatic, vendorFile, WebError } from './web-kit.js';
 import { consoleApi, sipLadder, type ConsoleLive } from './console-api.js';
 import { systemClock, type Clock } from '../kit/index.js';
@@ -142,20 +142,13 @@ export class Console {
 
   async #signIn(ctx: Context): Promise<void> {
     this.#signInGuard.admit(ctx);
-    const body = await readJsonBody(ctx);
-    const email = String(body.email ?? '')
-      .trim()
-      .toLowerCase()
-      .slice(0, 320);
+    const { email, password, code } = signInFields(await readJsonBody(ctx));
     const now = this.#clock.now();
     this.#signInGuard.refuseLocked(email, now);
     const op = await findOperatorByEmailAddress(this.deps.db, email);
     // The scrypt runs whether or not the email exists, so timing does not tell which operators exist.
-    const passOk = await checkPassword(
-      String(body.password ?? '').slice(0, 1024),
-      op?.password_hash ?? (await dummyPasswordHash()),
-    );
-    const ok = !!op && passOk && (await spendOperatorTotp(this.deps.db, op.id, String(body.code ?? ''), now));
+    const passOk = await checkPassword(password, op?.password_hash ?? (await dummyPasswordHash()));
+    const ok = !!op && passOk && (await spendOperatorTotp(this.deps.db, op.id, code, now));
     if (!ok || !op) throw this.#signInGuard.failed(email, now);
     this.#signInGuard.succeeded(email);
     // Sessions that were never used again are dropped here (the table stays bounded by live sessions).

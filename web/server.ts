@@ -21,7 +21,7 @@ import {
 } from '../store/index.js';
 import { apiKeyOut, checkPassword, dummyPasswordHash, findPortalUserByEmail, spendTotp } from '../api/index.js';
 import { loosePath } from './request-keys.js';
-import { SignInGuard } from './sign-in-guard.js';
+import { SignInGuard, signInFields } from './sign-in-guard.js';
 import { portalReads } from './portal-reads.js';
 // The portal's errors are the web room's (status, stable code, message).
 import { WebError as PortalError, readJsonBody as readJson, sendStatic, confined, vendorFile } from './web-kit.js';
@@ -289,16 +289,13 @@ export class Portal {
 
   async #signIn(ctx: Context): Promise<void> {
     this.#signInGuard.admit(ctx);
-    const body = await readJson(ctx);
-    const email = String(body.email ?? '')
-      .trim()
-      .toLowerCase();
+    const { email, password, code } = signInFields(await readJson(ctx));
     const now = this.#clock.now();
     this.#signInGuard.refuseLocked(email, now);
     const user = await findPortalUserByEmail(this.deps.db, email);
     // The scrypt runs whether or not the email exists, so timing does not tell which emails have users.
-    const passOk = await checkPassword(String(body.password ?? ''), user?.password_hash ?? (await dummyPasswordHash()));
-    const ok = !!user && passOk && (await spendTotp(this.deps.db, user.id, String(body.code ?? ''), now));
+    const passOk = await checkPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
+    const ok = !!user && passOk && (await spendTotp(this.deps.db, user.id, code, now));
     if (!ok || !user) throw this.#signInGuard.failed(email, now);
     this.#signInGuard.succeeded(email);
     const account = await findAccount(this.deps.db, user.account_id);

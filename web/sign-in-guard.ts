@@ -10,6 +10,36 @@ const LOCKOUT_MS = 15 * 60_000;
 /** Emails with failures remembered at most; past it, expired entries are dropped first. */
 const MAX_REMEMBERED = 10_000;
 
+/**
+ * The longest email (a 64-character local part, @ and a 255-character domain) and password a sign-in takes: a
+ * longer password is refused before scrypt, which would otherwise hash up to the body limit's 64 KiB.
+ */
+export const MAX_EMAIL_CHARS = 320;
+export const MAX_PASSWORD_CHARS = 1024;
+
+/** A sign-in's fields as both pages read them: email trimmed and lower-cased. */
+export interface SignInFields {
+  email: string;
+  password: string;
+  code: string;
+}
+
+/**
+ * The fields of a sign-in body, for the portal and the console alike; an email or password over its bound is a
+ * 400 VALIDATION_ERROR naming the field, before any lookup or password hashing.
+ */
+export function signInFields(body: Record<string, unknown>): SignInFields {
+  const email = String(body.email ?? '')
+    .trim()
+    .toLowerCase();
+  const password = String(body.password ?? '');
+  if (email.length > MAX_EMAIL_CHARS)
+    throw new WebError(400, 'VALIDATION_ERROR', `email: at most ${MAX_EMAIL_CHARS} characters.`);
+  if (password.length > MAX_PASSWORD_CHARS)
+    throw new WebError(400, 'VALIDATION_ERROR', `password: at most ${MAX_PASSWORD_CHARS} characters.`);
+  return { email, password, code: String(body.code ?? '') };
+}
+
 /** The stable codes of a sign-in's refusals (each page has its own). */
 export interface SignInCodes {
   /** 429: the source address spent its budget. */

@@ -184,6 +184,30 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     await signIn('127.0.0.51');
   });
 
+  it('a sign-in email over 320 characters or password over 1,024 is a 400 naming the field, before any lookup', async () => {
+    const attempt = (body: object, from: string) => send('POST', '/portal/api/signin', { body, from });
+    const long = await attempt({ email, password: 'x'.repeat(60_000), code: '000000' }, '127.0.0.60');
+    assert.equal(long.status, 400, JSON.stringify(long.body));
+    assert.equal(long.body.code, 'VALIDATION_ERROR');
+    assert.match(long.body.detail, /^password: at most 1024 characters/);
+    const longEmail = await attempt(
+      { email: `${'a'.repeat(310)}@example.com`, password, code: '000000' },
+      '127.0.0.61',
+    );
+    assert.equal(longEmail.status, 400, JSON.stringify(longEmail.body));
+    assert.equal(longEmail.body.code, 'VALIDATION_ERROR');
+    assert.match(longEmail.body.detail, /^email: at most 320 characters/);
+    // At the bounds the attempt is judged as any other: a wrong password.
+    const edge = await attempt(
+      { email: `${'a'.repeat(308)}@example.com`, password: 'y'.repeat(1024), code: '0' },
+      '127.0.0.62',
+    );
+    assert.equal(edge.status, 401, JSON.stringify(edge.body));
+    assert.equal(edge.body.code, 'PORTAL_SIGNIN_FAILED');
+    // A refusal for length is no failed sign-in of the email: it still signs in.
+    await signIn('127.0.0.63');
+  });
+
   it('a session busy all day still ends at the absolute lifetime (12 h), and its API key is revoked', async () => {
     const sessionKeys = async () =>
       (await h.db('api_keys').where({ name: 'portal-session', is_active: true }).select('id')).map((r) => r.id);
