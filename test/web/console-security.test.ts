@@ -118,6 +118,18 @@ describe('web: operator console guards', function () {
     assert.equal(locked.body.code, 'CONSOLE_LOCKED');
   });
 
+  it('refuses an email over 320 characters or a password over 1,024 with a 400 naming the field', async () => {
+    clock += 60_000;
+    const long = await signIn('other@example.net', 'x'.repeat(60_000), '000000');
+    assert.equal(long.status, 400, JSON.stringify(long.body));
+    assert.equal(long.body.code, 'VALIDATION_ERROR');
+    assert.match(long.body.detail, /^password: at most 1024 characters/);
+    clock += 60_000;
+    const longEmail = await signIn(`${'a'.repeat(310)}@example.net`, password, '000000');
+    assert.equal(longEmail.status, 400, JSON.stringify(longEmail.body));
+    assert.match(longEmail.body.detail, /^email: at most 320 characters/);
+  });
+
   it('serves its pages and uPlot from node_modules, and nothing outside its folder', async () => {
     const page = await send('GET', '/console/');
     assert.equal(page.status, 200);
