@@ -42,6 +42,7 @@ import {
   type Db,
 } from '../../store/index.js';
 import type { Switch } from '../../switch.js';
+import { startWebhookServer } from '../webhook-server.js';
 
 const SECONDS = Number(process.argv[3] ?? 10);
 const STEPS = (process.argv[2] ?? '10,25,50').split(',').map((s) => {
@@ -119,7 +120,7 @@ const ctx: { db: Db; dataDir: string; sw?: Switch; child?: SwitchProcess } = CHI
   ? await childStore()
   : await startTestSwitch({ ...PORTS, env }).then((t) => ({ db: t.db, dataDir: t.config.dataDir, sw: t.sw }));
 const acct = await createAccountWithDid(ctx.db, '+254711900002', 1_000_000_000);
-const hook = await startWebhookServer();
+const hook = await startWebhookServer({ amd: AMD });
 await ctx.db('numbers').where({ number: acct.did }).update({ webhook_voice_inbound: hook.url });
 await ctx.db('accounts').where({ id: acct.id }).update({ max_concurrent_calls: 100000, max_cps: 100000 });
 const STATUS_CALLBACKS = process.env.STATUS_CALLBACKS === '1';
@@ -574,38 +575,6 @@ async function childStore(): Promise<{ db: Db; dataDir: string }> {
   await setRate(db, 'inbound', 50);
   await setRate(db, 'tts', 1);
   return { db, dataDir };
-}
-
-/**
- * The customer's server, in its own process: answers every request with a Dial to the PSTN (a status callback's
- * reply body is ignored), and `/stats` with the requests it got by path and the TCP connections it accepted.
- */
-async function startWebhookServer(): Promise<{ url: string; statusUrl: string; statsUrl: string; proc: ChildProcess }> {
-  const code = `
-    const http = require('node:http');
-    const amd = process.argv[1] === 'amd';
-    let doc = '<Response><Dial timeout="10"><Number>+254722000001</Number></Dial></Response>';
-    const byPath = {};
-    let connections = 0;
-    const s = http.createServer((req, res) => { req.resume(); req.on('end', () => {
-      if (req.url === '/stats') return res.end(JSON.stringify({ connections, byPath }));
-      byPath[req.url] = (byPath[req.url] || 0) + 1;
-      res.writeHead(200, { 'content-type': 'application/xml' }); res.end(doc); }); });
-    s.on('connection', () => connections++);
-    s.keepAliveTimeout = 60000;
-    s.listen(0, '127.0.0.1', () => {
-      const port = s.address().port;
-      if (amd) doc = '<Response><Dial timeout="10"><Number machineDetection="Enable" amdStatusCallback="http://127.0.0.1:' +
-        port + '/amd">+254722000001</Number></Dial></Response>';
-      console.log(port);
-    });`;
-  const proc = spawn(process.execPath, ['-e', code, AMD ? 'amd' : 'plain'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  // The bench may end by a signal or a crash: the webhook server must not outlive it (it holds our stdout).
-  process.once('exit', () => proc.kill());
-  process.once('SIGTERM', () => process.exit(143));
-  const port = await new Promise<string>((resolve) => proc.stdout!.once('data', (d) => resolve(String(d).trim())));
-  const base = `http://127.0.0.1:${port}`;
-  return { url: `${base}/voice`, statusUrl: `${base}/status`, statsUrl: `${base}/stats`, proc };
 }
 
 /**

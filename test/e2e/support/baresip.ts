@@ -18,8 +18,12 @@ export interface BaresipAccount {
   ext: string;
   token: string;
   domain: string;
-  /** The switch's SIP port on 127.0.0.1 (the outbound proxy). */
+  /** The switch's SIP port (the outbound proxy). */
   switchPort: number;
+  /** The outbound proxy's address (127.0.0.1): a front's, say. */
+  switchHost?: string;
+  /** How it registers and calls (udp). */
+  transport?: 'udp' | 'tcp';
 }
 
 export interface BaresipOptions {
@@ -82,11 +86,15 @@ export function spawnBaresip(o: BaresipOptions): BaresipPhone {
       ...(o.ctrl ? ['module_app ctrl_tcp.so', `ctrl_tcp_listen 127.0.0.1:${sipPort + 3}`] : []),
     ].join('\n') + '\n',
   );
-  const { ext, token, domain, switchPort } = o.phone;
+  const { ext, token, domain, switchPort, switchHost = '127.0.0.1', transport = 'udp' } = o.phone;
   writeFileSync(
     path.join(dir, 'accounts'),
-    `<sip:${ext}@${domain};transport=udp>;auth_user=${ext};auth_pass=${token};` +
-      `outbound="sip:127.0.0.1:${switchPort}";regint=600${o.mwi ? ';mwi=yes' : ''}\n`,
+    // Over TCP the transport is named on the outbound proxy alone: baresip 1.0.0 fails to register (ENOSYS) an
+    // account line much longer than 520 bytes, and a phone token takes most of it.
+    (transport === 'udp'
+      ? `<sip:${ext}@${domain};transport=udp>;auth_user=${ext};auth_pass=${token};outbound="sip:${switchHost}:${switchPort}"`
+      : `<sip:${ext}@${domain}>;auth_user=${ext};auth_pass=${token};outbound="sip:${switchHost}:${switchPort};transport=tcp"`) +
+      `;regint=600${o.mwi ? ';mwi=yes' : ''}\n`,
   );
   const args = ['-4', '-n', 'v0', '-f', dir, ...(o.dial ? ['-e', `/dial ${o.dial}`] : []), '-t', String(o.seconds)];
   const child = spawn('baresip', args, { stdio: ['ignore', 'pipe', 'pipe'] });
