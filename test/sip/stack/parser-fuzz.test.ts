@@ -224,12 +224,12 @@ describe('parser under pathological runs in every header (issue 22)', function (
     for (const name of HEADER_NAMES)
       for (const run of RUNS) {
         const data = withHeader(name, 'SIP/2.0/UDP h' + fill(run, 60_000));
-        const t0 = performance.now();
         const r = parseMessage(data);
         assert.ok(!r.ok && r.error.code === 'SIP_TOO_LARGE' && r.error.status === 513, name);
         assert.equal(r.request, undefined);
         assert.deepEqual(new StreamFramer().push(data), [{ kind: 'too-large' }]);
-        assert.ok(performance.now() - t0 < BOUND_MS);
+        const dt = timed(data);
+        assert.ok(dt < BOUND_MS, `${dt.toFixed(1)} ms to refuse ${name} with ${JSON.stringify(run)}`);
       }
   });
 
