@@ -308,7 +308,13 @@ describe('e2e: Kamailio in front of three nodes', function () {
     console.log(
       `      ${c.total} calls offered at ${RATE}/s: ${c.failed} failed; ${victim.id} held or was setting up ${closedBySurvivor.length}`,
     );
-    assert.equal(c.failed, closedBySurvivor.length, "the failed calls are the dead node's");
+    // A call the dead node had answered fails at the carrier; one it was still setting up either fails or, when
+    // the INVITE went unanswered, is moved to the next node by the front (and the dead node's row is closed too).
+    const answered = closedBySurvivor.filter((r) => r.answered_at !== null).length;
+    assert.ok(
+      c.failed >= answered && c.failed <= closedBySurvivor.length,
+      `the failed calls (${c.failed}) are the dead node's (${answered} answered, ${closedBySurvivor.length} in all)`,
+    );
     assert.equal(rows.length - closedBySurvivor.length, c.ok, 'every other call succeeded');
     assert.ok(
       closedBySurvivor.every((r) => r.created_at < new Date(killedAt).toISOString()),
