@@ -1,7 +1,7 @@
 import type { Config } from '../config/index.js';
 import { roomLogger } from '../config/index.js';
 import type { Admission } from '../billing/index.js';
-import { ReasonCodes, type EventPublisher } from '../events/index.js';
+import { ReasonCodes, type EventPublisher, type ReasonCode } from '../events/index.js';
 import { mediaStorageFor, type MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, isPostgres, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
@@ -345,8 +345,9 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   /** Shutdown: every live call is ended (BYE sent, CDR closed). */
-  async close(): Promise<void> {
+  /** Ends every call still up (BYE, billed) with `reason`: END.0505 when a drain timed out, else a normal hangup. */
+  async close(reason: ReasonCode = ReasonCodes.normalHangup): Promise<void> {
     this.#closed = true;
-    await Promise.all([...this.#live.values()].map((l) => l.end(ReasonCodes.normalHangup)));
+    await Promise.all([...this.#live.values()].map((l) => l.end(reason)));
   }
 }
