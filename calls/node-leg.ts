@@ -187,8 +187,11 @@ export interface NodeLegBase {
   rooms: NodeRooms;
   /** The one way a call's lifecycle is built (calls/call-services.ts). */
   lifecycle: (row: CallRow) => CallLifecycle;
-  /** Told of each leg from another node while it lasts (it counts as this node's live call; drain waits for it). */
-  legs: Set<string>;
+  /**
+   * Each leg from another node while it lasts, with what ends it with a BYE (this node stopping). It counts as this
+   * node's live call; drain waits for it.
+   */
+  legs: Map<string, () => void>;
 }
 
 /**

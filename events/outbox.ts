@@ -6,7 +6,7 @@ import {
   inTransaction,
   leaseOutboxRows,
   markOutboxRowsDelivered,
-  outboxRowsBehindTheirCall,
+  outboxRowsNotSendable,
   releaseOutboxLeases,
   noteRouteDelivered,
   resetRouteFailures,
@@ -135,7 +135,9 @@ const MAX_ROWS_IN_MEMORY = 10_000;
  *   are those stored at enqueue time, identical on every retry.
  * - Exactly one sender: a row this process will keep in memory is queued already leased to it (`leaseForQueued`),
  *   for long enough to wait its turn a few seconds and be attempted; it is sent without a lease statement while
- *   that lease still covers the attempt, and leased again first when it does not. Nobody else takes a leased row.
+ *   that lease still covers the attempt (and the read below finds it still this node's), and leased again first
+ *   when it does not. Nobody else takes a leased row. A node declared gone (store/nodes.ts) has its leases ended,
+ *   its rows due at once for the others; should it resume, what it kept under those leases goes through the lease.
  * - In order per call: a row is not attempted while an earlier row of the same call (smaller event id: ids are
  *   UUIDv7, see event-id.ts) is still pending, even while that one waits out a back-off. The lease checks it,
  *   whichever process queued the earlier row; a row queued leased is checked by a read, only for the first row of a
@@ -211,9 +213,12 @@ export class StatusCallbackOutbox {
     const won = await leaseOutboxRows(this.#db, ids, until, iso(now), this.#nodeId);
     return ids.map((id) => won.get(id));
   }, BATCHING);
-  /** Rows queued leased to this process check only the order of their call, together: true when in order. */
+  /**
+   * Rows queued leased to this process check only the order of their call and that the lease is still theirs,
+   * together: true when sendable.
+   */
   readonly #orderChecks = new TurnBatch<string, boolean>(async (ids) => {
-    const behind = await outboxRowsBehindTheirCall(this.#db, ids);
+    const behind = await outboxRowsNotSendable(this.#db, ids, this.#nodeId);
     return ids.map((id) => !behind.has(id));
   }, BATCHING);
   readonly #delivered = new TurnBatch<{ id: string; attempts: number; status: number }, void>(async (rows) => {

@@ -130,19 +130,21 @@ export async function leaseOutboxRows(
   return won;
 }
 
-const OUT_OF_ORDER_SQL = (n: number): string =>
-  `select "id" from "event_outbox" where "id" in (${marks(n)}) and exists (${EARLIER_PENDING_OF_CALL}` +
-  `"event_outbox"."call_id" and "p"."id" < "event_outbox"."id")`;
+const NOT_SENDABLE_SQL = (n: number): string =>
+  `select "id" from "event_outbox" where "id" in (${marks(n)}) and (not "state" = 'pending'` +
+  ` or "leased_by" is null or not "leased_by" = ?` +
+  ` or exists (${EARLIER_PENDING_OF_CALL}"event_outbox"."call_id" and "p"."id" < "event_outbox"."id"))`;
 
 /**
- * Of the given rows, those with an earlier row of their call still pending (whoever queued it): the check a lease
- * makes, for rows queued already leased. One read per 256.
+ * Of the given rows, queued leased to `node`, those it may not send under that lease: an earlier row of their call
+ * still pending (whoever queued it), or the lease no longer `node`'s (ended when the node was declared gone, the row
+ * perhaps sent by another since). The checks a lease makes, by one read per 256.
  */
-export async function outboxRowsBehindTheirCall(db: Db, ids: readonly string[]): Promise<Set<string>> {
+export async function outboxRowsNotSendable(db: Db, ids: readonly string[], node: string): Promise<Set<string>> {
   const behind = new Set<string>();
   for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
     const chunk = paddedIds(ids.slice(i, i + IDS_PER_STATEMENT));
-    for (const r of await selectRows(db, OUT_OF_ORDER_SQL(chunk.length), chunk)) behind.add(String(r.id));
+    for (const r of await selectRows(db, NOT_SENDABLE_SQL(chunk.length), [...chunk, node])) behind.add(String(r.id));
   }
   return behind;
 }

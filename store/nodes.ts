@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { firstRow, runSqlCount, selectRows, updateRowCount, upsertRow } from './fixed-sql.js';
+import { releaseOutboxLeases } from './event-outbox.js';
 import { markRegistrationsUnreachable } from './registrations.js';
 
 export type NodeState = 'up' | 'draining' | 'stopped' | 'gone';
@@ -55,7 +56,8 @@ export async function listNodes(db: Db): Promise<NodeRow[]> {
  * Marks as gone every node other than `survivor` still counted in service (up or draining) whose heartbeat is
  * older than `staleBefore`, and answers the ids this call marked. The update is conditional, so when several
  * survivors look at once each node is marked, and its calls closed, by exactly one. Its bindings over connections
- * it held are marked unreachable (store/registrations.ts).
+ * it held are marked unreachable (store/registrations.ts), and its status-callback leases end (due at once): its
+ * pending callbacks go out from the others without waiting out their leases.
  */
 export async function claimGoneNodes(db: Db, survivor: string, staleBefore: string, now: string): Promise<string[]> {
   const stale = (
@@ -78,6 +80,7 @@ export async function claimGoneNodes(db: Db, survivor: string, staleBefore: stri
     if (n > 0) {
       claimed.push(id);
       await markRegistrationsUnreachable(db, id, now);
+      await releaseOutboxLeases(db, id, now);
     }
   }
   return claimed;

@@ -172,8 +172,13 @@ export async function serveConferenceLeg(
     return void srv.send(486, 'Busy Here');
   }
   const legId = `${row.id}.${randomUUID()}`;
-  d.legs.add(legId);
   const left = new AbortController();
+  // Ended by this node stopping: the sending node is told with a BYE.
+  let stopping = false;
+  d.legs.set(legId, () => {
+    stopping = true;
+    left.abort();
+  });
   let dialog: Dialog | undefined;
   try {
     const local = await d.media.answerIvr(legId, CALLER_LEG, req.body.toString());
@@ -198,7 +203,7 @@ export async function serveConferenceLeg(
     if (!srv.finalResponse) srv.send(500, 'Server Internal Error');
   } finally {
     d.legs.delete(legId);
-    if (dialog && !left.signal.aborted) void dialog.bye().catch(() => undefined);
+    if (dialog && (stopping || !left.signal.aborted)) void dialog.bye().catch(() => undefined);
     await d.media.deleteSession(legId).catch(() => undefined);
   }
 }

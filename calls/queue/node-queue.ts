@@ -220,8 +220,16 @@ export class QueueNodes {
     if (ask.role === 'caller' && !this.d.queues.hasRoom(row.account_id, ask.name, ask.maxSize))
       return void srv.send(486, 'Busy Here');
     const legId = `${row.id}.${randomUUID()}`;
-    this.d.legs.add(legId);
     const left = new AbortController();
+    let leaving: QueueResult = 'hangup';
+    // This node stopping ends the leg: a waiting caller leaves with system-shutdown, told to the sending node, then
+    // the leg's BYE (below, as for any end but the sending node's own BYE).
+    let stopping = false;
+    this.d.legs.set(legId, () => {
+      stopping = true;
+      leaving = 'system-shutdown';
+      left.abort();
+    });
     const stopWatching = watchNode(this.d.rooms, fromNode, () => left.abort());
     let dialog: Dialog | undefined;
     let remoteBye = false;
@@ -242,8 +250,16 @@ export class QueueNodes {
         });
         return dialog;
       };
-      let leaving: QueueResult = 'hangup';
-      if (ask.role === 'caller') await this.#serveCaller(row, ask, legId, answer, left.signal, () => leaving);
+      if (ask.role === 'caller')
+        await this.#serveCaller(
+          row,
+          ask,
+          legId,
+          answer,
+          left.signal,
+          () => leaving,
+          () => stopping,
+        );
       else await this.#serveAgent(row, ask, legId, srv, answer, left.signal);
     } catch (err) {
       this.d.log.warn({ err, node: fromNode, call: row.sid }, 'a queue leg from another node ended with an error');
@@ -264,6 +280,7 @@ export class QueueNodes {
     answer: () => Promise<Dialog>,
     left: AbortSignal,
     leaving: () => QueueResult,
+    stopping: () => boolean,
   ): Promise<void> {
     const dialog = await answer();
     const tell = (info: QueueInfo) =>
@@ -305,7 +322,8 @@ export class QueueNodes {
     left.addEventListener('abort', onLeft, { once: true });
     try {
       const outcome = await ticket.outcome;
-      if (!left.aborted) await tell({ left: outcome });
+      // Ended by the sending node, it knows; by this node stopping, it is told before the BYE.
+      if (!left.aborted || stopping()) await tell({ left: outcome });
     } finally {
       clearInterval(look);
       left.removeEventListener('abort', onLeft);

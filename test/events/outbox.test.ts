@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { listCallEvents, type Db } from '../../store/index.js';
+import { claimGoneNodes, listCallEvents, writeNodeHeartbeat, type Db } from '../../store/index.js';
 import { EventBus, EventCodes, EventPublisher, type EmittedEvent } from '../../events/index.js';
 import { Receiver, STORES, seedAccount, seedCall, sleep, waitFor, type ReceivedRequest } from './helpers.js';
 import { eventsOn, quiet } from './setup.js';
@@ -35,6 +35,28 @@ const CALL_CODES = [
   EventCodes.ttsGenerated,
   EventCodes.callCompleted,
 ];
+
+/** A row for `id` in the nodes table whose heartbeat stopped a minute ago. */
+async function silentNode(db: Db, id: string): Promise<void> {
+  const then = new Date(Date.now() - 60_000).toISOString();
+  await writeNodeHeartbeat(db, {
+    id,
+    state: 'up',
+    version: 'test',
+    sip_address: '127.0.0.1:5060',
+    http_address: '127.0.0.1:8080',
+    pid: 1,
+    live_calls: 0,
+    started_at: then,
+    heartbeat_at: then,
+  });
+}
+
+/** `survivor` declares every silent node gone, as its heartbeat's look does (billing/node-watch.ts). */
+async function declareGone(db: Db, survivor: string): Promise<string[]> {
+  const now = new Date().toISOString();
+  return claimGoneNodes(db, survivor, now, now);
+}
 
 for (const store of STORES)
   describe(`events: status-callback outbox on ${store.name}`, function () {
@@ -263,6 +285,65 @@ for (const store of STORES)
       assert.deepEqual(
         receiver.delivered().map((r) => r.json.id),
         ids,
+      );
+    });
+
+    it('a node declared gone: its leased callbacks go out from a survivor at once, in order', async () => {
+      const { db } = await open();
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const call = await seedCall(db, accountId);
+      // A process of node-a queued a call's events leased to itself for ten minutes, then its node went silent.
+      const dead = new EventPublisher({ db, bus: new EventBus(quiet) });
+      const until = new Date(Date.now() + 600_000).toISOString();
+      dead.attachOutbox({ offer: () => undefined, leaseForQueued: () => ({ node: 'node-a', until }) });
+      const ids: string[] = [];
+      for (const code of CALL_CODES) ids.push((await dead.emit({ accountId, code, callId: call.id })).id);
+      await silentNode(db, 'node-a');
+      start(db, { nodeId: 'node-b' });
+      await sleep(300);
+      assert.equal(receiver.requests.length, 0, "node-a's leases hold while it is not declared gone");
+      assert.deepEqual(await declareGone(db, 'node-b'), ['node-a']);
+      await waitFor(() => receiver.delivered().length === ids.length, 3000, 'sent by node-b once node-a is gone');
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.id),
+        ids,
+      );
+    });
+
+    it('a node declared gone while it stalled does not send what its ended leases covered: a survivor sends it once', async () => {
+      const { db } = await open();
+      const accountId = await seedAccount(db, receiver.url('/status'));
+      const slow = await seedCall(db, accountId);
+      const call = await seedCall(db, accountId);
+      let slowArrived = false;
+      let slowDone = false;
+      receiver.reply = async (r) => {
+        if (r.json.sid !== slow.sid) return 200;
+        slowArrived = true;
+        await sleep(2500);
+        slowDone = true;
+        return 200;
+      };
+      // node-a holds one attempt at a time: the call's callbacks wait in its memory under the lease they were queued
+      // with while the slow call's attempt takes its only slot.
+      const a = start(db, { nodeId: 'node-a', pollIntervalMs: 60_000, maxInFlight: 1, attemptTimeoutMs: 5000 });
+      await sleep(50); // its first poll is over: it queues rows leased to itself
+      await a.publisher.emit({ accountId, code: EventCodes.callInitiated, callId: slow.id });
+      await waitFor(() => slowArrived, 3000, "the slow call's attempt under way");
+      const ids: string[] = [];
+      for (const code of CALL_CODES) ids.push((await a.publisher.emit({ accountId, code, callId: call.id })).id);
+      await silentNode(db, 'node-a');
+      assert.deepEqual(await declareGone(db, 'node-b'), ['node-a']);
+      start(db, { nodeId: 'node-b' });
+      const ofCall = () => receiver.requests.filter((r) => r.json.sid === call.sid);
+      await waitFor(() => ofCall().length === ids.length, 2000, "node-b sends the call's callbacks at once");
+      assert.equal(slowDone, false, "before node-a's slot is free");
+      await waitFor(() => slowDone, 3000, "node-a's slow attempt over");
+      await sleep(500);
+      assert.deepEqual(
+        ofCall().map((r) => r.json.id),
+        ids,
+        'each sent once, in order: node-a, its leases ended, does not send them again',
       );
     });
 

@@ -15,7 +15,7 @@ import {
   addPoolNumbers,
   leaseOutboxRows,
   markOutboxRowsDelivered,
-  outboxRowsBehindTheirCall,
+  outboxRowsNotSendable,
   releaseOutboxLeases,
   listCallEvents,
   noteRouteDelivered,
@@ -116,8 +116,10 @@ for (const kind of BOTH_DBS) {
       );
       // The node itself may lease again what it holds (a row that waited past its queued lease), in order per call.
       assert.deepEqual([...(await leaseOutboxRows(db, ['h1', 'h2'], until, now, 'k1')).keys()], ['h1']);
-      // The order check of rows sent under their queued lease: h2 is behind h1 of its call, h3 is first of its own.
-      assert.deepEqual([...(await outboxRowsBehindTheirCall(db, ['h2', 'h3']))], ['h2']);
+      // The check of rows sent under their queued lease: h2 is behind h1 of its call, h3 is first of its own; to
+      // another node, none is its own.
+      assert.deepEqual([...(await outboxRowsNotSendable(db, ['h2', 'h3'], 'k1'))], ['h2']);
+      assert.deepEqual([...(await outboxRowsNotSendable(db, ['h2', 'h3'], 'k2'))].sort(), ['h2', 'h3']);
       // Another node's ending its leases touches nothing; the node's own makes its rows due, for anyone.
       assert.equal(await releaseOutboxLeases(db, 'k2', now), 0);
       assert.equal(await releaseOutboxLeases(db, 'k1', now, ['h3']), 1);
@@ -126,6 +128,11 @@ for (const kind of BOTH_DBS) {
         ['h3'],
       );
       assert.equal(await releaseOutboxLeases(db, 'k1', now), 2, 'all the rest');
+      assert.deepEqual(
+        [...(await outboxRowsNotSendable(db, ['h1'], 'k1'))],
+        ['h1'],
+        'a lease ended is no longer sent under it',
+      );
       assert.deepEqual(
         (await dueOutboxRows(db, now, [], 100)).filter((r) => r.account_id === a.id).map((r) => r.id),
         ['h1', 'h3'],

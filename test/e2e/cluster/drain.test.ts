@@ -157,6 +157,7 @@ describe('e2e: draining the switch process (SIGTERM, simu node drain)', function
     const rows = await db!('calls').where({ account_id: acct.id, direction: 'inbound' });
     for (const r of rows) {
       assert.equal(r.status, 'completed');
+      assert.equal(r.reason_code, 'END.0505', 'cut by the drain timeout, not hung up');
       const charges = await db!('wallet_transactions').where({ call_id: r.id, kind: 'call' });
       assert.ok(charges.length <= 1, 'billed once');
       assert.equal(
