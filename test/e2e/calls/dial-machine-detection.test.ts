@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +22,7 @@ import {
   type SippRun,
   type TestAccount,
 } from '../support/harness.js';
+import { MadeAudio } from '../support/made-audio.js';
 import { RtpCapture, toneUlawFile, type HeardPacket } from '../support/rtp-capture.js';
 
 const PORTS = allocateSwitchPorts();
@@ -63,22 +63,7 @@ describe('e2e: answering machine detection on a Dial <Number>', function () {
   /** Where in the machine's audio its beep ends, ms. */
   const BEEP_END_MS = 6000 + 300 + 500;
 
-  function sox(name: string, inputs: string[], effects: string[] = []): string {
-    const out = path.join(dir, `${name}.wav`);
-    execFileSync('sox', ['-V1', '-R', ...inputs, '-r', '8000', '-c', '1', '-b', '16', out, ...effects]);
-    return out;
-  }
-  const synth = ['-r', '8000', '-c', '1', '-n'];
-  const silence = (name: string, s: number) => sox(name, synth, ['trim', '0', String(s)]);
-  const tone = (name: string, hz: number, s: number) =>
-    sox(name, synth, ['synth', String(s), 'sine', String(hz), 'vol', '0.3']);
-  function speech(name: string, text: string, seconds?: number): string {
-    const raw = path.join(dir, `${name}-espeak.wav`);
-    execFileSync('espeak-ng', ['-w', raw, text]);
-    const trim = ['silence', '1', '0.02', '1%', 'reverse', 'silence', '1', '0.02', '1%', 'reverse'];
-    const fit = seconds === undefined ? [] : ['pad', '0', String(seconds), 'trim', '0', String(seconds)];
-    return sox(name, [raw], [...trim, ...fit]);
-  }
+  let made: MadeAudio;
   /** A copy of scenario `name` with `[marker]` replaced by the raw mu-law file `ulaw`. */
   function scenario(name: string, marker: string, ulaw: string): string {
     const file = path.join(dir, `${path.basename(ulaw)}-${name}`);
@@ -88,17 +73,18 @@ describe('e2e: answering machine detection on a Dial <Number>', function () {
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-dial-amd-e2e-'));
-    const concat = (name: string, parts: string[]) => ulawOf(sox(name, parts));
-    audio.person = concat('person', [silence('p0', 0.4), speech('hello', 'Hello?'), silence('p1', 8)]);
+    made = new MadeAudio(dir);
+    const concat = (name: string, parts: string[]) => ulawOf(made.sox(name, parts));
+    audio.person = concat('person', [made.silence('p0', 0.4), made.speech('hello', 'Hello?'), made.silence('p1', 8)]);
     audio.machine = concat('machine', [
-      speech(
+      made.speech(
         'greeting',
         "Hi, you have reached Sam and Alex. We can't take your call right now. Please leave your name, your number and a short message after the tone, and we will call you back.",
         6,
       ),
-      silence('m0', 0.3),
-      tone('beep', 1000, 0.5),
-      silence('m1', 4),
+      made.silence('m0', 0.3),
+      made.tone('beep', 1000, 0.5),
+      made.silence('m1', 4),
     ]);
     ctx = await startTestSwitch(PORTS);
     await server.listen();

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { verifyWebhookSignature } from '../../../events/index.js';
 import { nextPort } from '../../support/ports.js';
 import { waitForBound } from '../../support/wait.js';
+import { MadeAudio } from '../support/made-audio.js';
 import {
   startTestSwitch,
   createAccountWithDid,
@@ -39,24 +39,7 @@ describe('e2e: answering machine detection on originated calls', function () {
   /** Where in the machine's audio its beep ends, ms. */
   const BEEP_END_MS = 6000 + 300 + 500;
 
-  /** sox: `inputs` (files, or a synth's `-n`) through `effects`, written as 8 kHz mono 16-bit WAV `name`. */
-  function sox(name: string, inputs: string[], effects: string[] = []): string {
-    const out = path.join(dir, `${name}.wav`);
-    execFileSync('sox', ['-V1', '-R', ...inputs, '-r', '8000', '-c', '1', '-b', '16', out, ...effects]);
-    return out;
-  }
-  const synth = ['-r', '8000', '-c', '1', '-n'];
-  const silence = (name: string, s: number) => sox(name, synth, ['trim', '0', String(s)]);
-  const tone = (name: string, hz: number, s: number) =>
-    sox(name, synth, ['synth', String(s), 'sine', String(hz), 'vol', '0.3']);
-  /** espeak-ng speech without its leading and trailing silence, cut or padded to `seconds` if given. */
-  function speech(name: string, text: string, seconds?: number): string {
-    const raw = path.join(dir, `${name}-espeak.wav`);
-    execFileSync('espeak-ng', ['-w', raw, text]);
-    const trim = ['silence', '1', '0.02', '1%', 'reverse', 'silence', '1', '0.02', '1%', 'reverse'];
-    const fit = seconds === undefined ? [] : ['pad', '0', String(seconds), 'trim', '0', String(seconds)];
-    return sox(name, [raw], [...trim, ...fit]);
-  }
+  let made: MadeAudio;
   /** The callee's scenario playing `ulaw`. */
   function scenario(ulaw: string): string {
     const file = `${ulaw}.xml`;
@@ -66,28 +49,29 @@ describe('e2e: answering machine detection on originated calls', function () {
 
   before(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'simu-amd-e2e-'));
+    made = new MadeAudio(dir);
     // A person: "Hello?" after a moment, then waiting. A machine: a 6-second greeting, a pause, a 1,000 Hz beep.
     // A fax: its calling tone (1,100 Hz, 0.5 s on, 3 s off). Nobody: silence.
-    const concat = (name: string, parts: string[]) => ulawOf(sox(name, parts));
-    audio.person = concat('person', [silence('p0', 0.4), speech('hello', 'Hello?'), silence('p1', 6)]);
+    const concat = (name: string, parts: string[]) => ulawOf(made.sox(name, parts));
+    audio.person = concat('person', [made.silence('p0', 0.4), made.speech('hello', 'Hello?'), made.silence('p1', 6)]);
     audio.machine = concat('machine', [
-      speech(
+      made.speech(
         'greeting',
         "Hi, you have reached Sam and Alex. We can't take your call right now. Please leave your name, your number and a short message after the tone, and we will call you back.",
         6,
       ),
-      silence('m0', 0.3),
-      tone('beep', 1000, 0.5),
-      silence('m1', 4),
+      made.silence('m0', 0.3),
+      made.tone('beep', 1000, 0.5),
+      made.silence('m1', 4),
     ]);
     audio.fax = concat('fax', [
-      silence('f0', 0.3),
-      tone('cng1', 1100, 0.5),
-      silence('f1', 3),
-      tone('cng2', 1100, 0.5),
-      silence('f2', 3),
+      made.silence('f0', 0.3),
+      made.tone('cng1', 1100, 0.5),
+      made.silence('f1', 3),
+      made.tone('cng2', 1100, 0.5),
+      made.silence('f2', 3),
     ]);
-    audio.silence = concat('silence', [silence('s0', 8)]);
+    audio.silence = concat('silence', [made.silence('s0', 8)]);
 
     ctx = await startTestSwitch();
     await server.listen();
