@@ -49,7 +49,6 @@ import {
   EventPublisher,
   StatusCallbackOutbox,
   PlatformConcurrencyMonitor,
-  ReasonCodes,
   attachStream,
   relayEventsAcrossNodes,
   type EventCode,
@@ -524,7 +523,7 @@ export class Switch {
     while ((this.calls?.liveCount ?? 0) > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));
     const left = this.calls?.liveCount ?? 0;
-    if (left > 0) await this.calls?.close(ReasonCodes.drainCut);
+    if (left > 0) await this.calls?.close();
     await this.#publisher?.flushed();
     await this.#outbox?.settled(CALLBACKS_SETTLE_MS);
     return left;

@@ -1,7 +1,7 @@
 import type { Config } from '../config/index.js';
 import { roomLogger } from '../config/index.js';
 import type { Admission } from '../billing/index.js';
-import { ReasonCodes, type EventPublisher, type ReasonCode } from '../events/index.js';
+import { ReasonCodes, type EventPublisher } from '../events/index.js';
 import { mediaStorageFor, type MediaService } from '../media/index.js';
 import type { SipApplication } from '../sip/index.js';
 import { findCallAnyAccount, isPostgres, LIVE_CALL_STATUSES, type CallRow, type Db } from '../store/index.js';
@@ -345,15 +345,15 @@ export class SwitchCallEngine implements CallEngine {
   }
 
   /**
-   * Shutdown: every call still up is ended (BYE, billed) with `reason` (END.0505 when a drain timed out, else a
-   * normal hangup), and every leg another node's call has into a room held here gets a BYE, so that node's caller
-   * leaves at once rather than when it finds this node out of service.
+   * Shutdown: every call still up is ended (BYE, billed) as cut by its node's stop (END.0505), and every leg another
+   * node's call has into a room held here gets a BYE, so that node's caller leaves at once rather than when it finds
+   * this node out of service.
    */
-  async close(reason: ReasonCode = ReasonCodes.normalHangup): Promise<void> {
+  async close(): Promise<void> {
     this.#closed = true;
     const legs = this.#nodeLegs?.legs;
     for (const end of legs?.values() ?? []) end();
-    await Promise.all([...this.#live.values()].map((l) => l.end(reason)));
+    await Promise.all([...this.#live.values()].map((l) => l.end(ReasonCodes.nodeStopCut)));
     // The legs' BYEs are sent as each leaves its room; a moment for that before the SIP stack closes.
     for (let i = 0; i < 20 && (legs?.size ?? 0) > 0; i++) await new Promise((r) => setTimeout(r, 50));
   }

@@ -54,8 +54,8 @@ const REASON_MEANINGS = {
     'Beyond the spec (RFC 4028): the side that was to refresh the session timer sent no refresh in time; the switch sent BYE to every leg and billed to that moment.',
   [ReasonCodes.mediaFailure]:
     "Beyond the spec: the media engine relaying the call's audio died and the call did not come back with it in time; the switch sent BYE to every leg and billed only to the moment the media stopped.",
-  [ReasonCodes.drainCut]:
-    'Beyond the spec: the call was still up when the node holding it, draining (a deploy or maintenance), reached its drain timeout; the switch sent BYE to every leg and billed to that moment.',
+  [ReasonCodes.nodeStopCut]:
+    'Beyond the spec: the call was still up when the node holding it stopped: its drain (a deploy or maintenance) reached the drain timeout, or the operator stopped it at once (a second SIGTERM, SIGINT); the switch sent BYE to every leg and billed to that moment.',
   [ReasonCodes.platformPaused]:
     'Refused while the platform is not admitting new calls (deploy or maintenance); retry shortly (503 + Retry-After).',
   [ReasonCodes.platformFailure]:

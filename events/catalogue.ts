@@ -256,7 +256,7 @@ export const ReasonCodes = {
   noOutboundHandler: 'END.0501',
   sessionExpired: 'END.0422',
   mediaFailure: 'END.0502',
-  drainCut: 'END.0505',
+  nodeStopCut: 'END.0505',
   platformPaused: 'PLATFORM.0503',
   platformFailure: 'SYS.0500',
 } as const;
@@ -286,7 +286,7 @@ export const REASON_LABELS = {
   'END.0501': 'No outbound voice webhook',
   'END.0422': 'Session timer expired: the refresher sent no refresh (RFC 4028)',
   'END.0502': 'Media failure: the media engine was lost and the call could not be restored',
-  'END.0505': "Cut when the node's drain timed out",
+  'END.0505': 'Cut when its node stopped',
   'PLATFORM.0503': 'Platform paused for maintenance',
   'SYS.0500': 'Platform failure',
 } as const satisfies Record<ReasonCode, string>;

@@ -47,7 +47,7 @@ END.0410 Extension offline|END.0501 No outbound voice webhook|PLATFORM.0503 Plat
 /** Reason codes beyond the spec (docs/api.md, "Codes beyond the spec"). */
 const BEYOND_SPEC_REASONS = `END.0422 Session timer expired: the refresher sent no refresh (RFC 4028)|
   END.0502 Media failure: the media engine was lost and the call could not be restored|
-  END.0505 Cut when the node's drain timed out|SYS.0500 Platform failure`;
+  END.0505 Cut when its node stopped|SYS.0500 Platform failure`;
 
 const pairs = (s: string) =>
   s

@@ -168,9 +168,10 @@ describe('e2e: draining the switch process (SIGTERM, simu node drain)', function
 
     // A second SIGTERM while draining stops at once, with no drain time waited out.
     sw = await startSwitch(env);
+    const answered = server.statusEvents().filter((c) => c === 'CALL.0200').length;
     calls(1);
     await server.waitFor(
-      () => server.statusEvents().filter((c) => c === 'CALL.0200').length >= 3,
+      () => server.statusEvents().filter((c) => c === 'CALL.0200').length > answered,
       15000,
       'answered again',
     );
@@ -180,5 +181,16 @@ describe('e2e: draining the switch process (SIGTERM, simu node drain)', function
     const code = await sw.stop('SIGTERM');
     assert.equal(code, 0);
     assert.ok(Date.now() - t1 < 8000, `stopped in ${Date.now() - t1} ms, not after the 100-s drain`);
+    // The call it cut is recorded as cut by its node's stop, not as a party's hangup.
+    const cut = await db!('calls')
+      .where({ account_id: acct.id, direction: 'inbound' })
+      .whereNotIn(
+        'id',
+        rows.map((r) => r.id),
+      );
+    assert.deepEqual(
+      cut.map((r) => [r.status, r.reason_code]),
+      [['completed', 'END.0505']],
+    );
   });
 });
