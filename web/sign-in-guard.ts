@@ -11,11 +11,13 @@ const LOCKOUT_MS = 15 * 60_000;
 const MAX_REMEMBERED = 10_000;
 
 /**
- * The longest email (a 64-character local part, @ and a 255-character domain) and password a sign-in takes: a
- * longer password is refused before scrypt, which would otherwise hash up to the body limit's 64 KiB.
+ * The longest email (a 64-character local part, @ and a 255-character domain), password and one-time code a
+ * sign-in takes: a longer password is refused before scrypt, which would otherwise hash up to the body limit's
+ * 64 KiB; a one-time code is six digits (a recovery code a little more), so 64 leaves room and no more.
  */
 export const MAX_EMAIL_CHARS = 320;
 export const MAX_PASSWORD_CHARS = 1024;
+export const MAX_CODE_CHARS = 64;
 
 /** A sign-in's fields as both pages read them: email trimmed and lower-cased. */
 export interface SignInFields {
@@ -25,8 +27,8 @@ export interface SignInFields {
 }
 
 /**
- * The fields of a sign-in body, for the portal and the console alike; an email or password over its bound is a
- * 400 VALIDATION_ERROR naming the field, before any lookup or password hashing.
+ * The fields of a sign-in body, for the portal and the console alike; an email, password or one-time code over its
+ * bound is a 400 VALIDATION_ERROR naming the field, before any lookup or password hashing.
  */
 export function signInFields(body: Record<string, unknown>): SignInFields {
   const email = String(body.email ?? '')
@@ -37,7 +39,10 @@ export function signInFields(body: Record<string, unknown>): SignInFields {
     throw new WebError(400, 'VALIDATION_ERROR', `email: at most ${MAX_EMAIL_CHARS} characters.`);
   if (password.length > MAX_PASSWORD_CHARS)
     throw new WebError(400, 'VALIDATION_ERROR', `password: at most ${MAX_PASSWORD_CHARS} characters.`);
-  return { email, password, code: String(body.code ?? '') };
+  const code = String(body.code ?? '');
+  if (code.length > MAX_CODE_CHARS)
+    throw new WebError(400, 'VALIDATION_ERROR', `code: at most ${MAX_CODE_CHARS} characters.`);
+  return { email, password, code };
 }
 
 /** The stable codes of a sign-in's refusals (each page has its own). */

@@ -118,7 +118,7 @@ describe('web: operator console guards', function () {
     assert.equal(locked.body.code, 'CONSOLE_LOCKED');
   });
 
-  it('refuses an email over 320 characters or a password over 1,024 with a 400 naming the field', async () => {
+  it('refuses an email over 320 characters, a password over 1,024 or a code over 64 with a 400 naming the field', async () => {
     clock += 60_000;
     const long = await signIn('other@example.net', 'x'.repeat(60_000), '000000');
     assert.equal(long.status, 400, JSON.stringify(long.body));
@@ -128,6 +128,10 @@ describe('web: operator console guards', function () {
     const longEmail = await signIn(`${'a'.repeat(310)}@example.net`, password, '000000');
     assert.equal(longEmail.status, 400, JSON.stringify(longEmail.body));
     assert.match(longEmail.body.detail, /^email: at most 320 characters/);
+    clock += 60_000;
+    const longCode = await signIn('other@example.net', password, '1'.repeat(65));
+    assert.equal(longCode.status, 400, JSON.stringify(longCode.body));
+    assert.match(longCode.body.detail, /^code: at most 64 characters/);
   });
 
   it('serves its pages and uPlot from node_modules, and nothing outside its folder', async () => {

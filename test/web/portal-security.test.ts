@@ -184,7 +184,7 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     await signIn('127.0.0.51');
   });
 
-  it('a sign-in email over 320 characters or password over 1,024 is a 400 naming the field, before any lookup', async () => {
+  it('a sign-in email over 320 characters, password over 1,024 or code over 64 is a 400 naming the field, before any lookup', async () => {
     const attempt = (body: object, from: string) => send('POST', '/portal/api/signin', { body, from });
     const long = await attempt({ email, password: 'x'.repeat(60_000), code: '000000' }, '127.0.0.60');
     assert.equal(long.status, 400, JSON.stringify(long.body));
@@ -197,6 +197,9 @@ describe('web: portal hardening (CSRF header on proxied GETs, sign-in throttle p
     assert.equal(longEmail.status, 400, JSON.stringify(longEmail.body));
     assert.equal(longEmail.body.code, 'VALIDATION_ERROR');
     assert.match(longEmail.body.detail, /^email: at most 320 characters/);
+    const longCode = await attempt({ email, password, code: '1'.repeat(65) }, '127.0.0.62');
+    assert.equal(longCode.status, 400, JSON.stringify(longCode.body));
+    assert.match(longCode.body.detail, /^code: at most 64 characters/);
     // At the bounds the attempt is judged as any other: a wrong password.
     const edge = await attempt(
       { email: `${'a'.repeat(308)}@example.com`, password: 'y'.repeat(1024), code: '0' },
