@@ -31,6 +31,7 @@ import {
   SipCapture,
   HepSender,
   sipTraceToken,
+  pathNextHop,
 } from './sip/index.js';
 import {
   CreditMonitor,
@@ -322,7 +323,8 @@ export class Switch {
             ...(b.path && { route: b.path }),
           }));
           if (!config.databaseUrl) return here;
-          // Phones registered over UDP through another node are reached straight from here (docs/architecture.md).
+          // Phones registered through another node over UDP, or through a front, are reached from here too
+          // (docs/architecture.md).
           const known = new Set(here.map((b) => b.contact));
           const there = await remoteRegistrations(db, accountId, ext, Date.now()).catch((err: unknown) => {
             log.warn({ err }, 'registrations of other nodes not read');
@@ -334,9 +336,11 @@ export class Switch {
               .filter((r) => !known.has(r.contact))
               .map((r) => {
                 const route = r.path ? storedPath(r.path) : undefined;
+                // Through a front, its Path's first hop (the REGISTER's source may be the front's TCP port).
+                const source = { transport: 'UDP' as const, host: r.source_address, port: r.source_port };
                 return {
                   contact: r.contact,
-                  target: { transport: 'UDP' as const, host: r.source_address, port: r.source_port },
+                  target: (route && pathNextHop(route)) ?? source,
                   ...(route && { route }),
                 };
               }),

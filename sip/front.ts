@@ -11,7 +11,7 @@
  * From any other address a Via below the top one, or a Path, is the sender's word and is not believed.
  */
 import { addressMatches } from './trunks.js';
-import { parseVia, type SipRequest } from './stack/index.js';
+import { parseNameAddr, parseVia, targetForUri, type SipRequest, type Target } from './stack/index.js';
 
 /** Who sent a request: its own address, or the one a trusted front reported. */
 export interface RequestOrigin {
@@ -86,4 +86,15 @@ function splitHeaderList(value: string): string[] {
   }
   out.push(value.slice(from).trim());
   return out;
+}
+
+/**
+ * The first hop of a request to a binding registered with a Path: the Path's first URI (RFC 3261 §8.1.2, a preloaded
+ * loose-routing Route set is sent to its first entry), with the transport that URI names. Not the REGISTER's source:
+ * over TCP from the front that is an ephemeral port no one listens on. Undefined when the entry is unreadable.
+ */
+export function pathNextHop(path: readonly string[]): Target | undefined {
+  const first = path[0] === undefined ? null : parseNameAddr(path[0]);
+  if (!first || (first.uri.scheme !== 'sip' && first.uri.scheme !== 'sips')) return undefined;
+  return targetForUri(first.uri);
 }

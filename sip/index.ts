@@ -41,6 +41,7 @@ export { LocationService, CallSlotsExhaustedError, type Binding, type BindingCha
 export { shortPassword, accountOfHost } from './registrar-credentials.js';
 export { EndUserAuth, type EndUserAuthOptions, type EndUserAuthSettings } from './end-user-auth.js';
 export { ensureSipCertificate } from './certificate.js';
+export { pathNextHop } from './front.js';
 export { MessageWaiting, messageSummary, MWI_LIMITS } from './message-waiting.js';
 export { SecurityGate, knexBanStore, listBans, liftBan, addBan, type BanRow } from './security/index.js';
 export {

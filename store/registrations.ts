@@ -252,7 +252,8 @@ export async function pruneRegistrations(db: Db | Tx, keep: RegistrationRow[], n
 
 /**
  * The live bindings of an extension that other nodes took and that this node can reach itself: UDP ones (sent
- * straight to the phone's address), whatever their node's state. Phone token valid, end-user active.
+ * straight to the phone's address) and ones with a Path (sent to the front holding the phone's connection), whatever
+ * their node's state. Phone token valid, end-user active.
  */
 export async function remoteRegistrations(
   db: Db,
@@ -264,7 +265,8 @@ export async function remoteRegistrations(
     db,
     'select "r".* from "registrations" as "r" inner join "phone_tokens" as "t" on "t"."id" = "r"."token_id" ' +
       'inner join "end_users" as "u" on "u"."id" = "r"."end_user_id" where "r"."account_id" = ? ' +
-      'and "r"."extension" = ? and "r"."transport" = \'UDP\' and coalesce("r"."node_id", \'\') <> ? ' +
+      'and "r"."extension" = ? and ("r"."transport" = \'UDP\' or "r"."path" is not null) ' +
+      'and coalesce("r"."node_id", \'\') <> ? ' +
       'and "r"."expires_at" > ? and "r"."unreachable_at" is null and "t"."revoked_at" is null ' +
       'and "t"."expires_at" > ? and "u"."is_active" = ? and "u"."deleted_at" is null',
     [accountId, extension, storeNodeId() ?? '', nowMs, new Date(nowMs).toISOString(), true],
@@ -279,7 +281,8 @@ const NO_LIVE_BINDING =
 
 /**
  * A node declared gone held the connections of its stream bindings (TCP, TLS, WebSocket): they are marked
- * unreachable until their phones register again. Its UDP bindings stay: the phone's address still reaches it.
+ * unreachable until their phones register again. Its UDP bindings stay: the phone's address still reaches it; so
+ * do bindings with a Path: the front holds the phone's connection, and any node reaches it through the front.
  */
 export async function markRegistrationsUnreachable(db: Db | Tx, nodeId: string, at: string): Promise<number> {
   const nowMs = Date.parse(at);
@@ -288,7 +291,7 @@ export async function markRegistrationsUnreachable(db: Db | Tx, nodeId: string, 
       await selectRows(
         tx,
         'select distinct "end_user_id" from "registrations" where "node_id" = ? and not "transport" = ? ' +
-          'and "unreachable_at" is null',
+          'and "path" is null and "unreachable_at" is null',
         [nodeId, 'UDP'],
       )
     ).map((r) => r.end_user_id as string);
@@ -296,7 +299,7 @@ export async function markRegistrationsUnreachable(db: Db | Tx, nodeId: string, 
     const n = await runSqlCount(
       tx,
       'update "registrations" set "unreachable_at" = ? where "node_id" = ? and not "transport" = ? ' +
-        'and "unreachable_at" is null',
+        'and "path" is null and "unreachable_at" is null',
       [at, nodeId, 'UDP'],
       { table: 'registrations', columns: ['unreachable_at'] },
     );

@@ -45,7 +45,7 @@ export type { UacOptions, UasOptions, Outbound } from './core/leg-options.js';
 export type { B2buaOptions, B2buaLegs } from './core/b2bua.js';
 export { Responder, type ResponseOptions } from './core/responder.js';
 export { validateRequest, DEFAULT_POLICY, type RequestPolicy, type Rejection } from './core/request-validator.js';
-export { Dialog, type DialogEvents, type DialogState } from './dialog/dialog.js';
+export { Dialog, targetForUri, type DialogEvents, type DialogState } from './dialog/dialog.js';
 export {
   parseReferTo,
   parseReplaces,

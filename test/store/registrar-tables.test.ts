@@ -11,6 +11,7 @@ import {
   markRegistrationsUnreachable,
   remoteRegistrations,
   setStoreNodeId,
+  storedPath,
   storeNodeId,
   writeRegistrations,
   type RegistrationRow,
@@ -20,6 +21,7 @@ import {
   type Db,
   type EndUserRow,
 } from '../../store/index.js';
+import { pathNextHop } from '../../sip/index.js';
 import { BOTH_DBS, postgresDb } from '../support/db.js';
 
 /** Three tokens of the end-user, issued at 1700000000 + 0, 1, 2, created in that order (distinct created_at). */
@@ -323,5 +325,53 @@ describe('store: registrations of several nodes (postgres)', function () {
     assert.equal(await markRegistrationsUnreachable(db, 'node-1', new Date().toISOString()), 1);
     assert.ok((await db('registrations').where({ contact: 'sip:tcp@x' }).first()).unreachable_at);
     assert.equal((await db('end_users').where({ id: u.id }).first()).registration_state, 'registered', 'UDP on 2');
+  });
+
+  it('a binding with a Path is reached from any node, over any transport, and outlives its node', async () => {
+    const a = await insertAccount(db, 'Front');
+    const u = await insertEndUser(db, a.id, 'f@example.com', 'F');
+    const [token] = await threeTokens(db, u, 1);
+    setStoreNodeId('node-1');
+    const path = ['<sip:192.0.2.9:5060;transport=tcp;lr;received=sip:198.51.100.7:40001%3Btransport%3Dtcp>'];
+    await writeRegistrations(db, [
+      {
+        endUserId: u.id,
+        state: 'registered',
+        rows: [
+          {
+            end_user_id: u.id,
+            contact: 'sip:front@x',
+            account_id: a.id,
+            extension: u.extension_number,
+            source_address: '192.0.2.9',
+            source_port: 41234, // the front's end of its TCP connection to node 1
+            flow_id: 'f',
+            token_id: token!,
+            call_id: 'c',
+            cseq: 1,
+            registered_at: 1,
+            expires_at: Date.now() + 3600_000,
+            node_id: 'node-1',
+            transport: 'TCP',
+            unreachable_at: null,
+            path: JSON.stringify(path),
+          },
+        ],
+      },
+    ]);
+    setStoreNodeId('node-2');
+    const seen = await remoteRegistrations(db, a.id, u.extension_number, Date.now());
+    assert.deepEqual(
+      seen.map((r) => [r.contact, r.path ? storedPath(r.path) : null]),
+      [['sip:front@x', path]],
+    );
+    assert.deepEqual(pathNextHop(storedPath(seen[0]!.path!)!), {
+      transport: 'TCP',
+      host: '192.0.2.9',
+      port: 5060,
+      flowId: undefined,
+    });
+    assert.equal(await markRegistrationsUnreachable(db, 'node-1', new Date().toISOString()), 0);
+    assert.equal((await remoteRegistrations(db, a.id, u.extension_number, Date.now())).length, 1);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -9,6 +9,7 @@ import { runSipp, type SippRun } from '../../support/sipp.js';
 import { extraBlock, nextPort, nextPorts } from '../../support/ports.js';
 import { eventually } from '../../support/wait.js';
 import { AccountServer, addCarrier, allocateSwitchPorts, createAccountWithDid } from '../support/harness.js';
+import { KamailioFront } from '../support/kamailio-front.js';
 import {
   freshPostgresStore,
   killSwitch,
@@ -65,8 +66,7 @@ describe('e2e: Kamailio in front of three nodes', function () {
   let url: string;
   let db: Db;
   let accountId: string;
-  let kamailio: ChildProcess | undefined;
-  let kamailioLog = '';
+  let front: KamailioFront | undefined;
   let runDir: string;
   const sipps: SippRun[] = [];
   /** Every node process's output, restarted ones' too. */
@@ -102,27 +102,12 @@ describe('e2e: Kamailio in front of three nodes', function () {
       await start(n);
     }
     runDir = mkdtempSync(path.join(os.tmpdir(), 'simu-front-'));
-    const list = path.join(runDir, 'nodes.list');
-    writeFileSync(list, nodes.map((n) => `1 sip:127.0.0.1:${n.ports.sip} 0 0\n`).join(''));
-    kamailio = spawn(
-      'kamailio',
-      [
-        ...['-f', path.join(ROOT, 'deploy', 'kamailio', 'kamailio.cfg'), '-DD', '-E', '-Y', runDir],
-        ...['-A', `LISTEN_UDP=udp:${FRONT_HOST}:${FRONT_PORT}`, '-A', `LISTEN_TCP=tcp:${FRONT_HOST}:${FRONT_PORT}`],
-        ...['-A', `DS_LIST="${list}"`, '-A', `CTL_SOCKET="unix:${path.join(runDir, 'ctl')}"`],
-        ...['-A', `DS_PING_SECONDS=${PROBE_SECONDS}`, '-m', '128', '-M', '16'],
-      ],
-      // Its own process group: Kamailio forks its workers, and a SIGKILL to the main process alone leaves them.
-      { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
-    process.once('exit', stopKamailio);
-    kamailio.stdout!.on('data', (d) => (kamailioLog += d));
-    kamailio.stderr!.on('data', (d) => (kamailioLog += d));
-    await eventually(
-      async () => (await activeNodes()).length === 3,
-      `the front probes three nodes:\n${kamailioLog}`,
-      15000,
-    );
+    front = await KamailioFront.start({
+      host: FRONT_HOST,
+      port: FRONT_PORT,
+      nodePorts: nodes.map((n) => n.ports.sip),
+      probeSeconds: PROBE_SECONDS,
+    });
   });
 
   afterEach(() => {
@@ -132,32 +117,14 @@ describe('e2e: Kamailio in front of three nodes', function () {
   after(async function () {
     this.timeout(60_000);
     for (const s of sipps) s.kill();
-    stopKamailio();
+    front?.stop();
     for (const n of nodes) await killSwitch(n.sw, n.ports.ng);
     await db?.destroy();
     await server.close();
   });
 
-  function stopKamailio(): void {
-    if (kamailio?.pid !== undefined) {
-      try {
-        process.kill(-kamailio.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-
   /** The nodes (their SIP ports) the front's dispatcher holds active. */
-  async function activeNodes(): Promise<number[]> {
-    const { stdout } = await run('kamcmd', ['-s', `unix:${path.join(runDir, 'ctl')}`, 'dispatcher.list']).catch(() => ({
-      stdout: '',
-    }));
-    const out: number[] = [];
-    for (const m of stdout.matchAll(/URI: sip:127\.0\.0\.1:(\d+)\s+FLAGS: (\w+)/g))
-      if (m[2]!.startsWith('A')) out.push(Number(m[1]));
-    return out;
-  }
+  const activeNodes = () => front!.activeNodes();
 
   /** A SIPp carrier offering `calls` calls at RATE a second through the front; its statistics in a file. */
   function offer(calls: number): { sipp: SippRun; stats: string } {
