@@ -162,12 +162,24 @@ describe('e2e: Kamailio in front of three nodes', function () {
   }
 
   /** SIPp's last cumulative counts. */
-  function counts(stats: string): { total: number; ok: number; failed: number } {
+  /** SIPp's totals, and its failures by cause (`FailedTimeoutOnRecv=12 ...`) for an assertion's message. */
+  function counts(stats: string): { total: number; ok: number; failed: number; causes: string } {
     const lines = readFileSync(stats, 'utf8').trim().split('\n');
     const head = lines[0]!.split(';');
     const last = lines.at(-1)!.split(';');
     const col = (name: string) => Number(last[head.indexOf(name)]);
-    return { total: col('OutgoingCall(C)'), ok: col('SuccessfulCall(C)'), failed: col('FailedCall(C)') };
+    const causes = head
+      .filter((h) => /^Failed\w+\(C\)$/.test(h) && h !== 'FailedCall(C)' && col(h) > 0)
+      .map((h) => `${h.slice(0, -3)}=${col(h)}`)
+      .join(' ');
+    return { total: col('OutgoingCall(C)'), ok: col('SuccessfulCall(C)'), failed: col('FailedCall(C)'), causes };
+  }
+
+  /** `node-1 END.0200=120 ...`: how many call records each node wrote, by reason. */
+  function byNodeAndReason(rows: Array<{ node_id: string; reason_code: string }>): string {
+    const n = new Map<string, number>();
+    for (const r of rows) n.set(`${r.node_id} ${r.reason_code}`, (n.get(`${r.node_id} ${r.reason_code}`) ?? 0) + 1);
+    return [...n].map(([k, v]) => `${k}=${v}`).join(', ');
   }
 
   /** Each call of `since` on: completed calls have one debit and one terminal callback; returns the rows. */
@@ -280,7 +292,8 @@ describe('e2e: Kamailio in front of three nodes', function () {
     const answered = closedBySurvivor.filter((r) => r.answered_at !== null).length;
     assert.ok(
       c.failed >= answered && c.failed <= closedBySurvivor.length,
-      `the failed calls (${c.failed}) are the dead node's (${answered} answered, ${closedBySurvivor.length} in all)`,
+      `the failed calls (${c.failed}: ${c.causes}) are the dead node's (${answered} answered, ` +
+        `${closedBySurvivor.length} in all); records by node and reason: ${byNodeAndReason(rows)}`,
     );
     assert.equal(rows.length - closedBySurvivor.length, c.ok, 'every other call succeeded');
     assert.ok(
