@@ -1,4 +1,4 @@
-import { OutboundUrlError, UrlPolicy, deadline, guardedRequest, requestUrl } from '../kit/index.js';
+import { OutboundUrlError, UrlPolicy, guardedRequest, requestUrl } from '../kit/index.js';
 import { signWebhook } from './signing.js';
 
 /**
@@ -38,7 +38,6 @@ export async function postStatusCallback(post: StatusPost, options: StatusPostOp
   const timestamp = String(Math.floor(options.now / 1000));
   // Requested and signed as one string (kit/request-url.ts), whatever form an older row stored.
   const url = requestUrl(post.url);
-  const limit = deadline(options.timeoutMs);
   try {
     // The reply body is ignored (spec: "200; body ignored"): read and dropped, which keeps the connection alive.
     const res = await guardedRequest(
@@ -53,7 +52,7 @@ export async function postStatusCallback(post: StatusPost, options: StatusPostOp
           'x-voice-event': post.event,
         },
         body,
-        signal: limit.signal,
+        timeoutMs: options.timeoutMs,
         maxBytes: IGNORED_BODY_BYTES,
         dropBody: true,
       },
@@ -65,7 +64,5 @@ export async function postStatusCallback(post: StatusPost, options: StatusPostOp
     if (err instanceof OutboundUrlError) return { ok: false, error: err.code, detail: err.detail };
     const e = err as Error;
     return { ok: false, error: e.name === 'TimeoutError' ? 'timeout' : 'URL_UNREACHABLE' };
-  } finally {
-    limit.done();
   }
 }
