@@ -7,10 +7,10 @@ import { UrlPolicy } from './url-policy.js';
 import { TIMED_OUT } from './abort.js';
 
 /**
- * `fetch` for URLs a customer chose (server-side request forgery). For every hop it resolves the
- * host, refuses the request if ANY address the name resolves to is refused by the UrlPolicy, and connects to the
- * address it checked (a `lookup` that returns it pins the connection, so a second DNS answer cannot swap in
- * another host; TLS still verifies the certificate against the host name). Redirects are followed one hop at a
+ * `fetch` for URLs a customer chose (server-side request forgery). For every hop it resolves the host (a name's
+ * answer serves for a second: see `lookupAll`), refuses the request if ANY address the name resolves to is refused
+ * by the UrlPolicy, and connects to the address it checked (a `lookup` that returns it pins the connection, so a
+ * second DNS answer cannot swap in another host; TLS still verifies the certificate against the host name). Redirects are followed one hop at a
  * time, each hop checked the same way, at most `maxRedirects`; with `redirect: 'manual'` a 3xx is returned as is.
  * Only http: and https:.
  *
