@@ -64,6 +64,7 @@ export {
   AUTO_DISABLE_THRESHOLD,
   type StatusCallbackOutboxOptions,
 } from './outbox.js';
+export { postStatusCallback, type StatusPost, type StatusPostOutcome } from './status-post.js';
 export {
   attachStream,
   CLOSE_POLICY_VIOLATION,

@@ -16,20 +16,11 @@ import {
   type Db,
   type DueOutboxRow,
 } from '../store/index.js';
-import {
-  OutboundUrlError,
-  UrlPolicy,
-  deadline,
-  guardedRequest,
-  requestUrl,
-  systemClock,
-  TurnBatch,
-  type Clock,
-} from '../kit/index.js';
+import { UrlPolicy, systemClock, TurnBatch, type Clock } from '../kit/index.js';
 import { randomUUID } from 'node:crypto';
 import { roomLogger, type Logger } from '../config/index.js';
 import { EventCodes } from './catalogue.js';
-import { signWebhook } from './signing.js';
+import { postStatusCallback } from './status-post.js';
 import type { EventPublisher } from './publisher.js';
 
 /**
@@ -52,12 +43,6 @@ export const DEFAULT_MAX_IN_FLIGHT = 64;
 /** One account's share of the slots: a quarter (and at least 2). */
 const ACCOUNT_SHARE = 4;
 export const DEFAULT_MAX_IN_FLIGHT_PER_ACCOUNT = DEFAULT_MAX_IN_FLIGHT / ACCOUNT_SHARE;
-/**
- * A status callback's reply body is read and dropped up to this size (its connection is kept); a longer one closes
- * the connection.
- */
-const IGNORED_BODY_BYTES = 64 * 1024;
-
 export interface StatusCallbackOutboxOptions {
   db: Db;
   /** Records and streams WH.0200 / WH.0400, and kicks this outbox when it enqueues. */
@@ -611,45 +596,14 @@ export class StatusCallbackOutbox {
   }
 
   async #post(row: OutboxRow, secret: string): Promise<AttemptOutcome> {
-    const body = Buffer.from(row.body, 'utf8');
-    const timestamp = String(Math.floor(this.#clock.now() / 1000));
-    // Requested and signed as one string (kit/request-url.ts), whatever form an older row stored.
-    const url = requestUrl(row.url);
-    const limit = deadline(this.#attemptTimeoutMs);
-    try {
-      // The reply body is ignored (spec: "200; body ignored"): read and dropped, which keeps the connection alive.
-      const res = await guardedRequest(
-        url,
-        {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'Simu-Webhooks/0.1',
-            'x-voice-signature': signWebhook(secret, url, timestamp, body),
-            'x-voice-timestamp': timestamp,
-            'x-voice-event': row.event,
-          },
-          body,
-          signal: limit.signal,
-          maxBytes: IGNORED_BODY_BYTES,
-          dropBody: true,
-        },
-        this.#policy,
-      );
-      if (res.status >= 200 && res.status < 300) return { ok: true, status: res.status };
-      return { ok: false, error: `HTTP ${res.status}` };
-    } catch (err) {
-      // last_error reaches the account (WH.0400 lastError): the guarded fetch's stable codes, never a socket
-      // error of an address it refused (URL_FORBIDDEN reads the same whatever listens there).
-      if (err instanceof OutboundUrlError) {
-        this.#log.debug({ eventId: row.id, code: err.code, detail: err.detail }, 'status callback not sent');
-        return { ok: false, error: err.code };
-      }
-      const e = err as Error;
-      return { ok: false, error: e.name === 'TimeoutError' ? 'timeout' : 'URL_UNREACHABLE' };
-    } finally {
-      limit.done();
+    const outcome = await postStatusCallback(
+      { url: row.url, body: row.body, event: row.event, secret },
+      { policy: this.#policy, timeoutMs: this.#attemptTimeoutMs, now: this.#clock.now() },
+    );
+    if (!outcome.ok && outcome.detail !== undefined) {
+      this.#log.debug({ eventId: row.id, code: outcome.error, detail: outcome.detail }, 'status callback not sent');
     }
+    return outcome;
   }
 
   /** WH.0200 about one delivery, on the stream only: the delivered row is its record. */

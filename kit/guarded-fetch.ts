@@ -4,13 +4,13 @@ import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { UrlPolicy } from './url-policy.js';
-import { requestUrl } from './request-url.js';
+import { TIMED_OUT } from './abort.js';
 
 /**
- * `fetch` for URLs a customer chose (server-side request forgery). For every hop it resolves the
- * host, refuses the request if ANY address the name resolves to is refused by the UrlPolicy, and connects to the
- * address it checked (a `lookup` that returns it pins the connection, so a second DNS answer cannot swap in
- * another host; TLS still verifies the certificate against the host name). Redirects are followed one hop at a
+ * `fetch` for URLs a customer chose (server-side request forgery). For every hop it resolves the host (a name's
+ * answer serves for a second: see `lookupAll`), refuses the request if ANY address the name resolves to is refused
+ * by the UrlPolicy, and connects to the address it checked (a `lookup` that returns it pins the connection, so a
+ * second DNS answer cannot swap in another host; TLS still verifies the certificate against the host name). Redirects are followed one hop at a
  * time, each hop checked the same way, at most `maxRedirects`; with `redirect: 'manual'` a 3xx is returned as is.
  * Only http: and https:.
  *
@@ -67,8 +67,9 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch &
     let body = toBuffer(init.body);
     const headers = headersOf(init.headers);
     for (let hop = 0; ; hop++) {
-      const address = await resolveAllowed(url, options.policy, signal);
-      const response = await exchange(url, address, { method, headers, body }, signal);
+      const target = targetOf(url);
+      const address = await pinUnder(target, options.policy, signal);
+      const response = await exchange(target, address, { method, headers, body }, signal);
       const location = response.headers.get('location');
       if (!REDIRECTS.has(response.status) || location === null || init.redirect === 'manual') return response;
       await response.body?.cancel().catch(() => undefined);
@@ -142,29 +143,72 @@ export interface Pinned {
 
 /** Resolves the URL's host and checks every address it has; answers the one to connect to (media streams pin a
  * WebSocket to it the same way). */
-export async function resolveAllowed(url: URL, policy: UrlPolicy, signal: AbortSignal): Promise<Pinned> {
+export function resolveAllowed(url: URL, policy: UrlPolicy, signal: AbortSignal): Promise<Pinned> {
+  return pinUnder(hostOf(url), policy, signal);
+}
+
+async function pinUnder(host: Host, policy: UrlPolicy, signal: AbortSignal): Promise<Pinned> {
+  const stop = new Stop(signal, undefined);
+  try {
+    return await pin(host, policy, stop);
+  } finally {
+    stop.done();
+  }
+}
+
+/**
+ * A host name's addresses as last looked up, reused for ANSWER_REUSE_MS: every status callback and webhook looked
+ * its host up again (a getaddrinfo on libuv's thread pool each, with no cache in Node). Only the answer is kept:
+ * its addresses are checked against the policy on every request, so reusing it can never pass an address the policy
+ * refuses; a name whose DNS changes is looked up and checked again within ANSWER_REUSE_MS. Failed lookups are not
+ * kept. Lookups of one name at the same time share one.
+ */
+const ANSWER_REUSE_MS = 1_000;
+const MAX_ANSWERS = 1024;
+const answers = new Map<string, { readonly at: number; readonly addresses: Promise<Pinned[]> }>();
+
+function lookupAll(host: string): Promise<Pinned[]> {
+  const now = performance.now();
+  const kept = answers.get(host);
+  if (kept !== undefined && now - kept.at < ANSWER_REUSE_MS) return kept.addresses;
+  if (answers.size >= MAX_ANSWERS) answers.clear();
+  const addresses = dnsLookup(host, { all: true, verbatim: true }).then((found) =>
+    found.map((a): Pinned => ({ address: a.address, family: a.family === 6 ? 6 : 4 })),
+  );
+  answers.set(host, { at: now, addresses });
+  addresses.catch(() => {
+    if (answers.get(host)?.addresses === addresses) answers.delete(host);
+  });
+  return addresses;
+}
+
+/** A URL's host name without an IPv6 address's brackets, and the address it is when it is one. */
+interface Host {
+  readonly host: string;
+  readonly literal: Pinned | undefined;
+}
+
+function hostOf(url: URL): Host {
   const host = url.hostname.replace(/^\[|\]$/g, '');
+  const family = isIP(host);
+  return { host, literal: family === 0 ? undefined : { address: host, family: family as 4 | 6 } };
+}
+
+/** The address to connect to for `target`, every address its host has checked against `policy`. */
+async function pin(target: Host, policy: UrlPolicy, stop: Stop): Promise<Pinned> {
+  const host = target.host;
   let addresses: Pinned[];
-  const literal = isIP(host);
-  if (literal !== 0) {
-    addresses = [{ address: host, family: literal as 4 | 6 }];
+  if (target.literal !== undefined) {
+    addresses = [target.literal];
   } else {
-    signal.throwIfAborted();
-    let onAbort: (() => void) | undefined;
+    stop.throwIfStopped();
     try {
-      const aborted = new Promise<never>((_, reject) => {
-        onAbort = () => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-      const found = await Promise.race([dnsLookup(host, { all: true, verbatim: true }), aborted]);
-      addresses = found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+      addresses = await stop.race(lookupAll(host));
     } catch (err) {
-      if (signal.aborted) throw signal.reason;
+      if (stop.stopped) throw stop.reason;
       throw new OutboundUrlError('URL_UNREACHABLE', `${host} did not resolve: ${(err as Error).message}`, {
         cause: err,
       });
-    } finally {
-      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   }
   if (addresses.length === 0) throw new OutboundUrlError('URL_UNREACHABLE', `${host} has no address`);
@@ -175,6 +219,120 @@ export async function resolveAllowed(url: URL, policy: UrlPolicy, signal: AbortS
   return addresses[0]!;
 }
 
+/**
+ * Ends one exchange early: on the caller's signal (with its reason) or at the exchange's own deadline (TIMED_OUT).
+ * The deadline is a plain timer: an AbortController, its signal and their listeners per request cost more than the
+ * rest of a status callback's client side apart from the HTTP client itself.
+ */
+class Stop {
+  stopped = false;
+  reason: unknown = undefined;
+  readonly #signal: AbortSignal | undefined;
+  #onAbort: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #then: ((reason: unknown) => void) | undefined;
+
+  constructor(signal: AbortSignal | undefined, timeoutMs: number | undefined) {
+    this.#signal = signal;
+    if (signal?.aborted === true) {
+      this.stopped = true;
+      this.reason = signal.reason;
+      return;
+    }
+    if (signal !== undefined) {
+      this.#onAbort = () => this.stop(signal.reason);
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
+    if (timeoutMs !== undefined) this.#timer = setTimeout(() => this.stop(TIMED_OUT), timeoutMs);
+  }
+
+  stop(reason: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.reason = reason;
+    this.#then?.(reason);
+  }
+
+  /** `act` now if stopped already, else when stopped (one action at a time: the latest replaces the one before). */
+  onStop(act: ((reason: unknown) => void) | undefined): void {
+    this.#then = act;
+    if (act !== undefined && this.stopped) act(this.reason);
+  }
+
+  throwIfStopped(): void {
+    if (this.stopped) throw this.reason;
+  }
+
+  /** `work`, or the stop's reason if it comes first. */
+  race<T>(work: Promise<T>): Promise<T> {
+    if (this.stopped) return Promise.reject(this.reason);
+    return new Promise<T>((resolve, reject) => {
+      this.onStop(reject);
+      work.then(
+        (v) => (this.onStop(undefined), resolve(v)),
+        (e: unknown) => (this.onStop(undefined), reject(e)),
+      );
+    });
+  }
+
+  /** Releases the timer and the signal's listener. */
+  done(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#onAbort !== undefined) this.#signal!.removeEventListener('abort', this.#onAbort);
+    this.#onAbort = undefined;
+    this.#then = undefined;
+  }
+}
+
+/**
+ * A URL as sent: parsed and serialised once per URL string (a status route's URL is sent over and over), kept
+ * read-only. Bounded; emptied when full.
+ */
+interface Target extends Host {
+  readonly url: URL;
+  readonly https: boolean;
+  readonly port: number | undefined;
+  /** The request target: path and query. */
+  readonly path: string;
+  /** The Host header: the host, and the port unless it is the scheme's default (what Node would write). */
+  readonly hostHeader: string;
+  /** `user:password@` as Node sends it, an Authorization header (when the caller sets none). */
+  readonly basicAuth: string | undefined;
+  /** The URL as sent (request-url.ts). */
+  readonly wire: string;
+}
+
+const MAX_TARGETS = 1024;
+const targets = new Map<string, Target>();
+
+function targetOf(input: string | URL): Target {
+  if (typeof input !== 'string') return toTarget(toUrl(input));
+  let target = targets.get(input);
+  if (target === undefined) {
+    target = toTarget(toUrl(input));
+    if (targets.size >= MAX_TARGETS) targets.clear();
+    targets.set(input, target);
+  }
+  return target;
+}
+
+function toTarget(url: URL): Target {
+  const auth =
+    url.username !== '' || url.password !== ''
+      ? `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`
+      : undefined;
+  return {
+    ...hostOf(url),
+    url,
+    https: url.protocol === 'https:',
+    port: url.port === '' ? undefined : Number(url.port),
+    path: `${url.pathname}${url.search}`,
+    hostHeader: url.host,
+    basicAuth: auth,
+    wire: `${url.protocol}//${url.host}${url.pathname}${url.search}`,
+  };
+}
+
 /** A request as sent: its method in upper case, headers checked (headersOf), body in bytes. */
 interface Outgoing {
   readonly method: string;
@@ -183,8 +341,17 @@ interface Outgoing {
 }
 
 /** One HTTP exchange with the connection pinned to `to`, as a web Response; resolves once its headers arrived. */
-async function exchange(url: URL, to: Pinned, out: Outgoing, signal: AbortSignal): Promise<Response> {
-  const res = await open(url, to, out, signal);
+async function exchange(target: Target, to: Pinned, out: Outgoing, signal: AbortSignal): Promise<Response> {
+  // The signal aborts the exchange until the reply's body has been read or dropped.
+  const stop = new Stop(signal, undefined);
+  let res: IncomingMessage;
+  try {
+    res = await open(target, to, out, stop);
+  } catch (err) {
+    stop.done();
+    throw err;
+  }
+  res.on('close', () => stop.done());
   const status = res.statusCode!;
   const h = new Headers();
   for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
@@ -199,38 +366,56 @@ async function exchange(url: URL, to: Pinned, out: Outgoing, signal: AbortSignal
   const stream = empty ? null : (Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>);
   const response = new Response(stream, { status, statusText: res.statusMessage ?? '', headers: h });
   // The URL as sent (request-url.ts): what a webhook's signature covers and its receiver can rebuild.
-  Object.defineProperty(response, 'url', { value: requestUrl(url) });
+  Object.defineProperty(response, 'url', { value: target.wire });
   return response;
 }
 
 /**
  * Sends one request with the connection pinned to `to`; resolves with the reply once its headers arrived (a status
- * outside 200-599 is refused). The signal aborts it until the reply's body has been read or dropped.
+ * outside 200-599 is refused). A stop destroys the request, and with it the reply, until `stop.done()`.
+ *
+ * The headers go to Node as a list, Host first (the URL's host, as Node writes it) and the Authorization of a URL's
+ * `user:password@` unless one is given: Node then checks each name and value as it writes them, without building its
+ * own map of them first.
  */
-function open(url: URL, to: Pinned, out: Outgoing, signal: AbortSignal): Promise<IncomingMessage> {
-  signal.throwIfAborted();
+function open(target: Target, to: Pinned, out: Outgoing, stop: Stop): Promise<IncomingMessage> {
+  stop.throwIfStopped();
+  const headers: string[] = [];
+  if (out.headers.host === undefined) headers.push('host', target.hostHeader);
+  for (const name in out.headers) {
+    if (name === 'content-length' && out.body !== undefined) continue;
+    headers.push(name, out.headers[name]!);
+  }
+  if (target.basicAuth !== undefined && out.headers.authorization === undefined) {
+    headers.push('authorization', target.basicAuth);
+  }
+  if (out.body !== undefined) headers.push('content-length', String(out.body.length));
   const lookup: LookupFunction = (_host, opts, done) => {
     if (opts.all) done(null, [{ address: to.address, family: to.family }]);
     else done(null, to.address, to.family);
   };
-  const send = url.protocol === 'https:' ? https.request : http.request;
   return new Promise<IncomingMessage>((resolve, reject) => {
-    const headers = { ...out.headers };
-    if (out.body !== undefined) headers['content-length'] = String(out.body.length);
-    const req = send(url, { method: out.method, headers, lookup, agent: agentFor(url, to) });
-    const onAbort = () => req.destroy(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const options = {
+      protocol: target.https ? 'https:' : 'http:',
+      hostname: target.host,
+      port: target.port,
+      path: target.path,
+      method: out.method,
+      headers,
+      lookup,
+      agent: agentFor(target, to),
+    };
+    const req = target.https ? https.request(options) : http.request(options);
+    stop.onStop((reason) => req.destroy(reason as Error));
     req.on('error', (err) => {
-      signal.removeEventListener('abort', onAbort);
-      if (signal.aborted) reject(signal.reason);
-      else reject(new OutboundUrlError('URL_UNREACHABLE', `${url.origin}: ${describe(err)}`, { cause: err }));
+      if (stop.stopped) reject(stop.reason);
+      else reject(new OutboundUrlError('URL_UNREACHABLE', `${target.url.origin}: ${describe(err)}`, { cause: err }));
     });
     req.on('response', (res) => {
-      res.on('close', () => signal.removeEventListener('abort', onAbort));
       const status = res.statusCode ?? 0;
       if (status < 200 || status > 599) {
         res.destroy();
-        reject(new OutboundUrlError('URL_UNREACHABLE', `${url.origin} answered status ${status}`));
+        reject(new OutboundUrlError('URL_UNREACHABLE', `${target.url.origin} answered status ${status}`));
         return;
       }
       resolve(res);
@@ -259,8 +444,13 @@ export interface GuardedRequestInit {
   /** Names and values as fetch takes them in a plain object; checked the same way. */
   readonly headers?: Record<string, string>;
   readonly body?: string | Uint8Array;
-  /** Aborts the exchange, until the whole body has been read; the promise then rejects with its reason. */
-  readonly signal: AbortSignal;
+  /**
+   * Aborts the exchange, until the whole body has been read; the promise then rejects with its reason. At least one
+   * of `signal` and `timeoutMs` is given.
+   */
+  readonly signal?: AbortSignal;
+  /** The whole exchange's deadline (resolution, connection, reply and body): past it, rejects with TIMED_OUT. */
+  readonly timeoutMs?: number;
   /** The longest body read: a longer one rejects with ReplyTooLargeError and its connection is closed. */
   readonly maxBytes: number;
   /**
@@ -294,20 +484,27 @@ export async function guardedRequest(
   init: GuardedRequestInit,
   policy: UrlPolicy,
 ): Promise<GuardedReply> {
-  const url = toUrl(input);
-  const signal = init.signal;
-  const address = await resolveAllowed(url, policy, signal);
-  const out = {
-    method: (init.method ?? 'GET').toUpperCase(),
-    headers: headersOf(init.headers),
-    body: toBuffer(init.body),
-  };
-  const res = await open(url, address, out, signal);
-  const body = await readWhole(res, init.maxBytes, init.dropBody === true, signal);
-  return { status: res.statusCode!, headers: new NodeReplyHeaders(res.headers), body, url: requestUrl(url) };
+  if (init.signal === undefined && init.timeoutMs === undefined) {
+    throw new TypeError('guardedRequest needs a signal or a timeoutMs');
+  }
+  const target = targetOf(input);
+  const stop = new Stop(init.signal, init.timeoutMs);
+  try {
+    const address = await pin(target, policy, stop);
+    const out = {
+      method: (init.method ?? 'GET').toUpperCase(),
+      headers: headersOf(init.headers),
+      body: toBuffer(init.body),
+    };
+    const res = await open(target, address, out, stop);
+    const body = await readWhole(res, init.maxBytes, init.dropBody === true, stop);
+    return { status: res.statusCode!, headers: new NodeReplyHeaders(res.headers), body, url: target.wire };
+  } finally {
+    stop.done();
+  }
 }
 
-function readWhole(res: IncomingMessage, maxBytes: number, drop: boolean, signal: AbortSignal): Promise<Buffer> {
+function readWhole(res: IncomingMessage, maxBytes: number, drop: boolean, stop: Stop): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -321,11 +518,11 @@ function readWhole(res: IncomingMessage, maxBytes: number, drop: boolean, signal
       } else if (!drop) chunks.push(chunk);
     });
     res.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    res.once('error', (err) => reject(signal.aborted ? signal.reason : err));
-    // An abort after the headers destroys the request (see open): the reply then errs or closes unfinished.
+    res.once('error', (err) => reject(stop.stopped ? stop.reason : err));
+    // A stop after the headers destroys the request (see open): the reply then errs or closes unfinished.
     res.once('close', () => {
       if (res.complete) return;
-      reject(signal.aborted ? signal.reason : new OutboundUrlError('URL_UNREACHABLE', 'the reply was cut short'));
+      reject(stop.stopped ? stop.reason : new OutboundUrlError('URL_UNREACHABLE', 'the reply was cut short'));
     });
   });
 }
@@ -360,8 +557,8 @@ const MAX_SOCKETS = 64;
 const IDLE_MS = 4000;
 const pools = new Map<string, http.Agent>();
 
-function agentFor(url: URL, to: Pinned): http.Agent {
-  const key = `${url.protocol}//${to.address}:${url.port}/${url.hostname}`;
+function agentFor(target: Target, to: Pinned): http.Agent {
+  const key = `${target.https ? 'https' : 'http'}//${to.address}:${target.port ?? ''}/${target.host}`;
   let agent = pools.get(key);
   if (agent) {
     pools.delete(key); // re-inserted last: the map's order is least recently used first
@@ -369,7 +566,7 @@ function agentFor(url: URL, to: Pinned): http.Agent {
     // As many idle connections kept as may be busy: with 8 kept, a burst of 64 requests closed 56 connections after
     // their reply and opened them again for the next burst (2,442 connections for 5,900 status callbacks).
     const opts = { keepAlive: true, maxSockets: MAX_SOCKETS, maxFreeSockets: MAX_SOCKETS, timeout: IDLE_MS };
-    agent = url.protocol === 'https:' ? new https.Agent(opts) : new http.Agent(opts);
+    agent = target.https ? new https.Agent(opts) : new http.Agent(opts);
     if (pools.size >= MAX_POOLS) {
       const [oldest, old] = pools.entries().next().value as [string, http.Agent];
       pools.delete(oldest);

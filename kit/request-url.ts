@@ -17,6 +17,24 @@
  * (the request is then refused with URL_INVALID and nothing is signed that could be sent).
  */
 export function requestUrl(input: string | URL): string {
+  if (typeof input !== 'string') return serialise(input);
+  let wire = known.get(input);
+  if (wire === undefined) {
+    if (known.size >= MAX_KNOWN) known.clear();
+    wire = serialise(input);
+    known.set(input, wire);
+  }
+  return wire;
+}
+
+/**
+ * URLs already serialised, by the string given: a status callback's URL was parsed three times per attempt (to send,
+ * to sign, for the reply), and an account has a handful of URLs. Bounded; emptied when full.
+ */
+const MAX_KNOWN = 1024;
+const known = new Map<string, string>();
+
+function serialise(input: string | URL): string {
   let url: URL;
   try {
     url = new URL(String(input));

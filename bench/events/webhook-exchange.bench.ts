@@ -1,18 +1,22 @@
 /**
  * The switch's CPU per outbound webhook exchange: a call's signed call-control request (verbs/fetch.ts, its reply
- * read whole and parsed) and a status callback's POST (its reply dropped), each against a keep-alive HTTP server in
- * its own process on loopback; beside them the same POST through the fetch-shaped guarded fetch (a web Response and
- * its stream) and through bare `http.request`, the floor. Rounds alternate, so a slow spell of the box hits all.
+ * read whole and parsed) and a status callback as the outbox sends it (events/status-post.ts: signed, under its
+ * deadline, its reply dropped), each against a keep-alive HTTP server in its own process on loopback, to an address
+ * and to a host name (`localhost`, resolved and checked like a customer's); beside them the bare guarded request, the
+ * same POST through the fetch-shaped guarded fetch (a web Response and its stream) and through bare `http.request`,
+ * the floor. Rounds alternate, so a slow spell of the box hits all.
  *
- *   npx tsx bench/events/webhook-exchange.bench.ts [--requests 4000] [--concurrency 8] [--rounds 4]
+ *   npx tsx bench/events/webhook-exchange.bench.ts [--requests 4000] [--concurrency 8] [--rounds 4] [--only TEXT]
  *
- * CPU is this process's (user + system) over the round, divided by its requests: the client's side only.
+ * CPU is this process's (user + system) over the round, divided by its requests: the client's side only. `--only`
+ * runs the exchanges whose name contains TEXT (for a profile: `node --cpu-prof --import tsx ...`).
  */
 import '../scratch.js'; // first: this run's scratch directories under one root, removed at exit
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { UrlPolicy, createGuardedFetch, guardedRequest } from '../../kit/index.js';
+import { EventCodes, eventFor, postStatusCallback } from '../../events/index.js';
 import { buildCallControlFields, fetchVerbDocument } from '../../verbs/index.js';
 
 const arg = (name: string, dflt: number): number => {
@@ -22,6 +26,7 @@ const arg = (name: string, dflt: number): number => {
 const REQUESTS = arg('requests', 4000);
 const CONCURRENCY = arg('concurrency', 8);
 const ROUNDS = arg('rounds', 4);
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]! : '';
 
 const DOCUMENT = '<Response><Dial><Number>+254700000001</Number></Dial></Response>';
 const server = spawn(
@@ -35,6 +40,7 @@ const server = spawn(
 process.on('exit', () => server.kill());
 const port = await new Promise<number>((resolve) => server.stdout!.once('data', (d) => resolve(Number(String(d)))));
 const url = `http://127.0.0.1:${port}/voice`;
+const named = `http://localhost:${port}/status`;
 const policy = new UrlPolicy({ allowPrivate: true });
 const fields = buildCallControlFields({
   sid: 'call_6543a1b2c3d4e5f6a7b8c9d0',
@@ -45,6 +51,36 @@ const fields = buildCallControlFields({
   customPayload: null,
 });
 const body = JSON.stringify(fields);
+/** A status callback's body as the outbox stores it (about a kilobyte: the envelope and the call snapshot). */
+const statusBody = JSON.stringify({
+  accountId: '018f3a2e-7b1c-7d4e-8f00-000000000001',
+  code: EventCodes.callAnswered,
+  createdAt: '2026-11-29T03:00:00.000Z',
+  customPayload: { order: 'A-1001', region: 'nairobi' },
+  data: {
+    answered_at: '2026-11-29T03:00:00.000Z',
+    direction: 'inbound',
+    duration_seconds: null,
+    ended_at: null,
+    from_number: '+254733000009',
+    reason_code: null,
+    sid: 'call_6543a1b2c3d4e5f6a7b8c9d0',
+    started_at: '2026-11-29T02:59:58.000Z',
+    status: 'answered',
+    talk_seconds: null,
+    to_number: '+254711000001',
+  },
+  event: eventFor(EventCodes.callAnswered).event,
+  id: 'evt_018f3a2e7b1c7d4e8f00000000000001',
+  sid: 'call_6543a1b2c3d4e5f6a7b8c9d0',
+});
+const statusPost = (to: string) => () =>
+  postStatusCallback(
+    { url: to, body: statusBody, event: eventFor(EventCodes.callAnswered).event, secret: 'whsec_bench' },
+    { policy, timeoutMs: 10_000, now: Date.now() },
+  ).then((outcome) => {
+    if (!outcome.ok) throw new Error(`status callback failed: ${outcome.error}`);
+  });
 const headers = { 'content-type': 'application/json', 'x-voice-signature': 'v1=bench', 'x-voice-timestamp': '1' };
 const fetchShaped = createGuardedFetch({ policy });
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -52,7 +88,9 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 const ways: Record<string, () => Promise<unknown>> = {
   'call-control request (fetchVerbDocument)': () =>
     fetchVerbDocument({ url, fields, secret: 'bench', urlPolicy: policy, signal: new AbortController().signal }),
-  'status callback (guardedRequest, body dropped)': () =>
+  'status callback as sent (postStatusCallback)': statusPost(url),
+  'status callback to a host name (localhost)': statusPost(named),
+  'guardedRequest alone, body dropped': () =>
     guardedRequest(
       url,
       { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000), maxBytes: 65_536, dropBody: true },
@@ -85,9 +123,10 @@ async function round(run: () => Promise<unknown>): Promise<{ us: number; perSeco
 }
 
 const results = new Map<string, number[]>();
-for (const run of Object.values(ways)) await round(run); // warm-up: JIT, connections
+const chosen = Object.entries(ways).filter(([name]) => name.includes(ONLY));
+for (const [, run] of chosen) await round(run); // warm-up: JIT, connections
 for (let r = 0; r < ROUNDS; r++) {
-  for (const [name, run] of Object.entries(ways)) {
+  for (const [name, run] of chosen) {
     const { us } = await round(run);
     results.set(name, [...(results.get(name) ?? []), us]);
   }

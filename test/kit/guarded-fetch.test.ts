@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import dns from 'node:dns';
+import { syncBuiltinESMExports } from 'node:module';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -220,6 +222,72 @@ describe('kit: guarded fetch (issue 22, SSRF)', () => {
       )) as Error;
       assert.equal(err.name, 'TimeoutError');
       assert.ok(Date.now() - t0 < 2000);
+    });
+  });
+
+  describe('what one request costs: a host name looked up once a second, a deadline without a signal', () => {
+    const open = new UrlPolicy({ allowPrivate: true, deny: ['127.0.0.2'] });
+    const realLookup = dns.promises.lookup;
+    let answer = '127.0.0.1';
+    let lookups = 0;
+    before(() => {
+      // Names under `.test` resolve to `answer`; the module's own import sees the replacement.
+      dns.promises.lookup = (async (host: string, options: dns.LookupAllOptions) => {
+        if (!host.endsWith('.test')) return realLookup(host, options);
+        lookups++;
+        return [{ address: answer, family: 4 }];
+      }) as typeof dns.promises.lookup;
+      syncBuiltinESMExports();
+    });
+    beforeEach(() => (answer = '127.0.0.1'));
+    after(() => {
+      dns.promises.lookup = realLookup;
+      syncBuiltinESMExports();
+    });
+
+    it("reuses a name's answer for a second, checks it on every request, and follows a change to a refused address", async () => {
+      const s = await serve('127.0.0.1', (_q, r) => r.end('ok'));
+      closers.push(s.close);
+      const url = `http://hooks.test:${s.port}/status`;
+      lookups = 0;
+      for (let i = 0; i < 3; i++) {
+        const reply = await guardedRequest(url, { timeoutMs: 5000, maxBytes: 100 }, open);
+        assert.equal(reply.body.toString(), 'ok');
+      }
+      assert.equal(lookups, 1, 'one lookup for three requests within a second');
+      // The kept answer is checked against each request's policy: a strict one refuses it without connecting.
+      const strict = guardedRequest(url, { timeoutMs: 5000, maxBytes: 100 }, new UrlPolicy());
+      assert.equal((await refusal(strict)).code, 'URL_FORBIDDEN');
+      assert.equal(s.hits(), 3);
+      // The name now points at a refused address: within a second it is looked up again and refused.
+      answer = '127.0.0.2';
+      await new Promise((r) => setTimeout(r, 1100));
+      const moved = guardedRequest(url, { timeoutMs: 5000, maxBytes: 100 }, open);
+      assert.equal((await refusal(moved)).code, 'URL_FORBIDDEN');
+      assert.equal(lookups, 2);
+      assert.equal(s.hits(), 3, 'the kept-alive connection to the old address carried nothing');
+    });
+
+    it('a timeoutMs ends a reply that never comes with TimeoutError, without any signal', async () => {
+      const s = await serve('127.0.0.1', () => undefined); // never answers
+      closers.push(s.close);
+      const t0 = Date.now();
+      const err = (await guardedRequest(s.url(), { timeoutMs: 200, maxBytes: 100 }, open).catch((e) => e)) as Error;
+      assert.equal(err.name, 'TimeoutError', String(err));
+      assert.ok(Date.now() - t0 < 2000, `ended after ${Date.now() - t0} ms`);
+    });
+
+    it("sends the URL's host as Host and its user:password@ as Basic authorization, unless one is given", async () => {
+      let got: http.IncomingHttpHeaders = {};
+      const s = await serve('127.0.0.1', (q, r) => ((got = q.headers), r.end('ok')));
+      closers.push(s.close);
+      await guardedRequest(`http://us%40er:p%3Ass@user.test:${s.port}/x`, { timeoutMs: 5000, maxBytes: 100 }, open);
+      assert.equal(got.host, `user.test:${s.port}`);
+      assert.equal(got.authorization, `Basic ${Buffer.from('us@er:p:ss').toString('base64')}`);
+      const given = { authorization: 'Bearer t' };
+      await guardedRequest(`http://u:p@127.0.0.1:${s.port}/x`, { headers: given, timeoutMs: 5000, maxBytes: 9 }, open);
+      assert.equal(got.authorization, 'Bearer t');
+      assert.equal(got.host, `127.0.0.1:${s.port}`);
     });
   });
 });
