@@ -154,21 +154,22 @@ const cappedTexts = new Map<string, string>();
 
 /**
  * SQLite: the row at the account's next position, its amount the least of the rated cents and the balance, read by
- * the insert itself; nothing when the settlement key is taken (or there is no such account). SQLite has one writer,
- * so the balance and the position read here are the ones the balance update that follows moves from.
+ * the insert itself; nothing when the settlement key is taken (its unique index). One row of values with scalar
+ * subqueries, not an INSERT ... SELECT: reading the table it writes, that form makes SQLite stage the row in a
+ * temporary table first. SQLite has one writer, so the balance and the position read here are the ones the balance
+ * update that follows moves from.
  */
 function cappedSqliteText(cols: readonly string[]): string {
   const key = cols.join(',');
   let sql = cappedTexts.get(key);
   if (sql === undefined) {
     const all = [...cols, 'direction', 'amount_cents', 'balance_before_cents', 'seq'];
+    const balance = '(select "balance_cents" from "accounts" where "id" = ?)';
     sql =
       `insert into "wallet_transactions" (${all.map((c) => `"${c}"`).join(', ')}) ` +
-      `select ${cols.map(() => '?').join(', ')}, 'debit', min(?, "balance_cents"), "balance_cents", ` +
-      '(select coalesce(max("seq"), 0) + 1 from "wallet_transactions" where "account_id" = ?) ' +
-      'from "accounts" where "id" = ? ' +
-      'and not exists (select 1 from "wallet_transactions" where "settlement_key" = ?) ' +
-      'returning "amount_cents", "balance_before_cents"';
+      `values (${cols.map(() => '?').join(', ')}, 'debit', min(?, ${balance}), ${balance}, ` +
+      '(select coalesce(max("seq"), 0) + 1 from "wallet_transactions" where "account_id" = ?)) ' +
+      'on conflict ("settlement_key") do nothing returning "amount_cents", "balance_before_cents"';
     if (cappedTexts.size < 100) cappedTexts.set(key, sql);
   }
   return sql;
@@ -195,11 +196,17 @@ export async function postCappedDebit(tx: Tx, d: CappedDebit): Promise<PostedDeb
       POSTED,
     );
   } else {
-    [row] = await sqlOf(tx).all(
-      cappedSqliteText(cols),
-      [...values, d.cents, accountId, accountId, d.row.settlement_key],
-      'wallet_transactions',
-    );
+    try {
+      [row] = await sqlOf(tx).all(
+        cappedSqliteText(cols),
+        [...values, d.cents, accountId, accountId, accountId],
+        'wallet_transactions',
+      );
+    } catch (e) {
+      // No such account: its balance, read by the insert, is null, which the amount's NOT NULL refuses.
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_NOTNULL') return undefined;
+      throw e;
+    }
     if (row) {
       const after = Number(row.balance_before_cents) - Number(row.amount_cents);
       await runSql(tx, SET_BALANCE, [after, accountId], BALANCE);
