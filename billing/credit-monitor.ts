@@ -2,6 +2,7 @@ import type { Db } from '../store/index.js';
 import {
   accountFunds,
   callCreditHeartbeats,
+  findAccountSettings,
   heartbeatCallCredits,
   nowIso,
   NotFoundError,
@@ -106,6 +107,8 @@ interface AccountWallet {
   lowWarned: boolean;
   /** What the account's live calls on other nodes had committed at the last read (0 on one box). */
   othersCents: number;
+  /** When the balance was last read from the store (ms), if it was. */
+  readAtMs?: number;
 }
 
 const toMs = (t: Date | number | string): number =>
@@ -175,15 +178,23 @@ export class CreditMonitor {
     const ratePerMinute = card.perMinute(a.direction, a.to);
     const before = this.#walletOf(a.accountId);
     const epoch = before.epoch;
-    const acct = await accountFunds(this.#o.db, a.accountId, this.#othersAsked());
+    const readAt = this.#o.clock.now();
+    // The account's balance is read once per wallet, not once per call: while the wallet holds live calls the
+    // refresh keeps its balance as fresh as those calls use it, and a new call of the account draws on the same.
+    const settings = this.#heldBalance(before, readAt) ? await findAccountSettings(this.#o.db, a.accountId) : undefined;
+    // No settings cached, or the wallet was dropped meanwhile (its balance with it): the store is read.
+    const acct =
+      settings && this.#wallets.get(a.accountId) === before
+        ? settings
+        : await accountFunds(this.#o.db, a.accountId, this.#othersAsked());
     if (!acct) throw new NotFoundError('account', 'ACCOUNT_NOT_FOUND');
-    const others = acct.others_cents;
     if (this.#closed || this.#calls.has(a.callId)) return;
     // The wallet may have been dropped and re-made while we read; a read overlapping a settlement is stale.
     const wallet = this.#walletOf(a.accountId);
-    if (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0)) {
-      wallet.balanceCents = acct.balance_cents - others;
-      wallet.othersCents = others;
+    if ('others_cents' in acct && (wallet !== before || (wallet.epoch === epoch && wallet.settling === 0))) {
+      wallet.balanceCents = acct.balance_cents - acct.others_cents;
+      wallet.othersCents = acct.others_cents;
+      wallet.readAtMs = readAt;
     }
     const call: MonitoredCall = {
       callId: a.callId,
@@ -414,6 +425,14 @@ export class CreditMonitor {
     await this.drain();
   }
 
+  /**
+   * Whether a new call of the account can take the wallet's balance instead of reading it: the wallet holds live calls
+   * (so the refresh keeps reading it) and its balance was read within two refresh periods.
+   */
+  #heldBalance(w: AccountWallet, now: number): boolean {
+    return w.calls.size > 0 && w.readAtMs !== undefined && now - w.readAtMs < 2 * this.#o.balanceRefreshMs;
+  }
+
   #walletOf(accountId: string): AccountWallet {
     let w = this.#wallets.get(accountId);
     if (!w) {
@@ -491,6 +510,7 @@ export class CreditMonitor {
     if (w.epoch === epoch && w.settling === 0) {
       w.balanceCents = balance - others;
       w.othersCents = others;
+      w.readAtMs = this.#o.clock.now();
     }
   }
 

@@ -5,13 +5,15 @@ import {
   isUniqueViolation,
   newId,
   nowIso,
+  postCappedDebit,
   settleCappedDebitsOnPg,
   ledgerRowsBySettlementKeys,
+  type CappedDebit,
   type Db,
   type Tx,
   type WalletTransactionRow,
 } from '../store/index.js';
-import { postInTransaction, LedgerConflictError, type LedgerKind, type PostResult } from './ledger.js';
+import { LedgerConflictError, type LedgerKind } from './ledger.js';
 import { formatMoney } from './money.js';
 import { BillingCodes, type BillingEmit } from './codes.js';
 
@@ -57,54 +59,93 @@ function priorCharge(kind: LedgerKind, key: string, prior: WalletTransactionRow)
   return { kind, settlementKey: key, amountCents: amt, balanceAfterCents: before - amt, duplicate: true };
 }
 
-async function postOne(
-  trx: Tx,
+const KINDS: readonly LedgerKind[] = ['call', 'tts'];
+const keysOf = (callId: string) => [talkKey(callId), ttsKey(callId)] as const;
+
+/** The call's debits to post: those rated above zero (a zero row would only be noise), in key order. */
+function debitsOf(c: CallCharge): { i: number; debit: CappedDebit }[] {
+  const keys = keysOf(c.callId);
+  const cents = [c.talkCents, c.ttsCents];
+  for (const n of cents) if (!Number.isInteger(n)) throw new Error('amountCents must be a non-negative integer');
+  return [0, 1]
+    .filter((i) => cents[i]! > 0)
+    .map((i) => ({
+      i,
+      debit: {
+        row: {
+          id: newId(),
+          account_id: c.accountId,
+          kind: KINDS[i]!,
+          call_id: c.callId,
+          settlement_key: keys[i]!,
+          created_at: nowIso(),
+        },
+        cents: cents[i]!,
+      },
+    }));
+}
+
+/**
+ * The settlement's rows, what it posted and what an earlier settlement had posted under the other keys. The keys
+ * are read only when an earlier settlement may exist: the call's live credit row was not there to delete (each
+ * settlement deletes it in its own transaction, and it is written at answer, before the call can end), or a post
+ * found its key taken. A first settlement, the usual one, reads nothing. `db` sees the posts (the same transaction,
+ * or after its commit).
+ */
+async function withPrior(
+  db: Db | Tx,
   c: CallCharge,
-  kind: LedgerKind,
-  key: string,
-  cents: number,
-  prior: WalletTransactionRow | undefined,
-): Promise<PostedCharge | undefined> {
-  if (prior) return priorCharge(kind, key, prior);
-  // Nothing to charge; a zero row would only be noise.
-  if (cents <= 0) return undefined;
-  const r: PostResult = await postInTransaction(
-    trx,
-    {
-      accountId: c.accountId,
-      direction: 'debit',
-      kind,
-      amountCents: cents,
-      callId: c.callId,
-      settlementKey: key,
-      capAtBalance: true,
-    },
-    { keyChecked: true },
-  );
-  return {
-    kind,
-    settlementKey: key,
-    amountCents: r.amountCents,
-    balanceAfterCents: r.balanceAfterCents,
-    duplicate: r.duplicate,
-  };
+  rows: (PostedCharge | undefined)[],
+  toPost: readonly number[],
+  hadCredit: boolean,
+): Promise<CallSettlementResult> {
+  const keys = keysOf(c.callId);
+  if (!hadCredit || toPost.some((i) => !rows[i])) {
+    const found = new Map((await ledgerRowsBySettlementKeys(db, [...keys])).map((r) => [r.settlement_key, r]));
+    for (const i of [0, 1]) {
+      const prior = found.get(keys[i]!);
+      if (!rows[i] && prior) rows[i] = priorCharge(KINDS[i]!, keys[i]!, prior);
+    }
+    // Neither posted nor found: the account's row is gone (the post reads its balance from it).
+    if (toPost.some((i) => !rows[i])) throw new Error(`account ${c.accountId} not found`);
+  }
+  return resultOf(rows);
 }
 
 /** Settles inside the caller's transaction (the reconcile sweep closes the call row in the same one). */
 export async function settleCallInTransaction(trx: Tx, c: CallCharge): Promise<CallSettlementResult> {
-  // Both keys looked up at once; a race past this read is caught by the keys' unique index (LedgerConflictError:
-  // the caller's retry reads again and finds the other's row).
-  const keys = [talkKey(c.callId), ttsKey(c.callId)] as const;
-  const prior = new Map((await ledgerRowsBySettlementKeys(trx, [...keys])).map((r) => [r.settlement_key, r]));
+  const debits = debitsOf(c);
   // The live credit row has done its job once the call is settled (the same transaction). Deleted before the posts:
   // a post locks the account row until the commit, and every other settlement of the account waits for that lock.
-  await deleteCallCredit(trx, c.callId);
-  const rows = [
-    await postOne(trx, c, 'call', keys[0], c.talkCents, prior.get(keys[0])),
-    await postOne(trx, c, 'tts', keys[1], c.ttsCents, prior.get(keys[1])),
-  ];
-  return resultOf(rows);
+  const hadCredit = (await deleteCallCredit(trx, c.callId)) > 0;
+  const rows: (PostedCharge | undefined)[] = [undefined, undefined];
+  for (const { i, debit } of debits) {
+    let p;
+    try {
+      // A taken key posts nothing (the insert checks it): never charged twice.
+      p = await postCappedDebit(trx, debit);
+    } catch (e) {
+      if (isUniqueViolation(e)) throw new LedgerConflictError();
+      throw e;
+    }
+    if (p) rows[i] = posted(i, debit.row.settlement_key!, p.amountCents, p.balanceBeforeCents);
+  }
+  return withPrior(
+    trx,
+    c,
+    rows,
+    debits.map((d) => d.i),
+    hadCredit,
+  );
 }
+
+const posted = (i: number, key: string, amountCents: number, before: number): PostedCharge => ({
+  kind: KINDS[i]!,
+  settlementKey: key,
+  amountCents,
+  balanceAfterCents: before - amountCents,
+  duplicate: false,
+});
 
 /** BILL.0300 (wallet.debited) for each row a settlement posted. */
 export function emitDebits(emit: BillingEmit | undefined, accountId: string, callId: string, s: CallSettlementResult) {
@@ -127,46 +168,35 @@ export function emitDebits(emit: BillingEmit | undefined, accountId: string, cal
 
 /**
  * PostgreSQL: the same settlement in one transaction sent at once (store settleCappedDebitsOnPg), so the account
- * row is locked only while PostgreSQL runs the posts, not across round trips. A debit whose key another settlement
- * took meanwhile (neither seen before nor posted) is a lost race: settled again, it finds that row.
+ * row is locked only while PostgreSQL runs the posts, not across round trips. The keys are read after the commit,
+ * and only when an earlier settlement may have posted under them (withPrior).
  */
 async function settleOnPg(db: Db, c: CallCharge): Promise<CallSettlementResult> {
-  const keys = [talkKey(c.callId), ttsKey(c.callId)] as const;
-  const cents = [c.talkCents, c.ttsCents];
-  const kinds: LedgerKind[] = ['call', 'tts'];
-  for (const n of cents) if (!Number.isInteger(n)) throw new Error('amountCents must be a non-negative integer');
-  const toPost = [0, 1].filter((i) => cents[i]! > 0);
-  const row = (i: number) => ({
-    id: newId(),
-    account_id: c.accountId,
-    kind: kinds[i]!,
-    call_id: c.callId,
-    settlement_key: keys[i]!,
-    created_at: nowIso(),
-  });
-  const debits = toPost.map((i) => ({ row: row(i), cents: cents[i]! }));
+  const debits = debitsOf(c);
   let r;
   try {
-    r = await settleCappedDebitsOnPg(db, c.accountId, c.callId, [...keys], debits);
+    r = await settleCappedDebitsOnPg(
+      db,
+      c.accountId,
+      c.callId,
+      debits.map((d) => d.debit),
+    );
   } catch (e) {
     if (isUniqueViolation(e)) throw new LedgerConflictError();
     throw e;
   }
-  const prior = new Map(r.prior.map((p) => [p.settlement_key, p]));
   const rows: (PostedCharge | undefined)[] = [undefined, undefined];
-  for (const i of [0, 1]) {
-    const p = prior.get(keys[i]!);
-    if (p) rows[i] = priorCharge(kinds[i]!, keys[i]!, p);
-  }
-  toPost.forEach((i, n) => {
-    if (rows[i]) return; // posted before: the statement found the key taken and posted nothing
-    const posted = r.posted[n];
-    if (!posted) throw new LedgerConflictError();
-    const { amountCents, balanceBeforeCents } = posted;
-    const after = balanceBeforeCents - amountCents;
-    rows[i] = { kind: kinds[i]!, settlementKey: keys[i]!, amountCents, balanceAfterCents: after, duplicate: false };
+  debits.forEach(({ i, debit }, n) => {
+    const p = r.posted[n];
+    if (p) rows[i] = posted(i, debit.row.settlement_key!, p.amountCents, p.balanceBeforeCents);
   });
-  return resultOf(rows);
+  return withPrior(
+    db,
+    c,
+    rows,
+    debits.map((d) => d.i),
+    r.hadCredit,
+  );
 }
 
 function resultOf(rows: (PostedCharge | undefined)[]): CallSettlementResult {

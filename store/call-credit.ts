@@ -99,9 +99,9 @@ export async function setCallCreditTts(
   );
 }
 
-/** Deleted in the transaction that settles the call. */
-export async function deleteCallCredit(db: Db | Tx, callId: string): Promise<void> {
-  await runSql(db, 'delete from "call_credit" where "call_id" = ?', [callId], 'call_credit');
+/** Deleted in the transaction that settles the call; how many rows it deleted (0 or 1). */
+export async function deleteCallCredit(db: Db | Tx, callId: string): Promise<number> {
+  return runSqlCount(db, 'delete from "call_credit" where "call_id" = ?', [callId], 'call_credit');
 }
 
 /**

@@ -37,7 +37,7 @@ export * from './stream-tokens.js';
 export * from './web-sessions.js';
 export * from './idempotency-keys.js';
 export * from './wallet-transactions.js';
-export { settleCappedDebitsOnPg, type CappedDebit, type PgSettlement } from './pg-settlement.js';
+export { settleCappedDebitsOnPg, type PgSettlement } from './pg-settlement.js';
 export * from './assets.js';
 export * from './recording-retention.js';
 export * from './destination-rules.js';

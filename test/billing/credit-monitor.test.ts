@@ -11,6 +11,7 @@ import {
 } from '../../billing/index.js';
 import { insertAccount, getAccount, setRate, newId, newCallSid, nowIso, type Db } from '../../store/index.js';
 import { BOTH_DBS, sqliteDb } from '../support/db.js';
+import { driverOf } from '../../store/db.js';
 import { FAKE_EPOCH, eventually, quietLog } from './fake-timers.js';
 import { ManualClock } from '../../kit/index.js';
 
@@ -91,6 +92,44 @@ for (const kind of BOTH_DBS) {
     afterEach(async () => {
       await h?.monitor.close();
       h = undefined;
+    });
+
+    it("reads an account's balance once for its calls answered while its wallet holds live calls", async () => {
+      const acct = await insertAccount(db, 'Reads');
+      await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 10_000 });
+      const calls = [];
+      for (let i = 0; i < 3; i++) calls.push(await insertCall(db, acct.id, `+25470000010${i}`));
+      h = harness(db);
+      const reads: string[] = [];
+      const stop = driverOf(db).onStatement((st) => {
+        if (/^select "balance_cents", "max_call_seconds"/.test(st.sql)) reads.push(st.sql);
+      });
+      try {
+        const answer = (callId: string) =>
+          h!.monitor.callAnswered({
+            callId,
+            accountId: acct.id,
+            direction: 'outbound',
+            to: '+254700000100',
+            answeredAt: h!.timers.now(),
+          });
+        await answer(calls[0]!);
+        assert.equal(reads.length, 1, 'the first call reads the balance');
+        await answer(calls[1]!);
+        assert.equal(reads.length, 1, 'a second call of the held wallet takes its balance');
+        assert.equal(h.monitor.balanceOf(acct.id), 10_000);
+        // A top-up reaches the wallet at its next refresh, and the calls answered after it.
+        await post(db, { accountId: acct.id, direction: 'credit', kind: 'topup', amountCents: 500 });
+        await run(h, 2100);
+        assert.equal(h.monitor.balanceOf(acct.id), 10_500);
+        await answer(calls[2]!);
+        assert.equal(h.monitor.balanceOf(acct.id), 10_500);
+        assert.equal(reads.length, 2, `one read by the refresh, none by the third call: ${reads.join('\n')}`);
+        h.timers.advance(1);
+        assert.equal(h.monitor.spendableOf(acct.id), 10_500 - 3 * 120, 'the third call draws on the same wallet');
+      } finally {
+        stop();
+      }
     });
     after(async () => db?.destroy());
 
