@@ -166,6 +166,12 @@ export class StatusCallbackOutbox {
   readonly #queues = new Map<string, OutboxRow[]>();
   /** Queues whose first row is being attempted. */
   readonly #busy = new Set<string>();
+  /**
+   * Queues whose first row is not being attempted, by account: the only ones a pass looks at, and only of accounts
+   * below their share of the slots (a pass runs each turn something is queued or finished; walking every queue,
+   * those in flight and those of an account at its share included, cost more than the rest of the pass).
+   */
+  readonly #idle = new Map<string, Set<string>>();
   /** When a kept row waiting out a back-off is due again (epoch ms), by row id. */
   readonly #retryAt = new Map<string, number>();
   /** Ids kept in memory or in flight: the poll leaves them alone. */
@@ -268,6 +274,7 @@ export class StatusCallbackOutbox {
       queue.splice(i, 0, row);
     }
     this.#known.add(row.id);
+    if (!this.#busy.has(key)) this.#markIdle(row.account_id, key);
     this.kick();
   }
 
@@ -321,6 +328,7 @@ export class StatusCallbackOutbox {
       .flat()
       .filter((r) => r.leasedUntil !== undefined && !this.#inFlight.has(r.id));
     this.#queues.clear();
+    this.#idle.clear();
     this.#retryAt.clear();
     await this.#releaseLeases(leased.map((r) => r.id));
     await Promise.allSettled([...this.#inFlight.values()]);
@@ -366,20 +374,45 @@ export class StatusCallbackOutbox {
     if (this.#closed) return;
     const now = this.#clock.now();
     let nextRetry = Infinity;
-    for (const [key, queue] of this.#queues) {
+    const served: string[] = [];
+    for (const [account, keys] of this.#idle) {
       if (this.#inFlight.size >= this.#maxInFlight) break;
-      if (this.#busy.has(key)) continue;
-      const row = queue[0]!;
-      const due = this.#retryAt.get(row.id);
-      if (due !== undefined && due > now) {
-        nextRetry = Math.min(nextRetry, due);
-        continue;
+      for (const key of keys) {
+        if (this.#inFlight.size >= this.#maxInFlight) break;
+        if ((this.#accountLoad.get(account) ?? 0) >= this.#maxPerAccount) break;
+        const queue = this.#queues.get(key);
+        if (queue === undefined) {
+          keys.delete(key);
+          continue;
+        }
+        const row = queue[0]!;
+        const due = this.#retryAt.get(row.id);
+        if (due !== undefined && due > now) {
+          nextRetry = Math.min(nextRetry, due);
+          continue;
+        }
+        keys.delete(key);
+        this.#busy.add(key);
+        this.#start(row, key);
+        if (served[served.length - 1] !== account) served.push(account);
       }
-      if ((this.#accountLoad.get(row.account_id) ?? 0) >= this.#maxPerAccount) continue;
-      this.#busy.add(key);
-      this.#start(row, key);
+      if (keys.size === 0) this.#idle.delete(account);
+    }
+    // Accounts served go last: the next slot freed goes to another account's waiting call first.
+    for (const account of served) {
+      const keys = this.#idle.get(account);
+      if (keys === undefined) continue;
+      this.#idle.delete(account);
+      this.#idle.set(account, keys);
     }
     if (nextRetry < Infinity) this.#wake(nextRetry);
+  }
+
+  /** A queue of the account whose first row is not being attempted: the next pass looks at it. */
+  #markIdle(account: string, key: string): void {
+    const keys = this.#idle.get(account);
+    if (keys === undefined) this.#idle.set(account, new Set([key]));
+    else keys.add(key);
   }
 
   /** A pass over the memory at `at` (the earliest back-off to end), unless one is due sooner. */
@@ -436,7 +469,10 @@ export class StatusCallbackOutbox {
       })
       .finally(() => {
         this.#inFlight.delete(row.id);
-        if (queue !== undefined) this.#busy.delete(queue);
+        if (queue !== undefined) {
+          this.#busy.delete(queue);
+          if (this.#queues.has(queue)) this.#markIdle(row.account_id, queue);
+        }
         if (queue === undefined || !this.#queues.has(queue) || this.#queues.get(queue)![0] !== row) {
           this.#known.delete(row.id);
         }
@@ -499,6 +535,8 @@ export class StatusCallbackOutbox {
   #forgetQueue(key: string, releaseHead?: OutboxRow): void {
     this.#inOrder.delete(key);
     const leased: string[] = [];
+    const account = this.#queues.get(key)?.[0]?.account_id;
+    if (account !== undefined) this.#idle.get(account)?.delete(key);
     for (const r of this.#queues.get(key) ?? []) {
       this.#retryAt.delete(r.id);
       if (!this.#inFlight.has(r.id)) this.#known.delete(r.id);

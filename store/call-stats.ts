@@ -178,9 +178,10 @@ export async function webhookFailureSeries(
   w: ChartWindow,
 ): Promise<Array<{ bucket: string; failures: number }>> {
   const width = w.bucket === 'hour' ? 13 : 10;
+  // The literal state lets both stores read the failed rows' partial index (event_outbox_failed).
   const [where, bindings] = ofAccount(
-    '"state" = ? and "done_at" >= ? and "done_at" < ?',
-    ['failed', w.from, w.to],
+    '"state" = \'failed\' and "done_at" >= ? and "done_at" < ?',
+    [w.from, w.to],
     w.accountId,
   );
   const rows = await selectRows(

@@ -4,7 +4,7 @@ import { selectRows } from './fixed-sql.js';
 /**
  * What a call's timeline page shows beside its events: the status callbacks sent for it (state,
  * attempts, the last error, when it was finished) and the ledger rows it posted (the cost breakdown). Both are read
- * by the call's id through existing indexes: event_outbox (call_id, state, id), and the ledger's unique settlement
+ * by the call's id through existing indexes: event_outbox (call_id, id), and the ledger's unique settlement
  * keys of a call's charges (billing/settlement.ts: call:ID:talk and call:ID:tts).
  */
 export interface CallWebhookRow {

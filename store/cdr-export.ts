@@ -38,6 +38,7 @@ export async function* cdrPages(db: Db, range: CdrRange): AsyncGenerator<CallRow
 
 /** Status callbacks still waiting for delivery (the outbox backlog of GET /metrics). */
 export async function countOutboxBacklog(db: Db): Promise<number> {
-  const r = await firstRow(db, 'select count(*) as "n" from "event_outbox" where "state" = ?', ['pending']);
+  // The literal state lets both stores count the pending rows' partial index (event_outbox_due).
+  const r = await firstRow(db, 'select count(*) as "n" from "event_outbox" where "state" = \'pending\'', []);
   return Number(r?.n ?? 0);
 }

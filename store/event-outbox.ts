@@ -62,7 +62,9 @@ const dueSql: string[] = [];
 /**
  * Pending rows due at `now`, oldest id first, leaving out the given accounts and any row with an earlier pending
  * row of the same call (order per call), at most `limit`. Fixed SQL (store/fixed-sql.ts): the outbox's statements
- * run for every status callback, 13 a carrier call.
+ * run for every status callback, 13 a carrier call. Ordered by an expression of the id, not the id itself, so
+ * SQLite reads the due rows through their index and sorts those few, instead of walking the whole table in id order
+ * for the limit.
  */
 export async function dueOutboxRows(
   db: Db | Tx,
@@ -74,11 +76,15 @@ export async function dueOutboxRows(
   const sql = (dueSql[n] ??=
     `select ${DUE_COLUMNS} from "event_outbox" "o" where "o"."state" = 'pending' and "o"."next_attempt_at" <= ?` +
     (n > 0 ? ` and "o"."account_id" not in (${Array(n).fill('?').join(', ')})` : '') +
-    ` and not exists (${EARLIER_PENDING_OF_CALL}"o"."call_id" and "p"."id" < "o"."id") order by "o"."id" limit ?`);
+    ` and not exists (${EARLIER_PENDING_OF_CALL}"o"."call_id" and "p"."id" < "o"."id") order by "o"."id" || '' limit ?`);
   const rows = await selectRows(db, sql, [now, ...excludeAccounts, limit]);
   return rows.map((r) => ({ ...(r as unknown as DueOutboxRow), attempts: Number(r.attempts) }));
 }
 
+/**
+ * An earlier pending row of the call: found through (call_id, id), whose columns never change, each earlier row's
+ * state read from the table (indexes never name `state`, so a delivered mark moves no index entry; migration 043).
+ */
 const EARLIER_PENDING_OF_CALL = `select 1 from "event_outbox" "p" where "p"."state" = 'pending' and "p"."call_id" = `;
 export async function updateOutboxRow(db: Db | Tx, id: string, patch: OutboxPatch): Promise<void> {
   await updateRowCount(db, 'event_outbox', { column: 'id', value: id }, patch);
@@ -194,12 +200,25 @@ export async function markOutboxRowsDelivered(
   }
 }
 
-/** Deletes rows that reached a final state before `before`; pending rows are never touched. Returns how many. */
+/**
+ * The smallest UUIDv7 text of the millisecond `iso` (store/ids.ts): every id made earlier sorts below it. Ids are
+ * made when a row is queued, so a row finished before `iso` has an id below it.
+ */
+function firstIdOf(iso: string): string {
+  const h = Math.max(0, Date.parse(iso)).toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-`;
+}
+
+/**
+ * Deletes rows that reached a final state before `before`; pending rows are never touched. Returns how many. Read
+ * through the primary key by id range (no index holds `done_at` of delivered rows: marking one delivered writes no
+ * index entry).
+ */
 export async function purgeFinishedOutboxRows(db: Db | Tx, before: string): Promise<number> {
   return runSqlCount(
     db,
-    `delete from "event_outbox" where "state" in ('delivered', 'failed') and "done_at" < ?`,
-    [before],
+    `delete from "event_outbox" where "id" < ? and "state" in ('delivered', 'failed') and "done_at" < ?`,
+    [firstIdOf(before), before],
     'event_outbox',
   );
 }

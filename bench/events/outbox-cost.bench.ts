@@ -93,9 +93,15 @@ bus.observe((e) => {
 let statements = 0;
 db.on('query', () => statements++);
 let sqliteNs = 0;
+/** SQL_TIMING=1: SQLite µs by statement shape (its first 100 characters), commits included, printed at the end. */
+const nsByShape = new Map<string, number>();
 // Statements' own time; a commit's (mostly the WAL write, with the group commit's whole group in it) is left out.
 timeStatements((sql, ns) => {
   if (!sql.startsWith('COMMIT')) sqliteNs += ns;
+  if (process.env.SQL_TIMING === '1') {
+    const shape = sql.slice(0, 100);
+    nsByShape.set(shape, (nsByShape.get(shape) ?? 0) + ns);
+  }
 });
 
 /** One call: its row, then its events spread over about a second, one after another. */
@@ -142,6 +148,7 @@ const t0 = performance.now();
 const cpu0 = process.cpuUsage();
 const s0 = statements;
 sqliteNs = 0;
+nsByShape.clear();
 const wh0 = wh;
 const total = RATE * SECONDS;
 await run(total, warm * CALL_EVENTS.length);
@@ -169,6 +176,12 @@ console.log(
     `${wall.toFixed(1)} | ${us.toFixed(0)} | ${((statements - s0) / expected).toFixed(2)} | ` +
     `${(sqliteNs / 1000 / expected).toFixed(1)} |`,
 );
+if (nsByShape.size > 0) {
+  console.log('\n| SQLite µs per call | statement |\n|---|---|');
+  for (const [shape, ns] of [...nsByShape].sort((a, b) => b[1] - a[1]).slice(0, 12)) {
+    console.log(`| ${(ns / 1000 / total).toFixed(1)} | \`${shape.replace(/\|/g, '\\|')}\` |`);
+  }
+}
 await outbox.close();
 await db.destroy();
 receiver.kill();

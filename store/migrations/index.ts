@@ -35,6 +35,7 @@ import * as m039 from './039-registration-node.js';
 import * as m040 from './040-registration-path.js';
 import * as m041 from './041-room-leases.js';
 import * as m042 from './042-outbox-reply-status.js';
+import * as m043 from './043-outbox-pending-indexes.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -78,6 +79,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['040-registration-path', m040],
   ['041-room-leases', m041],
   ['042-outbox-reply-status', m042],
+  ['043-outbox-pending-indexes', m043],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {

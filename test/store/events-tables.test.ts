@@ -57,41 +57,45 @@ for (const kind of BOTH_DBS) {
     });
 
     it('hands out due rows in id order, one per call at a time, leaving out excluded accounts', async () => {
+      // Event ids as the publisher makes them (UUIDv7, store/ids.ts), of T0's millisecond: purge reads by id range.
+      const o = (n: number) => `018cc251-f400-7000-8000-00000000000${n}`;
       const a = await insertAccount(db, 'Out');
       const b = await insertAccount(db, 'Busy');
-      await insertOutboxRows(db, [row('o1', a.id, 'c1')]);
-      await insertOutboxRows(db, [row('o2', a.id, 'c1')]); // behind o1 of the same call
-      await insertOutboxRows(db, [row('o3', a.id, 'c2', { next_attempt_at: '2024-01-01T00:00:09.000Z' })]); // not due
-      await insertOutboxRows(db, [row('o4', b.id, 'c3')]);
-      await insertOutboxRows(db, [row('o5', a.id, null, { attempts: 2 })]);
+      await insertOutboxRows(db, [row(o(1), a.id, 'c1')]);
+      await insertOutboxRows(db, [row(o(2), a.id, 'c1')]); // behind o1 of the same call
+      await insertOutboxRows(db, [row(o(3), a.id, 'c2', { next_attempt_at: '2024-01-01T00:00:09.000Z' })]); // not due
+      await insertOutboxRows(db, [row(o(4), b.id, 'c3')]);
+      await insertOutboxRows(db, [row(o(5), a.id, null, { attempts: 2 })]);
       const due = await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10);
       assert.deepEqual(
         due.map((r) => r.id),
-        ['o1', 'o5'],
+        [o(1), o(5)],
       );
       assert.equal(due[1].attempts, 2);
       assert.deepEqual(
         (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [], 2)).map((r) => r.id),
-        ['o1', 'o4'],
+        [o(1), o(4)],
       );
       // The lease: only one of two readers of the same row wins; a row behind a pending row of its call, or not due,
       // is not leased.
       const now = '2024-01-01T00:00:05.000Z';
       const lease = '2024-01-01T00:01:00.000Z';
-      const won = await leaseOutboxRows(db, ['o1', 'o2', 'o3', 'o5'], lease, now, 'n1');
+      const won = await leaseOutboxRows(db, [o(1), o(2), o(3), o(5)], lease, now, 'n1');
       assert.deepEqual([...won].sort(), [
-        ['o1', 0],
-        ['o5', 2],
+        [o(1), 0],
+        [o(5), 2],
       ]);
-      assert.equal((await leaseOutboxRows(db, ['o1'], lease, now, 'n2')).size, 0, 'leased already');
-      await markOutboxRowsDelivered(db, [{ id: 'o1', attempts: 1, status: 204 }], T0);
+      assert.equal((await leaseOutboxRows(db, [o(1)], lease, now, 'n2')).size, 0, 'leased already');
+      await markOutboxRowsDelivered(db, [{ id: o(1), attempts: 1, status: 204 }], T0);
       assert.deepEqual(
-        await db('event_outbox').where({ id: 'o1' }).first('state', 'attempts', 'reply_status', 'done_at', 'body'),
+        await db('event_outbox')
+          .where({ id: o(1) })
+          .first('state', 'attempts', 'reply_status', 'done_at', 'body'),
         { state: 'delivered', attempts: 1, reply_status: 204, done_at: T0, body: '{}' },
       );
       assert.deepEqual(
         (await dueOutboxRows(db, '2024-01-01T00:00:05.000Z', [b.id], 10)).map((r) => r.id),
-        ['o2'],
+        [o(2)],
         'the next of the call once the first is done (o5 is leased)',
       );
       assert.equal(await purgeFinishedOutboxRows(db, '2024-01-01T00:00:01.000Z'), 1);
