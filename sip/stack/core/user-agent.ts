@@ -255,16 +255,21 @@ export class UserAgent {
 
   #onRequest(req: SipRequest, tx: ServerTransaction | null): void {
     if (!tx) return this.#onAck(req);
-    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'), {
-      clock: this.clock,
-      t1: this.timers.T1,
-      // RFC 3262: PRACKs for this INVITE's reliable 18x reach it through the early dialog's identity.
-      waiting: (on) => {
-        const key = Dialog.key(req.callId, srv.toTag, req.fromTag ?? '');
-        if (on) this.#prackable.set(key, srv);
-        else this.#prackable.delete(key);
-      },
-    });
+    // Only an INVITE's 18x may be sent reliably (RFC 3262): no other request is given the closures it takes.
+    const reliable =
+      req.method !== 'INVITE'
+        ? undefined
+        : {
+            clock: this.clock,
+            t1: this.timers.T1,
+            // RFC 3262: PRACKs for this INVITE's reliable 18x reach it through the early dialog's identity.
+            waiting: (on: boolean) => {
+              const key = Dialog.key(req.callId, srv.toTag, req.fromTag ?? '');
+              if (on) this.#prackable.set(key, srv);
+              else this.#prackable.delete(key);
+            },
+          };
+    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'), reliable);
     (req as unknown as Record<symbol, Responder>)[this.#responderKey] = srv;
     if (req.method === 'CANCEL') return this.#onCancel(req, srv);
     if (req.method === 'PRACK') {
