@@ -257,7 +257,7 @@ export class Registrar {
     if (!out.ok) return;
     const id = out.identity;
     // §10.3 step 3: the authenticated user must be allowed to change this address-of-record's bindings.
-    const aorAccount = await this.#auth.accountOf(aor);
+    const aorAccount = aor.accountId ?? (await this.#auth.accountOf(aor));
     if (id.accountId !== aorAccount || id.extension !== aor.extension) return void srv.send(403, 'Forbidden');
 
     const now = this.#clock.now();
