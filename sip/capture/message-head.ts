@@ -1,7 +1,8 @@
 /**
  * What capture reads of a message's bytes without parsing it: the start line, the Call-ID and whether the To header
  * has a tag, from the header section only (compact forms `i` and `t` too, RFC 3261 §7.3.3). A message too broken to
- * show them still goes to HEP, without a call.
+ * show them still goes to HEP, without a call. Every message in and out passes here: one scan of the header
+ * section's lines, looking only at lines that start like the two headers read.
  */
 export interface MessageHead {
   startLine: string;
@@ -14,16 +15,38 @@ export interface MessageHead {
 const MAX_HEAD = 8192;
 
 export function readHead(data: Buffer): MessageHead {
-  const text = data.toString('latin1', 0, Math.min(data.length, MAX_HEAD));
-  const end = text.indexOf('\r\n\r\n');
-  const head = end < 0 ? text : text.slice(0, end);
+  const limit = Math.min(data.length, MAX_HEAD);
+  let end = data.indexOf('\r\n\r\n', 0, 'latin1');
+  if (end < 0 || end > limit) end = limit;
+  const head = data.toString('latin1', 0, end);
   const firstEnd = head.indexOf('\r\n');
   const startLine = firstEnd < 0 ? head : head.slice(0, firstEnd);
-  const callId = /\r\n(?:call-id|i)[ \t]*:[ \t]*([^\r\n]*?)[ \t]*(?=\r\n|$)/i.exec(head)?.[1] || undefined;
-  let opensLeg = false;
-  if (startLine.startsWith('INVITE ')) {
-    const to = /\r\n(?:to|t)[ \t]*:([^\r\n]*)/i.exec(head)?.[1] ?? '';
-    opensLeg = !/;[ \t]*tag[ \t]*=/i.test(to);
+  const invite = startLine.startsWith('INVITE ');
+  let callId: string | undefined;
+  let to: string | undefined;
+  for (let at = firstEnd; at >= 0 && (callId === undefined || (invite && to === undefined));) {
+    const start = at + 2;
+    const next = head.indexOf('\r\n', start);
+    const lineEnd = next < 0 ? head.length : next;
+    at = next;
+    const c = head.charCodeAt(start) | 0x20; // lower case for letters
+    if (c !== 0x63 /* c */ && c !== 0x69 /* i */ && c !== 0x74 /* t */) continue;
+    const colon = head.indexOf(':', start);
+    if (colon < 0 || colon > lineEnd) continue;
+    const name = trimBlanks(head.slice(start, colon)).toLowerCase();
+    if (callId === undefined && (name === 'call-id' || name === 'i'))
+      callId = trimBlanks(head.slice(colon + 1, lineEnd)) || undefined;
+    else if (invite && to === undefined && (name === 'to' || name === 't')) to = head.slice(colon + 1, lineEnd);
   }
+  const opensLeg = invite && !/;[ \t]*tag[ \t]*=/i.test(to ?? '');
   return { startLine, callId, opensLeg };
+}
+
+/** Without the spaces and tabs at either end (SIP's blanks; not the other characters String.trim removes). */
+function trimBlanks(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === 0x20 || s.charCodeAt(a) === 0x09)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 0x20 || s.charCodeAt(b - 1) === 0x09)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
 }
