@@ -119,12 +119,8 @@ export class EndUserAuth {
     const bearer = bearerOf(req, proxy);
     if (bearer !== undefined) return this.#bearer(req, srv, bearer, aor, proxy);
     const digest = this.#digestServer(aor?.realm ?? 'simu', proxy);
-    const challenge = (stale = false): AuthOutcome => {
-      srv.send(digest.status, undefined, { headers: digest.challenge({ stale }) });
-      return { ok: false };
-    };
     // A phone's first request carries no credentials: challenge without touching the store.
-    if (!aor || !req.headers.has(proxy ? 'proxy-authorization' : 'authorization')) return challenge();
+    if (!aor || !req.headers.has(proxy ? 'proxy-authorization' : 'authorization')) return challenge(srv, digest);
     // Without waiting when nothing is to be read (the domain names the account, the user's credentials are
     // remembered): a refresh, the common case, makes no promise here (each costs its hooks and a turn).
     const accountId = aor.accountId ?? (await this.accountOf(aor));
@@ -155,7 +151,7 @@ export class EndUserAuth {
       this.#gate?.authSucceeded(who);
       return { ok: true, token: row, identity: identityOf(row) };
     }
-    if (found.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
+    if (found.reason === 'stale') return challenge(srv, digest, true); // a right digest over an old nonce (RFC 7616 §3.3)
     if (found.reason === 'uri-mismatch') {
       // RFC 3261 §22.4: credentials signed for another resource are a failed credential, and no password would
       // make them right, so 403 (a new challenge would only be answered with the same uri).
@@ -171,7 +167,7 @@ export class EndUserAuth {
     }
     // 'missing' (the first request of a phone) is not a failure; 'malformed' and 'wrong' are.
     if (found.reason === 'malformed' || found.reason === 'wrong') this.#gate?.authFailed(who);
-    return challenge();
+    return challenge(srv, digest);
   }
 
   /** Forgets the credentials remembered (the registrar's sweep found a token that no longer authenticates). */
@@ -336,6 +332,12 @@ export class EndUserAuth {
     }
     return s;
   }
+}
+
+/** Answers with a digest challenge (401 or 407); `stale`: the digest was right, over an old nonce. */
+function challenge(srv: Responder, digest: DigestServer, stale = false): AuthOutcome {
+  srv.send(digest.status, undefined, { headers: digest.challenge({ stale }) });
+  return { ok: false };
 }
 
 function identityOf(row: PhoneTokenRow): EndUserIdentity {

@@ -299,17 +299,20 @@ export class UserAgent {
   }
 
   #runHandler(handler: RequestHandler, req: SipRequest, srv: Responder): void {
-    const fail = (err: unknown) => {
-      this.logger.error({ err, callId: req.callId, method: req.method }, 'request handler failed');
-      const status = err instanceof SipError && err.status >= 300 ? err.status : 500;
-      srv.send(status);
-    };
     try {
       const r = handler(req, srv);
-      if (r instanceof Promise) r.catch(fail);
+      // An arrow given in place, not a named one: the TypeScript loader's keep-names helper renames each named
+      // closure as it is made, once per request here.
+      if (r instanceof Promise) r.catch((err: unknown) => this.#handlerFailed(err, req, srv));
     } catch (err) {
-      fail(err);
+      this.#handlerFailed(err, req, srv);
     }
+  }
+
+  #handlerFailed(err: unknown, req: SipRequest, srv: Responder): void {
+    this.logger.error({ err, callId: req.callId, method: req.method }, 'request handler failed');
+    const status = err instanceof SipError && err.status >= 300 ? err.status : 500;
+    srv.send(status);
   }
 
   /** The Responder of a request this agent received (undefined for any other request). */

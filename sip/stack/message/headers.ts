@@ -147,11 +147,16 @@ export class SipHeaders {
   /** Replaces every value of `name` with one value (or several for a list header). */
   set(name: string, value: string | string[]): this {
     const key = normalizeName(name);
-    const values = Array.isArray(value) ? value : [value];
     const i = this.#entries.findIndex(([n]) => n === key);
-    this.delete(key);
-    const at = i < 0 ? this.#entries.length : i;
-    this.#entries.splice(at, 0, ...values.map((v): [string, string] => [key, v]));
+    if (i < 0) {
+      // Not there yet (most headers a response is given): appended, nothing to remove or move.
+      if (Array.isArray(value)) for (const v of value) this.#entries.push([key, v]);
+      else this.#entries.push([key, value]);
+      return this;
+    }
+    const values = Array.isArray(value) ? value : [value];
+    this.delete(key); // every one is at or after i: the first's place stays i
+    this.#entries.splice(i, 0, ...values.map((v): [string, string] => [key, v]));
     return this;
   }
 
