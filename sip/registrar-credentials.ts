@@ -32,13 +32,19 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * (the first DNS label is the account uuid). Undefined when the first label is not a uuid.
  */
 export function accountOfHost(host: string): string | undefined {
-  const label = host.toLowerCase().split('.')[0];
+  const label = firstLabel(host);
   return UUID_RE.test(label) ? label : undefined;
 }
 
 /** The digest realm of a domain: its first label (the account uuid), the same for every user of the account. */
 export function realmOfHost(host: string): string {
-  return host.toLowerCase().split('.')[0] || 'simu';
+  return firstLabel(host) || 'simu';
+}
+
+/** The first DNS label, lower-cased (without splitting the whole name: this runs for every REGISTER). */
+function firstLabel(host: string): string {
+  const dot = host.indexOf('.');
+  return (dot < 0 ? host : host.slice(0, dot)).toLowerCase();
 }
 
 /**

@@ -404,8 +404,8 @@ function sameReach(
   path: string[],
 ): boolean {
   return (
-    (b?.path ?? []).join('\n') === path.join('\n') &&
     b !== undefined &&
+    samePath(b.path ?? [], path) &&
     b.expiresAt > now &&
     b.tokenId === tokenId &&
     b.transport === (src?.transport ?? 'UDP') &&
@@ -413,6 +413,10 @@ function sameReach(
     b.sourcePort === (src?.port ?? 0) &&
     b.flowId === (src?.flowId ?? '')
   );
+}
+
+function samePath(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 function parseExpires(v: string | undefined | null): number | undefined {
