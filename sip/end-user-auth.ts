@@ -34,6 +34,9 @@ export interface Aor {
   extension: string;
 }
 
+/** The token whose password the digest was made with, or why none. */
+type Match = { row?: PhoneTokenRow; reason?: string };
+
 export type AuthOutcome = { ok: true; identity: EndUserIdentity; token: PhoneTokenRow | undefined } | { ok: false };
 
 export interface EndUserAuthSettings {
@@ -116,19 +119,20 @@ export class EndUserAuth {
     const bearer = bearerOf(req, proxy);
     if (bearer !== undefined) return this.#bearer(req, srv, bearer, aor, proxy);
     const digest = this.#digestServer(aor?.realm ?? 'simu', proxy);
-    const challenge = (stale = false): AuthOutcome => {
-      srv.send(digest.status, undefined, { headers: digest.challenge({ stale }) });
-      return { ok: false };
-    };
     // A phone's first request carries no credentials: challenge without touching the store.
-    if (!aor || !req.headers.has(proxy ? 'proxy-authorization' : 'authorization')) return challenge();
-    const accountId = await this.accountOf(aor);
+    if (!aor || !req.headers.has(proxy ? 'proxy-authorization' : 'authorization')) return challenge(srv, digest);
+    // Without waiting when nothing is to be read (the domain names the account, the user's credentials are
+    // remembered): a refresh, the common case, makes no promise here (each costs its hooks and a turn).
+    const accountId = aor.accountId ?? (await this.accountOf(aor));
     // Locked out by account, whichever of its domains (uuid or label) the phone names.
     const who = { source: req.source?.address ?? '', account: accountId ?? aor.realm, user: aor.extension };
     const locked = this.#gate?.isLockedOut(who) ?? false;
     // The same queries for unknown accounts, unknown users and locked users (docs/security.md, no enumeration).
-    let user = await this.#credentials.lookup(accountId, aor.extension, locked);
-    let found = await this.#match(req, digest, user);
+    let user =
+      this.#credentials.recall(accountId, aor.extension, locked) ??
+      (await this.#credentials.lookup(accountId, aor.extension, locked));
+    let found = this.#match(req, digest, user);
+    if (found instanceof Promise) found = await found;
     if (found.reason === 'wrong' && user.fromMemory) {
       // Nothing remembered matches: perhaps a token minted by another process since. The store once more.
       user = await this.#credentials.lookup(accountId, aor.extension, locked, true);
@@ -147,7 +151,7 @@ export class EndUserAuth {
       this.#gate?.authSucceeded(who);
       return { ok: true, token: row, identity: identityOf(row) };
     }
-    if (found.reason === 'stale') return challenge(true); // a right digest over an old nonce (RFC 7616 §3.3)
+    if (found.reason === 'stale') return challenge(srv, digest, true); // a right digest over an old nonce (RFC 7616 §3.3)
     if (found.reason === 'uri-mismatch') {
       // RFC 3261 §22.4: credentials signed for another resource are a failed credential, and no password would
       // make them right, so 403 (a new challenge would only be answered with the same uri).
@@ -163,7 +167,7 @@ export class EndUserAuth {
     }
     // 'missing' (the first request of a phone) is not a failure; 'malformed' and 'wrong' are.
     if (found.reason === 'malformed' || found.reason === 'wrong') this.#gate?.authFailed(who);
-    return challenge();
+    return challenge(srv, digest);
   }
 
   /** Forgets the credentials remembered (the registrar's sweep found a token that no longer authenticates). */
@@ -191,17 +195,32 @@ export class EndUserAuth {
    * form, then the dummy secret (always 'wrong') up to one token's worth of checks, so an unknown extension costs
    * what the usual one-token end-user costs (docs/security.md: the same work for unknown users).
    */
-  async #match(
-    req: SipRequest,
-    digest: DigestServer,
-    user: PhoneCredentials,
-  ): Promise<{ row?: PhoneTokenRow; reason?: string }> {
+  #match(req: SipRequest, digest: DigestServer, user: PhoneCredentials): Match | Promise<Match> {
+    // The passwords of a token are made once (signing its claims); then they are known and nothing waits.
+    const passwords: string[][] = [];
+    for (const row of user.tokens) {
+      const known = this.#credentials.known(row);
+      if (!known) return this.#matchOnceSigned(req, digest, user);
+      passwords.push(known);
+    }
+    return this.#matchKnown(req, digest, user, passwords);
+  }
+
+  async #matchOnceSigned(req: SipRequest, digest: DigestServer, user: PhoneCredentials): Promise<Match> {
+    const passwords: string[][] = [];
+    for (const row of user.tokens) passwords.push(await this.#credentials.candidates(row));
+    return this.#matchKnown(req, digest, user, passwords);
+  }
+
+  /** #match with each token's passwords (`passwords[i]` are those of `user.tokens[i]`). */
+  #matchKnown(req: SipRequest, digest: DigestServer, user: PhoneCredentials, passwords: string[][]): Match {
     // Read once (header, digest-uri, our nonce's tag) for every password tried.
     const attempt = digest.parse(req);
     if (!attempt.ok) return { reason: attempt.reason };
     let checks = 0;
-    for (const row of user.tokens) {
-      for (const password of await this.#credentials.candidates(row)) {
+    for (let i = 0; i < user.tokens.length; i++) {
+      const row = user.tokens[i];
+      for (const password of passwords[i]) {
         checks += 1;
         if (!digest.check(attempt, password)) continue;
         const v = digest.settle(attempt); // a right digest over a spent or expired nonce is only stale
@@ -313,6 +332,12 @@ export class EndUserAuth {
     }
     return s;
   }
+}
+
+/** Answers with a digest challenge (401 or 407); `stale`: the digest was right, over an old nonce. */
+function challenge(srv: Responder, digest: DigestServer, stale = false): AuthOutcome {
+  srv.send(digest.status, undefined, { headers: digest.challenge({ stale }) });
+  return { ok: false };
 }
 
 function identityOf(row: PhoneTokenRow): EndUserIdentity {

@@ -32,13 +32,19 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * (the first DNS label is the account uuid). Undefined when the first label is not a uuid.
  */
 export function accountOfHost(host: string): string | undefined {
-  const label = host.toLowerCase().split('.')[0];
+  const label = firstLabel(host);
   return UUID_RE.test(label) ? label : undefined;
 }
 
 /** The digest realm of a domain: its first label (the account uuid), the same for every user of the account. */
 export function realmOfHost(host: string): string {
-  return host.toLowerCase().split('.')[0] || 'simu';
+  return firstLabel(host) || 'simu';
+}
+
+/** The first DNS label, lower-cased (without splitting the whole name: this runs for every REGISTER). */
+function firstLabel(host: string): string {
+  const dot = host.indexOf('.');
+  return (dot < 0 ? host : host.slice(0, dot)).toLowerCase();
 }
 
 /**
@@ -73,8 +79,11 @@ export type LookedUp = PhoneCredentials & { fromMemory: boolean };
 export class PhoneCredentialStore {
   /** token id -> JWT candidates; tokens are immutable once minted, so this never goes stale. */
   readonly #candidates = new Map<string, string[]>();
-  /** `<account>\n<extension>` -> what the store answered, and until when it is answered from memory. */
-  readonly #remembered = new Map<string, { value: PhoneCredentials; until: number }>();
+  /**
+   * `<account>\n<extension>` -> what the store answered, as answered from memory (`recalled`, made once), and until
+   * when it is answered from memory.
+   */
+  readonly #remembered = new Map<string, { value: PhoneCredentials; recalled: LookedUp; until: number }>();
   /** Tokens that authenticated a phone from what is remembered: the ones the sweep checks. */
   readonly #inUse = new Set<string>();
   /** Moves at each credentials write: a read that began before it is not remembered. */
@@ -123,20 +132,30 @@ export class PhoneCredentialStore {
    * CREDENTIALS_TTL_MS unless `fresh`. A locked-out user's tokens are read too (the same work) and dropped.
    */
   async lookup(accountId: string | undefined, extension: string, locked: boolean, fresh = false): Promise<LookedUp> {
-    const key = `${accountId ?? ''}\n${extension}`;
-    const hit = fresh ? undefined : this.#remembered.get(key);
-    let c = hit && this.clock.now() < hit.until ? hit.value : undefined;
-    const fromMemory = c !== undefined;
-    if (!c) {
-      const generation = this.#generation;
-      c = await phoneCredentials(this.db, accountId ?? '', extension, TOKENS_TRIED);
-      if (generation === this.#generation) {
-        this.#remembered.delete(key);
-        if (this.#remembered.size >= MAX_REMEMBERED) this.#remembered.delete(this.#remembered.keys().next().value!);
-        this.#remembered.set(key, { value: c, until: this.clock.now() + CREDENTIALS_TTL_MS });
-      }
+    if (!fresh) {
+      const hit = this.recall(accountId, extension, locked);
+      if (hit) return hit;
     }
-    return { ...c, tokens: locked ? [] : c.tokens, fromMemory };
+    const key = `${accountId ?? ''}\n${extension}`;
+    const generation = this.#generation;
+    const c = await phoneCredentials(this.db, accountId ?? '', extension, TOKENS_TRIED);
+    if (generation === this.#generation) {
+      this.#remembered.delete(key);
+      if (this.#remembered.size >= MAX_REMEMBERED) this.#remembered.delete(this.#remembered.keys().next().value!);
+      const recalled = { ...c, fromMemory: true };
+      this.#remembered.set(key, { value: c, recalled, until: this.clock.now() + CREDENTIALS_TTL_MS });
+    }
+    return { ...c, tokens: locked ? [] : c.tokens, fromMemory: false };
+  }
+
+  /**
+   * What lookup() answers from memory, without waiting (undefined when it would read the store). The same object
+   * for every refresh of an unlocked user: callers only read it.
+   */
+  recall(accountId: string | undefined, extension: string, locked: boolean): LookedUp | undefined {
+    const hit = this.#remembered.get(`${accountId ?? ''}\n${extension}`);
+    if (!hit || this.clock.now() >= hit.until) return undefined;
+    return locked ? { ...hit.value, tokens: [], fromMemory: true } : hit.recalled;
   }
 
   /** The form `password` of the token matched: it is tried first from now on (a phone keeps to one form). */
@@ -146,6 +165,11 @@ export class PhoneCredentialStore {
     const c = this.#candidates.get(row.id);
     const i = c?.indexOf(password) ?? -1;
     if (c && i > 0) c.unshift(...c.splice(i, 1));
+  }
+
+  /** candidates() when they are already known (every time but the first for a token), without waiting. */
+  known(row: PhoneTokenRow): string[] | undefined {
+    return this.#candidates.get(row.id);
   }
 
   /** The JWT strings the token could be (see the file comment): the likelier first. */

@@ -257,7 +257,7 @@ export class Registrar {
     if (!out.ok) return;
     const id = out.identity;
     // §10.3 step 3: the authenticated user must be allowed to change this address-of-record's bindings.
-    const aorAccount = await this.#auth.accountOf(aor);
+    const aorAccount = aor.accountId ?? (await this.#auth.accountOf(aor));
     if (id.accountId !== aorAccount || id.extension !== aor.extension) return void srv.send(403, 'Forbidden');
 
     const now = this.#clock.now();
@@ -404,8 +404,8 @@ function sameReach(
   path: string[],
 ): boolean {
   return (
-    (b?.path ?? []).join('\n') === path.join('\n') &&
     b !== undefined &&
+    samePath(b.path ?? [], path) &&
     b.expiresAt > now &&
     b.tokenId === tokenId &&
     b.transport === (src?.transport ?? 'UDP') &&
@@ -413,6 +413,10 @@ function sameReach(
     b.sourcePort === (src?.port ?? 0) &&
     b.flowId === (src?.flowId ?? '')
   );
+}
+
+function samePath(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 function parseExpires(v: string | undefined | null): number | undefined {

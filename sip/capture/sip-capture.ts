@@ -68,8 +68,11 @@ export class SipCapture {
       const current = m.direction === 'out' ? this.#context.getStore() : undefined;
       if (m.direction === 'in' || current) group = this.#groups.add(callId, m.at, current);
     }
-    // What the switch does on this message (and the promises it starts) runs in its call's context.
-    if (m.direction === 'in') this.#context.enterWith(group);
+    // What the switch does on this message (and the promises it starts) runs in its call's context. Entered only
+    // when that changes anything: the first enterWith turns on the process's async-context tracking (a hook on
+    // every promise), which a switch that has only seen messages of no call (registrations) need not pay.
+    if (m.direction === 'in' && (group !== undefined || this.#context.getStore() !== undefined))
+      this.#context.enterWith(group);
     const local = isWildcard(m.localAddress) ? this.#advertised : m.localAddress;
     if (group && callId !== undefined) {
       const out = m.direction === 'out';

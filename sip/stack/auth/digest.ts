@@ -25,7 +25,7 @@ export function parseAuthHeader(value: string): { scheme: string; params: Map<st
   const s = value.slice(m[0].length);
   let i = 0;
   while (i < s.length) {
-    while (i < s.length && /[\s,]/.test(s[i])) i++;
+    while (i < s.length && isBlankOrComma(s.charCodeAt(i), s, i)) i++;
     if (i >= s.length) break;
     const eq = s.indexOf('=', i);
     if (eq < 0) return { scheme: m[1], params }; // token68 (Bearer) or junk: no parameters
@@ -47,6 +47,12 @@ export function parseAuthHeader(value: string): { scheme: string; params: Map<st
     params.set(name, val);
   }
   return { scheme: m[1], params };
+}
+
+/** `/[\s,]/` at `s[i]`, without the regex for the ASCII characters every header is made of. */
+function isBlankOrComma(c: number, s: string, i: number): boolean {
+  if (c < 0x80) return c === 0x20 || c === 0x2c || (c >= 0x09 && c <= 0x0d);
+  return /\s/.test(s[i]);
 }
 
 export interface DigestInput {

@@ -255,16 +255,21 @@ export class UserAgent {
 
   #onRequest(req: SipRequest, tx: ServerTransaction | null): void {
     if (!tx) return this.#onAck(req);
-    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'), {
-      clock: this.clock,
-      t1: this.timers.T1,
-      // RFC 3262: PRACKs for this INVITE's reliable 18x reach it through the early dialog's identity.
-      waiting: (on) => {
-        const key = Dialog.key(req.callId, srv.toTag, req.fromTag ?? '');
-        if (on) this.#prackable.set(key, srv);
-        else this.#prackable.delete(key);
-      },
-    });
+    // Only an INVITE's 18x may be sent reliably (RFC 3262): no other request is given the closures it takes.
+    const reliable =
+      req.method !== 'INVITE'
+        ? undefined
+        : {
+            clock: this.clock,
+            t1: this.timers.T1,
+            // RFC 3262: PRACKs for this INVITE's reliable 18x reach it through the early dialog's identity.
+            waiting: (on: boolean) => {
+              const key = Dialog.key(req.callId, srv.toTag, req.fromTag ?? '');
+              if (on) this.#prackable.set(key, srv);
+              else this.#prackable.delete(key);
+            },
+          };
+    const srv = new Responder(req, tx, this.#tx, this.contact(req.source?.transport ?? 'UDP'), reliable);
     (req as unknown as Record<symbol, Responder>)[this.#responderKey] = srv;
     if (req.method === 'CANCEL') return this.#onCancel(req, srv);
     if (req.method === 'PRACK') {
@@ -294,17 +299,20 @@ export class UserAgent {
   }
 
   #runHandler(handler: RequestHandler, req: SipRequest, srv: Responder): void {
-    const fail = (err: unknown) => {
-      this.logger.error({ err, callId: req.callId, method: req.method }, 'request handler failed');
-      const status = err instanceof SipError && err.status >= 300 ? err.status : 500;
-      srv.send(status);
-    };
     try {
       const r = handler(req, srv);
-      if (r instanceof Promise) r.catch(fail);
+      // An arrow given in place, not a named one: the TypeScript loader's keep-names helper renames each named
+      // closure as it is made, once per request here.
+      if (r instanceof Promise) r.catch((err: unknown) => this.#handlerFailed(err, req, srv));
     } catch (err) {
-      fail(err);
+      this.#handlerFailed(err, req, srv);
     }
+  }
+
+  #handlerFailed(err: unknown, req: SipRequest, srv: Responder): void {
+    this.logger.error({ err, callId: req.callId, method: req.method }, 'request handler failed');
+    const status = err instanceof SipError && err.status >= 300 ? err.status : 500;
+    srv.send(status);
   }
 
   /** The Responder of a request this agent received (undefined for any other request). */

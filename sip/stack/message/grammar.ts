@@ -60,7 +60,8 @@ export function skipQuoted(s: string, start: number): number {
 /** Removes the quotes and quoted-pair escapes of a quoted-string. */
 export function unquote(s: string): string {
   if (s.length < 2 || s[0] !== '"') return s;
-  return s.slice(1, -1).replace(/\\(.)/gs, '$1');
+  const inner = s.slice(1, -1);
+  return inner.includes('\\') ? inner.replace(/\\(.)/gs, '$1') : inner; // most have no escape: no regex run
 }
 
 export function quote(s: string): string {

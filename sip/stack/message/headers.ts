@@ -62,9 +62,17 @@ const CANONICAL = new Map<string, string>(
 /** Display forms made so far (a response writes every header name: the regex ran per header per message). */
 const displayed = new Map<string, string>();
 
+/** Names normalised so far, as written (a message's few names, again and again): one lookup instead of two. */
+const normalized = new Map<string, string>();
+
 export function normalizeName(name: string): string {
-  const lower = name.toLowerCase();
-  return COMPACT.get(lower) ?? lower;
+  let key = normalized.get(name);
+  if (key === undefined) {
+    const lower = name.toLowerCase();
+    key = COMPACT.get(lower) ?? lower;
+    if (normalized.size < 1000) normalized.set(name, key); // names from outside are many; the bound keeps it small
+  }
+  return key;
 }
 
 export function displayName(name: string): string {
@@ -126,7 +134,10 @@ export class SipHeaders {
   }
 
   count(name: string): number {
-    return this.getAll(name).length;
+    const key = normalizeName(name);
+    let n = 0;
+    for (const e of this.#entries) if (e[0] === key) n++;
+    return n;
   }
 
   has(name: string): boolean {
@@ -136,11 +147,16 @@ export class SipHeaders {
   /** Replaces every value of `name` with one value (or several for a list header). */
   set(name: string, value: string | string[]): this {
     const key = normalizeName(name);
-    const values = Array.isArray(value) ? value : [value];
     const i = this.#entries.findIndex(([n]) => n === key);
-    this.delete(key);
-    const at = i < 0 ? this.#entries.length : i;
-    this.#entries.splice(at, 0, ...values.map((v): [string, string] => [key, v]));
+    if (i < 0) {
+      // Not there yet (most headers a response is given): appended, nothing to remove or move.
+      if (Array.isArray(value)) for (const v of value) this.#entries.push([key, v]);
+      else this.#entries.push([key, value]);
+      return this;
+    }
+    const values = Array.isArray(value) ? value : [value];
+    this.delete(key); // every one is at or after i: the first's place stays i
+    this.#entries.splice(i, 0, ...values.map((v): [string, string] => [key, v]));
     return this;
   }
 

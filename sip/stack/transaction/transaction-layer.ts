@@ -12,7 +12,13 @@ import { NonInviteClientTransaction } from './non-invite-client.js';
 import { NonInviteServerTransaction } from './non-invite-server.js';
 import { CompletedResponses } from './completed-responses.js';
 import { timersFor, type TimerSettings } from './timers.js';
-import type { ClientTransactionUser, MessageChannel, ServerTransactionUser, Transaction } from './transaction.js';
+import type {
+  ClientTransactionUser,
+  MessageChannel,
+  ServerTransactionUser,
+  Transaction,
+  TransactionContext,
+} from './transaction.js';
 
 export type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
 export type ClientTransaction = InviteClientTransaction | NonInviteClientTransaction;
@@ -127,26 +133,20 @@ export class TransactionLayer {
   }
 
   #createServer(key: string, req: SipRequest): ServerTransaction {
-    const channel = this.#opts.responseChannel(req);
-    const user: ServerTransactionUser = {
-      onTransportError: (e) => this.#opts.user.onServerTransportError?.(tx, e),
-      onAckTimeout: () => this.#opts.user.onAckTimeout?.(tx as InviteServerTransaction),
-    };
-    const ctx = {
-      clock: this.#opts.clock,
-      timers: this.#opts.timers,
-      channel,
-      onTerminated: (t: Transaction) => {
-        if (this.#server.get(key) === t) this.#server.delete(key);
-        if (req.method === 'INVITE' && this.#accepted.get(acceptedKey(req)) === t)
-          this.#accepted.delete(acceptedKey(req));
-      },
-      completed: this.#completed,
-    };
+    const hooks = new ServerHooks(
+      key,
+      req,
+      this.#opts,
+      this.#opts.responseChannel(req),
+      this.#completed,
+      this.#server,
+      this.#accepted,
+    );
     const tx: ServerTransaction =
       req.method === 'INVITE'
-        ? new InviteServerTransaction(key, req, ctx, user)
-        : new NonInviteServerTransaction(key, req, ctx, user);
+        ? new InviteServerTransaction(key, req, hooks, hooks)
+        : new NonInviteServerTransaction(key, req, hooks, hooks);
+    hooks.tx = tx;
     this.#server.set(key, tx);
     return tx;
   }
@@ -217,5 +217,42 @@ export class TransactionLayer {
     this.#completed.clear();
     this.#acked.clear();
     this.#absorbing.clear();
+  }
+}
+
+/**
+ * A server transaction's context and user in one object, its callbacks as methods: one allocation per request, and
+ * no closures (each closure made per request was also renamed by the TypeScript loader's keep-names helper).
+ */
+class ServerHooks implements TransactionContext, ServerTransactionUser {
+  tx!: ServerTransaction;
+  readonly clock: Clock;
+  readonly timers: TimerSettings;
+
+  constructor(
+    readonly key: string,
+    readonly req: SipRequest,
+    readonly opts: TransactionLayerOptions,
+    readonly channel: MessageChannel,
+    readonly completed: CompletedResponses,
+    readonly server: Map<string, ServerTransaction>,
+    readonly accepted: Map<string, InviteServerTransaction>,
+  ) {
+    this.clock = opts.clock;
+    this.timers = opts.timers;
+  }
+
+  onTerminated(t: Transaction): void {
+    if (this.server.get(this.key) === t) this.server.delete(this.key);
+    if (this.req.method === 'INVITE' && this.accepted.get(acceptedKey(this.req)) === t)
+      this.accepted.delete(acceptedKey(this.req));
+  }
+
+  onTransportError(e: SipTransportError): void {
+    this.opts.user.onServerTransportError?.(this.tx, e);
+  }
+
+  onAckTimeout(): void {
+    this.opts.user.onAckTimeout?.(this.tx as InviteServerTransaction);
   }
 }

@@ -42,6 +42,8 @@ export interface Transport {
   readonly local: ListenAddress;
   /** Opens (or returns the open) flow to a peer; datagram transports return a flow without a connection. */
   connect(address: string, port: number): Promise<Flow>;
+  /** The flow to a peer at once, when no connection is needed (datagram transports): connect() without a wait. */
+  flow?(address: string, port: number): Flow;
   close(): Promise<void>;
 }
 

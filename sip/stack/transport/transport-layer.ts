@@ -239,15 +239,22 @@ class TargetChannel implements MessageChannel {
     this.reliable = target.transport !== 'UDP';
   }
 
-  async send(msg: SipMessage): Promise<void> {
-    const { target } = this;
-    if (!this.transport) throw new SipTransportError(`no ${target.transport} transport listening`);
-    let flow = target.flowId ? this.flows.get(target.flowId) : undefined;
-    if (target.flowId && !flow && this.reliable && target.transport.startsWith('WS')) {
-      throw new SipTransportError(`connection ${target.flowId} is closed`);
+  send(msg: SipMessage): Promise<void> {
+    // Not async: a UDP send (most of what a registrar sends) needs no connection, and goes without the promises
+    // and turns of awaiting one. Every failure is still a rejection, never a throw.
+    try {
+      const { target } = this;
+      if (!this.transport) throw new SipTransportError(`no ${target.transport} transport listening`);
+      let flow = target.flowId ? this.flows.get(target.flowId) : undefined;
+      if (target.flowId && !flow && this.reliable && target.transport.startsWith('WS')) {
+        throw new SipTransportError(`connection ${target.flowId} is closed`);
+      }
+      flow ??= this.transport.flow?.(target.host, target.port);
+      if (flow) return sendOn(flow, msg.toBuffer(), this.tap);
+      return this.transport.connect(target.host, target.port).then((f) => sendOn(f, msg.toBuffer(), this.tap));
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
-    flow ??= await this.transport.connect(target.host, target.port);
-    await sendOn(flow, msg.toBuffer(), this.tap);
   }
 }
 

@@ -89,8 +89,8 @@ parentPort.on('message', (m) => {
 });
 
 /**
- * The main thread's datagrams, sent from the port's socket: [first sequence number, then data, port, address per
- * datagram]. Once every one of them is handed to the kernel, the main thread is told the last sequence number
+ * The main thread's datagrams, sent from the port's socket: [first sequence number, then data (the bytes as a latin1
+ * string), port, address per datagram]. Once every one of them is handed to the kernel, the main thread is told the last sequence number
  * and the ones that failed, with the error (it settles each send's promise).
  */
 function sendBatch(m) {
@@ -105,7 +105,7 @@ function sendBatch(m) {
       if (--left === 0) parentPort.postMessage({ sent: first + count - 1, errors });
     };
     try {
-      socket.send(m[1 + i * 3], m[2 + i * 3], m[3 + i * 3], done);
+      socket.send(Buffer.from(m[1 + i * 3], 'latin1'), m[2 + i * 3], m[3 + i * 3], done);
     } catch (err) {
       done(err); // a bad port or address: that send fails, the others go
     }

@@ -270,6 +270,18 @@ describe('UDP front: new INVITEs refused in a worker thread', function () {
     await after;
   });
 
+  it('sends every byte as given: UTF-8 text and all 256 byte values, from a slice of a larger buffer', async () => {
+    const front = ua.udpFront!;
+    const text = Buffer.from('SIP/2.0 200 OK\r\nSubject: café ☎ 電話\r\n\r\n');
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const slab = Buffer.concat([Buffer.from('xx'), all, Buffer.from('yy')]);
+    await front.send(text, client.address().port, '127.0.0.1');
+    await front.send(slab.subarray(2, 258), client.address().port, '127.0.0.1');
+    await eventually(() => replies.length >= 2, 'both datagrams');
+    assert.ok(replies[0]!.equals(text), 'the UTF-8 text byte for byte');
+    assert.ok(replies[1]!.equals(all), 'the 256 byte values, and only the slice');
+  });
+
   it('once the worker has stopped on its own, the main thread binds the port and receives everything', async () => {
     ua.udpFront!.publish(closed);
     await ua.udpFront!.crash();
