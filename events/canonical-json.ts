@@ -54,12 +54,29 @@ function quote(s: string): string {
   return `"${s}"`;
 }
 
-/** `keys` in canonical order, sorted in place only when they are not already (an object built in order is not). */
-function inOrder(keys: string[]): string[] {
-  for (let i = 1; i < keys.length; i++) {
-    if (compareKeys(keys[i - 1]!, keys[i]!) > 0) return keys.sort(compareKeys);
-  }
-  return keys;
+/** Key lists sorted lately, as given and in order: objects of one shape (a call's events' data) recur. */
+const recentOrders: Array<{ given: string[]; sorted: string[] }> = [];
+const RECENT_ORDERS = 16;
+
+const sameKeys = (a: readonly string[], b: readonly string[]): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/**
+ * `keys` in canonical order: as they are when already in order (an object built in order), else a list sorted for
+ * the same keys given in the same order before, else sorted. The lists returned are only read.
+ */
+function inOrder(keys: string[]): readonly string[] {
+  let i = 1;
+  while (i < keys.length && compareKeys(keys[i - 1]!, keys[i]!) <= 0) i++;
+  if (i >= keys.length) return keys;
+  for (const r of recentOrders) if (sameKeys(r.given, keys)) return r.sorted;
+  const sorted = [...keys].sort(compareKeys);
+  if (recentOrders.length >= RECENT_ORDERS) recentOrders.pop();
+  recentOrders.unshift({ given: keys, sorted });
+  return sorted;
 }
 
 /**
@@ -110,8 +127,9 @@ function members(over: Record<string, unknown>, under: Record<string, unknown> |
   if (under !== undefined) for (const k of Object.keys(under)) if (!Object.hasOwn(over, k)) keys.push(k);
   let out = '';
   for (const k of inOrder(keys)) {
-    const encoded = encode(under === undefined || Object.hasOwn(over, k) ? over[k] : under[k], k, path);
-    if (encoded !== undefined) out += `${out.length > 0 ? ',' : ''}${quote(k)}:${encoded}`;
+    const v = under === undefined ? over[k] : Object.hasOwn(over, k) ? over[k] : under[k];
+    const encoded = encode(v, k, path);
+    if (encoded !== undefined) out += out.length > 0 ? `,${quote(k)}:${encoded}` : `${quote(k)}:${encoded}`;
   }
   return `{${out}}`;
 }
