@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import {
+  CALL_SNAPSHOT_FIELDS,
   EventCodes,
   buildStatusCallbackBody,
   buildStreamFrame,
@@ -99,6 +100,17 @@ describe('events: status-callback body', () => {
       assert.equal(body, expected, `body of ${c.code}`);
       assert.deepEqual(JSON.parse(body), JSON.parse(expected!), `parsed body of ${c.code}`);
     }
+  });
+
+  it('takes exactly the snapshot fields, absent ones as null and durations as numbers', () => {
+    assert.deepEqual(Object.keys(toCallSnapshot({})), [...CALL_SNAPSHOT_FIELDS]);
+    assert.ok(
+      Object.values(toCallSnapshot({ cost_cents: 5 })).every((v) => v === null),
+      'absent fields are null',
+    );
+    const s = toCallSnapshot(row);
+    assert.equal(s.duration_seconds, 42);
+    assert.equal(s.talk_seconds, 37);
   });
 
   it('has the bytes a customer receives for a completed call', () => {
