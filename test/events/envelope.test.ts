@@ -76,6 +76,12 @@ const cases: Case[] = [
   { code: EventCodes.callAnswered, snapshot: false },
   { code: EventCodes.ttsGenerated, data: { nested: { b: [1, 'two', { d: 4, c: 3 }], a: 1e21 } }, snapshot: false },
   { code: EventCodes.callFailed, sid: 'call_\u2028x', customPayload: { 'a b': '\u0007', ab: 'ü' }, snapshot: true },
+  {
+    code: EventCodes.ttsGenerated,
+    sid: row.sid,
+    customPayload: { long: 'a'.repeat(300), longer: `${'b'.repeat(60)}"\\\u007f\ud800é` },
+    snapshot: true,
+  },
 ];
 
 describe('events: status-callback body', () => {
