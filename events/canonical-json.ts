@@ -42,18 +42,62 @@ function compareCodePoints(a: string, b: string): number {
   }
 }
 
-function encode(value: unknown, key: string, seen: Set<object>): string | undefined {
+/**
+ * The JSON text of a key or string. Short plain ASCII (no quote, backslash or control character) is quoted as it is,
+ * the same bytes JSON.stringify gives, without its call; anything else goes through JSON.stringify, which is the
+ * faster of the two past a few dozen characters.
+ */
+function quote(s: string): string {
+  if (s.length > 48) return JSON.stringify(s);
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return JSON.stringify(s);
+  }
+  return `"${s}"`;
+}
+
+/** Key lists sorted lately, as given and in order: objects of one shape (a call's events' data) recur. */
+const recentOrders: Array<{ given: string[]; sorted: string[] }> = [];
+const RECENT_ORDERS = 16;
+
+const sameKeys = (a: readonly string[], b: readonly string[]): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+};
+
+/**
+ * `keys` in canonical order: as they are when already in order (an object built in order), else a list sorted for
+ * the same keys given in the same order before, else sorted. The lists returned are only read.
+ */
+function inOrder(keys: string[]): readonly string[] {
+  let i = 1;
+  while (i < keys.length && compareKeys(keys[i - 1]!, keys[i]!) <= 0) i++;
+  if (i >= keys.length) return keys;
+  for (const r of recentOrders) if (sameKeys(r.given, keys)) return r.sorted;
+  const sorted = [...keys].sort(compareKeys);
+  if (recentOrders.length >= RECENT_ORDERS) recentOrders.pop();
+  recentOrders.unshift({ given: keys, sorted });
+  return sorted;
+}
+
+/**
+ * `path` holds the objects being encoded, outermost first: a value already on it is a cycle. Objects nest a few
+ * levels deep, so a scan of the path costs less than a Set's insert and delete for every object.
+ */
+function encode(value: unknown, key: string, path: object[]): string | undefined {
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     value = (value as { toJSON(k: string): unknown }).toJSON(key);
   }
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return quote(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
       if (!Number.isFinite(value)) throw new CanonicalJsonError(`non-finite number at '${key}'`);
-      return JSON.stringify(value);
+      // A finite number's JSON text is its Number::toString (-0 as 0), what String gives.
+      return String(value);
     case 'bigint':
       throw new CanonicalJsonError(`bigint at '${key}' has no JSON form`);
     case 'undefined':
@@ -65,27 +109,49 @@ function encode(value: unknown, key: string, seen: Set<object>): string | undefi
   }
   if (value === null) return 'null';
   const obj = value as object;
-  if (seen.has(obj)) throw new CanonicalJsonError(`cycle at '${key}'`);
-  seen.add(obj);
+  if (path.includes(obj)) throw new CanonicalJsonError(`cycle at '${key}'`);
+  path.push(obj);
   try {
     if (Array.isArray(obj)) {
-      return `[${obj.map((item, i) => encode(item, String(i), seen) ?? 'null').join(',')}]`;
+      let out = '[';
+      for (let i = 0; i < obj.length; i++) out += `${i > 0 ? ',' : ''}${encode(obj[i], String(i), path) ?? 'null'}`;
+      return `${out}]`;
     }
-    const record = obj as Record<string, unknown>;
-    const parts: string[] = [];
-    for (const k of Object.keys(record).sort(compareKeys)) {
-      const encoded = encode(record[k], k, seen);
-      if (encoded !== undefined) parts.push(`${JSON.stringify(k)}:${encoded}`);
-    }
-    return `{${parts.join(',')}}`;
+    return members(obj as Record<string, unknown>, undefined, path);
   } finally {
-    seen.delete(obj);
+    path.pop();
   }
+}
+
+/** The object `{...under, ...over}` (`under` may be absent) encoded, without building it. */
+function members(over: Record<string, unknown>, under: Record<string, unknown> | undefined, path: object[]): string {
+  const keys = Object.keys(over);
+  if (under !== undefined) for (const k of Object.keys(under)) if (!Object.hasOwn(over, k)) keys.push(k);
+  let out = '';
+  for (const k of inOrder(keys)) {
+    const v = under === undefined ? over[k] : Object.hasOwn(over, k) ? over[k] : under[k];
+    const encoded = encode(v, k, path);
+    if (encoded !== undefined) out += out.length > 0 ? `,${quote(k)}:${encoded}` : `${quote(k)}:${encoded}`;
+  }
+  return `{${out}}`;
 }
 
 /** The canonical JSON text of `value`. Throws CanonicalJsonError for values JSON cannot carry faithfully. */
 export function canonicalJson(value: unknown): string {
-  const text = encode(value, '', new Set());
+  const text = encode(value, '', []);
   if (text === undefined) throw new CanonicalJsonError('the top-level value has no JSON form');
   return text;
+}
+
+/** The canonical JSON text of a string: the same as `canonicalJson(s)`. */
+export const canonicalString = quote;
+
+/**
+ * The canonical JSON text of the object `{ ...under, ...over }` (the keys of `over` win), without the copy: a
+ * status callback's `data` is its frame's data widened with the call snapshot.
+ */
+export function canonicalJsonMerged(under: Record<string, unknown> | undefined, over: Record<string, unknown>): string {
+  const path: object[] = [over];
+  if (under !== undefined) path.push(under);
+  return members(over, under, path);
 }

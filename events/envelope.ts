@@ -1,4 +1,4 @@
-import { canonicalJson } from './signing.js';
+import { canonicalJson, canonicalJsonMerged, canonicalString as str } from './canonical-json.js';
 import type { EventCode, EventName } from './catalogue.js';
 
 /**
@@ -45,10 +45,22 @@ export const CALL_SNAPSHOT_FIELDS = [
 
 /** Picks exactly the snapshot fields from a call row (or anything shaped like one); absent fields become null. */
 export function toCallSnapshot(row: Record<string, unknown>): CallSnapshot {
-  const out: Record<string, unknown> = {};
-  for (const f of CALL_SNAPSHOT_FIELDS) out[f] = row[f] ?? null;
-  for (const f of ['duration_seconds', 'talk_seconds'] as const) if (out[f] !== null) out[f] = Number(out[f]);
-  return out as unknown as CallSnapshot;
+  // One literal in CALL_SNAPSHOT_FIELDS' order: one object shape, no copy.
+  const duration = row.duration_seconds ?? null;
+  const talk = row.talk_seconds ?? null;
+  return {
+    sid: row.sid ?? null,
+    direction: row.direction ?? null,
+    from_number: row.from_number ?? null,
+    to_number: row.to_number ?? null,
+    status: row.status ?? null,
+    reason_code: row.reason_code ?? null,
+    duration_seconds: duration === null ? null : Number(duration),
+    talk_seconds: talk === null ? null : Number(talk),
+    started_at: row.started_at ?? null,
+    answered_at: row.answered_at ?? null,
+    ended_at: row.ended_at ?? null,
+  } as CallSnapshot;
 }
 
 const isEmpty = (v: unknown): boolean =>
@@ -80,6 +92,10 @@ export function buildStreamFrame(p: FrameParts): StreamFrame {
  * The status-callback body: the envelope plus `id` and `accountId`; for call events `data` is the stream data
  * widened with the full call snapshot (the snapshot's fields win, so `reason_code` is the stored one). Serialised
  * with sorted keys and no whitespace; these exact bytes are stored in the outbox, signed and sent on every attempt.
+ *
+ * The same bytes as `canonicalJson({ ...frame, data, id, accountId })`, written out member by member in sorted key
+ * order (accountId, code, createdAt, customPayload, data, event, id, sid) rather than copied and sorted: a frame
+ * has exactly the keys buildStreamFrame gives it.
  */
 export function buildStatusCallbackBody(
   frame: StreamFrame,
@@ -87,6 +103,14 @@ export function buildStatusCallbackBody(
   accountId: string,
   snapshot: CallSnapshot | null,
 ): string {
-  const data = snapshot ? { ...(frame.data ?? {}), ...snapshot } : (frame.data ?? {});
-  return canonicalJson({ ...frame, data, id, accountId });
+  const data = snapshot
+    ? canonicalJsonMerged(frame.data, snapshot as unknown as Record<string, unknown>)
+    : frame.data
+      ? canonicalJson(frame.data)
+      : '{}';
+  let out = `{"accountId":${str(accountId)},"code":${str(frame.code)},"createdAt":${str(frame.createdAt)}`;
+  if (frame.customPayload !== undefined) out += `,"customPayload":${canonicalJson(frame.customPayload)}`;
+  out += `,"data":${data},"event":${str(frame.event)},"id":${str(id)}`;
+  if (frame.sid !== undefined) out += `,"sid":${str(frame.sid)}`;
+  return `${out}}`;
 }

@@ -166,11 +166,15 @@ export class EventPublisher {
     let data = input.data ?? {};
     if (TERMINAL_CALL_EVENTS.has(input.code)) {
       // Spec, Events: on the stream call.completed and call.failed carry reasonCode, duration and cost.
-      const src = { ...(callRow ?? {}), ...((input.callSnapshot as Record<string, unknown>) ?? {}) };
+      // The given snapshot's fields, else the row's (as if the snapshot were spread over the row), without a copy.
+      const given = input.callSnapshot as Record<string, unknown> | undefined;
+      const field = (k: string): unknown => (given !== undefined && Object.hasOwn(given, k) ? given[k] : callRow?.[k]);
+      const duration = field('duration_seconds');
+      const costCents = field('cost_cents');
       data = {
-        reasonCode: src.reason_code ?? null,
-        duration: src.duration_seconds == null ? null : Number(src.duration_seconds),
-        cost: src.cost_cents == null ? (src.cost ?? null) : centsToString(Number(src.cost_cents)),
+        reasonCode: field('reason_code') ?? null,
+        duration: duration == null ? null : Number(duration),
+        cost: costCents == null ? (field('cost') ?? null) : centsToString(Number(costCents)),
         ...data,
       };
     }
@@ -233,7 +237,8 @@ export class EventPublisher {
       frame,
       call: snapshot ?? undefined,
     });
-    this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');
+    if (this.#log.isLevelEnabled('debug'))
+      this.#log.debug({ eventId: id, code: input.code, sid, delivery }, 'event emitted');
     return { id, frame, delivery, url, route };
   }
 

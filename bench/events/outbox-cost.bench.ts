@@ -6,6 +6,10 @@
  * WH.0200), SQL statements and SQLite execution time per callback, and the deliveries counted against the store.
  *
  *   npx tsx bench/events/outbox-cost.bench.ts [calls/s=100] [seconds=10]
+ *   npx tsx bench/events/outbox-cost.bench.ts --micro
+ *
+ * `--micro` measures building alone, no receiver: µs per status-callback body (the frame and the canonical body of a
+ * carrier call's 13 events) and CPU µs per emit (stored through the group commit on SQLite, no outbox attached).
  *
  * Steadier than the carrier bench on a shared box (no SIP, no media, one process measured): compare two builds run
  * within the same minutes. `--cpu-prof` on node (`node --cpu-prof --import tsx ...`) profiles just this path.
@@ -19,11 +23,22 @@ import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { openDb, migrate, timeStatements } from '../../store/index.js';
-import { EventBus, EventCodes, EventPublisher, StatusCallbackOutbox } from '../../events/index.js';
+import {
+  EventBus,
+  EventCodes,
+  EventPublisher,
+  StatusCallbackOutbox,
+  buildStatusCallbackBody,
+  buildStreamFrame,
+  eventFor,
+  toCallSnapshot,
+  type EventCode,
+} from '../../events/index.js';
 import { UrlPolicy } from '../../kit/index.js';
 
-const RATE = Number(process.argv[2] ?? 100);
-const SECONDS = Number(process.argv[3] ?? 10);
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const RATE = Number(positional[0] ?? 100);
+const SECONDS = Number(positional[1] ?? 10);
 const quiet = pino({ level: 'silent' });
 /** A carrier call's events with a status URL: 13 callbacks. */
 const CALL_EVENTS = [
@@ -41,6 +56,101 @@ const CALL_EVENTS = [
   EventCodes.ttsGenerated,
   EventCodes.callCompleted,
 ];
+
+/** Each event's own data as the calls room emits it (calls/call-verbs.ts, calls/call-lifecycle.ts). */
+const dataOf = (code: EventCode): Record<string, unknown> =>
+  code === EventCodes.ttsGenerated ? { seconds: 2.4, tier: 'standard' } : {};
+
+/** A carrier call's row as its owner holds it after the final update. */
+const benchRow = (accountId: string): Record<string, unknown> => {
+  const id = randomUUID();
+  return {
+    id,
+    sid: `call_${id.replace(/-/g, '').slice(0, 24)}`,
+    account_id: accountId,
+    direction: 'inbound',
+    from_number: '+254700000001',
+    to_number: '+254700000002',
+    status: 'completed',
+    reason_code: 'CALL.0300',
+    duration_seconds: 42,
+    talk_seconds: 37,
+    cost_cents: 123,
+    custom_payload: JSON.stringify({ order: 'A-1029', customer: { tier: 'gold', lang: 'sw' }, attempt: 2 }),
+    started_at: '2026-01-01T10:00:00.000Z',
+    answered_at: '2026-01-01T10:00:05.000Z',
+    ended_at: '2026-01-01T10:00:42.000Z',
+    created_at: '2026-01-01T10:00:00.000Z',
+  };
+};
+
+if (process.argv.includes('--micro')) {
+  const accountId = randomUUID();
+  const row = benchRow(accountId);
+  const customPayload = JSON.parse(String(row.custom_payload)) as Record<string, unknown>;
+  // Body: the frame and body the publisher builds, per event; a round of 13 events repeated.
+  const bodyRound = (): number => {
+    let bytes = 0;
+    for (const code of CALL_EVENTS) {
+      const snapshot = toCallSnapshot(row);
+      const frame = buildStreamFrame({
+        code,
+        event: eventFor(code).event,
+        sid: snapshot.sid,
+        customPayload,
+        createdAt: '2026-01-01T10:00:01.000Z',
+        data: dataOf(code),
+      });
+      bytes += buildStatusCallbackBody(frame, 'evt_0123456789abcdef', accountId, snapshot).length;
+    }
+    return bytes;
+  };
+  const perBody: number[] = [];
+  let bytes = 0;
+  for (let round = 0; round < 7; round++) {
+    const n = 4000;
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) bytes = bodyRound();
+    const c = process.cpuUsage(c0);
+    if (round > 1) perBody.push((c.user + c.system) / (n * CALL_EVENTS.length));
+  }
+  // Emit: stored through the group commit, no outbox attached; 100 calls' 13 events at a time.
+  const db = openDb({
+    databaseUrl: '',
+    dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-outbox-cost-')),
+    groupCommit: true,
+    groupCommitWindowMs: 15,
+  });
+  await migrate(db);
+  await db('accounts').insert({
+    id: accountId,
+    name: 'bench',
+    signing_secret: 'whsec_bench',
+    webhook_status: 'http://127.0.0.1:9/status',
+    created_at: new Date().toISOString(),
+  });
+  const publisher = new EventPublisher({ db, bus: new EventBus(quiet), logger: quiet });
+  const rows = Array.from({ length: 100 }, () => benchRow(accountId));
+  for (const r of rows) await db('calls').insert(r);
+  const perEmit: number[] = [];
+  for (let round = 0; round < 8; round++) {
+    const c0 = process.cpuUsage();
+    for (const code of CALL_EVENTS) {
+      await Promise.all(
+        rows.map((r) => publisher.emit({ accountId, code, callId: r.id as string, callRow: r, data: dataOf(code) })),
+      );
+    }
+    const c = process.cpuUsage(c0);
+    if (round > 2) perEmit.push((c.user + c.system) / (rows.length * CALL_EVENTS.length));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  console.log(`outbox cost, building only: load ${os.loadavg()[0]!.toFixed(1)}`);
+  console.log('\n| µs per body (frame + canonical body) | bytes per call | CPU µs per emit (stored, not sent) |');
+  console.log('|---|---|---|');
+  console.log(`| ${median(perBody).toFixed(1)} | ${bytes} | ${median(perEmit).toFixed(0)} |`);
+  await db.destroy();
+  process.exit(0);
+}
 
 // The receiver: a child process answering 200 to every POST and counting them.
 const receiver = fork(

@@ -32,6 +32,19 @@ describe('events: webhook signing', () => {
     assert.equal(canonicalJson(v), sortedNoSpace({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'é ☎' } }));
   });
 
+  it('canonical JSON sorts objects of one shape, and of the same keys in another order, alike', () => {
+    const shapes = [
+      { z: 1, b: 2, a: 3 },
+      { z: 4, b: 5, a: 6 },
+      { a: 7, z: 8, b: 9 },
+      { z: 1, b: 2, a: 3, c: 0 },
+      { z: 1, b: 2 },
+    ];
+    for (let round = 0; round < 20; round++) {
+      for (const v of shapes) assert.equal(canonicalJson({ x: v, ...v }), sortedNoSpace({ x: v, ...v }));
+    }
+  });
+
   it('canonical JSON orders keys by code point: a prefix first, astral characters after U+E000..U+FFFF', () => {
     // By UTF-16 code unit '😀' (U+1F600, D83D DE00) would sort before '\uff01'; by code point it sorts after.
     const v = { '😀': 1, '\uff01': 2, ab: 3, a: 4, B: 5, 'a😀b': 6, 'a😁': 7, '\ue000x': 8 };
