@@ -6,8 +6,7 @@
  *     npx tsx bench/media/ng.bench.ts [round trips, default 50000]
  */
 import { createSocket } from 'node:dgram';
-import { bdecode, bencode } from '../../media/bencode.js';
-import { NgClient } from '../../media/ng-client.js';
+import { NgClient, bdecode, bencode } from '../../media/index.js';
 
 const SDP = [
   'v=0',
