@@ -42,16 +42,20 @@ interface Pending {
   command: string;
   resolve: (r: NgResponse) => void;
   reject: (e: MediaError) => void;
-  timer: NodeJS.Timeout;
-  /** Set once the request is sent (it holds one of the maxInFlight slots until it settles). */
-  resend: NodeJS.Timeout | undefined;
+  datagram: Buffer;
+  timeoutMs: number;
+  /** performance.now() past which the request is rejected with MEDIA_TIMEOUT. */
+  deadline: number;
+  /** When to resend; Infinity until the request is sent (it then holds one of the maxInFlight slots until settled). */
+  resendAt: number;
+  /** The send callback: a datagram that could not be sent fails its request. */
+  onSent: (err: Error | null) => void;
 }
 
-/** A request waiting for a slot: its cookie, when it started waiting, and how to send it. */
+/** A request waiting for a slot: its cookie and when it started waiting. */
 interface Queued {
   cookie: string;
   since: number;
-  start: () => void;
 }
 
 export class NgClient {
@@ -67,6 +71,12 @@ export class NgClient {
   #maxWaitMs = 0;
   #socket: Socket | undefined;
   #closed = false;
+  /**
+   * One timer for every request's resends and deadline, armed for the earliest of them: a request answered in time
+   * (nearly all) costs no timer of its own. When it fires, one sweep of the pending requests resends and rejects.
+   */
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Infinity;
 
   constructor(opts: NgClientOptions) {
     this.host = opts.host;
@@ -141,10 +151,10 @@ export class NgClient {
   #settle(cookie: string): void {
     const pending = this.#pending.get(cookie);
     if (!pending) return;
-    clearTimeout(pending.timer);
     this.#pending.delete(cookie);
-    if (pending.resend === undefined) return; // still queued: dropped from the queue when its turn comes
-    clearInterval(pending.resend);
+    // Nothing left to wait for: the timer may stay armed, but it no longer keeps the process alive.
+    if (this.#pending.size === 0) this.#timer?.unref();
+    if (pending.resendAt === Infinity) return; // still queued: dropped from the queue when its turn comes
     this.#inFlight--;
     this.#startQueued();
   }
@@ -153,42 +163,81 @@ export class NgClient {
   #startQueued(): void {
     while (this.#inFlight < this.#maxInFlight && this.#queue.length > 0) {
       const next = this.#queue.shift()!;
-      if (!this.#pending.has(next.cookie)) continue;
-      this.#maxWaitMs = Math.max(this.#maxWaitMs, performance.now() - next.since);
-      next.start();
+      const pending = this.#pending.get(next.cookie);
+      if (!pending) continue;
+      const now = performance.now();
+      this.#maxWaitMs = Math.max(this.#maxWaitMs, now - next.since);
+      this.#start(pending, now);
     }
+  }
+
+  #start(pending: Pending, now: number): void {
+    this.#inFlight++;
+    pending.resendAt = now + this.#retransmitMs;
+    this.#arm(pending.resendAt);
+    this.#send(pending);
+  }
+
+  #send(pending: Pending): void {
+    this.#socket?.send(pending.datagram, this.port, this.host, pending.onSent);
+  }
+
+  /** Make sure the timer fires by `at` (performance.now() time). */
+  #arm(at: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= at) {
+      this.#timer.ref();
+      return;
+    }
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#sweep(), Math.max(1, Math.ceil(at - performance.now())));
+  }
+
+  /** Reject what passed its deadline, resend what is due, and arm the timer for the next of either. */
+  #sweep(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [cookie, pending] of this.#pending) {
+      if (now >= pending.deadline) {
+        this.#settle(cookie);
+        pending.reject(
+          new MediaError(
+            'MEDIA_TIMEOUT',
+            `rtpengine ${this.address} did not answer ${pending.command} in ${pending.timeoutMs} ms`,
+          ),
+        );
+        continue;
+      }
+      if (now >= pending.resendAt) {
+        pending.resendAt = now + this.#retransmitMs;
+        this.#send(pending);
+      }
+      next = Math.min(next, pending.deadline, pending.resendAt);
+    }
+    if (next !== Infinity) this.#arm(next);
   }
 
   /** Send one ng command and wait for its answer. `result: error` rejects with MEDIA_ENGINE_ERROR. */
   request(command: string, params: NgParams = {}, timeoutMs = this.#timeoutMs): Promise<NgResponse> {
     if (this.#closed) return Promise.reject(new MediaError('MEDIA_ENGINE_GONE', 'ng client closed'));
-    const socket = this.#ensureSocket();
+    this.#ensureSocket();
     const cookie = `${COOKIE_PREFIX}${(++cookieCounter).toString(36)}`;
-    const datagram = Buffer.concat([Buffer.from(`${cookie} `), bencode({ ...params, command })]);
+    const datagram = bencode({ ...params, command }, `${cookie} `);
     return new Promise<NgResponse>((resolve, reject) => {
-      const send = (): void => {
-        socket.send(datagram, this.port, this.host, (err) => {
-          if (err && this.#pending.has(cookie)) {
-            this.#settle(cookie);
-            reject(new MediaError('MEDIA_ENGINE_GONE', `ng send failed: ${err.message}`, err));
-          }
-        });
-      };
-      const timer = setTimeout(() => {
+      const now = performance.now();
+      const deadline = now + timeoutMs;
+      const onSent = (err: Error | null): void => {
+        if (!err || this.#pending.get(cookie) !== pending) return;
         this.#settle(cookie);
-        reject(
-          new MediaError('MEDIA_TIMEOUT', `rtpengine ${this.address} did not answer ${command} in ${timeoutMs} ms`),
-        );
-      }, timeoutMs);
-      const pending: Pending = { command, resolve, reject, timer, resend: undefined };
-      this.#pending.set(cookie, pending);
-      const start = (): void => {
-        this.#inFlight++;
-        pending.resend = setInterval(send, this.#retransmitMs);
-        send();
+        reject(new MediaError('MEDIA_ENGINE_GONE', `ng send failed: ${err.message}`, err));
       };
-      if (this.#inFlight < this.#maxInFlight) start();
-      else this.#queue.push({ cookie, since: performance.now(), start });
+      const pending: Pending = { command, resolve, reject, datagram, timeoutMs, deadline, resendAt: Infinity, onSent };
+      this.#pending.set(cookie, pending);
+      this.#arm(deadline);
+      if (this.#inFlight < this.#maxInFlight) this.#start(pending, now);
+      else this.#queue.push({ cookie, since: now });
     });
   }
 
@@ -206,6 +255,8 @@ export class NgClient {
     if (this.#closed) return;
     this.#closed = true;
     this.rejectAll(new MediaError('MEDIA_ENGINE_GONE', 'ng client closed'));
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#socket?.close();
     this.#socket = undefined;
   }

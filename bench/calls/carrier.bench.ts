@@ -74,7 +74,7 @@ const PORTS = Object.fromEntries(
     callerMedia: 22570,
     calleeMedia: 22590,
     dtmf: 22529,
-  }).map(([k, v]) => [k, v + SHIFT]),
+  }).map(([k, v]) => [k, Math.min(v + SHIFT, 65535)]), // a shifted RTP range ends at the last port
 ) as Record<
   'http' | 'sip' | 'ng' | 'rtpMin' | 'rtpMax' | 'carrierIn' | 'carrierOut' | 'callerMedia' | 'calleeMedia' | 'dtmf',
   number

@@ -5,15 +5,21 @@ import { MediaError, NgClient } from '../../media/index.js';
 
 /**
  * A peer in its own process that answers every ng request at once, as rtpengine does, with an answer the size of an
- * offer's (SDP and all, ~1.5 KB), except 'slow', answered after 150 ms. It prints its port when ready.
+ * offer's (SDP and all, ~1.5 KB), except 'slow', answered after 150 ms, and 'lossy', answered only when resent. It prints its port when ready.
  */
 const PEER = `
 const dgram = require('node:dgram');
 const s = dgram.createSocket('udp4');
 const pad = 'v'.repeat(1400);
 let held = 0;
+const seen = new Set();
 s.on('message', (m, r) => {
   const cookie = m.toString('latin1', 0, m.indexOf(32));
+  // 'lossy' is lost the first time each cookie arrives, as on a lossy path; the resend is answered.
+  if (m.includes('7:command5:lossy') && !seen.has(cookie)) {
+    seen.add(cookie);
+    return;
+  }
   if (!m.includes('7:command4:slow')) {
     s.send(Buffer.from(cookie + ' d6:result2:ok3:sdp' + pad.length + ':' + pad + 'e'), r.port, r.address);
     return;
@@ -68,6 +74,25 @@ describe('media: ng client', function () {
       const wait = client.sampleSendWait();
       assert.ok(wait >= 250 && wait < 2000, `longest wait for a slot ${wait.toFixed(0)} ms`);
       assert.equal(client.sampleSendWait(), 0, 'a sample resets it');
+    } finally {
+      client.close();
+    }
+  });
+
+  it('resends an unanswered request every retransmitMs and times out at its own deadline', async () => {
+    const client = new NgClient({ host: '127.0.0.1', port, timeoutMs: 5000, retransmitMs: 100 });
+    try {
+      const t0 = performance.now();
+      const answers = await Promise.all(Array.from({ length: 20 }, () => client.request('lossy')));
+      const took = performance.now() - t0;
+      assert.ok(
+        answers.every((a) => a.result === 'ok'),
+        'every resend answered',
+      );
+      assert.ok(took >= 95 && took < 2000, `answered after one resend interval, not ${took} ms`);
+      const short = client.request('lossy', {}, 60);
+      await assert.rejects(short, (e: unknown) => e instanceof MediaError && /in 60 ms/.test(e.message));
+      assert.equal(client.pendingCount, 0);
     } finally {
       client.close();
     }
