@@ -64,6 +64,7 @@ import {
   onAuthWrite,
   remoteRegistrations,
   storedPath,
+  Housekeeping,
 } from './store/index.js';
 import { NodeRoutedCallEngine, SwitchCallEngine, publishMediaEngineState } from './calls/index.js';
 import { firstRun, firstRunMessage, loadServerSecret } from './cli/index.js';
@@ -392,6 +393,18 @@ export class Switch {
     // Expired and soft-deleted recordings lose their audio (the rows stay).
     const retention = new RecordingRetention({ db, dataDir: config.dataDir, log: roomLogger('calls') }).start();
     this.#closers.push(() => retention.close());
+    // Finished status callbacks past their retention, expired idempotency keys and stream tokens are deleted.
+    const storeLog = roomLogger('store');
+    const housekeeping = new Housekeeping({
+      db,
+      callbackRetentionDays: config.webhooks.deliveryRetentionDays,
+      onSwept: (rows) => {
+        if (rows.callbacks + rows.idempotencyKeys + rows.streamTokens > 0)
+          storeLog.info(rows, 'housekeeping: rows deleted');
+      },
+      onError: (err) => storeLog.warn({ err }, 'housekeeping sweep failed; tried again in an hour'),
+    }).start();
+    this.#closers.push(() => housekeeping.close());
     this.#closers.push(() => monitor.close());
     this.#closers.push(() => sweep.close());
     // SIP over WebSocket (RFC 7118) for browser phones; 0 disables a transport.

@@ -403,6 +403,15 @@ export const SETTINGS = [
     help: 'Allow customer URLs (webhooks, status callbacks, Play) on loopback, RFC 1918, CGNAT and ULA addresses and this box (docs/security.md).',
   },
   {
+    key: 'webhooks.deliveryRetentionDays',
+    env: 'SIMU_WEBHOOK_DELIVERY_RETENTION_DAYS',
+    kind: 'int',
+    default: '30',
+    min: 1,
+    max: 3650,
+    help: "Days a delivered or failed status callback is kept (a call's events list its WH.0200 from it) before the hourly sweep deletes it.",
+  },
+  {
     key: 'webhooks.allowNetworks',
     env: 'SIMU_WEBHOOK_ALLOW_NETWORKS',
     kind: 'list',

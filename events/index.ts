@@ -33,8 +33,8 @@
  * the route they report on would loop) and PLATFORM.0001 (staff-only). Retry schedule: 5 attempts, at once then
  * after 1 s, 5 s, 30 s, 120 s (DEFAULT_RETRY_DELAYS_MS), 10 s per attempt; 3xx counts as failure. After 5
  * consecutive exhausted deliveries a route is disabled and the account gets WH.0400 with `routeDisabled: true`.
- * The status URL is stored, requested and signed in its WHATWG-serialised form (`wireUrl`). `outbox.purge(before)`
- * deletes delivered and failed rows finished before a date (retention).
+ * The status URL is stored, requested and signed in its WHATWG-serialised form (`wireUrl`). Delivered and failed
+ * rows are deleted after `webhooks.deliveryRetentionDays` by the switch's hourly sweep (store/housekeeping.ts).
  */
 export * from './catalogue.js';
 export { canonicalJson, signWebhook, verifyWebhookSignature } from './signing.js';

@@ -336,7 +336,7 @@ export class StatusCallbackOutbox {
 
   /**
    * Housekeeping: deletes rows that reached a final state (delivered or failed) before `before`. Pending rows are
-   * never touched. Returns how many were removed. The operator's retention job calls this (e.g. daily, 7 days).
+   * never touched. Returns how many were removed. The switch's hourly sweep does the same (store/housekeeping.ts).
    */
   async purge(before: Date): Promise<number> {
     return purgeFinishedOutboxRows(this.#db, before.toISOString());

@@ -1,5 +1,5 @@
 import { sqlOf, type Db, type Tx } from './db.js';
-import { runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
+import { deleteInBatches, runSqlCount, selectRows, updateRowCount } from './fixed-sql.js';
 import { insertChunked } from './insert-chunked.js';
 
 /**
@@ -215,10 +215,11 @@ function firstIdOf(iso: string): string {
  * index entry).
  */
 export async function purgeFinishedOutboxRows(db: Db | Tx, before: string): Promise<number> {
-  return runSqlCount(
+  return deleteInBatches(
     db,
-    `delete from "event_outbox" where "id" < ? and "state" in ('delivered', 'failed') and "done_at" < ?`,
-    [firstIdOf(before), before],
     'event_outbox',
+    ['id'],
+    `"id" < ? and "state" in ('delivered', 'failed') and "done_at" < ?`,
+    [firstIdOf(before), before],
   );
 }

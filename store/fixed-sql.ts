@@ -34,6 +34,33 @@ export function runSqlCount(db: Db | Tx, sql: string, bindings: readonly unknown
   return sqlOf(db).run(sql, bindings, writes);
 }
 
+/** Rows one statement of deleteInBatches removes. */
+export const DELETE_BATCH = 2000;
+
+/**
+ * Deletes the rows of `table` that `where` selects, DELETE_BATCH at a time by `key` (the primary key's columns), with a turn of the event loop between batches: on SQLite a statement holds the loop,
+ * and one delete of a month of rows would stall every call. Returns how many.
+ */
+export async function deleteInBatches(
+  db: Db | Tx,
+  table: string,
+  key: readonly string[],
+  where: string,
+  bindings: readonly unknown[],
+): Promise<number> {
+  const cols = key.map(q).join(', ');
+  const sql =
+    `delete from ${q(table)} where ${key.length > 1 ? `(${cols})` : cols} in ` +
+    `(select ${cols} from ${q(table)} where ${where} limit ${DELETE_BATCH})`;
+  let total = 0;
+  for (;;) {
+    const n = await sqlOf(db).run(sql, bindings, table);
+    total += n;
+    if (n < DELETE_BATCH) return total;
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 /** INSERT of rows that all have the columns of the first, in one statement. */
 export async function insertRows(db: Db | Tx, table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
   if (rows.length === 0) return;

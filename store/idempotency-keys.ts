@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { nowIso } from './ids.js';
-import { firstRow, insertRows, runSqlCount } from './fixed-sql.js';
+import { deleteInBatches, firstRow, insertRows, runSqlCount } from './fixed-sql.js';
 import { isUniqueViolation } from './errors.js';
 
 /** Spec, Limits: a key is remembered for 24 hours from first use. */
@@ -95,6 +95,7 @@ export async function releaseIdempotencyKey(db: Db, accountId: string, key: stri
   );
 }
 
+/** Removes keys past their window (housekeeping). */
 export async function purgeIdempotencyKeys(db: Db, now: Date = new Date()): Promise<number> {
-  return runSqlCount(db, 'delete from "idempotency_keys" where "expires_at" <= ?', [nowIso(now)], 'idempotency_keys');
+  return deleteInBatches(db, 'idempotency_keys', ['account_id', 'key'], '"expires_at" <= ?', [nowIso(now)]);
 }

@@ -48,6 +48,7 @@ export * from './webhook-routes.js';
 export * from './call-credit.js';
 export * from './admissions.js';
 export * from './event-outbox.js';
+export { Housekeeping, sweepExpiredRows, type SweptRows } from './housekeeping.js';
 export * from './operators.js';
 export * from './call-stats.js';
 export * from './call-timeline.js';

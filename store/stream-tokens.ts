@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { nowIso, randomToken, sha256Hex } from './ids.js';
-import { firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
+import { deleteInBatches, firstRow, insertRows, runSqlCount, selectRows } from './fixed-sql.js';
 
 /**
  * Mints a single-use stream token. Only its SHA-256 is stored; the token itself goes to the caller once.
@@ -82,10 +82,5 @@ export async function lapsedStreamPrincipals(
 
 /** Removes tokens that expired before `olderThan` (housekeeping). */
 export async function purgeStreamTokens(db: Db, olderThan: Date): Promise<number> {
-  return runSqlCount(
-    db,
-    'delete from "stream_tokens" where "expires_at" < ?',
-    [olderThan.toISOString()],
-    'stream_tokens',
-  );
+  return deleteInBatches(db, 'stream_tokens', ['token_hash'], '"expires_at" < ?', [olderThan.toISOString()]);
 }

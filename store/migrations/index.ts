@@ -36,6 +36,7 @@ import * as m040 from './040-registration-path.js';
 import * as m041 from './041-room-leases.js';
 import * as m042 from './042-outbox-reply-status.js';
 import * as m043 from './043-outbox-pending-indexes.js';
+import * as m044 from './044-expiry-indexes.js';
 
 /**
  * Migrations are listed in code (not discovered on disk) so they run the same under tsx, in tests and in a bundle.
@@ -80,6 +81,7 @@ const MIGRATIONS: Array<[string, Knex.Migration]> = [
   ['041-room-leases', m041],
   ['042-outbox-reply-status', m042],
   ['043-outbox-pending-indexes', m043],
+  ['044-expiry-indexes', m044],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Knex.Migration]> = {
