@@ -1,3 +1,4 @@
+import { TurnBatch } from '../kit/index.js';
 import {
   findWebhookRouteCached,
   inTransaction,
@@ -31,17 +32,14 @@ export type QueueLease = () => { node: string; until: string } | undefined;
 /** How an event's status callback was queued: `route_disabled` rows are recorded as failed and never sent. */
 export type CallbackWritten = 'queued' | 'route_disabled' | 'none';
 
-interface Pending {
-  write: EventWrite;
-  resolve: (r: CallbackWritten) => void;
-  reject: (err: unknown) => void;
-}
+/** One write's outcome in its batch: its callback's fate, or the error that failed it alone. */
+type Outcome = { written: CallbackWritten } | { failed: unknown };
 
 /** Events in one transaction at most; a burst larger than this is written in several, in order. */
 const MAX_BATCH = 500;
 
 /**
- * Group commit of events: the events emitted while a write is in progress (or within one turn of the event loop)
+ * Group commit of events (a TurnBatch): the events emitted while a write is in progress (or within one turn of the event loop)
  * are written together, in one transaction with one INSERT per table, instead of one transaction each. Every
  * caller still waits until its own event is durable, so nothing is published or sent before it is stored; order is
  * kept (a batch is written in the order of `write` calls, batches one after another). When a batch fails, its
@@ -54,8 +52,7 @@ export class EventWriter {
   readonly #db: Db;
   readonly #onQueued: ((row: NewOutboxRow, sid: string | undefined) => void) | undefined;
   readonly #lease: QueueLease;
-  #queue: Pending[] = [];
-  #running: Promise<void> | undefined;
+  readonly #batches = new TurnBatch<EventWrite, Outcome>((writes) => this.#writeBatch(writes), { max: MAX_BATCH });
 
   constructor(db: Db, onQueued?: (row: NewOutboxRow, sid: string | undefined) => void, lease?: QueueLease) {
     this.#db = db;
@@ -63,67 +60,52 @@ export class EventWriter {
     this.#lease = lease ?? (() => undefined);
   }
 
-  write(write: EventWrite): Promise<CallbackWritten> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ write, resolve, reject });
-      this.#running ??= new Promise<void>((done) => setImmediate(done)).then(() => this.#drain());
-    });
+  async write(write: EventWrite): Promise<CallbackWritten> {
+    const outcome = await this.#batches.add(write);
+    if ('failed' in outcome) throw outcome.failed;
+    return outcome.written;
   }
 
   /** Resolves when every event handed over so far is written (or has failed): for an orderly stop. */
-  async flushed(): Promise<void> {
-    while (this.#running) await this.#running;
+  flushed(): Promise<void> {
+    return this.#batches.idle();
   }
 
-  async #drain(): Promise<void> {
-    try {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, MAX_BATCH);
-        await this.#writeBatch(batch);
-      }
-    } finally {
-      this.#running = undefined;
-    }
-  }
-
-  async #writeBatch(batch: Pending[]): Promise<void> {
+  async #writeBatch(writes: readonly EventWrite[]): Promise<Outcome[]> {
     try {
       // Events without callbacks are one INSERT, atomic by itself: no transaction to open around it (on PostgreSQL
       // a BEGIN and a COMMIT are two more round trips, the connection held across all three).
-      const lone = batch.every((p) => !p.write.callback && !p.write.alsoTo);
-      const writes = batch.map((p) => p.write);
+      const lone = writes.every((w) => !w.callback && !w.alsoTo);
       // Routes' health before the transaction, from the read cache of the root instance (SQLite has one
       // connection: a read on it cannot wait inside the transaction).
       const disabled = lone ? undefined : await disabledRoutes(this.#db, writes);
       const written = lone
         ? await writeAll(this.#db, writes, undefined)
         : await inTransaction(this.#db, (tx) => writeAll(tx, writes, disabled, this.#lease));
-      this.#settle(batch, written);
-      return;
+      return this.#settle(written);
     } catch (err) {
-      if (batch.length === 1) {
-        batch[0]!.reject(err);
-        return;
-      }
+      if (writes.length === 1) return [{ failed: err }];
     }
-    for (const p of batch) {
+    const outcomes: Outcome[] = [];
+    for (const w of writes) {
       try {
-        const disabled = p.write.callback || p.write.alsoTo ? await disabledRoutes(this.#db, [p.write]) : undefined;
-        this.#settle([p], await inTransaction(this.#db, (tx) => writeAll(tx, [p.write], disabled, this.#lease)));
+        const disabled = w.callback || w.alsoTo ? await disabledRoutes(this.#db, [w]) : undefined;
+        outcomes.push(...this.#settle(await inTransaction(this.#db, (tx) => writeAll(tx, [w], disabled, this.#lease))));
       } catch (err) {
-        p.reject(err);
+        outcomes.push({ failed: err });
       }
     }
+    return outcomes;
   }
 
-  #settle(batch: Pending[], written: Written): void {
-    batch.forEach((p, i) => p.resolve(written.results[i]!));
+  #settle(written: Written): Outcome[] {
     // Stored already: a failing listener must not make the batch look unwritten (it would be written again).
     try {
       for (const { row, sid } of written.queued) this.#onQueued?.(row, sid);
     } catch {
       // The rows stay pending in the table; the outbox's poll finds them.
     }
+    return written.results.map((r) => ({ written: r }));
   }
 }
 

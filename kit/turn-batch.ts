@@ -12,7 +12,7 @@ export class TurnBatch<T, R> {
   readonly #minGapMs: number;
   #lastStart = -Infinity;
   #waiting: Array<{ item: T; resolve: (r: R) => void; reject: (e: unknown) => void }> = [];
-  #scheduled = false;
+  #draining: Promise<void> | undefined;
 
   /** `run` returns one result per item, in the items' order; a batch holds at most `max` items. */
   constructor(run: (items: readonly T[]) => Promise<readonly R[]>, opts: { max?: number; minGapMs?: number } = {}) {
@@ -24,10 +24,13 @@ export class TurnBatch<T, R> {
   add(item: T): Promise<R> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      void this.#turn().then(() => this.#drain());
+      this.#draining ??= this.#turn().then(() => this.#drain());
     });
+  }
+
+  /** Resolves when every item handed over so far has been run (or its batch failed): for an orderly stop. */
+  async idle(): Promise<void> {
+    while (this.#draining) await this.#draining;
   }
 
   /** The next turn, or the end of the gap after the last batch's start if that is later. */
@@ -50,7 +53,7 @@ export class TurnBatch<T, R> {
         }
       }
     } finally {
-      this.#scheduled = false;
+      this.#draining = undefined;
     }
   }
 }
