@@ -214,12 +214,13 @@ function firstIdOf(iso: string): string {
  * through the primary key by id range (no index holds `done_at` of delivered rows: marking one delivered writes no
  * index entry).
  */
-export async function purgeFinishedOutboxRows(db: Db | Tx, before: string): Promise<number> {
+export async function purgeFinishedOutboxRows(db: Db | Tx, before: string, signal?: AbortSignal): Promise<number> {
   return deleteInBatches(
     db,
     'event_outbox',
     ['id'],
     `"id" < ? and "state" in ('delivered', 'failed') and "done_at" < ?`,
     [firstIdOf(before), before],
+    signal,
   );
 }

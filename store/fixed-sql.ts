@@ -38,8 +38,10 @@ export function runSqlCount(db: Db | Tx, sql: string, bindings: readonly unknown
 export const DELETE_BATCH = 2000;
 
 /**
- * Deletes the rows of `table` that `where` selects, DELETE_BATCH at a time by `key` (the primary key's columns), with a turn of the event loop between batches: on SQLite a statement holds the loop,
- * and one delete of a month of rows would stall every call. Returns how many.
+ * Deletes the rows of `table` that `where` selects, DELETE_BATCH at a time by `key` (the primary key's columns),
+ * pausing after each batch as long as it took: on SQLite a statement holds the event loop, so a sweep of a month of
+ * rows takes at most half of it and calls go on meanwhile. An aborted `signal` ends it after the batch in hand.
+ * Returns how many.
  */
 export async function deleteInBatches(
   db: Db | Tx,
@@ -47,6 +49,7 @@ export async function deleteInBatches(
   key: readonly string[],
   where: string,
   bindings: readonly unknown[],
+  signal?: AbortSignal,
 ): Promise<number> {
   const cols = key.map(q).join(', ');
   const sql =
@@ -54,10 +57,12 @@ export async function deleteInBatches(
     `(select ${cols} from ${q(table)} where ${where} limit ${DELETE_BATCH})`;
   let total = 0;
   for (;;) {
+    const began = performance.now();
     const n = await sqlOf(db).run(sql, bindings, table);
     total += n;
-    if (n < DELETE_BATCH) return total;
-    await new Promise((r) => setImmediate(r));
+    if (n < DELETE_BATCH || signal?.aborted) return total;
+    const took = performance.now() - began;
+    await new Promise((r) => setTimeout(r, Math.min(Math.max(took, 1), 1000)));
   }
 }
 

@@ -96,6 +96,6 @@ export async function releaseIdempotencyKey(db: Db, accountId: string, key: stri
 }
 
 /** Removes keys past their window (housekeeping). */
-export async function purgeIdempotencyKeys(db: Db, now: Date = new Date()): Promise<number> {
-  return deleteInBatches(db, 'idempotency_keys', ['account_id', 'key'], '"expires_at" <= ?', [nowIso(now)]);
+export async function purgeIdempotencyKeys(db: Db, now: Date = new Date(), signal?: AbortSignal): Promise<number> {
+  return deleteInBatches(db, 'idempotency_keys', ['account_id', 'key'], '"expires_at" <= ?', [nowIso(now)], signal);
 }

@@ -81,6 +81,6 @@ export async function lapsedStreamPrincipals(
 }
 
 /** Removes tokens that expired before `olderThan` (housekeeping). */
-export async function purgeStreamTokens(db: Db, olderThan: Date): Promise<number> {
-  return deleteInBatches(db, 'stream_tokens', ['token_hash'], '"expires_at" < ?', [olderThan.toISOString()]);
+export async function purgeStreamTokens(db: Db, olderThan: Date, signal?: AbortSignal): Promise<number> {
+  return deleteInBatches(db, 'stream_tokens', ['token_hash'], '"expires_at" < ?', [olderThan.toISOString()], signal);
 }

@@ -6,6 +6,7 @@ import {
   insertAccount,
   insertOutboxRows,
   mintStreamToken,
+  purgeIdempotencyKeys,
   sweepExpiredRows,
   type Db,
   type NewOutboxRow,
@@ -94,6 +95,27 @@ for (const kind of BOTH_DBS) {
         idempotencyKeys: 0,
         streamTokens: 0,
       });
+    });
+
+    it('a sweep told to stop ends after the batch in hand', async () => {
+      const now = Date.now();
+      const a = await insertAccount(db, 'Stop');
+      const rows = Array.from({ length: DELETE_BATCH + 5 }, (_, i) => ({
+        account_id: a.id,
+        key: `s${i}`,
+        scope: 'originate',
+        request_hash: 'h',
+        state: 'done',
+        status_code: 201,
+        response_body: '{}',
+        created_at: new Date(now - 2 * DAY).toISOString(),
+        expires_at: new Date(now - DAY).toISOString(),
+      }));
+      for (let i = 0; i < rows.length; i += 500) await db('idempotency_keys').insert(rows.slice(i, i + 500));
+      const stop = new AbortController();
+      stop.abort();
+      assert.equal(await purgeIdempotencyKeys(db, new Date(now), stop.signal), DELETE_BATCH);
+      assert.equal((await db('idempotency_keys').where({ account_id: a.id })).length, 5);
     });
 
     it('the switch runs a sweep after its first delay and reports what it deleted', async () => {
