@@ -1,3 +1,4 @@
+import { PeriodicJob } from '../kit/index.js';
 import type { Db } from './db.js';
 import { purgeFinishedOutboxRows } from './event-outbox.js';
 import { purgeIdempotencyKeys } from './idempotency-keys.js';
@@ -35,13 +36,17 @@ export async function sweepExpiredRows(
 }
 
 /**
- * The switch's housekeeping: a sweep a minute after start, then every `intervalMs` (an hour). A sweep that fails is
- * reported to `onError` and tried again at the next interval; closing ends a sweep after the batch in hand.
+ * The switch's housekeeping: a sweep at start and then every `intervalMs` (an hour), never two at once (a PeriodicJob).
+ * A sweep that fails is reported to `onError` and the next one goes ahead; closing ends a sweep after the batch in
+ * hand.
  */
 export class Housekeeping {
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
   readonly #stop = new AbortController();
+  readonly #job = new PeriodicJob(async () => {
+    const rows = await sweepExpiredRows(this.o.db, new Date(), this.o.callbackRetentionDays, this.#stop.signal);
+    this.o.onSwept(rows);
+    return rows;
+  });
 
   constructor(
     private readonly o: {
@@ -49,35 +54,22 @@ export class Housekeeping {
       callbackRetentionDays: number;
       onSwept: (rows: SweptRows) => void;
       onError: (err: unknown) => void;
-      firstMs?: number;
       intervalMs?: number;
     },
   ) {}
 
   start(): this {
-    this.#schedule(this.o.firstMs ?? 60_000);
+    this.#job.start({ everyMs: this.o.intervalMs ?? 3_600_000, onError: this.o.onError, name: 'housekeeping' });
     return this;
   }
 
-  /** One sweep now (the timer's, or a test's). */
-  sweep(): Promise<void> {
-    this.#running ??= sweepExpiredRows(this.o.db, new Date(), this.o.callbackRetentionDays, this.#stop.signal)
-      .then(this.o.onSwept, this.o.onError)
-      .finally(() => (this.#running = undefined));
-    return this.#running;
+  /** One sweep now, or the one under way; what it deleted also goes to `onSwept`. */
+  sweep(): Promise<SweptRows> {
+    return this.#job.runOnce();
   }
 
   async close(): Promise<void> {
     this.#stop.abort();
-    clearTimeout(this.#timer);
-    await this.#running;
-  }
-
-  #schedule(ms: number): void {
-    if (this.#stop.signal.aborted) return;
-    this.#timer = setTimeout(() => {
-      void this.sweep().finally(() => this.#schedule(this.o.intervalMs ?? 3_600_000));
-    }, ms);
-    this.#timer.unref();
+    await this.#job.close();
   }
 }
