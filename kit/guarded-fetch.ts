@@ -5,6 +5,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import { UrlPolicy } from './url-policy.js';
 import { TIMED_OUT } from './abort.js';
+import { requestUrl } from './request-url.js';
 
 /**
  * `fetch` for URLs a customer chose (server-side request forgery). For every hop it resolves the host (a name's
@@ -329,7 +330,7 @@ function toTarget(url: URL): Target {
     path: `${url.pathname}${url.search}`,
     hostHeader: url.host,
     basicAuth: auth,
-    wire: `${url.protocol}//${url.host}${url.pathname}${url.search}`,
+    wire: requestUrl(url),
   };
 }
 
