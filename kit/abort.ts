@@ -12,14 +12,3 @@ export function abortQuietly(controller: AbortController): void {
 
 /** The reason of a deadline's abort (`name` is 'TimeoutError', as AbortSignal.timeout's). */
 export const TIMED_OUT = new DOMException('The operation timed out', 'TimeoutError');
-
-/**
- * A signal that aborts with TIMED_OUT after `ms`, and `done()` to cancel it: AbortSignal.timeout's behaviour for
- * one exchange whose end is known. AbortSignal.timeout keeps its signal weakly (a weak reference and a finalizer per
- * call), about 5 µs and collector work each: a status callback made one per attempt, 13 a carrier call.
- */
-export function deadline(ms: number): { signal: AbortSignal; done(): void } {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(TIMED_OUT), ms);
-  return { signal: controller.signal, done: () => clearTimeout(timer) };
-}

@@ -46,6 +46,6 @@ export { PeriodicJob } from './periodic-job.js';
 export { TokenBucket, TOKEN_BUCKET_MODULE } from './token-bucket.js';
 export { RandomPool } from './random-pool.js';
 export { detached } from './detached.js';
-export { ABORTED, TIMED_OUT, abortQuietly, deadline } from './abort.js';
+export { ABORTED, TIMED_OUT, abortQuietly } from './abort.js';
 export { roomLogger, setLogLevel, replaceRootLogger, type Logger } from './logger.js';
 export { TypedEmitter, type ListenerErrorLog } from './typed-emitter.js';
