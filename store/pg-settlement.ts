@@ -1,6 +1,6 @@
 import { driverOf, type Db } from './db.js';
 import { PgDriver, type PgStatement } from './driver/pg.js';
-import { cappedPgText, type CappedDebit } from './wallet-transactions.js';
+import { cappedPgPost, type CappedDebit } from './wallet-transactions.js';
 
 export interface PgSettlement {
   /** Whether the call's live credit row was there to delete (it is written at answer, deleted by a settlement). */
@@ -29,15 +29,7 @@ export async function settleCappedDebitsOnPg(
       ? { sql: DELETE_CREDIT_AND_LOCK, bindings: [callId, accountId], writes: 'call_credit' }
       : { sql: DELETE_CREDIT, bindings: [callId], writes: 'call_credit' },
   ];
-  for (const d of debits) {
-    const cols = Object.keys(d.row);
-    const values = cols.map((c) => (d.row as Record<string, unknown>)[c] ?? null);
-    statements.push({
-      sql: cappedPgText(cols),
-      bindings: [accountId, ...values, d.cents, accountId, d.row.settlement_key, accountId],
-      writes: [{ table: 'wallet_transactions' }, { table: 'accounts', columns: ['balance_cents'] }],
-    });
-  }
+  for (const d of debits) statements.push(cappedPgPost(d));
   const driver = driverOf(db);
   if (!(driver instanceof PgDriver)) throw new Error('store: settleCappedDebitsOnPg needs a PostgreSQL store');
   const results = await driver.pipelined(statements);

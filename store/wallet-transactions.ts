@@ -131,7 +131,7 @@ const pgCappedTexts = new Map<string, string>();
  * rated cents and the balance, skipped when its settlement key is taken; the balance moved by what was posted. It
  * runs after the statement that locks the account row, so its snapshot holds every post committed before the lock.
  */
-export function cappedPgText(cols: readonly string[]): string {
+function cappedPgText(cols: readonly string[]): string {
   const key = cols.join(',');
   let sql = pgCappedTexts.get(key);
   if (sql === undefined) {
@@ -148,6 +148,18 @@ export function cappedPgText(cols: readonly string[]): string {
     if (pgCappedTexts.size < 100) pgCappedTexts.set(key, sql);
   }
   return sql;
+}
+
+/** PostgreSQL: the statement posting `d` (cappedPgText), its bindings in the text's order. */
+export function cappedPgPost(d: CappedDebit): { sql: string; bindings: unknown[]; writes: Writes } {
+  const cols = Object.keys(d.row);
+  const values = cols.map((c) => (d.row as Record<string, unknown>)[c] ?? null);
+  const accountId = d.row.account_id;
+  return {
+    sql: cappedPgText(cols),
+    bindings: [accountId, ...values, d.cents, accountId, d.row.settlement_key, accountId],
+    writes: POSTED,
+  };
 }
 
 const cappedTexts = new Map<string, string>();
@@ -190,11 +202,8 @@ export async function postCappedDebit(tx: Tx, d: CappedDebit): Promise<PostedDeb
   let row;
   if (isPostgres(tx)) {
     if ((await lockAccountBalance(tx, accountId)) === undefined) return undefined;
-    [row] = await sqlOf(tx).all(
-      cappedPgText(cols),
-      [accountId, ...values, d.cents, accountId, d.row.settlement_key, accountId],
-      POSTED,
-    );
+    const post = cappedPgPost(d);
+    [row] = await sqlOf(tx).all(post.sql, post.bindings, post.writes);
   } else {
     try {
       [row] = await sqlOf(tx).all(
