@@ -22,7 +22,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
-import { openDb, migrate, timeStatements } from '../../store/index.js';
+import { openDb, migrate, timeStatements, type Db } from '../../store/index.js';
 import {
   EventBus,
   EventCodes,
@@ -62,6 +62,25 @@ const dataOf = (code: EventCode): Record<string, unknown> =>
   code === EventCodes.ttsGenerated ? { seconds: 2.4, tier: 'standard' } : {};
 
 /** A carrier call's row as its owner holds it after the final update. */
+/** A fresh SQLite store with the group commit the switch uses, and one account whose status URL is `statusUrl`. */
+async function benchStore(accountId: string, statusUrl: string): Promise<Db> {
+  const db = openDb({
+    databaseUrl: '',
+    dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-outbox-cost-')),
+    groupCommit: true,
+    groupCommitWindowMs: 15,
+  });
+  await migrate(db);
+  await db('accounts').insert({
+    id: accountId,
+    name: 'bench',
+    signing_secret: 'whsec_bench',
+    webhook_status: statusUrl,
+    created_at: new Date().toISOString(),
+  });
+  return db;
+}
+
 const benchRow = (accountId: string): Record<string, unknown> => {
   const id = randomUUID();
   return {
@@ -115,20 +134,7 @@ if (process.argv.includes('--micro')) {
     if (round > 1) perBody.push((c.user + c.system) / (n * CALL_EVENTS.length));
   }
   // Emit: stored through the group commit, no outbox attached; 100 calls' 13 events at a time.
-  const db = openDb({
-    databaseUrl: '',
-    dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-outbox-cost-')),
-    groupCommit: true,
-    groupCommitWindowMs: 15,
-  });
-  await migrate(db);
-  await db('accounts').insert({
-    id: accountId,
-    name: 'bench',
-    signing_secret: 'whsec_bench',
-    webhook_status: 'http://127.0.0.1:9/status',
-    created_at: new Date().toISOString(),
-  });
+  const db = await benchStore(accountId, 'http://127.0.0.1:9/status');
   const publisher = new EventPublisher({ db, bus: new EventBus(quiet), logger: quiet });
   const rows = Array.from({ length: 100 }, () => benchRow(accountId));
   for (const r of rows) await db('calls').insert(r);
@@ -171,21 +177,8 @@ const receivedCount = () =>
     receiver.send('count');
   });
 
-const db = openDb({
-  databaseUrl: '',
-  dataDir: mkdtempSync(path.join(os.tmpdir(), 'simu-outbox-cost-')),
-  groupCommit: true,
-  groupCommitWindowMs: 15,
-});
-await migrate(db);
 const accountId = randomUUID();
-await db('accounts').insert({
-  id: accountId,
-  name: 'bench',
-  signing_secret: 'whsec_bench',
-  webhook_status: `http://127.0.0.1:${port}/status`,
-  created_at: new Date().toISOString(),
-});
+const db = await benchStore(accountId, `http://127.0.0.1:${port}/status`);
 
 const bus = new EventBus(quiet);
 const publisher = new EventPublisher({ db, bus, logger: quiet });
